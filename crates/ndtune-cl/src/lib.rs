@@ -1,0 +1,573 @@
+//! The only crate of ndtune that links OpenCL.
+//!
+//! It owns device discovery ([`discover`]: every platform, every device, in a stable order, each
+//! read into an [`ndtune_device::DeviceProfile`] with `clGetDeviceInfo`), program builds on one
+//! device with their full build log on failure, the per-kernel limits of a built kernel
+//! ([`ClDevice::kernel_limits`], from `clGetKernelWorkGroupInfo`) and the mapping of OpenCL error
+//! codes to names ([`error_name`]).
+//!
+//! libOpenCL is loaded at run time (`opencl3`'s default `dynamic` feature), so a machine without
+//! an OpenCL loader or without any registered platform gets [`ClError::NoPlatform`], whose message
+//! says how to install one, instead of a loader failure at start-up.
+
+use ndtune_device::{DeviceProfile, DeviceType};
+use opencl3::context::Context;
+use opencl3::device::{
+    Device, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
+};
+use opencl3::error_codes::{
+    ClError as RawError, CL_DEVICE_NOT_FOUND, CL_INVALID_KERNEL_NAME, CL_PLATFORM_NOT_FOUND_KHR,
+    DLOPEN_FUNCTION_NOT_AVAILABLE, DLOPEN_RUNTIME_LOAD_FAILED,
+};
+use opencl3::kernel::Kernel;
+use opencl3::platform::{get_platforms, Platform};
+use opencl3::program::Program;
+use opencl3::types::cl_device_id;
+use std::sync::{Mutex, PoisonError};
+
+/// How to get an OpenCL platform; part of [`ClError::NoPlatform`]'s message.
+pub const INSTALL_HINT: &str = "install an OpenCL platform: on Debian/Ubuntu, \
+`sudo apt-get install pocl-opencl-icd ocl-icd-opencl-dev` gives a CPU device (PoCL) and the \
+libOpenCL.so loader; GPU drivers register their own ICD file in /etc/OpenCL/vendors \
+(check with `clinfo -l`)";
+
+/// The kernel built once per device during discovery to read
+/// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`.
+const PROBE_SOURCE: &str =
+    "__kernel void ndtune_probe(__global float *x) { size_t i = get_global_id(0); x[i] = 2.0f * x[i]; }";
+const PROBE_KERNEL: &str = "ndtune_probe";
+
+/// What can go wrong when talking to OpenCL.
+#[derive(Debug, thiserror::Error)]
+pub enum ClError {
+    /// No usable OpenCL platform: libOpenCL could not be loaded, no ICD is registered, or the
+    /// registered platforms have no devices.
+    #[error("no OpenCL platform found ({reason}); {INSTALL_HINT}")]
+    NoPlatform { reason: String },
+    /// `clBuildProgram` failed; `log` is the device's full build log.
+    #[error("{}", build_message(.device, .options, *.code, .log))]
+    Build {
+        /// Name of the device the program was built for.
+        device: String,
+        options: String,
+        /// What `clBuildProgram` returned, e.g. `CL_BUILD_PROGRAM_FAILURE`.
+        code: i32,
+        log: String,
+    },
+    /// The program built but defines no kernel of that name.
+    #[error("the program defines no kernel `{name}` (it defines: {available})")]
+    NoKernel {
+        name: String,
+        /// The kernels the program does define, `;`-separated as OpenCL lists them.
+        available: String,
+    },
+    /// Source or build options that cannot be passed to OpenCL (an interior NUL byte).
+    #[error("invalid {what}: it contains a NUL byte")]
+    InvalidInput { what: &'static str },
+    /// Any other OpenCL call that failed.
+    #[error("{call} failed: {name} ({code})")]
+    Api {
+        call: &'static str,
+        code: i32,
+        name: &'static str,
+    },
+}
+
+fn build_message(device: &str, options: &str, code: i32, log: &str) -> String {
+    let log = log.trim_end();
+    let log = if log.is_empty() {
+        "(the compiler wrote no build log)"
+    } else {
+        log
+    };
+    format!(
+        "building the program for {device} with options `{options}` failed: {} ({code})\n{log}",
+        error_name(code)
+    )
+}
+
+impl ClError {
+    /// The OpenCL error code behind this error, where there is one.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            ClError::Build { code, .. } | ClError::Api { code, .. } => Some(*code),
+            ClError::NoKernel { .. } => Some(CL_INVALID_KERNEL_NAME),
+            ClError::NoPlatform { .. } | ClError::InvalidInput { .. } => None,
+        }
+    }
+}
+
+/// Wraps a failed `opencl3` call as [`ClError::Api`].
+fn api(call: &'static str) -> impl FnOnce(RawError) -> ClError {
+    move |e| ClError::Api {
+        call,
+        code: e.0,
+        name: error_name(e.0),
+    }
+}
+
+/// The symbolic name of an OpenCL error code (`-5` is `"CL_OUT_OF_RESOURCES"`), including the
+/// `cl_khr_icd` and runtime-loader codes; `"UNKNOWN_OPENCL_ERROR"` for codes OpenCL does not define.
+pub fn error_name(code: i32) -> &'static str {
+    match opencl3::error_codes::error_text(code) {
+        "UNKNOWN_ERROR" => "UNKNOWN_OPENCL_ERROR",
+        name => name,
+    }
+}
+
+/// One OpenCL device as discovery found it.
+#[derive(Debug, Clone)]
+pub struct ClDevice {
+    /// Global index across all platforms, in discovery order (platform order, then device order).
+    pub index: usize,
+    /// Everything `clGetDeviceInfo` reported that ndtune uses.
+    pub profile: DeviceProfile,
+    /// Index of the device's platform in `clGetPlatformIDs` order.
+    pub platform_index: usize,
+    device: Device,
+    platform: Platform,
+}
+
+/// What `clGetKernelWorkGroupInfo` reports for one kernel built on one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelLimits {
+    /// `CL_KERNEL_WORK_GROUP_SIZE`: the largest work-group this kernel can be launched with here.
+    pub work_group_size: u64,
+    /// `CL_KERNEL_LOCAL_MEM_SIZE`: bytes of local memory the kernel uses statically.
+    pub local_mem_size: u64,
+    /// `CL_KERNEL_PRIVATE_MEM_SIZE`: bytes of private memory per work-item.
+    pub private_mem_size: u64,
+    /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`.
+    pub preferred_work_group_size_multiple: u64,
+}
+
+/// Finds every device of every OpenCL platform, in `clGetPlatformIDs` then `clGetDeviceIDs`
+/// order, and reads each one's [`DeviceProfile`]. Builds a trivial kernel once per device to learn
+/// its preferred work-group size multiple.
+///
+/// Returns [`ClError::NoPlatform`] when libOpenCL cannot be loaded, no platform is registered,
+/// or no platform has a device.
+pub fn discover() -> Result<Vec<ClDevice>, ClError> {
+    let mut devices = Vec::new();
+    for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
+        for id in ids {
+            let device = Device::new(id);
+            let profile = read_profile(&device, &platform_name)?;
+            devices.push(ClDevice {
+                index: devices.len(),
+                profile,
+                platform_index,
+                device,
+                platform,
+            });
+        }
+    }
+    if devices.is_empty() {
+        return Err(ClError::NoPlatform {
+            reason: "the OpenCL platforms report no device".into(),
+        });
+    }
+    Ok(devices)
+}
+
+/// Platforms with their names and device ids, in discovery order.
+type Enumeration = Vec<(usize, Platform, String, Vec<cl_device_id>)>;
+
+/// Lists platforms and their devices under a process-wide lock.
+///
+/// The lock works around a PoCL race: `pocl_init_devices` returns success at once, before any
+/// device exists, to a thread that calls it while another thread's first initialisation is
+/// still running (a guard against recursion through hwloc, read outside PoCL's own lock). That
+/// thread's `clGetDeviceIDs` then fails with `CL_DEVICE_NOT_FOUND`, so concurrent first calls
+/// would see no device.
+fn enumerate_devices() -> Result<Enumeration, ClError> {
+    static ENUMERATION: Mutex<()> = Mutex::new(());
+    let _guard = ENUMERATION.lock().unwrap_or_else(PoisonError::into_inner);
+    let platforms = get_platforms().map_err(|e| no_platform_error(e.0))?;
+    if platforms.is_empty() {
+        return Err(ClError::NoPlatform {
+            reason: "clGetPlatformIDs returned no platform".into(),
+        });
+    }
+    let mut out = Vec::with_capacity(platforms.len());
+    for (platform_index, platform) in platforms.into_iter().enumerate() {
+        let name = clean(platform.name().map_err(api("clGetPlatformInfo"))?);
+        let ids = match platform.get_devices(CL_DEVICE_TYPE_ALL) {
+            Ok(ids) => ids,
+            // A platform whose driver sees no hardware reports no device, not a failure.
+            Err(e) if e.0 == CL_DEVICE_NOT_FOUND => Vec::new(),
+            Err(e) => return Err(api("clGetDeviceIDs")(e)),
+        };
+        out.push((platform_index, platform, name, ids));
+    }
+    Ok(out)
+}
+
+fn no_platform_error(code: i32) -> ClError {
+    let reason = match code {
+        DLOPEN_RUNTIME_LOAD_FAILED => "the OpenCL loader libOpenCL.so could not be loaded; \
+             it comes with ocl-icd-opencl-dev, or set OPENCL_DYLIB_PATH to a libOpenCL.so.1"
+            .to_string(),
+        DLOPEN_FUNCTION_NOT_AVAILABLE => "the loaded libOpenCL has no clGetPlatformIDs".to_string(),
+        CL_PLATFORM_NOT_FOUND_KHR => {
+            "clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR, no ICD is registered".to_string()
+        }
+        code => format!("clGetPlatformIDs failed: {} ({code})", error_name(code)),
+    };
+    ClError::NoPlatform { reason }
+}
+
+/// OpenCL strings end in NUL; some drivers pad them with spaces as well.
+fn clean(s: String) -> String {
+    s.trim_end_matches(|c: char| c == '\0' || c.is_whitespace())
+        .to_string()
+}
+
+fn device_type(bits: u64) -> DeviceType {
+    if bits & CL_DEVICE_TYPE_GPU != 0 {
+        DeviceType::Gpu
+    } else if bits & CL_DEVICE_TYPE_ACCELERATOR != 0 {
+        DeviceType::Accelerator
+    } else if bits & CL_DEVICE_TYPE_CPU != 0 {
+        DeviceType::Cpu
+    } else {
+        DeviceType::Custom
+    }
+}
+
+fn read_profile(device: &Device, platform_name: &str) -> Result<DeviceProfile, ClError> {
+    let info = api("clGetDeviceInfo");
+    let dims = device.max_work_item_dimensions().map_err(info)? as usize;
+    let mut max_work_item_sizes: Vec<u64> = device
+        .max_work_item_sizes()
+        .map_err(api("clGetDeviceInfo"))?
+        .into_iter()
+        .map(|s| s as u64)
+        .collect();
+    max_work_item_sizes.truncate(dims);
+    let mut profile = DeviceProfile {
+        name: clean(device.name().map_err(api("clGetDeviceInfo"))?),
+        vendor: clean(device.vendor().map_err(api("clGetDeviceInfo"))?),
+        device_type: device_type(device.dev_type().map_err(api("clGetDeviceInfo"))?),
+        version: clean(device.version().map_err(api("clGetDeviceInfo"))?),
+        driver_version: clean(device.driver_version().map_err(api("clGetDeviceInfo"))?),
+        platform_name: platform_name.to_string(),
+        compute_units: device
+            .max_compute_units()
+            .map_err(api("clGetDeviceInfo"))?
+            .into(),
+        max_clock_frequency: device
+            .max_clock_frequency()
+            .map_err(api("clGetDeviceInfo"))?
+            .into(),
+        max_work_group_size: device
+            .max_work_group_size()
+            .map_err(api("clGetDeviceInfo"))? as u64,
+        max_work_item_sizes,
+        local_mem_size: device.local_mem_size().map_err(api("clGetDeviceInfo"))?,
+        global_mem_size: device.global_mem_size().map_err(api("clGetDeviceInfo"))?,
+        global_mem_cache_size: device
+            .global_mem_cache_size()
+            .map_err(api("clGetDeviceInfo"))?,
+        global_mem_cacheline_size: device
+            .global_mem_cacheline_size()
+            .map_err(api("clGetDeviceInfo"))?
+            .into(),
+        max_mem_alloc_size: device
+            .max_mem_alloc_size()
+            .map_err(api("clGetDeviceInfo"))?,
+        max_constant_buffer_size: device
+            .max_constant_buffer_size()
+            .map_err(api("clGetDeviceInfo"))?,
+        preferred_work_group_size_multiple: 0,
+        extensions: device
+            .extensions()
+            .map_err(api("clGetDeviceInfo"))?
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    };
+    let probe = kernel_limits_on(device, &profile.name, PROBE_SOURCE, PROBE_KERNEL, "")?;
+    profile.preferred_work_group_size_multiple = probe.preferred_work_group_size_multiple;
+    Ok(profile)
+}
+
+impl ClDevice {
+    /// The `opencl3` device handle.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The raw `cl_device_id`.
+    pub fn id(&self) -> cl_device_id {
+        self.device.id()
+    }
+
+    /// The `opencl3` handle of the device's platform.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// Builds `source` with `build_options` for this device alone (in a context of its own) and
+    /// returns `kernel_name`'s limits from `clGetKernelWorkGroupInfo`.
+    ///
+    /// A failed build is [`ClError::Build`] with the full build log; a kernel the program does not
+    /// define is [`ClError::NoKernel`].
+    pub fn kernel_limits(
+        &self,
+        source: &str,
+        kernel_name: &str,
+        build_options: &str,
+    ) -> Result<KernelLimits, ClError> {
+        kernel_limits_on(
+            &self.device,
+            &self.profile.name,
+            source,
+            kernel_name,
+            build_options,
+        )
+    }
+}
+
+fn kernel_limits_on(
+    device: &Device,
+    device_name: &str,
+    source: &str,
+    kernel_name: &str,
+    build_options: &str,
+) -> Result<KernelLimits, ClError> {
+    // opencl3 panics on interior NULs in these strings; refuse them first.
+    for (what, s) in [
+        ("kernel source", source),
+        ("build options", build_options),
+        ("kernel name", kernel_name),
+    ] {
+        if s.contains('\0') {
+            return Err(ClError::InvalidInput { what });
+        }
+    }
+    let id = device.id();
+    let context = Context::from_device(device).map_err(api("clCreateContext"))?;
+    let mut program =
+        Program::create_from_source(&context, source).map_err(api("clCreateProgramWithSource"))?;
+    if let Err(e) = program.build(&[id], build_options) {
+        if is_build_code(e.0) {
+            let log = program.get_build_log(id).unwrap_or_default();
+            return Err(build_error(device_name, build_options, e.0, log));
+        }
+        return Err(api("clBuildProgram")(e));
+    }
+    let kernel = match Kernel::create(&program, kernel_name) {
+        Ok(k) => k,
+        Err(e) if e.0 == CL_INVALID_KERNEL_NAME => {
+            return Err(ClError::NoKernel {
+                name: kernel_name.to_string(),
+                available: program.kernel_names().to_string(),
+            })
+        }
+        Err(e) => return Err(api("clCreateKernel")(e)),
+    };
+    let wg = api("clGetKernelWorkGroupInfo");
+    Ok(KernelLimits {
+        work_group_size: kernel.get_work_group_size(id).map_err(wg)? as u64,
+        local_mem_size: kernel
+            .get_local_mem_size(id)
+            .map_err(api("clGetKernelWorkGroupInfo"))?,
+        private_mem_size: kernel
+            .get_private_mem_size(id)
+            .map_err(api("clGetKernelWorkGroupInfo"))?,
+        preferred_work_group_size_multiple: kernel
+            .get_work_group_size_multiple(id)
+            .map_err(api("clGetKernelWorkGroupInfo"))?
+            as u64,
+    })
+}
+
+/// Codes with which `clBuildProgram` reports a problem of the program or its options.
+fn is_build_code(code: i32) -> bool {
+    use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_BUILD_OPTIONS};
+    code == CL_BUILD_PROGRAM_FAILURE || code == CL_INVALID_BUILD_OPTIONS
+}
+
+fn build_error(device: &str, options: &str, code: i32, log: String) -> ClError {
+    ClError::Build {
+        device: device.to_string(),
+        options: options.to_string(),
+        code,
+        log: clean(log),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_device() -> ClDevice {
+        discover()
+            .expect("these tests need an OpenCL device (PoCL)")
+            .remove(0)
+    }
+
+    #[test]
+    fn discover_finds_valid_profiles() {
+        let devices = discover().unwrap();
+        assert!(!devices.is_empty());
+        for (i, d) in devices.iter().enumerate() {
+            let p = &d.profile;
+            assert_eq!(d.index, i);
+            p.validate().unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            assert!(!p.name.is_empty() && !p.version.is_empty() && !p.platform_name.is_empty());
+            assert!(!p.name.ends_with(['\0', ' ']), "{:?}", p.name);
+            assert!(p.max_work_group_size > 0);
+            assert!((1..=3).contains(&p.max_work_item_sizes.len()));
+            assert!(p.preferred_work_group_size_multiple > 0);
+            assert!(p.global_mem_size >= p.max_mem_alloc_size && p.max_mem_alloc_size > 0);
+            assert!(p
+                .extensions
+                .iter()
+                .all(|e| !e.is_empty() && !e.contains(' ')));
+            assert!(p.version.starts_with("OpenCL "), "{:?}", p.version);
+        }
+        // Discovery order is stable.
+        let again: Vec<_> = discover().unwrap().into_iter().map(|d| d.profile).collect();
+        let first: Vec<_> = devices.into_iter().map(|d| d.profile).collect();
+        assert_eq!(first, again);
+    }
+
+    #[test]
+    fn trivial_kernel_limits_fit_the_device() {
+        let d = first_device();
+        let src = "__kernel void add(__global float *a, __global const float *b) \
+                   { size_t i = get_global_id(0); a[i] += b[i]; }";
+        let k = d.kernel_limits(src, "add", "-cl-mad-enable").unwrap();
+        assert!(k.work_group_size > 0);
+        assert!(k.work_group_size <= d.profile.max_work_group_size, "{k:?}");
+        assert!(k.preferred_work_group_size_multiple > 0);
+    }
+
+    #[test]
+    fn static_local_memory_and_defines_are_seen() {
+        let d = first_device();
+        let src = "__kernel void k(__global float *a) { __local float t[TILE]; \
+                   t[get_local_id(0)] = a[get_global_id(0)]; barrier(CLK_LOCAL_MEM_FENCE); \
+                   a[get_global_id(0)] = t[0]; }";
+        let k = d.kernel_limits(src, "k", "-D TILE=256").unwrap();
+        assert!(k.local_mem_size >= 256 * 4, "{k:?}");
+    }
+
+    #[test]
+    fn syntax_error_returns_the_build_log() {
+        let d = first_device();
+        let err = d
+            .kernel_limits(
+                "__kernel void broken(__global float *a) { a[0] = ; }",
+                "broken",
+                "",
+            )
+            .unwrap_err();
+        match &err {
+            ClError::Build { log, code, .. } => {
+                assert!(!log.trim().is_empty());
+                assert!(log.contains("error"), "{log}");
+                assert_eq!(*code, opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE);
+            }
+            other => panic!("expected a build error, got {other:?}"),
+        }
+        assert!(
+            err.to_string().contains("CL_BUILD_PROGRAM_FAILURE"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_define_is_a_build_error() {
+        let d = first_device();
+        let src = "__kernel void k(__global float *a) { a[0] = N; }";
+        assert!(d.kernel_limits(src, "k", "-D N=1").is_ok());
+        assert!(matches!(
+            d.kernel_limits(src, "k", ""),
+            Err(ClError::Build { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_kernel_name_is_no_kernel() {
+        let d = first_device();
+        let err = d
+            .kernel_limits(
+                "__kernel void real(__global int *a) { a[0] = 1; }",
+                "nope",
+                "",
+            )
+            .unwrap_err();
+        match &err {
+            ClError::NoKernel { name, available } => {
+                assert_eq!(name, "nope");
+                assert!(available.contains("real"), "{available}");
+            }
+            other => panic!("expected NoKernel, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nul_in_options_is_refused_not_a_panic() {
+        let d = first_device();
+        let err = d
+            .kernel_limits("__kernel void k() {}", "k", "-D A\0")
+            .unwrap_err();
+        assert!(matches!(err, ClError::InvalidInput { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn error_names() {
+        assert_eq!(error_name(-5), "CL_OUT_OF_RESOURCES");
+        assert_eq!(error_name(-54), "CL_INVALID_WORK_GROUP_SIZE");
+        assert_eq!(error_name(-11), "CL_BUILD_PROGRAM_FAILURE");
+        assert_eq!(error_name(-1001), "CL_PLATFORM_NOT_FOUND_KHR");
+        assert_eq!(error_name(12345), "UNKNOWN_OPENCL_ERROR");
+        let e = no_platform_error(CL_PLATFORM_NOT_FOUND_KHR).to_string();
+        assert!(
+            e.contains("sudo apt-get install pocl-opencl-icd ocl-icd-opencl-dev"),
+            "{e}"
+        );
+        assert!(e.contains("/etc/OpenCL/vendors"), "{e}");
+    }
+
+    #[test]
+    fn device_type_bits() {
+        assert_eq!(device_type(CL_DEVICE_TYPE_CPU), DeviceType::Cpu);
+        assert_eq!(device_type(CL_DEVICE_TYPE_GPU | 1), DeviceType::Gpu);
+        assert_eq!(
+            device_type(CL_DEVICE_TYPE_ACCELERATOR),
+            DeviceType::Accelerator
+        );
+        assert_eq!(device_type(1 << 4), DeviceType::Custom);
+    }
+
+    #[test]
+    fn concurrent_discovery_agrees() {
+        // Regression test for PoCL's first-initialisation race (see `enumerate_devices`).
+        let barrier = std::sync::Barrier::new(6);
+        let counts: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        discover().map(|d| d.len()).unwrap_or(0)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            counts[0] > 0 && counts.iter().all(|&c| c == counts[0]),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn devices_can_move_to_host_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ClDevice>();
+    }
+}

@@ -1,0 +1,232 @@
+//! MiniZinc export of the same model the native pruner solves, as the seed does: a platform
+//! model (`platform.mzn`), one data file per device (`.dzn`) and, per spec, a model of its
+//! parameters, constraints and launch. `minizinc --all-solutions DIR/*.mzn DIR/*.dzn` prints one
+//! solution per valid configuration.
+//!
+//! The language's semantics carry over exactly: `/` and `%` become `div` and `mod` (both truncate
+//! toward zero), and each constraint `e` becomes `defined(e) /\ e`, where `defined` follows C's
+//! short-circuit evaluation, so a division by zero that ndtune evaluates makes the whole constraint
+//! false, as in ndtune (MiniZinc's own rule would make only the innermost condition false).
+
+use crate::domain::Values;
+use crate::expr::{BinOp, Expr, ExprKind, Func};
+use crate::problem::{Location, Problem, ProblemError};
+use ndtune_device::{DeviceProfile, PROPERTY_NAMES};
+use std::fmt::Write;
+
+/// The platform constraint model: device data declarations and the predicate of eq. 1-3.
+pub fn platform_model() -> String {
+    let mut s = String::from(
+        "% ndtune platform constraint model (Erdem et al. 2018, §2.1, eq. 1-3).\n\
+         % Device data come from one .dzn file written by `ndtune devices --mzn DIR`.\n",
+    );
+    for p in PROPERTY_NAMES {
+        let _ = writeln!(s, "int: device_{p};");
+    }
+    s.push_str(
+        "array[1..3] of int: device_max_work_item_sizes =\n  \
+         [device_max_work_item_size_x, device_max_work_item_size_y, device_max_work_item_size_z];\n\n\
+         % A launch of global size `global` in work-groups of `local` (1 to 3 dimensions) needing\n\
+         % `local_mem` bytes of local memory per work-group. Eq. 3 is the product of the\n\
+         % per-dimension group counts (the paper typesets a sum; its text means the total).\n\
+         predicate ndtune_platform(array[int] of var int: global, array[int] of var int: local,\n                          var int: local_mem) =\n  \
+         forall(d in index_set(local))(1 <= local[d] /\\ local[d] <= device_max_work_item_sizes[d])\n  \
+         /\\ product(local) <= device_max_work_group_size\n  \
+         /\\ forall(d in index_set(local))(global[d] mod local[d] = 0)\n  \
+         /\\ product(d in index_set(local))(global[d] div local[d]) >= device_compute_units\n  \
+         /\\ local_mem <= device_local_mem_size;\n",
+    );
+    s
+}
+
+/// One device's data file for [`platform_model`].
+pub fn device_data(profile: &DeviceProfile) -> String {
+    let mut s = format!("% {} ({})\n", profile.name, profile.vendor);
+    for (name, value) in profile.properties() {
+        let _ = writeln!(s, "device_{name} = {value};");
+    }
+    s
+}
+
+/// A file name for a device's data file: its index (or key) and a tidy form of its name.
+pub fn data_file_name(prefix: &str, profile: &DeviceProfile) -> String {
+    let tidy: String = profile
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    format!("{prefix}-{tidy}.dzn")
+}
+
+/// The model of one problem; solve it with [`platform_model`] and one device's data file.
+/// `extra` are further constraints in ndtune's language (e.g. per-kernel limits of a live device).
+pub fn problem_model(
+    name: &str,
+    problem: &Problem,
+    extra: &[String],
+) -> Result<String, ProblemError> {
+    let params = problem.resolve_params()?;
+    let mut s = format!(
+        "% ndtune space model of kernel `{name}`: solve with platform.mzn and one device .dzn\n"
+    );
+    for (k, v) in &problem.constants {
+        let _ = writeln!(s, "int: k_{k} = {v};");
+    }
+    for p in &params {
+        let _ = writeln!(s, "var {}: p_{};", domain(&p.values), p.name);
+    }
+    let is_param = |n: &str| problem.params.iter().any(|p| p.name == n);
+    let parse = |src: &str, location: Location| {
+        Expr::parse(src).map_err(|e| ProblemError {
+            location,
+            message: e.to_string(),
+        })
+    };
+    let sources = problem.constraints.iter().chain(extra).enumerate();
+    for (i, src) in sources {
+        let e = parse(src, Location::Constraint(i))?;
+        let (value, defined) = translate(&e, &is_param);
+        let _ = writeln!(s, "% {src}\nconstraint {};", and(&defined, &value));
+    }
+    if let Some(l) = &problem.launch {
+        let list = |items: &[String], loc: fn(usize) -> Location| -> Result<String, ProblemError> {
+            let parts = items
+                .iter()
+                .enumerate()
+                .map(|(d, src)| Ok(translate(&parse(src, loc(d))?, &is_param).0))
+                .collect::<Result<Vec<_>, ProblemError>>()?;
+            Ok(format!("[{}]", parts.join(", ")))
+        };
+        let mem = match &l.local_mem {
+            Some(src) => translate(&parse(src, Location::LocalMem)?, &is_param).0,
+            None => "0".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "constraint ndtune_platform({}, {}, {mem});",
+            list(&l.global, Location::Global)?,
+            list(&l.local, Location::Local)?
+        );
+    }
+    s.push_str("solve satisfy;\noutput [");
+    let fields: Vec<String> = params
+        .iter()
+        .map(|p| format!("\"{}=\\(p_{})\"", p.name, p.name))
+        .collect();
+    let _ = writeln!(s, "{}, \"\\n\"];", fields.join(", \" \", "));
+    Ok(s)
+}
+
+fn domain(v: &Values) -> String {
+    match v {
+        Values::Arith { start, step: 1, .. } => format!("{start}..{}", v.max()),
+        Values::Arith { start, step, len } => {
+            format!("{{{start} + {step} * i | i in 0..{}}}", len - 1)
+        }
+        Values::Explicit(items) => {
+            let items: Vec<String> = items.iter().map(i64::to_string).collect();
+            format!("{{{}}}", items.join(", "))
+        }
+    }
+}
+
+fn and(a: &str, b: &str) -> String {
+    match (a, b) {
+        ("true", x) | (x, "true") => x.to_string(),
+        _ => format!("({a} /\\ {b})"),
+    }
+}
+
+fn or(a: &str, b: &str) -> String {
+    if a == "true" || b == "true" {
+        "true".into()
+    } else {
+        format!("({a} \\/ {b})")
+    }
+}
+
+/// (value, definedness) of an expression in MiniZinc.
+fn translate(e: &Expr, is_param: &dyn Fn(&str) -> bool) -> (String, String) {
+    match &e.kind {
+        ExprKind::Int(v) if *v < 0 => (format!("({v})"), "true".into()),
+        ExprKind::Int(v) => (v.to_string(), "true".into()),
+        ExprKind::Name(n) => {
+            let name = if let Some(p) = n.strip_prefix("device.") {
+                format!("device_{p}")
+            } else if is_param(n) {
+                format!("p_{n}")
+            } else {
+                format!("k_{n}")
+            };
+            (name, "true".into())
+        }
+        ExprKind::Neg(a) => {
+            let (v, d) = translate(a, is_param);
+            (format!("(-{v})"), d)
+        }
+        ExprKind::Not(a) => {
+            let (v, d) = translate(a, is_param);
+            (format!("(not {v})"), d)
+        }
+        ExprKind::Call(f, args) => {
+            let parts: Vec<(String, String)> =
+                args.iter().map(|a| translate(a, is_param)).collect();
+            let values: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+            let defined = parts
+                .iter()
+                .fold("true".to_string(), |acc, p| and(&acc, &p.1));
+            let f = if *f == Func::Min { "min" } else { "max" };
+            (format!("{f}([{}])", values.join(", ")), defined)
+        }
+        ExprKind::Bin(op, a, b) => {
+            let (va, da) = translate(a, is_param);
+            let (vb, db) = translate(b, is_param);
+            let sym = match op {
+                BinOp::Div => "div",
+                BinOp::Rem => "mod",
+                BinOp::Eq => "=",
+                BinOp::And => "/\\",
+                BinOp::Or => "\\/",
+                other => other.symbol(),
+            };
+            let defined = match op {
+                BinOp::And => and(&da, &or(&format!("(not {va})"), &db)),
+                BinOp::Or => and(&da, &or(&va, &db)),
+                BinOp::Div | BinOp::Rem => and(&and(&da, &db), &format!("({vb} != 0)")),
+                _ => and(&da, &db),
+            };
+            (format!("({va} {sym} {vb})"), defined)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_circuit_definedness_is_kept() {
+        let e = Expr::parse("X == 0 || Y / X > 1").unwrap();
+        let (v, d) = translate(&e, &|_| true);
+        assert_eq!(v, "((p_X = 0) \\/ ((p_Y div p_X) > 1))");
+        assert_eq!(d, "((p_X = 0) \\/ (p_X != 0))");
+    }
+
+    #[test]
+    fn names_are_prefixed_by_kind() {
+        let e = Expr::parse("N % X <= device.local_mem_size").unwrap();
+        let (v, d) = translate(&e, &|n| n == "X");
+        assert_eq!(v, "((k_N mod p_X) <= device_local_mem_size)");
+        assert_eq!(d, "(p_X != 0)");
+    }
+}

@@ -1,0 +1,333 @@
+//! A tuning problem as a spec states it (parameters, constants, application constraints, launch)
+//! and its pruning for one device, several devices, or none.
+
+use crate::domain::Domain;
+use crate::expr::{Expr, ExprError};
+use crate::platform::{self, Launch, Limits, Rule};
+use crate::resolve::{resolve, Node, Scope, Type};
+use crate::space::{Constraint, Param, Space, Stats};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A tunable parameter and its declared domain.
+#[derive(Debug, Clone)]
+pub struct ParamDecl {
+    pub name: String,
+    pub domain: Domain,
+}
+
+/// `[launch]` as written: expression sources.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchDecl {
+    pub global: Vec<String>,
+    pub local: Vec<String>,
+    pub local_mem: Option<String>,
+}
+
+/// The device-independent description of a space.
+#[derive(Debug, Clone, Default)]
+pub struct Problem {
+    pub params: Vec<ParamDecl>,
+    pub constants: BTreeMap<String, i64>,
+    /// Application constraints (expression sources).
+    pub constraints: Vec<String>,
+    pub launch: Option<LaunchDecl>,
+}
+
+/// One device a problem is pruned for.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Short name for reports (`hd4600`, `0: pthread-haswell`).
+    pub label: String,
+    /// `device.*` properties.
+    pub properties: BTreeMap<String, i64>,
+    pub limits: Limits,
+}
+
+/// Where in a problem an error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Param(String),
+    Constraint(usize),
+    Global(usize),
+    Local(usize),
+    LocalMem,
+    Launch,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Param(p) => write!(f, "[params] {p}"),
+            Location::Constraint(i) => write!(f, "[space] constraints[{i}]"),
+            Location::Global(d) => write!(f, "[launch] global[{d}]"),
+            Location::Local(d) => write!(f, "[launch] local[{d}]"),
+            Location::LocalMem => write!(f, "[launch] local_mem"),
+            Location::Launch => write!(f, "[launch]"),
+        }
+    }
+}
+
+/// An error in a problem, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProblemError {
+    pub location: Location,
+    pub message: String,
+}
+
+impl fmt::Display for ProblemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+impl std::error::Error for ProblemError {}
+
+/// What a constraint of a pruned space is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The application constraint with this index.
+    User(usize),
+    /// A rule of the platform model.
+    Platform(Rule),
+}
+
+/// The result of pruning a problem.
+pub struct Pruning {
+    pub space: Space,
+    /// Configurations within every device's per-dimension work-item limits: the paper's "without
+    /// pruning" (Erdem Table 1).
+    pub bounded: u128,
+    pub stats: Stats,
+    /// Per constraint of `space`: its origin and which target it belongs to (None: all).
+    pub origins: Vec<(Origin, Option<usize>)>,
+    params: Vec<Param>,
+    constraints: Vec<Constraint>,
+}
+
+impl Pruning {
+    /// Configurations that would remain without constraint `c`: how much it alone is to blame.
+    pub fn count_without(&self, c: usize) -> u128 {
+        let rest = self
+            .constraints
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != c)
+            .map(|(_, k)| k.clone())
+            .collect();
+        Space::new(self.params.clone(), rest).count()
+    }
+
+    /// Explains an empty space: each constraint that removed configurations, with what would be
+    /// left without it alone.
+    pub fn emptied_by(&self) -> Vec<(String, u128, u128)> {
+        self.stats
+            .removed
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r > 0)
+            .map(|(c, r)| (self.space.labels()[c].clone(), *r, self.count_without(c)))
+            .collect()
+    }
+}
+
+impl Problem {
+    fn scope(&self, device: Option<&BTreeMap<String, i64>>) -> Scope {
+        Scope {
+            params: self.params.iter().map(|p| p.name.clone()).collect(),
+            constants: self.constants.clone(),
+            device: device.cloned(),
+        }
+    }
+
+    /// Resolves every domain.
+    pub fn resolve_params(&self) -> Result<Vec<Param>, ProblemError> {
+        let scope = self.scope(None);
+        let mut seen = std::collections::HashSet::new();
+        self.params
+            .iter()
+            .map(|p| {
+                let err = |message: String| ProblemError {
+                    location: Location::Param(p.name.clone()),
+                    message,
+                };
+                if !seen.insert(&p.name) {
+                    return Err(err("declared twice".into()));
+                }
+                if self.constants.contains_key(&p.name) {
+                    return Err(err("is both a parameter and a constant".into()));
+                }
+                if !is_identifier(&p.name) {
+                    return Err(err(
+                        "is not a valid name (letters, digits and `_`, not starting with a digit)"
+                            .into(),
+                    ));
+                }
+                Ok(Param {
+                    name: p.name.clone(),
+                    values: p.domain.values(&scope).map_err(err)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Parses and resolves the launch expressions (so their errors point into their own source).
+    fn launch(&self, scope: &Scope) -> Result<Option<Launch>, ProblemError> {
+        let Some(l) = &self.launch else {
+            return Ok(None);
+        };
+        let dims = l.global.len();
+        if !(1..=3).contains(&dims) || l.local.len() != dims {
+            return Err(ProblemError {
+                location: Location::Launch,
+                message: format!(
+                    "global has {} and local {} dimensions; OpenCL launches have 1 to 3, the same for both",
+                    dims,
+                    l.local.len()
+                ),
+            });
+        }
+        let parse = |src: &str, location: Location| -> Result<Expr, ProblemError> {
+            let wrap = |e: ExprError| ProblemError {
+                location: location.clone(),
+                message: e.to_string(),
+            };
+            let e = Expr::parse(src).map_err(wrap)?;
+            resolve(&e, src, scope, Type::Int).map_err(wrap)?;
+            Ok(e)
+        };
+        Ok(Some(Launch {
+            global: (0..dims)
+                .map(|d| parse(&l.global[d], Location::Global(d)))
+                .collect::<Result<_, _>>()?,
+            local: (0..dims)
+                .map(|d| parse(&l.local[d], Location::Local(d)))
+                .collect::<Result<_, _>>()?,
+            local_mem: l
+                .local_mem
+                .as_deref()
+                .map(|s| parse(s, Location::LocalMem))
+                .transpose()?,
+        }))
+    }
+
+    /// Parses every application constraint (no name resolution: see [`Problem::prune`]).
+    fn parsed_constraints(&self) -> Result<Vec<Expr>, ProblemError> {
+        self.constraints
+            .iter()
+            .enumerate()
+            .map(|(i, src)| {
+                Expr::parse(src).map_err(|e| ProblemError {
+                    location: Location::Constraint(i),
+                    message: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Prunes for every target at once: the configurations valid on all of them. With no target,
+    /// only the application constraints apply (and they may not name `device.*`).
+    pub fn prune(&self, targets: &[Target]) -> Result<Pruning, ProblemError> {
+        let params = self.resolve_params()?;
+        let user = self.parsed_constraints()?;
+        let mut constraints: Vec<Constraint> = Vec::new();
+        let mut origins = Vec::new();
+        let mut bounds: Vec<Constraint> = Vec::new();
+        let device_scopes: Vec<Option<&Target>> = if targets.is_empty() {
+            vec![None]
+        } else {
+            targets.iter().map(Some).collect()
+        };
+        let several = targets.len() > 1;
+        for (i, (expr, src)) in user.iter().zip(&self.constraints).enumerate() {
+            let per_device = expr.names().iter().any(|(n, _)| n.starts_with("device."));
+            let instances: &[Option<&Target>] = if per_device { &device_scopes } else { &[None] };
+            for (t, target) in instances.iter().enumerate() {
+                let scope = self.scope(target.map(|t| &t.properties));
+                let node = resolve(expr, src, &scope, Type::Bool).map_err(|e| ProblemError {
+                    location: Location::Constraint(i),
+                    message: e.to_string(),
+                })?;
+                let label = match target {
+                    Some(tg) if several && per_device => format!("[{}] {src}", tg.label),
+                    _ => src.clone(),
+                };
+                constraints.push(Constraint { label, node });
+                origins.push((Origin::User(i), target.map(|_| t)));
+            }
+        }
+        let launch = self.launch(&self.scope(None))?;
+        if let Some(launch) = &launch {
+            let scope = self.scope(None);
+            for (t, target) in targets.iter().enumerate() {
+                for (rule, expr) in platform::constraints(launch, &target.limits) {
+                    let node: Node = resolve(&expr, "", &scope, Type::Bool)
+                        .expect("launch expressions were resolved already");
+                    let prefix = if several {
+                        format!("[{}] ", target.label)
+                    } else {
+                        String::new()
+                    };
+                    let c = Constraint {
+                        label: format!("{prefix}{}: {expr}", rule.name()),
+                        node,
+                    };
+                    if matches!(rule, Rule::WorkItemLimit(_)) {
+                        bounds.push(c.clone());
+                    }
+                    constraints.push(c);
+                    origins.push((Origin::Platform(rule), Some(t)));
+                }
+            }
+        }
+        let bounded = Space::new(params.clone(), bounds).count();
+        let space = Space::new(params.clone(), constraints.clone());
+        let stats = space.stats();
+        Ok(Pruning {
+            space,
+            bounded,
+            stats,
+            origins,
+            params,
+            constraints,
+        })
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl Target {
+    /// A target from a device profile, with a built kernel's limits where a live device has them.
+    pub fn from_profile(
+        label: impl Into<String>,
+        profile: &ndtune_device::DeviceProfile,
+        kernel: Option<platform::KernelLimits>,
+    ) -> Target {
+        let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        Target {
+            label: label.into(),
+            properties: profile
+                .properties()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            limits: Limits {
+                max_work_group_size: clamp(profile.max_work_group_size),
+                max_work_item_sizes: profile
+                    .max_work_item_sizes
+                    .iter()
+                    .map(|&v| clamp(v))
+                    .collect(),
+                compute_units: clamp(profile.compute_units),
+                local_mem_size: clamp(profile.local_mem_size),
+                kernel,
+            },
+        }
+    }
+}

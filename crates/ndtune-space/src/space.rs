@@ -1,0 +1,438 @@
+//! The pruner: a depth-first walk over the parameters in an order chosen so that every
+//! constraint is checked as soon as its last parameter is bound, cutting whole subtrees.
+//!
+//! At each level a constraint whose truth is monotone in that level's parameter (see
+//! [`crate::compile::cut_shapes`]) narrows the sorted domain by binary search; the others are
+//! tested value by value. Parameters no constraint mentions come last and are counted by
+//! multiplication, so counting never visits them and uses memory proportional to the number of
+//! parameters, whatever the size of the space.
+
+use crate::compile::{cut_shapes, interval_halves, pred, Pred, Shape};
+use crate::domain::Values;
+use crate::resolve::Node;
+use std::ops::ControlFlow;
+
+/// A parameter with its resolved values.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub values: Values,
+}
+
+/// A resolved constraint; `Var(i)` is parameter `i` in declaration order.
+#[derive(Debug, Clone)]
+pub struct Constraint {
+    pub label: String,
+    pub node: Node,
+}
+
+/// Counts of one pruning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// The Cartesian product of the domains.
+    pub declared: u128,
+    /// Configurations that satisfy every constraint.
+    pub pruned: u128,
+    /// Per constraint (in the order given), the configurations it removed. A configuration that
+    /// several constraints reject is counted once, for the first that rejects it in evaluation
+    /// order, so `pruned + removed.sum() == declared`.
+    pub removed: Vec<u128>,
+}
+
+struct Cut {
+    constraint: usize,
+    halves: Vec<(Shape, Pred)>,
+}
+
+struct Level {
+    param: usize,
+    cuts: Vec<Cut>,
+    filters: Vec<(usize, Pred)>,
+}
+
+/// A compiled, ordered space, ready to count or enumerate.
+pub struct Space {
+    params: Vec<Param>,
+    labels: Vec<String>,
+    upfront: Vec<(usize, Pred)>,
+    levels: Vec<Level>,
+    /// Levels from here on have no checks.
+    free_from: usize,
+    /// `rest[k]`: configurations below one node of level k-1 (product of the domain sizes of
+    /// levels k..).
+    rest: Vec<u128>,
+}
+
+impl Space {
+    /// Compiles `constraints` over `params` and chooses the evaluation order.
+    pub fn new(params: Vec<Param>, constraints: Vec<Constraint>) -> Space {
+        // Split each constraint into its top-level conjuncts: each is checked as early as it can be.
+        let mut parts: Vec<(usize, Node, Vec<usize>)> = Vec::new();
+        for (c, con) in constraints.iter().enumerate() {
+            for node in conjuncts(&con.node) {
+                let mut vars = Vec::new();
+                node.vars(&mut vars);
+                parts.push((c, node, vars));
+            }
+        }
+        let order = choose_order(&params, &parts);
+        let level_of: Vec<usize> = {
+            let mut l = vec![0; params.len()];
+            for (k, &p) in order.iter().enumerate() {
+                l[p] = k;
+            }
+            l
+        };
+        let bounds: Vec<(i64, i64)> = params
+            .iter()
+            .map(|p| (p.values.min(), p.values.max()))
+            .collect();
+        let mut levels: Vec<Level> = order
+            .iter()
+            .map(|&param| Level {
+                param,
+                cuts: vec![],
+                filters: vec![],
+            })
+            .collect();
+        let mut upfront = Vec::new();
+        for (c, node, vars) in parts {
+            let Some(k) = vars.iter().map(|&v| level_of[v]).max() else {
+                upfront.push((c, pred(&node)));
+                continue;
+            };
+            let level = &mut levels[k];
+            match cut_shapes(&node, level.param, &bounds) {
+                Some(shapes) if shapes.len() == 1 => level.cuts.push(Cut {
+                    constraint: c,
+                    halves: vec![(shapes[0], pred(&node))],
+                }),
+                Some(shapes) => {
+                    let (le, ge) = interval_halves(&node);
+                    level.cuts.push(Cut {
+                        constraint: c,
+                        halves: vec![(shapes[0], pred(&le)), (shapes[1], pred(&ge))],
+                    });
+                }
+                None => level.filters.push((c, pred(&node))),
+            }
+        }
+        let free_from = levels
+            .iter()
+            .rposition(|l| !l.cuts.is_empty() || !l.filters.is_empty())
+            .map_or(0, |k| k + 1);
+        let mut rest = vec![1u128; levels.len() + 1];
+        for k in (0..levels.len()).rev() {
+            rest[k] = rest[k + 1].saturating_mul(params[levels[k].param].values.len() as u128);
+        }
+        Space {
+            params,
+            labels: constraints.into_iter().map(|c| c.label).collect(),
+            upfront,
+            levels,
+            free_from,
+            rest,
+        }
+    }
+
+    pub fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    /// Parameter names in evaluation order (the order `for_each` varies them, outermost first).
+    pub fn order(&self) -> Vec<&str> {
+        self.levels
+            .iter()
+            .map(|l| self.params[l.param].name.as_str())
+            .collect()
+    }
+
+    /// The Cartesian product of the domains.
+    pub fn declared(&self) -> u128 {
+        self.rest[0]
+    }
+
+    /// How many configurations satisfy every constraint.
+    pub fn count(&self) -> u128 {
+        self.stats().pruned
+    }
+
+    /// Counts the space and what each constraint removed.
+    pub fn stats(&self) -> Stats {
+        let mut sink = Counter { count: 0 };
+        let removed = self.walk(&mut sink);
+        Stats {
+            declared: self.declared(),
+            pruned: sink.count,
+            removed,
+        }
+    }
+
+    /// Calls `f` with every valid configuration (values in declaration order) until it breaks.
+    pub fn for_each(&self, f: impl FnMut(&[i64]) -> ControlFlow<()>) {
+        let mut sink = Lister { f };
+        self.walk(&mut sink);
+    }
+
+    /// Every valid configuration; for small spaces and tests.
+    pub fn configs(&self) -> Vec<Vec<i64>> {
+        let mut out = Vec::new();
+        self.for_each(|c| {
+            out.push(c.to_vec());
+            ControlFlow::Continue(())
+        });
+        out
+    }
+
+    fn walk(&self, sink: &mut impl Sink) -> Vec<u128> {
+        let mut removed = vec![0u128; self.labels.len()];
+        let mut vals: Vec<i64> = self.params.iter().map(|p| p.values.min()).collect();
+        if let Some((c, _)) = self.upfront.iter().find(|(_, p)| !p(&vals)) {
+            removed[*c] = self.declared();
+            return removed;
+        }
+        let _ = self.descend(0, &mut vals, &mut removed, sink);
+        removed
+    }
+
+    fn descend(
+        &self,
+        k: usize,
+        vals: &mut [i64],
+        removed: &mut [u128],
+        sink: &mut impl Sink,
+    ) -> ControlFlow<()> {
+        if k == self.free_from {
+            return sink.free_tail(self, k, vals);
+        }
+        let level = &self.levels[k];
+        let dom = &self.params[level.param].values;
+        let below = self.rest[k + 1];
+        let (mut lo, mut hi) = (0usize, dom.len());
+        for cut in &level.cuts {
+            let before = hi - lo;
+            for (shape, p) in &cut.halves {
+                let mut holds = |i: usize| {
+                    vals[level.param] = dom.get(i);
+                    p(vals)
+                };
+                match shape {
+                    Shape::Prefix => hi = partition_point(lo, hi, &mut holds),
+                    Shape::Suffix => lo = partition_point(lo, hi, |i| !holds(i)),
+                }
+            }
+            removed[cut.constraint] += (before - (hi - lo)) as u128 * below;
+        }
+        if level.filters.is_empty()
+            && k + 1 == self.free_from
+            && sink.add_bulk((hi - lo) as u128 * below)
+        {
+            return ControlFlow::Continue(());
+        }
+        'values: for i in lo..hi {
+            vals[level.param] = dom.get(i);
+            for (c, p) in &level.filters {
+                if !p(vals) {
+                    removed[*c] += below;
+                    continue 'values;
+                }
+            }
+            self.descend(k + 1, vals, removed, sink)?;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// First index in `lo..hi` where `pred` is false, given it is true on a prefix.
+fn partition_point(mut lo: usize, mut hi: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Where the walk delivers valid configurations.
+trait Sink {
+    /// All levels from `k` on are unconstrained and `vals` holds the bound ones.
+    fn free_tail(&mut self, space: &Space, k: usize, vals: &mut [i64]) -> ControlFlow<()>;
+    /// `n` valid configurations at once; false if the sink needs them one by one.
+    fn add_bulk(&mut self, n: u128) -> bool;
+}
+
+struct Counter {
+    count: u128,
+}
+
+impl Sink for Counter {
+    fn free_tail(&mut self, space: &Space, k: usize, _: &mut [i64]) -> ControlFlow<()> {
+        self.count += space.rest[k];
+        ControlFlow::Continue(())
+    }
+    fn add_bulk(&mut self, n: u128) -> bool {
+        self.count += n;
+        true
+    }
+}
+
+struct Lister<F> {
+    f: F,
+}
+
+impl<F: FnMut(&[i64]) -> ControlFlow<()>> Sink for Lister<F> {
+    fn free_tail(&mut self, space: &Space, k: usize, vals: &mut [i64]) -> ControlFlow<()> {
+        if k == space.levels.len() {
+            return (self.f)(vals);
+        }
+        let param = space.levels[k].param;
+        for v in space.params[param].values.iter() {
+            vals[param] = v;
+            self.free_tail(space, k + 1, vals)?;
+        }
+        ControlFlow::Continue(())
+    }
+    fn add_bulk(&mut self, _: u128) -> bool {
+        false
+    }
+}
+
+fn conjuncts(n: &Node) -> Vec<Node> {
+    match n {
+        Node::Bin(crate::expr::BinOp::And, a, b) => {
+            let mut v = conjuncts(a);
+            v.extend(conjuncts(b));
+            v
+        }
+        _ => vec![n.clone()],
+    }
+}
+
+/// Greedy order: next comes the parameter that completes the most constraint parts, then the one
+/// that brings the open parts closest to completion, then the smaller domain. Parameters in no
+/// constraint go last.
+fn choose_order(params: &[Param], parts: &[(usize, Node, Vec<usize>)]) -> Vec<usize> {
+    let constrained: Vec<bool> = (0..params.len())
+        .map(|p| parts.iter().any(|(_, _, vars)| vars.contains(&p)))
+        .collect();
+    let mut chosen: Vec<usize> = Vec::with_capacity(params.len());
+    let mut bound = vec![false; params.len()];
+    while let Some(next) = (0..params.len())
+        .filter(|&p| !bound[p] && constrained[p])
+        .max_by(|&a, &b| {
+            let score = |p: usize| {
+                let mut completed = 0usize;
+                let mut progress = 0f64;
+                for (_, _, vars) in parts.iter().filter(|(_, _, v)| v.contains(&p)) {
+                    let open = vars.iter().filter(|&&v| v != p && !bound[v]).count();
+                    if open == 0 {
+                        completed += 1;
+                    }
+                    progress += 1.0 / (open + 1) as f64;
+                }
+                (completed, progress)
+            };
+            let (ca, pa) = score(a);
+            let (cb, pb) = score(b);
+            ca.cmp(&cb)
+                .then(pa.total_cmp(&pb))
+                .then(params[b].values.len().cmp(&params[a].values.len()))
+                .then(b.cmp(&a))
+        })
+    {
+        bound[next] = true;
+        chosen.push(next);
+    }
+    chosen.extend((0..params.len()).filter(|&p| !constrained[p]));
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+    use crate::resolve::{resolve, Scope, Type};
+
+    fn space(params: &[(&str, Vec<i64>)], constraints: &[&str]) -> Space {
+        let scope = Scope {
+            params: params.iter().map(|p| p.0.to_string()).collect(),
+            ..Scope::default()
+        };
+        let cons = constraints
+            .iter()
+            .map(|s| Constraint {
+                label: s.to_string(),
+                node: resolve(&Expr::parse(s).unwrap(), s, &scope, Type::Bool).unwrap(),
+            })
+            .collect();
+        let ps = params
+            .iter()
+            .map(|(n, v)| Param {
+                name: n.to_string(),
+                values: Values::Explicit(v.clone()),
+            })
+            .collect();
+        Space::new(ps, cons)
+    }
+
+    #[test]
+    fn counts_and_attributes_removals() {
+        let s = space(
+            &[
+                ("X", vec![1, 2, 4, 8]),
+                ("Y", vec![1, 2, 4, 8]),
+                ("F", vec![0, 1, 2]),
+            ],
+            &["X * Y <= 8", "X % 2 == 0"],
+        );
+        let st = s.stats();
+        assert_eq!(st.declared, 48);
+        // X in {2, 4, 8}; X*Y <= 8: (2,{1,2,4}) (4,{1,2}) (8,{1}) = 6, times 3 free values.
+        assert_eq!(st.pruned, 18);
+        assert_eq!(st.pruned + st.removed.iter().sum::<u128>(), st.declared);
+        assert_eq!(s.configs().len(), 18);
+        assert_eq!(s.order().last(), Some(&"F"));
+    }
+
+    #[test]
+    fn a_false_constant_constraint_removes_everything() {
+        let s = space(&[("X", vec![1, 2])], &["1 > 2", "X > 0"]);
+        assert_eq!(s.stats().removed, vec![2, 0]);
+        assert!(s.configs().is_empty());
+    }
+
+    #[test]
+    fn listing_stops_when_asked() {
+        let s = space(&[("X", (1..100).collect()), ("Y", (1..100).collect())], &[]);
+        let mut n = 0;
+        s.for_each(|_| {
+            n += 1;
+            if n == 5 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(n, 5);
+    }
+
+    #[test]
+    fn interval_cuts_match_filtering() {
+        let s = space(
+            &[("X", (1..=64).collect()), ("Y", (1..=64).collect())],
+            &["X == Y * 2", "X - Y >= 3"],
+        );
+        let brute = (1..=64)
+            .flat_map(|x| (1..=64).map(move |y| (x, y)))
+            .filter(|(x, y)| *x == y * 2 && x - y >= 3)
+            .count();
+        assert_eq!(s.count(), brute as u128);
+    }
+}
