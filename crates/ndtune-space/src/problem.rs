@@ -331,3 +331,36 @@ impl Target {
         }
     }
 }
+
+impl Problem {
+    /// Checks every expression (syntax, names, types) without a device: `device.*` names are
+    /// checked against the known property names. Domains are resolved too.
+    pub fn check(&self) -> Result<(), ProblemError> {
+        self.resolve_params()?;
+        let any_device: BTreeMap<String, i64> = ndtune_device::PROPERTY_NAMES
+            .iter()
+            .map(|n| (n.to_string(), 1))
+            .collect();
+        let scope = self.scope(Some(&any_device));
+        for (i, (e, src)) in self
+            .parsed_constraints()?
+            .iter()
+            .zip(&self.constraints)
+            .enumerate()
+        {
+            resolve(e, src, &scope, Type::Bool).map_err(|e| ProblemError {
+                location: Location::Constraint(i),
+                message: e.to_string(),
+            })?;
+        }
+        self.launch(&self.scope(None))?;
+        Ok(())
+    }
+
+    /// Resolves an integer expression over parameters and constants (argument lengths, scalar
+    /// values): the node reads parameter values in declaration order.
+    pub fn int_expr(&self, src: &str) -> Result<Node, ExprError> {
+        let e = Expr::parse(src)?;
+        resolve(&e, src, &self.scope(None), Type::Int)
+    }
+}

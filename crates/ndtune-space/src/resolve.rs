@@ -197,6 +197,14 @@ fn resolve_node(e: &Expr, src: &str, scope: &Scope) -> Result<(Node, Type), Expr
             };
             let na = expect(ra, operand, a, &ctx)?;
             let nb = expect(rb, operand, b, &ctx)?;
+            let names_device = b.names().iter().any(|(n, _)| n.starts_with("device."));
+            if matches!(op, BinOp::Div | BinOp::Rem) && nb == Node::Const(0) && !names_device {
+                return Err(ExprError::new(
+                    format!("division by zero: `{b}` is always 0"),
+                    src,
+                    b.span.clone(),
+                ));
+            }
             (fold(Node::Bin(*op, Box::new(na), Box::new(nb))), result)
         }
         ExprKind::Call(f, args) => {
@@ -321,8 +329,10 @@ mod tests {
             res("N / 4 == device.max_work_group_size").unwrap(),
             Node::Bool(true)
         );
-        assert_eq!(res("N / 0 == 1").unwrap(), Node::Undef);
-        assert_eq!(res("1 > 2 && N / 0 == 1").unwrap(), Node::Bool(false));
+        assert_eq!(
+            res("N / (N - 1024 + device.max_work_group_size - 256) == 1").unwrap(),
+            Node::Undef
+        );
     }
 
     #[test]
@@ -357,6 +367,11 @@ mod tests {
 
     #[test]
     fn division_by_zero_and_overflow_are_undefined() {
+        let e = res("WG_X % (N - 1024) == 0").unwrap_err();
+        assert_eq!(
+            (e.column(), e.message.as_str()),
+            (8, "division by zero: `N - 1024` is always 0")
+        );
         let n = res("N / (WG_X - 4) >= 0").unwrap();
         assert!(n.holds(&[5, 0]));
         assert!(!n.holds(&[4, 0]));

@@ -1,1 +1,168 @@
-//! placeholder
+//! The spec file: a user's contract with ndtune (TOML; see DESIGN.md and `examples/`).
+//!
+//! Parsing has two stages, as ripgrep does with its flags: [`raw`] is the file as written (serde,
+//! unknown keys refused, every expression with its source span), and [`Spec`] is the validated
+//! job: parameters, constraints and launch as an [`ndtune_space::problem::Problem`], typed
+//! arguments, verification and measurement. Every error names the file, line and column.
+//!
+//! ```
+//! let spec = ndtune_spec::Spec::parse(
+//!     "[kernel]\nname = \"k\"\n[params]\nWG = { pow2 = [1, 256] }\n[space]\nconstraints = [\"WG >= 8\"]\n",
+//!     "k.toml".as_ref(),
+//! ).unwrap();
+//! assert_eq!(spec.problem.params[0].name, "WG");
+//! ```
+
+pub mod raw;
+mod validate;
+
+pub use validate::{Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Verify};
+
+use ndtune_space::problem::{Location, Problem, ProblemError};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// A validated spec file.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub path: PathBuf,
+    pub kernel: Kernel,
+    pub problem: Problem,
+    pub args: Vec<Arg>,
+    pub verify: Option<Verify>,
+    pub measure: Measure,
+    text: String,
+    spans: HashMap<SpanKey, Range<usize>>,
+}
+
+/// What a recorded span belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum SpanKey {
+    Location(LocationKey),
+    Section(&'static str),
+}
+
+/// [`Location`] without payload strings borrowed: a hashable copy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum LocationKey {
+    Param(String),
+    Constraint(usize),
+    Global(usize),
+    Local(usize),
+    LocalMem,
+    Launch,
+}
+
+impl From<&Location> for LocationKey {
+    fn from(l: &Location) -> Self {
+        match l {
+            Location::Param(p) => LocationKey::Param(p.clone()),
+            Location::Constraint(i) => LocationKey::Constraint(*i),
+            Location::Global(d) => LocationKey::Global(*d),
+            Location::Local(d) => LocationKey::Local(*d),
+            Location::LocalMem => LocationKey::LocalMem,
+            Location::Launch => LocationKey::Launch,
+        }
+    }
+}
+
+/// An error in a spec file, at a position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.path, self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl Spec {
+    /// Reads and validates a spec file.
+    pub fn load(path: &Path) -> Result<Spec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the spec file: {e}"),
+        })?;
+        Spec::parse(&text, path)
+    }
+
+    /// Validates spec text; `path` names it in errors and anchors relative file names.
+    pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+        let shown = path.display().to_string();
+        let raw: raw::RawSpec = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
+            SpecError {
+                path: shown.clone(),
+                line,
+                column,
+                message: e.message().trim_end().replace('\n', "; "),
+            }
+        })?;
+        validate::spec(raw, text, path)
+    }
+
+    /// An error at a recorded span (or at the file, where none was recorded).
+    fn error_at(&self, key: &SpanKey, message: String) -> SpecError {
+        let (line, column) = self
+            .spans
+            .get(key)
+            .map_or((0, 0), |s| line_col(&self.text, s.start));
+        SpecError {
+            path: self.path.display().to_string(),
+            line,
+            column,
+            message,
+        }
+    }
+
+    /// Places a problem error at its position in this file.
+    pub fn locate(&self, e: &ProblemError) -> SpecError {
+        self.error_at(
+            &SpanKey::Location(LocationKey::from(&e.location)),
+            e.to_string(),
+        )
+    }
+
+    /// The kernel's OpenCL source, where the spec names one.
+    pub fn kernel_source(&self) -> Result<Option<String>, SpecError> {
+        let Some(src) = &self.kernel.source else {
+            return Ok(None);
+        };
+        std::fs::read_to_string(src).map(Some).map_err(|e| {
+            self.error_at(
+                &SpanKey::Section("kernel.source"),
+                format!("cannot read kernel source {}: {e}", src.display()),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

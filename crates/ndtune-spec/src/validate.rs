@@ -1,0 +1,569 @@
+//! Stage two: the raw spec checked and turned into typed values.
+
+use crate::raw::{IntOrExpr, RawArg, RawSpec};
+use crate::{line_col, LocationKey, SpanKey, Spec, SpecError};
+use ndtune_space::domain::Domain;
+use ndtune_space::problem::{LaunchDecl, ParamDecl, Problem};
+use ndtune_space::resolve::Node;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// `[kernel]`.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    /// The source file, resolved relative to the spec file.
+    pub source: Option<PathBuf>,
+    pub build_options: Vec<String>,
+}
+
+/// OpenCL C element types of buffers and scalars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElemType {
+    Char,
+    UChar,
+    Short,
+    UShort,
+    Int,
+    UInt,
+    Long,
+    ULong,
+    Float,
+    Double,
+}
+
+impl ElemType {
+    pub const ALL: [(&'static str, ElemType); 10] = [
+        ("char", ElemType::Char),
+        ("uchar", ElemType::UChar),
+        ("short", ElemType::Short),
+        ("ushort", ElemType::UShort),
+        ("int", ElemType::Int),
+        ("uint", ElemType::UInt),
+        ("long", ElemType::Long),
+        ("ulong", ElemType::ULong),
+        ("float", ElemType::Float),
+        ("double", ElemType::Double),
+    ];
+
+    /// Size in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::Char | ElemType::UChar => 1,
+            ElemType::Short | ElemType::UShort => 2,
+            ElemType::Int | ElemType::UInt | ElemType::Float => 4,
+            ElemType::Long | ElemType::ULong | ElemType::Double => 8,
+        }
+    }
+}
+
+/// How a buffer is filled before a launch (deterministically, from a seed for `Random`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Init {
+    Random,
+    Zeros,
+    Ones,
+    Iota,
+    Value(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+/// One kernel argument, in order. Sizes are expressions over parameters and constants.
+#[derive(Debug, Clone)]
+pub struct Arg {
+    pub name: String,
+    pub kind: ArgKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum ArgKind {
+    Buffer {
+        ty: ElemType,
+        len: Node,
+        init: Init,
+        access: Access,
+    },
+    Scalar {
+        ty: ElemType,
+        value: Node,
+    },
+    Local {
+        bytes: Node,
+    },
+}
+
+/// What a configuration's outputs are checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reference {
+    /// The outputs of this configuration (Cummins' gold standard), parameter values by name.
+    Config(BTreeMap<String, i64>),
+    /// A host reference built into ndtune (`builtin:NAME`).
+    Builtin(String),
+    /// A reference kernel: source file and kernel name.
+    Kernel { source: PathBuf, name: String },
+}
+
+/// `[verify]`.
+#[derive(Debug, Clone)]
+pub struct Verify {
+    pub outputs: Vec<String>,
+    pub reference: Reference,
+    /// Relative tolerance.
+    pub rtol: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+}
+
+/// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measure {
+    pub warmup: u32,
+    pub runs: u32,
+    pub best_of: u32,
+}
+
+impl Default for Measure {
+    fn default() -> Self {
+        Measure {
+            warmup: 1,
+            runs: 10,
+            best_of: 5,
+        }
+    }
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    path: &'a Path,
+    spans: HashMap<SpanKey, Range<usize>>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: &Range<usize>, message: impl Into<String>) -> SpecError {
+        let (line, column) = line_col(self.text, span.start);
+        SpecError {
+            path: self.path.display().to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn record(&mut self, key: LocationKey, span: Range<usize>) {
+        self.spans.insert(SpanKey::Location(key), span);
+    }
+}
+
+pub(crate) fn spec(raw: RawSpec, text: &str, path: &Path) -> Result<Spec, SpecError> {
+    let mut cx = Ctx {
+        text,
+        path,
+        spans: HashMap::new(),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if let Some(src) = &raw.kernel.source {
+        cx.spans
+            .insert(SpanKey::Section("kernel.source"), src.span());
+    }
+    let kernel = Kernel {
+        name: raw.kernel.name.get_ref().clone(),
+        source: raw.kernel.source.as_ref().map(|s| dir.join(s.get_ref())),
+        build_options: raw.kernel.build_options.clone(),
+    };
+    if kernel.name.trim().is_empty() {
+        return Err(cx.err(&raw.kernel.name.span(), "[kernel] name is empty"));
+    }
+
+    let mut problem = Problem {
+        constants: constants(&cx, &raw)?,
+        ..Problem::default()
+    };
+    for (name, value) in &raw.params {
+        cx.record(LocationKey::Param(name.clone()), value.span());
+        let domain = domain(&cx, name, value)?;
+        problem.params.push(ParamDecl {
+            name: name.clone(),
+            domain,
+        });
+    }
+    if problem.params.is_empty() {
+        return Err(cx.err(&(0..0), "[params] declares no parameter"));
+    }
+    if let Some(space) = &raw.space {
+        for (i, c) in space.constraints.iter().enumerate() {
+            cx.record(LocationKey::Constraint(i), c.span());
+            problem.constraints.push(c.get_ref().clone());
+        }
+    }
+    if let Some(launch) = &raw.launch {
+        cx.record(LocationKey::Launch, launch.span());
+        let l = launch.get_ref();
+        let mut decl = LaunchDecl::default();
+        for (d, g) in l.global.iter().enumerate() {
+            cx.record(LocationKey::Global(d), g.span());
+            decl.global.push(g.get_ref().source());
+        }
+        for (d, g) in l.local.iter().enumerate() {
+            cx.record(LocationKey::Local(d), g.span());
+            decl.local.push(g.get_ref().source());
+        }
+        if let Some(m) = &l.local_mem {
+            cx.record(LocationKey::LocalMem, m.span());
+            decl.local_mem = Some(m.get_ref().source());
+        }
+        problem.launch = Some(decl);
+    }
+    let mut spec = Spec {
+        path: path.to_path_buf(),
+        kernel,
+        problem,
+        args: vec![],
+        verify: None,
+        measure: Measure::default(),
+        text: text.to_string(),
+        spans: std::mem::take(&mut cx.spans),
+    };
+    spec.problem.check().map_err(|e| spec.locate(&e))?;
+    spec.args = raw
+        .args
+        .iter()
+        .map(|a| arg(&cx, &spec.problem, a))
+        .collect::<Result<_, _>>()?;
+    if let Some(v) = &raw.verify {
+        spec.verify = Some(verify(&cx, &spec, v, dir)?);
+    }
+    if let Some(m) = &raw.measure {
+        spec.measure = measure(&cx, m)?;
+    }
+    Ok(spec)
+}
+
+fn constants(cx: &Ctx, raw: &RawSpec) -> Result<BTreeMap<String, i64>, SpecError> {
+    let mut out = BTreeMap::new();
+    for (name, value) in &raw.constants {
+        let probe = Problem {
+            constants: out.clone(),
+            ..Problem::default()
+        };
+        let src = value.get_ref().source();
+        let v = probe
+            .int_expr(&src)
+            .map_err(|e| cx.err(&value.span(), format!("[constants] {name}: {e}")))?
+            .eval(&[])
+            .ok_or_else(|| {
+                cx.err(
+                    &value.span(),
+                    format!("[constants] {name}: divides by zero or overflows"),
+                )
+            })?;
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
+}
+
+fn int_pair(
+    cx: &Ctx,
+    span: &Range<usize>,
+    what: &str,
+    v: &toml::Value,
+) -> Result<(i64, i64), SpecError> {
+    match v
+        .as_array()
+        .map(|a| a.iter().map(toml::Value::as_integer).collect::<Vec<_>>())
+    {
+        Some(items) if items.len() == 2 && items.iter().all(Option::is_some) => {
+            Ok((items[0].unwrap_or_default(), items[1].unwrap_or_default()))
+        }
+        _ => Err(cx.err(span, format!("{what} takes two integers [first, last]"))),
+    }
+}
+
+fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, SpecError> {
+    let span = value.span();
+    let at = |m: String| cx.err(&span, format!("[params] {name}: {m}"));
+    match value.get_ref() {
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|v| {
+                v.as_integer()
+                    .ok_or_else(|| at(format!("values must be integers, found `{v}`")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Domain::List),
+        toml::Value::Integer(v) => Ok(Domain::List(vec![*v])),
+        toml::Value::Table(t) => {
+            let keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            let kinds: Vec<&str> = keys
+                .iter()
+                .copied()
+                .filter(|k| ["range", "pow2", "divisors"].contains(k))
+                .collect();
+            if let Some(bad) = keys
+                .iter()
+                .find(|k| !["range", "step", "pow2", "divisors"].contains(k))
+            {
+                return Err(at(format!("unknown key `{bad}`; a domain is a list, {{ range = [a, b], step = s }}, {{ pow2 = [a, b] }} or {{ divisors = \"EXPR\" }}")));
+            }
+            if kinds.len() != 1 || (t.contains_key("step") && kinds[0] != "range") {
+                return Err(at(
+                    "give exactly one of `range` (with an optional `step`), `pow2` or `divisors`"
+                        .into(),
+                ));
+            }
+            match kinds[0] {
+                "range" => {
+                    let (start, end) =
+                        int_pair(cx, &span, &format!("[params] {name}: range"), &t["range"])?;
+                    let step = match t.get("step") {
+                        None => 1,
+                        Some(s) => s
+                            .as_integer()
+                            .ok_or_else(|| at("step must be an integer".into()))?,
+                    };
+                    Ok(Domain::Range { start, end, step })
+                }
+                "pow2" => {
+                    let (start, end) =
+                        int_pair(cx, &span, &format!("[params] {name}: pow2"), &t["pow2"])?;
+                    Ok(Domain::Pow2 { start, end })
+                }
+                _ => match &t["divisors"] {
+                    toml::Value::String(s) => Ok(Domain::Divisors(s.clone())),
+                    toml::Value::Integer(v) => Ok(Domain::Divisors(v.to_string())),
+                    _ => Err(at("divisors takes an expression string, e.g. \"N\"".into())),
+                },
+            }
+        }
+        other => Err(at(format!(
+            "a domain is a list or a table, not {}",
+            other.type_str()
+        ))),
+    }
+}
+
+fn expr(
+    cx: &Ctx,
+    problem: &Problem,
+    what: &str,
+    v: &Spanned<IntOrExpr>,
+) -> Result<Node, SpecError> {
+    problem
+        .int_expr(&v.get_ref().source())
+        .map_err(|e| cx.err(&v.span(), format!("{what}: {e}")))
+}
+
+fn elem_type(
+    cx: &Ctx,
+    span: &Range<usize>,
+    what: &str,
+    ty: Option<&str>,
+) -> Result<ElemType, SpecError> {
+    let ty = ty.ok_or_else(|| cx.err(span, format!("{what}: needs a `type`")))?;
+    ElemType::ALL
+        .iter()
+        .find(|(n, _)| *n == ty)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = ElemType::ALL.iter().map(|(n, _)| *n).collect();
+            cx.err(
+                span,
+                format!("{what}: unknown type `{ty}`; one of {}", names.join(", ")),
+            )
+        })
+}
+
+fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecError> {
+    let span = a.span();
+    let r = a.get_ref();
+    let what = format!("[[args]] {}", r.name);
+    fn need<'a>(
+        cx: &Ctx,
+        span: &Range<usize>,
+        what: &str,
+        kind: &str,
+        field: &'a Option<Spanned<IntOrExpr>>,
+        key: &str,
+    ) -> Result<&'a Spanned<IntOrExpr>, SpecError> {
+        field
+            .as_ref()
+            .ok_or_else(|| cx.err(span, format!("{what}: a {kind} argument needs `{key}`")))
+    }
+    let kind = match r.kind.as_str() {
+        "buffer" => {
+            let init = match &r.init {
+                None => Init::Zeros,
+                Some(toml::Value::String(s)) => {
+                    match s.as_str() {
+                        "random" => Init::Random,
+                        "zeros" => Init::Zeros,
+                        "ones" => Init::Ones,
+                        "iota" => Init::Iota,
+                        _ => return Err(cx.err(
+                            &span,
+                            format!(
+                                "{what}: init is random, zeros, ones, iota or a number, not `{s}`"
+                            ),
+                        )),
+                    }
+                }
+                Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
+                Some(toml::Value::Float(v)) => Init::Value(*v),
+                Some(v) => {
+                    return Err(cx.err(&span, format!("{what}: init cannot be {}", v.type_str())))
+                }
+            };
+            let access = match r.access.as_deref() {
+                None | Some("read_write") => Access::ReadWrite,
+                Some("read") => Access::Read,
+                Some("write") => Access::Write,
+                Some(o) => {
+                    return Err(cx.err(
+                        &span,
+                        format!("{what}: access is read, write or read_write, not `{o}`"),
+                    ))
+                }
+            };
+            ArgKind::Buffer {
+                ty: elem_type(cx, &span, &what, r.ty.as_deref())?,
+                len: expr(
+                    cx,
+                    problem,
+                    &format!("{what} len"),
+                    need(cx, &span, &what, &r.kind, &r.len, "len")?,
+                )?,
+                init,
+                access,
+            }
+        }
+        "scalar" => ArgKind::Scalar {
+            ty: elem_type(cx, &span, &what, r.ty.as_deref())?,
+            value: expr(
+                cx,
+                problem,
+                &format!("{what} value"),
+                need(cx, &span, &what, &r.kind, &r.value, "value")?,
+            )?,
+        },
+        "local" => ArgKind::Local {
+            bytes: expr(
+                cx,
+                problem,
+                &format!("{what} bytes"),
+                need(cx, &span, &what, &r.kind, &r.bytes, "bytes")?,
+            )?,
+        },
+        other => {
+            return Err(cx.err(
+                &span,
+                format!("{what}: kind is buffer, scalar or local, not `{other}`"),
+            ))
+        }
+    };
+    Ok(Arg {
+        name: r.name.clone(),
+        kind,
+    })
+}
+
+fn verify(
+    cx: &Ctx,
+    spec: &Spec,
+    v: &Spanned<crate::raw::RawVerify>,
+    dir: &Path,
+) -> Result<Verify, SpecError> {
+    let span = v.span();
+    let r = v.get_ref();
+    for o in &r.outputs {
+        match spec.args.iter().find(|a| &a.name == o) {
+            Some(Arg {
+                kind: ArgKind::Buffer { access, .. },
+                ..
+            }) if *access != Access::Read => {}
+            Some(_) => {
+                return Err(cx.err(
+                    &span,
+                    format!("[verify] output `{o}` must be a buffer the kernel writes"),
+                ))
+            }
+            None => {
+                return Err(cx.err(
+                    &span,
+                    format!("[verify] output `{o}` is not one of the [[args]]"),
+                ))
+            }
+        }
+    }
+    let reference = match &r.reference {
+        toml::Value::String(s) => match s.strip_prefix("builtin:") {
+            Some(name) => Reference::Builtin(name.to_string()),
+            None => return Err(cx.err(&span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
+        },
+        toml::Value::Table(t) if t.contains_key("config") => {
+            let Some(cfg) = t["config"].as_table() else {
+                return Err(cx.err(&span, "[verify] reference.config is a table of parameter values"));
+            };
+            let mut values = BTreeMap::new();
+            for (k, val) in cfg {
+                if !spec.problem.params.iter().any(|p| &p.name == k) {
+                    return Err(cx.err(&span, format!("[verify] reference.config: `{k}` is not a parameter")));
+                }
+                let n = val.as_integer().ok_or_else(|| cx.err(&span, format!("[verify] reference.config.{k} must be an integer")))?;
+                values.insert(k.clone(), n);
+            }
+            if let Some(missing) = spec.problem.params.iter().find(|p| !values.contains_key(&p.name)) {
+                return Err(cx.err(&span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
+            }
+            Reference::Config(values)
+        }
+        toml::Value::Table(t) if t.contains_key("kernel") => {
+            let source = t["kernel"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.kernel is a file name"))?;
+            let name = t.get("name").and_then(|n| n.as_str()).unwrap_or(&spec.kernel.name);
+            Reference::Kernel {
+                source: dir.join(source),
+                name: name.to_string(),
+            }
+        }
+        _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\" or { kernel = \"file.cl\", name = \"...\" }")),
+    };
+    let rtol = r.tolerance.unwrap_or(1e-4);
+    let atol = r.atol.unwrap_or(1e-6);
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+    }
+    Ok(Verify {
+        outputs: r.outputs.clone(),
+        reference,
+        rtol,
+        atol,
+    })
+}
+
+fn measure(cx: &Ctx, m: &Spanned<crate::raw::RawMeasure>) -> Result<Measure, SpecError> {
+    let d = Measure::default();
+    let r = m.get_ref();
+    let out = Measure {
+        warmup: r.warmup.unwrap_or(d.warmup),
+        runs: r.runs.unwrap_or(d.runs),
+        best_of: r
+            .best_of
+            .unwrap_or(r.runs.map_or(d.best_of, |runs| runs.min(d.best_of))),
+    };
+    if out.runs == 0 || out.best_of == 0 || out.best_of > out.runs {
+        return Err(cx.err(
+            &m.span(),
+            format!(
+                "[measure] needs 1 <= best_of <= runs (best_of = {}, runs = {})",
+                out.best_of, out.runs
+            ),
+        ));
+    }
+    Ok(out)
+}
