@@ -10,6 +10,7 @@
 
 use crate::domain::Values;
 use crate::expr::{BinOp, Expr, ExprKind, Func};
+use crate::platform::KernelLimits;
 use crate::problem::{Location, Problem, ProblemError};
 use ndtune_device::{DeviceProfile, PROPERTY_NAMES};
 use std::fmt::Write;
@@ -69,11 +70,11 @@ pub fn data_file_name(prefix: &str, profile: &DeviceProfile) -> String {
 }
 
 /// The model of one problem; solve it with [`platform_model`] and one device's data file.
-/// `extra` are further constraints in ndtune's language (e.g. per-kernel limits of a live device).
+/// `kernel` adds the per-kernel limits a live device reported for the built kernel.
 pub fn problem_model(
     name: &str,
     problem: &Problem,
-    extra: &[String],
+    kernel: Option<KernelLimits>,
 ) -> Result<String, ProblemError> {
     let params = problem.resolve_params()?;
     let mut s = format!(
@@ -92,8 +93,7 @@ pub fn problem_model(
             message: e.to_string(),
         })
     };
-    let sources = problem.constraints.iter().chain(extra).enumerate();
-    for (i, src) in sources {
+    for (i, src) in problem.constraints.iter().enumerate() {
         let e = parse(src, Location::Constraint(i))?;
         let (value, defined) = translate(&e, &is_param);
         let _ = writeln!(s, "% {src}\nconstraint {};", and(&defined, &value));
@@ -111,12 +111,21 @@ pub fn problem_model(
             Some(src) => translate(&parse(src, Location::LocalMem)?, &is_param).0,
             None => "0".to_string(),
         };
+        let local = list(&l.local, Location::Local)?;
         let _ = writeln!(
             s,
-            "constraint ndtune_platform({}, {}, {mem});",
+            "constraint ndtune_platform({}, {local}, {mem});",
             list(&l.global, Location::Global)?,
-            list(&l.local, Location::Local)?
         );
+        if let Some(k) = kernel {
+            let _ = writeln!(
+                s,
+                "% per-kernel limits of the built kernel (clGetKernelWorkGroupInfo)\n\
+                 constraint product({local}) <= {};\n\
+                 constraint {mem} + {} <= device_local_mem_size;",
+                k.work_group_size, k.local_mem_size
+            );
+        }
     }
     s.push_str("solve satisfy;\noutput [");
     let fields: Vec<String> = params

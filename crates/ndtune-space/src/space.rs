@@ -178,6 +178,16 @@ impl Space {
         self.walk(&mut sink);
     }
 
+    /// The first valid configuration in evaluation order, if any.
+    pub fn configs_first(&self) -> Option<Vec<i64>> {
+        let mut first = None;
+        self.for_each(|c| {
+            first = Some(c.to_vec());
+            ControlFlow::Break(())
+        });
+        first
+    }
+
     /// Every valid configuration; for small spaces and tests.
     pub fn configs(&self) -> Vec<Vec<i64>> {
         let mut out = Vec::new();

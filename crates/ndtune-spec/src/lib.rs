@@ -166,3 +166,30 @@ impl Spec {
 
 #[cfg(test)]
 mod tests;
+
+impl Spec {
+    /// The OpenCL build options of one configuration (values in parameter declaration order):
+    /// the spec's own options, then `-D NAME=VALUE` for every constant and parameter.
+    pub fn build_options(&self, config: &[i64]) -> String {
+        let mut opts = self.kernel.build_options.join(" ");
+        let defines = self
+            .problem
+            .constants
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .chain(
+                self.problem
+                    .params
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .zip(config.iter().copied()),
+            );
+        for (name, value) in defines {
+            if !opts.is_empty() {
+                opts.push(' ');
+            }
+            opts.push_str(&format!("-D {name}={value}"));
+        }
+        opts
+    }
+}

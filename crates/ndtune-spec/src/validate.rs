@@ -400,20 +400,20 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
         "buffer" => {
             let init = match &r.init {
                 None => Init::Zeros,
-                Some(toml::Value::String(s)) => {
-                    match s.as_str() {
-                        "random" => Init::Random,
-                        "zeros" => Init::Zeros,
-                        "ones" => Init::Ones,
-                        "iota" => Init::Iota,
-                        _ => return Err(cx.err(
+                Some(toml::Value::String(s)) => match s.as_str() {
+                    "random" => Init::Random,
+                    "zeros" => Init::Zeros,
+                    "ones" => Init::Ones,
+                    "iota" => Init::Iota,
+                    _ => {
+                        return Err(cx.err(
                             &span,
                             format!(
                                 "{what}: init is random, zeros, ones, iota or a number, not `{s}`"
                             ),
-                        )),
+                        ))
                     }
-                }
+                },
                 Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
                 Some(toml::Value::Float(v)) => Init::Value(*v),
                 Some(v) => {

@@ -1,0 +1,101 @@
+//! `ndtune devices`: what OpenCL sees, as a listing, JSON profiles or MiniZinc data.
+
+use crate::cli::DevicesArgs;
+use crate::output::bytes;
+use crate::targets;
+use anyhow::{Context, Result};
+use ndtune_device::{builtin, DeviceProfile};
+use ndtune_space::mzn;
+use std::path::Path;
+
+pub fn run(args: &DevicesArgs) -> Result<()> {
+    // (prefix for file names, platform heading, profile)
+    let mut devices: Vec<(String, String, DeviceProfile)> = if args.builtin {
+        builtin::ALL
+            .iter()
+            .map(|b| {
+                (
+                    b.key.to_string(),
+                    format!("built-in ({})", b.source),
+                    (b.profile)(),
+                )
+            })
+            .collect()
+    } else {
+        targets::discover()?
+            .into_iter()
+            .map(|d| {
+                (
+                    d.index.to_string(),
+                    d.profile.platform_name.clone(),
+                    d.profile,
+                )
+            })
+            .collect()
+    };
+    if let Some(sel) = &args.device {
+        let names: Vec<&str> = devices.iter().map(|d| d.2.name.as_str()).collect();
+        let i = sel.parse::<ndtune_device::Selector>()?.pick(&names)?;
+        devices = vec![devices.swap_remove(i)];
+    }
+    if let Some(dir) = &args.mzn {
+        write_mzn(dir, &devices)?;
+    }
+    if args.json {
+        let profiles: Vec<&DeviceProfile> = devices.iter().map(|d| &d.2).collect();
+        println!("{}", serde_json::to_string_pretty(&profiles)?);
+        return Ok(());
+    }
+    let mut platform = String::new();
+    for (key, heading, p) in &devices {
+        if *heading != platform {
+            println!("platform: {heading}");
+            platform = heading.clone();
+        }
+        let items: Vec<String> = p.max_work_item_sizes.iter().map(u64::to_string).collect();
+        println!("  [{key}] {} ({}, {})", p.name, p.vendor, p.device_type);
+        println!(
+            "      version              {}  driver {}",
+            p.version, p.driver_version
+        );
+        println!(
+            "      compute units        {} at {} MHz",
+            p.compute_units, p.max_clock_frequency
+        );
+        println!(
+            "      work-group           max {}, work-items {}, preferred multiple {}",
+            p.max_work_group_size,
+            items.join(" x "),
+            p.preferred_work_group_size_multiple
+        );
+        println!(
+            "      memory               local {}, global {}, global cache {} (line {} B)",
+            bytes(p.local_mem_size),
+            bytes(p.global_mem_size),
+            bytes(p.global_mem_cache_size),
+            p.global_mem_cacheline_size
+        );
+    }
+    if let Some(dir) = &args.mzn {
+        eprintln!(
+            "wrote {} and {} device data file(s) to {}",
+            "platform.mzn",
+            devices.len(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn write_mzn(dir: &Path, devices: &[(String, String, DeviceProfile)]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write("platform.mzn", mzn::platform_model())?;
+    for (key, _, p) in devices {
+        write(&mzn::data_file_name(key, p), mzn::device_data(p))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! Resolving `--device`, `--profile` and `--profile-file` to device profiles (and, for live
+//! devices, the OpenCL device itself).
+
+use crate::cli::DeviceArgs;
+use anyhow::{anyhow, Context, Result};
+use ndtune_cl::ClDevice;
+use ndtune_device::{builtin, DeviceProfile, Selector};
+
+/// One device to work on.
+pub struct Device {
+    /// Short name for reports.
+    pub label: String,
+    pub profile: DeviceProfile,
+    /// The OpenCL device, where this is a live one.
+    pub live: Option<ClDevice>,
+}
+
+/// Every live device, as `ndtune devices` numbers them.
+pub fn discover() -> Result<Vec<ClDevice>> {
+    Ok(ndtune_cl::discover()?)
+}
+
+/// Picks one live device by selector.
+pub fn pick(devices: &[ClDevice], sel: &str) -> Result<ClDevice> {
+    let names: Vec<&str> = devices.iter().map(|d| d.profile.name.as_str()).collect();
+    let i = sel.parse::<Selector>()?.pick(&names)?;
+    Ok(devices[i].clone())
+}
+
+fn live(d: ClDevice) -> Device {
+    Device {
+        label: format!("{}: {}", d.index, d.profile.name),
+        profile: d.profile.clone(),
+        live: Some(d),
+    }
+}
+
+/// Resolves the device arguments. With none given, `default_live` picks device 0 (PoCL on a
+/// fresh machine); otherwise no device is used.
+pub fn resolve(args: &DeviceArgs, default_live: bool) -> Result<Vec<Device>> {
+    if let Some(name) = &args.profile {
+        let profile = builtin::find(name).ok_or_else(|| {
+            let keys = builtin::keys();
+            let hint = ndtune_space::resolve::closest(name, keys.iter().copied())
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            anyhow!(
+                "no built-in profile `{name}`{hint}; the built-in profiles are: {}",
+                keys.join(", ")
+            )
+        })?;
+        return Ok(vec![Device {
+            label: name.to_lowercase(),
+            profile,
+            live: None,
+        }]);
+    }
+    if let Some(path) = &args.profile_file {
+        let profile = DeviceProfile::load(path)?;
+        return Ok(vec![Device {
+            label: profile.name.clone(),
+            profile,
+            live: None,
+        }]);
+    }
+    match args.device.as_deref() {
+        Some("all") => Ok(discover()?.into_iter().map(live).collect()),
+        Some(sel) => {
+            let devices = discover()?;
+            Ok(vec![live(pick(&devices, sel).context("--device")?)])
+        }
+        None if default_live => {
+            let first = discover()?
+                .into_iter()
+                .next()
+                .expect("discover returns at least one device");
+            Ok(vec![live(first)])
+        }
+        None => Ok(vec![]),
+    }
+}
