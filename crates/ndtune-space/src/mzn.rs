@@ -120,10 +120,8 @@ pub fn problem_model(
         if let Some(k) = kernel {
             let _ = writeln!(
                 s,
-                "% per-kernel limits of the built kernel (clGetKernelWorkGroupInfo)\n\
-                 constraint product({local}) <= {};\n\
-                 constraint {mem} + {} <= device_local_mem_size;",
-                k.work_group_size, k.local_mem_size
+                "% CL_KERNEL_WORK_GROUP_SIZE of the built kernel\nconstraint product({local}) <= {};",
+                k.work_group_size
             );
         }
     }

@@ -8,7 +8,12 @@
 //! | eq. 2 | `global_d % local_d == 0` |
 //! | eq. 3 | `(global_x / local_x) * (global_y / local_y) * ... >= compute_units` |
 //! | local memory (eq. 10-11) | `local_mem <= local_mem_size` |
-//! | kernel (live device) | `local_x * ... <= CL_KERNEL_WORK_GROUP_SIZE`, `local_mem + CL_KERNEL_LOCAL_MEM_SIZE <= local_mem_size` |
+//! | kernel (live device) | `local_x * ... <= CL_KERNEL_WORK_GROUP_SIZE` |
+//!
+//! `CL_KERNEL_WORK_GROUP_SIZE` comes from one build of the kernel (the first valid configuration's
+//! defines). A kernel's local memory is not in the model: `CL_KERNEL_LOCAL_MEM_SIZE` already counts
+//! statically declared `__local` arrays (so adding `local_mem` would count them twice) and changes
+//! with every build; tuning checks each configuration's own build before launching it.
 //!
 //! Eq. 3 is typeset in the paper as a *sum* of per-dimension group counts, but its text says the
 //! total number of work-groups must be at least the number of compute units: the total is the
@@ -28,11 +33,10 @@ pub struct Limits {
     pub kernel: Option<KernelLimits>,
 }
 
-/// `CL_KERNEL_WORK_GROUP_SIZE` and `CL_KERNEL_LOCAL_MEM_SIZE` of a built kernel.
+/// `CL_KERNEL_WORK_GROUP_SIZE` of a built kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelLimits {
     pub work_group_size: i64,
-    pub local_mem_size: i64,
 }
 
 /// The launch of a kernel: expressions for the global and local size (1 to 3 dimensions, same
@@ -53,7 +57,6 @@ pub enum Rule {
     MinWorkGroups,
     LocalMem,
     KernelWorkGroupSize,
-    KernelLocalMem,
 }
 
 impl Rule {
@@ -67,7 +70,6 @@ impl Rule {
             Rule::MinWorkGroups => "eq. 3 work-groups >= compute units".into(),
             Rule::LocalMem => "local memory".into(),
             Rule::KernelWorkGroupSize => "kernel work-group size".into(),
-            Rule::KernelLocalMem => "kernel local memory".into(),
         }
     }
 }
@@ -137,14 +139,6 @@ pub fn constraints(launch: &Launch, limits: &Limits) -> Vec<(Rule, Expr)> {
         out.push((
             Rule::KernelWorkGroupSize,
             Expr::bin(BinOp::Le, product(local()), Expr::int(k.work_group_size)),
-        ));
-        let used = match &launch.local_mem {
-            Some(mem) => Expr::bin(BinOp::Add, mem.clone(), Expr::int(k.local_mem_size)),
-            None => Expr::int(k.local_mem_size),
-        };
-        out.push((
-            Rule::KernelLocalMem,
-            Expr::bin(BinOp::Le, used, Expr::int(limits.local_mem_size)),
         ));
     }
     out

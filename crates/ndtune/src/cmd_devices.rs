@@ -78,8 +78,7 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
     }
     if let Some(dir) = &args.mzn {
         eprintln!(
-            "wrote {} and {} device data file(s) to {}",
-            "platform.mzn",
+            "wrote platform.mzn and {} device data file(s) to {}",
             devices.len(),
             dir.display()
         );

@@ -31,7 +31,7 @@ struct Report {
     order: Vec<String>,
     constraints: Vec<Removal>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    kernel_limits: Option<(i64, i64)>,
+    kernel_work_group_size: Option<i64>,
 }
 
 #[derive(Serialize)]
@@ -69,7 +69,7 @@ fn report(
                 removed: *removed,
             })
             .collect(),
-        kernel_limits: kernel.map(|k| (k.work_group_size, k.local_mem_size)),
+        kernel_work_group_size: kernel.map(|k| k.work_group_size),
     }
 }
 
@@ -92,8 +92,7 @@ fn prune_for(
     match cl.kernel_limits(source, &spec.kernel.name, &spec.build_options(&first)) {
         Ok(k) => {
             let limits = KernelLimits {
-                work_group_size: k.work_group_size as i64,
-                local_mem_size: k.local_mem_size as i64,
+                work_group_size: i64::try_from(k.work_group_size).unwrap_or(i64::MAX),
             };
             let target = Target::from_profile(&d.label, &d.profile, Some(limits));
             let pruning = spec.problem.prune(&[target]).map_err(|e| spec.locate(&e))?;
@@ -125,21 +124,26 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         let (p, k) = prune_for(&spec, source.as_deref(), d)?;
         per_device.push((d, p, k));
     }
-    let (listed, top): (Pruning, Report) = if devices.len() > 1 {
-        let targets: Vec<Target> = per_device
-            .iter()
-            .map(|(d, _, k)| Target::from_profile(&d.label, &d.profile, *k))
-            .collect();
-        let common = spec.problem.prune(&targets).map_err(|e| spec.locate(&e))?;
-        let r = report(&spec, Some("common".into()), &common, None);
-        (common, r)
-    } else if let Some((d, p, k)) = per_device.pop() {
-        let r = report(&spec, Some(d.label.clone()), &p, k);
-        (p, r)
-    } else {
-        let p = spec.problem.prune(&[]).map_err(|e| spec.locate(&e))?;
-        let r = report(&spec, None, &p, None);
-        (p, r)
+    // The space that is listed and summed up: the common one across several devices, else the
+    // single device's, else the device-free one.
+    let shared = match devices.len() {
+        1 => None,
+        0 => Some(spec.problem.prune(&[]).map_err(|e| spec.locate(&e))?),
+        _ => {
+            let targets: Vec<Target> = per_device
+                .iter()
+                .map(|(d, _, k)| Target::from_profile(&d.label, &d.profile, *k))
+                .collect();
+            Some(spec.problem.prune(&targets).map_err(|e| spec.locate(&e))?)
+        }
+    };
+    let (listed, top) = match (&shared, per_device.first()) {
+        (Some(p), _) => {
+            let label = (devices.len() > 1).then(|| "common".to_string());
+            (p, report(&spec, label, p, None))
+        }
+        (None, Some((d, p, k))) => (p, report(&spec, Some(d.label.clone()), p, *k)),
+        (None, None) => unreachable!("no device means a shared, device-free space"),
     };
     let device_reports: Vec<Report> = per_device
         .iter()
@@ -147,10 +151,10 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         .collect();
 
     if let Some(dir) = &args.mzn {
-        write_mzn(dir, &spec, &devices, top.kernel_limits)?;
+        write_mzn(dir, &spec, &devices, top.kernel_work_group_size)?;
     }
     if args.list {
-        list(&listed, args.json)?;
+        list(listed, args.json)?;
     } else if args.json {
         let text = if devices.len() > 1 {
             serde_json::to_string_pretty(&AllReport {
@@ -172,7 +176,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
     let empties: Vec<(String, &Pruning)> = per_device
         .iter()
         .map(|(d, p, _)| (d.label.clone(), p))
-        .chain(std::iter::once(("every device".to_string(), &listed)))
+        .chain(std::iter::once(("every device".to_string(), listed)))
         .filter(|(_, p)| p.stats.pruned == 0)
         .collect();
     if let Some((label, p)) = empties.first() {
@@ -211,8 +215,8 @@ fn print_report(r: &Report) {
         "  pruned   {:>14}  every constraint holds (Erdem Table 2)",
         r.pruned
     );
-    if let Some((wg, lm)) = r.kernel_limits {
-        println!("  kernel limits: CL_KERNEL_WORK_GROUP_SIZE {wg}, CL_KERNEL_LOCAL_MEM_SIZE {lm}");
+    if let Some(wg) = r.kernel_work_group_size {
+        println!("  CL_KERNEL_WORK_GROUP_SIZE {wg} (build of the first valid configuration)");
     }
     if !r.constraints.is_empty() {
         println!(
@@ -268,7 +272,7 @@ fn write_mzn(
     dir: &std::path::Path,
     spec: &Spec,
     devices: &[Device],
-    kernel: Option<(i64, i64)>,
+    kernel_wg: Option<i64>,
 ) -> Result<()> {
     if devices.len() > 1 {
         bail!("--mzn writes the model of one device; pick one with --device, --profile or --profile-file");
@@ -278,10 +282,7 @@ fn write_mzn(
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
-    let kernel = kernel.map(|(work_group_size, local_mem_size)| KernelLimits {
-        work_group_size,
-        local_mem_size,
-    });
+    let kernel = kernel_wg.map(|work_group_size| KernelLimits { work_group_size });
     let model = mzn::problem_model(&spec.kernel.name, &spec.problem, kernel)
         .map_err(|e| spec.locate(&e))?;
     write("platform.mzn", mzn::platform_model())?;
