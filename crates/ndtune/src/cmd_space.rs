@@ -114,6 +114,8 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
             .iter()
             .any(|c| c.contains("device."));
     let devices = targets::resolve(&args.device, needs_device)?;
+    // `--device all` reports each device and the common space, however many devices there are.
+    let multi = args.device.device.as_deref() == Some("all") || devices.len() > 1;
     let source = match devices.iter().any(|d| d.live.is_some()) {
         true => spec.kernel_source()?,
         false => None,
@@ -127,8 +129,8 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
     // The space that is listed and summed up: the common one across several devices, else the
     // single device's, else the device-free one.
     let shared = match devices.len() {
-        1 => None,
         0 => Some(spec.problem.prune(&[]).map_err(|e| spec.locate(&e))?),
+        1 if !multi => None,
         _ => {
             let targets: Vec<Target> = per_device
                 .iter()
@@ -139,7 +141,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
     };
     let (listed, top) = match (&shared, per_device.first()) {
         (Some(p), _) => {
-            let label = (devices.len() > 1).then(|| "common".to_string());
+            let label = multi.then(|| "common".to_string());
             (p, report(&spec, label, p, None))
         }
         (None, Some((d, p, k))) => (p, report(&spec, Some(d.label.clone()), p, *k)),
@@ -156,7 +158,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
     if args.list {
         list(listed, args.json)?;
     } else if args.json {
-        let text = if devices.len() > 1 {
+        let text = if multi {
             serde_json::to_string_pretty(&AllReport {
                 common: top,
                 devices: device_reports,
@@ -169,7 +171,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         for r in &device_reports {
             print_report(r);
         }
-        if devices.len() != 1 {
+        if multi || devices.is_empty() {
             print_report(&top);
         }
     }
@@ -285,9 +287,10 @@ fn write_mzn(
     let kernel = kernel_wg.map(|work_group_size| KernelLimits { work_group_size });
     let model = mzn::problem_model(&spec.kernel.name, &spec.problem, kernel)
         .map_err(|e| spec.locate(&e))?;
-    write("platform.mzn", mzn::platform_model())?;
     write(&format!("{}.mzn", spec.kernel.name), model)?;
+    // Without a device the model has neither launch nor `device.*` names: it stands alone.
     if let Some(d) = devices.first() {
+        write("platform.mzn", mzn::platform_model())?;
         write(
             &mzn::data_file_name("device", &d.profile),
             mzn::device_data(&d.profile),

@@ -1,0 +1,234 @@
+//! `ndtune devices` and `ndtune space` end to end on the real PoCL device, and every kind of bad
+//! input with its message.
+
+mod common;
+use common::*;
+
+#[test]
+fn devices_lists_pocl_and_prints_profiles_as_json() {
+    let out = ndtune().arg("devices").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("platform: Portable Computing Language"),
+        "{text}"
+    );
+    assert!(text.contains("preferred multiple"), "{text}");
+
+    let v = json(&["devices", "--json"]);
+    let first = &v.as_array().unwrap()[0];
+    for field in [
+        "name",
+        "vendor",
+        "device_type",
+        "version",
+        "compute_units",
+        "max_clock_frequency",
+        "max_work_group_size",
+        "max_work_item_sizes",
+        "local_mem_size",
+        "global_mem_size",
+        "global_mem_cache_size",
+        "preferred_work_group_size_multiple",
+    ] {
+        assert!(first.get(field).is_some(), "missing {field} in {first}");
+    }
+    assert_eq!(first["device_type"], "cpu");
+    assert!(first["max_work_group_size"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_saved_profile_stands_in_for_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ndtune()
+        .args(["devices", "--json", "--device", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let file = dir.path().join("pocl.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let spec = examples().join("matmul.toml");
+    let live = json(&["space", spec.to_str().unwrap(), "--device", "0", "--json"]);
+    let saved = json(&[
+        "space",
+        spec.to_str().unwrap(),
+        "--profile-file",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(live["pruned"], saved["pruned"]);
+    assert_eq!(live["bounded"], saved["bounded"]);
+    assert!(
+        live["kernel_work_group_size"].as_u64().unwrap() >= 1,
+        "live devices add the kernel's limit"
+    );
+}
+
+#[test]
+fn devices_writes_minizinc_data_per_device() {
+    let dir = tempfile::tempdir().unwrap();
+    ndtune()
+        .args(["devices", "--builtin", "--mzn"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&"platform.mzn".to_string()));
+    assert_eq!(
+        names.iter().filter(|n| n.ends_with(".dzn")).count(),
+        ndtune_device::builtin::ALL.len()
+    );
+    let hd =
+        std::fs::read_to_string(dir.path().join("hd4600-intel-r-hd-graphics-4600.dzn")).unwrap();
+    assert!(hd.contains("device_max_work_group_size = 512;"), "{hd}");
+}
+
+#[test]
+fn list_streams_exactly_the_pruned_configurations() {
+    let spec = examples().join("matmul.toml");
+    let out = ndtune()
+        .args([
+            "space",
+            spec.to_str().unwrap(),
+            "--profile",
+            "gt550m",
+            "--list",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "WG_X\tWG_Y");
+    assert_eq!(
+        &lines[1..],
+        &["1\t1", "2\t2", "4\t4", "8\t8", "16\t16", "32\t32"]
+    );
+    let out = ndtune()
+        .args([
+            "space",
+            spec.to_str().unwrap(),
+            "--profile",
+            "gt550m",
+            "--list",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let first = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(first, r#"{"WG_X":1,"WG_Y":1}"#);
+}
+
+#[test]
+fn device_all_reports_each_device_and_the_common_space() {
+    let spec = examples().join("conv1d.toml");
+    let v = json(&["space", spec.to_str().unwrap(), "--device", "all", "--json"]);
+    let devices = v["devices"].as_array().unwrap();
+    assert!(!devices.is_empty());
+    assert_eq!(v["device"], "common");
+    let min = devices
+        .iter()
+        .map(|d| d["pruned"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    assert!(v["pruned"].as_u64().unwrap() <= min);
+}
+
+#[test]
+fn an_empty_space_names_the_constraints_that_emptied_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "e.toml", "[kernel]\nname = \"e\"\n[params]\nX = { pow2 = [1, 64] }\n[space]\nconstraints = [\"X > 16\", \"X < 8\"]\n");
+    let err = fails(&["space", &spec]);
+    assert!(err.contains("the space of `e` is empty"), "{err}");
+    assert!(
+        err.contains("X > 16\n    removed 5; without it 3 configurations remain"),
+        "{err}"
+    );
+    assert!(
+        err.contains("X < 8\n    removed 2; without it 2 configurations remain"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_opencl_platform_says_how_to_install_pocl() {
+    let out = ndtune()
+        .arg("devices")
+        .env("OCL_ICD_VENDORS", "/nonexistent-ndtune-test")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("no OpenCL platform found") && err.contains("apt-get install pocl-opencl-icd"),
+        "{err}"
+    );
+}
+
+#[test]
+fn device_selectors_that_match_nothing_or_several_are_errors() {
+    let spec = examples().join("matmul.toml");
+    let err = fails(&["space", spec.to_str().unwrap(), "--device", "no-such-gpu"]);
+    assert!(
+        err.contains("no device matches `no-such-gpu`") && err.contains("0: "),
+        "{err}"
+    );
+    let err = fails(&["space", spec.to_str().unwrap(), "--device", "7"]);
+    assert!(err.contains("no device matches `7`"), "{err}");
+    let err = fails(&["devices", "--builtin", "--device", "gtx"]);
+    assert!(err.contains("`gtx` matches 3 devices"), "{err}");
+    let err = fails(&["space", spec.to_str().unwrap(), "--profile", "gt505m"]);
+    assert!(err.contains("did you mean `gt550m`?"), "{err}");
+}
+
+#[test]
+fn a_profile_file_with_missing_fields_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "p.json",
+        r#"{"name": "x", "vendor": "y", "device_type": "gpu", "version": "1.2"}"#,
+    );
+    let err = fails(&[
+        "space",
+        examples().join("matmul.toml").to_str().unwrap(),
+        "--profile-file",
+        &f,
+    ]);
+    assert!(
+        err.contains("p.json") && err.contains("missing field `compute_units`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn spec_errors_name_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "bad.toml",
+        "[kernel]\nname = \"k\"\n[params]\nX = [1, 2]\n[space]\nconstraints = [\"X % 0 == Y\"]\n",
+    );
+    let err = fails(&["space", &spec]);
+    assert!(
+        err.contains("bad.toml:6:16: [space] constraints[0]: division by zero"),
+        "{err}"
+    );
+    let spec = write(
+        dir.path(),
+        "bad2.toml",
+        "[kernel]\nname = \"k\"\n[params]\nX = [1, 2]\n[space]\nconstraints = [\"X == Y\"]\n",
+    );
+    let err = fails(&["space", &spec]);
+    assert!(
+        err.contains("bad2.toml:6:16: [space] constraints[0]: unknown name `Y` (column 6)"),
+        "{err}"
+    );
+}

@@ -1,0 +1,40 @@
+//! Helpers shared by the CLI tests: run the real `ndtune` binary, write spec files.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+pub fn ndtune() -> Command {
+    Command::cargo_bin("ndtune").expect("the ndtune binary is built")
+}
+
+/// The repository's `examples/` folder.
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// Runs ndtune, expects success, parses stdout as JSON.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let out = ndtune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ndtune {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs ndtune, expects failure, returns stderr.
+pub fn fails(args: &[&str]) -> String {
+    let out = ndtune().args(args).output().unwrap();
+    assert!(!out.status.success(), "ndtune {args:?} should fail");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Writes `text` as `name` in `dir` and returns its path as a string.
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
