@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Every check CI makes: formatting, lints, and all tests (real OpenCL on PoCL, real MiniZinc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -q -- -D warnings
+cargo test --workspace
