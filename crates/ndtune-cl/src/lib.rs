@@ -183,6 +183,7 @@ type Enumeration = Vec<(usize, Platform, String, Vec<cl_device_id>)>;
 fn enumerate_devices() -> Result<Enumeration, ClError> {
     static ENUMERATION: Mutex<()> = Mutex::new(());
     let _guard = ENUMERATION.lock().unwrap_or_else(PoisonError::into_inner);
+    prefer_runtime_loader_names();
     let platforms = get_platforms().map_err(|e| no_platform_error(e.0))?;
     if platforms.is_empty() {
         return Err(ClError::NoPlatform {
@@ -203,10 +204,20 @@ fn enumerate_devices() -> Result<Enumeration, ClError> {
     Ok(out)
 }
 
+/// cl3 loads `libOpenCL.so`, a name only the development package provides; machines with just
+/// the runtime loader have `libOpenCL.so.1`. Unless the user chose a library, try both, through
+/// the `OPENCL_DYLIB_PATH` list cl3 reads. Runs under the enumeration lock, before the first
+/// OpenCL call of the process loads the library.
+fn prefer_runtime_loader_names() {
+    if std::env::var_os("OPENCL_DYLIB_PATH").is_none() {
+        std::env::set_var("OPENCL_DYLIB_PATH", "libOpenCL.so;libOpenCL.so.1");
+    }
+}
+
 fn no_platform_error(code: i32) -> ClError {
     let reason = match code {
-        DLOPEN_RUNTIME_LOAD_FAILED => "the OpenCL loader libOpenCL.so could not be loaded; \
-             it comes with ocl-icd-opencl-dev, or set OPENCL_DYLIB_PATH to a libOpenCL.so.1"
+        DLOPEN_RUNTIME_LOAD_FAILED => "the OpenCL loader (libOpenCL.so or libOpenCL.so.1) could \
+             not be loaded; it comes with ocl-icd-libopencl1, or set OPENCL_DYLIB_PATH to its path"
             .to_string(),
         DLOPEN_FUNCTION_NOT_AVAILABLE => "the loaded libOpenCL has no clGetPlatformIDs".to_string(),
         CL_PLATFORM_NOT_FOUND_KHR => {

@@ -10,7 +10,6 @@
 
 use crate::domain::Values;
 use crate::expr::{BinOp, Expr, ExprKind, Func};
-use crate::platform::KernelLimits;
 use crate::problem::{Location, Problem, ProblemError};
 use ndtune_device::{DeviceProfile, PROPERTY_NAMES};
 use std::fmt::Write;
@@ -70,12 +69,7 @@ pub fn data_file_name(prefix: &str, profile: &DeviceProfile) -> String {
 }
 
 /// The model of one problem; solve it with [`platform_model`] and one device's data file.
-/// `kernel` adds the per-kernel limits a live device reported for the built kernel.
-pub fn problem_model(
-    name: &str,
-    problem: &Problem,
-    kernel: Option<KernelLimits>,
-) -> Result<String, ProblemError> {
+pub fn problem_model(name: &str, problem: &Problem) -> Result<String, ProblemError> {
     let params = problem.resolve_params()?;
     let mut s = format!(
         "% ndtune space model of kernel `{name}`: solve with platform.mzn and one device .dzn\n"
@@ -117,13 +111,6 @@ pub fn problem_model(
             "constraint ndtune_platform({}, {local}, {mem});",
             list(&l.global, Location::Global)?,
         );
-        if let Some(k) = kernel {
-            let _ = writeln!(
-                s,
-                "% CL_KERNEL_WORK_GROUP_SIZE of the built kernel\nconstraint product({local}) <= {};",
-                k.work_group_size
-            );
-        }
     }
     s.push_str("solve satisfy;\noutput [");
     let fields: Vec<String> = params

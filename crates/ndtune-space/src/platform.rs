@@ -8,12 +8,9 @@
 //! | eq. 2 | `global_d % local_d == 0` |
 //! | eq. 3 | `(global_x / local_x) * (global_y / local_y) * ... >= compute_units` |
 //! | local memory (eq. 10-11) | `local_mem <= local_mem_size` |
-//! | kernel (live device) | `local_x * ... <= CL_KERNEL_WORK_GROUP_SIZE` |
 //!
-//! `CL_KERNEL_WORK_GROUP_SIZE` comes from one build of the kernel (the first valid configuration's
-//! defines). A kernel's local memory is not in the model: `CL_KERNEL_LOCAL_MEM_SIZE` already counts
-//! statically declared `__local` arrays (so adding `local_mem` would count them twice) and changes
-//! with every build; tuning checks each configuration's own build before launching it.
+//! Per-kernel limits (`clGetKernelWorkGroupInfo`) depend on each configuration's own build, so they
+//! are not part of this model: the `ndtune` command checks them build by build on live devices.
 //!
 //! Eq. 3 is typeset in the paper as a *sum* of per-dimension group counts, but its text says the
 //! total number of work-groups must be at least the number of compute units: the total is the
@@ -29,14 +26,6 @@ pub struct Limits {
     pub max_work_item_sizes: Vec<i64>,
     pub compute_units: i64,
     pub local_mem_size: i64,
-    /// Per-kernel limits from `clGetKernelWorkGroupInfo`, where a live device built the kernel.
-    pub kernel: Option<KernelLimits>,
-}
-
-/// `CL_KERNEL_WORK_GROUP_SIZE` of a built kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelLimits {
-    pub work_group_size: i64,
 }
 
 /// The launch of a kernel: expressions for the global and local size (1 to 3 dimensions, same
@@ -56,7 +45,6 @@ pub enum Rule {
     Divides(usize),
     MinWorkGroups,
     LocalMem,
-    KernelWorkGroupSize,
 }
 
 impl Rule {
@@ -69,7 +57,6 @@ impl Rule {
             Rule::Divides(d) => format!("eq. 2 divides {}", DIM[d]),
             Rule::MinWorkGroups => "eq. 3 work-groups >= compute units".into(),
             Rule::LocalMem => "local memory".into(),
-            Rule::KernelWorkGroupSize => "kernel work-group size".into(),
         }
     }
 }
@@ -133,12 +120,6 @@ pub fn constraints(launch: &Launch, limits: &Limits) -> Vec<(Rule, Expr)> {
         out.push((
             Rule::LocalMem,
             Expr::bin(BinOp::Le, mem.clone(), Expr::int(limits.local_mem_size)),
-        ));
-    }
-    if let Some(k) = limits.kernel {
-        out.push((
-            Rule::KernelWorkGroupSize,
-            Expr::bin(BinOp::Le, product(local()), Expr::int(k.work_group_size)),
         ));
     }
     out

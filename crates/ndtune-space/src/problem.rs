@@ -303,11 +303,10 @@ fn is_identifier(s: &str) -> bool {
 }
 
 impl Target {
-    /// A target from a device profile, with a built kernel's limits where a live device has them.
+    /// A target from a device profile.
     pub fn from_profile(
         label: impl Into<String>,
         profile: &ndtune_device::DeviceProfile,
-        kernel: Option<platform::KernelLimits>,
     ) -> Target {
         let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         Target {
@@ -326,7 +325,6 @@ impl Target {
                     .collect(),
                 compute_units: clamp(profile.compute_units),
                 local_mem_size: clamp(profile.local_mem_size),
-                kernel,
             },
         }
     }

@@ -67,4 +67,8 @@ pub struct SpaceArgs {
     /// Write the full MiniZinc model (platform.mzn, the spec's model, the device's .dzn) to DIR.
     #[arg(long, value_name = "DIR")]
     pub mzn: Option<PathBuf>,
+    /// On a live device, build each valid configuration to check its own kernel work-group
+    /// limit when there are at most N of them (0: never).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub kernel_check: u128,
 }

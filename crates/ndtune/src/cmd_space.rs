@@ -3,13 +3,14 @@
 //! themselves with `--list`; the MiniZinc model with `--mzn`.
 
 use crate::cli::SpaceArgs;
+use crate::kernel_check::{self, KernelCheck};
 use crate::targets::{self, Device};
 use anyhow::{bail, Context, Result};
 use ndtune_space::mzn;
-use ndtune_space::platform::KernelLimits;
 use ndtune_space::problem::{Origin, Pruning, Target};
 use ndtune_spec::Spec;
 use serde::Serialize;
+use std::collections::HashSet;
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
 
@@ -31,7 +32,7 @@ struct Report {
     order: Vec<String>,
     constraints: Vec<Removal>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    kernel_work_group_size: Option<i64>,
+    kernel_check: Option<KernelCheck>,
 }
 
 #[derive(Serialize)]
@@ -41,66 +42,43 @@ struct AllReport {
     devices: Vec<Report>,
 }
 
-fn report(
-    spec: &Spec,
-    device: Option<String>,
-    p: &Pruning,
-    kernel: Option<KernelLimits>,
-) -> Report {
-    Report {
-        kernel: spec.kernel.name.clone(),
-        device,
-        declared: p.stats.declared,
-        bounded: p.bounded,
-        pruned: p.stats.pruned,
-        order: p.space.order().into_iter().map(String::from).collect(),
-        constraints: p
-            .space
-            .labels()
-            .iter()
-            .zip(&p.stats.removed)
-            .zip(&p.origins)
-            .map(|((label, removed), (origin, _))| Removal {
-                constraint: label.clone(),
-                origin: match origin {
-                    Origin::User(_) => "application",
-                    Origin::Platform(_) => "platform",
-                },
-                removed: *removed,
-            })
-            .collect(),
-        kernel_work_group_size: kernel.map(|k| k.work_group_size),
-    }
+/// One pruned space: a device's, the common one, or the device-free one.
+struct Pruned {
+    label: Option<String>,
+    pruning: Pruning,
+    kernel_check: Option<KernelCheck>,
 }
 
-/// Prunes for one device. For a live device with a kernel source, the kernel is built once with
-/// the first valid configuration's defines and its `clGetKernelWorkGroupInfo` limits are added
-/// (tuning re-checks every configuration's own build).
-fn prune_for(
-    spec: &Spec,
-    source: Option<&str>,
-    d: &Device,
-) -> Result<(Pruning, Option<KernelLimits>)> {
-    let target = Target::from_profile(&d.label, &d.profile, None);
-    let pruning = spec.problem.prune(&[target]).map_err(|e| spec.locate(&e))?;
-    let (Some(cl), Some(source), Some(_)) = (&d.live, source, &spec.problem.launch) else {
-        return Ok((pruning, None));
-    };
-    let Some(first) = pruning.space.configs_first() else {
-        return Ok((pruning, None));
-    };
-    match cl.kernel_limits(source, &spec.kernel.name, &spec.build_options(&first)) {
-        Ok(k) => {
-            let limits = KernelLimits {
-                work_group_size: i64::try_from(k.work_group_size).unwrap_or(i64::MAX),
-            };
-            let target = Target::from_profile(&d.label, &d.profile, Some(limits));
-            let pruning = spec.problem.prune(&[target]).map_err(|e| spec.locate(&e))?;
-            Ok((pruning, Some(limits)))
-        }
-        Err(e) => {
-            eprintln!("warning: {}: kernel limits not checked: {e}", d.label);
-            Ok((pruning, None))
+impl Pruned {
+    fn valid(&self) -> u128 {
+        self.pruning.stats.pruned - self.kernel_check.as_ref().map_or(0, |k| k.removed as u128)
+    }
+
+    fn report(self, spec: &Spec) -> Report {
+        let p = &self.pruning;
+        Report {
+            kernel: spec.kernel.name.clone(),
+            device: self.label.clone(),
+            declared: p.stats.declared,
+            bounded: p.bounded,
+            pruned: self.valid(),
+            order: p.space.order().into_iter().map(String::from).collect(),
+            constraints: p
+                .space
+                .labels()
+                .iter()
+                .zip(&p.stats.removed)
+                .zip(&p.origins)
+                .map(|((label, removed), (origin, _))| Removal {
+                    constraint: label.clone(),
+                    origin: match origin {
+                        Origin::User(_) => "application",
+                        Origin::Platform(_) => "platform",
+                    },
+                    removed: *removed,
+                })
+                .collect(),
+            kernel_check: self.kernel_check,
         }
     }
 }
@@ -120,80 +98,113 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         true => spec.kernel_source()?,
         false => None,
     };
+    let prune = |targets: &[Target]| spec.problem.prune(targets).map_err(|e| spec.locate(&e));
 
     let mut per_device = Vec::new();
     for d in &devices {
-        let (p, k) = prune_for(&spec, source.as_deref(), d)?;
-        per_device.push((d, p, k));
+        let pruning = prune(&[Target::from_profile(&d.label, &d.profile)])?;
+        let kernel_check = match (&d.live, &source) {
+            (Some(cl), Some(src)) => {
+                kernel_check::check(&spec, src, cl, &pruning, args.kernel_check)?
+            }
+            _ => None,
+        };
+        per_device.push(Pruned {
+            label: Some(d.label.clone()),
+            pruning,
+            kernel_check,
+        });
     }
-    // The space that is listed and summed up: the common one across several devices, else the
-    // single device's, else the device-free one.
+    // What is listed and summed up: the common space across several devices, else the single
+    // device's, else the device-free one.
     let shared = match devices.len() {
-        0 => Some(spec.problem.prune(&[]).map_err(|e| spec.locate(&e))?),
+        0 => Some(Pruned {
+            label: None,
+            pruning: prune(&[])?,
+            kernel_check: None,
+        }),
         1 if !multi => None,
         _ => {
-            let targets: Vec<Target> = per_device
+            let targets: Vec<Target> = devices
                 .iter()
-                .map(|(d, _, k)| Target::from_profile(&d.label, &d.profile, *k))
+                .map(|d| Target::from_profile(&d.label, &d.profile))
                 .collect();
-            Some(spec.problem.prune(&targets).map_err(|e| spec.locate(&e))?)
+            // A configuration whose own build is too small on any device is out of the common space.
+            let removed_configs: HashSet<Vec<i64>> = per_device
+                .iter()
+                .filter_map(|p| p.kernel_check.as_ref())
+                .flat_map(|k| k.removed_configs.iter().cloned())
+                .collect();
+            let kernel_check = (!removed_configs.is_empty()).then(|| KernelCheck {
+                removed: removed_configs.len(),
+                removed_configs,
+                ..KernelCheck::default()
+            });
+            Some(Pruned {
+                label: Some("common".into()),
+                pruning: prune(&targets)?,
+                kernel_check,
+            })
         }
     };
-    let (listed, top) = match (&shared, per_device.first()) {
-        (Some(p), _) => {
-            let label = multi.then(|| "common".to_string());
-            (p, report(&spec, label, p, None))
-        }
-        (None, Some((d, p, k))) => (p, report(&spec, Some(d.label.clone()), p, *k)),
-        (None, None) => unreachable!("no device means a shared, device-free space"),
-    };
-    let device_reports: Vec<Report> = per_device
-        .iter()
-        .map(|(d, p, k)| report(&spec, Some(d.label.clone()), p, *k))
-        .collect();
+    let listed = shared.as_ref().unwrap_or_else(|| &per_device[0]);
 
     if let Some(dir) = &args.mzn {
-        write_mzn(dir, &spec, &devices, top.kernel_work_group_size)?;
+        write_mzn(dir, &spec, &devices)?;
     }
     if args.list {
-        list(listed, args.json)?;
-    } else if args.json {
-        let text = if multi {
-            serde_json::to_string_pretty(&AllReport {
-                common: top,
-                devices: device_reports,
-            })?
+        let empty = HashSet::new();
+        let excluded = listed
+            .kernel_check
+            .as_ref()
+            .map_or(&empty, |k| &k.removed_configs);
+        list(&listed.pruning, excluded, args.json)?;
+    }
+    // An empty space is an error naming what emptied it, raised after the reports are printed.
+    let empty_error = per_device
+        .iter()
+        .chain(shared.iter())
+        .find(|p| p.valid() == 0)
+        .map(|p| {
+            let why: Vec<String> = p
+                .pruning
+                .emptied_by()
+                .into_iter()
+                .map(|(c, removed, without)| {
+                    format!(
+                        "  {c}\n    removed {removed}; without it {without} configurations remain"
+                    )
+                })
+                .collect();
+            anyhow::anyhow!(
+                "the space of `{}` is empty on {}; the constraints that emptied it:\n{}",
+                spec.kernel.name,
+                p.label.as_deref().unwrap_or("no device"),
+                why.join("\n")
+            )
+        });
+    if !args.list {
+        let device_reports: Vec<Report> = per_device.into_iter().map(|p| p.report(&spec)).collect();
+        let top = shared.map(|p| p.report(&spec));
+        if args.json {
+            let text = match (multi, top) {
+                (true, Some(common)) => serde_json::to_string_pretty(&AllReport {
+                    common,
+                    devices: device_reports,
+                })?,
+                (_, Some(top)) => serde_json::to_string_pretty(&top)?,
+                (_, None) => serde_json::to_string_pretty(&device_reports[0])?,
+            };
+            println!("{text}");
         } else {
-            serde_json::to_string_pretty(&top)?
-        };
-        println!("{text}");
-    } else {
-        for r in &device_reports {
-            print_report(r);
-        }
-        if multi || devices.is_empty() {
-            print_report(&top);
+            device_reports
+                .iter()
+                .chain(top.iter())
+                .for_each(print_report);
         }
     }
-    let empties: Vec<(String, &Pruning)> = per_device
-        .iter()
-        .map(|(d, p, _)| (d.label.clone(), p))
-        .chain(std::iter::once(("every device".to_string(), listed)))
-        .filter(|(_, p)| p.stats.pruned == 0)
-        .collect();
-    if let Some((label, p)) = empties.first() {
-        let why: Vec<String> = p
-            .emptied_by()
-            .into_iter()
-            .map(|(c, removed, without)| {
-                format!("  {c}\n    removed {removed}; without it {without} configurations remain")
-            })
-            .collect();
-        bail!(
-            "the space of `{}` is empty on {label}; the constraints that emptied it:\n{}",
-            spec.kernel.name,
-            why.join("\n")
-        );
+    if let Some(e) = empty_error {
+        return Err(e);
     }
     Ok(())
 }
@@ -217,9 +228,6 @@ fn print_report(r: &Report) {
         "  pruned   {:>14}  every constraint holds (Erdem Table 2)",
         r.pruned
     );
-    if let Some(wg) = r.kernel_work_group_size {
-        println!("  CL_KERNEL_WORK_GROUP_SIZE {wg} (build of the first valid configuration)");
-    }
     if !r.constraints.is_empty() {
         println!(
             "  {:>14}  constraint (first to reject a configuration, in evaluation order)",
@@ -229,11 +237,27 @@ fn print_report(r: &Report) {
             println!("  {:>14}  {}", c.removed, c.constraint);
         }
     }
+    if let Some(k) = &r.kernel_check {
+        let range = k
+            .work_group_size_range
+            .map(|(lo, hi)| format!(", CL_KERNEL_WORK_GROUP_SIZE {lo}..{hi}"))
+            .unwrap_or_default();
+        println!(
+            "  {:>14}  kernel work-group size of each configuration's own build ({} built{range})",
+            k.removed, k.checked
+        );
+        if k.build_failed > 0 {
+            println!(
+                "  {:>14}  builds failed (kept: tuning records them as build_failed)",
+                k.build_failed
+            );
+        }
+    }
     println!("  evaluation order: {}", r.order.join(", "));
 }
 
 /// Streams the configurations: a header and tab-separated values, or JSON lines.
-fn list(p: &Pruning, json: bool) -> Result<()> {
+fn list(p: &Pruning, excluded: &HashSet<Vec<i64>>, json: bool) -> Result<()> {
     let names: Vec<&str> = p.space.params().iter().map(|q| q.name.as_str()).collect();
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !json {
@@ -243,6 +267,9 @@ fn list(p: &Pruning, json: bool) -> Result<()> {
     let mut buf = itoa::Buffer::new();
     let mut failed = None;
     p.space.for_each(|cfg| {
+        if excluded.contains(cfg) {
+            return ControlFlow::Continue(());
+        }
         let res = (|| -> std::io::Result<()> {
             for (i, v) in cfg.iter().enumerate() {
                 if json {
@@ -270,12 +297,7 @@ fn list(p: &Pruning, json: bool) -> Result<()> {
     }
 }
 
-fn write_mzn(
-    dir: &std::path::Path,
-    spec: &Spec,
-    devices: &[Device],
-    kernel_wg: Option<i64>,
-) -> Result<()> {
+fn write_mzn(dir: &std::path::Path, spec: &Spec, devices: &[Device]) -> Result<()> {
     if devices.len() > 1 {
         bail!("--mzn writes the model of one device; pick one with --device, --profile or --profile-file");
     }
@@ -284,9 +306,8 @@ fn write_mzn(
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
-    let kernel = kernel_wg.map(|work_group_size| KernelLimits { work_group_size });
-    let model = mzn::problem_model(&spec.kernel.name, &spec.problem, kernel)
-        .map_err(|e| spec.locate(&e))?;
+    let model =
+        mzn::problem_model(&spec.kernel.name, &spec.problem).map_err(|e| spec.locate(&e))?;
     write(&format!("{}.mzn", spec.kernel.name), model)?;
     // Without a device the model has neither launch nor `device.*` names: it stands alone.
     if let Some(d) = devices.first() {

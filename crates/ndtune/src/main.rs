@@ -7,6 +7,7 @@
 mod cli;
 mod cmd_devices;
 mod cmd_space;
+mod kernel_check;
 mod output;
 mod targets;
 

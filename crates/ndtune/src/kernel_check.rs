@@ -1,0 +1,82 @@
+//! Per-kernel limits on a live device. `CL_KERNEL_WORK_GROUP_SIZE` depends on each build (on an
+//! H100 the matmul built with a 1x1 tile reports 256, with a 32x32 tile more), so every valid
+//! configuration is built with its own defines and kept only if its work-group fits its own
+//! build's limit. Builds are costly, so this runs only for spaces up to a cap.
+
+use anyhow::Result;
+use ndtune_cl::ClDevice;
+use ndtune_space::problem::Pruning;
+use ndtune_spec::Spec;
+use serde::Serialize;
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+
+/// What checking each configuration's build found.
+#[derive(Serialize, Default)]
+pub struct KernelCheck {
+    /// Configurations built and checked.
+    pub checked: usize,
+    /// Configurations whose work-group exceeds their build's `CL_KERNEL_WORK_GROUP_SIZE`.
+    pub removed: usize,
+    /// Configurations whose build failed (kept: tuning records them as build failures).
+    pub build_failed: usize,
+    /// The smallest and largest `CL_KERNEL_WORK_GROUP_SIZE` seen.
+    pub work_group_size_range: Option<(u64, u64)>,
+    #[serde(skip)]
+    pub removed_configs: HashSet<Vec<i64>>,
+}
+
+/// Builds every configuration of `pruning` on `device` (at most `cap` of them; `None` beyond).
+pub fn check(
+    spec: &Spec,
+    source: &str,
+    device: &ClDevice,
+    pruning: &Pruning,
+    cap: u128,
+) -> Result<Option<KernelCheck>> {
+    let Some(launch) = &spec.problem.launch else {
+        return Ok(None);
+    };
+    if pruning.stats.pruned > cap || pruning.stats.pruned == 0 {
+        return Ok(None);
+    }
+    let local = launch
+        .local
+        .iter()
+        .map(|src| spec.problem.int_expr(src))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("{}: [launch] local: {e}", spec.path.display()))?;
+    let mut result = KernelCheck::default();
+    eprintln!(
+        "{}: building {} configuration(s) to read their CL_KERNEL_WORK_GROUP_SIZE",
+        device.profile.name, pruning.stats.pruned
+    );
+    let mut failure = None;
+    pruning.space.for_each(|config| {
+        result.checked += 1;
+        match device.kernel_limits(source, &spec.kernel.name, &spec.build_options(config)) {
+            Ok(k) => {
+                let (lo, hi) = result.work_group_size_range.unwrap_or((u64::MAX, 0));
+                result.work_group_size_range =
+                    Some((lo.min(k.work_group_size), hi.max(k.work_group_size)));
+                let size: Option<i64> = local
+                    .iter()
+                    .try_fold(1i64, |acc, n| acc.checked_mul(n.eval(config)?));
+                if size.is_none_or(|s| s as u64 > k.work_group_size) {
+                    result.removed += 1;
+                    result.removed_configs.insert(config.to_vec());
+                }
+            }
+            Err(ndtune_cl::ClError::Build { .. }) => result.build_failed += 1,
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(Some(result)),
+    }
+}
