@@ -45,7 +45,7 @@ pub struct Target {
 }
 
 /// Where in a problem an error is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Location {
     Param(String),
     Constraint(usize),

@@ -40,32 +40,8 @@ pub struct Spec {
 /// What a recorded span belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum SpanKey {
-    Location(LocationKey),
+    Location(Location),
     Section(&'static str),
-}
-
-/// [`Location`] without payload strings borrowed: a hashable copy.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum LocationKey {
-    Param(String),
-    Constraint(usize),
-    Global(usize),
-    Local(usize),
-    LocalMem,
-    Launch,
-}
-
-impl From<&Location> for LocationKey {
-    fn from(l: &Location) -> Self {
-        match l {
-            Location::Param(p) => LocationKey::Param(p.clone()),
-            Location::Constraint(i) => LocationKey::Constraint(*i),
-            Location::Global(d) => LocationKey::Global(*d),
-            Location::Local(d) => LocationKey::Local(*d),
-            Location::LocalMem => LocationKey::LocalMem,
-            Location::Launch => LocationKey::Launch,
-        }
-    }
 }
 
 /// An error in a spec file, at a position.
@@ -144,10 +120,7 @@ impl Spec {
 
     /// Places a problem error at its position in this file.
     pub fn locate(&self, e: &ProblemError) -> SpecError {
-        self.error_at(
-            &SpanKey::Location(LocationKey::from(&e.location)),
-            e.to_string(),
-        )
+        self.error_at(&SpanKey::Location(e.location.clone()), e.to_string())
     }
 
     /// The kernel's OpenCL source, where the spec names one.

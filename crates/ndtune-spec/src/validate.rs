@@ -1,9 +1,9 @@
 //! Stage two: the raw spec checked and turned into typed values.
 
 use crate::raw::{IntOrExpr, RawArg, RawSpec};
-use crate::{line_col, LocationKey, SpanKey, Spec, SpecError};
+use crate::{line_col, SpanKey, Spec, SpecError};
 use ndtune_space::domain::Domain;
-use ndtune_space::problem::{LaunchDecl, ParamDecl, Problem};
+use ndtune_space::problem::{LaunchDecl, Location, ParamDecl, Problem};
 use ndtune_space::resolve::Node;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -157,7 +157,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn record(&mut self, key: LocationKey, span: Range<usize>) {
+    fn record(&mut self, key: Location, span: Range<usize>) {
         self.spans.insert(SpanKey::Location(key), span);
     }
 }
@@ -187,7 +187,7 @@ pub(crate) fn spec(raw: RawSpec, text: &str, path: &Path) -> Result<Spec, SpecEr
         ..Problem::default()
     };
     for (name, value) in &raw.params {
-        cx.record(LocationKey::Param(name.clone()), value.span());
+        cx.record(Location::Param(name.clone()), value.span());
         let domain = domain(&cx, name, value)?;
         problem.params.push(ParamDecl {
             name: name.clone(),
@@ -199,24 +199,24 @@ pub(crate) fn spec(raw: RawSpec, text: &str, path: &Path) -> Result<Spec, SpecEr
     }
     if let Some(space) = &raw.space {
         for (i, c) in space.constraints.iter().enumerate() {
-            cx.record(LocationKey::Constraint(i), c.span());
+            cx.record(Location::Constraint(i), c.span());
             problem.constraints.push(c.get_ref().clone());
         }
     }
     if let Some(launch) = &raw.launch {
-        cx.record(LocationKey::Launch, launch.span());
+        cx.record(Location::Launch, launch.span());
         let l = launch.get_ref();
         let mut decl = LaunchDecl::default();
         for (d, g) in l.global.iter().enumerate() {
-            cx.record(LocationKey::Global(d), g.span());
+            cx.record(Location::Global(d), g.span());
             decl.global.push(g.get_ref().source());
         }
         for (d, g) in l.local.iter().enumerate() {
-            cx.record(LocationKey::Local(d), g.span());
+            cx.record(Location::Local(d), g.span());
             decl.local.push(g.get_ref().source());
         }
         if let Some(m) = &l.local_mem {
-            cx.record(LocationKey::LocalMem, m.span());
+            cx.record(Location::LocalMem, m.span());
             decl.local_mem = Some(m.get_ref().source());
         }
         problem.launch = Some(decl);
