@@ -334,6 +334,26 @@ pub fn cut_shapes(n: &Node, x: usize, bounds: &Bounds) -> Option<Vec<Shape>> {
     })
 }
 
+/// Whether comparison `n` can only get harder to satisfy as slot `p` grows, the others fixed
+/// (its truth is non-increasing in `p`). Used on the halves of cuts: if every cut of a level
+/// tightens as the parent parameter grows, an empty interval stays empty for larger parents.
+pub fn tightens_with(n: &Node, p: usize, bounds: &Bounds) -> bool {
+    let Node::Bin(op, a, b) = n else { return false };
+    if !op.is_comparison()
+        || is_bool_operand(a)
+        || range(a, bounds).is_none()
+        || range(b, bounds).is_none()
+    {
+        return false;
+    }
+    let d = mono(a, p, bounds).plus(mono(b, p, bounds).flip());
+    match op {
+        BinOp::Lt | BinOp::Le => matches!(d, Mono::Inc | Mono::Const),
+        BinOp::Gt | BinOp::Ge => matches!(d, Mono::Dec | Mono::Const),
+        _ => false,
+    }
+}
+
 /// The comparison that gives each shape of an `==` cut: `a <= b` and `a >= b`.
 pub fn interval_halves(n: &Node) -> (Node, Node) {
     let Node::Bin(_, a, b) = n else {
@@ -413,6 +433,11 @@ mod tests {
         // A negative factor could flip the direction: not monotone as far as we can tell.
         let signed = [(-4, 4), (1, 8), (0, 1)];
         assert_eq!(cut_shapes(&node("X * Y <= 8"), 1, &signed), None);
+        // As X grows, `X * Y <= 1024` gets harder and `Y >= X` too; `Y <= X` gets easier.
+        assert!(tightens_with(&node("X * Y <= 1024"), 0, &b));
+        assert!(tightens_with(&node("Y >= X"), 0, &b));
+        assert!(!tightens_with(&node("Y <= X"), 0, &b));
+        assert!(tightens_with(&node("Y <= Z"), 0, &b), "independent of X");
         // Overflow possible: no cut.
         let huge = [(1, i64::MAX), (1, i64::MAX), (0, 1)];
         assert_eq!(cut_shapes(&node("X * Y <= 8"), 1, &huge), None);

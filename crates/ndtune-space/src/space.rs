@@ -2,12 +2,14 @@
 //! constraint is checked as soon as its last parameter is bound, cutting whole subtrees.
 //!
 //! At each level a constraint whose truth is monotone in that level's parameter (see
-//! [`crate::compile::cut_shapes`]) narrows the sorted domain by binary search; the others are
-//! tested value by value. Parameters no constraint mentions come last and are counted by
+//! [`crate::compile::cut_shapes`]) narrows the sorted domain by a galloping binary search that
+//! starts from where the previous sibling's boundary was; the others are tested value by value.
+//! Where every cut of the next level only tightens as this level's parameter grows, the first
+//! value whose subtree has an empty interval ends the loop: all larger values empty it too. Parameters no constraint mentions come last and are counted by
 //! multiplication, so counting never visits them and uses memory proportional to the number of
 //! parameters, whatever the size of the space.
 
-use crate::compile::{cut_shapes, interval_halves, pred, Pred, Shape};
+use crate::compile::{cut_shapes, interval_halves, pred, tightens_with, Pred, Shape};
 use crate::domain::Values;
 use crate::resolve::Node;
 use std::ops::ControlFlow;
@@ -39,19 +41,31 @@ pub struct Stats {
     pub removed: Vec<u128>,
 }
 
+struct Half {
+    shape: Shape,
+    pred: Pred,
+    node: Node,
+    /// Index of this half's boundary hint in the walk's hint vector.
+    hint: usize,
+}
+
 struct Cut {
     constraint: usize,
-    halves: Vec<(Shape, Pred)>,
+    halves: Vec<Half>,
 }
 
 struct Level {
     param: usize,
     cuts: Vec<Cut>,
     filters: Vec<(usize, Pred)>,
+    /// Every cut of the next level tightens as this level's value grows (see module docs).
+    stop_on_empty_child: bool,
 }
 
 /// A compiled, ordered space, ready to count or enumerate.
 pub struct Space {
+    /// Number of cut halves, each with a boundary hint during a walk.
+    hints: usize,
     params: Vec<Param>,
     labels: Vec<String>,
     upfront: Vec<(usize, Pred)>,
@@ -93,9 +107,20 @@ impl Space {
                 param,
                 cuts: vec![],
                 filters: vec![],
+                stop_on_empty_child: false,
             })
             .collect();
         let mut upfront = Vec::new();
+        let mut hints = 0;
+        let mut half = |shape: Shape, node: Node| {
+            hints += 1;
+            Half {
+                shape,
+                pred: pred(&node),
+                node,
+                hint: hints - 1,
+            }
+        };
         for (c, node, vars) in parts {
             let Some(k) = vars.iter().map(|&v| level_of[v]).max() else {
                 upfront.push((c, pred(&node)));
@@ -105,17 +130,27 @@ impl Space {
             match cut_shapes(&node, level.param, &bounds) {
                 Some(shapes) if shapes.len() == 1 => level.cuts.push(Cut {
                     constraint: c,
-                    halves: vec![(shapes[0], pred(&node))],
+                    halves: vec![half(shapes[0], node)],
                 }),
                 Some(shapes) => {
                     let (le, ge) = interval_halves(&node);
                     level.cuts.push(Cut {
                         constraint: c,
-                        halves: vec![(shapes[0], pred(&le)), (shapes[1], pred(&ge))],
+                        halves: vec![half(shapes[0], le), half(shapes[1], ge)],
                     });
                 }
                 None => level.filters.push((c, pred(&node))),
             }
+        }
+        for k in 0..levels.len().saturating_sub(1) {
+            let parent = levels[k].param;
+            let child = &levels[k + 1];
+            levels[k].stop_on_empty_child = !child.cuts.is_empty()
+                && child
+                    .cuts
+                    .iter()
+                    .flat_map(|c| &c.halves)
+                    .all(|h| tightens_with(&h.node, parent, &bounds));
         }
         let free_from = levels
             .iter()
@@ -126,6 +161,7 @@ impl Space {
             rest[k] = rest[k + 1].saturating_mul(params[levels[k].param].values.len() as u128);
         }
         Space {
+            hints,
             params,
             labels: constraints.into_iter().map(|c| c.label).collect(),
             upfront,
@@ -199,25 +235,29 @@ impl Space {
     }
 
     fn walk(&self, sink: &mut impl Sink) -> Vec<u128> {
-        let mut removed = vec![0u128; self.labels.len()];
-        let mut vals: Vec<i64> = self.params.iter().map(|p| p.values.min()).collect();
-        if let Some((c, _)) = self.upfront.iter().find(|(_, p)| !p(&vals)) {
-            removed[*c] = self.declared();
-            return removed;
+        let mut w = Walk {
+            vals: self.params.iter().map(|p| p.values.min()).collect(),
+            removed: vec![0u128; self.labels.len()],
+            hints: vec![0; self.hints],
+        };
+        if let Some((c, _)) = self.upfront.iter().find(|(_, p)| !p(&w.vals)) {
+            w.removed[*c] = self.declared();
+            return w.removed;
         }
-        let _ = self.descend(0, &mut vals, &mut removed, sink);
-        removed
+        let _ = self.descend(0, &mut w, sink);
+        w.removed
     }
 
+    /// Walks level `k` and below. Continues with `Some(c)` where the cuts of level `k` left no
+    /// value, constraint `c` being the one that emptied the interval.
     fn descend(
         &self,
         k: usize,
-        vals: &mut [i64],
-        removed: &mut [u128],
+        w: &mut Walk,
         sink: &mut impl Sink,
-    ) -> ControlFlow<()> {
+    ) -> ControlFlow<(), Option<usize>> {
         if k == self.free_from {
-            return sink.free_tail(self, k, vals);
+            return sink.free_tail(self, k, &mut w.vals).map_continue(|()| None);
         }
         let level = &self.levels[k];
         let dom = &self.params[level.param].values;
@@ -225,35 +265,108 @@ impl Space {
         let (mut lo, mut hi) = (0usize, dom.len());
         for cut in &level.cuts {
             let before = hi - lo;
-            for (shape, p) in &cut.halves {
+            for h in &cut.halves {
+                let vals = &mut w.vals;
                 let mut holds = |i: usize| {
                     vals[level.param] = dom.get(i);
-                    p(vals)
+                    (h.pred)(vals)
                 };
-                match shape {
-                    Shape::Prefix => hi = partition_point(lo, hi, &mut holds),
-                    Shape::Suffix => lo = partition_point(lo, hi, |i| !holds(i)),
+                let hint = w.hints[h.hint];
+                let boundary = match h.shape {
+                    Shape::Prefix => gallop(lo, hi, hint, &mut holds),
+                    Shape::Suffix => gallop(lo, hi, hint, |i| !holds(i)),
+                };
+                w.hints[h.hint] = boundary;
+                match h.shape {
+                    Shape::Prefix => hi = boundary,
+                    Shape::Suffix => lo = boundary,
                 }
             }
-            removed[cut.constraint] += (before - (hi - lo)) as u128 * below;
+            w.removed[cut.constraint] += (before - (hi - lo)) as u128 * below;
+            if lo == hi {
+                return ControlFlow::Continue(Some(cut.constraint));
+            }
         }
         if level.filters.is_empty()
             && k + 1 == self.free_from
             && sink.add_bulk((hi - lo) as u128 * below)
         {
-            return ControlFlow::Continue(());
+            return ControlFlow::Continue(None);
         }
-        'values: for i in lo..hi {
-            vals[level.param] = dom.get(i);
-            for (c, p) in &level.filters {
-                if !p(vals) {
-                    removed[*c] += below;
-                    continue 'values;
-                }
+        for i in lo..hi {
+            w.vals[level.param] = dom.get(i);
+            if !self.passes_filters(level, below, w) {
+                continue;
             }
-            self.descend(k + 1, vals, removed, sink)?;
+            let emptied = self.descend(k + 1, w, sink)?;
+            if let (Some(c), true) = (emptied, level.stop_on_empty_child) {
+                // Every larger value empties the child's interval too: account for them, stop.
+                for j in i + 1..hi {
+                    w.vals[level.param] = dom.get(j);
+                    if self.passes_filters(level, below, w) {
+                        w.removed[c] += self.rest[k + 1];
+                    }
+                }
+                break;
+            }
         }
-        ControlFlow::Continue(())
+        ControlFlow::Continue(None)
+    }
+
+    /// Tests the current value of `level` against its filters, charging a failure to the first.
+    fn passes_filters(&self, level: &Level, below: u128, w: &mut Walk) -> bool {
+        for (c, p) in &level.filters {
+            if !p(&w.vals) {
+                w.removed[*c] += below;
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The mutable state of one walk.
+struct Walk {
+    vals: Vec<i64>,
+    removed: Vec<u128>,
+    /// Per cut half, where its boundary was last found: siblings' boundaries are close.
+    hints: Vec<usize>,
+}
+
+/// First index in `lo..hi` where `pred` is false, given it is true on a prefix; searches outwards
+/// from `hint` in doubling steps, then bisects, so a boundary near the hint costs few tests.
+fn gallop(lo: usize, hi: usize, hint: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+    if lo >= hi {
+        return lo;
+    }
+    let h = hint.clamp(lo, hi - 1);
+    let mut step = 1;
+    if pred(h) {
+        let mut last_true = h;
+        loop {
+            let probe = last_true + step;
+            if probe >= hi {
+                return partition_point(last_true + 1, hi, pred);
+            }
+            if !pred(probe) {
+                return partition_point(last_true + 1, probe, pred);
+            }
+            last_true = probe;
+            step *= 2;
+        }
+    } else {
+        let mut first_false = h;
+        loop {
+            if first_false - lo < step {
+                return partition_point(lo, first_false, pred);
+            }
+            let probe = first_false - step;
+            if pred(probe) {
+                return partition_point(probe + 1, first_false, pred);
+            }
+            first_false = probe;
+            step *= 2;
+        }
     }
 }
 
@@ -431,6 +544,36 @@ mod tests {
             }
         });
         assert_eq!(n, 5);
+    }
+
+    #[test]
+    fn gallop_finds_the_boundary_from_any_hint() {
+        for n in 0..40usize {
+            for boundary in 0..=n {
+                for hint in 0..=n + 2 {
+                    let got = gallop(0, n, hint, |i| i < boundary);
+                    assert_eq!(got, boundary, "n {n} boundary {boundary} hint {hint}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_emptied_child_interval_ends_the_parent_loop_with_exact_counts() {
+        let s = space(
+            &[("X", (1..=1000).collect()), ("Y", (1..=1000).collect())],
+            &["X * Y <= 2000", "Y >= X", "X % 3 != 0"],
+        );
+        let brute: usize = (1..=1000i64)
+            .map(|x| {
+                (1..=1000i64)
+                    .filter(|y| x * y <= 2000 && *y >= x && x % 3 != 0)
+                    .count()
+            })
+            .sum();
+        let st = s.stats();
+        assert_eq!(st.pruned, brute as u128);
+        assert_eq!(st.pruned + st.removed.iter().sum::<u128>(), st.declared);
     }
 
     #[test]
