@@ -1,0 +1,212 @@
+//! ndtune's shared vocabulary, used by the tuner, the store, the strategies and the reports:
+//!
+//! - [`Config`]: one launch configuration, parameter name to value.
+//! - [`Outcome`]: how the evaluation of one configuration ended. Every configuration ends as
+//!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
+//! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
+//!   the mean of the best 5 of 10 runs).
+//!
+//! ```
+//! use ndtune_core::{Outcome, Timing};
+//! let t = Timing::new(vec![3.0, 1.0, 2.0, 9.0], 2);
+//! assert_eq!(t.score_ms(), 1.5);
+//! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// One configuration: parameter name to value, ordered by name (a canonical form for keys).
+pub type Config = BTreeMap<String, i64>;
+
+/// Canonical text of a configuration (`{"A":1,"B":2}`, keys sorted): the store's key.
+pub fn config_key(config: &Config) -> String {
+    serde_json::to_string(config).expect("a map of integers serialises")
+}
+
+/// Run times of one configuration under a protocol that scores the mean of the best `best_of`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Every timed run, in milliseconds, in the order run.
+    pub times_ms: Vec<f64>,
+    pub best_of: usize,
+}
+
+impl Timing {
+    pub fn new(times_ms: Vec<f64>, best_of: usize) -> Timing {
+        Timing { times_ms, best_of }
+    }
+
+    fn sorted(&self) -> Vec<f64> {
+        let mut t = self.times_ms.clone();
+        t.sort_by(f64::total_cmp);
+        t
+    }
+
+    /// The score: mean of the `best_of` fastest runs (all runs if there are fewer).
+    pub fn score_ms(&self) -> f64 {
+        let t = self.sorted();
+        let k = self.best_of.clamp(1, t.len().max(1)).min(t.len());
+        if k == 0 {
+            return f64::NAN;
+        }
+        t[..k].iter().sum::<f64>() / k as f64
+    }
+
+    pub fn min_ms(&self) -> f64 {
+        self.sorted().first().copied().unwrap_or(f64::NAN)
+    }
+
+    pub fn median_ms(&self) -> f64 {
+        let t = self.sorted();
+        match t.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => t[n / 2],
+            n => (t[n / 2 - 1] + t[n / 2]) / 2.0,
+        }
+    }
+
+    /// Relative spread: standard deviation over mean of all runs (0 for fewer than 2 runs).
+    pub fn rel_spread(&self) -> f64 {
+        let n = self.times_ms.len();
+        if n < 2 {
+            return 0.0;
+        }
+        let mean = self.times_ms.iter().sum::<f64>() / n as f64;
+        let var = self.times_ms.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        var.sqrt() / mean
+    }
+}
+
+/// How the evaluation of one configuration ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and verified; its run times.
+    Measured(Timing),
+    /// Removed by a constraint before anything ran.
+    Pruned { constraint: String },
+    /// The program did not build with this configuration's defines; the build log.
+    BuildFailed { log: String },
+    /// The driver rejected the launch (CL_OUT_OF_RESOURCES, CL_INVALID_WORK_GROUP_SIZE, ...).
+    Refused { error: String },
+    /// Ran, but its outputs differ from the reference beyond the tolerance.
+    WrongResult { detail: String },
+    /// The worker process died while evaluating it (segfault, abort, ...).
+    Crashed { detail: String },
+    /// Did not finish within the per-evaluation timeout.
+    TimedOut { seconds: f64 },
+}
+
+/// The kind of an [`Outcome`], without its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    Measured,
+    Pruned,
+    BuildFailed,
+    Refused,
+    WrongResult,
+    Crashed,
+    TimedOut,
+}
+
+impl OutcomeKind {
+    pub const ALL: [OutcomeKind; 7] = [
+        OutcomeKind::Measured,
+        OutcomeKind::Pruned,
+        OutcomeKind::BuildFailed,
+        OutcomeKind::Refused,
+        OutcomeKind::WrongResult,
+        OutcomeKind::Crashed,
+        OutcomeKind::TimedOut,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Measured => "measured",
+            OutcomeKind::Pruned => "pruned",
+            OutcomeKind::BuildFailed => "build_failed",
+            OutcomeKind::Refused => "refused",
+            OutcomeKind::WrongResult => "wrong_result",
+            OutcomeKind::Crashed => "crashed",
+            OutcomeKind::TimedOut => "timed_out",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OutcomeKind> {
+        OutcomeKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Outcome {
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Measured(_) => OutcomeKind::Measured,
+            Outcome::Pruned { .. } => OutcomeKind::Pruned,
+            Outcome::BuildFailed { .. } => OutcomeKind::BuildFailed,
+            Outcome::Refused { .. } => OutcomeKind::Refused,
+            Outcome::WrongResult { .. } => OutcomeKind::WrongResult,
+            Outcome::Crashed { .. } => OutcomeKind::Crashed,
+            Outcome::TimedOut { .. } => OutcomeKind::TimedOut,
+        }
+    }
+
+    /// The score of a measured configuration; `None` for every other outcome (never the best).
+    pub fn score_ms(&self) -> Option<f64> {
+        match self {
+            Outcome::Measured(t) => Some(t.score_ms()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erdem_protocol_scores_the_mean_of_the_best_five_of_ten() {
+        let t = Timing::new(vec![10.0, 1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0, 5.0], 5);
+        assert_eq!(t.score_ms(), 3.0);
+        assert_eq!(t.min_ms(), 1.0);
+        assert_eq!(t.median_ms(), 5.5);
+        assert!((t.rel_spread() - 0.5504818825631803).abs() < 1e-12);
+        assert_eq!(Timing::new(vec![4.0], 5).score_ms(), 4.0);
+    }
+
+    #[test]
+    fn outcomes_round_trip_through_json_with_their_kind() {
+        let all = [
+            Outcome::Measured(Timing::new(vec![1.0, 2.0], 1)),
+            Outcome::Pruned { constraint: "X > 2".into() },
+            Outcome::BuildFailed { log: "error: x".into() },
+            Outcome::Refused { error: "CL_INVALID_WORK_GROUP_SIZE".into() },
+            Outcome::WrongResult { detail: "C[3]: 1 != 2".into() },
+            Outcome::Crashed { detail: "signal 11".into() },
+            Outcome::TimedOut { seconds: 5.0 },
+        ];
+        for (o, kind) in all.iter().zip(OutcomeKind::ALL) {
+            let text = serde_json::to_string(o).unwrap();
+            assert!(text.contains(&format!("\"outcome\":\"{}\"", kind.as_str())), "{text}");
+            assert_eq!(&serde_json::from_str::<Outcome>(&text).unwrap(), o);
+            assert_eq!(o.kind(), kind);
+            assert_eq!(OutcomeKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(all[0].score_ms(), Some(1.0));
+        assert_eq!(all[3].score_ms(), None);
+    }
+
+    #[test]
+    fn config_keys_are_canonical() {
+        let a: Config = [("B".to_string(), 2), ("A".to_string(), 1)].into_iter().collect();
+        assert_eq!(config_key(&a), r#"{"A":1,"B":2}"#);
+    }
+}
