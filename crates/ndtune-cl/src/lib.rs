@@ -19,11 +19,14 @@ use opencl3::error_codes::{
     ClError as RawError, CL_DEVICE_NOT_FOUND, CL_INVALID_KERNEL_NAME, CL_PLATFORM_NOT_FOUND_KHR,
     DLOPEN_FUNCTION_NOT_AVAILABLE, DLOPEN_RUNTIME_LOAD_FAILED,
 };
-use opencl3::kernel::Kernel;
+pub use opencl3::kernel::Kernel;
 use opencl3::platform::{get_platforms, Platform};
 use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 use std::sync::{Mutex, PoisonError};
+
+mod session;
+pub use session::{Arg, DeviceBuffer, Session};
 
 /// How to get an OpenCL platform; part of [`ClError::NoPlatform`]'s message.
 pub const INSTALL_HINT: &str = "install an OpenCL platform: on Debian/Ubuntu, \
@@ -38,7 +41,7 @@ const PROBE_SOURCE: &str =
 const PROBE_KERNEL: &str = "ndtune_probe";
 
 /// What can go wrong when talking to OpenCL.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ClError {
     /// No usable OpenCL platform: libOpenCL could not be loaded, no ICD is registered, or the
     /// registered platforms have no devices.
@@ -64,6 +67,16 @@ pub enum ClError {
     /// Source or build options that cannot be passed to OpenCL (an interior NUL byte).
     #[error("invalid {what}: it contains a NUL byte")]
     InvalidInput { what: &'static str },
+    /// The spec's argument list does not match the kernel's.
+    #[error("the kernel takes {expected} arguments, but {given} are given")]
+    ArgCount { expected: usize, given: usize },
+    /// `clSetKernelArg` refused an argument (wrong size or kind for the kernel's parameter).
+    #[error("argument {index} does not match the kernel's parameter: {name} ({code})")]
+    Arg {
+        index: usize,
+        code: i32,
+        name: &'static str,
+    },
     /// Any other OpenCL call that failed.
     #[error("{call} failed: {name} ({code})")]
     Api {
@@ -90,9 +103,13 @@ impl ClError {
     /// The OpenCL error code behind this error, where there is one.
     pub fn code(&self) -> Option<i32> {
         match self {
-            ClError::Build { code, .. } | ClError::Api { code, .. } => Some(*code),
+            ClError::Build { code, .. } | ClError::Api { code, .. } | ClError::Arg { code, .. } => {
+                Some(*code)
+            }
             ClError::NoKernel { .. } => Some(CL_INVALID_KERNEL_NAME),
-            ClError::NoPlatform { .. } | ClError::InvalidInput { .. } => None,
+            ClError::NoPlatform { .. }
+            | ClError::InvalidInput { .. }
+            | ClError::ArgCount { .. } => None,
         }
     }
 }
@@ -378,19 +395,19 @@ fn kernel_limits_on(
         }
         Err(e) => return Err(api("clCreateKernel")(e)),
     };
-    let wg = api("clGetKernelWorkGroupInfo");
+    limits_of(&kernel, id)
+}
+
+/// `clGetKernelWorkGroupInfo` of a built kernel on device `id`.
+fn limits_of(kernel: &Kernel, id: cl_device_id) -> Result<KernelLimits, ClError> {
+    let info = || api("clGetKernelWorkGroupInfo");
     Ok(KernelLimits {
-        work_group_size: kernel.get_work_group_size(id).map_err(wg)? as u64,
-        local_mem_size: kernel
-            .get_local_mem_size(id)
-            .map_err(api("clGetKernelWorkGroupInfo"))?,
-        private_mem_size: kernel
-            .get_private_mem_size(id)
-            .map_err(api("clGetKernelWorkGroupInfo"))?,
+        work_group_size: kernel.get_work_group_size(id).map_err(info())? as u64,
+        local_mem_size: kernel.get_local_mem_size(id).map_err(info())?,
+        private_mem_size: kernel.get_private_mem_size(id).map_err(info())?,
         preferred_work_group_size_multiple: kernel
             .get_work_group_size_multiple(id)
-            .map_err(api("clGetKernelWorkGroupInfo"))?
-            as u64,
+            .map_err(info())? as u64,
     })
 }
 

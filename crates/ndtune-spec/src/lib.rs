@@ -19,7 +19,7 @@ mod validate;
 pub use validate::{Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Verify};
 
 use ndtune_space::problem::{Location, Problem, ProblemError};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -80,17 +80,32 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 impl Spec {
     /// Reads and validates a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
+        Spec::load_with(path, &BTreeMap::new())
+    }
+
+    /// Reads and validates a spec file, with some `[constants]` replaced (`--set N=256`).
+    /// Constants defined from a replaced one follow it; an unknown name is an error.
+    pub fn load_with(path: &Path, overrides: &BTreeMap<String, i64>) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|e| SpecError {
             path: path.display().to_string(),
             line: 0,
             column: 0,
             message: format!("cannot read the spec file: {e}"),
         })?;
-        Spec::parse(&text, path)
+        Spec::parse_with(&text, path, overrides)
     }
 
     /// Validates spec text; `path` names it in errors and anchors relative file names.
     pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+        Spec::parse_with(text, path, &BTreeMap::new())
+    }
+
+    /// [`Spec::parse`] with `[constants]` overrides (see [`Spec::load_with`]).
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        overrides: &BTreeMap<String, i64>,
+    ) -> Result<Spec, SpecError> {
         let shown = path.display().to_string();
         let raw: raw::RawSpec = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
@@ -101,7 +116,7 @@ impl Spec {
                 message: e.message().trim_end().replace('\n', "; "),
             }
         })?;
-        validate::spec(raw, text, path)
+        validate::spec(raw, text, path, overrides)
     }
 
     /// An error at a recorded span (or at the file, where none was recorded).

@@ -89,4 +89,6 @@ pub struct RawMeasure {
     pub warmup: Option<u32>,
     pub runs: Option<u32>,
     pub best_of: Option<u32>,
+    pub flops: Option<Spanned<IntOrExpr>>,
+    pub bytes: Option<Spanned<IntOrExpr>>,
 }

@@ -178,3 +178,24 @@ fn verify_and_measure_are_checked() {
     let e = parse(&format!("{HEAD}[params]\nX = [1]\n[[args]]\nname = \"A\"\nkind = \"buffer\"\ntype = \"flaot\"\nlen = 4\n")).unwrap_err();
     assert!(e.contains("unknown type `flaot`"), "{e}");
 }
+
+#[test]
+fn constants_can_be_overridden_and_dependents_follow() {
+    let text = format!(
+        "{HEAD}[constants]\nN = 64\nNN = \"N * N\"\n[params]\nX = {{ divisors = \"N\" }}\n"
+    );
+    let over = [("N".to_string(), 8)].into_iter().collect();
+    let s = Spec::parse_with(&text, Path::new("t.toml"), &over).unwrap();
+    assert_eq!(
+        (s.problem.constants["N"], s.problem.constants["NN"]),
+        (8, 64)
+    );
+    let bad = [("M".to_string(), 8)].into_iter().collect();
+    let e = Spec::parse_with(&text, Path::new("t.toml"), &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cannot set `M`: the spec's constants are N, NN"),
+        "{e}"
+    );
+}

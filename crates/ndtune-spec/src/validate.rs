@@ -123,11 +123,14 @@ pub struct Verify {
 }
 
 /// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `flops` and `bytes` (expressions over parameters and constants) give GFLOP/s and GB/s.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Measure {
     pub warmup: u32,
     pub runs: u32,
     pub best_of: u32,
+    pub flops: Option<Node>,
+    pub bytes: Option<Node>,
 }
 
 impl Default for Measure {
@@ -136,6 +139,8 @@ impl Default for Measure {
             warmup: 1,
             runs: 10,
             best_of: 5,
+            flops: None,
+            bytes: None,
         }
     }
 }
@@ -162,7 +167,12 @@ impl Ctx<'_> {
     }
 }
 
-pub(crate) fn spec(raw: RawSpec, text: &str, path: &Path) -> Result<Spec, SpecError> {
+pub(crate) fn spec(
+    raw: RawSpec,
+    text: &str,
+    path: &Path,
+    overrides: &BTreeMap<String, i64>,
+) -> Result<Spec, SpecError> {
     let mut cx = Ctx {
         text,
         path,
@@ -183,7 +193,7 @@ pub(crate) fn spec(raw: RawSpec, text: &str, path: &Path) -> Result<Spec, SpecEr
     }
 
     let mut problem = Problem {
-        constants: constants(&cx, &raw)?,
+        constants: constants(&cx, &raw, overrides)?,
         ..Problem::default()
     };
     for (name, value) in &raw.params {
@@ -241,14 +251,32 @@ pub(crate) fn spec(raw: RawSpec, text: &str, path: &Path) -> Result<Spec, SpecEr
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
     }
     if let Some(m) = &raw.measure {
-        spec.measure = measure(&cx, m)?;
+        spec.measure = measure(&cx, &spec.problem, m)?;
     }
     Ok(spec)
 }
 
-fn constants(cx: &Ctx, raw: &RawSpec) -> Result<BTreeMap<String, i64>, SpecError> {
+fn constants(
+    cx: &Ctx,
+    raw: &RawSpec,
+    overrides: &BTreeMap<String, i64>,
+) -> Result<BTreeMap<String, i64>, SpecError> {
+    if let Some(unknown) = overrides.keys().find(|k| !raw.constants.contains_key(*k)) {
+        let known: Vec<&str> = raw.constants.keys().map(String::as_str).collect();
+        return Err(cx.err(
+            &(0..0),
+            format!(
+                "cannot set `{unknown}`: the spec's constants are {}",
+                known.join(", ")
+            ),
+        ));
+    }
     let mut out = BTreeMap::new();
     for (name, value) in &raw.constants {
+        if let Some(v) = overrides.get(name) {
+            out.insert(name.clone(), *v);
+            continue;
+        }
         let probe = Problem {
             constants: out.clone(),
             ..Problem::default()
@@ -546,12 +574,26 @@ fn verify(
     })
 }
 
-fn measure(cx: &Ctx, m: &Spanned<crate::raw::RawMeasure>) -> Result<Measure, SpecError> {
+fn measure(
+    cx: &Ctx,
+    problem: &Problem,
+    m: &Spanned<crate::raw::RawMeasure>,
+) -> Result<Measure, SpecError> {
     let d = Measure::default();
     let r = m.get_ref();
     let out = Measure {
         warmup: r.warmup.unwrap_or(d.warmup),
         runs: r.runs.unwrap_or(d.runs),
+        flops: r
+            .flops
+            .as_ref()
+            .map(|e| expr(cx, problem, "[measure] flops", e))
+            .transpose()?,
+        bytes: r
+            .bytes
+            .as_ref()
+            .map(|e| expr(cx, problem, "[measure] bytes", e))
+            .transpose()?,
         best_of: r
             .best_of
             .unwrap_or(r.runs.map_or(d.best_of, |runs| runs.min(d.best_of))),

@@ -1,0 +1,422 @@
+//! Evaluating configurations on one device, inside the worker process: build (cached per define
+//! set), arguments filled deterministically, one verification run checked against the reference,
+//! warm-up runs, then timed runs. Every configuration ends as one [`Outcome`]; what is wrong with
+//! the spec or the reference itself is a [`Fatal`] error that stops the campaign.
+
+use crate::data::{from_bytes, initial_values, to_bytes};
+use crate::verify::compare;
+use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Session};
+use ndtune_core::{Outcome, Timing};
+use ndtune_space::resolve::Node;
+use ndtune_spec::{ArgKind, Reference, Spec};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// What stops a campaign: the spec, the kernel or the reference is wrong, whatever the
+/// configuration.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct Fatal(pub String);
+
+/// Launch errors that mean the spec's arguments are wrong, not that this configuration is refused.
+const ARGUMENT_ERRORS: [i32; 3] = [
+    -52, /* CL_INVALID_KERNEL_ARGS */
+    -49, /* INVALID_ARG_INDEX */
+    -51, /* INVALID_ARG_SIZE */
+];
+
+/// Host buffers by argument name, as f64.
+type Buffers = BTreeMap<String, Vec<f64>>;
+
+/// The per-device evaluator.
+pub struct Bench {
+    spec: Spec,
+    source: String,
+    session: Session,
+    seed: u64,
+    global: Vec<Node>,
+    local: Vec<Node>,
+    /// Names (constants and parameters) the kernel source mentions: only these become defines,
+    /// so configurations that differ in launch-only parameters share one build.
+    used_names: HashSet<String>,
+    /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
+    references: HashMap<Vec<usize>, Buffers>,
+}
+
+/// One configuration's arguments on the device.
+struct Prepared {
+    buffers: Vec<Option<DeviceBuffer>>,
+    scalars: Vec<Vec<u8>>,
+    locals: Vec<usize>,
+    /// Initial contents of every buffer, as the device sees them (after the type's rounding).
+    inputs: Buffers,
+    lens: Vec<usize>,
+}
+
+/// How a single run of a configuration ended short of outputs.
+enum RunError {
+    Outcome(Outcome),
+    Fatal(Fatal),
+}
+
+impl From<Fatal> for RunError {
+    fn from(f: Fatal) -> Self {
+        RunError::Fatal(f)
+    }
+}
+
+fn eval(node: &Node, config: &[i64], what: &str) -> Result<i64, Fatal> {
+    node.eval(config).ok_or_else(|| {
+        Fatal(format!(
+            "{what} divides by zero or overflows for configuration {config:?}"
+        ))
+    })
+}
+
+fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
+    let v = eval(node, config, what)?;
+    usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
+}
+
+impl Bench {
+    /// Opens a session on `device` for `spec`, which must have a kernel source and `[launch]`.
+    pub fn new(spec: Spec, device: &ClDevice, seed: u64) -> Result<Bench, Fatal> {
+        let source = spec
+            .kernel_source()
+            .map_err(|e| Fatal(e.to_string()))?
+            .ok_or_else(|| {
+                Fatal(format!(
+                    "{}: [kernel] source is needed to tune",
+                    spec.path.display()
+                ))
+            })?;
+        let launch = spec.problem.launch.clone().ok_or_else(|| {
+            Fatal(format!(
+                "{}: [launch] is needed to tune",
+                spec.path.display()
+            ))
+        })?;
+        let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
+        let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
+        let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
+        let used_names = identifiers(&source);
+        let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
+        Ok(Bench {
+            spec,
+            source,
+            session,
+            seed,
+            global,
+            local,
+            used_names,
+            references: HashMap::new(),
+        })
+    }
+
+    /// Build options of a configuration: the spec's, then `-D NAME=VALUE` for each constant and
+    /// parameter the source mentions.
+    fn options(&self, config: &[i64]) -> String {
+        let names: Vec<&str> = self
+            .spec
+            .problem
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let mut opts = self.spec.kernel.build_options.join(" ");
+        let consts = self
+            .spec
+            .problem
+            .constants
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v));
+        for (name, value) in consts.chain(names.into_iter().zip(config.iter().copied())) {
+            if self.used_names.contains(name) {
+                opts.push_str(&format!(" -D {name}={value}"));
+            }
+        }
+        opts.trim_start().to_string()
+    }
+
+    /// How many distinct programs were built so far.
+    pub fn builds(&self) -> usize {
+        self.session.builds()
+    }
+
+    /// Evaluates one configuration (values in parameter declaration order).
+    pub fn evaluate(&mut self, config: &[i64]) -> Result<Outcome, Fatal> {
+        let prepared = match self.prepare(config) {
+            Ok(p) => p,
+            Err(RunError::Outcome(o)) => return Ok(o),
+            Err(RunError::Fatal(f)) => return Err(f),
+        };
+        let expected = self.reference(config, &prepared)?;
+        match self.measure(config, &prepared, expected.as_ref()) {
+            Ok(o) => Ok(o),
+            Err(RunError::Outcome(o)) => Ok(o),
+            Err(RunError::Fatal(f)) => Err(f),
+        }
+    }
+
+    /// Allocates and fills the arguments of a configuration.
+    fn prepare(&self, config: &[i64]) -> Result<Prepared, RunError> {
+        let mut p = Prepared {
+            buffers: vec![],
+            scalars: vec![],
+            locals: vec![],
+            inputs: Buffers::new(),
+            lens: vec![],
+        };
+        for (i, arg) in self.spec.args.iter().enumerate() {
+            let what = format!("[[args]] {}", arg.name);
+            let (mut buffer, mut scalar, mut local) = (None, vec![], 0);
+            match &arg.kind {
+                ArgKind::Buffer { ty, len, init, .. } => {
+                    let len = size(len, config, &format!("{what} len"))?;
+                    let bytes = to_bytes(*ty, &initial_values(*init, *ty, len, self.seed, i));
+                    p.inputs.insert(arg.name.clone(), from_bytes(*ty, &bytes));
+                    p.lens.push(len);
+                    buffer = Some(
+                        self.session
+                            .buffer(&bytes)
+                            .map_err(|e| RunError::Outcome(refused(&e)))?,
+                    );
+                }
+                ArgKind::Scalar { ty, value } => {
+                    scalar = to_bytes(
+                        *ty,
+                        &[eval(value, config, &format!("{what} value"))? as f64],
+                    );
+                }
+                ArgKind::Local { bytes } => local = size(bytes, config, &format!("{what} bytes"))?,
+            }
+            p.buffers.push(buffer);
+            p.scalars.push(scalar);
+            p.locals.push(local);
+        }
+        Ok(p)
+    }
+
+    fn args<'a>(&self, p: &'a Prepared) -> Vec<Arg<'a>> {
+        self.spec
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a.kind {
+                ArgKind::Buffer { .. } => {
+                    Arg::Buffer(p.buffers[i].as_ref().expect("buffers are prepared"))
+                }
+                ArgKind::Scalar { .. } => Arg::Scalar(&p.scalars[i]),
+                ArgKind::Local { .. } => Arg::Local(p.locals[i]),
+            })
+            .collect()
+    }
+
+    /// Builds, checks the kernel's own limits, sets the arguments; returns the kernel and sizes.
+    fn ready(
+        &mut self,
+        config: &[i64],
+        p: &Prepared,
+    ) -> Result<(ndtune_cl::Kernel, Vec<usize>, Vec<usize>), RunError> {
+        let global = self
+            .global
+            .iter()
+            .map(|n| size(n, config, "[launch] global"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let local = self
+            .local
+            .iter()
+            .map(|n| size(n, config, "[launch] local"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = self.options(config);
+        let kernel = match self
+            .session
+            .kernel(&self.source, &self.spec.kernel.name, &options)
+        {
+            Ok(k) => k,
+            Err(ClError::Build { log, .. }) => {
+                return Err(RunError::Outcome(Outcome::BuildFailed { log }))
+            }
+            Err(e) => return Err(RunError::Fatal(Fatal(e.to_string()))),
+        };
+        let limits = self
+            .session
+            .limits(&kernel)
+            .map_err(|e| Fatal(e.to_string()))?;
+        let items: usize = local.iter().product();
+        if items as u64 > limits.work_group_size {
+            return Err(RunError::Outcome(Outcome::Refused {
+                error: format!(
+                    "CL_INVALID_WORK_GROUP_SIZE: a work-group of {items} exceeds this build's CL_KERNEL_WORK_GROUP_SIZE {}",
+                    limits.work_group_size
+                ),
+            }));
+        }
+        self.session.set_args(&kernel, &self.args(p)).map_err(|e| {
+            RunError::Fatal(Fatal(format!(
+                "{}: the [[args]] do not match kernel `{}`: {e}",
+                self.spec.path.display(),
+                self.spec.kernel.name
+            )))
+        })?;
+        Ok((kernel, global, local))
+    }
+
+    fn launch(
+        &self,
+        kernel: &ndtune_cl::Kernel,
+        global: &[usize],
+        local: &[usize],
+    ) -> Result<f64, RunError> {
+        self.session
+            .launch(kernel, global, Some(local), None)
+            .map_err(|e| match e.code() {
+                Some(code) if ARGUMENT_ERRORS.contains(&code) => RunError::Fatal(Fatal(format!(
+                    "{}: the [[args]] do not match kernel `{}`: {e}",
+                    self.spec.path.display(),
+                    self.spec.kernel.name
+                ))),
+                _ => RunError::Outcome(refused(&e)),
+            })
+    }
+
+    /// The outputs named in `[verify]` after one run.
+    fn outputs(&self, p: &Prepared) -> Result<Buffers, RunError> {
+        let mut out = Buffers::new();
+        let Some(verify) = &self.spec.verify else {
+            return Ok(out);
+        };
+        for name in &verify.outputs {
+            let i = self
+                .spec
+                .args
+                .iter()
+                .position(|a| &a.name == name)
+                .expect("validated: outputs are args");
+            let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
+                unreachable!("validated: outputs are buffers")
+            };
+            let bytes = self
+                .session
+                .read(p.buffers[i].as_ref().expect("a buffer"))
+                .map_err(|e| RunError::Outcome(refused(&e)))?;
+            out.insert(name.clone(), from_bytes(ty, &bytes));
+        }
+        Ok(out)
+    }
+
+    /// The expected outputs for this configuration's inputs, computed once per buffer shape.
+    fn reference(&mut self, config: &[i64], p: &Prepared) -> Result<Option<Buffers>, Fatal> {
+        let Some(verify) = self.spec.verify.clone() else {
+            return Ok(None);
+        };
+        if let Some(r) = self.references.get(&p.lens) {
+            return Ok(Some(r.clone()));
+        }
+        let expected = match &verify.reference {
+            Reference::Builtin(name) => {
+                let f = ndtune_kernels::builtin(name).ok_or_else(|| {
+                    Fatal(format!(
+                        "{}: [verify] reference `builtin:{name}` does not exist; the built-in references are: {}",
+                        self.spec.path.display(),
+                        ndtune_kernels::builtin_names().join(", ")
+                    ))
+                })?;
+                f(&p.inputs, &self.spec.problem.constants).map_err(|e| Fatal(format!("builtin:{name}: {e}")))?
+            }
+            Reference::Config(values) => {
+                let reference: Vec<i64> = self.spec.problem.params.iter().map(|q| values[&q.name]).collect();
+                let fail = |why: String| Fatal(format!("the reference configuration {values:?} failed ({why}); nothing was measured"));
+                let rp = match self.prepare(&reference) {
+                    Ok(rp) => rp,
+                    Err(RunError::Outcome(o)) => return Err(fail(describe(&o))),
+                    Err(RunError::Fatal(f)) => return Err(f),
+                };
+                if rp.lens != p.lens {
+                    return Err(Fatal(format!(
+                        "the reference configuration {values:?} has other buffer sizes than {config:?}: a reference configuration must not change them"
+                    )));
+                }
+                let run = self.ready(&reference, &rp).and_then(|(k, g, l)| self.launch(&k, &g, &l));
+                match run.and_then(|_| self.outputs(&rp)) {
+                    Ok(out) => out,
+                    Err(RunError::Outcome(o)) => return Err(fail(describe(&o))),
+                    Err(RunError::Fatal(f)) => return Err(f),
+                }
+            }
+            Reference::Kernel { source, name } => {
+                return Err(Fatal(format!(
+                    "[verify] reference kernel {} ({name}): reference kernels are not supported yet; use a reference configuration or a built-in reference",
+                    source.display()
+                )))
+            }
+        };
+        self.references.insert(p.lens.clone(), expected.clone());
+        Ok(Some(expected))
+    }
+
+    /// Verification run, warm-up runs, timed runs.
+    fn measure(
+        &mut self,
+        config: &[i64],
+        p: &Prepared,
+        expected: Option<&Buffers>,
+    ) -> Result<Outcome, RunError> {
+        let (kernel, global, local) = self.ready(config, p)?;
+        self.launch(&kernel, &global, &local)?;
+        if let (Some(expected), Some(verify)) = (expected, &self.spec.verify) {
+            let actual = self.outputs(p)?;
+            for (name, want) in expected.iter().filter(|(n, _)| verify.outputs.contains(n)) {
+                if let Err(m) = compare(name, want, &actual[name], verify.rtol, verify.atol) {
+                    return Ok(Outcome::WrongResult {
+                        detail: m.to_string(),
+                    });
+                }
+            }
+        }
+        let m = &self.spec.measure;
+        for _ in 0..m.warmup {
+            self.launch(&kernel, &global, &local)?;
+        }
+        let times = (0..m.runs)
+            .map(|_| self.launch(&kernel, &global, &local))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Outcome::Measured(Timing::new(times, m.best_of as usize)))
+    }
+}
+
+fn refused(e: &ClError) -> Outcome {
+    Outcome::Refused {
+        error: e.to_string(),
+    }
+}
+
+fn describe(o: &Outcome) -> String {
+    match o {
+        Outcome::BuildFailed { log } => format!("build failed: {log}"),
+        Outcome::Refused { error } => format!("refused: {error}"),
+        other => format!("{}", other.kind()),
+    }
+}
+
+/// Every identifier-like word of an OpenCL C source.
+fn identifiers(source: &str) -> HashSet<String> {
+    source
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::identifiers;
+
+    #[test]
+    fn identifiers_are_whole_words() {
+        let ids = identifiers("#define TILE WG_X\nfloat a[N*2]; x_1 = 3e5;");
+        for w in ["define", "TILE", "WG_X", "float", "a", "N", "x_1"] {
+            assert!(ids.contains(w), "{w}");
+        }
+        assert!(!ids.contains("WG") && !ids.contains("3e5") && !ids.contains("e5"));
+    }
+}

@@ -1,0 +1,169 @@
+//! The in-process evaluator on the real PoCL device: every outcome a configuration can reach
+//! without killing its process, and the errors that stop a campaign.
+
+use ndtune_bench::evaluate::Bench;
+use ndtune_core::{Outcome, OutcomeKind};
+use ndtune_spec::Spec;
+use std::path::Path;
+
+/// WG = 4 does not build, WG = 8 computes a wrong result, the others are right.
+const KERNEL: &str = r#"
+__kernel void scale(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+#if WG == 4
+#error four is not allowed
+#endif
+    float v = 2.0f * x[i];
+    if (WG == 8) v = 0.0f;
+    y[i] = v;
+}
+"#;
+
+fn spec(dir: &Path, reference: &str, kernel_name: &str, args: &str) -> Spec {
+    std::fs::write(dir.join("scale.cl"), KERNEL).unwrap();
+    let text = format!(
+        r#"
+[kernel]
+name = "{kernel_name}"
+source = "scale.cl"
+[constants]
+N = 256
+[params]
+WG = [1, 2, 3, 4, 8, 16]
+[launch]
+global = ["N"]
+local = ["WG"]
+{args}
+[verify]
+outputs = ["y"]
+reference = {reference}
+[measure]
+warmup = 0
+runs = 3
+best_of = 2
+"#
+    );
+    let path = dir.join("scale.toml");
+    std::fs::write(&path, text).unwrap();
+    Spec::load(&path).unwrap()
+}
+
+const ARGS: &str = r#"
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+"#;
+
+fn bench(spec: Spec) -> Bench {
+    let device = ndtune_cl::discover().unwrap().remove(0);
+    Bench::new(spec, &device, 42).unwrap()
+}
+
+#[test]
+fn every_configuration_ends_as_one_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
+    let kind = |b: &mut Bench, wg: i64| b.evaluate(&[wg]).unwrap();
+    match kind(&mut b, 16) {
+        Outcome::Measured(t) => assert_eq!((t.times_ms.len(), t.best_of), (3, 2)),
+        o => panic!("WG 16: {o:?}"),
+    }
+    assert_eq!(kind(&mut b, 2).kind(), OutcomeKind::Measured);
+    match kind(&mut b, 4) {
+        Outcome::BuildFailed { log } => assert!(log.contains("four is not allowed"), "{log}"),
+        o => panic!("WG 4: {o:?}"),
+    }
+    match kind(&mut b, 8) {
+        Outcome::WrongResult { detail } => assert!(detail.starts_with("y: "), "{detail}"),
+        o => panic!("WG 8: {o:?}"),
+    }
+    // 256 is not a multiple of 3: the driver refuses the launch (pruning would have removed it).
+    match kind(&mut b, 3) {
+        Outcome::Refused { error } => {
+            assert!(error.contains("CL_INVALID_WORK_GROUP_SIZE"), "{error}")
+        }
+        o => panic!("WG 3: {o:?}"),
+    }
+    // A work-group over the kernel's own limit is refused before launching.
+    match kind(&mut b, 1 << 20) {
+        Outcome::Refused { error } => {
+            assert!(error.contains("CL_KERNEL_WORK_GROUP_SIZE"), "{error}")
+        }
+        o => panic!("huge WG: {o:?}"),
+    }
+}
+
+#[test]
+fn configurations_share_builds_when_the_source_ignores_a_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "__kernel void copy(__global const float *x, __global float *y) { size_t i = get_global_id(0); y[i] = x[i]; }";
+    std::fs::write(dir.path().join("copy.cl"), kernel).unwrap();
+    let text = format!(
+        "[kernel]\nname = \"copy\"\nsource = \"copy.cl\"\n[constants]\nN = 64\n[params]\nWG = [1, 2, 4]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n{ARGS}[verify]\noutputs = [\"y\"]\nreference = {{ config = {{ WG = 1 }} }}\n"
+    );
+    std::fs::write(dir.path().join("copy.toml"), text).unwrap();
+    let mut b = bench(Spec::load(&dir.path().join("copy.toml")).unwrap());
+    for wg in [1, 2, 4] {
+        assert_eq!(b.evaluate(&[wg]).unwrap().kind(), OutcomeKind::Measured);
+    }
+    assert_eq!(
+        b.builds(),
+        1,
+        "WG is only a launch parameter: one build serves all"
+    );
+}
+
+#[test]
+fn a_failing_reference_configuration_is_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = bench(spec(dir.path(), "{ config = { WG = 4 } }", "scale", ARGS));
+    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    assert!(
+        e.contains("the reference configuration")
+            && e.contains("build failed")
+            && e.contains("nothing was measured"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_missing_kernel_or_mismatched_arguments_are_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scael", ARGS));
+    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    assert!(
+        e.contains("no kernel `scael`") && e.contains("scale"),
+        "{e}"
+    );
+
+    let one_arg = ARGS
+        .split("[[args]]")
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("[[args]]");
+    let one_arg = one_arg.replace("access = \"read\"", "access = \"read_write\"");
+    let dir = tempfile::tempdir().unwrap();
+    let text_spec = spec(
+        dir.path(),
+        "{ config = { WG = 1 } }",
+        "scale",
+        &one_arg.replace("name = \"x\"", "name = \"y\""),
+    );
+    let mut b = bench(text_spec);
+    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    assert!(
+        e.contains("do not match kernel `scale`")
+            && e.contains("takes 2 arguments, but 1 are given"),
+        "{e}"
+    );
+}

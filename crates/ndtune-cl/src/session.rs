@@ -1,0 +1,251 @@
+//! A working session on one device: its own context and profiling command queue, programs built
+//! once per set of build options, raw byte buffers, kernel arguments and timed launches.
+
+use crate::{api, build_error, is_build_code, ClDevice, ClError, KernelLimits};
+use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
+use opencl3::context::Context;
+use opencl3::error_codes::CL_INVALID_KERNEL_NAME;
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::program::Program;
+use opencl3::types::{cl_device_id, CL_BLOCKING};
+use std::collections::HashMap;
+use std::ptr;
+
+/// A device buffer of raw bytes; typed views are the caller's business.
+pub struct DeviceBuffer {
+    buffer: Buffer<u8>,
+    len: usize,
+}
+
+impl DeviceBuffer {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// One kernel argument.
+pub enum Arg<'a> {
+    Buffer(&'a DeviceBuffer),
+    /// A scalar's bytes in host order (1, 2, 4 or 8 of them).
+    Scalar(&'a [u8]),
+    /// `__local` memory of this many bytes.
+    Local(usize),
+}
+
+/// Context, profiling queue and program cache for one device.
+pub struct Session {
+    device_name: String,
+    id: cl_device_id,
+    context: Context,
+    queue: CommandQueue,
+    /// Built programs by build options; a failed build is remembered too, with its error.
+    programs: HashMap<String, Result<Program, ClError>>,
+    source: Option<String>,
+}
+
+impl Session {
+    /// Opens a context and a profiling command queue on `device`.
+    pub fn new(device: &ClDevice) -> Result<Session, ClError> {
+        let context = Context::from_device(device.device()).map_err(api("clCreateContext"))?;
+        #[allow(deprecated)] // clCreateCommandQueue: every OpenCL version has it
+        let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
+            .map_err(api("clCreateCommandQueue"))?;
+        Ok(Session {
+            device_name: device.profile.name.clone(),
+            id: device.id(),
+            context,
+            queue,
+            programs: HashMap::new(),
+            source: None,
+        })
+    }
+
+    /// Builds `source` with `options` (once per distinct options; the source must stay the same
+    /// for the life of the session) and creates kernel `name`.
+    pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> Result<Kernel, ClError> {
+        if self.source.get_or_insert_with(|| source.to_string()) != source {
+            return Err(ClError::InvalidInput {
+                what: "kernel source (a session builds one source)",
+            });
+        }
+        if source.contains('\0') || options.contains('\0') || name.contains('\0') {
+            return Err(ClError::InvalidInput {
+                what: "kernel source, name or options",
+            });
+        }
+        let (context, id, device_name) = (&self.context, self.id, &self.device_name);
+        let program = self
+            .programs
+            .entry(options.to_string())
+            .or_insert_with(|| build(context, id, device_name, source, options));
+        let program = program.as_ref().map_err(Clone::clone)?;
+        match Kernel::create(program, name) {
+            Ok(k) => Ok(k),
+            Err(e) if e.0 == CL_INVALID_KERNEL_NAME => Err(ClError::NoKernel {
+                name: name.to_string(),
+                available: program.kernel_names().to_string(),
+            }),
+            Err(e) => Err(api("clCreateKernel")(e)),
+        }
+    }
+
+    /// How many distinct builds the session has made (successful or not).
+    pub fn builds(&self) -> usize {
+        self.programs.len()
+    }
+
+    /// `clGetKernelWorkGroupInfo` of a kernel of this session.
+    pub fn limits(&self, kernel: &Kernel) -> Result<KernelLimits, ClError> {
+        crate::limits_of(kernel, self.id)
+    }
+
+    /// A read-write device buffer holding a copy of `bytes`.
+    pub fn buffer(&self, bytes: &[u8]) -> Result<DeviceBuffer, ClError> {
+        // SAFETY: no host pointer is passed; the size is at least 1 byte.
+        let buffer = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                bytes.len().max(1),
+                ptr::null_mut(),
+            )
+        }
+        .map_err(api("clCreateBuffer"))?;
+        let mut out = DeviceBuffer {
+            buffer,
+            len: bytes.len(),
+        };
+        self.write(&mut out, bytes)?;
+        Ok(out)
+    }
+
+    /// Overwrites the start of a buffer with `bytes` (blocking).
+    pub fn write(&self, buffer: &mut DeviceBuffer, bytes: &[u8]) -> Result<(), ClError> {
+        let n = bytes.len().min(buffer.len);
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: a blocking write of n bytes from a live slice into a buffer of at least n.
+        unsafe {
+            self.queue
+                .enqueue_write_buffer(&mut buffer.buffer, CL_BLOCKING, 0, &bytes[..n], &[])
+        }
+        .map(drop)
+        .map_err(api("clEnqueueWriteBuffer"))
+    }
+
+    /// Reads a whole buffer back (blocking).
+    pub fn read(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>, ClError> {
+        let mut out = vec![0u8; buffer.len];
+        if out.is_empty() {
+            return Ok(out);
+        }
+        // SAFETY: blocking read into a slice of exactly the buffer's size.
+        unsafe {
+            self.queue
+                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, 0, &mut out, &[])
+        }
+        .map_err(api("clEnqueueReadBuffer"))?;
+        Ok(out)
+    }
+
+    /// Sets every argument of `kernel`; their number must be the kernel's.
+    pub fn set_args(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), ClError> {
+        let expected = kernel.num_args().map_err(api("clGetKernelInfo"))? as usize;
+        if expected != args.len() {
+            return Err(ClError::ArgCount {
+                expected,
+                given: args.len(),
+            });
+        }
+        for (i, arg) in args.iter().enumerate() {
+            let i = i as u32;
+            // SAFETY: each value lives across the call; OpenCL copies it.
+            let res = unsafe {
+                match arg {
+                    Arg::Buffer(b) => kernel.set_arg(i, &b.buffer.get()),
+                    Arg::Local(bytes) => kernel.set_arg_local_buffer(i, *bytes),
+                    Arg::Scalar(bytes) => match bytes.len() {
+                        1 => kernel.set_arg(i, &bytes[0]),
+                        2 => kernel.set_arg(i, &u16::from_ne_bytes([bytes[0], bytes[1]])),
+                        4 => kernel.set_arg(
+                            i,
+                            &u32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes")),
+                        ),
+                        8 => kernel.set_arg(
+                            i,
+                            &u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes")),
+                        ),
+                        _ => {
+                            return Err(ClError::InvalidInput {
+                                what: "scalar argument (1, 2, 4 or 8 bytes)",
+                            })
+                        }
+                    },
+                }
+            };
+            res.map_err(|e| ClError::Arg {
+                index: i as usize,
+                code: e.0,
+                name: crate::error_name(e.0),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Launches `kernel` (arguments already set) and waits; the kernel's own time from the
+    /// profiling events (END - START), in milliseconds. `local` None lets the driver choose.
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+    ) -> Result<f64, ClError> {
+        // SAFETY: the size arrays have `global.len()` entries and outlive the call.
+        let event = unsafe {
+            self.queue.enqueue_nd_range_kernel(
+                kernel.get(),
+                global.len() as u32,
+                offset.map_or(ptr::null(), <[usize]>::as_ptr),
+                global.as_ptr(),
+                local.map_or(ptr::null(), <[usize]>::as_ptr),
+                &[],
+            )
+        }
+        .map_err(api("clEnqueueNDRangeKernel"))?;
+        event.wait().map_err(api("clWaitForEvents"))?;
+        let start = event
+            .profiling_command_start()
+            .map_err(api("clGetEventProfilingInfo"))?;
+        let end = event
+            .profiling_command_end()
+            .map_err(api("clGetEventProfilingInfo"))?;
+        Ok(end.saturating_sub(start) as f64 / 1e6)
+    }
+}
+
+fn build(
+    context: &Context,
+    id: cl_device_id,
+    device_name: &str,
+    source: &str,
+    options: &str,
+) -> Result<Program, ClError> {
+    let mut program =
+        Program::create_from_source(context, source).map_err(api("clCreateProgramWithSource"))?;
+    match program.build(&[id], options) {
+        Ok(()) => Ok(program),
+        Err(e) if is_build_code(e.0) => {
+            let log = program.get_build_log(id).unwrap_or_default();
+            Err(build_error(device_name, options, e.0, log))
+        }
+        Err(e) => Err(api("clBuildProgram")(e)),
+    }
+}

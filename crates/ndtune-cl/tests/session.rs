@@ -1,0 +1,93 @@
+//! A session on the real PoCL device: build, buffers, arguments, timed launches, refusals.
+
+use ndtune_cl::{discover, Arg, ClError, Session};
+
+const SAXPY: &str = "__kernel void saxpy(__global float *y, __global const float *x, float a) {
+    size_t i = get_global_id(0); y[i] = a * x[i] + y[i] + (float)SHIFT; }";
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn to_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+#[test]
+fn saxpy_runs_timed_and_builds_once_per_option_set() {
+    let device = discover().unwrap().remove(0);
+    let mut s = Session::new(&device).unwrap();
+    let n = 1024;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y = vec![1.0f32; n];
+    let yb = s.buffer(&to_bytes(&y)).unwrap();
+    let xb = s.buffer(&to_bytes(&x)).unwrap();
+    let k = s.kernel(SAXPY, "saxpy", "-D SHIFT=0").unwrap();
+    let a = 2.0f32.to_ne_bytes();
+    s.set_args(&k, &[Arg::Buffer(&yb), Arg::Buffer(&xb), Arg::Scalar(&a)])
+        .unwrap();
+    let ms = s.launch(&k, &[n], Some(&[64]), None).unwrap();
+    assert!(ms > 0.0 && ms < 1000.0, "{ms} ms");
+    let out = floats(&s.read(&yb).unwrap());
+    assert_eq!(out[10], 21.0);
+    // A global offset shifts the work-items.
+    s.launch(&k, &[8], Some(&[8]), Some(&[100])).unwrap();
+    let out = floats(&s.read(&yb).unwrap());
+    // y = 2i + 1 after the first launch; 4i + 1 where the second one ran (i in 100..108).
+    assert_eq!(
+        (out[99], out[100], out[107], out[108]),
+        (199.0, 401.0, 429.0, 217.0)
+    );
+    // Same options: no new build; new options: one more.
+    s.kernel(SAXPY, "saxpy", "-D SHIFT=0").unwrap();
+    assert_eq!(s.builds(), 1);
+    s.kernel(SAXPY, "saxpy", "-D SHIFT=1").unwrap();
+    assert_eq!(s.builds(), 2);
+}
+
+#[test]
+fn mismatched_arguments_and_refused_launches_are_errors() {
+    let device = discover().unwrap().remove(0);
+    let mut s = Session::new(&device).unwrap();
+    let k = s.kernel(SAXPY, "saxpy", "-D SHIFT=0").unwrap();
+    let b = s.buffer(&[0u8; 64]).unwrap();
+    let e = s.set_args(&k, &[Arg::Buffer(&b)]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ClError::ArgCount {
+                expected: 3,
+                given: 1
+            }
+        ),
+        "{e}"
+    );
+    let e = s
+        .set_args(
+            &k,
+            &[Arg::Buffer(&b), Arg::Buffer(&b), Arg::Scalar(&[0u8; 8])],
+        )
+        .unwrap_err();
+    assert!(matches!(e, ClError::Arg { index: 2, .. }), "{e}");
+    s.set_args(
+        &k,
+        &[Arg::Buffer(&b), Arg::Buffer(&b), Arg::Scalar(&[0u8; 4])],
+    )
+    .unwrap();
+    let too_big = device.profile.max_work_group_size as usize * 2;
+    let e = s
+        .launch(&k, &[too_big], Some(&[too_big]), None)
+        .unwrap_err();
+    assert_eq!(
+        e.code(),
+        Some(-54),
+        "CL_INVALID_WORK_GROUP_SIZE expected: {e}"
+    );
+    let e = s.kernel(SAXPY, "nope", "-D SHIFT=0").unwrap_err();
+    assert!(matches!(e, ClError::NoKernel { .. }));
+    let e = s.kernel(SAXPY, "saxpy", "").unwrap_err();
+    assert!(matches!(e, ClError::Build { .. }), "SHIFT undefined: {e}");
+}
