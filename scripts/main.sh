@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the default device (PoCL CPU): what OpenCL sees, the paper's pruning tables on
-# the built-in profiles of its four devices, and the pruned space of an example on this machine.
+# the built-in profiles of its four devices, the pruned space of an example on this machine, and
+# that example tuned (results kept in ndtune.db: a second run reuses them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -29,3 +30,7 @@ echo "(paper: matmul 2^20/7, 2^18/5, 2^20/7, 2^20/6; conv 8192/24, 512/17, 8192/
 echo
 echo "== examples/conv1d.toml on the default device"
 $ndtune space examples/conv1d.toml
+
+echo
+echo "== ndtune tune examples/conv1d.toml on the default device (store: ndtune.db)"
+$ndtune tune examples/conv1d.toml --db ndtune.db

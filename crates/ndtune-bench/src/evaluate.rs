@@ -321,7 +321,7 @@ impl Bench {
                         ndtune_kernels::builtin_names().join(", ")
                     ))
                 })?;
-                f(&p.inputs, &self.spec.problem.constants).map_err(|e| Fatal(format!("builtin:{name}: {e}")))?
+                f(&p.inputs, &self.spec.problem.constants).map_err(Fatal)?
             }
             Reference::Config(values) => {
                 let reference: Vec<i64> = self.spec.problem.params.iter().map(|q| values[&q.name]).collect();

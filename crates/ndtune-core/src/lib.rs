@@ -74,7 +74,12 @@ impl Timing {
             return 0.0;
         }
         let mean = self.times_ms.iter().sum::<f64>() / n as f64;
-        let var = self.times_ms.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let var = self
+            .times_ms
+            .iter()
+            .map(|t| (t - mean).powi(2))
+            .sum::<f64>()
+            / (n - 1) as f64;
         var.sqrt() / mean
     }
 }
@@ -186,16 +191,29 @@ mod tests {
     fn outcomes_round_trip_through_json_with_their_kind() {
         let all = [
             Outcome::Measured(Timing::new(vec![1.0, 2.0], 1)),
-            Outcome::Pruned { constraint: "X > 2".into() },
-            Outcome::BuildFailed { log: "error: x".into() },
-            Outcome::Refused { error: "CL_INVALID_WORK_GROUP_SIZE".into() },
-            Outcome::WrongResult { detail: "C[3]: 1 != 2".into() },
-            Outcome::Crashed { detail: "signal 11".into() },
+            Outcome::Pruned {
+                constraint: "X > 2".into(),
+            },
+            Outcome::BuildFailed {
+                log: "error: x".into(),
+            },
+            Outcome::Refused {
+                error: "CL_INVALID_WORK_GROUP_SIZE".into(),
+            },
+            Outcome::WrongResult {
+                detail: "C[3]: 1 != 2".into(),
+            },
+            Outcome::Crashed {
+                detail: "signal 11".into(),
+            },
             Outcome::TimedOut { seconds: 5.0 },
         ];
         for (o, kind) in all.iter().zip(OutcomeKind::ALL) {
             let text = serde_json::to_string(o).unwrap();
-            assert!(text.contains(&format!("\"outcome\":\"{}\"", kind.as_str())), "{text}");
+            assert!(
+                text.contains(&format!("\"outcome\":\"{}\"", kind.as_str())),
+                "{text}"
+            );
             assert_eq!(&serde_json::from_str::<Outcome>(&text).unwrap(), o);
             assert_eq!(o.kind(), kind);
             assert_eq!(OutcomeKind::parse(kind.as_str()), Some(kind));
@@ -206,7 +224,9 @@ mod tests {
 
     #[test]
     fn config_keys_are_canonical() {
-        let a: Config = [("B".to_string(), 2), ("A".to_string(), 1)].into_iter().collect();
+        let a: Config = [("B".to_string(), 2), ("A".to_string(), 1)]
+            .into_iter()
+            .collect();
         assert_eq!(config_key(&a), r#"{"A":1,"B":2}"#);
     }
 }

@@ -20,6 +20,14 @@ pub enum Command {
     Devices(DevicesArgs),
     /// Count, explain and list the launch configurations of a spec that can run on a device.
     Space(SpaceArgs),
+    /// Measure a spec's configurations on live devices (or replay recorded results) and keep
+    /// every result in the store.
+    Tune(TuneArgs),
+    /// Write a recorded campaign as a Kernel Tuner cache or in the T4 results schema.
+    Export(ExportArgs),
+    /// The evaluation worker the tuner supervises (internal).
+    #[command(name = "__worker", hide = true)]
+    Worker,
 }
 
 /// Where device limits come from: a live device, a built-in profile or a saved profile file.
@@ -71,4 +79,68 @@ pub struct SpaceArgs {
     /// limit when there are at most N of them (0: never).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub kernel_check: u128,
+}
+
+/// `NAME=VALUE`, replacing a spec constant.
+pub fn parse_set(s: &str) -> Result<(String, i64), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    let value = value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| format!("`{value}` in `{s}` is not an integer"))?;
+    Ok((name.trim().to_string(), value))
+}
+
+#[derive(Args)]
+pub struct TuneArgs {
+    /// The spec file (TOML); optional with --replay of a Kernel Tuner cache.
+    pub spec: Option<PathBuf>,
+    /// Devices: `all`, an index or part of a name, or a comma list of those (`0,1`).
+    #[arg(long, value_name = "SEL")]
+    pub device: Option<String>,
+    /// The results store (SQLite).
+    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    pub db: PathBuf,
+    /// Search strategy: exhaustive, random or anneal.
+    #[arg(long, default_value = "exhaustive")]
+    pub strategy: String,
+    /// At most this many configurations per device.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Seed of the strategy and of the input data.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Per-evaluation timeout in seconds (default: 10 x the slowest evaluation so far, at least 60).
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Replace a spec constant, e.g. `--set N=256` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, i64)>,
+    /// Replay recorded results instead of running: an ndtune store or a Kernel Tuner cache.
+    #[arg(long, value_name = "PATH")]
+    pub replay: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The results store.
+    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    pub db: PathBuf,
+    /// `kt` (Kernel Tuner cache JSON) or `t4` (T4 results JSON).
+    #[arg(long, value_parser = ["kt", "t4"])]
+    pub format: String,
+    /// Where to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The kernel, where the store holds several.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Part of the device name, where the store holds several devices.
+    #[arg(long, value_name = "SEL")]
+    pub device: Option<String>,
 }

@@ -6,7 +6,10 @@
 
 mod cli;
 mod cmd_devices;
+mod cmd_export;
+mod cmd_replay;
 mod cmd_space;
+mod cmd_tune;
 mod kernel_check;
 mod output;
 mod targets;
@@ -15,6 +18,12 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes away (`| head`);
+    // Rust ignores SIGPIPE by default and `println!` would panic instead.
+    // SAFETY: restoring a signal's default disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -29,5 +38,8 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
     match cli.command {
         cli::Command::Devices(args) => cmd_devices::run(&args),
         cli::Command::Space(args) => cmd_space::run(&args),
+        cli::Command::Tune(args) => cmd_tune::run(&args),
+        cli::Command::Export(args) => cmd_export::run(&args),
+        cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
     }
 }

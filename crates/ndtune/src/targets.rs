@@ -79,3 +79,23 @@ pub fn resolve(args: &DeviceArgs, default_live: bool) -> Result<Vec<Device>> {
         None => Ok(vec![]),
     }
 }
+
+/// Live devices for `SEL`: `all`, one selector, or a comma list of selectors; device 0 when none.
+pub fn live_devices(sel: Option<&str>) -> Result<Vec<ClDevice>> {
+    let devices = discover()?;
+    match sel.map(str::trim) {
+        None => Ok(vec![devices[0].clone()]),
+        Some("all") => Ok(devices),
+        Some(list) => {
+            let mut picked: Vec<ClDevice> = Vec::new();
+            for one in list.split(',') {
+                let d = pick(&devices, one).with_context(|| format!("--device {list}"))?;
+                if picked.iter().any(|p| p.index == d.index) {
+                    anyhow::bail!("--device {list}: device {} is named twice", d.index);
+                }
+                picked.push(d);
+            }
+            Ok(picked)
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Search strategies over an evaluator. This crate owns:
+//!
+//! - [`Candidates`]: what a strategy may know about a space (names, domains, the valid points).
+//! - [`Evaluator`]: the one way a strategy learns how a point performs. Live evaluation on a
+//!   device lives elsewhere; [`Recorded`] replays recorded outcomes (tests, `--replay`).
+//! - [`Strategy`] and its implementations, picked by name with [`by_name`]: `exhaustive`,
+//!   `random` and `anneal`. Each records a [`Trace`] and evaluates a point at most once per run.
+//! - [`evaluate_strategy`]: how close a strategy gets to a recording's optimum, over seeds.
+//!
+//! It must not touch a device, a file or a database: strategies only ask the evaluator.
+//!
+//! ```
+//! use ndtune_core::{Outcome, Timing};
+//! use ndtune_search::{by_name, Recorded};
+//!
+//! let ms = |t: f64| Outcome::Measured(Timing::new(vec![t], 1));
+//! let mut recorded = Recorded::from_points(
+//!     vec!["X".into()],
+//!     [(vec![1], ms(3.0)), (vec![2], ms(1.0)), (vec![4], ms(2.0))],
+//! )
+//! .unwrap();
+//! let space = recorded.space().clone();
+//! let trace = by_name("exhaustive", 0).unwrap().run(&space, &mut recorded, None);
+//! assert_eq!(trace.best(), Some((&vec![2], 1.0)));
+//! ```
+
+mod candidates;
+mod recorded;
+mod session;
+mod strategy;
+
+pub use candidates::{Candidates, InvalidSpace};
+pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECORDED};
+pub use strategy::{by_name, Anneal, Exhaustive, RandomSampling, UnknownStrategy, STRATEGY_NAMES};
+
+use ndtune_core::Outcome;
+
+/// A candidate: one valid configuration as values in the space's parameter order.
+pub type Point = Vec<i64>;
+
+/// Evaluates configurations: live on a device, or replayed from recorded results. Strategies see
+/// only this.
+pub trait Evaluator {
+    fn evaluate(&mut self, point: &[i64]) -> Evaluated;
+}
+
+/// The result of one evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluated {
+    pub outcome: Outcome,
+    /// Whether the outcome was reused from a store rather than run now.
+    pub reused: bool,
+}
+
+/// A search strategy. `budget` caps the number of evaluations (`None`: the strategy's default);
+/// a run never evaluates a point twice nor a point outside `space`.
+pub trait Strategy {
+    fn name(&self) -> &'static str;
+    fn run(&mut self, space: &Candidates, eval: &mut dyn Evaluator, budget: Option<usize>)
+        -> Trace;
+}
+
+/// One evaluation of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub point: Point,
+    pub outcome: Outcome,
+    /// Copied from [`Evaluated::reused`].
+    pub reused: bool,
+}
+
+/// The evaluations of one run, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub steps: Vec<Step>,
+}
+
+impl Trace {
+    /// The fastest measured point and its score in ms; the earliest on ties. Only
+    /// [`Outcome::Measured`] with a finite score counts, never a failure.
+    pub fn best(&self) -> Option<(&Point, f64)> {
+        let mut best: Option<(&Point, f64)> = None;
+        for step in &self.steps {
+            let Some(score) = step.outcome.score_ms().filter(|s| s.is_finite()) else {
+                continue;
+            };
+            if best.is_none_or(|(_, b)| score < b) {
+                best = Some((&step.point, score));
+            }
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndtune_core::Timing;
+
+    fn step(point: i64, outcome: Outcome) -> Step {
+        Step {
+            point: vec![point],
+            outcome,
+            reused: false,
+        }
+    }
+
+    #[test]
+    fn best_is_the_fastest_measured_point_and_never_a_failure() {
+        let ms = |t: f64| Outcome::Measured(Timing::new(vec![t], 1));
+        let trace = Trace {
+            steps: vec![
+                step(0, ms(3.0)),
+                step(
+                    1,
+                    Outcome::WrongResult {
+                        detail: "fast but wrong".into(),
+                    },
+                ),
+                step(2, Outcome::Measured(Timing::new(vec![], 1))),
+                step(3, ms(2.0)),
+                step(4, Outcome::TimedOut { seconds: 0.0 }),
+                step(5, ms(2.0)),
+            ],
+        };
+        assert_eq!(trace.best(), Some((&vec![3], 2.0)));
+        let failures = Trace {
+            steps: vec![step(1, Outcome::Refused { error: "x".into() })],
+        };
+        assert_eq!(failures.best(), None);
+        assert_eq!(Trace::default().best(), None);
+    }
+}

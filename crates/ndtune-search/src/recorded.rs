@@ -1,0 +1,250 @@
+//! Replaying recorded outcomes, and scoring strategies against a replay.
+
+use crate::candidates::point_of;
+use crate::strategy::{by_name, Exhaustive, UnknownStrategy};
+use crate::{Candidates, Evaluated, Evaluator, InvalidSpace, Point, Strategy};
+use ndtune_core::{Config, Outcome};
+use std::fmt;
+
+/// Recorded outcomes replayed as an evaluator: a recorded point evaluates to its outcome, marked
+/// reused.
+///
+/// A point the recording lacks evaluates to `Outcome::Pruned { constraint: "not in the
+/// recording" }`, not reused: a brute-force recording covers every valid point, so a point
+/// outside it is one the recorded space excludes. A strategy run on [`Recorded::space`] never
+/// asks for one.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    space: Candidates,
+    outcomes: Vec<Outcome>,
+}
+
+/// The constraint named by the outcome of a point that a [`Recorded`] lacks.
+pub const NOT_RECORDED: &str = "not in the recording";
+
+impl Recorded {
+    /// A recording of points, each with one value per name in the same order.
+    pub fn from_points(
+        names: Vec<String>,
+        entries: impl IntoIterator<Item = (Point, Outcome)>,
+    ) -> Result<Recorded, InvalidSpace> {
+        let (points, outcomes) = entries.into_iter().unzip();
+        Ok(Recorded {
+            space: Candidates::new(names, points)?,
+            outcomes,
+        })
+    }
+
+    /// A recording of configurations, each setting exactly the parameters in `names`; points
+    /// take the order of `names`.
+    pub fn from_configs(
+        names: Vec<String>,
+        entries: impl IntoIterator<Item = (Config, Outcome)>,
+    ) -> Result<Recorded, InvalidSpace> {
+        let entries = entries
+            .into_iter()
+            .map(|(config, outcome)| Ok((point_of(&names, &config)?, outcome)))
+            .collect::<Result<Vec<_>, InvalidSpace>>()?;
+        Recorded::from_points(names, entries)
+    }
+
+    /// Every recorded point, failures included, in the order recorded.
+    pub fn space(&self) -> &Candidates {
+        &self.space
+    }
+
+    pub fn outcome(&self, point: &[i64]) -> Option<&Outcome> {
+        self.space.index_of(point).map(|i| &self.outcomes[i])
+    }
+}
+
+impl Evaluator for Recorded {
+    fn evaluate(&mut self, point: &[i64]) -> Evaluated {
+        match self.outcome(point) {
+            Some(outcome) => Evaluated {
+                outcome: outcome.clone(),
+                reused: true,
+            },
+            None => Evaluated {
+                outcome: Outcome::Pruned {
+                    constraint: NOT_RECORDED.to_string(),
+                },
+                reused: false,
+            },
+        }
+    }
+}
+
+/// How close a strategy got to the optimum over several seeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub strategy: &'static str,
+    pub budget: Option<usize>,
+    /// The best score among the candidates, found by evaluating them all.
+    pub optimum_ms: f64,
+    /// For seeds 0, 1, ...: optimum / best score found, 1.0 when the run found the optimum and
+    /// 0.0 when it measured nothing.
+    pub relative: Vec<f64>,
+}
+
+impl Summary {
+    /// The mean of [`Summary::relative`] (NaN without runs).
+    pub fn mean(&self) -> f64 {
+        self.relative.iter().sum::<f64>() / self.relative.len() as f64
+    }
+
+    /// How many runs found the optimum.
+    pub fn hits(&self) -> usize {
+        self.relative.iter().filter(|&&r| r >= 1.0).count()
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let budget = self.budget.map_or("default".to_string(), |b| b.to_string());
+        write!(
+            f,
+            "{}: {:.3} of the optimum ({:.4} ms), mean of {} seeds with budget {budget}; found it {} times",
+            self.strategy,
+            self.mean(),
+            self.optimum_ms,
+            self.relative.len(),
+            self.hits(),
+        )
+    }
+}
+
+/// Why [`evaluate_strategy`] could not score a strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompareError {
+    UnknownStrategy(UnknownStrategy),
+    /// No candidate has a measured outcome, so there is no optimum to compare with.
+    NothingMeasured,
+}
+
+impl fmt::Display for CompareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompareError::UnknownStrategy(e) => e.fmt(f),
+            CompareError::NothingMeasured => f.write_str("no candidate was measured"),
+        }
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+/// Runs the strategy called `name` with seeds `0..repeats` on `space` and compares the best each
+/// run found with the optimum. The optimum comes from evaluating every candidate, so `eval`
+/// should replay recorded results (a [`Recorded`]), not run them.
+pub fn evaluate_strategy(
+    name: &str,
+    space: &Candidates,
+    eval: &mut dyn Evaluator,
+    budget: Option<usize>,
+    repeats: u64,
+) -> Result<Summary, CompareError> {
+    let strategy = by_name(name, 0)
+        .map_err(CompareError::UnknownStrategy)?
+        .name();
+    let optimum_ms = Exhaustive
+        .run(space, eval, None)
+        .best()
+        .map(|(_, ms)| ms)
+        .ok_or(CompareError::NothingMeasured)?;
+    let relative = (0..repeats)
+        .map(|seed| {
+            let mut run = by_name(name, seed).expect("the name was known above");
+            let found = run.run(space, eval, budget).best().map(|(_, ms)| ms);
+            found.map_or(0.0, |ms| optimum_ms / ms)
+        })
+        .collect();
+    Ok(Summary {
+        strategy,
+        budget,
+        optimum_ms,
+        relative,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndtune_core::Timing;
+
+    fn ms(t: f64) -> Outcome {
+        Outcome::Measured(Timing::new(vec![t], 1))
+    }
+
+    #[test]
+    fn replays_recorded_outcomes_and_prunes_the_rest() {
+        let config = |a: i64, b: i64| Config::from([("A".into(), a), ("B".into(), b)]);
+        let mut recorded = Recorded::from_configs(
+            vec!["B".into(), "A".into()],
+            [
+                (config(1, 2), ms(5.0)),
+                (config(3, 4), Outcome::BuildFailed { log: "e".into() }),
+            ],
+        )
+        .unwrap();
+        assert_eq!(recorded.space().points(), &[vec![2, 1], vec![4, 3]]);
+        assert_eq!(
+            recorded.evaluate(&[2, 1]),
+            Evaluated {
+                outcome: ms(5.0),
+                reused: true
+            }
+        );
+        assert_eq!(
+            recorded.evaluate(&[1, 2]),
+            Evaluated {
+                outcome: Outcome::Pruned {
+                    constraint: NOT_RECORDED.into()
+                },
+                reused: false
+            }
+        );
+        let missing =
+            Recorded::from_configs(vec!["A".into(), "C".into()], [(config(1, 2), ms(1.0))]);
+        assert_eq!(
+            missing.unwrap_err(),
+            InvalidSpace::UnknownParameter("B".into())
+        );
+    }
+
+    #[test]
+    fn scores_strategies_relative_to_the_optimum() {
+        let mut recorded = Recorded::from_points(
+            vec!["X".into()],
+            [
+                (vec![0], Outcome::Crashed { detail: "".into() }),
+                (vec![1], ms(4.0)),
+                (vec![2], ms(2.0)),
+            ],
+        )
+        .unwrap();
+        let space = recorded.space().clone();
+        let first_two = evaluate_strategy("exhaustive", &space, &mut recorded, Some(2), 3).unwrap();
+        assert_eq!(first_two.relative, vec![0.5; 3]);
+        assert_eq!((first_two.optimum_ms, first_two.hits()), (2.0, 0));
+        let all = evaluate_strategy("random", &space, &mut recorded, None, 2).unwrap();
+        assert_eq!((all.mean(), all.hits()), (1.0, 2));
+        let nothing = evaluate_strategy("random", &space, &mut recorded, Some(1), 0).unwrap();
+        assert!(nothing.mean().is_nan());
+        assert_eq!(
+            evaluate_strategy("annealing", &space, &mut recorded, None, 1),
+            Err(CompareError::UnknownStrategy(UnknownStrategy(
+                "annealing".into()
+            )))
+        );
+        let failures = Recorded::from_points(
+            vec!["X".into()],
+            [(vec![0], Outcome::TimedOut { seconds: 1.0 })],
+        );
+        let mut failures = failures.unwrap();
+        let space = failures.space().clone();
+        assert_eq!(
+            evaluate_strategy("random", &space, &mut failures, None, 1),
+            Err(CompareError::NothingMeasured)
+        );
+    }
+}

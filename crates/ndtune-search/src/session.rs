@@ -1,0 +1,63 @@
+//! The bookkeeping every strategy shares: the budget, the trace, and never evaluating twice.
+
+use crate::{Candidates, Evaluator, Step, Trace};
+use ndtune_core::Outcome;
+
+/// One run of a strategy: evaluates candidates by index through the evaluator and records them.
+pub(crate) struct Session<'a> {
+    space: &'a Candidates,
+    eval: &'a mut dyn Evaluator,
+    budget: usize,
+    seen: Vec<bool>,
+    trace: Trace,
+}
+
+impl<'a> Session<'a> {
+    /// A session of at most `budget` evaluations (never more than there are candidates).
+    pub fn new(space: &'a Candidates, eval: &'a mut dyn Evaluator, budget: usize) -> Session<'a> {
+        Session {
+            space,
+            eval,
+            budget: budget.min(space.len()),
+            seen: vec![false; space.len()],
+            trace: Trace::default(),
+        }
+    }
+
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    pub fn used(&self) -> usize {
+        self.trace.steps.len()
+    }
+
+    pub fn done(&self) -> bool {
+        self.used() >= self.budget
+    }
+
+    pub fn seen(&self, i: usize) -> bool {
+        self.seen[i]
+    }
+
+    /// Evaluates candidate `i` and returns its outcome; `None`, evaluating nothing, if `i` was
+    /// evaluated before or the budget is spent.
+    pub fn evaluate(&mut self, i: usize) -> Option<&Outcome> {
+        if self.done() || self.seen[i] {
+            return None;
+        }
+        self.seen[i] = true;
+        let point = &self.space.points()[i];
+        let evaluated = self.eval.evaluate(point);
+        self.trace.steps.push(Step {
+            point: point.clone(),
+            outcome: evaluated.outcome,
+            reused: evaluated.reused,
+        });
+        self.trace.steps.last().map(|s| &s.outcome)
+    }
+
+    pub fn finish(self) -> Trace {
+        self.trace
+    }
+}

@@ -1,0 +1,116 @@
+//! ndtune's results store: an SQLite file holding one record per evaluated configuration.
+//!
+//! This crate owns:
+//! - the store file ([`Store`]): its schema, the migrations between schema versions
+//!   ([`SCHEMA_VERSION`]), the refusal of files that are not ndtune stores, and durable
+//!   writes (WAL journal, `synchronous=FULL`, one transaction per record, so a campaign killed
+//!   at any moment loses nothing it committed);
+//! - the identities it keys records by: [`fingerprint`] of a device profile, [`source_hash`]
+//!   of a kernel source;
+//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results).
+//!
+//! It stores the vocabulary of `ndtune-core` ([`Config`], [`Outcome`]) and `ndtune-device`
+//! ([`DeviceProfile`]) as they serialise; it never touches OpenCL, never measures anything and
+//! never decides what to evaluate next.
+//!
+//! Timestamps are [`UnixMs`]: milliseconds since the Unix epoch, UTC.
+//!
+//! ```
+//! use ndtune_core::{Outcome, Timing};
+//! use ndtune_store::{Record, ResultKey, Store};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(&dir.path().join("results.ndtune")).unwrap();
+//! let key = ResultKey {
+//!     device: "0123456789abcdef".into(),
+//!     kernel: "gemm".into(),
+//!     source_hash: ndtune_store::source_hash("kernel void gemm() {}"),
+//!     constants: [("N".to_string(), 1024)].into(),
+//!     config: [("TX".to_string(), 16)].into(),
+//! };
+//! let record = Record {
+//!     key: key.clone(),
+//!     outcome: Outcome::Measured(Timing::new(vec![2.0, 1.0], 1)),
+//!     ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
+//!     started_at: 1_700_000_000_000,
+//!     finished_at: 1_700_000_000_250,
+//! };
+//! store.insert(&record).unwrap();
+//! assert_eq!(store.get(&key).unwrap(), Some(record));
+//! ```
+
+mod error;
+mod identity;
+pub mod kt;
+mod open;
+mod schema;
+mod store;
+
+pub use error::StoreError;
+pub use identity::{fingerprint, source_hash};
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use store::Store;
+
+use ndtune_core::{Config, Outcome};
+#[cfg(doc)]
+use ndtune_device::DeviceProfile;
+use std::collections::BTreeMap;
+
+/// The version of ndtune this crate belongs to; recorded with every record it writes.
+pub const NDTUNE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A point in time: milliseconds since 1970-01-01T00:00:00Z.
+pub type UnixMs = i64;
+
+/// The current time as [`UnixMs`].
+pub fn now_ms() -> UnixMs {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What identifies one record: a configuration of one kernel source, specialised with its
+/// constants, on one device.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResultKey {
+    /// The device's [`fingerprint`].
+    pub device: String,
+    pub kernel: String,
+    /// [`source_hash`] of the kernel source.
+    pub source_hash: String,
+    /// The problem's constants (sizes and other fixed defines), by name.
+    pub constants: BTreeMap<String, i64>,
+    pub config: Config,
+}
+
+impl ResultKey {
+    /// The group this key belongs to: everything but the configuration.
+    pub fn group(&self) -> Group {
+        Group {
+            device: self.device.clone(),
+            kernel: self.kernel.clone(),
+            source_hash: self.source_hash.clone(),
+            constants: self.constants.clone(),
+        }
+    }
+}
+
+/// How the evaluation of one configuration ended, and when and by which ndtune.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub key: ResultKey,
+    pub outcome: Outcome,
+    /// The ndtune version that evaluated it ([`NDTUNE_VERSION`] for new records).
+    pub ndtune_version: String,
+    pub started_at: UnixMs,
+    pub finished_at: UnixMs,
+}
+
+/// One campaign's worth of records: a kernel source with its constants on one device.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Group {
+    pub device: String,
+    pub kernel: String,
+    pub source_hash: String,
+    pub constants: BTreeMap<String, i64>,
+}

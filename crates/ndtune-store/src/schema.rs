@@ -1,0 +1,120 @@
+//! The store's schema: its DDL, the migrations between versions, and how a database is told
+//! apart as empty, an ndtune store, or something else.
+
+use rusqlite::{Connection, OptionalExtension};
+
+/// SQLite `PRAGMA application_id` of every ndtune store: "ndtu" in ASCII.
+pub const APPLICATION_ID: i32 = 0x6E64_7475;
+
+/// The schema version this ndtune writes (the number of migration steps it knows).
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// The migration steps, in order: step `i` takes a store from version `i` to `i + 1`. Each runs
+/// inside the transaction that also records the new version. Never edit a released step; add one.
+pub(crate) const MIGRATIONS: &[&str] = &[V1];
+
+/// Version 1: devices, results, and the meta table that marks the file as an ndtune store.
+pub(crate) const V1: &str = "
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+INSERT INTO meta (key, value) VALUES ('application_id', 'ndtune');
+CREATE TABLE devices (
+    fingerprint TEXT PRIMARY KEY,           -- ndtune_store::fingerprint
+    profile     TEXT NOT NULL               -- DeviceProfile as JSON
+) STRICT;
+CREATE TABLE results (
+    id             INTEGER PRIMARY KEY,     -- order of first insertion
+    device         TEXT NOT NULL,           -- device fingerprint
+    kernel         TEXT NOT NULL,
+    source_hash    TEXT NOT NULL,           -- ndtune_store::source_hash
+    constants      TEXT NOT NULL,           -- JSON object, keys sorted
+    config         TEXT NOT NULL,           -- ndtune_core::config_key
+    outcome_kind   TEXT NOT NULL,           -- OutcomeKind::as_str
+    outcome        TEXT NOT NULL,           -- ndtune_core::Outcome as JSON
+    times_ms       TEXT,                    -- JSON array of every run; NULL unless measured
+    score_ms       REAL,                    -- mean of the best runs; NULL unless measured
+    ndtune_version TEXT NOT NULL,
+    started_at     INTEGER NOT NULL,        -- Unix ms, UTC
+    finished_at    INTEGER NOT NULL         -- Unix ms, UTC
+) STRICT;
+CREATE UNIQUE INDEX results_key ON results (device, kernel, source_hash, constants, config);
+CREATE INDEX results_score ON results (device, kernel, source_hash, constants, score_ms);
+";
+
+/// What a database holds, as far as ndtune is concerned.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Contents {
+    /// No tables, no application id: becomes a new store.
+    Empty,
+    /// An ndtune store at this schema version.
+    Store(u32),
+    /// Anything else, with the reason it is not a store.
+    NotAStore(String),
+}
+
+/// Tells what `conn`'s database holds, reading only.
+pub(crate) fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
+    let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables = table_names(conn)?;
+    if app_id == 0 && version == 0 && tables.is_empty() {
+        return Ok(Contents::Empty);
+    }
+    if app_id != APPLICATION_ID {
+        return Ok(Contents::NotAStore(format!(
+            "an SQLite database of another application: application_id {app_id:#x}, tables [{}]",
+            tables.join(", ")
+        )));
+    }
+    if !tables.iter().any(|t| t == "meta") {
+        return Ok(Contents::NotAStore(
+            "has ndtune's application_id but no meta table".into(),
+        ));
+    }
+    let meta = |key: &str| -> rusqlite::Result<Option<String>> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+    };
+    if meta("application_id")?.as_deref() != Some("ndtune") {
+        return Ok(Contents::NotAStore(
+            "its meta table does not name ndtune".into(),
+        ));
+    }
+    let recorded = meta("schema_version")?;
+    if recorded != Some(version.to_string()) {
+        return Ok(Contents::NotAStore(format!(
+            "inconsistent schema version: meta says {recorded:?}, the header says {version}"
+        )));
+    }
+    Ok(Contents::Store(version))
+}
+
+fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
+}
+
+/// Applies `steps[from..]` and records the new version; the caller holds the transaction.
+pub(crate) fn migrate(conn: &Connection, from: u32, steps: &[&str]) -> rusqlite::Result<u32> {
+    for step in &steps[from as usize..] {
+        conn.execute_batch(step)?;
+    }
+    let to = steps.len() as u32;
+    conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+    conn.pragma_update(None, "user_version", to)?;
+    for (key, value) in [
+        ("schema_version", to.to_string()),
+        ("ndtune_version", crate::NDTUNE_VERSION.to_string()),
+    ] {
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )?;
+    }
+    Ok(to)
+}

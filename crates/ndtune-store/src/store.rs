@@ -1,0 +1,365 @@
+//! [`Store`]: reading and writing records and device profiles.
+
+use crate::error::{At, StoreError};
+use crate::{fingerprint, Group, Record, ResultKey};
+use ndtune_core::{config_key, Config, Outcome, OutcomeKind};
+use ndtune_device::DeviceProfile;
+use rusqlite::{Connection, OptionalExtension, Row};
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// An open results store. Every write is its own committed transaction.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    version: u32,
+}
+
+/// The columns a [`Record`] is read from, in [`StoredRow`]'s order.
+const RECORD_COLUMNS: &str = "device, kernel, source_hash, constants, config, outcome_kind, \
+                              outcome, ndtune_version, started_at, finished_at";
+
+impl Store {
+    /// Opens the store at `path`, creating it if the file is missing or empty (its directory
+    /// must exist) and migrating it if it has an older schema. A file that is not an ndtune
+    /// store, or has a newer schema, is refused and left untouched. An existing store is first
+    /// checked read-only with SQLite's `quick_check`, which reads the whole file once.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_with(path, crate::schema::MIGRATIONS)
+    }
+
+    pub(crate) fn open_with(path: &Path, steps: &[&str]) -> Result<Store, StoreError> {
+        let (conn, version) = crate::open::open(path, steps)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            version,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The store's schema version (after any migration [`Store::open`] ran).
+    pub fn schema_version(&self) -> u32 {
+        self.version
+    }
+
+    /// Records a device profile (replacing the one of the same fingerprint); returns its
+    /// [`fingerprint`].
+    pub fn put_device(&self, profile: &DeviceProfile) -> Result<String, StoreError> {
+        let fp = fingerprint(profile);
+        let json = serde_json::to_string(profile).expect("a profile serialises");
+        self.conn
+            .prepare_cached(
+                "INSERT INTO devices (fingerprint, profile) VALUES (?1, ?2)
+                 ON CONFLICT (fingerprint) DO UPDATE SET profile = excluded.profile",
+            )
+            .and_then(|mut s| s.execute((&fp, &json)))
+            .at(&self.path)?;
+        Ok(fp)
+    }
+
+    /// The profile recorded under `fingerprint`, if any.
+    pub fn device(&self, fingerprint: &str) -> Result<Option<DeviceProfile>, StoreError> {
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT profile FROM devices WHERE fingerprint = ?1",
+                [fingerprint],
+                |r| r.get(0),
+            )
+            .optional()
+            .at(&self.path)?;
+        json.map(|j| self.parse(&j, "device profile")).transpose()
+    }
+
+    /// Every recorded device, by fingerprint.
+    pub fn devices(&self) -> Result<Vec<(String, DeviceProfile)>, StoreError> {
+        let rows: Vec<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT fingerprint, profile FROM devices ORDER BY fingerprint")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .at(&self.path)?;
+        rows.into_iter()
+            .map(|(fp, json)| Ok((fp, self.parse(&json, "device profile")?)))
+            .collect()
+    }
+
+    /// Records how one configuration ended, replacing any earlier record of the same key.
+    /// Committed when it returns.
+    pub fn insert(&self, record: &Record) -> Result<(), StoreError> {
+        let k = &record.key;
+        let (times, score) = match &record.outcome {
+            Outcome::Measured(t) => (Some(to_json(&t.times_ms)), Some(t.score_ms())),
+            _ => (None, None),
+        };
+        self.conn
+            .prepare_cached(
+                "INSERT INTO results (device, kernel, source_hash, constants, config,
+                     outcome_kind, outcome, times_ms, score_ms, ndtune_version,
+                     started_at, finished_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT (device, kernel, source_hash, constants, config) DO UPDATE SET
+                     outcome_kind = excluded.outcome_kind, outcome = excluded.outcome,
+                     times_ms = excluded.times_ms, score_ms = excluded.score_ms,
+                     ndtune_version = excluded.ndtune_version,
+                     started_at = excluded.started_at, finished_at = excluded.finished_at",
+            )
+            .and_then(|mut s| {
+                s.execute(rusqlite::params![
+                    k.device,
+                    k.kernel,
+                    k.source_hash,
+                    to_json(&k.constants),
+                    config_key(&k.config),
+                    record.outcome.kind().as_str(),
+                    to_json(&record.outcome),
+                    times,
+                    score,
+                    record.ndtune_version,
+                    record.started_at,
+                    record.finished_at,
+                ])
+            })
+            .at(&self.path)?;
+        Ok(())
+    }
+
+    /// The record of `key`, if any.
+    pub fn get(&self, key: &ResultKey) -> Result<Option<Record>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM results WHERE device = ?1 AND kernel = ?2
+             AND source_hash = ?3 AND constants = ?4 AND config = ?5"
+        );
+        let row = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut s| {
+                s.query_row(
+                    (
+                        &key.device,
+                        &key.kernel,
+                        &key.source_hash,
+                        to_json(&key.constants),
+                        config_key(&key.config),
+                    ),
+                    StoredRow::read,
+                )
+                .optional()
+            })
+            .at(&self.path)?;
+        row.map(|r| self.record(r)).transpose()
+    }
+
+    /// Every record of one (device, kernel, source hash, constants), in the order first
+    /// inserted: what a resumed campaign reuses.
+    pub fn records(
+        &self,
+        device: &str,
+        kernel: &str,
+        source_hash: &str,
+        constants: &BTreeMap<String, i64>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM results WHERE device = ?1 AND kernel = ?2
+             AND source_hash = ?3 AND constants = ?4 ORDER BY id"
+        );
+        let rows: Vec<StoredRow> = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut s| {
+                s.query_map(
+                    (device, kernel, source_hash, to_json(constants)),
+                    StoredRow::read,
+                )?
+                .collect()
+            })
+            .at(&self.path)?;
+        rows.into_iter().map(|r| self.record(r)).collect()
+    }
+
+    /// The distinct (device, kernel, source hash, constants) groups in the store, sorted
+    /// (constants by name, then value).
+    pub fn groups(&self) -> Result<Vec<Group>, StoreError> {
+        let rows: Vec<[String; 4]> = self
+            .conn
+            .prepare_cached("SELECT DISTINCT device, kernel, source_hash, constants FROM results")
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]))?
+                    .collect()
+            })
+            .at(&self.path)?;
+        let mut groups = rows
+            .into_iter()
+            .map(|[device, kernel, source_hash, constants]| {
+                Ok(Group {
+                    device,
+                    kernel,
+                    source_hash,
+                    constants: self.parse(&constants, "constants")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        groups.sort();
+        Ok(groups)
+    }
+
+    fn record(&self, row: StoredRow) -> Result<Record, StoreError> {
+        let outcome: Outcome = self.parse(&row.outcome, "outcome")?;
+        if OutcomeKind::parse(&row.outcome_kind) != Some(outcome.kind()) {
+            return Err(self.corrupt(format!(
+                "outcome_kind {:?} does not match outcome {}",
+                row.outcome_kind, row.outcome
+            )));
+        }
+        let config: Config = self.parse(&row.config, "config")?;
+        Ok(Record {
+            key: ResultKey {
+                device: row.device,
+                kernel: row.kernel,
+                source_hash: row.source_hash,
+                constants: self.parse(&row.constants, "constants")?,
+                config,
+            },
+            outcome,
+            ndtune_version: row.ndtune_version,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+        })
+    }
+
+    fn parse<T: DeserializeOwned>(&self, json: &str, what: &str) -> Result<T, StoreError> {
+        serde_json::from_str(json).map_err(|e| self.corrupt(format!("{what} {json:?}: {e}")))
+    }
+
+    fn corrupt(&self, detail: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            detail,
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("maps of integers and outcomes serialise")
+}
+
+/// One `results` row as stored, before its JSON columns are parsed.
+struct StoredRow {
+    device: String,
+    kernel: String,
+    source_hash: String,
+    constants: String,
+    config: String,
+    outcome_kind: String,
+    outcome: String,
+    ndtune_version: String,
+    started_at: i64,
+    finished_at: i64,
+}
+
+impl StoredRow {
+    fn read(r: &Row<'_>) -> rusqlite::Result<StoredRow> {
+        Ok(StoredRow {
+            device: r.get(0)?,
+            kernel: r.get(1)?,
+            source_hash: r.get(2)?,
+            constants: r.get(3)?,
+            config: r.get(4)?,
+            outcome_kind: r.get(5)?,
+            outcome: r.get(6)?,
+            ndtune_version: r.get(7)?,
+            started_at: r.get(8)?,
+            finished_at: r.get(9)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{MIGRATIONS, V1};
+    use ndtune_core::Timing;
+
+    /// A later schema, as a future migration step would add it.
+    const V2: &str = "ALTER TABLE results ADD COLUMN note TEXT;
+                      CREATE INDEX results_finished ON results (finished_at);";
+
+    fn record() -> Record {
+        Record {
+            key: ResultKey {
+                device: "d".into(),
+                kernel: "k".into(),
+                source_hash: "h".into(),
+                constants: [("N".to_string(), 64)].into(),
+                config: [("X".to_string(), 4)].into(),
+            },
+            outcome: Outcome::Measured(Timing::new(vec![1.5, 1.25], 1)),
+            ndtune_version: "0.0.1".into(),
+            started_at: 1,
+            finished_at: 2,
+        }
+    }
+
+    fn v1_store_with_a_record(path: &Path) -> Record {
+        assert_eq!(MIGRATIONS, [V1]);
+        let store = Store::open(path).unwrap();
+        store.insert(&record()).unwrap();
+        record()
+    }
+
+    fn meta(path: &Path, key: &str) -> String {
+        let conn = Connection::open(path).unwrap();
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_v1_store_migrates_to_a_later_version_keeping_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.ndtune");
+        let rec = v1_store_with_a_record(&path);
+        let store = Store::open_with(&path, &[V1, V2]).unwrap();
+        assert_eq!(store.schema_version(), 2);
+        assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
+        drop(store);
+        assert_eq!(meta(&path, "schema_version"), "2");
+        let err = Store::open(&path).err().unwrap();
+        assert!(
+            matches!(
+                err,
+                StoreError::NewerSchema {
+                    found: 2,
+                    supported: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_failing_migration_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.ndtune");
+        let rec = v1_store_with_a_record(&path);
+        let broken = "ALTER TABLE results ADD COLUMN note TEXT; SELECT * FROM no_such_table;";
+        let err = Store::open_with(&path, &[V1, broken]).err().unwrap();
+        assert!(err.to_string().contains("no_such_table"), "{err}");
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version(), 1);
+        assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
+        let has_note: bool = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'note'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(!has_note);
+    }
+}

@@ -1,0 +1,215 @@
+//! `ndtune tune --replay PATH`: runs a strategy on recorded results instead of a device, from an
+//! ndtune store or a Kernel Tuner cache file, and reports how close it got to the recording's
+//! optimum with how many evaluations.
+
+use crate::cli::TuneArgs;
+use crate::cmd_tune::{outcome_counts, show_config};
+use anyhow::{anyhow, bail, Result};
+use ndtune_core::{Config, Outcome, OutcomeKind};
+use ndtune_search::{Candidates, Recorded};
+use ndtune_store::{kt, Group, Store};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Recorded results: what they are, parameter names, and every configuration's outcome.
+pub(crate) struct Recording {
+    pub label: String,
+    pub names: Vec<String>,
+    pub entries: Vec<(Config, Outcome)>,
+}
+
+fn is_kernel_tuner_cache(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".json") || name.ends_with(".json.gz")
+}
+
+/// Reads a Kernel Tuner cache, or the one group of an ndtune store that the spec's kernel name
+/// and `--device` (part of the device name) select.
+pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> Result<Recording> {
+    if is_kernel_tuner_cache(path) {
+        let cache = kt::read_kt_cache(path)?;
+        return Ok(Recording {
+            label: format!(
+                "`{}` on {} (Kernel Tuner cache {})",
+                cache.header.kernel_name,
+                cache.header.device_name,
+                path.display()
+            ),
+            names: cache.header.tune_params_keys.clone(),
+            entries: cache.entries.into_iter().collect(),
+        });
+    }
+    let store = Store::open(path)?;
+    let (group, device_name) = select_group(&store, path, kernel, device)?;
+    let records = store.records(
+        &group.device,
+        &group.kernel,
+        &group.source_hash,
+        &group.constants,
+    )?;
+    let names: Vec<String> = records
+        .first()
+        .map(|r| r.key.config.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok(Recording {
+        label: format!("`{}` on {device_name} ({})", group.kernel, path.display()),
+        names,
+        entries: records
+            .into_iter()
+            .map(|r| (r.key.config, r.outcome))
+            .collect(),
+    })
+}
+
+/// The one recorded campaign of a store that `kernel` and `device` (part of the device name)
+/// select, with its device's name.
+pub(crate) fn select_group(
+    store: &Store,
+    path: &Path,
+    kernel: Option<&str>,
+    device: Option<&str>,
+) -> Result<(Group, String)> {
+    let devices: BTreeMap<String, String> = store
+        .devices()?
+        .into_iter()
+        .map(|(fp, p)| (fp, p.name))
+        .collect();
+    let device_name = |fp: &str| devices.get(fp).cloned().unwrap_or_else(|| fp.to_string());
+    let groups: Vec<Group> = store
+        .groups()?
+        .into_iter()
+        .filter(|g| kernel.is_none_or(|k| g.kernel == k))
+        .filter(|g| {
+            device.is_none_or(|d| {
+                device_name(&g.device)
+                    .to_lowercase()
+                    .contains(&d.to_lowercase())
+            })
+        })
+        .collect();
+    match groups.as_slice() {
+        [one] => Ok((one.clone(), device_name(&one.device))),
+        [] => bail!(
+            "{}: no recorded campaign matches (kernel {kernel:?}, device {device:?})",
+            path.display()
+        ),
+        many => {
+            let list: Vec<String> = many
+                .iter()
+                .map(|g| {
+                    format!(
+                        "  `{}` on {} with {:?}",
+                        g.kernel,
+                        device_name(&g.device),
+                        g.constants
+                    )
+                })
+                .collect();
+            bail!(
+                "{}: several recorded campaigns match; name the kernel and the device:\n{}",
+                path.display(),
+                list.join("\n")
+            )
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Found {
+    config: Config,
+    time_ms: f64,
+}
+
+#[derive(Serialize)]
+struct ReplayReport {
+    replay: String,
+    strategy: String,
+    budget: Option<usize>,
+    configurations: usize,
+    evaluations: usize,
+    best: Option<Found>,
+    optimum: Option<Found>,
+    /// Optimum time over found time: 1 when the strategy found the best configuration.
+    relative_performance: Option<f64>,
+    outcomes: BTreeMap<&'static str, usize>,
+}
+
+pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
+    let kernel = match &args.spec {
+        Some(spec) => Some(ndtune_spec::Spec::load(spec)?.kernel.name),
+        None => None,
+    };
+    let rec = load(path, kernel.as_deref(), args.device.as_deref())?;
+    let points: Vec<Vec<i64>> = rec
+        .entries
+        .iter()
+        .map(|(c, _)| rec.names.iter().map(|n| c[n]).collect())
+        .collect();
+    let space = Candidates::new(rec.names.clone(), points)?;
+    let mut recorded = Recorded::from_configs(rec.names.clone(), rec.entries.iter().cloned())?;
+    let mut strategy = ndtune_search::by_name(&args.strategy, args.seed)?;
+    let trace = strategy.run(&space, &mut recorded, args.budget);
+    let found = |p: &[i64], ms: f64| Found {
+        config: space.config(p),
+        time_ms: ms,
+    };
+    let best = trace.best().map(|(p, ms)| found(p, ms));
+    let optimum = rec
+        .entries
+        .iter()
+        .filter_map(|(c, o)| o.score_ms().filter(|s| s.is_finite()).map(|s| (c, s)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, ms)| Found {
+            config: c.clone(),
+            time_ms: ms,
+        });
+    let mut outcomes: BTreeMap<&'static str, usize> =
+        OutcomeKind::ALL.iter().map(|k| (k.as_str(), 0)).collect();
+    for s in &trace.steps {
+        *outcomes.entry(s.outcome.kind().as_str()).or_default() += 1;
+    }
+    let report = ReplayReport {
+        replay: rec.label,
+        strategy: args.strategy.clone(),
+        budget: args.budget,
+        configurations: space.len(),
+        evaluations: trace.steps.len(),
+        relative_performance: match (&best, &optimum) {
+            (Some(b), Some(o)) => Some(o.time_ms / b.time_ms),
+            _ => None,
+        },
+        best,
+        optimum,
+        outcomes,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "replay of {}: {} strategy, {} of {} configurations evaluated",
+        report.replay, report.strategy, report.evaluations, report.configurations
+    );
+    let show = |f: &Found| {
+        format!(
+            "{}: {:.4} ms",
+            show_config(&rec.names, &f.config),
+            f.time_ms
+        )
+    };
+    let best = report
+        .best
+        .as_ref()
+        .ok_or_else(|| anyhow!("no evaluated configuration was measured"))?;
+    println!("  best found  {}", show(best));
+    if let (Some(o), Some(r)) = (&report.optimum, report.relative_performance) {
+        println!(
+            "  optimum     {} (found {:.1}% of the optimum's performance)",
+            show(o),
+            r * 100.0
+        );
+    }
+    println!("  outcomes    {}", outcome_counts(&report.outcomes));
+    Ok(())
+}

@@ -1,0 +1,392 @@
+//! `ndtune tune`: measure a spec's pruned space on one or more live devices with a search
+//! strategy, through a supervised worker process, keeping every outcome in the store as it
+//! happens; resume from the store; or replay recorded results (`--replay`).
+
+use crate::cli::TuneArgs;
+use crate::targets;
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use ndtune_bench::supervisor::Supervisor;
+use ndtune_bench::worker::Job;
+use ndtune_cl::ClDevice;
+use ndtune_core::{Config, Outcome, OutcomeKind};
+use ndtune_search::{Candidates, Evaluated, Evaluator, Trace};
+use ndtune_space::problem::Target;
+use ndtune_spec::Spec;
+use ndtune_store::{Group, Record, ResultKey, Store};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::process::Command;
+use std::time::Duration;
+
+/// The most configurations a live campaign holds in memory as candidates.
+const MAX_CANDIDATES: u128 = 5_000_000;
+
+#[derive(Serialize)]
+struct Best {
+    config: Config,
+    time_ms: f64,
+    median_ms: f64,
+    min_ms: f64,
+    rel_spread: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gflops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gbytes_per_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Ranked {
+    config: Config,
+    time_ms: f64,
+}
+
+#[derive(Serialize)]
+pub(crate) struct DeviceReport {
+    device: String,
+    kernel: String,
+    strategy: String,
+    best: Option<Best>,
+    outcomes: BTreeMap<&'static str, u128>,
+    /// Configurations run now.
+    evaluated: usize,
+    /// Configurations read back from the store.
+    reused: usize,
+    declared: u128,
+    pruned: u128,
+    /// The fastest measured configurations, fastest first.
+    fastest: Vec<Ranked>,
+    #[serde(skip)]
+    names: Vec<String>,
+}
+
+/// Runs live evaluations for one device and commits each outcome to the store at once.
+struct Live<'a> {
+    supervisor: Supervisor,
+    store: &'a Store,
+    group: Group,
+    candidates: &'a Candidates,
+    existing: HashMap<Config, Outcome>,
+    bar: ProgressBar,
+    best_ms: Option<f64>,
+    /// Why the campaign stopped early; later points are not run.
+    stopped: Option<anyhow::Error>,
+}
+
+const STOPPED: &str = "campaign stopped";
+
+impl Evaluator for Live<'_> {
+    fn evaluate(&mut self, point: &[i64]) -> Evaluated {
+        let config = self.candidates.config(point);
+        self.bar.inc(1);
+        if let Some(outcome) = self.existing.get(&config) {
+            return Evaluated {
+                outcome: outcome.clone(),
+                reused: true,
+            };
+        }
+        let stopped = || Evaluated {
+            outcome: Outcome::Pruned {
+                constraint: STOPPED.into(),
+            },
+            reused: false,
+        };
+        if self.stopped.is_some() {
+            return stopped();
+        }
+        let started_at = ndtune_store::now_ms();
+        let outcome = match self.supervisor.evaluate(point) {
+            Ok(o) => o,
+            Err(fatal) => {
+                self.stopped = Some(anyhow!(fatal));
+                return stopped();
+            }
+        };
+        let record = Record {
+            key: ResultKey {
+                device: self.group.device.clone(),
+                kernel: self.group.kernel.clone(),
+                source_hash: self.group.source_hash.clone(),
+                constants: self.group.constants.clone(),
+                config,
+            },
+            outcome: outcome.clone(),
+            ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
+            started_at,
+            finished_at: ndtune_store::now_ms(),
+        };
+        if let Err(e) = self.store.insert(&record) {
+            self.stopped = Some(anyhow!(e).context("cannot record a result"));
+            return stopped();
+        }
+        if let Some(ms) = outcome.score_ms() {
+            if self.best_ms.is_none_or(|b| ms < b) {
+                self.best_ms = Some(ms);
+                self.bar.set_message(format!("best {ms:.4} ms"));
+            }
+        }
+        Evaluated {
+            outcome,
+            reused: false,
+        }
+    }
+}
+
+pub fn run(args: &TuneArgs) -> Result<()> {
+    if let Some(path) = &args.replay {
+        return crate::cmd_replay::run(args, path);
+    }
+    let spec_path = args
+        .spec
+        .as_ref()
+        .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
+    let overrides: BTreeMap<String, i64> = args.set.iter().cloned().collect();
+    let spec = Spec::load_with(spec_path, &overrides)?;
+    let source = spec
+        .kernel_source()?
+        .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
+    ndtune_search::by_name(&args.strategy, args.seed)?;
+    let devices = targets::live_devices(args.device.as_deref())?;
+    let store = Store::open(&args.db)?;
+    let progress = MultiProgress::new();
+    if args.json {
+        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let mut reports = Vec::new();
+    for device in &devices {
+        reports.push(tune_device(
+            args, &spec, &source, &overrides, device, &store, &progress,
+        )?);
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "devices": reports }))?
+        );
+    } else {
+        for r in &reports {
+            print_report(r, &args.db);
+        }
+    }
+    Ok(())
+}
+
+fn worker_command() -> Result<Box<dyn Fn() -> Command + Send>> {
+    let exe =
+        std::env::current_exe().context("cannot find the ndtune executable to start workers")?;
+    Ok(Box::new(move || {
+        let mut c = Command::new(&exe);
+        c.arg("__worker");
+        c
+    }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tune_device(
+    args: &TuneArgs,
+    spec: &Spec,
+    source: &str,
+    overrides: &BTreeMap<String, i64>,
+    device: &ClDevice,
+    store: &Store,
+    progress: &MultiProgress,
+) -> Result<DeviceReport> {
+    let label = format!("{}: {}", device.index, device.profile.name);
+    let pruning = spec
+        .problem
+        .prune(&[Target::from_profile(&label, &device.profile)])
+        .map_err(|e| spec.locate(&e))?;
+    if pruning.stats.pruned > MAX_CANDIDATES {
+        bail!("{label}: {} configurations remain after pruning; add constraints (at most {MAX_CANDIDATES})", pruning.stats.pruned);
+    }
+    let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
+    let candidates = Candidates::new(names.clone(), pruning.space.configs())?;
+    let group = Group {
+        device: store.put_device(&device.profile)?,
+        kernel: spec.kernel.name.clone(),
+        source_hash: ndtune_store::source_hash(source),
+        constants: spec.problem.constants.clone(),
+    };
+    let existing: HashMap<Config, Outcome> = store
+        .records(
+            &group.device,
+            &group.kernel,
+            &group.source_hash,
+            &group.constants,
+        )?
+        .into_iter()
+        .map(|r| (r.key.config, r.outcome))
+        .collect();
+    let job = Job {
+        spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
+        overrides: overrides.clone(),
+        device: device.index,
+        seed: args.seed,
+    };
+    let timeout = args.timeout.map(Duration::from_secs_f64);
+    let total = args
+        .budget
+        .map_or(candidates.len(), |b| b.min(candidates.len()));
+    let bar = progress.add(ProgressBar::new(total as u64));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(label.clone());
+    let mut live = Live {
+        supervisor: Supervisor::new(worker_command()?, job, timeout),
+        store,
+        group,
+        candidates: &candidates,
+        existing,
+        bar,
+        best_ms: None,
+        stopped: None,
+    };
+    let mut strategy = ndtune_search::by_name(&args.strategy, args.seed)?;
+    let trace = strategy.run(&candidates, &mut live, args.budget);
+    live.bar.finish();
+    if let Some(e) = live.stopped.take() {
+        return Err(e.context(format!("{label}: tuning `{}` stopped", spec.kernel.name)));
+    }
+    Ok(report(
+        spec,
+        &label,
+        &args.strategy,
+        &names,
+        &trace,
+        pruning.stats.declared,
+        pruning.stats.pruned,
+    ))
+}
+
+/// The per-device summary of a run's trace.
+pub(crate) fn report(
+    spec: &Spec,
+    label: &str,
+    strategy: &str,
+    names: &[String],
+    trace: &Trace,
+    declared: u128,
+    pruned: u128,
+) -> DeviceReport {
+    let mut outcomes: BTreeMap<&'static str, u128> =
+        OutcomeKind::ALL.iter().map(|k| (k.as_str(), 0)).collect();
+    for step in &trace.steps {
+        *outcomes.entry(step.outcome.kind().as_str()).or_default() += 1;
+    }
+    *outcomes.entry(OutcomeKind::Pruned.as_str()).or_default() += declared - pruned;
+    let reused = trace.steps.iter().filter(|s| s.reused).count();
+    let mut measured: Vec<(&Vec<i64>, &ndtune_core::Timing)> = trace
+        .steps
+        .iter()
+        .filter_map(|s| match &s.outcome {
+            Outcome::Measured(t) if t.score_ms().is_finite() => Some((&s.point, t)),
+            _ => None,
+        })
+        .collect();
+    measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
+    let config =
+        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
+    let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
+        expr.as_ref()
+            .and_then(|n| n.eval(p))
+            .map(|units| units as f64 / (ms * 1e6))
+    };
+    let best = measured.first().map(|(p, t)| Best {
+        config: config(p),
+        time_ms: t.score_ms(),
+        median_ms: t.median_ms(),
+        min_ms: t.min_ms(),
+        rel_spread: t.rel_spread(),
+        gflops: rate(&spec.measure.flops, p, t.score_ms()),
+        gbytes_per_s: rate(&spec.measure.bytes, p, t.score_ms()),
+    });
+    DeviceReport {
+        device: label.to_string(),
+        kernel: spec.kernel.name.clone(),
+        strategy: strategy.to_string(),
+        best,
+        outcomes,
+        evaluated: trace.steps.len() - reused,
+        reused,
+        declared,
+        pruned,
+        fastest: measured
+            .iter()
+            .take(5)
+            .map(|(p, t)| Ranked {
+                config: config(p),
+                time_ms: t.score_ms(),
+            })
+            .collect(),
+        names: names.to_vec(),
+    }
+}
+
+/// `measured 5, pruned 0, ...` in the taxonomy's order.
+pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static str, N>) -> String {
+    OutcomeKind::ALL
+        .iter()
+        .filter_map(|k| counts.get(k.as_str()).map(|n| format!("{k} {n}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `A=1 B=2` in the spec's parameter order.
+pub(crate) fn show_config(names: &[String], config: &Config) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n}={}", config.get(n).map_or("?".into(), i64::to_string)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn print_report(r: &DeviceReport, db: &std::path::Path) {
+    println!(
+        "{} — `{}` ({} strategy, {} of {} valid configurations)",
+        r.device,
+        r.kernel,
+        r.strategy,
+        r.evaluated + r.reused,
+        r.pruned
+    );
+    match &r.best {
+        Some(b) => {
+            let mut rates = String::new();
+            if let Some(g) = b.gflops {
+                rates.push_str(&format!(", {g:.2} GFLOP/s"));
+            }
+            if let Some(g) = b.gbytes_per_s {
+                rates.push_str(&format!(", {g:.2} GB/s"));
+            }
+            println!(
+                "  best       {}: {:.4} ms (median {:.4}, min {:.4}, spread {:.1}%){rates}",
+                show_config(&r.names, &b.config),
+                b.time_ms,
+                b.median_ms,
+                b.min_ms,
+                b.rel_spread * 100.0
+            );
+        }
+        None => println!("  best       none: no configuration was measured and verified"),
+    }
+    println!("  outcomes   {}", outcome_counts(&r.outcomes));
+    println!(
+        "  evaluated  {} now, {} reused from {}",
+        r.evaluated,
+        r.reused,
+        db.display()
+    );
+    if r.fastest.len() > 1 {
+        println!("  fastest    {:>10}  configuration", "ms");
+        for f in &r.fastest {
+            println!(
+                "             {:>10.4}  {}",
+                f.time_ms,
+                show_config(&r.names, &f.config)
+            );
+        }
+    }
+}

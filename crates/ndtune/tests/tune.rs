@@ -1,0 +1,311 @@
+//! `ndtune tune` end to end on PoCL: every outcome, including a kernel that hangs and one that
+//! kills its process; SIGKILL in the middle of a campaign, then resume; bad stores and specs.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// MODE 1 does not build, 2 computes a wrong result, 3 never finishes, 4 writes through a null
+/// pointer; 0 and 5 are right. `SLOW` only makes the kernel take longer.
+const FAULTY: &str = r#"
+__kernel void faulty(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+#if MODE == 1
+#error this mode does not build
+#endif
+    float v = 2.0f * x[i];
+    float acc = 0.0f;
+    for (int k = 0; k < SLOW; ++k) acc += x[i] * (float)k;
+    if (acc < -1e30f) v = 0.0f; // never true, but the compiler cannot drop the loop
+#if MODE == 2
+    v = -v;
+#endif
+#if MODE == 3
+    volatile __global const float *vx = x;
+    while (vx[0] < 10.0f) { }
+#endif
+#if MODE == 4
+    // A null pointer the compiler cannot see: x holds values in [-1, 1).
+    __global float *p = (__global float *)((ulong)y * (ulong)(x[0] > 100.0f));
+    p[i] = v;
+#endif
+    y[i] = v;
+}
+"#;
+
+fn faulty_spec(
+    dir: &Path,
+    modes: &str,
+    slow: &str,
+    reference: &str,
+    kernel: &str,
+    args: &str,
+) -> String {
+    std::fs::write(dir.join("faulty.cl"), FAULTY).unwrap();
+    let text = format!(
+        r#"
+[kernel]
+name = "{kernel}"
+source = "faulty.cl"
+[constants]
+N = 1024
+[params]
+MODE = {modes}
+SLOW = {slow}
+[launch]
+global = ["N"]
+local = [16]
+{args}
+[verify]
+outputs = ["y"]
+reference = {reference}
+[measure]
+warmup = 0
+runs = 3
+best_of = 2
+"#
+    );
+    write(dir, "faulty.toml", &text)
+}
+
+const ARGS: &str = r#"
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+"#;
+
+#[test]
+fn every_outcome_is_recorded_and_a_hang_or_crash_does_not_stop_the_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 1, 2, 3, 4, 5]",
+        "[1]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "faulty",
+        ARGS,
+    );
+    let db = dir.path().join("t.db");
+    let v = json(&[
+        "tune",
+        &spec,
+        "--db",
+        db.to_str().unwrap(),
+        "--timeout",
+        "5",
+        "--json",
+    ]);
+    let d = &v["devices"][0];
+    let o = &d["outcomes"];
+    assert_eq!(
+        (
+            o["measured"].as_u64(),
+            o["build_failed"].as_u64(),
+            o["wrong_result"].as_u64()
+        ),
+        (Some(2), Some(1), Some(1)),
+        "{v}"
+    );
+    assert_eq!(
+        (
+            o["timed_out"].as_u64(),
+            o["crashed"].as_u64(),
+            o["refused"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0)),
+        "{v}"
+    );
+    assert_eq!(d["evaluated"], 6);
+    let best = d["best"]["config"]["MODE"].as_i64().unwrap();
+    assert!(
+        best == 0 || best == 5,
+        "only verified configurations can be best: {best}"
+    );
+
+    // Everything is in the store: a second run measures nothing again.
+    let again = json(&[
+        "tune",
+        &spec,
+        "--db",
+        db.to_str().unwrap(),
+        "--timeout",
+        "5",
+        "--json",
+    ]);
+    assert_eq!(
+        (
+            again["devices"][0]["evaluated"].as_u64(),
+            again["devices"][0]["reused"].as_u64()
+        ),
+        (Some(0), Some(6))
+    );
+    assert_eq!(again["devices"][0]["outcomes"], *o);
+}
+
+#[test]
+fn sigkill_in_the_middle_then_resume_loses_and_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow: Vec<String> = (1..=24).map(|k| (k * 20000).to_string()).collect();
+    let spec = faulty_spec(
+        dir.path(),
+        "[0]",
+        &format!("[{}]", slow.join(", ")),
+        "{ config = { MODE = 0, SLOW = 20000 } }",
+        "faulty",
+        ARGS,
+    );
+    let db = dir.path().join("k.db");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ndtune"))
+        .args(["tune", &spec, "--db", db.to_str().unwrap(), "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once a few results are in, mid-campaign.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stored = |db: &Path| -> usize {
+        let Ok(store) = ndtune_store::Store::open(db) else {
+            return 0;
+        };
+        store
+            .groups()
+            .unwrap_or_default()
+            .iter()
+            .map(|g| {
+                store
+                    .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
+                    .unwrap()
+                    .len()
+            })
+            .sum()
+    };
+    while stored(&db) < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = stored(&db);
+    assert!(
+        (3..24).contains(&before),
+        "killed after {before} of 24 results"
+    );
+    let v = json(&["tune", &spec, "--db", db.to_str().unwrap(), "--json"]);
+    let d = &v["devices"][0];
+    assert_eq!(
+        d["reused"].as_u64().unwrap() as usize,
+        before,
+        "every stored result is reused"
+    );
+    assert_eq!(
+        d["evaluated"].as_u64().unwrap() as usize,
+        24 - before,
+        "nothing stored is measured again"
+    );
+    assert_eq!(d["outcomes"]["measured"], 24);
+    assert_eq!(stored(&db), 24);
+}
+
+#[test]
+fn a_foreign_or_corrupted_store_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = faulty_spec(
+        dir.path(),
+        "[0]",
+        "[1]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "faulty",
+        ARGS,
+    );
+    let bad = dir.path().join("notes.db");
+    std::fs::write(&bad, "these are my notes, not a database\n").unwrap();
+    let err = fails(&["tune", &spec, "--db", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("notes.db")
+            && err.contains("ndtune results store")
+            && err.contains("not modified"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&bad).unwrap(),
+        "these are my notes, not a database\n"
+    );
+}
+
+#[test]
+fn spec_errors_stop_before_anything_is_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 5]",
+        "[1]",
+        "{ config = { MODE = 1, SLOW = 1 } }",
+        "faulty",
+        ARGS,
+    );
+    let err = fails(&["tune", &spec, "--db", db]);
+    assert!(
+        err.contains("the reference configuration") && err.contains("this mode does not build"),
+        "{err}"
+    );
+
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 5]",
+        "[1]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "fautly",
+        ARGS,
+    );
+    let err = fails(&["tune", &spec, "--db", db]);
+    assert!(
+        err.contains("no kernel `fautly`") && err.contains("faulty"),
+        "{err}"
+    );
+
+    // Three arguments for a kernel that takes two.
+    let one_arg = ARGS.replacen("[[args]]\nname = \"x\"", "[[args]]\nname = \"unused\"", 1);
+    let three = format!(
+        "{one_arg}[[args]]\nname = \"n\"\nkind = \"scalar\"\ntype = \"int\"\nvalue = \"N\"\n"
+    );
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 5]",
+        "[1]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "faulty",
+        &three,
+    );
+    let err = fails(&["tune", &spec, "--db", db]);
+    assert!(
+        err.contains("do not match kernel `faulty`")
+            && err.contains("takes 2 arguments, but 3 are given"),
+        "{err}"
+    );
+
+    let store = ndtune_store::Store::open(Path::new(db)).unwrap();
+    let n: usize = store
+        .groups()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            store
+                .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(n, 0, "nothing was measured in vain");
+}
