@@ -9,7 +9,10 @@ use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Session};
 use ndtune_core::{Outcome, Timing};
 use ndtune_space::resolve::Node;
 use ndtune_spec::{ArgKind, Reference, Spec};
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Instant;
 
 /// What stops a campaign: the spec, the kernel or the reference is wrong, whatever the
 /// configuration.
@@ -27,6 +30,19 @@ const ARGUMENT_ERRORS: [i32; 3] = [
 /// Host buffers by argument name, as f64.
 type Buffers = BTreeMap<String, Vec<f64>>;
 
+/// Where one evaluation's time went, in milliseconds of wall time inside the worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cost {
+    /// Building the program (0 when this define set was built before).
+    pub build_ms: f64,
+    /// Enqueueing and waiting for every launch (verification, warm-up and timed runs).
+    pub launch_ms: f64,
+    /// Computing the reference outputs (once per buffer shape; 0 when cached).
+    pub reference_ms: f64,
+    /// The whole evaluation, including buffers, arguments, reference and verification.
+    pub total_ms: f64,
+}
+
 /// The per-device evaluator.
 pub struct Bench {
     spec: Spec,
@@ -40,6 +56,17 @@ pub struct Bench {
     used_names: HashSet<String>,
     /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
     references: HashMap<Vec<usize>, Buffers>,
+    build_ms: Cell<f64>,
+    launch_ms: Cell<f64>,
+    reference_ms: Cell<f64>,
+    /// Initial buffer contents by (argument, length): generated once.
+    host_data: RefCell<HashMap<(usize, usize), Rc<HostData>>>,
+}
+
+/// One buffer's initial contents, as bytes for the device and as values for references.
+struct HostData {
+    bytes: Vec<u8>,
+    values: Vec<f64>,
 }
 
 /// One configuration's arguments on the device.
@@ -47,8 +74,9 @@ struct Prepared {
     buffers: Vec<Option<DeviceBuffer>>,
     scalars: Vec<Vec<u8>>,
     locals: Vec<usize>,
-    /// Initial contents of every buffer, as the device sees them (after the type's rounding).
-    inputs: Buffers,
+    /// Initial contents of every buffer argument, as the device sees them (after the type's
+    /// rounding), by argument name.
+    inputs: Vec<(String, Rc<HostData>)>,
     lens: Vec<usize>,
 }
 
@@ -109,6 +137,10 @@ impl Bench {
             local,
             used_names,
             references: HashMap::new(),
+            build_ms: Cell::new(0.0),
+            launch_ms: Cell::new(0.0),
+            reference_ms: Cell::new(0.0),
+            host_data: RefCell::new(HashMap::new()),
         })
     }
 
@@ -142,6 +174,23 @@ impl Bench {
         self.session.builds()
     }
 
+    /// Evaluates one configuration (values in parameter declaration order) and says where the
+    /// time went.
+    pub fn evaluate_costed(&mut self, config: &[i64]) -> Result<(Outcome, Cost), Fatal> {
+        let started = Instant::now();
+        self.build_ms.set(0.0);
+        self.launch_ms.set(0.0);
+        self.reference_ms.set(0.0);
+        let outcome = self.evaluate(config)?;
+        let cost = Cost {
+            build_ms: self.build_ms.get(),
+            launch_ms: self.launch_ms.get(),
+            reference_ms: self.reference_ms.get(),
+            total_ms: started.elapsed().as_secs_f64() * 1e3,
+        };
+        Ok((outcome, cost))
+    }
+
     /// Evaluates one configuration (values in parameter declaration order).
     pub fn evaluate(&mut self, config: &[i64]) -> Result<Outcome, Fatal> {
         let prepared = match self.prepare(config) {
@@ -149,7 +198,12 @@ impl Bench {
             Err(RunError::Outcome(o)) => return Ok(o),
             Err(RunError::Fatal(f)) => return Err(f),
         };
+        // The reference's own builds and launches count as such, the rest as reference time.
+        let (started, device_ms) = (Instant::now(), self.build_ms.get() + self.launch_ms.get());
         let expected = self.reference(config, &prepared)?;
+        let device_ms = self.build_ms.get() + self.launch_ms.get() - device_ms;
+        self.reference_ms
+            .set(started.elapsed().as_secs_f64() * 1e3 - device_ms);
         match self.measure(config, &prepared, expected.as_ref()) {
             Ok(o) => Ok(o),
             Err(RunError::Outcome(o)) => Ok(o),
@@ -163,7 +217,7 @@ impl Bench {
             buffers: vec![],
             scalars: vec![],
             locals: vec![],
-            inputs: Buffers::new(),
+            inputs: Vec::new(),
             lens: vec![],
         };
         for (i, arg) in self.spec.args.iter().enumerate() {
@@ -172,14 +226,22 @@ impl Bench {
             match &arg.kind {
                 ArgKind::Buffer { ty, len, init, .. } => {
                     let len = size(len, config, &format!("{what} len"))?;
-                    let bytes = to_bytes(*ty, &initial_values(*init, *ty, len, self.seed, i));
-                    p.inputs.insert(arg.name.clone(), from_bytes(*ty, &bytes));
+                    let data =
+                        Rc::clone(self.host_data.borrow_mut().entry((i, len)).or_insert_with(
+                            || {
+                                let bytes =
+                                    to_bytes(*ty, &initial_values(*init, *ty, len, self.seed, i));
+                                let values = from_bytes(*ty, &bytes);
+                                Rc::new(HostData { bytes, values })
+                            },
+                        ));
                     p.lens.push(len);
                     buffer = Some(
                         self.session
-                            .buffer(&bytes)
+                            .buffer(&data.bytes)
                             .map_err(|e| RunError::Outcome(refused(&e)))?,
                     );
+                    p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
                     scalar = to_bytes(
@@ -228,10 +290,13 @@ impl Bench {
             .map(|n| size(n, config, "[launch] local"))
             .collect::<Result<Vec<_>, _>>()?;
         let options = self.options(config);
-        let kernel = match self
+        let started = Instant::now();
+        let built = self
             .session
-            .kernel(&self.source, &self.spec.kernel.name, &options)
-        {
+            .kernel(&self.source, &self.spec.kernel.name, &options);
+        self.build_ms
+            .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
+        let kernel = match built {
             Ok(k) => k,
             Err(ClError::Build { log, .. }) => {
                 return Err(RunError::Outcome(Outcome::BuildFailed { log }))
@@ -267,16 +332,18 @@ impl Bench {
         global: &[usize],
         local: &[usize],
     ) -> Result<f64, RunError> {
-        self.session
-            .launch(kernel, global, Some(local), None)
-            .map_err(|e| match e.code() {
-                Some(code) if ARGUMENT_ERRORS.contains(&code) => RunError::Fatal(Fatal(format!(
-                    "{}: the [[args]] do not match kernel `{}`: {e}",
-                    self.spec.path.display(),
-                    self.spec.kernel.name
-                ))),
-                _ => RunError::Outcome(refused(&e)),
-            })
+        let started = Instant::now();
+        let launched = self.session.launch(kernel, global, Some(local), None);
+        self.launch_ms
+            .set(self.launch_ms.get() + started.elapsed().as_secs_f64() * 1e3);
+        launched.map_err(|e| match e.code() {
+            Some(code) if ARGUMENT_ERRORS.contains(&code) => RunError::Fatal(Fatal(format!(
+                "{}: the [[args]] do not match kernel `{}`: {e}",
+                self.spec.path.display(),
+                self.spec.kernel.name
+            ))),
+            _ => RunError::Outcome(refused(&e)),
+        })
     }
 
     /// The outputs named in `[verify]` after one run.
@@ -321,7 +388,8 @@ impl Bench {
                         ndtune_kernels::builtin_names().join(", ")
                     ))
                 })?;
-                f(&p.inputs, &self.spec.problem.constants).map_err(Fatal)?
+                let inputs: Buffers = p.inputs.iter().map(|(n, d)| (n.clone(), d.values.clone())).collect();
+                f(&inputs, &self.spec.problem.constants).map_err(Fatal)?
             }
             Reference::Config(values) => {
                 let reference: Vec<i64> = self.spec.problem.params.iter().map(|q| values[&q.name]).collect();

@@ -2,7 +2,7 @@
 //! that dies into a `crashed` outcome and one that does not answer in time into `timed_out`,
 //! restarting the worker for the next configuration.
 
-use crate::evaluate::Fatal;
+use crate::evaluate::{Cost, Fatal};
 use crate::worker::{Job, Request, Response};
 use ndtune_core::Outcome;
 use std::collections::VecDeque;
@@ -27,6 +27,26 @@ struct Running {
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
+/// One evaluation as the supervisor saw it.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    pub outcome: Outcome,
+    /// The worker's account of where the time went; none when it crashed or hung.
+    pub cost: Option<Cost>,
+    /// From sending the request to reading the answer, in milliseconds.
+    pub round_trip_ms: f64,
+}
+
+impl Evaluation {
+    fn lost(outcome: Outcome, started: Instant) -> Evaluation {
+        Evaluation {
+            outcome,
+            cost: None,
+            round_trip_ms: started.elapsed().as_secs_f64() * 1e3,
+        }
+    }
+}
+
 /// Runs evaluations of one [`Job`] in a worker process.
 pub struct Supervisor {
     command: Box<dyn Fn() -> Command + Send>,
@@ -36,6 +56,8 @@ pub struct Supervisor {
     running: Option<Running>,
     /// Workers started so far (1 + restarts).
     pub starts: usize,
+    /// Wall time spent starting workers (process, device discovery, session), in seconds.
+    pub startup_s: f64,
 }
 
 impl Supervisor {
@@ -53,6 +75,7 @@ impl Supervisor {
             slowest: Duration::ZERO,
             running: None,
             starts: 0,
+            startup_s: 0.0,
         }
     }
 
@@ -63,6 +86,13 @@ impl Supervisor {
     }
 
     fn start(&mut self) -> Result<(), Fatal> {
+        let started = Instant::now();
+        let result = self.spawn();
+        self.startup_s += started.elapsed().as_secs_f64();
+        result
+    }
+
+    fn spawn(&mut self) -> Result<(), Fatal> {
         let mut child = (self.command)()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -130,7 +160,7 @@ impl Supervisor {
 
     /// Evaluates one configuration in the worker. A crash or a hang is an outcome; only a fatal
     /// answer (a broken spec, kernel or reference) is an error.
-    pub fn evaluate(&mut self, config: &[i64]) -> Result<Outcome, Fatal> {
+    pub fn evaluate(&mut self, config: &[i64]) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
         }
@@ -146,9 +176,13 @@ impl Supervisor {
         };
         match answer {
             Ok(line) => match serde_json::from_str::<Response>(&line) {
-                Ok(Response::Outcome(o)) => {
+                Ok(Response::Outcome { outcome, cost }) => {
                     self.slowest = self.slowest.max(started.elapsed());
-                    Ok(o)
+                    Ok(Evaluation {
+                        outcome,
+                        cost: Some(cost),
+                        round_trip_ms: started.elapsed().as_secs_f64() * 1e3,
+                    })
                 }
                 Ok(Response::Fatal(msg)) => {
                     self.stop();
@@ -161,18 +195,18 @@ impl Supervisor {
             },
             Err(RecvTimeoutError::Timeout) => {
                 self.stop();
-                Ok(Outcome::TimedOut {
+                let outcome = Outcome::TimedOut {
                     seconds: deadline.as_secs_f64(),
-                })
+                };
+                Ok(Evaluation::lost(outcome, started))
             }
             Err(RecvTimeoutError::Disconnected) => {
                 let mut r = self.running.take().expect("running");
                 let status = r.child.wait().ok();
                 // Let the stderr reader drain what the dying worker wrote.
                 thread::sleep(Duration::from_millis(50));
-                Ok(Outcome::Crashed {
-                    detail: format!("the worker {}{}", exit_text(status), tail(&r.stderr)),
-                })
+                let detail = format!("the worker {}{}", exit_text(status), tail(&r.stderr));
+                Ok(Evaluation::lost(Outcome::Crashed { detail }, started))
             }
         }
     }

@@ -4,7 +4,7 @@
 //! answers [`Response::Ready`] once its device is open, then one [`Response::Outcome`] per request,
 //! or [`Response::Fatal`] and exits when the spec, the kernel or the reference is wrong.
 
-use crate::evaluate::{Bench, Fatal};
+use crate::evaluate::{Bench, Cost, Fatal};
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub enum Request {
 #[serde(rename_all = "snake_case")]
 pub enum Response {
     Ready { device: String },
-    Outcome(Outcome),
+    Outcome { outcome: Outcome, cost: Cost },
     Fatal(String),
 }
 
@@ -95,8 +95,8 @@ pub fn serve() -> i32 {
     for line in lines {
         let Ok(line) = line else { return 1 };
         let response = match serde_json::from_str::<Request>(&line) {
-            Ok(Request::Evaluate(config)) => match bench.evaluate(&config) {
-                Ok(o) => Response::Outcome(o),
+            Ok(Request::Evaluate(config)) => match bench.evaluate_costed(&config) {
+                Ok((outcome, cost)) => Response::Outcome { outcome, cost },
                 Err(f) => Response::Fatal(f.0),
             },
             Err(e) => Response::Fatal(format!("the worker got a malformed request: {e}")),

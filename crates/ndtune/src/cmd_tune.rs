@@ -41,6 +41,46 @@ struct Ranked {
     time_ms: f64,
 }
 
+/// Where the time of the configurations run now went, in seconds.
+#[derive(Serialize, Default, Clone, Copy)]
+struct TimeSpent {
+    /// Wall time from the tuner's request to the worker's answer, summed.
+    total_s: f64,
+    /// Starting worker processes (process start, device discovery, OpenCL context).
+    startup_s: f64,
+    /// Computing reference outputs.
+    reference_s: f64,
+    /// Program builds.
+    build_s: f64,
+    /// Kernel launches, waits included.
+    launch_s: f64,
+    /// What is none of these, per configuration: requests, buffers, arguments, verification.
+    overhead_ms_per_config: f64,
+    #[serde(skip)]
+    configs: usize,
+}
+
+impl TimeSpent {
+    /// The per-configuration overhead: what the totals do not account for.
+    fn recompute_overhead(&mut self) {
+        if self.configs > 0 {
+            let accounted = self.build_s + self.launch_s + self.reference_s;
+            self.overhead_ms_per_config = (self.total_s - accounted) * 1e3 / self.configs as f64;
+        }
+    }
+
+    fn add(&mut self, e: &ndtune_bench::supervisor::Evaluation) {
+        self.total_s += e.round_trip_ms / 1e3;
+        if let Some(c) = e.cost {
+            self.build_s += c.build_ms / 1e3;
+            self.launch_s += c.launch_ms / 1e3;
+            self.reference_s += c.reference_ms / 1e3;
+        }
+        self.configs += 1;
+        self.recompute_overhead();
+    }
+}
+
 #[derive(Serialize)]
 pub(crate) struct DeviceReport {
     device: String,
@@ -56,6 +96,7 @@ pub(crate) struct DeviceReport {
     pruned: u128,
     /// The fastest measured configurations, fastest first.
     fastest: Vec<Ranked>,
+    time: TimeSpent,
     #[serde(skip)]
     names: Vec<String>,
 }
@@ -69,6 +110,7 @@ struct Live<'a> {
     existing: HashMap<Config, Outcome>,
     bar: ProgressBar,
     best_ms: Option<f64>,
+    time: TimeSpent,
     /// Why the campaign stopped early; later points are not run.
     stopped: Option<anyhow::Error>,
 }
@@ -96,7 +138,10 @@ impl Evaluator for Live<'_> {
         }
         let started_at = ndtune_store::now_ms();
         let outcome = match self.supervisor.evaluate(point) {
-            Ok(o) => o,
+            Ok(e) => {
+                self.time.add(&e);
+                e.outcome
+            }
             Err(fatal) => {
                 self.stopped = Some(anyhow!(fatal));
                 return stopped();
@@ -242,6 +287,7 @@ fn tune_device(
         existing,
         bar,
         best_ms: None,
+        time: TimeSpent::default(),
         stopped: None,
     };
     let mut strategy = ndtune_search::by_name(&args.strategy, args.seed)?;
@@ -250,26 +296,29 @@ fn tune_device(
     if let Some(e) = live.stopped.take() {
         return Err(e.context(format!("{label}: tuning `{}` stopped", spec.kernel.name)));
     }
+    let space = (pruning.stats.declared, pruning.stats.pruned);
+    // Round trips exclude starting workers, which is accounted on its own.
+    live.time.startup_s = live.supervisor.startup_s;
     Ok(report(
         spec,
         &label,
         &args.strategy,
         &names,
         &trace,
-        pruning.stats.declared,
-        pruning.stats.pruned,
+        space,
+        live.time,
     ))
 }
 
 /// The per-device summary of a run's trace.
-pub(crate) fn report(
+fn report(
     spec: &Spec,
     label: &str,
     strategy: &str,
     names: &[String],
     trace: &Trace,
-    declared: u128,
-    pruned: u128,
+    (declared, pruned): (u128, u128),
+    time: TimeSpent,
 ) -> DeviceReport {
     let mut outcomes: BTreeMap<&'static str, u128> =
         OutcomeKind::ALL.iter().map(|k| (k.as_str(), 0)).collect();
@@ -321,6 +370,7 @@ pub(crate) fn report(
                 time_ms: t.score_ms(),
             })
             .collect(),
+        time,
         names: names.to_vec(),
     }
 }
@@ -379,6 +429,19 @@ fn print_report(r: &DeviceReport, db: &std::path::Path) {
         r.reused,
         db.display()
     );
+    if r.evaluated > 0 {
+        let t = &r.time;
+        println!(
+            "  time       {:.2} s: worker start {:.2} s, reference {:.2} s, builds {:.2} s, launches {:.2} s, \
+             overhead {:.2} ms per configuration",
+            t.total_s + t.startup_s,
+            t.startup_s,
+            t.reference_s,
+            t.build_s,
+            t.launch_s,
+            t.overhead_ms_per_config
+        );
+    }
     if r.fastest.len() > 1 {
         println!("  fastest    {:>10}  configuration", "ms");
         for f in &r.fastest {
