@@ -46,6 +46,7 @@ pub struct Cost {
 /// The per-device evaluator.
 pub struct Bench {
     spec: Spec,
+    device: ClDevice,
     source: String,
     session: Session,
     seed: u64,
@@ -130,6 +131,7 @@ impl Bench {
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
+            device: device.clone(),
             source,
             session,
             seed,
@@ -144,29 +146,9 @@ impl Bench {
         })
     }
 
-    /// Build options of a configuration: the spec's, then `-D NAME=VALUE` for each constant and
-    /// parameter the source mentions.
+    /// Build options of a configuration of the tuned kernel.
     fn options(&self, config: &[i64]) -> String {
-        let names: Vec<&str> = self
-            .spec
-            .problem
-            .params
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect();
-        let mut opts = self.spec.kernel.build_options.join(" ");
-        let consts = self
-            .spec
-            .problem
-            .constants
-            .iter()
-            .map(|(k, v)| (k.as_str(), *v));
-        for (name, value) in consts.chain(names.into_iter().zip(config.iter().copied())) {
-            if self.used_names.contains(name) {
-                opts.push_str(&format!(" -D {name}={value}"));
-            }
-        }
-        opts.trim_start().to_string()
+        options_for(&self.spec, &self.used_names, config)
     }
 
     /// How many distinct programs were built so far.
@@ -388,12 +370,24 @@ impl Bench {
                         ndtune_kernels::builtin_names().join(", ")
                     ))
                 })?;
-                let inputs: Buffers = p.inputs.iter().map(|(n, d)| (n.clone(), d.values.clone())).collect();
+                let inputs: Buffers = p
+                    .inputs
+                    .iter()
+                    .map(|(n, d)| (n.clone(), d.values.clone()))
+                    .collect();
                 f(&inputs, &self.spec.problem.constants).map_err(Fatal)?
             }
             Reference::Config(values) => {
-                let reference: Vec<i64> = self.spec.problem.params.iter().map(|q| values[&q.name]).collect();
-                let fail = |why: String| Fatal(format!("the reference configuration {values:?} failed ({why}); nothing was measured"));
+                let reference: Vec<i64> = self
+                    .spec
+                    .problem
+                    .params
+                    .iter()
+                    .map(|q| values[&q.name])
+                    .collect();
+                let fail = |why: String| {
+                    Fatal(format!("the reference configuration {values:?} failed ({why}); nothing was measured"))
+                };
                 let rp = match self.prepare(&reference) {
                     Ok(rp) => rp,
                     Err(RunError::Outcome(o)) => return Err(fail(describe(&o))),
@@ -404,22 +398,95 @@ impl Bench {
                         "the reference configuration {values:?} has other buffer sizes than {config:?}: a reference configuration must not change them"
                     )));
                 }
-                let run = self.ready(&reference, &rp).and_then(|(k, g, l)| self.launch(&k, &g, &l));
+                let run = self
+                    .ready(&reference, &rp)
+                    .and_then(|(k, g, l)| self.launch(&k, &g, &l));
                 match run.and_then(|_| self.outputs(&rp)) {
                     Ok(out) => out,
                     Err(RunError::Outcome(o)) => return Err(fail(describe(&o))),
                     Err(RunError::Fatal(f)) => return Err(f),
                 }
             }
-            Reference::Kernel { source, name } => {
-                return Err(Fatal(format!(
-                    "[verify] reference kernel {} ({name}): reference kernels are not supported yet; use a reference configuration or a built-in reference",
-                    source.display()
-                )))
-            }
+            Reference::Kernel {
+                source,
+                name,
+                global,
+            } => self.reference_kernel(config, p, source, name, global.as_deref())?,
         };
         self.references.insert(p.lens.clone(), expected.clone());
         Ok(Some(expected))
+    }
+
+    /// Runs a reference kernel, in a session of its own, on copies of this configuration's inputs.
+    fn reference_kernel(
+        &mut self,
+        config: &[i64],
+        p: &Prepared,
+        path: &std::path::Path,
+        name: &str,
+        global: Option<&[Node]>,
+    ) -> Result<Buffers, Fatal> {
+        let what = format!("[verify] reference kernel `{name}` ({})", path.display());
+        let source = std::fs::read_to_string(path).map_err(|e| Fatal(format!("{what}: {e}")))?;
+        let global = global
+            .unwrap_or(&self.global)
+            .iter()
+            .map(|n| size(n, config, "[verify] reference global"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = options_for(&self.spec, &identifiers(&source), config);
+        let fail = |e: ClError| Fatal(format!("{what}: {e}"));
+        let mut session = Session::new(&self.device).map_err(fail)?;
+        let kernel = session.kernel(&source, name, &options).map_err(fail)?;
+        let data: BTreeMap<&str, &HostData> = p
+            .inputs
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_ref()))
+            .collect();
+        let buffers = self
+            .spec
+            .args
+            .iter()
+            .map(|arg| match arg.kind {
+                ArgKind::Buffer { .. } => session.buffer(&data[arg.name.as_str()].bytes).map(Some),
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(fail)?;
+        let args: Vec<Arg> = self
+            .spec
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a.kind {
+                ArgKind::Buffer { .. } => Arg::Buffer(buffers[i].as_ref().expect("created above")),
+                ArgKind::Scalar { .. } => Arg::Scalar(&p.scalars[i]),
+                ArgKind::Local { .. } => Arg::Local(p.locals[i]),
+            })
+            .collect();
+        session.set_args(&kernel, &args).map_err(fail)?;
+        session.launch(&kernel, &global, None, None).map_err(fail)?;
+        let verify = self
+            .spec
+            .verify
+            .as_ref()
+            .expect("a reference implies [verify]");
+        let mut out = Buffers::new();
+        for o in &verify.outputs {
+            let i = self
+                .spec
+                .args
+                .iter()
+                .position(|a| &a.name == o)
+                .expect("validated: outputs are args");
+            let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
+                unreachable!("validated: outputs are buffers")
+            };
+            let bytes = session
+                .read(buffers[i].as_ref().expect("a buffer"))
+                .map_err(fail)?;
+            out.insert(o.clone(), from_bytes(ty, &bytes));
+        }
+        Ok(out)
     }
 
     /// Verification run, warm-up runs, timed runs.
@@ -464,6 +531,23 @@ fn describe(o: &Outcome) -> String {
         Outcome::Refused { error } => format!("refused: {error}"),
         other => format!("{}", other.kind()),
     }
+}
+
+/// Build options of a configuration: the spec's, then `-D NAME=VALUE` for each constant and
+/// parameter that a source mentions (`used`).
+fn options_for(spec: &Spec, used: &HashSet<String>, config: &[i64]) -> String {
+    let params = spec
+        .problem
+        .params
+        .iter()
+        .map(|p| p.name.as_str())
+        .zip(config.iter().copied());
+    let consts = spec.problem.constants.iter().map(|(k, v)| (k.as_str(), *v));
+    let mut opts = spec.kernel.build_options.join(" ");
+    for (name, value) in consts.chain(params).filter(|(n, _)| used.contains(*n)) {
+        opts.push_str(&format!(" -D {name}={value}"));
+    }
+    opts.trim_start().to_string()
 }
 
 /// Every identifier-like word of an OpenCL C source.

@@ -167,3 +167,25 @@ fn a_missing_kernel_or_mismatched_arguments_are_fatal() {
         "{e}"
     );
 }
+
+#[test]
+fn a_reference_kernel_gives_the_gold_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    // One work-item per 4 outputs: its own global size, N / 4.
+    std::fs::write(
+        dir.path().join("ref.cl"),
+        "__kernel void ref_scale(__global const float *x, __global float *y) {
+            size_t i = 4 * get_global_id(0);
+            for (int k = 0; k < 4; ++k) y[i + k] = 2.0f * x[i + k]; }",
+    )
+    .unwrap();
+    let reference = r#"{ kernel = "ref.cl", name = "ref_scale", global = ["N / 4"] }"#;
+    let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
+    assert_eq!(b.evaluate(&[16]).unwrap().kind(), OutcomeKind::Measured);
+    assert_eq!(b.evaluate(&[8]).unwrap().kind(), OutcomeKind::WrongResult);
+
+    std::fs::write(dir.path().join("ref.cl"), "__kernel void ref_scale(__global float *y) { y[0] = oops; }").unwrap();
+    let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
+    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    assert!(e.contains("reference kernel `ref_scale`") && e.contains("oops"), "{e}");
+}

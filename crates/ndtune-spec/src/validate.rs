@@ -107,8 +107,14 @@ pub enum Reference {
     Config(BTreeMap<String, i64>),
     /// A host reference built into ndtune (`builtin:NAME`).
     Builtin(String),
-    /// A reference kernel: source file and kernel name.
-    Kernel { source: PathBuf, name: String },
+    /// A reference kernel: source file, kernel name and, where it differs from the tuned
+    /// kernel's, its global size (expressions over parameters and constants). It gets the same
+    /// arguments and the defines of the constants and parameters its source mentions.
+    Kernel {
+        source: PathBuf,
+        name: String,
+        global: Option<Vec<Node>>,
+    },
 }
 
 /// `[verify]`.
@@ -554,9 +560,32 @@ fn verify(
         toml::Value::Table(t) if t.contains_key("kernel") => {
             let source = t["kernel"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.kernel is a file name"))?;
             let name = t.get("name").and_then(|n| n.as_str()).unwrap_or(&spec.kernel.name);
+            if let Some(bad) = t.keys().find(|k| !["kernel", "name", "global"].contains(&k.as_str())) {
+                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
+            }
+            let global = match t.get("global") {
+                None => None,
+                Some(toml::Value::Array(items)) if (1..=3).contains(&items.len()) => Some(
+                    items
+                        .iter()
+                        .map(|v| {
+                            let src = match v {
+                                toml::Value::Integer(i) => i.to_string(),
+                                toml::Value::String(e) => e.clone(),
+                                other => other.to_string(),
+                            };
+                            spec.problem
+                                .int_expr(&src)
+                                .map_err(|e| cx.err(&span, format!("[verify] reference.global: {e}")))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                Some(_) => return Err(cx.err(&span, "[verify] reference.global is a list of 1 to 3 sizes")),
+            };
             Reference::Kernel {
                 source: dir.join(source),
                 name: name.to_string(),
+                global,
             }
         }
         _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\" or { kernel = \"file.cl\", name = \"...\" }")),

@@ -56,6 +56,8 @@ struct TimeSpent {
     launch_s: f64,
     /// What is none of these, per configuration: requests, buffers, arguments, verification.
     overhead_ms_per_config: f64,
+    /// Waiting for evaluations that crashed or timed out (not in `total_s`).
+    lost_s: f64,
     #[serde(skip)]
     configs: usize,
 }
@@ -70,12 +72,15 @@ impl TimeSpent {
     }
 
     fn add(&mut self, e: &ndtune_bench::supervisor::Evaluation) {
+        let Some(c) = e.cost else {
+            // A crash or a hang: its time is lost, not overhead.
+            self.lost_s += e.round_trip_ms / 1e3;
+            return;
+        };
         self.total_s += e.round_trip_ms / 1e3;
-        if let Some(c) = e.cost {
-            self.build_s += c.build_ms / 1e3;
-            self.launch_s += c.launch_ms / 1e3;
-            self.reference_s += c.reference_ms / 1e3;
-        }
+        self.build_s += c.build_ms / 1e3;
+        self.launch_s += c.launch_ms / 1e3;
+        self.reference_s += c.reference_ms / 1e3;
         self.configs += 1;
         self.recompute_overhead();
     }
@@ -434,13 +439,19 @@ fn print_report(r: &DeviceReport, db: &std::path::Path) {
         println!(
             "  time       {:.2} s: worker start {:.2} s, reference {:.2} s, builds {:.2} s, launches {:.2} s, \
              overhead {:.2} ms per configuration",
-            t.total_s + t.startup_s,
+            t.total_s + t.startup_s + t.lost_s,
             t.startup_s,
             t.reference_s,
             t.build_s,
             t.launch_s,
             t.overhead_ms_per_config
         );
+        if t.lost_s > 0.0 {
+            println!(
+                "             {:.2} s waiting for evaluations that crashed or timed out",
+                t.lost_s
+            );
+        }
     }
     if r.fastest.len() > 1 {
         println!("  fastest    {:>10}  configuration", "ms");

@@ -1,0 +1,44 @@
+//! The shipped case studies tune on PoCL and every configuration verifies against its host
+//! reference (sizes shrunk with `--set` where the paper's would take long on a CI machine).
+
+mod common;
+use common::*;
+
+fn tune_all(spec: &str, set: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let spec = examples().join(spec);
+    let mut args = vec!["tune", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--json"];
+    for s in set {
+        args.extend(["--set", s]);
+    }
+    let v = json(&args);
+    let d = v["devices"][0].clone();
+    let o = &d["outcomes"];
+    for bad in ["build_failed", "refused", "wrong_result", "crashed", "timed_out"] {
+        assert_eq!(o[bad], 0, "{spec:?}: {bad} in {d}");
+    }
+    assert_eq!(o["measured"], d["pruned"], "every valid configuration measured: {d}");
+    assert!(d["best"]["time_ms"].as_f64().unwrap() > 0.0);
+    d
+}
+
+#[test]
+fn matmul_tunes_and_verifies() {
+    let d = tune_all("matmul.toml", &["N=64"]);
+    // Tiles 1 to 32: a 64x64 tile would leave one work-group for two compute units (eq. 3).
+    assert_eq!(d["pruned"], 6);
+    assert!(d["best"]["gflops"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn conv1d_tunes_and_verifies() {
+    let d = tune_all("conv1d.toml", &["N=4096"]);
+    assert!(d["pruned"].as_u64().unwrap() >= 8, "{d}");
+}
+
+#[test]
+fn cnn_tunes_and_verifies() {
+    let d = tune_all("cnn.toml", &[]);
+    assert_eq!(d["pruned"], 30);
+}
