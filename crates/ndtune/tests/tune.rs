@@ -309,3 +309,17 @@ fn spec_errors_stop_before_anything_is_measured() {
         .sum();
     assert_eq!(n, 0, "nothing was measured in vain");
 }
+
+#[test]
+fn results_are_reused_when_the_device_reports_other_free_memory() {
+    // PoCL derives global_mem_size from the memory free at start; the store must still know
+    // the device. Simulate a restart with less free memory through a saved store profile.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = faulty_spec(dir.path(), "[0, 5]", "[1]", "{ config = { MODE = 0, SLOW = 1 } }", "faulty", ARGS);
+    let db = dir.path().join("m.db");
+    json(&["tune", &spec, "--db", db.to_str().unwrap(), "--json"]);
+    let store = ndtune_store::Store::open(&db).unwrap();
+    let (fp, mut profile) = store.devices().unwrap().remove(0);
+    profile.global_mem_size /= 3;
+    assert_eq!(ndtune_store::fingerprint(&profile), fp);
+}
