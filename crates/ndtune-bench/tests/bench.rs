@@ -184,8 +184,15 @@ fn a_reference_kernel_gives_the_gold_outputs() {
     assert_eq!(b.evaluate(&[16]).unwrap().kind(), OutcomeKind::Measured);
     assert_eq!(b.evaluate(&[8]).unwrap().kind(), OutcomeKind::WrongResult);
 
-    std::fs::write(dir.path().join("ref.cl"), "__kernel void ref_scale(__global float *y) { y[0] = oops; }").unwrap();
+    std::fs::write(
+        dir.path().join("ref.cl"),
+        "__kernel void ref_scale(__global float *y) { y[0] = oops; }",
+    )
+    .unwrap();
     let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
     let e = b.evaluate(&[16]).unwrap_err().to_string();
-    assert!(e.contains("reference kernel `ref_scale`") && e.contains("oops"), "{e}");
+    assert!(
+        e.contains("reference kernel `ref_scale`") && e.contains("oops"),
+        "{e}"
+    );
 }

@@ -8,17 +8,32 @@ fn tune_all(spec: &str, set: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("e.db");
     let spec = examples().join(spec);
-    let mut args = vec!["tune", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--json"];
+    let mut args = vec![
+        "tune",
+        spec.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+    ];
     for s in set {
         args.extend(["--set", s]);
     }
     let v = json(&args);
     let d = v["devices"][0].clone();
     let o = &d["outcomes"];
-    for bad in ["build_failed", "refused", "wrong_result", "crashed", "timed_out"] {
+    for bad in [
+        "build_failed",
+        "refused",
+        "wrong_result",
+        "crashed",
+        "timed_out",
+    ] {
         assert_eq!(o[bad], 0, "{spec:?}: {bad} in {d}");
     }
-    assert_eq!(o["measured"], d["pruned"], "every valid configuration measured: {d}");
+    assert_eq!(
+        o["measured"], d["pruned"],
+        "every valid configuration measured: {d}"
+    );
     assert!(d["best"]["time_ms"].as_f64().unwrap() > 0.0);
     d
 }

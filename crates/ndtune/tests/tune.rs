@@ -315,11 +315,107 @@ fn results_are_reused_when_the_device_reports_other_free_memory() {
     // PoCL derives global_mem_size from the memory free at start; the store must still know
     // the device. Simulate a restart with less free memory through a saved store profile.
     let dir = tempfile::tempdir().unwrap();
-    let spec = faulty_spec(dir.path(), "[0, 5]", "[1]", "{ config = { MODE = 0, SLOW = 1 } }", "faulty", ARGS);
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 5]",
+        "[1]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "faulty",
+        ARGS,
+    );
     let db = dir.path().join("m.db");
     json(&["tune", &spec, "--db", db.to_str().unwrap(), "--json"]);
     let store = ndtune_store::Store::open(&db).unwrap();
     let (fp, mut profile) = store.devices().unwrap().remove(0);
     profile.global_mem_size /= 3;
     assert_eq!(ndtune_store::fingerprint(&profile), fp);
+}
+
+#[test]
+fn export_and_replay_round_trip_through_kernel_tuner_and_t4_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 1, 2, 5]",
+        "[1, 2]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "faulty",
+        ARGS,
+    );
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let tuned = json(&["tune", &spec, "--db", db, "--json"]);
+    let best = tuned["devices"][0]["best"]["time_ms"].as_f64().unwrap();
+
+    let kt = dir.path().join("kt.json");
+    ndtune()
+        .args([
+            "export",
+            "--db",
+            db,
+            "--format",
+            "kt",
+            "--out",
+            kt.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let cache = ndtune_store::kt::read_kt_cache(&kt).unwrap();
+    assert_eq!(cache.entries.len(), 8);
+
+    for source in [kt.to_str().unwrap(), db] {
+        let r = json(&[
+            "tune",
+            "--replay",
+            source,
+            "--strategy",
+            "exhaustive",
+            "--json",
+        ]);
+        assert_eq!(r["evaluations"], 8, "{source}");
+        assert_eq!(r["optimum"]["time_ms"].as_f64().unwrap(), best, "{source}");
+        assert_eq!(r["relative_performance"], 1.0);
+        assert_eq!(
+            (
+                r["outcomes"]["build_failed"].as_u64(),
+                r["outcomes"]["measured"].as_u64()
+            ),
+            (Some(2), Some(4))
+        );
+        let r = json(&[
+            "tune",
+            "--replay",
+            source,
+            "--strategy",
+            "random",
+            "--budget",
+            "3",
+            "--json",
+        ]);
+        assert_eq!(r["evaluations"], 3);
+    }
+
+    let t4 = dir.path().join("t4.json");
+    ndtune()
+        .args([
+            "export",
+            "--db",
+            db,
+            "--format",
+            "t4",
+            "--out",
+            t4.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let t4: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&t4).unwrap()).unwrap();
+    let results = t4["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    let invalid: Vec<&str> = results
+        .iter()
+        .map(|r| r["invalidity"].as_str().unwrap())
+        .collect();
+    assert_eq!(invalid.iter().filter(|i| **i == "compile").count(), 2);
+    assert_eq!(invalid.iter().filter(|i| **i == "correctness").count(), 2);
 }
