@@ -330,27 +330,8 @@ impl Bench {
 
     /// The outputs named in `[verify]` after one run.
     fn outputs(&self, p: &Prepared) -> Result<Buffers, RunError> {
-        let mut out = Buffers::new();
-        let Some(verify) = &self.spec.verify else {
-            return Ok(out);
-        };
-        for name in &verify.outputs {
-            let i = self
-                .spec
-                .args
-                .iter()
-                .position(|a| &a.name == name)
-                .expect("validated: outputs are args");
-            let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
-                unreachable!("validated: outputs are buffers")
-            };
-            let bytes = self
-                .session
-                .read(p.buffers[i].as_ref().expect("a buffer"))
-                .map_err(|e| RunError::Outcome(refused(&e)))?;
-            out.insert(name.clone(), from_bytes(ty, &bytes));
-        }
-        Ok(out)
+        read_outputs(&self.spec, &self.session, &p.buffers)
+            .map_err(|e| RunError::Outcome(refused(&e)))
     }
 
     /// The expected outputs for this configuration's inputs, computed once per buffer shape.
@@ -465,28 +446,7 @@ impl Bench {
             .collect();
         session.set_args(&kernel, &args).map_err(fail)?;
         session.launch(&kernel, &global, None, None).map_err(fail)?;
-        let verify = self
-            .spec
-            .verify
-            .as_ref()
-            .expect("a reference implies [verify]");
-        let mut out = Buffers::new();
-        for o in &verify.outputs {
-            let i = self
-                .spec
-                .args
-                .iter()
-                .position(|a| &a.name == o)
-                .expect("validated: outputs are args");
-            let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
-                unreachable!("validated: outputs are buffers")
-            };
-            let bytes = session
-                .read(buffers[i].as_ref().expect("a buffer"))
-                .map_err(fail)?;
-            out.insert(o.clone(), from_bytes(ty, &bytes));
-        }
-        Ok(out)
+        read_outputs(&self.spec, &session, &buffers).map_err(fail)
     }
 
     /// Verification run, warm-up runs, timed runs.
@@ -531,6 +491,31 @@ fn describe(o: &Outcome) -> String {
         Outcome::Refused { error } => format!("refused: {error}"),
         other => format!("{}", other.kind()),
     }
+}
+
+/// Reads back the buffers named in `[verify]` (none without it); `buffers` are per argument.
+fn read_outputs(
+    spec: &Spec,
+    session: &Session,
+    buffers: &[Option<DeviceBuffer>],
+) -> Result<Buffers, ClError> {
+    let mut out = Buffers::new();
+    let Some(verify) = &spec.verify else {
+        return Ok(out);
+    };
+    for name in &verify.outputs {
+        let i = spec
+            .args
+            .iter()
+            .position(|a| &a.name == name)
+            .expect("validated: outputs are args");
+        let ArgKind::Buffer { ty, .. } = spec.args[i].kind else {
+            unreachable!("validated: outputs are buffers")
+        };
+        let bytes = session.read(buffers[i].as_ref().expect("a buffer argument has a buffer"))?;
+        out.insert(name.clone(), from_bytes(ty, &bytes));
+    }
+    Ok(out)
 }
 
 /// Build options of a configuration: the spec's, then `-D NAME=VALUE` for each constant and

@@ -9,17 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
     let store = Store::open(&args.db)?;
-    let (group, device_name) = select_group(
+    let (group, device_name, records) = select_group(
         &store,
         &args.db,
         args.kernel.as_deref(),
         args.device.as_deref(),
-    )?;
-    let records = store.records(
-        &group.device,
-        &group.kernel,
-        &group.source_hash,
-        &group.constants,
     )?;
     match args.format.as_str() {
         "kt" => {

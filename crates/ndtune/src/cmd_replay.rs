@@ -7,7 +7,7 @@ use crate::cmd_tune::{outcome_counts, show_config};
 use anyhow::{anyhow, bail, Result};
 use ndtune_core::{Config, Outcome, OutcomeKind};
 use ndtune_search::{Candidates, Recorded};
-use ndtune_store::{kt, Group, Store};
+use ndtune_store::{kt, Group, Record, Store};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,13 +41,7 @@ pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> R
         });
     }
     let store = Store::open(path)?;
-    let (group, device_name) = select_group(&store, path, kernel, device)?;
-    let records = store.records(
-        &group.device,
-        &group.kernel,
-        &group.source_hash,
-        &group.constants,
-    )?;
+    let (group, device_name, records) = select_group(&store, path, kernel, device)?;
     let names: Vec<String> = records
         .first()
         .map(|r| r.key.config.keys().cloned().collect())
@@ -63,13 +57,13 @@ pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> R
 }
 
 /// The one recorded campaign of a store that `kernel` and `device` (part of the device name)
-/// select, with its device's name.
+/// select, with its device's name and its records.
 pub(crate) fn select_group(
     store: &Store,
     path: &Path,
     kernel: Option<&str>,
     device: Option<&str>,
-) -> Result<(Group, String)> {
+) -> Result<(Group, String, Vec<Record>)> {
     let devices: BTreeMap<String, String> = store
         .devices()?
         .into_iter()
@@ -89,7 +83,11 @@ pub(crate) fn select_group(
         })
         .collect();
     match groups.as_slice() {
-        [one] => Ok((one.clone(), device_name(&one.device))),
+        [one] => {
+            let records =
+                store.records(&one.device, &one.kernel, &one.source_hash, &one.constants)?;
+            Ok((one.clone(), device_name(&one.device), records))
+        }
         [] => bail!(
             "{}: no recorded campaign matches (kernel {kernel:?}, device {device:?})",
             path.display()

@@ -34,6 +34,23 @@ __kernel void faulty(__global const float *x, __global float *y) {
 }
 "#;
 
+/// How many results a store holds (0 while it cannot be opened yet).
+fn stored(db: &Path) -> usize {
+    let Ok(store) = ndtune_store::Store::open(db) else {
+        return 0;
+    };
+    let groups = store.groups().unwrap_or_default();
+    groups
+        .iter()
+        .map(|g| {
+            store
+                .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
+                .unwrap()
+                .len()
+        })
+        .sum()
+}
+
 fn faulty_spec(
     dir: &Path,
     modes: &str,
@@ -174,22 +191,6 @@ fn sigkill_in_the_middle_then_resume_loses_and_repeats_nothing() {
         .unwrap();
     // Kill it once a few results are in, mid-campaign.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let stored = |db: &Path| -> usize {
-        let Ok(store) = ndtune_store::Store::open(db) else {
-            return 0;
-        };
-        store
-            .groups()
-            .unwrap_or_default()
-            .iter()
-            .map(|g| {
-                store
-                    .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-                    .unwrap()
-                    .len()
-            })
-            .sum()
-    };
     while stored(&db) < 3 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -295,18 +296,7 @@ fn spec_errors_stop_before_anything_is_measured() {
         "{err}"
     );
 
-    let store = ndtune_store::Store::open(Path::new(db)).unwrap();
-    let n: usize = store
-        .groups()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            store
-                .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-                .unwrap()
-                .len()
-        })
-        .sum();
+    let n = stored(Path::new(db));
     assert_eq!(n, 0, "nothing was measured in vain");
 }
 
