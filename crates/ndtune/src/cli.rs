@@ -25,6 +25,8 @@ pub enum Command {
     Tune(TuneArgs),
     /// Write a recorded campaign as a Kernel Tuner cache or in the T4 results schema.
     Export(ExportArgs),
+    /// Plan the split of one NDRange across devices from their best times and work-group sizes.
+    Split(SplitArgs),
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -143,4 +145,23 @@ pub struct ExportArgs {
     /// Part of the device name, where the store holds several devices.
     #[arg(long, value_name = "SEL")]
     pub device: Option<String>,
+}
+
+#[derive(Args)]
+pub struct SplitArgs {
+    /// Only plan (eq. 4-9 and Algorithm 1 of Erdem et al. 2018) from the given sizes and times.
+    #[arg(long, required = true)]
+    pub plan_only: bool,
+    /// Global size along the split dimension.
+    #[arg(long, value_name = "G")]
+    pub global: u64,
+    /// Each device's best work-group size along the split dimension, comma-separated.
+    #[arg(long, value_name = "A,B", value_delimiter = ',', required = true)]
+    pub wg: Vec<u64>,
+    /// Each device's best time in ms for the whole range, comma-separated, same order.
+    #[arg(long, value_name = "TA,TB", value_delimiter = ',', required = true)]
+    pub time: Vec<f64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -9,6 +9,7 @@ mod cmd_devices;
 mod cmd_export;
 mod cmd_replay;
 mod cmd_space;
+mod cmd_split;
 mod cmd_tune;
 mod kernel_check;
 mod output;
@@ -40,6 +41,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Space(args) => cmd_space::run(&args),
         cli::Command::Tune(args) => cmd_tune::run(&args),
         cli::Command::Export(args) => cmd_export::run(&args),
+        cli::Command::Split(args) => cmd_split::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
     }
 }

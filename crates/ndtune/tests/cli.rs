@@ -233,3 +233,55 @@ fn spec_errors_name_file_line_and_column() {
         "{err}"
     );
 }
+
+#[test]
+fn split_plan_only_prints_the_plan_as_json_and_refuses_bad_times() {
+    let v = json(&[
+        "split",
+        "--plan-only",
+        "--global",
+        "1200",
+        "--wg",
+        "24,40",
+        "--time",
+        "2.0,2.5",
+        "--json",
+    ]);
+    let plan = v["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 2);
+    for (p, wg) in plan.iter().zip([24, 40]) {
+        assert_eq!(
+            p["size"].as_u64().unwrap(),
+            p["work_groups"].as_u64().unwrap() * wg
+        );
+        assert!(p["optimal_factor"].as_f64().unwrap() > 0.0);
+    }
+    let covered: u64 = plan.iter().map(|p| p["size"].as_u64().unwrap()).sum();
+    assert_eq!(covered - 1200, v["overlap"].as_u64().unwrap());
+    assert!(v["theoretical_ms"].as_f64().unwrap() >= v["ideal_ms"].as_f64().unwrap());
+    let err = fails(&[
+        "split",
+        "--plan-only",
+        "--global",
+        "64",
+        "--wg",
+        "8,8",
+        "--time",
+        "1,0",
+    ]);
+    assert!(
+        err.contains("device 1: time 0 ms is not a positive number"),
+        "{err}"
+    );
+    let err = fails(&[
+        "split",
+        "--plan-only",
+        "--global",
+        "64",
+        "--wg",
+        "8,8",
+        "--time",
+        "1",
+    ]);
+    assert!(err.contains("--wg names 2 devices but --time 1"), "{err}");
+}
