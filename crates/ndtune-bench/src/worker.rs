@@ -18,6 +18,8 @@ pub struct Job {
     pub overrides: BTreeMap<String, i64>,
     /// Index of the device in `ndtune devices` order.
     pub device: usize,
+    /// Sub-device K of N equal partitions of that device, if one.
+    pub sub: Option<(usize, usize)>,
     /// Seed of the input data.
     pub seed: u64,
 }
@@ -48,6 +50,10 @@ fn open(job: &Job) -> Result<Bench, Fatal> {
         )));
     }
     let device = devices.swap_remove(job.device);
+    let device = match job.sub {
+        Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string()))?,
+        None => device,
+    };
     Bench::new(spec, &device, job.seed)
 }
 

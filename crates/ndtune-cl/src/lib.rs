@@ -141,8 +141,12 @@ pub struct ClDevice {
     pub profile: DeviceProfile,
     /// Index of the device's platform in `clGetPlatformIDs` order.
     pub platform_index: usize,
+    /// For a sub-device, which part of how many of its parent (`D:K/N`).
+    pub sub: Option<(usize, usize)>,
     device: Device,
     platform: Platform,
+    /// Keeps a sub-device's OpenCL handle alive (released when the last clone goes).
+    _sub_device: Option<std::sync::Arc<opencl3::device::SubDevice>>,
 }
 
 /// What `clGetKernelWorkGroupInfo` reports for one kernel built on one device.
@@ -174,8 +178,10 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
                 index: devices.len(),
                 profile,
                 platform_index,
+                sub: None,
                 device,
                 platform,
+                _sub_device: None,
             });
         }
     }
@@ -321,6 +327,42 @@ fn read_profile(device: &Device, platform_name: &str) -> Result<DeviceProfile, C
 }
 
 impl ClDevice {
+    /// Sub-device `k` of `n` partitions of this device with equal compute units
+    /// (`clCreateSubDevices` with `CL_DEVICE_PARTITION_EQUALLY`), so that co-execution can be
+    /// tried on one CPU. Its profile is the sub-device's own (fewer compute units).
+    pub fn sub_device(&self, k: usize, n: usize) -> Result<ClDevice, ClError> {
+        use opencl3::device::CL_DEVICE_PARTITION_EQUALLY;
+        let units = self.profile.compute_units as usize;
+        if n == 0 || k >= n || units < n {
+            return Err(ClError::InvalidInput {
+                what: "sub-device: D:K/N needs K < N <= compute units",
+            });
+        }
+        let props = [CL_DEVICE_PARTITION_EQUALLY, (units / n) as isize, 0];
+        let mut subs = self
+            .device
+            .create_sub_devices(&props)
+            .map_err(api("clCreateSubDevices"))?;
+        if k >= subs.len() {
+            return Err(ClError::InvalidInput {
+                what: "sub-device: the device made fewer partitions",
+            });
+        }
+        let sub = std::sync::Arc::new(subs.swap_remove(k));
+        let device = Device::new(sub.id());
+        let mut profile = read_profile(&device, &self.profile.platform_name)?;
+        profile.name = format!("{} [{k}/{n}]", profile.name);
+        Ok(ClDevice {
+            index: self.index,
+            profile,
+            platform_index: self.platform_index,
+            sub: Some((k, n)),
+            device,
+            platform: self.platform,
+            _sub_device: Some(sub),
+        })
+    }
+
     /// The `opencl3` device handle.
     pub fn device(&self) -> &Device {
         &self.device

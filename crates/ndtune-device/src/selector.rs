@@ -3,12 +3,17 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// `SEL` in `--device SEL`: an index from `ndtune devices`, or a case-insensitive substring of
-/// the device name.
+/// `SEL` in `--device SEL`: an index from `ndtune devices`, a case-insensitive substring of the
+/// device name, or `D:K/N`: sub-device K of N equal compute-unit partitions of device D.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
     Index(usize),
     Name(String),
+    Sub {
+        parent: Box<Selector>,
+        k: usize,
+        n: usize,
+    },
 }
 
 /// Why a selector picked no single device.
@@ -24,6 +29,8 @@ pub enum SelectorError {
     },
     #[error("empty device selector")]
     Empty,
+    #[error("`{0}`: a sub-device is D:K/N with 0 <= K < N")]
+    BadSub(String),
 }
 
 impl FromStr for Selector {
@@ -32,6 +39,23 @@ impl FromStr for Selector {
         let s = s.trim();
         if s.is_empty() {
             return Err(SelectorError::Empty);
+        }
+        if let Some((parent, part)) = s.rsplit_once(':') {
+            if let Some((k, n)) = part.split_once('/') {
+                let bad = || SelectorError::BadSub(s.to_string());
+                let (k, n) = (
+                    k.trim().parse::<usize>().map_err(|_| bad())?,
+                    n.trim().parse::<usize>().map_err(|_| bad())?,
+                );
+                if k >= n {
+                    return Err(bad());
+                }
+                return Ok(Selector::Sub {
+                    parent: Box::new(parent.parse()?),
+                    k,
+                    n,
+                });
+            }
         }
         Ok(match s.parse::<usize>() {
             Ok(i) => Selector::Index(i),
@@ -45,13 +69,18 @@ impl fmt::Display for Selector {
         match self {
             Selector::Index(i) => write!(f, "{i}"),
             Selector::Name(n) => f.write_str(n),
+            Selector::Sub { parent, k, n } => write!(f, "{parent}:{k}/{n}"),
         }
     }
 }
 
 impl Selector {
-    /// Picks exactly one of `names` (devices in `ndtune devices` order) or says why not.
+    /// Picks exactly one of `names` (devices in `ndtune devices` order) or says why not; for a
+    /// sub-device selector, its parent device.
     pub fn pick(&self, names: &[&str]) -> Result<usize, SelectorError> {
+        if let Selector::Sub { parent, .. } = self {
+            return parent.pick(names);
+        }
         let listing = || {
             names
                 .iter()
@@ -63,6 +92,7 @@ impl Selector {
         let matches: Vec<usize> = match self {
             Selector::Index(i) if *i < names.len() => vec![*i],
             Selector::Index(_) => vec![],
+            Selector::Sub { .. } => unreachable!("handled above"),
             Selector::Name(n) => {
                 let n = n.to_lowercase();
                 (0..names.len())
@@ -125,5 +155,29 @@ mod tests {
             Err(SelectorError::NoMatch { .. })
         ));
         assert_eq!("  ".parse::<Selector>(), Err(SelectorError::Empty));
+    }
+
+    #[test]
+    fn sub_devices_name_their_parent() {
+        let s: Selector = "epyc:1/2".parse().unwrap();
+        assert_eq!(
+            s,
+            Selector::Sub {
+                parent: Box::new(Selector::Name("epyc".into())),
+                k: 1,
+                n: 2
+            }
+        );
+        assert_eq!(s.pick(NAMES), Ok(1));
+        assert_eq!(s.to_string(), "epyc:1/2");
+        assert_eq!("0:0/4".parse::<Selector>().unwrap().pick(NAMES), Ok(0));
+        assert!(matches!(
+            "0:2/2".parse::<Selector>(),
+            Err(SelectorError::BadSub(_))
+        ));
+        assert!(matches!(
+            "0:x/2".parse::<Selector>(),
+            Err(SelectorError::BadSub(_))
+        ));
     }
 }

@@ -34,9 +34,19 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             .collect()
     };
     if let Some(sel) = &args.device {
-        let names: Vec<&str> = devices.iter().map(|d| d.2.name.as_str()).collect();
-        let i = sel.parse::<ndtune_device::Selector>()?.pick(&names)?;
-        devices = vec![devices.swap_remove(i)];
+        let selector = sel.parse::<ndtune_device::Selector>()?;
+        if let (ndtune_device::Selector::Sub { k, n, .. }, false) = (&selector, args.builtin) {
+            let d = targets::pick(&targets::discover()?, sel)?;
+            devices = vec![(
+                format!("{}:{k}/{n}", d.index),
+                d.profile.platform_name.clone(),
+                d.profile,
+            )];
+        } else {
+            let names: Vec<&str> = devices.iter().map(|d| d.2.name.as_str()).collect();
+            let i = selector.pick(&names)?;
+            devices = vec![devices.swap_remove(i)];
+        }
     }
     if let Some(dir) = &args.mzn {
         write_mzn(dir, &devices)?;

@@ -241,7 +241,7 @@ fn tune_device(
     store: &Store,
     progress: &MultiProgress,
 ) -> Result<DeviceReport> {
-    let label = format!("{}: {}", device.index, device.profile.name);
+    let label = targets::label(device);
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(&label, &device.profile)])
@@ -271,6 +271,7 @@ fn tune_device(
         spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
         overrides: overrides.clone(),
         device: device.index,
+        sub: device.sub,
         seed: args.seed,
     };
     let timeout = args.timeout.map(Duration::from_secs_f64);

@@ -20,16 +20,30 @@ pub fn discover() -> Result<Vec<ClDevice>> {
     Ok(ndtune_cl::discover()?)
 }
 
-/// Picks one live device by selector.
+/// Picks one live device by selector; `D:K/N` makes sub-device K of N of device D.
 pub fn pick(devices: &[ClDevice], sel: &str) -> Result<ClDevice> {
     let names: Vec<&str> = devices.iter().map(|d| d.profile.name.as_str()).collect();
-    let i = sel.parse::<Selector>()?.pick(&names)?;
-    Ok(devices[i].clone())
+    let selector = sel.parse::<Selector>()?;
+    let device = &devices[selector.pick(&names)?];
+    match selector {
+        Selector::Sub { k, n, .. } => Ok(device
+            .sub_device(k, n)
+            .with_context(|| format!("sub-device {sel}"))?),
+        _ => Ok(device.clone()),
+    }
+}
+
+/// How `ndtune devices` and reports name a device: its index (with `:K/N` for a sub-device).
+pub fn label(d: &ClDevice) -> String {
+    match d.sub {
+        Some((k, n)) => format!("{}:{k}/{n}: {}", d.index, d.profile.name),
+        None => format!("{}: {}", d.index, d.profile.name),
+    }
 }
 
 fn live(d: ClDevice) -> Device {
     Device {
-        label: format!("{}: {}", d.index, d.profile.name),
+        label: label(&d),
         profile: d.profile.clone(),
         live: Some(d),
     }
@@ -90,7 +104,7 @@ pub fn live_devices(sel: Option<&str>) -> Result<Vec<ClDevice>> {
             let mut picked: Vec<ClDevice> = Vec::new();
             for one in list.split(',') {
                 let d = pick(&devices, one).with_context(|| format!("--device {list}"))?;
-                if picked.iter().any(|p| p.index == d.index) {
+                if picked.iter().any(|p| p.index == d.index && p.sub == d.sub) {
                     anyhow::bail!("--device {list}: device {} is named twice", d.index);
                 }
                 picked.push(d);

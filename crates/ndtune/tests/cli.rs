@@ -285,3 +285,34 @@ fn split_plan_only_prints_the_plan_as_json_and_refuses_bad_times() {
     ]);
     assert!(err.contains("--wg names 2 devices but --time 1"), "{err}");
 }
+
+#[test]
+fn sub_devices_split_a_device_by_compute_units() {
+    let whole = json(&["devices", "--json", "--device", "0"])[0]["compute_units"]
+        .as_u64()
+        .unwrap();
+    let half = json(&["devices", "--json", "--device", "0:1/2"])[0].clone();
+    assert_eq!(half["compute_units"].as_u64().unwrap(), whole / 2, "{half}");
+    assert!(half["name"].as_str().unwrap().ends_with("[1/2]"));
+    let space = json(&[
+        "space",
+        examples().join("conv1d.toml").to_str().unwrap(),
+        "--device",
+        "0:0/2",
+        "--json",
+    ]);
+    assert_eq!(
+        space["device"]
+            .as_str()
+            .unwrap()
+            .split(':')
+            .take(2)
+            .collect::<Vec<_>>(),
+        ["0", "0/2"]
+    );
+    let err = fails(&["devices", "--device", "0:2/2"]);
+    assert!(
+        err.contains("a sub-device is D:K/N with 0 <= K < N"),
+        "{err}"
+    );
+}

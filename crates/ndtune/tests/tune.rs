@@ -409,3 +409,41 @@ fn export_and_replay_round_trip_through_kernel_tuner_and_t4_files() {
     assert_eq!(invalid.iter().filter(|i| **i == "compile").count(), 2);
     assert_eq!(invalid.iter().filter(|i| **i == "correctness").count(), 2);
 }
+
+#[test]
+fn sub_devices_are_tuned_each_in_its_own_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = faulty_spec(
+        dir.path(),
+        "[0, 5]",
+        "[1]",
+        "{ config = { MODE = 0, SLOW = 1 } }",
+        "faulty",
+        ARGS,
+    );
+    let db = dir.path().join("sub.db");
+    let v = json(&[
+        "tune",
+        &spec,
+        "--db",
+        db.to_str().unwrap(),
+        "--device",
+        "0:0/2,0:1/2",
+        "--json",
+    ]);
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for (d, part) in devices.iter().zip(["0:0/2", "0:1/2"]) {
+        assert!(d["device"].as_str().unwrap().starts_with(part), "{d}");
+        assert_eq!(d["outcomes"]["measured"], 2, "{d}");
+    }
+    let err = fails(&[
+        "tune",
+        &spec,
+        "--db",
+        db.to_str().unwrap(),
+        "--device",
+        "0:1/2,0:1/2",
+    ]);
+    assert!(err.contains("named twice"), "{err}");
+}
