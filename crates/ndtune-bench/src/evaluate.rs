@@ -8,7 +8,7 @@ use crate::verify::compare;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Session};
 use ndtune_core::{Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{ArgKind, Reference, Spec};
+use ndtune_spec::{source_names, ArgKind, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -127,7 +127,7 @@ impl Bench {
         let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
         let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
-        let used_names = identifiers(&source);
+        let used_names = source_names(&source);
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
@@ -148,7 +148,7 @@ impl Bench {
 
     /// Build options of a configuration of the tuned kernel.
     fn options(&self, config: &[i64]) -> String {
-        options_for(&self.spec, &self.used_names, config)
+        self.spec.build_options(&self.used_names, config)
     }
 
     /// How many distinct programs were built so far.
@@ -414,7 +414,7 @@ impl Bench {
             .iter()
             .map(|n| size(n, config, "[verify] reference global"))
             .collect::<Result<Vec<_>, _>>()?;
-        let options = options_for(&self.spec, &identifiers(&source), config);
+        let options = self.spec.build_options(&source_names(&source), config);
         let fail = |e: ClError| Fatal(format!("{what}: {e}"));
         let mut session = Session::new(&self.device).map_err(fail)?;
         let kernel = session.kernel(&source, name, &options).map_err(fail)?;
@@ -516,44 +516,4 @@ fn read_outputs(
         out.insert(name.clone(), from_bytes(ty, &bytes));
     }
     Ok(out)
-}
-
-/// Build options of a configuration: the spec's, then `-D NAME=VALUE` for each constant and
-/// parameter that a source mentions (`used`).
-fn options_for(spec: &Spec, used: &HashSet<String>, config: &[i64]) -> String {
-    let params = spec
-        .problem
-        .params
-        .iter()
-        .map(|p| p.name.as_str())
-        .zip(config.iter().copied());
-    let consts = spec.problem.constants.iter().map(|(k, v)| (k.as_str(), *v));
-    let mut opts = spec.kernel.build_options.join(" ");
-    for (name, value) in consts.chain(params).filter(|(n, _)| used.contains(*n)) {
-        opts.push_str(&format!(" -D {name}={value}"));
-    }
-    opts.trim_start().to_string()
-}
-
-/// Every identifier-like word of an OpenCL C source.
-fn identifiers(source: &str) -> HashSet<String> {
-    source
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
-        .map(str::to_string)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::identifiers;
-
-    #[test]
-    fn identifiers_are_whole_words() {
-        let ids = identifiers("#define TILE WG_X\nfloat a[N*2]; x_1 = 3e5;");
-        for w in ["define", "TILE", "WG_X", "float", "a", "N", "x_1"] {
-            assert!(ids.contains(w), "{w}");
-        }
-        assert!(!ids.contains("WG") && !ids.contains("3e5") && !ids.contains("e5"));
-    }
 }

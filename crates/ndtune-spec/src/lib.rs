@@ -19,7 +19,7 @@ mod validate;
 pub use validate::{Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Verify};
 
 use ndtune_space::problem::{Location, Problem, ProblemError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -157,27 +157,30 @@ mod tests;
 
 impl Spec {
     /// The OpenCL build options of one configuration (values in parameter declaration order):
-    /// the spec's own options, then `-D NAME=VALUE` for every constant and parameter.
-    pub fn build_options(&self, config: &[i64]) -> String {
-        let mut opts = self.kernel.build_options.join(" ");
-        let defines = self
+    /// the spec's own options, then `-D NAME=VALUE` for each constant and parameter that the
+    /// kernel source mentions (`used`, from [`source_names`]). A parameter used only in
+    /// `[launch]` is no define, so configurations differing only there share one build.
+    pub fn build_options(&self, used: &HashSet<String>, config: &[i64]) -> String {
+        let params = self
             .problem
-            .constants
+            .params
             .iter()
-            .map(|(k, v)| (k.as_str(), *v))
-            .chain(
-                self.problem
-                    .params
-                    .iter()
-                    .map(|p| p.name.as_str())
-                    .zip(config.iter().copied()),
-            );
-        for (name, value) in defines {
-            if !opts.is_empty() {
-                opts.push(' ');
-            }
-            opts.push_str(&format!("-D {name}={value}"));
+            .map(|p| p.name.as_str())
+            .zip(config.iter().copied());
+        let consts = self.problem.constants.iter().map(|(k, v)| (k.as_str(), *v));
+        let mut opts = self.kernel.build_options.join(" ");
+        for (name, value) in consts.chain(params).filter(|(n, _)| used.contains(*n)) {
+            opts.push_str(&format!(" -D {name}={value}"));
         }
-        opts
+        opts.trim_start().to_string()
     }
+}
+
+/// Every identifier-like word of an OpenCL C source: the names it may use as defines.
+pub fn source_names(source: &str) -> HashSet<String> {
+    source
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        .map(str::to_string)
+        .collect()
 }

@@ -199,3 +199,12 @@ fn constants_can_be_overridden_and_dependents_follow() {
         "{e}"
     );
 }
+
+#[test]
+fn source_names_are_whole_words() {
+    let ids = crate::source_names("#define TILE WG_X\nfloat a[N*2]; x_1 = 3e5;");
+    for w in ["define", "TILE", "WG_X", "float", "a", "N", "x_1"] {
+        assert!(ids.contains(w), "{w}");
+    }
+    assert!(!ids.contains("WG") && !ids.contains("3e5") && !ids.contains("e5"));
+}

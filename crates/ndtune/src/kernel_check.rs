@@ -46,6 +46,7 @@ pub fn check(
         .map(|src| spec.problem.int_expr(src))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{}: [launch] local: {e}", spec.path.display()))?;
+    let used = ndtune_spec::source_names(source);
     let mut result = KernelCheck::default();
     eprintln!(
         "{}: building {} configuration(s) to read their CL_KERNEL_WORK_GROUP_SIZE",
@@ -54,7 +55,11 @@ pub fn check(
     let mut failure = None;
     pruning.space.for_each(|config| {
         result.checked += 1;
-        match device.kernel_limits(source, &spec.kernel.name, &spec.build_options(config)) {
+        match device.kernel_limits(
+            source,
+            &spec.kernel.name,
+            &spec.build_options(&used, config),
+        ) {
             Ok(k) => {
                 let (lo, hi) = result.work_group_size_range.unwrap_or((u64::MAX, 0));
                 result.work_group_size_range =
