@@ -1,10 +1,11 @@
 //! Kernel argument data on the host: deterministic buffer contents, scalar bytes, and conversion
 //! of device bytes to f64 for verification.
 
-use ndtune_spec::{ElemType, Init};
+use ndtune_spec::{ArgKind, ElemType, Init, Spec};
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
 
 /// The values a buffer starts with: `init` over `len` elements; `Random` draws from a stream
 /// seeded by `seed` and the argument's position, so every run and every process sees the same.
@@ -72,6 +73,34 @@ pub fn from_bytes(ty: ElemType, bytes: &[u8]) -> Vec<f64> {
             ElemType::Double => f64::from_ne_bytes(c.try_into().expect("8 bytes")),
         })
         .collect()
+}
+
+/// Every buffer argument's initial bytes for one configuration, by name: the same data the
+/// tuner measures with (same seed, same streams).
+pub fn spec_inputs(
+    spec: &Spec,
+    config: &[i64],
+    seed: u64,
+) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut out = BTreeMap::new();
+    for (i, a) in spec.args.iter().enumerate() {
+        if let ArgKind::Buffer { ty, len, init, .. } = &a.kind {
+            let len = len
+                .eval(config)
+                .and_then(|v| usize::try_from(v).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "[[args]] {} len is not a size for configuration {config:?}",
+                        a.name
+                    )
+                })?;
+            out.insert(
+                a.name.clone(),
+                to_bytes(*ty, &initial_values(*init, *ty, len, seed, i)),
+            );
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

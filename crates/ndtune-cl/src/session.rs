@@ -128,13 +128,28 @@ impl Session {
     /// Overwrites the start of a buffer with `bytes` (blocking).
     pub fn write(&self, buffer: &mut DeviceBuffer, bytes: &[u8]) -> Result<(), ClError> {
         let n = bytes.len().min(buffer.len);
-        if n == 0 {
+        self.write_at(buffer, 0, &bytes[..n])
+    }
+
+    /// Writes `bytes` into a buffer from byte `offset` on (blocking).
+    pub fn write_at(
+        &self,
+        buffer: &mut DeviceBuffer,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), ClError> {
+        if offset + bytes.len() > buffer.len {
+            return Err(ClError::InvalidInput {
+                what: "write past the end of a buffer",
+            });
+        }
+        if bytes.is_empty() {
             return Ok(());
         }
-        // SAFETY: a blocking write of n bytes from a live slice into a buffer of at least n.
+        // SAFETY: a blocking write from a live slice into a range inside the buffer.
         unsafe {
             self.queue
-                .enqueue_write_buffer(&mut buffer.buffer, CL_BLOCKING, 0, &bytes[..n], &[])
+                .enqueue_write_buffer(&mut buffer.buffer, CL_BLOCKING, offset, bytes, &[])
         }
         .map(drop)
         .map_err(api("clEnqueueWriteBuffer"))
@@ -142,14 +157,29 @@ impl Session {
 
     /// Reads a whole buffer back (blocking).
     pub fn read(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>, ClError> {
-        let mut out = vec![0u8; buffer.len];
+        self.read_at(buffer, 0, buffer.len)
+    }
+
+    /// Reads `len` bytes of a buffer from byte `offset` on (blocking).
+    pub fn read_at(
+        &self,
+        buffer: &DeviceBuffer,
+        offset: usize,
+        len: usize,
+    ) -> Result<Vec<u8>, ClError> {
+        if offset + len > buffer.len {
+            return Err(ClError::InvalidInput {
+                what: "read past the end of a buffer",
+            });
+        }
+        let mut out = vec![0u8; len];
         if out.is_empty() {
             return Ok(out);
         }
-        // SAFETY: blocking read into a slice of exactly the buffer's size.
+        // SAFETY: blocking read of a range inside the buffer into a slice of that size.
         unsafe {
             self.queue
-                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, 0, &mut out, &[])
+                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, &mut out, &[])
         }
         .map_err(api("clEnqueueReadBuffer"))?;
         Ok(out)

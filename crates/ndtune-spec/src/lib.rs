@@ -16,7 +16,9 @@
 pub mod raw;
 mod validate;
 
-pub use validate::{Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Verify};
+pub use validate::{
+    Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Split, SplitBuffer, Verify,
+};
 
 use ndtune_space::problem::{Location, Problem, ProblemError};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -33,6 +35,8 @@ pub struct Spec {
     pub args: Vec<Arg>,
     pub verify: Option<Verify>,
     pub measure: Measure,
+    /// `[split]`: how buffers follow a split of the NDRange (co-execution).
+    pub split: Option<Split>,
     text: String,
     spans: HashMap<SpanKey, Range<usize>>,
 }
@@ -136,6 +140,11 @@ impl Spec {
     /// Places a problem error at its position in this file.
     pub fn locate(&self, e: &ProblemError) -> SpecError {
         self.error_at(&SpanKey::Location(e.location.clone()), e.to_string())
+    }
+
+    /// An error about `[split]`, placed at that section (or at the file where it has none).
+    pub fn split_error(&self, message: String) -> SpecError {
+        self.error_at(&SpanKey::Section("split"), message)
     }
 
     /// The kernel's OpenCL source, where the spec names one.

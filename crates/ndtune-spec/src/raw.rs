@@ -17,6 +17,7 @@ pub struct RawSpec {
     pub args: Vec<Spanned<RawArg>>,
     pub verify: Option<Spanned<RawVerify>>,
     pub measure: Option<Spanned<RawMeasure>>,
+    pub split: Option<Spanned<RawSplit>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,4 +92,21 @@ pub struct RawMeasure {
     pub best_of: Option<u32>,
     pub flops: Option<Spanned<IntOrExpr>>,
     pub bytes: Option<Spanned<IntOrExpr>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSplit {
+    pub dim: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub buffers: IndexMap<String, Spanned<RawSplitBuffer>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSplitBuffer {
+    pub stride: Spanned<IntOrExpr>,
+    pub before: Option<Spanned<IntOrExpr>>,
+    pub after: Option<Spanned<IntOrExpr>>,
+    pub dim: Option<Spanned<i64>>,
 }

@@ -151,6 +151,39 @@ impl Default for Measure {
     }
 }
 
+/// `[split]`: how the buffers follow a split of the NDRange along one dimension, for
+/// co-execution. Index `i` of dimension `dim` of the NDRange reads elements
+/// `[i * stride - before, (i + 1) * stride + after)` of the buffer and writes
+/// `[i * stride, (i + 1) * stride)`; buffers not named here are copied whole to every device.
+#[derive(Debug, Clone)]
+pub struct Split {
+    /// The dimension split by default (0-based, as `get_global_id`).
+    pub dim: usize,
+    pub buffers: Vec<SplitBuffer>,
+}
+
+/// One buffer of `[split.buffers]`.
+#[derive(Debug, Clone)]
+pub struct SplitBuffer {
+    /// Index of the buffer in `[[args]]`.
+    pub arg: usize,
+    /// The NDRange dimension the buffer follows.
+    pub dim: usize,
+    /// Elements per index of that dimension.
+    pub stride: Node,
+    /// Extra elements read before a part's first element (halo).
+    pub before: Node,
+    /// Extra elements read after a part's last element (halo).
+    pub after: Node,
+}
+
+impl Split {
+    /// The declaration of buffer argument `arg` along dimension `dim`, if any.
+    pub fn buffer(&self, arg: usize, dim: usize) -> Option<&SplitBuffer> {
+        self.buffers.iter().find(|b| b.arg == arg && b.dim == dim)
+    }
+}
+
 struct Ctx<'a> {
     text: &'a str,
     path: &'a Path,
@@ -244,6 +277,7 @@ pub(crate) fn spec(
         args: vec![],
         verify: None,
         measure: Measure::default(),
+        split: None,
         text: text.to_string(),
         spans: std::mem::take(&mut cx.spans),
     };
@@ -258,6 +292,10 @@ pub(crate) fn spec(
     }
     if let Some(m) = &raw.measure {
         spec.measure = measure(&cx, &spec.problem, m)?;
+    }
+    if let Some(sp) = &raw.split {
+        spec.spans.insert(SpanKey::Section("split"), sp.span());
+        spec.split = Some(split(&cx, &spec, sp)?);
     }
     Ok(spec)
 }
@@ -637,4 +675,71 @@ fn measure(
         ));
     }
     Ok(out)
+}
+
+fn split(cx: &Ctx, spec: &Spec, sp: &Spanned<crate::raw::RawSplit>) -> Result<Split, SpecError> {
+    let r = sp.get_ref();
+    let dims = spec.problem.launch.as_ref().map_or(0, |l| l.global.len());
+    if dims == 0 {
+        return Err(cx.err(
+            &sp.span(),
+            "[split] needs [launch]: it splits the launch's NDRange",
+        ));
+    }
+    let dim_of = |d: Option<&Spanned<i64>>, default: usize, what: &str| match d {
+        None => Ok(default),
+        Some(d) => usize::try_from(*d.get_ref())
+            .ok()
+            .filter(|&v| v < dims)
+            .ok_or_else(|| {
+                cx.err(
+                    &d.span(),
+                    format!(
+                        "{what}: the launch has dimensions 0 to {} (as get_global_id), not {}",
+                        dims - 1,
+                        d.get_ref()
+                    ),
+                )
+            }),
+    };
+    let dim = dim_of(r.dim.as_ref(), 0, "[split] dim")?;
+    let mut buffers = Vec::new();
+    for (name, b) in &r.buffers {
+        let what = format!("[split.buffers] {name}");
+        let arg = spec
+            .args
+            .iter()
+            .position(|a| &a.name == name && matches!(a.kind, ArgKind::Buffer { .. }))
+            .ok_or_else(|| {
+                let buffers: Vec<&str> = spec
+                    .args
+                    .iter()
+                    .filter(|a| matches!(a.kind, ArgKind::Buffer { .. }))
+                    .map(|a| a.name.as_str())
+                    .collect();
+                cx.err(
+                    &b.span(),
+                    format!(
+                        "{what}: no buffer argument `{name}`; the buffers are: {}",
+                        buffers.join(", ")
+                    ),
+                )
+            })?;
+        let b = b.get_ref();
+        let halo = |e: &Option<Spanned<IntOrExpr>>, key: &str| match e {
+            Some(e) => expr(cx, &spec.problem, &format!("{what} {key}"), e),
+            None => spec
+                .problem
+                .int_expr("0")
+                .map_err(|e| cx.err(&(0..0), e.to_string())),
+        };
+        buffers.push(SplitBuffer {
+            arg,
+            dim: dim_of(b.dim.as_ref(), dim, &format!("{what} dim"))?,
+            stride: expr(cx, &spec.problem, &format!("{what} stride"), &b.stride)?,
+            before: halo(&b.before, "before")?,
+            after: halo(&b.after, "after")?,
+        });
+    }
+    Ok(Split { dim, buffers })
 }

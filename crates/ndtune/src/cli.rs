@@ -149,19 +149,60 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct SplitArgs {
-    /// Only plan (eq. 4-9 and Algorithm 1 of Erdem et al. 2018) from the given sizes and times.
-    #[arg(long, required = true)]
+    /// The spec file (TOML) with a [split] section: co-execute its kernel across --devices.
+    #[arg(required_unless_present = "plan_only", conflicts_with = "plan_only")]
+    pub spec: Option<PathBuf>,
+    /// Devices to split across: selectors, comma-separated (`0,1`, `0:0/2,0:1/2`).
+    #[arg(long, value_name = "SEL,SEL", required_unless_present = "plan_only")]
+    pub devices: Option<String>,
+    /// The NDRange dimension to split (0-based; default: [split] dim).
+    #[arg(long, value_name = "D")]
+    pub dim: Option<usize>,
+    /// Also measure co-execution at fixed split factors of the first device, 0 to 1 by STEP.
+    #[arg(long, value_name = "STEP", value_parser = parse_step)]
+    pub sweep: Option<f64>,
+    /// The results store: each device's best configuration comes from there (tuned first where
+    /// missing).
+    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    pub db: PathBuf,
+    /// Strategy for devices that must be tuned first.
+    #[arg(long, default_value = "exhaustive")]
+    pub strategy: String,
+    /// At most this many configurations per device that must be tuned first.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Seed of the input data (and of the tuning strategy).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Replace a spec constant, e.g. `--set N=256` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, i64)>,
+    /// Only plan (eq. 4-9 and Algorithm 1 of Erdem et al. 2018) from given sizes and times.
+    #[arg(long, requires_all = ["global", "wg", "time"])]
     pub plan_only: bool,
-    /// Global size along the split dimension.
+    /// --plan-only: global size along the split dimension.
     #[arg(long, value_name = "G")]
-    pub global: u64,
-    /// Each device's best work-group size along the split dimension, comma-separated.
-    #[arg(long, value_name = "A,B", value_delimiter = ',', required = true)]
+    pub global: Option<u64>,
+    /// --plan-only: each device's best work-group size along the split dimension.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub wg: Vec<u64>,
-    /// Each device's best time in ms for the whole range, comma-separated, same order.
-    #[arg(long, value_name = "TA,TB", value_delimiter = ',', required = true)]
+    /// --plan-only: each device's best time in ms for the whole range, same order.
+    #[arg(long, value_name = "TA,TB", value_delimiter = ',')]
     pub time: Vec<f64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A sweep step: a number in (0, 1].
+fn parse_step(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not in (0, 1]"))
+    }
 }

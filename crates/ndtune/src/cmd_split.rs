@@ -1,11 +1,298 @@
-//! `ndtune split --plan-only`: the split of one NDRange across devices (Erdem et al. 2018, §2.2)
-//! from each device's best work-group size and time.
+//! `ndtune split`: co-execute one NDRange of a spec across several devices (Erdem et al. 2018,
+//! §2.2), each with its best configuration from the store (tuned first where missing), and
+//! report Table 3, Fig. 5 and, with `--sweep`, Fig. 6-7. `--plan-only` plans from given sizes and
+//! times without running anything.
 
-use crate::cli::SplitArgs;
-use anyhow::{bail, Result};
+use crate::cli::{SplitArgs, TuneArgs};
+use crate::cmd_tune::{best_recorded, group, show_config, tune_device};
+use crate::targets;
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ndtune_cl::ClDevice;
+use ndtune_core::Config;
+use ndtune_spec::Spec;
+use ndtune_split::runtime::{CoExecutor, Member};
+use ndtune_split::study::{study, Mode, Study};
 use ndtune_split::{plan, Device};
+use ndtune_store::Store;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 pub fn run(args: &SplitArgs) -> Result<()> {
+    if args.plan_only {
+        return plan_only(args);
+    }
+    let spec_path = args
+        .spec
+        .as_ref()
+        .expect("clap requires SPEC without --plan-only");
+    let overrides: BTreeMap<String, i64> = args.set.iter().cloned().collect();
+    let spec = Spec::load_with(spec_path, &overrides)?;
+    let split = spec.split.as_ref().ok_or_else(|| {
+        spec.split_error(
+            "no [split] section: say which buffers follow the split (see docs/split.md)".into(),
+        )
+    })?;
+    let dims = spec.problem.launch.as_ref().map_or(0, |l| l.global.len());
+    let dim = args.dim.unwrap_or(split.dim);
+    if dim >= dims {
+        bail!(
+            "--dim {dim}: the launch of {} has {dims} dimension(s), 0 to {}",
+            spec.path.display(),
+            dims.saturating_sub(1)
+        );
+    }
+    let source = spec
+        .kernel_source()?
+        .ok_or_else(|| anyhow!("{}: [kernel] source is needed", spec.path.display()))?;
+    let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
+    let labels: Vec<String> = devices.iter().map(targets::label).collect();
+
+    let store = Store::open(&args.db)?;
+    let progress = MultiProgress::new();
+    if args.json {
+        progress.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
+    let mut rows = Vec::new();
+    let mut members = Vec::new();
+    for (device, label) in devices.iter().zip(&labels) {
+        let g = group(&spec, &source, device, &store)?;
+        let mut best = best_recorded(&store, &g)?;
+        if best.is_none() {
+            progress.println(format!(
+                "{label}: no measured configuration of `{}` in {}: tuning first",
+                spec.kernel.name,
+                args.db.display()
+            ))?;
+            let tune = TuneArgs {
+                spec: Some(spec_path.clone()),
+                device: None,
+                db: args.db.clone(),
+                strategy: args.strategy.clone(),
+                budget: args.budget,
+                seed: args.seed,
+                timeout: None,
+                set: args.set.clone(),
+                replay: None,
+                json: args.json,
+            };
+            let report = tune_device(&tune, &spec, &source, &overrides, device, &store, &progress)?;
+            best = best_recorded(&store, &g)?;
+            if best.is_none() {
+                bail!(
+                    "{label} cannot run `{}`: tuning measured and verified no configuration ({})",
+                    spec.kernel.name,
+                    report.outcome_summary()
+                );
+            }
+        }
+        let (config, timing) = best.expect("tuned above");
+        let values: Vec<i64> = names
+            .iter()
+            .map(|n| {
+                config.get(n).copied().ok_or_else(|| {
+                    anyhow!("{label}: the stored best configuration has no `{n}`; re-tune")
+                })
+            })
+            .collect::<Result<_>>()?;
+        rows.push(DeviceRow {
+            device: label.clone(),
+            config,
+            tuned_ms: timing.score_ms(),
+            wg: 0,
+            single_ms: 0.0,
+            single_kernel_ms: 0.0,
+        });
+        members.push(Member {
+            device: device.clone(),
+            config: values,
+        });
+    }
+
+    let inputs = ndtune_bench::data::spec_inputs(&spec, &members[0].config, args.seed)
+        .map_err(|e| anyhow!("{}: {e}", spec.path.display()))?;
+    let mut exec = CoExecutor::new(&spec, &members, &labels, dim, &inputs)?;
+    let spinner = progress.add(ProgressBar::new_spinner());
+    spinner.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("template"));
+    spinner.enable_steady_tick(Duration::from_millis(200));
+    let result = study(&mut exec, &spec, args.sweep, &mut |m| {
+        spinner.set_message(m)
+    });
+    spinner.finish_and_clear();
+    let s = result?;
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.wg = exec.work_groups()[i];
+        row.single_ms = s.single_ms[i];
+        row.single_kernel_ms = s.single_kernel_ms[i];
+    }
+    let report = Report {
+        kernel: spec.kernel.name.clone(),
+        dim,
+        devices: rows,
+        study: s,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report, &names);
+    }
+    if !report.study.verified {
+        bail!(
+            "the co-executed output of `{}` does not match device {} alone: {}",
+            report.kernel,
+            report.study.best_single,
+            report.study.mismatch.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+/// Resolves `--devices`; every device at most once, and no device together with a part of it.
+fn pick_devices(list: &str) -> Result<Vec<ClDevice>> {
+    let all = targets::discover()?;
+    let mut picked: Vec<ClDevice> = Vec::new();
+    for sel in list.split(',').map(str::trim) {
+        let d = targets::pick(&all, sel).with_context(|| format!("--devices {list}"))?;
+        for p in picked.iter().filter(|p| p.index == d.index) {
+            let why = match (p.sub, d.sub) {
+                (Some((_, a)), Some((_, b))) if a != b => format!(
+                    "partitions into {a} and into {b} of device {} overlap",
+                    d.index
+                ),
+                (Some(x), Some(y)) if x != y => continue, // two parts of one partition
+                (Some(_), Some(_)) => format!("{sel} is named twice"),
+                (None, None) => format!("device {} is named twice", d.index),
+                _ => format!(
+                    "device {} and a sub-device of it share compute units",
+                    d.index
+                ),
+            };
+            bail!("--devices {list}: {why}");
+        }
+        picked.push(d);
+    }
+    if picked.len() < 2 {
+        bail!("--devices {list}: co-execution needs at least two devices");
+    }
+    Ok(picked)
+}
+
+#[derive(Serialize)]
+struct DeviceRow {
+    device: String,
+    config: Config,
+    /// The kernel's time in the store (profiling events, tuning's protocol).
+    tuned_ms: f64,
+    /// Work-group size along the split dimension.
+    wg: u64,
+    /// Alone over the whole range, host clock, transfers included.
+    single_ms: f64,
+    single_kernel_ms: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    kernel: String,
+    dim: usize,
+    devices: Vec<DeviceRow>,
+    #[serde(flatten)]
+    study: Study,
+}
+
+fn print_report(r: &Report, names: &[String]) {
+    let s = &r.study;
+    println!(
+        "co-execution of `{}`: {} items along dimension {} on {} devices",
+        r.kernel,
+        s.plan.global,
+        r.dim,
+        r.devices.len()
+    );
+    println!("  each device alone (its best configuration from the store; host clock, transfers included):");
+    for (i, d) in r.devices.iter().enumerate() {
+        println!(
+            "    [{i}] {}: {}  alone {:.4} ms (kernel {:.4} ms, tuned {:.4} ms)",
+            d.device,
+            show_config(names, &d.config),
+            d.single_ms,
+            d.single_kernel_ms,
+            d.tuned_ms
+        );
+    }
+    println!("  plan (Table 3):");
+    println!(
+        "    {:>6} {:>10} {:>10} {:>8} {:>6} {:>9} {:>9} {:>10} {:>10}",
+        "device", "offset", "size", "groups", "wg", "adjusted", "optimal", "finish ms", "kernel ms"
+    );
+    for p in &s.plan.parts {
+        let t = s.parts.iter().find(|t| t.device == p.device);
+        println!(
+            "    {:>6} {:>10} {:>10} {:>8} {:>6} {:>9.3} {:>9.3} {:>10} {:>10}",
+            p.device,
+            p.offset,
+            p.size,
+            p.work_groups,
+            r.devices[p.device].wg,
+            p.factor,
+            p.optimal_factor,
+            t.map_or("-".into(), |t| format!("{:.4}", t.finish_ms)),
+            t.map_or("-".into(), |t| format!("{:.4}", t.kernel_ms)),
+        );
+    }
+    if s.plan.overlap > 0 {
+        println!(
+            "    {} items are computed by two devices (work-group sizes are not multiples of each other)",
+            s.plan.overlap
+        );
+    }
+    println!(
+        "  theoretical {:.4} ms (Algorithm 1), co-execution {:.4} ms measured, overhead {:+.1}%",
+        s.plan.theoretical_ms,
+        s.coexec_ms,
+        s.overhead * 100.0
+    );
+    println!(
+        "  ideal speedup {:.3}, speedup {:.3} over device {} alone, efficiency {:.3}, balance {:.3}",
+        s.ideal_speedup, s.speedup, s.best_single, s.efficiency, s.balance
+    );
+    match &s.mismatch {
+        None => println!(
+            "  verified: the gathered output matches device {} alone",
+            s.best_single
+        ),
+        Some(m) => println!("  NOT verified: {m}"),
+    }
+    let mode = match s.decision.mode {
+        Mode::Coexec => "co-execute".to_string(),
+        Mode::Single => format!("run on device {} alone", s.decision.device.unwrap_or(0)),
+    };
+    println!(
+        "  decision: {mode} ({:.4} ms): {}",
+        s.decision.ms, s.decision.reason
+    );
+    if let Some(points) = &s.sweep {
+        println!("  sweep (Fig. 6-7): device 0's factor, adjusted factors, time");
+        for p in points {
+            let factors: Vec<String> = p.factors.iter().map(|f| format!("{f:.3}")).collect();
+            println!(
+                "    {:>6.3}  [{}]  {:>10.4} ms{}{}",
+                p.factor,
+                factors.join(", "),
+                p.coexec_ms,
+                if p.verified { "" } else { "  NOT verified" },
+                if p.planner { "  <- planner" } else { "" }
+            );
+        }
+    }
+}
+
+/// `--plan-only`: the planner on given sizes and times.
+fn plan_only(args: &SplitArgs) -> Result<()> {
+    let global = args
+        .global
+        .expect("clap requires --global with --plan-only");
     if args.wg.len() != args.time.len() {
         bail!(
             "--wg names {} devices but --time {}",
@@ -19,7 +306,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .zip(&args.time)
         .map(|(&wg, &time_ms)| Device { wg, time_ms })
         .collect();
-    let p = plan(args.global, &devices)?;
+    let p = plan(global, &devices)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&p)?);
         return Ok(());

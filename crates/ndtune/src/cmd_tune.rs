@@ -9,7 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, Outcome, OutcomeKind};
+use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
 use ndtune_search::{Candidates, Evaluated, Evaluator, Trace};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -87,7 +87,7 @@ impl TimeSpent {
 }
 
 #[derive(Serialize)]
-pub(crate) struct DeviceReport {
+pub struct DeviceReport {
     device: String,
     kernel: String,
     strategy: String,
@@ -104,6 +104,13 @@ pub(crate) struct DeviceReport {
     time: TimeSpent,
     #[serde(skip)]
     names: Vec<String>,
+}
+
+impl DeviceReport {
+    /// `measured 5, pruned 0, ...`.
+    pub fn outcome_summary(&self) -> String {
+        outcome_counts(&self.outcomes)
+    }
 }
 
 /// Runs live evaluations for one device and commits each outcome to the store at once.
@@ -231,8 +238,36 @@ fn worker_command() -> Result<Box<dyn Fn() -> Command + Send>> {
     }))
 }
 
+/// The store's campaign of a spec's kernel on a device (registering the device).
+pub(crate) fn group(spec: &Spec, source: &str, device: &ClDevice, store: &Store) -> Result<Group> {
+    Ok(Group {
+        device: store.put_device(&device.profile)?,
+        kernel: spec.kernel.name.clone(),
+        source_hash: ndtune_store::source_hash(source),
+        constants: spec.problem.constants.clone(),
+    })
+}
+
+/// The fastest measured configuration of a campaign in the store, with its timing.
+pub(crate) fn best_recorded(store: &Store, g: &Group) -> Result<Option<(Config, Timing)>> {
+    let mut best: Option<(Config, Timing)> = None;
+    for r in store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)? {
+        if let Outcome::Measured(t) = r.outcome {
+            if t.score_ms().is_finite()
+                && best
+                    .as_ref()
+                    .is_none_or(|(_, b)| t.score_ms() < b.score_ms())
+            {
+                best = Some((r.key.config, t));
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// Tunes a spec on one device, committing every outcome to `store`; the report of the campaign.
 #[allow(clippy::too_many_arguments)]
-fn tune_device(
+pub(crate) fn tune_device(
     args: &TuneArgs,
     spec: &Spec,
     source: &str,
@@ -251,12 +286,7 @@ fn tune_device(
     }
     let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
     let candidates = Candidates::new(names.clone(), pruning.space.configs())?;
-    let group = Group {
-        device: store.put_device(&device.profile)?,
-        kernel: spec.kernel.name.clone(),
-        source_hash: ndtune_store::source_hash(source),
-        constants: spec.problem.constants.clone(),
-    };
+    let group = group(spec, source, device, store)?;
     let existing: HashMap<Config, Outcome> = store
         .records(
             &group.device,

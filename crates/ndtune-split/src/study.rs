@@ -1,0 +1,268 @@
+//! A co-execution study (Erdem et al. 2018, §2.2 and §3): each device alone, the plan from their
+//! speeds, the co-execution measured and verified against the best single device, the metrics of
+//! Table 3 and Fig. 5, an optional sweep of split factors (Fig. 6-7), and the decision whether
+//! co-execution is worth it at all.
+//!
+//! Speeds come from each device's whole-range run through the same runtime (host clock, transfers
+//! included), so the plan balances what is measured, not the kernels alone.
+
+use crate::runtime::{CoExecutor, ExecError, Execution, PartTiming};
+use crate::{optimal_factors, plan, plan_factors, Device, Plan};
+use ndtune_bench::data::from_bytes;
+use ndtune_bench::verify::compare;
+use ndtune_spec::{ArgKind, Spec};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The measured co-execution of one split.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measured {
+    /// Host-clock score of the whole run (mean of the best runs), transfers included.
+    pub ms: f64,
+    pub parts: Vec<PartTiming>,
+    pub balance: f64,
+    /// The gathered outputs match the best single device's (and overlaps agree).
+    pub verified: bool,
+    /// Why not, where not.
+    pub mismatch: Option<String>,
+}
+
+/// One point of a sweep: device 0 at `factor`, the others sharing the rest by speed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    pub factor: f64,
+    /// Adjusted factors per device after rounding to whole work-groups.
+    pub factors: Vec<f64>,
+    pub coexec_ms: f64,
+    pub verified: bool,
+    /// This is the planner's split.
+    pub planner: bool,
+}
+
+/// Run co-executed or on one device alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Coexec,
+    Single,
+}
+
+/// What to run from now on, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Decision {
+    pub mode: Mode,
+    /// The device that runs alone (mode single).
+    pub device: Option<usize>,
+    pub reason: String,
+    /// The time of what was chosen.
+    pub ms: f64,
+}
+
+/// Everything a study measured and concluded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Study {
+    /// Each device alone over the whole range (host clock, transfers included).
+    pub single_ms: Vec<f64>,
+    /// Each device's kernel time alone (profiling events).
+    pub single_kernel_ms: Vec<f64>,
+    pub best_single: usize,
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// The co-execution of the plan.
+    pub coexec_ms: f64,
+    /// `coexec / theoretical - 1`.
+    pub overhead: f64,
+    /// `Σ speed / max speed`.
+    pub ideal_speedup: f64,
+    /// `best single / coexec`.
+    pub speedup: f64,
+    /// `speedup / ideal speedup`.
+    pub efficiency: f64,
+    pub balance: f64,
+    pub verified: bool,
+    pub mismatch: Option<String>,
+    pub parts: Vec<PartTiming>,
+    pub decision: Decision,
+    pub sweep: Option<Vec<SweepPoint>>,
+}
+
+/// Measures and plans a co-execution with `exec`; `sweep` is the step of a factor sweep.
+/// `progress` hears what is measured next.
+pub fn study(
+    exec: &mut CoExecutor,
+    spec: &Spec,
+    sweep: Option<f64>,
+    progress: &mut dyn FnMut(String),
+) -> Result<Study, ExecError> {
+    if let Some(step) = sweep {
+        if !(step > 0.0 && step <= 1.0) {
+            return Err(ExecError::Invalid(format!(
+                "--sweep {step}: the step must be in (0, 1]"
+            )));
+        }
+    }
+    let global = exec.global();
+    let wgs = exec.work_groups();
+    let n = wgs.len();
+    if n < 2 {
+        return Err(ExecError::Invalid(
+            "co-execution needs at least two devices".into(),
+        ));
+    }
+    let measure = &spec.measure;
+    let mut singles: Vec<Execution> = Vec::new();
+    for (i, &wg) in wgs.iter().enumerate() {
+        let whole = plan_factors(global, &[Device { wg, time_ms: 1.0 }], &[1.0])
+            .map_err(|e| ExecError::Invalid(e.to_string()))?;
+        let mut part = whole.parts[0].clone();
+        part.device = i;
+        progress(format!("device {i} alone"));
+        singles.push(exec.execute(&[part], measure)?);
+    }
+    let single_ms: Vec<f64> = singles.iter().map(|e| e.timing.score_ms()).collect();
+    let best_single = (0..n)
+        .min_by(|&a, &b| single_ms[a].total_cmp(&single_ms[b]))
+        .expect("at least one device");
+    let reference = &singles[best_single].outputs;
+    let tol = spec
+        .verify
+        .as_ref()
+        .map_or((0.0, 0.0), |v| (v.rtol, v.atol));
+    let check = |e: &Execution| -> Option<String> {
+        e.overlap_mismatch
+            .as_ref()
+            .map(ToString::to_string)
+            .or_else(|| mismatch(spec, reference, &e.outputs, tol))
+    };
+    // Devices that disagree alone make every split unverifiable: say which.
+    let disagree = (0..n).find_map(|i| {
+        mismatch(spec, reference, &singles[i].outputs, tol)
+            .map(|m| format!("device {i} alone differs from device {best_single} alone: {m}"))
+    });
+    let devices: Vec<Device> = wgs
+        .iter()
+        .zip(&single_ms)
+        .map(|(&wg, &time_ms)| Device { wg, time_ms })
+        .collect();
+    let the_plan = plan(global, &devices).map_err(|e| ExecError::Invalid(e.to_string()))?;
+    progress("co-execution of the plan".into());
+    let coexec = exec.execute(&the_plan.parts, measure)?;
+    let mismatch_text = disagree.or_else(|| check(&coexec));
+    let verified = mismatch_text.is_none();
+    let coexec_ms = coexec.timing.score_ms();
+    let best_ms = single_ms[best_single];
+    let speeds: f64 = single_ms.iter().map(|t| 1.0 / t).sum();
+    let ideal_speedup = speeds * best_ms;
+    let speedup = best_ms / coexec_ms;
+    let alone = |reason: String| Decision {
+        mode: Mode::Single,
+        device: Some(best_single),
+        reason,
+        ms: best_ms,
+    };
+    let decision = if the_plan.parts.len() == 1 {
+        alone(format!(
+            "every other device's share is less than one of its work-groups: device {best_single} runs alone"
+        ))
+    } else if !verified {
+        alone(format!(
+            "the co-executed output is wrong, so device {best_single} runs alone; check that [split.buffers] (stride, before, after) matches how the kernel indexes each buffer"
+        ))
+    } else if coexec_ms >= best_ms {
+        alone(format!(
+            "co-execution ({coexec_ms:.4} ms) is no faster than device {best_single} alone ({best_ms:.4} ms): its overhead is above the gain, so device {best_single} runs alone"
+        ))
+    } else {
+        Decision {
+            mode: Mode::Coexec,
+            device: None,
+            reason: format!("co-execution is {speedup:.2}x the best single device"),
+            ms: coexec_ms,
+        }
+    };
+    let sweep = match sweep {
+        None => None,
+        Some(step) => {
+            let rest = optimal_factors(&devices[1..]);
+            let mut points = Vec::new();
+            let steps = (1.0 / step).round() as usize;
+            for k in 0..=steps {
+                let f = (k as f64 * step).min(1.0);
+                let mut factors = vec![f];
+                factors.extend(rest.iter().map(|r| r * (1.0 - f)));
+                let p = plan_factors(global, &devices, &factors)
+                    .map_err(|e| ExecError::Invalid(e.to_string()))?;
+                progress(format!("sweep: device 0 at {f:.3}"));
+                let e = exec.execute(&p.parts, measure)?;
+                points.push(SweepPoint {
+                    factor: f,
+                    factors: adjusted(&p, n),
+                    coexec_ms: e.timing.score_ms(),
+                    verified: check(&e).is_none(),
+                    planner: false,
+                });
+            }
+            let planned = adjusted(&the_plan, n);
+            points.push(SweepPoint {
+                factor: planned[0],
+                factors: planned,
+                coexec_ms,
+                verified,
+                planner: true,
+            });
+            points.sort_by(|a, b| a.factor.total_cmp(&b.factor));
+            Some(points)
+        }
+    };
+    Ok(Study {
+        single_kernel_ms: singles.iter().map(|e| e.parts[0].kernel_ms).collect(),
+        single_ms,
+        best_single,
+        overhead: coexec_ms / the_plan.theoretical_ms - 1.0,
+        plan: the_plan,
+        coexec_ms,
+        ideal_speedup,
+        speedup,
+        efficiency: speedup / ideal_speedup,
+        balance: coexec.balance,
+        verified,
+        mismatch: mismatch_text,
+        parts: coexec.parts,
+        decision,
+        sweep,
+    })
+}
+
+/// Each device's adjusted factor in a plan (0 where it has no part).
+fn adjusted(p: &Plan, n: usize) -> Vec<f64> {
+    let mut f = vec![0.0; n];
+    for q in &p.parts {
+        f[q.device] = q.factor;
+    }
+    f
+}
+
+/// The first output of `actual` that differs from `expected`, described.
+fn mismatch(
+    spec: &Spec,
+    expected: &BTreeMap<String, Vec<u8>>,
+    actual: &BTreeMap<String, Vec<u8>>,
+    (rtol, atol): (f64, f64),
+) -> Option<String> {
+    expected.iter().find_map(|(name, want)| {
+        let ty = spec.args.iter().find_map(|a| match &a.kind {
+            ArgKind::Buffer { ty, .. } if &a.name == name => Some(*ty),
+            _ => None,
+        })?;
+        let got = actual.get(name).map_or(&[][..], Vec::as_slice);
+        compare(
+            name,
+            &from_bytes(ty, want),
+            &from_bytes(ty, got),
+            rtol,
+            atol,
+        )
+        .err()
+        .map(|m| m.to_string())
+    })
+}

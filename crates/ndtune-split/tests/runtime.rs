@@ -1,0 +1,232 @@
+//! The co-execution runtime as a Rust host program uses it, on real OpenCL: the two halves of the
+//! PoCL CPU (sub-devices 0:0/2 and 0:1/2), the shipped matmul and conv1d kernels, equal, unequal
+//! and overlapping partitions, outputs checked against the float64 host references.
+
+use ndtune_bench::data::{from_bytes, spec_inputs};
+use ndtune_bench::verify::compare;
+use ndtune_cl::ClDevice;
+use ndtune_spec::{ArgKind, Spec};
+use ndtune_split::runtime::{CoExecutor, ExecError, Member};
+use ndtune_split::study::{study, Mode};
+use ndtune_split::{plan, Device, Part};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+fn halves() -> Vec<ClDevice> {
+    let cpu = &ndtune_cl::discover().expect("PoCL is installed")[0];
+    (0..2)
+        .map(|k| cpu.sub_device(k, 2).expect("PoCL makes sub-devices"))
+        .collect()
+}
+
+fn load(path: &Path, n: i64) -> Spec {
+    Spec::load_with(path, &BTreeMap::from([("N".to_string(), n)])).unwrap()
+}
+
+/// Sets up both halves with the given configurations and the spec's deterministic inputs.
+fn executor(spec: &Spec, configs: [Vec<i64>; 2]) -> CoExecutor {
+    let members: Vec<Member> = halves()
+        .into_iter()
+        .zip(configs)
+        .map(|(device, config)| Member { device, config })
+        .collect();
+    let labels = vec!["0:0/2".to_string(), "0:1/2".to_string()];
+    let inputs = spec_inputs(spec, &members[0].config, 1).unwrap();
+    let dim = spec.split.as_ref().unwrap().dim;
+    CoExecutor::new(spec, &members, &labels, dim, &inputs).unwrap()
+}
+
+/// The built-in float64 reference's output for the spec's inputs.
+fn reference(spec: &Spec, config: &[i64], name: &str, output: &str) -> Vec<f64> {
+    let inputs = spec_inputs(spec, config, 1).unwrap();
+    let values = inputs
+        .iter()
+        .map(|(k, bytes)| {
+            let ty = spec
+                .args
+                .iter()
+                .find_map(|a| match &a.kind {
+                    ArgKind::Buffer { ty, .. } if &a.name == k => Some(*ty),
+                    _ => None,
+                })
+                .unwrap();
+            (k.clone(), from_bytes(ty, bytes))
+        })
+        .collect();
+    let f = ndtune_kernels::builtin(name).unwrap();
+    f(&values, &spec.problem.constants).unwrap()[output].clone()
+}
+
+fn part(device: usize, offset: u64, size: u64) -> Part {
+    Part {
+        device,
+        offset,
+        size,
+        work_groups: 0,
+        factor: 0.0,
+        optimal_factor: 0.0,
+    }
+}
+
+fn assert_matches(spec: &Spec, expected: &[f64], out: &[u8]) {
+    let v = spec.verify.as_ref().unwrap();
+    compare(
+        "out",
+        expected,
+        &from_bytes(ndtune_spec::ElemType::Float, out),
+        v.rtol,
+        v.atol,
+    )
+    .unwrap_or_else(|m| panic!("{m}"));
+}
+
+#[test]
+fn matmul_rows_split_equally_and_unequally_match_the_host_reference() {
+    let spec = load(&example("matmul.toml"), 64);
+    let expected = reference(&spec, &[8, 8], "matmul", "C");
+    let mut exec = executor(&spec, [vec![8, 8], vec![16, 16]]);
+    assert_eq!(exec.global(), 64);
+    assert_eq!(exec.work_groups(), vec![8, 16]);
+    for parts in [
+        vec![part(0, 0, 32), part(1, 32, 32)],
+        vec![part(0, 0, 16), part(1, 16, 48)],
+        vec![part(1, 0, 48), part(0, 48, 16)],
+    ] {
+        let e = exec.execute(&parts, &spec.measure).unwrap();
+        assert_matches(&spec, &expected, &e.outputs["C"]);
+        assert!(e.overlap_mismatch.is_none());
+        assert_eq!(e.timing.times_ms.len(), spec.measure.runs as usize);
+        assert_eq!(e.parts.len(), 2);
+        assert!(e.balance > 0.0 && e.balance <= 1.0, "{}", e.balance);
+        for p in &e.parts {
+            assert!(p.kernel_ms > 0.0 && p.finish_ms >= p.kernel_ms, "{p:?}");
+        }
+    }
+    // Parts that are not whole work-groups of their device are refused before anything runs.
+    let err = exec
+        .execute(&[part(0, 0, 20), part(1, 20, 44)], &spec.measure)
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Invalid(_)), "{err}");
+    assert!(err.to_string().contains("whole work-groups of 8"), "{err}");
+}
+
+#[test]
+fn conv1d_parts_with_halo_and_an_overlap_match_the_host_reference() {
+    // Work-groups of 24 and 40 are not multiples of each other: this plan overlaps.
+    let spec = load(&example("conv1d.toml"), 1200);
+    let expected = reference(&spec, &[24], "conv1d", "out");
+    let mut exec = executor(&spec, [vec![24], vec![40]]);
+    let devices = [
+        Device {
+            wg: 24,
+            time_ms: 2.0,
+        },
+        Device {
+            wg: 40,
+            time_ms: 2.5,
+        },
+    ];
+    let overlapping = plan(1200, &devices).unwrap();
+    assert!(overlapping.overlap > 0, "{overlapping:?}");
+    let e = exec.execute(&overlapping.parts, &spec.measure).unwrap();
+    assert!(e.overlap_mismatch.is_none(), "{:?}", e.overlap_mismatch);
+    assert_matches(&spec, &expected, &e.outputs["out"]);
+    // Unequal parts: a quarter and three quarters.
+    let e = exec
+        .execute(&[part(0, 0, 240), part(1, 240, 960)], &spec.measure)
+        .unwrap();
+    assert_matches(&spec, &expected, &e.outputs["out"]);
+}
+
+#[test]
+fn a_halo_missing_from_the_split_declaration_is_caught_by_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["conv1d.toml", "conv1d.cl"] {
+        std::fs::copy(example(f), dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join("conv1d.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let wrong = text.replace("after = \"MASK - 1\"", "after = 0");
+    assert_ne!(text, wrong, "the example declares the halo");
+    std::fs::write(&path, wrong).unwrap();
+    let spec = load(&path, 2048);
+    let mut exec = executor(&spec, [vec![16], vec![16]]);
+    let s = study(&mut exec, &spec, None, &mut |_| {}).unwrap();
+    assert!(!s.verified);
+    let why = s.mismatch.unwrap();
+    assert!(why.starts_with("out:"), "{why}");
+    assert_eq!(s.decision.mode, Mode::Single);
+    assert!(
+        s.decision.reason.contains("[split.buffers]"),
+        "{}",
+        s.decision.reason
+    );
+}
+
+#[test]
+fn a_study_measures_each_device_plans_co_executes_and_sweeps() {
+    let spec = load(&example("matmul.toml"), 64);
+    let mut exec = executor(&spec, [vec![8, 8], vec![8, 8]]);
+    let mut heard = Vec::new();
+    let s = study(&mut exec, &spec, Some(0.5), &mut |m| heard.push(m)).unwrap();
+    assert!(s.verified, "{:?}", s.mismatch);
+    assert_eq!(s.single_ms.len(), 2);
+    assert_eq!(s.plan.parts.iter().map(|p| p.size).sum::<u64>(), 64);
+    let best = s.single_ms[s.best_single];
+    assert!(s.single_ms.iter().all(|&t| t >= best));
+    assert!((s.speedup - best / s.coexec_ms).abs() < 1e-9);
+    assert!((s.efficiency - s.speedup / s.ideal_speedup).abs() < 1e-9);
+    assert!(s.ideal_speedup > 1.0 && s.ideal_speedup <= 2.0);
+    // Whatever was decided, it is never slower than the best device alone.
+    assert!(s.decision.ms <= best);
+    let sweep = s.sweep.unwrap();
+    assert_eq!(sweep.iter().filter(|p| p.planner).count(), 1);
+    assert_eq!(
+        sweep
+            .iter()
+            .filter(|p| !p.planner)
+            .map(|p| p.factor)
+            .collect::<Vec<_>>(),
+        vec![0.0, 0.5, 1.0]
+    );
+    assert!(sweep.iter().all(|p| p.verified && p.coexec_ms > 0.0));
+    assert!(heard.iter().any(|m| m.contains("alone")) && heard.iter().any(|m| m.contains("sweep")));
+}
+
+#[test]
+fn buffers_the_kernel_writes_must_follow_the_split() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["matmul.toml", "matmul.cl"] {
+        std::fs::copy(example(f), dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join("matmul.toml");
+    // Splitting the columns: [split.buffers] only says how rows follow, and C is written.
+    let spec = load(&path, 64);
+    let members: Vec<Member> = halves()
+        .into_iter()
+        .map(|device| Member {
+            device,
+            config: vec![8, 8],
+        })
+        .collect();
+    let inputs = spec_inputs(&spec, &[8, 8], 1).unwrap();
+    let labels = vec!["a".to_string(), "b".to_string()];
+    let err = CoExecutor::new(&spec, &members, &labels, 0, &inputs)
+        .err()
+        .expect("C cannot be gathered by columns");
+    assert!(
+        err.to_string().contains("`C` is written by the kernel")
+            && err.to_string().contains("dimension 0"),
+        "{err}"
+    );
+    let err = CoExecutor::new(&spec, &members, &labels, 2, &inputs)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("2 dimension(s)"), "{err}");
+}
