@@ -167,22 +167,33 @@ impl Session {
         offset: usize,
         len: usize,
     ) -> Result<Vec<u8>, ClError> {
-        if offset + len > buffer.len {
+        let mut out = vec![0u8; len];
+        self.read_into(buffer, offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Fills `out` from a buffer, from byte `offset` on (blocking).
+    pub fn read_into(
+        &self,
+        buffer: &DeviceBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), ClError> {
+        if offset + out.len() > buffer.len {
             return Err(ClError::InvalidInput {
                 what: "read past the end of a buffer",
             });
         }
-        let mut out = vec![0u8; len];
         if out.is_empty() {
-            return Ok(out);
+            return Ok(());
         }
         // SAFETY: blocking read of a range inside the buffer into a slice of that size.
         unsafe {
             self.queue
-                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, &mut out, &[])
+                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, out, &[])
         }
-        .map_err(api("clEnqueueReadBuffer"))?;
-        Ok(out)
+        .map(drop)
+        .map_err(api("clEnqueueReadBuffer"))
     }
 
     /// Sets every argument of `kernel`; their number must be the kernel's.

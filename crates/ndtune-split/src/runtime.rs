@@ -124,21 +124,36 @@ enum Other {
 enum Order {
     /// Fill every split buffer with poison.
     Poison,
-    /// Run part `[offset, offset + size)` once the barrier opens.
+    /// Run part `[offset, offset + size)` once the barrier opens. Its first `overlap` items
+    /// are also an earlier part's: they come back for comparison; the rest of each written
+    /// buffer's range is read straight into `dests` (one per written buffer, in order).
     Run {
         offset: usize,
         size: usize,
+        overlap: usize,
+        dests: Vec<HostSlice>,
         barrier: Arc<Barrier>,
     },
 }
+
+/// A region of a gathered host buffer that one device thread fills during one run.
+struct HostSlice {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a HostSlice is only made by `CoExecutor::run_once`, whose slices of one run never
+// overlap and point into buffers that are neither touched nor moved until every device thread
+// has answered (see there).
+unsafe impl Send for HostSlice {}
 
 /// One device's run of its part.
 struct PartDone {
     start: Instant,
     finish: Instant,
     kernel_ms: f64,
-    /// For each written buffer (position in the layout): first element and bytes read back.
-    outputs: Vec<(usize, usize, Vec<u8>)>,
+    /// For each written buffer (position in the layout), the bytes of the overlap items.
+    overlaps: Vec<(usize, Vec<u8>)>,
 }
 
 struct Worker {
@@ -185,7 +200,7 @@ struct Once {
 pub struct CoExecutor {
     workers: Vec<Worker>,
     buffers: Vec<BufferLayout>,
-    /// Gathered outputs, by position in `buffers`.
+    /// Gathered outputs, by position in `buffers` (empty for buffers the kernel only reads).
     gathered: Vec<Vec<u8>>,
     global: u64,
     rtol: f64,
@@ -381,8 +396,13 @@ impl CoExecutor {
         }
         let gathered = buffers
             .iter()
-            .filter(|b| b.writes())
-            .map(|b| vec![POISON; b.len * b.ty.size()])
+            .map(|b| {
+                if b.writes() {
+                    vec![POISON; b.len * b.ty.size()]
+                } else {
+                    Vec::new()
+                }
+            })
             .collect();
         let (rtol, atol) = spec
             .verify
@@ -427,8 +447,8 @@ impl CoExecutor {
         let outputs = self
             .buffers
             .iter()
-            .filter(|b| b.writes())
             .zip(&self.gathered)
+            .filter(|(b, _)| b.writes())
             .map(|(b, bytes)| (b.name.clone(), bytes.clone()))
             .collect();
         for _ in 0..measure.warmup {
@@ -536,22 +556,54 @@ impl CoExecutor {
 
     /// One run of every part at once, gathered.
     fn run_once(&mut self, parts: &[Part]) -> Result<Once, ExecError> {
+        // Parts in offset order: each one's items already covered by earlier parts are its
+        // overlap; the rest of its range in every gathered buffer is its own, disjoint from
+        // every other part's own range.
+        let mut order: Vec<&Part> = parts.iter().collect();
+        order.sort_by_key(|p| p.offset);
+        let mut overlaps = BTreeMap::new();
+        let mut end_before = 0u64;
+        for p in &order {
+            let overlap = end_before.saturating_sub(p.offset).min(p.size);
+            overlaps.insert(p.device, overlap as usize);
+            end_before = end_before.max(p.offset + p.size);
+        }
         let barrier = Arc::new(Barrier::new(parts.len() + 1));
         for p in parts {
+            let (offset, size) = (p.offset as usize, p.size as usize);
+            let overlap = overlaps[&p.device];
+            let dests = self
+                .buffers
+                .iter()
+                .zip(&mut self.gathered)
+                .filter(|(b, _)| b.writes())
+                .map(|(b, host)| {
+                    let (lo, hi) = b.write_range(offset + overlap, size - overlap);
+                    let s = b.ty.size();
+                    let own = &mut host[lo * s..hi * s];
+                    HostSlice {
+                        ptr: own.as_mut_ptr(),
+                        len: own.len(),
+                    }
+                })
+                .collect();
             self.workers[p.device]
                 .orders
                 .send(Order::Run {
-                    offset: p.offset as usize,
-                    size: p.size as usize,
+                    offset,
+                    size,
+                    overlap,
+                    dests,
                     barrier: Arc::clone(&barrier),
                 })
                 .map_err(|_| self.gone(p.device))?;
         }
         barrier.wait();
+        // Every thread answers before the gathered buffers are looked at (or an error returns):
+        // until then they write into them.
         let mut done = Vec::new();
         let mut failure = None;
         for p in parts {
-            // Collect every reply before failing, so no thread is left mid-run.
             match self.receive(p.device) {
                 Ok(d) => done.push((p, d.expect("a run reports its part"))),
                 Err(e) => failure = failure.or(Some(e)),
@@ -561,47 +613,34 @@ impl CoExecutor {
             return Err(e);
         }
         let start = done.iter().map(|(_, d)| d.start).min().expect("parts");
-        // Gather in offset order; where a part overlaps the one before it, both must agree.
-        done.sort_by_key(|(p, _)| p.offset);
-        let mut overlap_mismatch = None;
-        let mut end_before = 0u64;
-        for (p, d) in &done {
-            for (b, first, bytes) in &d.outputs {
-                let layout = &self.buffers[*b];
-                let size = layout.ty.size();
-                let slot = self.buffers[..*b].iter().filter(|x| x.writes()).count();
-                let host = &mut self.gathered[slot];
-                let overlap_items = end_before.saturating_sub(p.offset) as usize;
-                if overlap_items > 0 && overlap_mismatch.is_none() {
-                    let (lo, hi) = layout.write_range(p.offset as usize, overlap_items);
-                    let n = (hi - lo) * size;
-                    let before = from_bytes(layout.ty, &host[lo * size..lo * size + n]);
-                    let now = from_bytes(layout.ty, &bytes[..n]);
-                    overlap_mismatch = compare(
-                        &format!(
-                            "{} (items {}..{} computed by two devices)",
-                            layout.name, p.offset, end_before
-                        ),
-                        &before,
-                        &now,
-                        self.rtol,
-                        self.atol,
-                    )
-                    .err();
-                }
-                host[first * size..first * size + bytes.len()].copy_from_slice(bytes);
-            }
-            end_before = end_before.max(p.offset + p.size);
-        }
         let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        let finishes = parts
+        let mut overlap_mismatch = None;
+        for (p, d) in &done {
+            for (b, bytes) in &d.overlaps {
+                let layout = &self.buffers[*b];
+                let (lo, hi) = layout.write_range(p.offset as usize, overlaps[&p.device]);
+                let s = layout.ty.size();
+                let earlier = from_bytes(layout.ty, &self.gathered[*b][lo * s..hi * s]);
+                let this = from_bytes(layout.ty, bytes);
+                if let Err(m) = compare(
+                    &format!(
+                        "{} (items {}..{} computed by two devices)",
+                        layout.name,
+                        p.offset,
+                        p.offset as usize + overlaps[&p.device]
+                    ),
+                    &earlier,
+                    &this,
+                    self.rtol,
+                    self.atol,
+                ) {
+                    overlap_mismatch.get_or_insert(m);
+                }
+            }
+        }
+        let finishes = done
             .iter()
-            .map(|p| {
-                let d = &done
-                    .iter()
-                    .find(|(q, _)| q.device == p.device)
-                    .expect("done")
-                    .1;
+            .map(|(p, d)| {
                 (
                     p.device,
                     d.finish.duration_since(start).as_secs_f64() * 1e3,
@@ -694,10 +733,12 @@ fn device_thread(
             Order::Run {
                 offset,
                 size,
+                overlap,
+                mut dests,
                 barrier,
             } => {
                 barrier.wait();
-                state.run(offset, size).map(Some)
+                state.run(offset, size, overlap, &mut dests).map(Some)
             }
         };
         if done.send(reply).is_err() {
@@ -761,7 +802,13 @@ impl DeviceState {
         Ok(())
     }
 
-    fn run(&mut self, offset: usize, size: usize) -> Result<PartDone, String> {
+    fn run(
+        &mut self,
+        offset: usize,
+        size: usize,
+        overlap: usize,
+        dests: &mut [HostSlice],
+    ) -> Result<PartDone, String> {
         let start = Instant::now();
         for (b, buf) in self.setup.buffers.iter().zip(&mut self.buffers) {
             if b.reads() {
@@ -786,23 +833,35 @@ impl DeviceState {
                 Some(&offsets),
             )
             .map_err(|e| e.to_string())?;
-        let mut outputs = Vec::new();
+        let mut overlaps = Vec::new();
+        let mut dests = dests.iter_mut();
         for (i, (b, buf)) in self.setup.buffers.iter().zip(&self.buffers).enumerate() {
-            if b.writes() {
-                let (lo, hi) = b.write_range(offset, size);
-                let s = b.ty.size();
-                let bytes = self
-                    .session
-                    .read_at(buf, lo * s, (hi - lo) * s)
-                    .map_err(|e| e.to_string())?;
-                outputs.push((i, lo, bytes));
+            if !b.writes() {
+                continue;
             }
+            let s = b.ty.size();
+            let (lo, hi) = b.write_range(offset, overlap);
+            if hi > lo {
+                let mut bytes = vec![0u8; (hi - lo) * s];
+                self.session
+                    .read_into(buf, lo * s, &mut bytes)
+                    .map_err(|e| e.to_string())?;
+                overlaps.push((i, bytes));
+            }
+            let (lo, hi) = b.write_range(offset + overlap, size - overlap);
+            let dest = dests.next().expect("one destination per written buffer");
+            debug_assert_eq!(dest.len, (hi - lo) * s);
+            // SAFETY: see HostSlice: this region is this thread's alone for this run.
+            let own = unsafe { std::slice::from_raw_parts_mut(dest.ptr, dest.len) };
+            self.session
+                .read_into(buf, lo * s, own)
+                .map_err(|e| e.to_string())?;
         }
         Ok(PartDone {
             start,
             finish: Instant::now(),
             kernel_ms,
-            outputs,
+            overlaps,
         })
     }
 }
