@@ -4,7 +4,8 @@
 # split factors. Each run's JSON and the store land in OUT; bench/split_summary.py tabulates them.
 #
 #   bench/split.sh DEVICES OUT [MATMUL_SIZES] [CONV_SIZES]     (sizes comma-separated)
-#   default sizes: matmul 2048, conv1d 16777216 (2^24, mask 625)
+#   default sizes: matmul 2048, conv1d 16777216 (2^24, mask 625); SWEEP=0.1 is the sweep's step
+#   (SWEEP= for none)
 #
 # To spend device time on what is measured, the copies of the examples it runs search the tiles
 # 8..64 (matmul; the 1..4 tiles are never best and very slow at these sizes) and work-groups
@@ -18,6 +19,7 @@ out=${2:?OUT directory}
 matmul_sizes=${3:-2048}
 conv_sizes=${4:-16777216}
 ndtune=${NDTUNE:-target/release/ndtune}
+SWEEP=${SWEEP-0.1}
 [[ -x $ndtune ]] || cargo build --release -q -p ndtune
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -40,7 +42,7 @@ run() { # KERNEL N
     echo "== $1 N=$2 on $devices" >&2
     local rc=0
     "$ndtune" split "$work/$1.toml" --set "N=$2" --devices "$devices" --db "$out/split.db" \
-        --sweep 0.1 --json >"$out/$1-$2.json" 2>>"$out/split.log" || rc=$?
+        ${SWEEP:+--sweep "$SWEEP"} --json >"$out/$1-$2.json" 2>>"$out/split.log" || rc=$?
     echo "   exit $rc" >&2
 }
 for n in ${matmul_sizes//,/ }; do run matmul "$n"; done

@@ -26,7 +26,7 @@ use opencl3::types::cl_device_id;
 use std::sync::{Mutex, PoisonError};
 
 mod session;
-pub use session::{Arg, DeviceBuffer, Session};
+pub use session::{Arg, DeviceBuffer, PinnedHost, Session};
 
 /// How to get an OpenCL platform; part of [`ClError::NoPlatform`]'s message.
 pub const INSTALL_HINT: &str = "install an OpenCL platform: on Debian/Ubuntu, \

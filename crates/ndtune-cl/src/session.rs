@@ -6,7 +6,9 @@ use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
 use opencl3::error_codes::CL_INVALID_KERNEL_NAME;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::memory::{
+    Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
+};
 use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING};
 use std::collections::HashMap;
@@ -26,6 +28,53 @@ impl DeviceBuffer {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// Host memory the driver pins for transfers (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once):
+/// on GPUs, writes from it and reads into it go by DMA instead of through the driver's pageable
+/// staging copies. It stays mapped until dropped.
+pub struct PinnedHost {
+    buffer: Buffer<u8>,
+    ptr: *mut u8,
+    len: usize,
+    /// The queue that mapped it (retained, so unmapping works whatever is dropped first).
+    queue: opencl3::types::cl_command_queue,
+}
+
+// SAFETY: the mapping is plain host memory owned by this value; OpenCL handles are thread-safe.
+unsafe impl Send for PinnedHost {}
+
+impl PinnedHost {
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` bytes for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedHost {
+    fn drop(&mut self) {
+        // SAFETY: unmapping this value's own mapping on the queue that made it, then letting go
+        // of the retained queue; errors at teardown have nowhere to go.
+        unsafe {
+            if opencl3::command_queue::enqueue_unmap_mem_object(
+                self.queue,
+                self.buffer.get(),
+                self.ptr.cast(),
+                0,
+                ptr::null(),
+            )
+            .is_ok()
+            {
+                let _ = opencl3::command_queue::finish(self.queue);
+            }
+            let _ = opencl3::command_queue::release_command_queue(self.queue);
+        }
     }
 }
 
@@ -123,6 +172,46 @@ impl Session {
         };
         self.write(&mut out, bytes)?;
         Ok(out)
+    }
+
+    /// `len` bytes of pinned host memory (at least 1), zeroed.
+    pub fn pinned(&self, len: usize) -> Result<PinnedHost, ClError> {
+        let size = len.max(1);
+        // SAFETY: no host pointer is passed; the driver allocates `size` bytes.
+        let buffer = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                size,
+                ptr::null_mut(),
+            )
+        }
+        .map_err(api("clCreateBuffer"))?;
+        let mut mapped: opencl3::types::cl_mem = ptr::null_mut();
+        // SAFETY: a blocking map of the whole buffer; the pointer lives until unmapped in Drop.
+        unsafe {
+            self.queue.enqueue_map_buffer(
+                &buffer,
+                CL_BLOCKING,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                size,
+                &mut mapped,
+                &[],
+            )
+        }
+        .map_err(api("clEnqueueMapBuffer"))?;
+        // SAFETY: retaining a live queue; released in PinnedHost's Drop.
+        unsafe { opencl3::command_queue::retain_command_queue(self.queue.get()) }
+            .map_err(|e| api("clRetainCommandQueue")(e.into()))?;
+        let mut pinned = PinnedHost {
+            buffer,
+            ptr: mapped.cast(),
+            len,
+            queue: self.queue.get(),
+        };
+        pinned.as_mut_slice().fill(0);
+        Ok(pinned)
     }
 
     /// Overwrites the start of a buffer with `bytes` (blocking).

@@ -15,7 +15,7 @@
 use crate::Part;
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::{compare, Mismatch};
-use ndtune_cl::{Arg, ClDevice, DeviceBuffer, Kernel, Session};
+use ndtune_cl::{Arg, ClDevice, DeviceBuffer, Kernel, PinnedHost, Session};
 use ndtune_core::Timing;
 use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, Measure, Spec};
@@ -706,9 +706,12 @@ impl Worker {
 
 /// A device's state inside its thread.
 struct DeviceState {
-    session: Session,
-    kernel: Kernel,
+    /// Each input's bytes in pinned host memory of this device's context (None for buffers the
+    /// kernel only writes), so that every run's writes go by DMA.
+    staged: Vec<Option<PinnedHost>>,
     buffers: Vec<DeviceBuffer>,
+    kernel: Kernel,
+    session: Session,
     setup: Setup,
 }
 
@@ -762,7 +765,15 @@ impl DeviceState {
             ));
         }
         let mut buffers = Vec::new();
+        let mut staged = Vec::new();
         for b in &setup.buffers {
+            staged.push(if b.reads() {
+                let mut pinned = session.pinned(b.data.len()).map_err(|e| e.to_string())?;
+                pinned.as_mut_slice().copy_from_slice(&b.data);
+                Some(pinned)
+            } else {
+                None
+            });
             let initial = if b.slicing.is_some() {
                 vec![POISON; b.data.len()]
             } else {
@@ -784,9 +795,10 @@ impl DeviceState {
             .set_args(&kernel, &args)
             .map_err(|e| format!("the [[args]] do not match kernel `{}`: {e}", setup.kernel))?;
         Ok(DeviceState {
-            session,
-            kernel,
+            staged,
             buffers,
+            kernel,
+            session,
             setup,
         })
     }
@@ -810,12 +822,18 @@ impl DeviceState {
         dests: &mut [HostSlice],
     ) -> Result<PartDone, String> {
         let start = Instant::now();
-        for (b, buf) in self.setup.buffers.iter().zip(&mut self.buffers) {
-            if b.reads() {
+        for ((b, buf), staged) in self
+            .setup
+            .buffers
+            .iter()
+            .zip(&mut self.buffers)
+            .zip(&self.staged)
+        {
+            if let Some(pinned) = staged {
                 let (lo, hi) = b.read_range(offset, size);
                 let s = b.ty.size();
                 self.session
-                    .write_at(buf, lo * s, &b.data[lo * s..hi * s])
+                    .write_at(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
                     .map_err(|e| e.to_string())?;
             }
         }
