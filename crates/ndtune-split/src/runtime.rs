@@ -380,7 +380,14 @@ impl CoExecutor {
                 label: label.clone(),
                 source: source.clone(),
                 kernel: spec.kernel.name.clone(),
-                options: spec.build_options(&used, c),
+                // A define of its own per member keeps the members' programs apart in driver
+                // caches: PoCL 5.0 aborts (pocl_release_dlhandle_cache) when two sub-devices
+                // launch one cached kernel binary at once.
+                options: format!(
+                    "{} -D NDTUNE_MEMBER={}",
+                    spec.build_options(&used, c),
+                    setups.len()
+                ),
                 global: g,
                 local: l,
                 dim,
