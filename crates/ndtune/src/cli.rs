@@ -102,6 +102,22 @@ pub struct TuneArgs {
     /// Devices: `all`, an index or part of a name, or a comma list of those (`0,1`).
     #[arg(long, value_name = "SEL")]
     pub device: Option<String>,
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Per-evaluation timeout in seconds (default: 10 x the slowest evaluation so far, at least 60).
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Replay recorded results instead of running: an ndtune store or a Kernel Tuner cache.
+    #[arg(long, value_name = "PATH")]
+    pub replay: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).
+#[derive(Args, Clone)]
+pub struct CampaignArgs {
     /// The results store (SQLite).
     #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
     pub db: PathBuf,
@@ -114,18 +130,9 @@ pub struct TuneArgs {
     /// Seed of the strategy and of the input data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Per-evaluation timeout in seconds (default: 10 x the slowest evaluation so far, at least 60).
-    #[arg(long, value_name = "S")]
-    pub timeout: Option<f64>,
     /// Replace a spec constant, e.g. `--set N=256` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub set: Vec<(String, i64)>,
-    /// Replay recorded results instead of running: an ndtune store or a Kernel Tuner cache.
-    #[arg(long, value_name = "PATH")]
-    pub replay: Option<PathBuf>,
-    /// Print one JSON object.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Args)]
@@ -161,22 +168,10 @@ pub struct SplitArgs {
     /// Also measure co-execution at fixed split factors of the first device, 0 to 1 by STEP.
     #[arg(long, value_name = "STEP", value_parser = parse_step)]
     pub sweep: Option<f64>,
-    /// The results store: each device's best configuration comes from there (tuned first where
-    /// missing).
-    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
-    pub db: PathBuf,
-    /// Strategy for devices that must be tuned first.
-    #[arg(long, default_value = "exhaustive")]
-    pub strategy: String,
-    /// At most this many configurations per device that must be tuned first.
-    #[arg(long, value_name = "N")]
-    pub budget: Option<usize>,
-    /// Seed of the input data (and of the tuning strategy).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Replace a spec constant, e.g. `--set N=256` (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-    pub set: Vec<(String, i64)>,
+    /// The store (`--db`) gives each device's best configuration; a device it has none for is
+    /// tuned first (`--strategy`, `--budget`); `--seed` also makes the input data.
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
     /// Only plan (eq. 4-9 and Algorithm 1 of Erdem et al. 2018) from given sizes and times.
     #[arg(long, requires_all = ["global", "wg", "time"])]
     pub plan_only: bool,

@@ -146,8 +146,8 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         .collect();
     let space = Candidates::new(rec.names.clone(), points)?;
     let mut recorded = Recorded::from_configs(rec.names.clone(), rec.entries.iter().cloned())?;
-    let mut strategy = ndtune_search::by_name(&args.strategy, args.seed)?;
-    let trace = strategy.run(&space, &mut recorded, args.budget);
+    let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
+    let trace = strategy.run(&space, &mut recorded, args.campaign.budget);
     let found = |p: &[i64], ms: f64| Found {
         config: space.config(p),
         time_ms: ms,
@@ -169,8 +169,8 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     }
     let report = ReplayReport {
         replay: rec.label,
-        strategy: args.strategy.clone(),
-        budget: args.budget,
+        strategy: args.campaign.strategy.clone(),
+        budget: args.campaign.budget,
         configurations: space.len(),
         evaluations: trace.steps.len(),
         relative_performance: match (&best, &optimum) {

@@ -27,7 +27,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .spec
         .as_ref()
         .expect("clap requires SPEC without --plan-only");
-    let overrides: BTreeMap<String, i64> = args.set.iter().cloned().collect();
+    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
     let spec = Spec::load_with(spec_path, &overrides)?;
     let split = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(
@@ -49,7 +49,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
     let labels: Vec<String> = devices.iter().map(targets::label).collect();
 
-    let store = Store::open(&args.db)?;
+    let store = Store::open(&args.campaign.db)?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
@@ -64,17 +64,13 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             progress.println(format!(
                 "{label}: no measured configuration of `{}` in {}: tuning first",
                 spec.kernel.name,
-                args.db.display()
+                args.campaign.db.display()
             ))?;
             let tune = TuneArgs {
                 spec: Some(spec_path.clone()),
                 device: None,
-                db: args.db.clone(),
-                strategy: args.strategy.clone(),
-                budget: args.budget,
-                seed: args.seed,
+                campaign: args.campaign.clone(),
                 timeout: None,
-                set: args.set.clone(),
                 replay: None,
                 json: args.json,
             };
@@ -111,7 +107,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         });
     }
 
-    let inputs = ndtune_bench::data::spec_inputs(&spec, &members[0].config, args.seed)
+    let inputs = ndtune_bench::data::spec_inputs(&spec, &members[0].config, args.campaign.seed)
         .map_err(|e| anyhow!("{}: {e}", spec.path.display()))?;
     let mut exec = CoExecutor::new(&spec, &members, &labels, dim, &inputs)?;
     let spinner = progress.add(ProgressBar::new_spinner());

@@ -197,14 +197,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .spec
         .as_ref()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
-    let overrides: BTreeMap<String, i64> = args.set.iter().cloned().collect();
+    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
     let spec = Spec::load_with(spec_path, &overrides)?;
     let source = spec
         .kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
-    ndtune_search::by_name(&args.strategy, args.seed)?;
+    ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let devices = targets::live_devices(args.device.as_deref())?;
-    let store = Store::open(&args.db)?;
+    let store = Store::open(&args.campaign.db)?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -222,7 +222,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         );
     } else {
         for r in &reports {
-            print_report(r, &args.db);
+            print_report(r, &args.campaign.db);
         }
     }
     Ok(())
@@ -302,10 +302,11 @@ pub(crate) fn tune_device(
         overrides: overrides.clone(),
         device: device.index,
         sub: device.sub,
-        seed: args.seed,
+        seed: args.campaign.seed,
     };
     let timeout = args.timeout.map(Duration::from_secs_f64);
     let total = args
+        .campaign
         .budget
         .map_or(candidates.len(), |b| b.min(candidates.len()));
     let bar = progress.add(ProgressBar::new(total as u64));
@@ -326,8 +327,8 @@ pub(crate) fn tune_device(
         time: TimeSpent::default(),
         stopped: None,
     };
-    let mut strategy = ndtune_search::by_name(&args.strategy, args.seed)?;
-    let trace = strategy.run(&candidates, &mut live, args.budget);
+    let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
+    let trace = strategy.run(&candidates, &mut live, args.campaign.budget);
     live.bar.finish();
     if let Some(e) = live.stopped.take() {
         return Err(e.context(format!("{label}: tuning `{}` stopped", spec.kernel.name)));
@@ -338,7 +339,7 @@ pub(crate) fn tune_device(
     Ok(report(
         spec,
         &label,
-        &args.strategy,
+        &args.campaign.strategy,
         &names,
         &trace,
         space,
