@@ -25,7 +25,8 @@ pub enum Command {
     Tune(TuneArgs),
     /// Write a recorded campaign as a Kernel Tuner cache or in the T4 results schema.
     Export(ExportArgs),
-    /// Plan the split of one NDRange across devices from their best times and work-group sizes.
+    /// Co-execute one NDRange across several devices, each with its own best configuration,
+    /// and report the plan, the metrics and the decision (or only plan, with --plan-only).
     Split(SplitArgs),
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
