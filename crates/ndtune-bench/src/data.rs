@@ -15,9 +15,12 @@ pub fn initial_values(init: Init, ty: ElemType, len: usize, seed: u64, arg: usiz
         Init::Ones => vec![1.0; len],
         Init::Value(v) => vec![v; len],
         Init::Iota => (0..len).map(|i| i as f64).collect(),
+        Init::Bits => {
+            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, arg));
+            (0..len).map(|_| (rng.next_u64() >> 63) as f64).collect()
+        }
         Init::Random => {
-            let mut rng =
-                ChaCha8Rng::seed_from_u64(seed ^ (arg as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, arg));
             (0..len)
                 .map(|_| {
                     let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
@@ -33,6 +36,11 @@ pub fn initial_values(init: Init, ty: ElemType, len: usize, seed: u64, arg: usiz
                 .collect()
         }
     }
+}
+
+/// The random stream of argument `arg` under `seed`.
+fn stream(seed: u64, arg: usize) -> u64 {
+    seed ^ (arg as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// Host bytes of `values` as elements of `ty` (host byte order, as the device expects on the

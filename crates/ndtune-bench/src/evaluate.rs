@@ -393,9 +393,51 @@ impl Bench {
                 name,
                 global,
             } => self.reference_kernel(config, p, source, name, global.as_deref())?,
+            Reference::Host { source, function } => {
+                self.reference_host(config, p, source, function)?
+            }
         };
         self.references.insert(p.lens.clone(), expected.clone());
         Ok(Some(expected))
+    }
+
+    /// Runs a C host reference on copies of this configuration's inputs.
+    fn reference_host(
+        &self,
+        config: &[i64],
+        p: &Prepared,
+        source: &std::path::Path,
+        function: &str,
+    ) -> Result<Buffers, Fatal> {
+        let buffers: Vec<&[u8]> = p.inputs.iter().map(|(_, d)| &d.bytes[..]).collect();
+        let mut scalars = Vec::new();
+        for a in &self.spec.args {
+            if let ArgKind::Scalar { value, .. } = &a.kind {
+                scalars.push(eval(value, config, &format!("[[args]] {} value", a.name))?);
+            }
+        }
+        let out = crate::host_c::run(source, function, &buffers, &scalars).map_err(Fatal)?;
+        let verify = self
+            .spec
+            .verify
+            .as_ref()
+            .expect("a reference comes from [verify]");
+        let mut expected = Buffers::new();
+        for ((name, _), bytes) in p.inputs.iter().zip(out) {
+            if verify.outputs.contains(name) {
+                let ty = self
+                    .spec
+                    .args
+                    .iter()
+                    .find_map(|a| match &a.kind {
+                        ArgKind::Buffer { ty, .. } if &a.name == name => Some(*ty),
+                        _ => None,
+                    })
+                    .expect("inputs are buffer arguments");
+                expected.insert(name.clone(), from_bytes(ty, &bytes));
+            }
+        }
+        Ok(expected)
     }
 
     /// Runs a reference kernel, in a session of its own, on copies of this configuration's inputs.

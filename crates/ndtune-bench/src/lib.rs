@@ -2,7 +2,8 @@
 //!
 //! - [`evaluate::Bench`] runs inside a worker process: builds each configuration once per define
 //!   set, fills the arguments deterministically, verifies one run against the reference of
-//!   `[verify]` (a built-in host reference, or a reference configuration's outputs) and times the
+//!   `[verify]` (a built-in host reference, a C host reference ([`host_c`]), a reference kernel or a
+//!   reference configuration's outputs) and times the
 //!   runs of `[measure]` with OpenCL profiling events.
 //! - [`worker`] is that process's protocol (JSON lines on stdin/stdout).
 //! - [`supervisor::Supervisor`] runs the worker, times each evaluation out, records a crash or a
@@ -12,6 +13,7 @@
 
 pub mod data;
 pub mod evaluate;
+pub mod host_c;
 pub mod supervisor;
 pub mod verify;
 pub mod worker;

@@ -66,6 +66,8 @@ pub enum Init {
     Zeros,
     Ones,
     Iota,
+    /// Random 0s and 1s (cells of a cellular automaton, masks).
+    Bits,
     Value(f64),
 }
 
@@ -115,6 +117,10 @@ pub enum Reference {
         name: String,
         global: Option<Vec<Node>>,
     },
+    /// A host reference in C, compiled with clang: `void FUNCTION(void **buffers, const long
+    /// long *scalars)` gets every buffer argument (in `[[args]]` order, with the contents the
+    /// device starts from) and every scalar argument's value, and fills the outputs.
+    Host { source: PathBuf, function: String },
 }
 
 /// `[verify]`.
@@ -477,11 +483,12 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
                     "zeros" => Init::Zeros,
                     "ones" => Init::Ones,
                     "iota" => Init::Iota,
+                    "bits" => Init::Bits,
                     _ => {
                         return Err(cx.err(
                             &span,
                             format!(
-                                "{what}: init is random, zeros, ones, iota or a number, not `{s}`"
+                                "{what}: init is random, bits, zeros, ones, iota or a number, not `{s}`"
                             ),
                         ))
                     }
@@ -626,7 +633,22 @@ fn verify(
                 global,
             }
         }
-        _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\" or { kernel = \"file.cl\", name = \"...\" }")),
+        toml::Value::Table(t) if t.contains_key("host") => {
+            let source = t["host"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.host is a C file name"))?;
+            if let Some(bad) = t.keys().find(|k| !["host", "function"].contains(&k.as_str())) {
+                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (host, function)")));
+            }
+            let function = match t.get("function") {
+                None => "ndtune_reference".to_string(),
+                Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
+                Some(other) => return Err(cx.err(&span, format!("[verify] reference.function must be a C function name, not {other}"))),
+            };
+            Reference::Host {
+                source: dir.join(source),
+                function,
+            }
+        }
+        _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
     };
     let rtol = r.tolerance.unwrap_or(1e-4);
     let atol = r.atol.unwrap_or(1e-6);
@@ -742,4 +764,9 @@ fn split(cx: &Ctx, spec: &Spec, sp: &Spanned<crate::raw::RawSplit>) -> Result<Sp
         });
     }
     Ok(Split { dim, buffers })
+}
+
+fn is_c_identifier(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

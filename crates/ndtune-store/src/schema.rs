@@ -11,7 +11,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// The migration steps, in order: step `i` takes a store from version `i` to `i + 1`. Each runs
 /// inside the transaction that also records the new version. Never edit a released step; add one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Version 1: devices, results, and the meta table that marks the file as an ndtune store.
 pub(crate) const V1: &str = "
@@ -41,6 +41,19 @@ CREATE TABLE results (
 ) STRICT;
 CREATE UNIQUE INDEX results_key ON results (device, kernel, source_hash, constants, config);
 CREATE INDEX results_score ON results (device, kernel, source_hash, constants, score_ms);
+";
+
+/// Version 2: scenarios, what a data-collection campaign knows of each (device, kernel, source,
+/// constants) group beyond its results: its labels, dataset, grid and features, as JSON.
+pub(crate) const V2: &str = "
+CREATE TABLE scenarios (
+    device      TEXT NOT NULL,              -- device fingerprint
+    kernel      TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    constants   TEXT NOT NULL,              -- JSON object, keys sorted
+    info        TEXT NOT NULL,              -- JSON, written and read by the collecting command
+    PRIMARY KEY (device, kernel, source_hash, constants)
+) STRICT;
 ";
 
 /// What a database holds, as far as ndtune is concerned.

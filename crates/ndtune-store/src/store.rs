@@ -181,6 +181,58 @@ impl Store {
         rows.into_iter().map(|r| self.record(r)).collect()
     }
 
+    /// Records what a campaign knows of a group (replacing what was recorded).
+    pub fn put_scenario(&self, group: &Group, info: &serde_json::Value) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO scenarios (device, kernel, source_hash, constants, info)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (device, kernel, source_hash, constants) DO UPDATE SET
+                     info = excluded.info",
+            )
+            .and_then(|mut s| {
+                s.execute((
+                    &group.device,
+                    &group.kernel,
+                    &group.source_hash,
+                    to_json(&group.constants),
+                    info.to_string(),
+                ))
+            })
+            .at(&self.path)?;
+        Ok(())
+    }
+
+    /// Every recorded scenario with its info, in the order of its key.
+    pub fn scenarios(&self) -> Result<Vec<(Group, serde_json::Value)>, StoreError> {
+        let rows: Vec<[String; 5]> = self
+            .conn
+            .prepare_cached(
+                "SELECT device, kernel, source_hash, constants, info FROM scenarios
+                 ORDER BY device, kernel, source_hash, constants",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])
+                })?
+                .collect()
+            })
+            .at(&self.path)?;
+        rows.into_iter()
+            .map(|[device, kernel, source_hash, constants, info]| {
+                Ok((
+                    Group {
+                        device,
+                        kernel,
+                        source_hash,
+                        constants: self.parse(&constants, "scenario constants")?,
+                    },
+                    self.parse(&info, "scenario info")?,
+                ))
+            })
+            .collect()
+    }
+
     /// The distinct (device, kernel, source hash, constants) groups in the store, sorted
     /// (constants by name, then value).
     pub fn groups(&self) -> Result<Vec<Group>, StoreError> {
@@ -285,8 +337,9 @@ mod tests {
     use ndtune_core::Timing;
 
     /// A later schema, as a future migration step would add it.
-    const V2: &str = "ALTER TABLE results ADD COLUMN note TEXT;
-                      CREATE INDEX results_finished ON results (finished_at);";
+    /// A step a later ndtune might add.
+    const FUTURE: &str = "ALTER TABLE results ADD COLUMN note TEXT;
+                          CREATE INDEX results_finished ON results (finished_at);";
 
     fn record() -> Record {
         Record {
@@ -305,8 +358,7 @@ mod tests {
     }
 
     fn v1_store_with_a_record(path: &Path) -> Record {
-        assert_eq!(MIGRATIONS, [V1]);
-        let store = Store::open(path).unwrap();
+        let store = Store::open_with(path, &[V1]).unwrap();
         store.insert(&record()).unwrap();
         record()
     }
@@ -322,20 +374,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.ndtune");
         let rec = v1_store_with_a_record(&path);
-        let store = Store::open_with(&path, &[V1, V2]).unwrap();
-        assert_eq!(store.schema_version(), 2);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version(), MIGRATIONS.len() as u32);
+        assert_eq!(store.get(&rec.key).unwrap(), Some(rec.clone()));
+        assert!(store.scenarios().unwrap().is_empty());
+        drop(store);
+        let later: Vec<&str> = MIGRATIONS.iter().copied().chain([FUTURE]).collect();
+        let store = Store::open_with(&path, &later).unwrap();
+        let newer = MIGRATIONS.len() as u32 + 1;
+        assert_eq!(store.schema_version(), newer);
         assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
         drop(store);
-        assert_eq!(meta(&path, "schema_version"), "2");
+        assert_eq!(meta(&path, "schema_version"), newer.to_string());
         let err = Store::open(&path).err().unwrap();
         assert!(
             matches!(
                 err,
-                StoreError::NewerSchema {
-                    found: 2,
-                    supported: 1,
-                    ..
-                }
+                StoreError::NewerSchema { found, supported, .. }
+                    if found == newer && supported == newer - 1
             ),
             "{err}"
         );
@@ -349,7 +405,7 @@ mod tests {
         let broken = "ALTER TABLE results ADD COLUMN note TEXT; SELECT * FROM no_such_table;";
         let err = Store::open_with(&path, &[V1, broken]).err().unwrap();
         assert!(err.to_string().contains("no_such_table"), "{err}");
-        let store = Store::open(&path).unwrap();
+        let store = Store::open_with(&path, &[V1]).unwrap();
         assert_eq!(store.schema_version(), 1);
         assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
         let has_note: bool = store

@@ -28,6 +28,12 @@ pub enum Command {
     /// Co-execute one NDRange across several devices, each with its own best configuration,
     /// and report the plan, the metrics and the decision (or only plan, with --plan-only).
     Split(SplitArgs),
+    /// Stencil kernels: the reference stencils and the synthetic generator (Cummins et al. 2016).
+    #[command(subcommand)]
+    Stencil(StencilCommand),
+    /// Measure every work-group size of every stencil scenario of a campaign into the store;
+    /// summarise (`--summary`) or export (`--export`) what was collected.
+    Collect(CollectArgs),
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -201,4 +207,46 @@ fn parse_step(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("{v} is not in (0, 1]"))
     }
+}
+
+#[derive(Subcommand)]
+pub enum StencilCommand {
+    /// Write synthetic stencil kernels, one `.stencil.toml` (and its OpenCL source) per kernel.
+    Gen {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 10)]
+        count: usize,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// List the reference stencils (the paper's Table 2).
+    List,
+}
+
+#[derive(Args)]
+pub struct CollectArgs {
+    /// The campaign file (TOML): devices, kernels, datasets, grid, measure.
+    pub campaign: Option<PathBuf>,
+    /// The results store.
+    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    pub db: PathBuf,
+    /// Where the scenarios' generated files go (default: next to the store, `DB.stencils/`).
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Seed of the input data.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Per-evaluation timeout in seconds (default: 10 x the slowest so far, at least 60).
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Print the derived figures of what the store holds (W_legal, W_safe, oracles, baseline).
+    #[arg(long, conflicts_with = "campaign")]
+    pub summary: bool,
+    /// Write the long CSV (one row per scenario and work-group size) that `ndtune learn` reads.
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["campaign", "summary"])]
+    pub export: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -74,7 +74,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 replay: None,
                 json: args.json,
             };
-            let report = tune_device(&tune, &spec, &source, &overrides, device, &store, &progress)?;
+            let report = tune_device(
+                &tune, &spec, &source, &overrides, device, label, &store, &progress,
+            )?;
             best = best_recorded(&store, &g)?;
             if best.is_none() {
                 bail!(

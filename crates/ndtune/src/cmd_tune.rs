@@ -111,6 +111,24 @@ impl DeviceReport {
     pub fn outcome_summary(&self) -> String {
         outcome_counts(&self.outcomes)
     }
+
+    /// Configurations evaluated now, per second of everything but launches (builds, buffers,
+    /// references, verification, the worker round trip), and the overhead per configuration
+    /// (everything but builds, launches and references) in ms.
+    pub fn throughput(&self) -> (usize, f64, f64) {
+        let t = &self.time;
+        let besides_launches = (t.total_s - t.launch_s).max(1e-9);
+        (
+            self.evaluated,
+            self.evaluated as f64 / besides_launches,
+            t.overhead_ms_per_config,
+        )
+    }
+
+    /// The best configuration's time, where one was measured.
+    pub fn best_ms(&self) -> Option<f64> {
+        self.best.as_ref().map(|b| b.time_ms)
+    }
 }
 
 /// Runs live evaluations for one device and commits each outcome to the store at once.
@@ -212,7 +230,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let mut reports = Vec::new();
     for device in &devices {
         reports.push(tune_device(
-            args, &spec, &source, &overrides, device, &store, &progress,
+            args,
+            &spec,
+            &source,
+            &overrides,
+            device,
+            &targets::label(device),
+            &store,
+            &progress,
         )?);
     }
     if args.json {
@@ -273,10 +298,11 @@ pub(crate) fn tune_device(
     source: &str,
     overrides: &BTreeMap<String, i64>,
     device: &ClDevice,
+    label: &str,
     store: &Store,
     progress: &MultiProgress,
 ) -> Result<DeviceReport> {
-    let label = targets::label(device);
+    let label = label.to_string();
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(&label, &device.profile)])

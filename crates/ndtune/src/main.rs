@@ -5,11 +5,13 @@
 //! printed once, with their context.
 
 mod cli;
+mod cmd_collect;
 mod cmd_devices;
 mod cmd_export;
 mod cmd_replay;
 mod cmd_space;
 mod cmd_split;
+mod cmd_stencil;
 mod cmd_tune;
 mod kernel_check;
 mod output;
@@ -42,6 +44,8 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Tune(args) => cmd_tune::run(&args),
         cli::Command::Export(args) => cmd_export::run(&args),
         cli::Command::Split(args) => cmd_split::run(&args),
+        cli::Command::Stencil(cmd) => cmd_stencil::run(&cmd),
+        cli::Command::Collect(args) => cmd_collect::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
     }
 }
