@@ -222,6 +222,17 @@ void ndtune_reference(void **buffers, const long long *scalars)
     }
 }
 
+/// Build errors in the user's function point at its own lines ("NAME.stencil function:3: ...");
+/// the skeleton after it (from the `NDTUNE_SKELETON_LINE` marker on) gets its true line numbers
+/// back.
+fn with_line_numbers(s: String) -> String {
+    let at = s
+        .lines()
+        .position(|l| l.contains("NDTUNE_SKELETON_LINE"))
+        .expect("sources mark where the skeleton resumes");
+    s.replace("NDTUNE_SKELETON_LINE", &(at + 2).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,15 +267,4 @@ mod tests {
             .device_source()
             .contains("#pragma OPENCL EXTENSION cl_khr_fp64 : enable"));
     }
-}
-
-/// Build errors in the user's function point at its own lines ("NAME.stencil function:3: ...");
-/// the skeleton after it (from the `NDTUNE_SKELETON_LINE` marker on) gets its true line numbers
-/// back.
-fn with_line_numbers(s: String) -> String {
-    let at = s
-        .lines()
-        .position(|l| l.contains("NDTUNE_SKELETON_LINE"))
-        .expect("sources mark where the skeleton resumes");
-    s.replace("NDTUNE_SKELETON_LINE", &(at + 2).to_string())
 }
