@@ -123,7 +123,7 @@ fn compile(source: &Path, function: &str) -> Result<PathBuf, String> {
     let main_c = dir.join(format!("main-{unique}.c"));
     std::fs::write(&main_c, MAIN).map_err(|e| format!("{}: {e}", main_c.display()))?;
     let building = dir.join(format!("building-{unique}"));
-    let out = Command::new("clang")
+    let out = Command::new(ndtune_core::tools::clang())
         .args(["-std=c99", "-O2", "-w"])
         .arg(format!("-DNDTUNE_FUNCTION={function}"))
         .arg(source)

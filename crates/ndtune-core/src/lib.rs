@@ -5,6 +5,7 @@
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
 //!   the mean of the best 5 of 10 runs).
+//! - [`tools`]: where the external tools ndtune runs (clang) are.
 //!
 //! ```
 //! use ndtune_core::{Outcome, Timing};
@@ -12,6 +13,8 @@
 //! assert_eq!(t.score_ms(), 1.5);
 //! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
 //! ```
+
+pub mod tools;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -85,7 +85,7 @@ pub fn kernel_features(
 
 /// The LLVM IR text of `source`.
 fn compile(source: &str, build_options: &str) -> Result<String, FeatureError> {
-    let mut child = Command::new("clang")
+    let mut child = Command::new(ndtune_core::tools::clang())
         .args(CLANG_ARGS)
         .args(build_options.split_whitespace())
         .args(["--", "-"])

@@ -20,7 +20,7 @@ use ndtune_device::DeviceProfile;
 /// Why a scenario's features could not be extracted.
 #[derive(Debug, thiserror::Error)]
 pub enum FeatureError {
-    #[error("cannot run clang to extract kernel features (is clang installed and on PATH?): {0}")]
+    #[error("cannot run clang to extract kernel features (is clang installed and on PATH, or NDTUNE_CLANG set?): {0}")]
     Clang(#[source] std::io::Error),
     #[error("clang cannot compile the kernel with build options `{options}`:\n{stderr}")]
     Compile { options: String, stderr: String },
