@@ -56,7 +56,10 @@ pub struct Bench {
     /// so configurations that differ in launch-only parameters share one build.
     used_names: HashSet<String>,
     /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
-    references: HashMap<Vec<usize>, Buffers>,
+    references: HashMap<Vec<usize>, Rc<Buffers>>,
+    /// Device buffers of earlier configurations, by (argument, bytes): reused (their contents
+    /// rewritten) instead of allocated again for every configuration.
+    spare: RefCell<HashMap<(usize, usize), Vec<DeviceBuffer>>>,
     build_ms: Cell<f64>,
     launch_ms: Cell<f64>,
     reference_ms: Cell<f64>,
@@ -139,6 +142,7 @@ impl Bench {
             local,
             used_names,
             references: HashMap::new(),
+            spare: RefCell::new(HashMap::new()),
             build_ms: Cell::new(0.0),
             launch_ms: Cell::new(0.0),
             reference_ms: Cell::new(0.0),
@@ -186,10 +190,22 @@ impl Bench {
         let device_ms = self.build_ms.get() + self.launch_ms.get() - device_ms;
         self.reference_ms
             .set(started.elapsed().as_secs_f64() * 1e3 - device_ms);
-        match self.measure(config, &prepared, expected.as_ref()) {
+        let measured = self.measure(config, &prepared, expected.as_deref());
+        self.recycle(prepared);
+        match measured {
             Ok(o) => Ok(o),
             Err(RunError::Outcome(o)) => Ok(o),
             Err(RunError::Fatal(f)) => Err(f),
+        }
+    }
+
+    /// Keeps a configuration's device buffers for the next one.
+    fn recycle(&self, p: Prepared) {
+        let mut spare = self.spare.borrow_mut();
+        for (i, b) in p.buffers.into_iter().enumerate() {
+            if let Some(b) = b {
+                spare.entry((i, b.len())).or_default().push(b);
+            }
         }
     }
 
@@ -218,11 +234,16 @@ impl Bench {
                             },
                         ));
                     p.lens.push(len);
-                    buffer = Some(
-                        self.session
-                            .buffer(&data.bytes)
-                            .map_err(|e| RunError::Outcome(refused(&e)))?,
-                    );
+                    let reused = self
+                        .spare
+                        .borrow_mut()
+                        .get_mut(&(i, data.bytes.len()))
+                        .and_then(Vec::pop);
+                    let filled = match reused {
+                        Some(mut b) => self.session.write(&mut b, &data.bytes).map(|()| b),
+                        None => self.session.buffer(&data.bytes),
+                    };
+                    buffer = Some(filled.map_err(|e| RunError::Outcome(refused(&e)))?);
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
@@ -335,12 +356,12 @@ impl Bench {
     }
 
     /// The expected outputs for this configuration's inputs, computed once per buffer shape.
-    fn reference(&mut self, config: &[i64], p: &Prepared) -> Result<Option<Buffers>, Fatal> {
+    fn reference(&mut self, config: &[i64], p: &Prepared) -> Result<Option<Rc<Buffers>>, Fatal> {
         let Some(verify) = self.spec.verify.clone() else {
             return Ok(None);
         };
         if let Some(r) = self.references.get(&p.lens) {
-            return Ok(Some(r.clone()));
+            return Ok(Some(Rc::clone(r)));
         }
         let expected = match &verify.reference {
             Reference::Builtin(name) => {
@@ -381,8 +402,10 @@ impl Bench {
                 }
                 let run = self
                     .ready(&reference, &rp)
-                    .and_then(|(k, g, l)| self.launch(&k, &g, &l));
-                match run.and_then(|_| self.outputs(&rp)) {
+                    .and_then(|(k, g, l)| self.launch(&k, &g, &l))
+                    .and_then(|_| self.outputs(&rp));
+                self.recycle(rp);
+                match run {
                     Ok(out) => out,
                     Err(RunError::Outcome(o)) => return Err(fail(describe(&o))),
                     Err(RunError::Fatal(f)) => return Err(f),
@@ -397,7 +420,8 @@ impl Bench {
                 self.reference_host(config, p, source, function)?
             }
         };
-        self.references.insert(p.lens.clone(), expected.clone());
+        let expected = Rc::new(expected);
+        self.references.insert(p.lens.clone(), Rc::clone(&expected));
         Ok(Some(expected))
     }
 
