@@ -23,5 +23,8 @@
 //! assert_eq!(f.get("f_data_stencil_area"), Some(9.0));
 //! ```
 
+pub mod data;
+pub mod eval;
 pub mod features;
+pub mod models;
 pub mod oracle;

@@ -34,6 +34,10 @@ pub enum Command {
     /// Measure every work-group size of every stencil scenario of a campaign into the store;
     /// summarise (`--summary`) or export (`--export`) what was collected.
     Collect(CollectArgs),
+    /// Features of kernels and scenarios; evaluation of work-group size prediction on collected
+    /// data (Cummins et al. 2016).
+    #[command(subcommand)]
+    Learn(LearnCommand),
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -246,6 +250,53 @@ pub struct CollectArgs {
     /// Write the long CSV (one row per scenario and work-group size) that `ndtune learn` reads.
     #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["campaign", "summary"])]
     pub export: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum LearnCommand {
+    /// Print the features of an OpenCL kernel (`.cl`: kernel features) or of a stencil scenario
+    /// (`.stencil.toml` with --size and a device: device, kernel and dataset features).
+    Features(LearnFeaturesArgs),
+    /// Evaluate classifiers (with Algorithm 1's fallbacks), regressors (Algorithm 2) and the best
+    /// fixed size on a collected CSV under a protocol.
+    Eval(LearnEvalArgs),
+}
+
+#[derive(Args)]
+pub struct LearnFeaturesArgs {
+    /// An OpenCL C file, or a `.stencil.toml`.
+    pub kernel: PathBuf,
+    /// Build options for a `.cl` file (e.g. `-D N=1024`).
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub options: String,
+    /// For a stencil: the matrix, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1024x1024")]
+    pub size: String,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct LearnEvalArgs {
+    /// The long CSV of `ndtune collect --export` (or .csv.gz).
+    #[arg(long, value_name = "CSV")]
+    pub data: PathBuf,
+    /// cv10, synthetic-real, loo-device, loo-kernel or loo-dataset.
+    #[arg(long, default_value = "cv10")]
+    pub protocol: String,
+    /// Models, comma-separated: tree, forest, bayes, logistic, svm, forest-runtime,
+    /// forest-speedup, baseline (default: all).
+    #[arg(long, value_name = "A,B")]
+    pub models: Option<String>,
+    /// Seed of the folds, the random fallback and the forests.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

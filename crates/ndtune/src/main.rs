@@ -8,6 +8,7 @@ mod cli;
 mod cmd_collect;
 mod cmd_devices;
 mod cmd_export;
+mod cmd_learn;
 mod cmd_replay;
 mod cmd_space;
 mod cmd_split;
@@ -46,6 +47,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Split(args) => cmd_split::run(&args),
         cli::Command::Stencil(cmd) => cmd_stencil::run(&cmd),
         cli::Command::Collect(args) => cmd_collect::run(&args),
+        cli::Command::Learn(cmd) => cmd_learn::run(&cmd),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
     }
 }

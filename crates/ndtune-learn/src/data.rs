@@ -1,0 +1,308 @@
+//! Training data: the long CSV that `ndtune collect --export` writes (docs/collect.md), or any
+//! CSV in that format. One row per (scenario, work-group size); the `f_*` columns are the
+//! scenario's features and must agree on every row of a scenario. Errors name the file, the line
+//! and the column.
+
+use crate::oracle::{Observation, Status, Wg};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// One scenario: a (device, kernel, dataset) and its features.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub id: String,
+    pub device: String,
+    pub kernel: String,
+    pub dataset: String,
+    pub features: Vec<f64>,
+}
+
+/// A loaded dataset.
+#[derive(Debug, Clone)]
+pub struct Data {
+    pub feature_names: Vec<String>,
+    pub scenarios: Vec<Scenario>,
+    pub observations: Vec<Observation>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Csv {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("{path}: no column `{column}` (the format is in docs/collect.md)")]
+    MissingColumn { path: PathBuf, column: String },
+    #[error("{path}: no feature columns (f_*)")]
+    NoFeatures { path: PathBuf },
+    #[error("{path}:{line}: column `{column}`: `{value}` is not a number")]
+    NotNumeric {
+        path: PathBuf,
+        line: u64,
+        column: String,
+        value: String,
+    },
+    #[error("{path}:{line}: column `status`: `{value}` is none of measured, refused, illegal, wrong_result, build_failed, crashed, timed_out")]
+    BadStatus {
+        path: PathBuf,
+        line: u64,
+        value: String,
+    },
+    #[error("{path}:{line}: scenario `{scenario}`: `{column}` differs from its first row")]
+    Inconsistent {
+        path: PathBuf,
+        line: u64,
+        scenario: String,
+        column: String,
+    },
+    #[error("{path}: scenario `{scenario}` has no measured work-group size")]
+    NoMeasured { path: PathBuf, scenario: String },
+    #[error("{path}: no rows")]
+    Empty { path: PathBuf },
+}
+
+fn status(s: &str) -> Option<Status> {
+    Some(match s {
+        "measured" => Status::Measured,
+        "refused" => Status::Refused,
+        "illegal" => Status::Illegal,
+        "wrong_result" => Status::WrongResult,
+        "build_failed" => Status::BuildFailed,
+        "crashed" => Status::Crashed,
+        "timed_out" => Status::TimedOut,
+        _ => return None,
+    })
+}
+
+impl Data {
+    /// Reads a CSV file (gzip-compressed where the name ends in `.gz`).
+    pub fn load(path: &Path) -> Result<Data, DataError> {
+        let io = |source| DataError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
+            Box::new(flate2::read::GzDecoder::new(file))
+        } else {
+            Box::new(file)
+        };
+        Data::read(reader, path)
+    }
+
+    /// Reads CSV text; `path` names it in errors.
+    pub fn read(reader: impl std::io::Read, path: &Path) -> Result<Data, DataError> {
+        let p = || path.to_path_buf();
+        let mut csv = csv::ReaderBuilder::new().from_reader(reader);
+        let csv_err = |e: csv::Error| DataError::Csv {
+            path: p(),
+            line: e.position().map_or(0, |pos| pos.line()),
+            message: e.to_string(),
+        };
+        let header: Vec<String> = csv
+            .headers()
+            .map_err(csv_err)?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        let col = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .ok_or_else(|| DataError::MissingColumn {
+                    path: p(),
+                    column: name.to_string(),
+                })
+        };
+        let [scenario, device, kernel, dataset, wg_c, wg_r, runtime, status_col] = [
+            "scenario",
+            "device",
+            "kernel",
+            "dataset",
+            "wg_c",
+            "wg_r",
+            "runtime_ms",
+            "status",
+        ]
+        .map(col);
+        let (scenario, device, kernel, dataset) = (scenario?, device?, kernel?, dataset?);
+        let (wg_c, wg_r, runtime, status_col) = (wg_c?, wg_r?, runtime?, status_col?);
+        let feature_cols: Vec<usize> = (0..header.len())
+            .filter(|&i| header[i].starts_with("f_"))
+            .collect();
+        if feature_cols.is_empty() {
+            return Err(DataError::NoFeatures { path: p() });
+        }
+        let mut data = Data {
+            feature_names: feature_cols.iter().map(|&i| header[i].clone()).collect(),
+            scenarios: Vec::new(),
+            observations: Vec::new(),
+        };
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for record in csv.records() {
+            let record = record.map_err(csv_err)?;
+            let line = record.position().map_or(0, |pos| pos.line());
+            let number = |i: usize| -> Result<f64, DataError> {
+                let v = record.get(i).unwrap_or("");
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| DataError::NotNumeric {
+                        path: p(),
+                        line,
+                        column: header[i].clone(),
+                        value: v.to_string(),
+                    })
+            };
+            let field = |i: usize| record.get(i).unwrap_or("").to_string();
+            let features = feature_cols
+                .iter()
+                .map(|&i| number(i))
+                .collect::<Result<Vec<f64>, _>>()?;
+            let id = field(scenario);
+            let s = match index.get(&id) {
+                Some(&s) => {
+                    let known = &data.scenarios[s];
+                    let differs = [
+                        ("device", &known.device, field(device)),
+                        ("kernel", &known.kernel, field(kernel)),
+                        ("dataset", &known.dataset, field(dataset)),
+                    ]
+                    .into_iter()
+                    .find(|(_, a, b)| *a != b)
+                    .map(|(c, ..)| c.to_string())
+                    .or_else(|| {
+                        known
+                            .features
+                            .iter()
+                            .zip(&features)
+                            .position(|(a, b)| a != b)
+                            .map(|k| data.feature_names[k].clone())
+                    });
+                    if let Some(column) = differs {
+                        return Err(DataError::Inconsistent {
+                            path: p(),
+                            line,
+                            scenario: id,
+                            column,
+                        });
+                    }
+                    s
+                }
+                None => {
+                    index.insert(id.clone(), data.scenarios.len());
+                    data.scenarios.push(Scenario {
+                        id,
+                        device: field(device),
+                        kernel: field(kernel),
+                        dataset: field(dataset),
+                        features,
+                    });
+                    data.scenarios.len() - 1
+                }
+            };
+            let st = status(record.get(status_col).unwrap_or("")).ok_or_else(|| {
+                DataError::BadStatus {
+                    path: p(),
+                    line,
+                    value: field(status_col),
+                }
+            })?;
+            let wg: Wg = (number(wg_c)? as u64, number(wg_r)? as u64);
+            let runtime_ms = match st {
+                Status::Measured => Some(number(runtime)?),
+                _ => None,
+            };
+            data.observations.push(Observation {
+                scenario: s,
+                wg,
+                status: st,
+                runtime_ms,
+            });
+        }
+        if data.scenarios.is_empty() {
+            return Err(DataError::Empty { path: p() });
+        }
+        let mut measured = vec![false; data.scenarios.len()];
+        for o in &data.observations {
+            measured[o.scenario] |= o.status == Status::Measured;
+        }
+        if let Some(i) = measured.iter().position(|m| !m) {
+            return Err(DataError::NoMeasured {
+                path: p(),
+                scenario: data.scenarios[i].id.clone(),
+            });
+        }
+        Ok(data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "scenario,device,kernel,dataset,f_a,f_b,wg_c,wg_r,runtime_ms,status\n";
+
+    fn read(text: &str) -> Result<Data, DataError> {
+        Data::read(text.as_bytes(), Path::new("t.csv"))
+    }
+
+    #[test]
+    fn rows_become_scenarios_and_observations() {
+        let d = read(&format!(
+            "{HEAD}s1,gpu,k,64x64,1,2,8,8,0.5,measured\ns1,gpu,k,64x64,1,2,16,8,,refused\n\"s2, x\",cpu,k,64x64,3,4,8,8,1.5,measured\n"
+        ))
+        .unwrap();
+        assert_eq!(d.feature_names, ["f_a", "f_b"]);
+        assert_eq!(d.scenarios.len(), 2);
+        assert_eq!(d.scenarios[1].id, "s2, x");
+        assert_eq!(d.scenarios[1].features, [3.0, 4.0]);
+        assert_eq!(d.observations[1].status, Status::Refused);
+        assert_eq!(d.observations[1].runtime_ms, None);
+        assert_eq!(d.observations[2].wg, (8, 8));
+    }
+
+    #[test]
+    fn bad_input_is_named_by_file_line_and_column() {
+        let e = read("scenario,device,kernel,dataset,f_a,wg_c,wg_r,status\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.csv: no column `runtime_ms` (the format is in docs/collect.md)"
+        );
+        let e = read(&format!("{HEAD}s1,gpu,k,d,1,x2,8,8,0.5,measured\n")).unwrap_err();
+        assert_eq!(e.to_string(), "t.csv:2: column `f_b`: `x2` is not a number");
+        let e = read(&format!("{HEAD}s1,gpu,k,d,1,2,8,8,0.5,fast\n")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.csv:2: column `status`: `fast`"),
+            "{e}"
+        );
+        let e = read(&format!(
+            "{HEAD}s1,gpu,k,d,1,2,8,8,0.5,measured\ns1,gpu,k,d,1,3,8,4,0.5,measured\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.csv:3: scenario `s1`: `f_b` differs from its first row"
+        );
+        let e = read(&format!("{HEAD}s1,gpu,k,d,1,2,8,8,,refused\n")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.csv: scenario `s1` has no measured work-group size"
+        );
+        let e = read(&format!("{HEAD}s1,gpu,k,d,1,2,8,8,,measured\n")).unwrap_err();
+        assert!(
+            e.to_string().contains("`runtime_ms`: `` is not a number"),
+            "{e}"
+        );
+        assert!(matches!(read(HEAD), Err(DataError::Empty { .. })));
+    }
+}

@@ -1,0 +1,627 @@
+//! Evaluating work-group size prediction (Cummins et al. 2016, §4 and §7): protocols that split
+//! the scenarios into training and test sets (never the rows of one scenario into both), the
+//! classifiers with the fallback handlers of Algorithm 1, the regressors with Algorithm 2, and
+//! the metrics: accuracy, validity, refused, performance relative to the oracle, speedup over the
+//! baseline and over the human expert's 32x4, prediction time.
+//!
+//! A size is legal in a test scenario when it was measured there; Algorithm 1's fallbacks and
+//! Algorithm 2's self-correction only ever return legal sizes, so validity after fallback is 100%.
+
+use crate::data::Data;
+use crate::models::{Classifier, ClassifierKind, Regressor};
+use crate::oracle::{analyse, Status, Wg, EXPERT};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Instant;
+
+/// How scenarios are split into training and test sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Ten folds of scenarios.
+    Cv10,
+    /// Train on kernels named `syn*`, test on the rest.
+    SyntheticReal,
+    LooDevice,
+    LooKernel,
+    LooDataset,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 5] = [
+        Protocol::Cv10,
+        Protocol::SyntheticReal,
+        Protocol::LooDevice,
+        Protocol::LooKernel,
+        Protocol::LooDataset,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Cv10 => "cv10",
+            Protocol::SyntheticReal => "synthetic-real",
+            Protocol::LooDevice => "loo-device",
+            Protocol::LooKernel => "loo-kernel",
+            Protocol::LooDataset => "loo-dataset",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The (training, test) scenario index sets.
+    pub fn folds(self, data: &Data, seed: u64) -> Vec<(Vec<usize>, Vec<usize>)> {
+        let n = data.scenarios.len();
+        match self {
+            Protocol::Cv10 => {
+                let mut order: Vec<usize> = (0..n).collect();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                for i in (1..n).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                let k = 10.min(n);
+                (0..k)
+                    .map(|f| {
+                        let test: Vec<usize> = order.iter().copied().skip(f).step_by(k).collect();
+                        let train = (0..n).filter(|i| !test.contains(i)).collect();
+                        (train, test)
+                    })
+                    .collect()
+            }
+            Protocol::SyntheticReal => {
+                vec![(0..n).partition(|&i| data.scenarios[i].kernel.starts_with("syn"))]
+            }
+            Protocol::LooDevice => leave_one_out(data.scenarios.iter().map(|s| s.device.as_str())),
+            Protocol::LooKernel => leave_one_out(data.scenarios.iter().map(|s| s.kernel.as_str())),
+            Protocol::LooDataset => {
+                leave_one_out(data.scenarios.iter().map(|s| s.dataset.as_str()))
+            }
+        }
+    }
+}
+
+/// One fold per distinct key: its scenarios are the test set, all others the training set.
+fn leave_one_out<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let keys: Vec<&str> = keys.collect();
+    let distinct: BTreeSet<&str> = keys.iter().copied().collect();
+    distinct
+        .into_iter()
+        .map(|g| (0..keys.len()).partition(|&i| keys[i] != g))
+        .collect()
+}
+
+/// Algorithm 1's handlers for a prediction that is not legal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    Baseline,
+    Random,
+    NearestNeighbour,
+}
+
+impl Fallback {
+    pub const ALL: [Fallback; 3] = [
+        Fallback::Baseline,
+        Fallback::Random,
+        Fallback::NearestNeighbour,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fallback::Baseline => "baseline",
+            Fallback::Random => "random",
+            Fallback::NearestNeighbour => "nearest",
+        }
+    }
+}
+
+/// A way to choose a work-group size for a scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    Classify(ClassifierKind, Fallback),
+    /// Algorithm 2 on a random forest predicting the runtime.
+    RegressRuntime,
+    /// Algorithm 2 on a random forest predicting the speedup over the baseline.
+    RegressSpeedup,
+    /// The best fixed size of the training set.
+    Baseline,
+}
+
+impl Method {
+    /// Every classifier with every fallback, both regressors, and the baseline.
+    pub fn all() -> Vec<Method> {
+        let mut m: Vec<Method> = ClassifierKind::ALL
+            .into_iter()
+            .flat_map(|k| {
+                Fallback::ALL
+                    .into_iter()
+                    .map(move |f| Method::Classify(k, f))
+            })
+            .collect();
+        m.extend([
+            Method::RegressRuntime,
+            Method::RegressSpeedup,
+            Method::Baseline,
+        ]);
+        m
+    }
+
+    fn names(self) -> (String, String) {
+        match self {
+            Method::Classify(k, f) => (k.name().into(), f.name().into()),
+            Method::RegressRuntime => ("forest-runtime".into(), "self-correct".into()),
+            Method::RegressSpeedup => ("forest-speedup".into(), "self-correct".into()),
+            Method::Baseline => ("baseline".into(), "-".into()),
+        }
+    }
+}
+
+/// One method's figures over every test scenario of every fold.
+#[derive(Debug, Clone, Serialize)]
+pub struct MethodResult {
+    pub model: String,
+    pub fallback: String,
+    pub scenarios: usize,
+    /// The prediction (before any fallback) was the oracle.
+    pub accuracy: f64,
+    /// The prediction (before any fallback) was legal.
+    pub validity: f64,
+    /// The prediction (before any fallback) was refused there.
+    pub refused: f64,
+    /// Geometric mean of oracle time / chosen size's time.
+    pub performance_geomean: f64,
+    /// Minimum, quartiles and maximum of that ratio.
+    pub performance_quantiles: [f64; 5],
+    pub speedup_over_baseline_median: f64,
+    /// Over the scenarios where 32x4 is legal.
+    pub speedup_over_expert_median: Option<f64>,
+    /// Mean time to choose, features given, in microseconds.
+    pub predict_us: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BaselineSummary {
+    pub size: [u64; 2],
+    pub performance_geomean: f64,
+}
+
+/// An evaluation under one protocol.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub protocol: String,
+    pub folds: usize,
+    pub scenarios: usize,
+    pub results: Vec<MethodResult>,
+    pub baseline: Option<BaselineSummary>,
+    /// Mean of each scenario's slowest over fastest legal time: what any choice can gain.
+    pub mean_spread: Option<f64>,
+}
+
+/// What is known of each scenario: the time of each legal size, and the refused ones.
+struct Facts {
+    times: Vec<HashMap<Wg, f64>>,
+    refused: Vec<BTreeSet<Wg>>,
+    oracle: Vec<(Wg, f64)>,
+}
+
+impl Facts {
+    fn new(data: &Data) -> Facts {
+        let n = data.scenarios.len();
+        let mut times = vec![HashMap::new(); n];
+        let mut refused = vec![BTreeSet::new(); n];
+        for o in &data.observations {
+            match (o.status, o.runtime_ms) {
+                (Status::Measured, Some(t)) => {
+                    times[o.scenario].insert(o.wg, t);
+                }
+                (Status::Refused, _) => {
+                    refused[o.scenario].insert(o.wg);
+                }
+                _ => {}
+            }
+        }
+        let oracle = times
+            .iter()
+            .map(|t| {
+                let (wg, ms) = t
+                    .iter()
+                    .min_by(|a, b| a.1.total_cmp(b.1).then(a.0.cmp(b.0)))
+                    .expect("every scenario has a measured size (checked on load)");
+                (*wg, *ms)
+            })
+            .collect();
+        Facts {
+            times,
+            refused,
+            oracle,
+        }
+    }
+
+    fn legal(&self, s: usize, wg: Wg) -> bool {
+        self.times[s].contains_key(&wg)
+    }
+}
+
+/// One test scenario's choice: (scenario, chosen size, first prediction, microseconds taken).
+type Choice = (usize, Wg, Option<Wg>, f64);
+
+/// Sizes of the training scenarios, best fixed choice first: those legal in every training
+/// scenario by geometric-mean performance, then the rest by how many scenarios they are legal
+/// in and their geometric mean there.
+fn ranking(facts: &Facts, train: &[usize]) -> Vec<Wg> {
+    let mut stats: BTreeMap<Wg, (usize, f64)> = BTreeMap::new();
+    for &s in train {
+        for (wg, t) in &facts.times[s] {
+            let e = stats.entry(*wg).or_default();
+            e.0 += 1;
+            e.1 += (facts.oracle[s].1 / t).ln();
+        }
+    }
+    let mut ranked: Vec<(Wg, usize, f64)> = stats
+        .into_iter()
+        .map(|(wg, (n, logs))| (wg, n, logs / n as f64))
+        .collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)).then(a.0.cmp(&b.0)));
+    ranked.into_iter().map(|(wg, ..)| wg).collect()
+}
+
+/// The first size of `ranking` legal in `s` (or, where none is, `s`'s smallest legal size).
+fn first_legal(facts: &Facts, ranking: &[Wg], s: usize) -> Wg {
+    ranking
+        .iter()
+        .copied()
+        .find(|&w| facts.legal(s, w))
+        .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"))
+}
+
+/// Evaluates `methods` on `data` under `protocol`.
+pub fn evaluate(data: &Data, protocol: Protocol, methods: &[Method], seed: u64) -> Report {
+    let facts = Facts::new(data);
+    let folds = protocol.folds(data, seed);
+    // Per method: per test scenario (chosen, predicted, micros).
+    let mut outcomes: Vec<Vec<Choice>> = vec![Vec::new(); methods.len()];
+    let mut baseline_choice: HashMap<usize, Wg> = HashMap::new();
+    for (fold, (train, test)) in folds.iter().enumerate() {
+        if train.is_empty() || test.is_empty() {
+            continue;
+        }
+        let rank = ranking(&facts, train);
+        for &s in test {
+            baseline_choice.insert(s, first_legal(&facts, &rank, s));
+        }
+        let fold_seed = seed ^ (fold as u64).wrapping_mul(0x9E37_79B9);
+        // Classes: the training oracles.
+        let classes: Vec<Wg> = train
+            .iter()
+            .map(|&s| facts.oracle[s].0)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let x: Vec<Vec<f64>> = train
+            .iter()
+            .map(|&s| data.scenarios[s].features.clone())
+            .collect();
+        let y: Vec<usize> = train
+            .iter()
+            .map(|&s| classes.binary_search(&facts.oracle[s].0).expect("a class"))
+            .collect();
+        let mut classifiers: HashMap<ClassifierKind, Classifier> = HashMap::new();
+        let mut runtime_model = None;
+        let mut speedup_model = None;
+        for (m, method) in methods.iter().enumerate() {
+            match *method {
+                Method::Classify(kind, fallback) => {
+                    let c = classifiers.entry(kind).or_insert_with(|| {
+                        Classifier::fit(kind, &x, &y, fold_seed).expect("training data is valid")
+                    });
+                    let mut rng = ChaCha8Rng::seed_from_u64(fold_seed ^ 0x5EED);
+                    for &s in test {
+                        let started = Instant::now();
+                        let predicted = classes[c.predict(&data.scenarios[s].features)];
+                        let chosen = if facts.legal(s, predicted) {
+                            predicted
+                        } else {
+                            fallback_choice(&facts, &rank, s, predicted, fallback, &mut rng)
+                        };
+                        let us = started.elapsed().as_secs_f64() * 1e6;
+                        outcomes[m].push((s, chosen, Some(predicted), us));
+                    }
+                }
+                Method::RegressRuntime | Method::RegressSpeedup => {
+                    let speed = *method == Method::RegressSpeedup;
+                    let slot = if speed {
+                        &mut speedup_model
+                    } else {
+                        &mut runtime_model
+                    };
+                    let model = slot.get_or_insert_with(|| {
+                        let (rx, ry) = regression_rows(data, &facts, train, &rank, speed);
+                        Regressor::fit(&rx, &ry, fold_seed).expect("training data is valid")
+                    });
+                    let candidates: Vec<Wg> = rank.clone();
+                    for &s in test {
+                        let started = Instant::now();
+                        let (chosen, first) = algorithm2(
+                            model,
+                            &data.scenarios[s].features,
+                            &candidates,
+                            &facts,
+                            s,
+                            speed,
+                        );
+                        let us = started.elapsed().as_secs_f64() * 1e6;
+                        outcomes[m].push((s, chosen, Some(first), us));
+                    }
+                }
+                Method::Baseline => {
+                    for &s in test {
+                        let started = Instant::now();
+                        let chosen = first_legal(&facts, &rank, s);
+                        let us = started.elapsed().as_secs_f64() * 1e6;
+                        outcomes[m].push((s, chosen, Some(rank[0]), us));
+                    }
+                }
+            }
+        }
+    }
+    let results = methods
+        .iter()
+        .zip(&outcomes)
+        .map(|(method, rows)| summarise(*method, rows, &facts, &baseline_choice))
+        .collect();
+    let all = analyse(data.scenarios.len(), &data.observations);
+    Report {
+        protocol: protocol.name().into(),
+        folds: folds
+            .iter()
+            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+            .count(),
+        scenarios: data.scenarios.len(),
+        results,
+        baseline: all.baseline.map(|b| BaselineSummary {
+            size: [b.wg.0, b.wg.1],
+            performance_geomean: b.performance,
+        }),
+        mean_spread: all.mean_spread,
+    }
+}
+
+fn fallback_choice(
+    facts: &Facts,
+    rank: &[Wg],
+    s: usize,
+    predicted: Wg,
+    fallback: Fallback,
+    rng: &mut ChaCha8Rng,
+) -> Wg {
+    let mut legal: Vec<Wg> = facts.times[s].keys().copied().collect();
+    legal.sort();
+    match fallback {
+        Fallback::Baseline => first_legal(facts, rank, s),
+        Fallback::Random => legal[rng.random_range(0..legal.len())],
+        Fallback::NearestNeighbour => {
+            let d = |w: &Wg| {
+                let dc = w.0 as f64 - predicted.0 as f64;
+                let dr = w.1 as f64 - predicted.1 as f64;
+                dc * dc + dr * dr
+            };
+            *legal
+                .iter()
+                .min_by(|a, b| d(a).total_cmp(&d(b)).then(a.cmp(b)))
+                .expect("a measured size")
+        }
+    }
+}
+
+/// Rows of (scenario features, wc, wr) -> log runtime, or -> speedup over the baseline choice.
+fn regression_rows(
+    data: &Data,
+    facts: &Facts,
+    train: &[usize],
+    rank: &[Wg],
+    speedup: bool,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for &s in train {
+        let base = facts.times[s][&first_legal(facts, rank, s)];
+        let mut sizes: Vec<(&Wg, &f64)> = facts.times[s].iter().collect();
+        sizes.sort_by(|a, b| a.0.cmp(b.0));
+        for (wg, t) in sizes {
+            x.push(with_size(&data.scenarios[s].features, *wg));
+            y.push(if speedup { base / t } else { t.ln() });
+        }
+    }
+    (x, y)
+}
+
+fn with_size(features: &[f64], wg: Wg) -> Vec<f64> {
+    let mut row = features.to_vec();
+    row.extend([wg.0 as f64, wg.1 as f64, (wg.0 * wg.1) as f64]);
+    row
+}
+
+/// Algorithm 2: the candidate with the best predicted value; a candidate that is not legal in
+/// the scenario (refused, or beyond its limits) is dropped and the next best tried. Returns the
+/// choice and the first candidate tried.
+fn algorithm2(
+    model: &Regressor,
+    features: &[f64],
+    candidates: &[Wg],
+    facts: &Facts,
+    s: usize,
+    speedup: bool,
+) -> (Wg, Wg) {
+    let rows: Vec<Vec<f64>> = candidates.iter().map(|&w| with_size(features, w)).collect();
+    let predicted = model.predict_many(&rows);
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (pa, pb) = (predicted[a], predicted[b]);
+        if speedup {
+            pb.total_cmp(&pa)
+        } else {
+            pa.total_cmp(&pb)
+        }
+    });
+    let first = candidates[order[0]];
+    let chosen = order
+        .iter()
+        .map(|&i| candidates[i])
+        .find(|&w| facts.legal(s, w))
+        .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"));
+    (chosen, first)
+}
+
+fn summarise(
+    method: Method,
+    rows: &[Choice],
+    facts: &Facts,
+    baseline_choice: &HashMap<usize, Wg>,
+) -> MethodResult {
+    let (model, fallback) = method.names();
+    let n = rows.len().max(1) as f64;
+    let mut perf: Vec<f64> = Vec::new();
+    let mut over_base = Vec::new();
+    let mut over_expert = Vec::new();
+    let (mut correct, mut valid, mut refused, mut us) = (0usize, 0usize, 0usize, 0f64);
+    for &(s, chosen, predicted, micros) in rows {
+        let t = facts.times[s][&chosen];
+        perf.push(facts.oracle[s].1 / t);
+        over_base.push(facts.times[s][&baseline_choice[&s]] / t);
+        if let Some(e) = facts.times[s].get(&EXPERT) {
+            over_expert.push(e / t);
+        }
+        if let Some(p) = predicted {
+            correct += usize::from(p == facts.oracle[s].0);
+            valid += usize::from(facts.legal(s, p));
+            refused += usize::from(facts.refused[s].contains(&p));
+        }
+        us += micros;
+    }
+    let geomean = (perf.iter().map(|p| p.ln()).sum::<f64>() / n).exp();
+    MethodResult {
+        model,
+        fallback,
+        scenarios: rows.len(),
+        accuracy: correct as f64 / n,
+        validity: valid as f64 / n,
+        refused: refused as f64 / n,
+        performance_geomean: geomean,
+        performance_quantiles: quantiles(&mut perf),
+        speedup_over_baseline_median: median(&mut over_base),
+        speedup_over_expert_median: (!over_expert.is_empty()).then(|| median(&mut over_expert)),
+        predict_us: us / n,
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    quantiles(v)[2]
+}
+
+fn quantiles(v: &mut [f64]) -> [f64; 5] {
+    if v.is_empty() {
+        return [f64::NAN; 5];
+    }
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    [at(0.0), at(0.25), at(0.5), at(0.75), at(1.0)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Scenario;
+    use crate::oracle::Observation;
+
+    /// Scenarios of two kinds: feature 0 says which size is fastest (8x8 or 64x2); 32x32 is
+    /// refused on the GPU ones; the `syn*` kernels and the others share both kinds.
+    fn data() -> Data {
+        let mut d = Data {
+            feature_names: vec!["f_kind".into(), "f_noise".into()],
+            scenarios: vec![],
+            observations: vec![],
+        };
+        for i in 0..24 {
+            let kind = (i % 2) as f64;
+            let device = if i % 3 == 0 { "gpu" } else { "cpu" };
+            d.scenarios.push(Scenario {
+                id: format!("s{i}"),
+                device: device.into(),
+                kernel: format!("{}{}", if i < 12 { "syn" } else { "real" }, i % 4),
+                dataset: format!("{}x{}", 64 << (i % 2), 64),
+                features: vec![kind, (i * 7 % 5) as f64],
+            });
+            let fast = if kind == 0.0 { (8, 8) } else { (64, 2) };
+            for (wg, ms) in [((8, 8), 2.0), ((64, 2), 2.0), ((32, 4), 3.0)] {
+                let ms = if wg == fast { 1.0 } else { ms };
+                d.observations.push(Observation {
+                    scenario: i,
+                    wg,
+                    status: Status::Measured,
+                    runtime_ms: Some(ms),
+                });
+            }
+            if device == "gpu" {
+                d.observations.push(Observation {
+                    scenario: i,
+                    wg: (32, 32),
+                    status: Status::Refused,
+                    runtime_ms: None,
+                });
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn protocols_split_by_scenario_and_by_key() {
+        let d = data();
+        let cv = Protocol::Cv10.folds(&d, 1);
+        assert_eq!(cv.len(), 10);
+        let mut tested: Vec<usize> = cv.iter().flat_map(|(_, t)| t.clone()).collect();
+        tested.sort();
+        assert_eq!(
+            tested,
+            (0..24).collect::<Vec<_>>(),
+            "each scenario tested once"
+        );
+        for (train, test) in &cv {
+            assert!(train.iter().all(|i| !test.contains(i)));
+        }
+        assert_eq!(Protocol::LooDevice.folds(&d, 1).len(), 2);
+        assert_eq!(Protocol::LooKernel.folds(&d, 1).len(), 8);
+        let (train, test) = &Protocol::SyntheticReal.folds(&d, 1)[0];
+        assert!(train
+            .iter()
+            .all(|&i| d.scenarios[i].kernel.starts_with("syn")));
+        assert!(test
+            .iter()
+            .all(|&i| !d.scenarios[i].kernel.starts_with("syn")));
+    }
+
+    #[test]
+    fn classifiers_learn_the_oracle_and_every_choice_is_legal() {
+        let d = data();
+        let report = evaluate(&d, Protocol::Cv10, &Method::all(), 3);
+        assert_eq!(report.results.len(), Method::all().len());
+        for r in &report.results {
+            assert_eq!(r.scenarios, 24, "{r:?}");
+            // Every choice was measured in its scenario, so its performance is defined.
+            assert!(r.performance_quantiles[0] > 0.0, "{r:?}");
+            assert_eq!(r.refused, 0.0, "nothing predicted 32x32: {r:?}");
+        }
+        let tree = &report.results[0];
+        assert_eq!(
+            (tree.model.as_str(), tree.fallback.as_str()),
+            ("tree", "baseline")
+        );
+        assert_eq!(tree.accuracy, 1.0, "{tree:?}");
+        assert_eq!(tree.performance_geomean, 1.0);
+        let base = report.results.last().unwrap();
+        assert_eq!(base.model, "baseline");
+        // A fixed size is the oracle of one kind of scenario and half as fast on the other.
+        let p = base.performance_geomean;
+        assert!(p > 0.5 && p < 0.8, "{base:?}");
+        assert!(tree.speedup_over_baseline_median >= 1.0);
+    }
+}
