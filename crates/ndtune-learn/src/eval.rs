@@ -266,6 +266,22 @@ fn ranking(facts: &Facts, train: &[usize]) -> Vec<Wg> {
     ranked.into_iter().map(|(wg, ..)| wg).collect()
 }
 
+/// Every size of `data`, best fixed choice first (see [`ranking`]): what a trained model falls
+/// back on.
+pub fn fixed_ranking(data: &Data) -> Vec<Wg> {
+    let facts = Facts::new(data);
+    ranking(&facts, &(0..data.scenarios.len()).collect::<Vec<_>>())
+}
+
+/// The oracle size of every scenario of `data`, in order.
+pub fn oracles(data: &Data) -> Vec<Wg> {
+    Facts::new(data)
+        .oracle
+        .into_iter()
+        .map(|(wg, _)| wg)
+        .collect()
+}
+
 /// The first size of `ranking` legal in `s` (or, where none is, `s`'s smallest legal size).
 fn first_legal(facts: &Facts, ranking: &[Wg], s: usize) -> Wg {
     ranking

@@ -26,5 +26,6 @@
 pub mod data;
 pub mod eval;
 pub mod features;
+pub mod model;
 pub mod models;
 pub mod oracle;

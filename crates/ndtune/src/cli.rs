@@ -263,6 +263,43 @@ pub enum LearnCommand {
     /// Evaluate classifiers (with Algorithm 1's fallbacks), regressors (Algorithm 2) and the best
     /// fixed size on a collected CSV under a protocol.
     Eval(LearnEvalArgs),
+    /// Train a classifier of the oracle work-group size on a collected CSV and save it.
+    Train(LearnTrainArgs),
+    /// Predict a legal work-group size for a stencil on a device with a saved model.
+    Predict(LearnPredictArgs),
+}
+
+#[derive(Args)]
+pub struct LearnTrainArgs {
+    /// The long CSV of `ndtune collect --export` (or .csv.gz).
+    #[arg(long, value_name = "CSV")]
+    pub data: PathBuf,
+    /// tree, forest, bayes, logistic or svm.
+    #[arg(long, default_value = "forest")]
+    pub model: String,
+    /// Where to write the model (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Args)]
+pub struct LearnPredictArgs {
+    /// A model written by `ndtune learn train`.
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// The stencil (`.stencil.toml`, or a reference stencil's name).
+    #[arg(long, value_name = "K")]
+    pub kernel: String,
+    /// The matrix, WIDTHxHEIGHT.
+    #[arg(long, value_name = "WxH")]
+    pub size: String,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -1,18 +1,117 @@
 //! `ndtune learn`: features of kernels and scenarios, and the evaluation of work-group size
 //! prediction on collected data (Cummins et al. 2016, §3.2, §4, §7).
 
-use crate::cli::{LearnCommand, LearnEvalArgs, LearnFeaturesArgs};
+use crate::cli::{
+    LearnCommand, LearnEvalArgs, LearnFeaturesArgs, LearnPredictArgs, LearnTrainArgs,
+};
 use anyhow::{anyhow, bail, Context, Result};
 use ndtune_learn::data::Data;
 use ndtune_learn::eval::{evaluate, Fallback, Method, Protocol};
 use ndtune_learn::features::{kernel_features, scenario_features, Dataset};
+use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
+use std::path::Path;
 
 pub fn run(cmd: &LearnCommand) -> Result<()> {
     match cmd {
         LearnCommand::Features(a) => features(a),
         LearnCommand::Eval(a) => eval(a),
+        LearnCommand::Train(a) => train(a),
+        LearnCommand::Predict(a) => predict(a),
     }
+}
+
+fn train(a: &LearnTrainArgs) -> Result<()> {
+    let kind = ClassifierKind::parse(&a.model).ok_or_else(|| {
+        let kinds: Vec<&str> = ClassifierKind::ALL.iter().map(|k| k.name()).collect();
+        anyhow!("--model {}: one of {}", a.model, kinds.join(", "))
+    })?;
+    let data = Data::load(&a.data)?;
+    let started = std::time::Instant::now();
+    let model = Model::train(&data, kind, a.seed)?;
+    model
+        .save(&a.out)
+        .with_context(|| format!("cannot write {}", a.out.display()))?;
+    eprintln!(
+        "trained {} on {} scenarios ({} features, {} classes) in {:.2} s: {}",
+        kind.name(),
+        data.scenarios.len(),
+        data.feature_names.len(),
+        model.classes.len(),
+        started.elapsed().as_secs_f64(),
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn predict(a: &LearnPredictArgs) -> Result<()> {
+    let model = Model::load(&a.model)?;
+    let stencil = if a.kernel.ends_with(".toml") {
+        ndtune_stencil::Stencil::load(Path::new(&a.kernel))?
+    } else {
+        ndtune_stencil::reference(&a.kernel).ok_or_else(|| {
+            anyhow!(
+                "--kernel {}: neither a .stencil.toml file nor a reference stencil ({})",
+                a.kernel,
+                ndtune_stencil::reference_names().join(", ")
+            )
+        })?
+    };
+    let (rows, cols) = parse_size(&a.size)?;
+    stencil.check(rows, cols)?;
+    let profile = crate::targets::resolve(&a.device, true)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow!("no device"))?
+        .profile;
+    let b = &stencil.border;
+    let dataset = Dataset {
+        rows,
+        cols,
+        input: stencil.input.c_name().into(),
+        output: stencil.output.c_name().into(),
+        border: [b.north, b.south, b.east, b.west],
+    };
+    let started = std::time::Instant::now();
+    let f = scenario_features(&profile, &stencil.device_source(), "", &dataset)
+        .map_err(|e| anyhow!("{}: {e}", a.kernel))?;
+    let features_s = started.elapsed().as_secs_f64();
+    let named: Vec<(String, f64)> = f.names.into_iter().zip(f.values).collect();
+    // Legal on this device: its work-group and work-item limits and its local memory.
+    let item = |d: usize| profile.max_work_item_sizes.get(d).copied().unwrap_or(1);
+    let legal = |(c, r): (u64, u64)| {
+        c * r <= profile.max_work_group_size
+            && c <= item(0)
+            && r <= item(1)
+            && stencil.tile_bytes(c, r) <= profile.local_mem_size
+    };
+    let classified = std::time::Instant::now();
+    let p = model
+        .predict(&named, legal)
+        .map_err(|e| anyhow!("{}: {e}", a.model.display()))?
+        .ok_or_else(|| anyhow!("no size the model knows is legal on {}", profile.name))?;
+    let predict_us = classified.elapsed().as_secs_f64() * 1e6;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"wg": [p.wg.0, p.wg.1], "fell_back": p.fell_back,
+                "features_ms": features_s * 1e3, "predict_us": predict_us})
+        );
+    } else {
+        println!(
+            "{}x{}{}  (features {:.1} ms, prediction {:.1} µs)",
+            p.wg.0,
+            p.wg.1,
+            if p.fell_back {
+                " (nearest legal size to the model's choice)"
+            } else {
+                ""
+            },
+            features_s * 1e3,
+            predict_us
+        );
+    }
+    Ok(())
 }
 
 fn features(a: &LearnFeaturesArgs) -> Result<()> {

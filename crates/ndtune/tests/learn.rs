@@ -113,3 +113,77 @@ fn bad_training_data_and_options_are_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_trained_model_predicts_a_legal_size_and_other_versions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.json");
+    let model = model.to_str().unwrap();
+    let out = common::ndtune()
+        .args([
+            "learn",
+            "train",
+            "--data",
+            &training_csv(),
+            "--model",
+            "tree",
+            "--out",
+            model,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The GT 550M (Cummins' devices are built in): at most 1024 work-items, 48 KiB local memory.
+    let v = json(&[
+        "learn",
+        "predict",
+        "--model",
+        model,
+        "--kernel",
+        "gaussian-5",
+        "--size",
+        "1024x1024",
+        "--profile",
+        "gt550m",
+        "--json",
+    ]);
+    let wg: Vec<u64> = v["wg"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert!(wg[0] * wg[1] <= 1024 && wg[0] >= 1 && wg[1] >= 1, "{v}");
+    assert!(
+        (wg[0] + 10) * (wg[1] + 10) * 4 <= 49152,
+        "the tile fits local memory: {v}"
+    );
+    assert!(v["predict_us"].as_f64().unwrap() > 0.0);
+
+    let text = std::fs::read_to_string(model).unwrap();
+    let old = write(
+        dir.path(),
+        "old.json",
+        &text.replacen("\"format\":1", "\"format\":0", 1),
+    );
+    let err = fails(&[
+        "learn",
+        "predict",
+        "--model",
+        &old,
+        "--kernel",
+        "gol",
+        "--size",
+        "64x64",
+        "--profile",
+        "gt550m",
+    ]);
+    assert!(
+        err.contains("model format 0") && err.contains("train the model again"),
+        "{err}"
+    );
+}
