@@ -289,7 +289,8 @@ pub struct LearnPredictArgs {
     /// A model written by `ndtune learn train`.
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
-    /// The stencil (`.stencil.toml`, or a reference stencil's name).
+    /// The stencil: a `.stencil.toml`, a `.cl` next to its `.stencil.toml` (as `ndtune stencil
+    /// gen` writes them), or a reference stencil's name.
     #[arg(long, value_name = "K")]
     pub kernel: String,
     /// The matrix, WIDTHxHEIGHT.

@@ -48,6 +48,17 @@ fn predict(a: &LearnPredictArgs) -> Result<()> {
     let model = Model::load(&a.model)?;
     let stencil = if a.kernel.ends_with(".toml") {
         ndtune_stencil::Stencil::load(Path::new(&a.kernel))?
+    } else if let Some(stem) = a.kernel.strip_suffix(".cl") {
+        // A stencil's OpenCL source (as `ndtune stencil gen` writes it) next to its definition,
+        // which has what the dataset features need: types and border.
+        let definition = format!("{stem}.stencil.toml");
+        if !Path::new(&definition).exists() {
+            bail!(
+                "--kernel {}: a prediction needs the stencil's definition ({definition}: types and border), not only its OpenCL source",
+                a.kernel
+            );
+        }
+        ndtune_stencil::Stencil::load(Path::new(&definition))?
     } else {
         ndtune_stencil::reference(&a.kernel).ok_or_else(|| {
             anyhow!(

@@ -164,6 +164,48 @@ fn a_trained_model_predicts_a_legal_size_and_other_versions_are_refused() {
     );
     assert!(v["predict_us"].as_f64().unwrap() > 0.0);
 
+    // A generated stencil, named by its OpenCL source next to its definition.
+    let gen = dir.path().join("gen");
+    let out = common::ndtune()
+        .args(["stencil", "gen", "--seed", "5", "--count", "1", "--out"])
+        .arg(&gen)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let cl = std::fs::read_dir(&gen)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cl"))
+        .unwrap();
+    let v = json(&[
+        "learn",
+        "predict",
+        "--model",
+        model,
+        "--kernel",
+        cl.to_str().unwrap(),
+        "--size",
+        "512x512",
+        "--profile",
+        "gtx-titan",
+        "--json",
+    ]);
+    assert!(v["wg"].is_array(), "{v}");
+    let lone = write(dir.path(), "lone.cl", "__kernel void k() {}\n");
+    let err = fails(&[
+        "learn",
+        "predict",
+        "--model",
+        model,
+        "--kernel",
+        &lone,
+        "--size",
+        "64x64",
+        "--profile",
+        "gt550m",
+    ]);
+    assert!(err.contains("lone.stencil.toml"), "{err}");
+
     let text = std::fs::read_to_string(model).unwrap();
     let old = write(
         dir.path(),
