@@ -11,7 +11,7 @@ use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use ndtune_core::Outcome;
-use ndtune_learn::features::{scenario_features, Dataset};
+use ndtune_learn::features::scenario_features;
 use ndtune_learn::oracle::{analyse, Observation, Status};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -109,18 +109,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
                 device.profile.local_mem_size
             );
         };
-        let dataset = Dataset {
-            rows,
-            cols,
-            input: stencil.input.c_name().to_string(),
-            output: stencil.output.c_name().to_string(),
-            border: [
-                stencil.border.north,
-                stencil.border.south,
-                stencil.border.east,
-                stencil.border.west,
-            ],
-        };
+        let dataset = crate::cmd_learn::dataset_of(stencil, rows, cols);
         let features = scenario_features(&device.profile, &source, "", &dataset)
             .map_err(|e| anyhow!("{label}: features: {e}"))?;
         let info = ScenarioInfo {

@@ -70,19 +70,8 @@ fn predict(a: &LearnPredictArgs) -> Result<()> {
     };
     let (rows, cols) = parse_size(&a.size)?;
     stencil.check(rows, cols)?;
-    let profile = crate::targets::resolve(&a.device, true)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| anyhow!("no device"))?
-        .profile;
-    let b = &stencil.border;
-    let dataset = Dataset {
-        rows,
-        cols,
-        input: stencil.input.c_name().into(),
-        output: stencil.output.c_name().into(),
-        border: [b.north, b.south, b.east, b.west],
-    };
+    let profile = one_profile(&a.device)?;
+    let dataset = dataset_of(&stencil, rows, cols);
     let started = std::time::Instant::now();
     let f = scenario_features(&profile, &stencil.device_source(), "", &dataset)
         .map_err(|e| anyhow!("{}: {e}", a.kernel))?;
@@ -130,21 +119,14 @@ fn features(a: &LearnFeaturesArgs) -> Result<()> {
     let named: Vec<(String, f64)> = if path.to_string_lossy().ends_with(".stencil.toml") {
         let stencil = ndtune_stencil::Stencil::load(path)?;
         let (rows, cols) = parse_size(&a.size)?;
-        let profile = crate::targets::resolve(&a.device, true)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| anyhow!("no device"))?
-            .profile;
-        let b = &stencil.border;
-        let dataset = Dataset {
-            rows,
-            cols,
-            input: stencil.input.c_name().into(),
-            output: stencil.output.c_name().into(),
-            border: [b.north, b.south, b.east, b.west],
-        };
-        let f = scenario_features(&profile, &stencil.device_source(), "", &dataset)
-            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let dataset = dataset_of(&stencil, rows, cols);
+        let f = scenario_features(
+            &one_profile(&a.device)?,
+            &stencil.device_source(),
+            "",
+            &dataset,
+        )
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
         f.names.into_iter().zip(f.values).collect()
     } else {
         let source = std::fs::read_to_string(path)
@@ -161,6 +143,27 @@ fn features(a: &LearnFeaturesArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The profile of the device arguments (device 0 when none is given).
+fn one_profile(args: &crate::cli::DeviceArgs) -> Result<ndtune_device::DeviceProfile> {
+    crate::targets::resolve(args, true)?
+        .into_iter()
+        .next()
+        .map(|d| d.profile)
+        .ok_or_else(|| anyhow!("no device"))
+}
+
+/// A stencil on a rows x cols matrix, as the dataset features see it.
+pub(crate) fn dataset_of(stencil: &ndtune_stencil::Stencil, rows: u64, cols: u64) -> Dataset {
+    let b = &stencil.border;
+    Dataset {
+        rows,
+        cols,
+        input: stencil.input.c_name().into(),
+        output: stencil.output.c_name().into(),
+        border: [b.north, b.south, b.east, b.west],
+    }
 }
 
 /// `512x256` as (rows, cols): the first number is the width (columns).
