@@ -5,6 +5,7 @@
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
 //!   the mean of the best 5 of 10 runs).
+//! - [`text`]: line and column of a position in a file, for errors.
 //! - [`tools`]: where the external tools ndtune runs (clang) are.
 //!
 //! ```
@@ -14,6 +15,7 @@
 //! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
 //! ```
 
+pub mod text;
 pub mod tools;
 
 use serde::{Deserialize, Serialize};

@@ -68,19 +68,6 @@ pub enum DataError {
     Empty { path: PathBuf },
 }
 
-fn status(s: &str) -> Option<Status> {
-    Some(match s {
-        "measured" => Status::Measured,
-        "refused" => Status::Refused,
-        "illegal" => Status::Illegal,
-        "wrong_result" => Status::WrongResult,
-        "build_failed" => Status::BuildFailed,
-        "crashed" => Status::Crashed,
-        "timed_out" => Status::TimedOut,
-        _ => return None,
-    })
-}
-
 impl Data {
     /// Reads a CSV file (gzip-compressed where the name ends in `.gz`).
     pub fn load(path: &Path) -> Result<Data, DataError> {
@@ -209,7 +196,7 @@ impl Data {
                     data.scenarios.len() - 1
                 }
             };
-            let st = status(record.get(status_col).unwrap_or("")).ok_or_else(|| {
+            let st = Status::parse(record.get(status_col).unwrap_or("")).ok_or_else(|| {
                 DataError::BadStatus {
                     path: p(),
                     line,

@@ -29,6 +29,21 @@ pub enum Status {
 }
 
 impl Status {
+    pub const ALL: [Status; 7] = [
+        Status::Measured,
+        Status::Refused,
+        Status::Illegal,
+        Status::WrongResult,
+        Status::BuildFailed,
+        Status::Crashed,
+        Status::TimedOut,
+    ];
+
+    /// The status named `s` (as [`Status::as_str`] writes it).
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Measured => "measured",
@@ -38,6 +53,22 @@ impl Status {
             Status::BuildFailed => "build_failed",
             Status::Crashed => "crashed",
             Status::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// A tuning outcome as a status: a pruned size is beyond the scenario's limits.
+impl From<ndtune_core::OutcomeKind> for Status {
+    fn from(kind: ndtune_core::OutcomeKind) -> Status {
+        use ndtune_core::OutcomeKind as K;
+        match kind {
+            K::Measured => Status::Measured,
+            K::Pruned => Status::Illegal,
+            K::BuildFailed => Status::BuildFailed,
+            K::Refused => Status::Refused,
+            K::WrongResult => Status::WrongResult,
+            K::Crashed => Status::Crashed,
+            K::TimedOut => Status::TimedOut,
         }
     }
 }

@@ -20,6 +20,7 @@ pub use validate::{
     Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Split, SplitBuffer, Verify,
 };
 
+use ndtune_core::text::line_col;
 use ndtune_space::problem::{Location, Problem, ProblemError};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -72,14 +73,6 @@ impl fmt::Display for SpecError {
 }
 
 impl std::error::Error for SpecError {}
-
-/// 1-based line and column of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
 
 impl Spec {
     /// Reads and validates a spec file.

@@ -1,7 +1,8 @@
 //! Stage two: the raw spec checked and turned into typed values.
 
 use crate::raw::{IntOrExpr, RawArg, RawSpec};
-use crate::{line_col, SpanKey, Spec, SpecError};
+use crate::{SpanKey, Spec, SpecError};
+use ndtune_core::text::line_col;
 use ndtune_space::domain::Domain;
 use ndtune_space::problem::{LaunchDecl, Location, ParamDecl, Problem};
 use ndtune_space::resolve::Node;

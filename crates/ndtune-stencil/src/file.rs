@@ -2,6 +2,7 @@
 //! validation, every error at its line and column) and writing it back.
 
 use crate::{Border, Elem, Field, Kind, Padding, Stencil, StencilError};
+use ndtune_core::text::line_col;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -69,14 +70,6 @@ impl<'de> Deserialize<'de> for Padding {
 
         deserializer.deserialize_any(PaddingVisitor)
     }
-}
-
-/// 1-based line and column of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }
 
 impl Stencil {

@@ -46,6 +46,14 @@ impl Stencil {
     ) -> String {
         let b = &self.border;
         let (rtol, atol) = self.tolerance();
+        // Bytes of the tile (the work-group plus its border) as an expression: the local memory
+        // the launch needs, and the size of the `__local` argument.
+        let tile = format!(
+            "(WG_C + {}) * (WG_R + {}) * {}",
+            b.west + b.east,
+            b.north + b.south,
+            self.input.size()
+        );
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -62,10 +70,7 @@ impl Stencil {
             s,
             "[launch]\nglobal = [\"(COLS + WG_C - 1) / WG_C * WG_C\", \"(ROWS + WG_R - 1) / WG_R * WG_R\"]\n\
              local = [\"WG_C\", \"WG_R\"]\n\
-             local_mem = \"(WG_C + {}) * (WG_R + {}) * {}\"\n",
-            b.west + b.east,
-            b.north + b.south,
-            self.input.size()
+             local_mem = \"{tile}\"\n"
         );
         let _ = writeln!(s, "[space]\nconstraints = [\"WG_C * WG_R <= WMAX\"]\n");
         let buffer = |name: &str, ty: &str, init: &str, access: &str| {
@@ -76,10 +81,7 @@ impl Stencil {
         s.push_str(&buffer("out", self.output.c_name(), "zeros", "write"));
         let _ = writeln!(
             s,
-            "\n[[args]]\nname = \"tile\"\nkind = \"local\"\nbytes = \"(WG_C + {}) * (WG_R + {}) * {}\"\n",
-            b.west + b.east,
-            b.north + b.south,
-            self.input.size()
+            "\n[[args]]\nname = \"tile\"\nkind = \"local\"\nbytes = \"{tile}\"\n"
         );
         for (name, value) in [("rows", "ROWS"), ("cols", "COLS")] {
             let _ = writeln!(s, "[[args]]\nname = \"{name}\"\nkind = \"scalar\"\ntype = \"int\"\nvalue = \"{value}\"\n");

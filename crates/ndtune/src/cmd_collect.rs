@@ -304,13 +304,9 @@ impl Campaign {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let raw: RawCampaign = toml::from_str(&text).map_err(|e| {
-            let (line, col) = e.span().map_or((0, 0), |s| {
-                let before = &text[..s.start];
-                (
-                    before.matches('\n').count() + 1,
-                    before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
-                )
-            });
+            let (line, col) = e
+                .span()
+                .map_or((0, 0), |s| ndtune_core::text::line_col(&text, s.start));
             anyhow!("{}:{line}:{col}: {}", path.display(), e.message().trim())
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -395,12 +391,7 @@ fn observations(store: &Store) -> Result<(Vec<ScenarioInfo>, Vec<Observation>)> 
                 let (status, runtime_ms) = match records.get(&(wc, wr)) {
                     None => (Status::Illegal, None),
                     Some(Outcome::Measured(t)) => (Status::Measured, Some(t.score_ms())),
-                    Some(Outcome::Refused { .. }) => (Status::Refused, None),
-                    Some(Outcome::WrongResult { .. }) => (Status::WrongResult, None),
-                    Some(Outcome::BuildFailed { .. }) => (Status::BuildFailed, None),
-                    Some(Outcome::Crashed { .. }) => (Status::Crashed, None),
-                    Some(Outcome::TimedOut { .. }) => (Status::TimedOut, None),
-                    Some(Outcome::Pruned { .. }) => (Status::Illegal, None),
+                    Some(o) => (Status::from(o.kind()), None),
                 };
                 obs.push(Observation {
                     scenario: i,
