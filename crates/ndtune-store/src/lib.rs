@@ -114,3 +114,28 @@ pub struct Group {
     pub source_hash: String,
     pub constants: BTreeMap<String, i64>,
 }
+
+/// A result that is not one configuration's: a co-execution study, a learning evaluation. The
+/// store keeps one per (kind, name); its body is the studying command's JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Study {
+    pub kind: String,
+    pub name: String,
+    pub body: serde_json::Value,
+    pub created_at: UnixMs,
+}
+
+/// What a program measured at run time for one local size of one scenario, as reported to the
+/// prediction service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// Identifies the scenario: a hash of its features.
+    pub scenario: String,
+    /// The scenario's features, by name.
+    pub features: Vec<(String, f64)>,
+    /// The local size (columns, rows).
+    pub local: [u64; 2],
+    /// The runtime; `None` where the device refused the size.
+    pub runtime_ms: Option<f64>,
+    pub received_at: UnixMs,
+}

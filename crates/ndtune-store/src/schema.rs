@@ -11,7 +11,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// The migration steps, in order: step `i` takes a store from version `i` to `i + 1`. Each runs
 /// inside the transaction that also records the new version. Never edit a released step; add one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Version 1: devices, results, and the meta table that marks the file as an ndtune store.
 pub(crate) const V1: &str = "
@@ -54,6 +54,29 @@ CREATE TABLE scenarios (
     info        TEXT NOT NULL,              -- JSON, written and read by the collecting command
     PRIMARY KEY (device, kernel, source_hash, constants)
 ) STRICT;
+";
+
+/// Version 3: studies, results that are not one configuration's (a co-execution study, a
+/// learning evaluation) kept as JSON for reports; observations, what programs measured at run
+/// time and reported to the prediction service (online learning).
+pub(crate) const V3: &str = "
+CREATE TABLE studies (
+    kind       TEXT NOT NULL,               -- 'split', 'learn', ...
+    name       TEXT NOT NULL,               -- what it studied, e.g. kernel and devices
+    body       TEXT NOT NULL,               -- JSON, written and read by the studying command
+    created_at INTEGER NOT NULL,            -- Unix ms, UTC
+    PRIMARY KEY (kind, name)
+) STRICT;
+CREATE TABLE observations (
+    id          INTEGER PRIMARY KEY,        -- order of arrival
+    scenario    TEXT NOT NULL,              -- hash of the scenario's features
+    features    TEXT NOT NULL,              -- JSON object: feature name -> value
+    wc          INTEGER NOT NULL,           -- local size, columns
+    wr          INTEGER NOT NULL,           -- local size, rows
+    runtime_ms  REAL,                       -- NULL: the size was refused
+    received_at INTEGER NOT NULL            -- Unix ms, UTC
+) STRICT;
+CREATE INDEX observations_scenario ON observations (scenario);
 ";
 
 /// What a database holds, as far as ndtune is concerned.

@@ -1,7 +1,7 @@
 //! [`Store`]: reading and writing records and device profiles.
 
 use crate::error::{At, StoreError};
-use crate::{fingerprint, Group, Record, ResultKey};
+use crate::{fingerprint, Group, Observation, Record, ResultKey, Study, UnixMs};
 use ndtune_core::{config_key, Config, Outcome, OutcomeKind};
 use ndtune_device::DeviceProfile;
 use rusqlite::{Connection, OptionalExtension, Row};
@@ -229,6 +229,107 @@ impl Store {
                     },
                     self.parse(&info, "scenario info")?,
                 ))
+            })
+            .collect()
+    }
+
+    /// Records a study (replacing the one of the same kind and name).
+    pub fn put_study(&self, study: &Study) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO studies (kind, name, body, created_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (kind, name) DO UPDATE SET
+                     body = excluded.body, created_at = excluded.created_at",
+            )
+            .and_then(|mut s| {
+                s.execute((
+                    &study.kind,
+                    &study.name,
+                    study.body.to_string(),
+                    study.created_at,
+                ))
+            })
+            .at(&self.path)?;
+        Ok(())
+    }
+
+    /// Every study of `kind` (every study where `None`), by kind then name.
+    pub fn studies(&self, kind: Option<&str>) -> Result<Vec<Study>, StoreError> {
+        let rows: Vec<(String, String, String, UnixMs)> = self
+            .conn
+            .prepare_cached(
+                "SELECT kind, name, body, created_at FROM studies
+                 WHERE ?1 IS NULL OR kind = ?1 ORDER BY kind, name",
+            )
+            .and_then(|mut s| {
+                s.query_map([kind], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                    .collect()
+            })
+            .at(&self.path)?;
+        rows.into_iter()
+            .map(|(kind, name, body, created_at)| {
+                Ok(Study {
+                    body: self.parse(&body, "study body")?,
+                    kind,
+                    name,
+                    created_at,
+                })
+            })
+            .collect()
+    }
+
+    /// Records what a program measured at run time; returns its id (the order of arrival).
+    pub fn add_observation(&self, o: &Observation) -> Result<i64, StoreError> {
+        let features: serde_json::Map<String, serde_json::Value> = o
+            .features
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).into()))
+            .collect();
+        self.conn
+            .prepare_cached(
+                "INSERT INTO observations (scenario, features, wc, wr, runtime_ms, received_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut s| {
+                s.execute(rusqlite::params![
+                    o.scenario,
+                    serde_json::Value::Object(features).to_string(),
+                    o.local[0] as i64,
+                    o.local[1] as i64,
+                    o.runtime_ms,
+                    o.received_at,
+                ])
+            })
+            .at(&self.path)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Every observation, in the order they arrived.
+    pub fn observations(&self) -> Result<Vec<Observation>, StoreError> {
+        type Row = (String, String, i64, i64, Option<f64>, UnixMs);
+        let rows: Vec<Row> = self
+            .conn
+            .prepare_cached(
+                "SELECT scenario, features, wc, wr, runtime_ms, received_at FROM observations
+                 ORDER BY id",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                })?
+                .collect()
+            })
+            .at(&self.path)?;
+        rows.into_iter()
+            .map(|(scenario, features, wc, wr, runtime_ms, received_at)| {
+                let map: BTreeMap<String, f64> = self.parse(&features, "observation features")?;
+                Ok(Observation {
+                    scenario,
+                    features: map.into_iter().collect(),
+                    local: [wc as u64, wr as u64],
+                    runtime_ms,
+                    received_at,
+                })
             })
             .collect()
     }

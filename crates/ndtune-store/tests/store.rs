@@ -2,8 +2,8 @@
 
 use ndtune_core::{Outcome, OutcomeKind, Timing};
 use ndtune_store::{
-    fingerprint, source_hash, Group, Record, ResultKey, Store, StoreError, APPLICATION_ID,
-    NDTUNE_VERSION, SCHEMA_VERSION,
+    fingerprint, source_hash, Group, Observation, Record, ResultKey, Store, StoreError, Study,
+    APPLICATION_ID, NDTUNE_VERSION, SCHEMA_VERSION,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -408,4 +408,46 @@ fn file_names_with_uri_characters_work() {
         .execute_batch("CREATE TABLE foo (a INTEGER);")
         .unwrap();
     assert_refused(&foreign, "another application");
+}
+
+#[test]
+fn studies_replace_by_kind_and_name_and_survive_reopening() {
+    let (_dir, path, store) = new_store();
+    let study = |kind: &str, name: &str, x: i64| Study {
+        kind: kind.into(),
+        name: name.into(),
+        body: serde_json::json!({"x": x, "list": [1.5, "a"]}),
+        created_at: 1_700_000_000_000 + x,
+    };
+    store.put_study(&study("split", "matmul 0,1", 1)).unwrap();
+    store.put_study(&study("learn", "cv10", 2)).unwrap();
+    store.put_study(&study("split", "matmul 0,1", 3)).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.studies(None).unwrap(),
+        vec![study("learn", "cv10", 2), study("split", "matmul 0,1", 3)]
+    );
+    assert_eq!(
+        store.studies(Some("split")).unwrap(),
+        vec![study("split", "matmul 0,1", 3)]
+    );
+    assert!(store.studies(Some("report")).unwrap().is_empty());
+}
+
+#[test]
+fn observations_keep_their_order_features_and_refusals() {
+    let (_dir, path, store) = new_store();
+    let obs = |scenario: &str, wc: u64, runtime_ms: Option<f64>| Observation {
+        scenario: scenario.into(),
+        features: vec![("f_a".into(), 1.25), ("f_b".into(), -3.0)],
+        local: [wc, 4],
+        runtime_ms,
+        received_at: 1_700_000_000_000,
+    };
+    let written = [obs("s1", 32, Some(0.5)), obs("s2", 64, None), obs("s1", 8, Some(0.25))];
+    let ids: Vec<i64> = written.iter().map(|o| store.add_observation(o).unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    drop(store);
+    assert_eq!(Store::open(&path).unwrap().observations().unwrap(), written);
 }
