@@ -1,7 +1,9 @@
 //! A trained predictor saved to a file: a classifier of the oracle work-group size with the
-//! feature list it was trained on, its classes, and the sizes of the training data best fixed
-//! choice first (for the nearest-neighbour fallback). The file has a format version; a file of
-//! another version, or features other than the scenario's, is refused with a clear error.
+//! feature list it was trained on, its classes, the sizes of the training data best fixed
+//! choice first (for the nearest-neighbour fallback), and its training rows (so that it can be
+//! trained again with what programs observed later: online learning). The file has a format
+//! version; a file of another version, or features other than the scenario's, is refused with a
+//! clear error.
 
 use crate::data::Data;
 use crate::eval::{fixed_ranking, oracles};
@@ -11,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The model file format this ndtune writes and reads.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Model {
@@ -23,6 +25,15 @@ pub struct Model {
     /// Every training size, best fixed choice first.
     pub ranking: Vec<Wg>,
     pub classifier: Classifier,
+    /// What the classifier learnt from: one row per scenario.
+    pub training: Vec<TrainingRow>,
+}
+
+/// One training scenario: its features (in the model's feature order) and its oracle size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainingRow {
+    pub features: Vec<f64>,
+    pub oracle: Wg,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,22 +60,74 @@ pub struct Prediction {
 impl Model {
     /// Trains a classifier of the oracle size on every scenario of `data`.
     pub fn train(data: &Data, kind: ClassifierKind, seed: u64) -> Result<Model, ModelError> {
-        let oracle = oracles(data);
-        let mut classes: Vec<Wg> = oracle.clone();
+        let rows = data
+            .scenarios
+            .iter()
+            .zip(oracles(data))
+            .map(|(s, oracle)| TrainingRow {
+                features: s.features.clone(),
+                oracle,
+            })
+            .collect();
+        Model::fit(
+            data.feature_names.clone(),
+            rows,
+            fixed_ranking(data),
+            kind,
+            seed,
+        )
+    }
+
+    /// This model's classifier trained again on its training rows and `observed` ones (same
+    /// feature order): a row with the same features as a training row replaces it, being the
+    /// newer knowledge of that scenario. Sizes new to the model join the end of its ranking.
+    pub fn retrained(&self, observed: &[TrainingRow], seed: u64) -> Result<Model, ModelError> {
+        let mut rows: Vec<TrainingRow> = self
+            .training
+            .iter()
+            .filter(|t| !observed.iter().any(|o| o.features == t.features))
+            .cloned()
+            .collect();
+        rows.extend_from_slice(observed);
+        let mut ranking = self.ranking.clone();
+        for o in observed {
+            if !ranking.contains(&o.oracle) {
+                ranking.push(o.oracle);
+            }
+        }
+        Model::fit(
+            self.feature_names.clone(),
+            rows,
+            ranking,
+            self.classifier.kind(),
+            seed,
+        )
+    }
+
+    fn fit(
+        feature_names: Vec<String>,
+        training: Vec<TrainingRow>,
+        ranking: Vec<Wg>,
+        kind: ClassifierKind,
+        seed: u64,
+    ) -> Result<Model, ModelError> {
+        let mut classes: Vec<Wg> = training.iter().map(|t| t.oracle).collect();
         classes.sort();
         classes.dedup();
-        let x: Vec<Vec<f64>> = data.scenarios.iter().map(|s| s.features.clone()).collect();
-        let y: Vec<usize> = oracle
+        let x: Vec<Vec<f64>> = training.iter().map(|t| t.features.clone()).collect();
+        let y: Vec<usize> = training
             .iter()
-            .map(|w| classes.binary_search(w).expect("a class"))
+            .map(|t| classes.binary_search(&t.oracle).expect("a class"))
             .collect();
+        let classifier = Classifier::fit(kind, &x, &y, seed)?;
         Ok(Model {
             format: FORMAT,
             ndtune_version: env!("CARGO_PKG_VERSION").to_string(),
-            feature_names: data.feature_names.clone(),
+            feature_names,
             classes,
-            ranking: fixed_ranking(data),
-            classifier: Classifier::fit(kind, &x, &y, seed)?,
+            ranking,
+            classifier,
+            training,
         })
     }
 
@@ -128,19 +191,23 @@ impl Model {
             ));
         }
         let row: Vec<f64> = features.iter().map(|(_, v)| *v).collect();
-        let wg = self.classes[self.classifier.predict(&row)];
+        Ok(self.predict_row(&row, legal))
+    }
+
+    /// [`Model::predict`] for a row of values already in [`Model::feature_names`] order.
+    pub fn predict_row(&self, row: &[f64], legal: impl Fn(Wg) -> bool) -> Option<Prediction> {
+        let wg = self.classes[self.classifier.predict(row)];
         if legal(wg) {
-            return Ok(Some(Prediction {
+            return Some(Prediction {
                 wg,
                 fell_back: false,
-            }));
+            });
         }
         let d = |w: &Wg| {
             let (dc, dr) = (w.0 as f64 - wg.0 as f64, w.1 as f64 - wg.1 as f64);
             dc * dc + dr * dr
         };
-        Ok(self
-            .ranking
+        self.ranking
             .iter()
             .copied()
             .filter(|&w| legal(w))
@@ -148,6 +215,6 @@ impl Model {
             .map(|wg| Prediction {
                 wg,
                 fell_back: true,
-            }))
+            })
     }
 }

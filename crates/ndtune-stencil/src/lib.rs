@@ -137,6 +137,16 @@ pub struct Border {
     pub west: u32,
 }
 
+impl Border {
+    /// Bytes of the `__local` tile of a `wc x wr` work-group (columns x rows) with this border,
+    /// in elements of `element_bytes`.
+    pub fn tile_bytes(&self, element_bytes: u64, wc: u64, wr: u64) -> u64 {
+        (wr + u64::from(self.north + self.south))
+            * (wc + u64::from(self.west + self.east))
+            * element_bytes
+    }
+}
+
 impl fmt::Display for Border {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -260,10 +270,7 @@ impl Stencil {
     /// Bytes of the `__local` tile for a `wc x wr` work-group (columns x rows): the work-group
     /// plus the border, in input elements.
     pub fn tile_bytes(&self, wc: u64, wr: u64) -> u64 {
-        let b = &self.border;
-        (wr + u64::from(b.north + b.south))
-            * (wc + u64::from(b.west + b.east))
-            * self.input.size() as u64
+        self.border.tile_bytes(self.input.size() as u64, wc, wr)
     }
 
     /// `(rtol, atol)` for comparing the device's output with the host reference's:

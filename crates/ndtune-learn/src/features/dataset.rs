@@ -49,7 +49,7 @@ fn scalar_type(name: &str) -> Option<(u32, bool)> {
 
 impl Dataset {
     /// Refuses an element type [`dataset_features`] does not know.
-    pub(super) fn check_types(&self) -> Result<(), FeatureError> {
+    pub fn check_types(&self) -> Result<(), FeatureError> {
         for (field, name) in [("input", &self.input), ("output", &self.output)] {
             if scalar_type(name).is_none() {
                 return Err(FeatureError::UnknownType {

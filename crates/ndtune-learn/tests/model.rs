@@ -1,0 +1,94 @@
+//! Saved models: training from CSV data, predicting with the legality fallback, and training
+//! again with observed scenarios (online learning).
+
+use ndtune_learn::data::Data;
+use ndtune_learn::model::{Model, TrainingRow};
+use ndtune_learn::models::ClassifierKind;
+use std::path::Path;
+
+/// Six scenarios, two by two with oracles 8x8, 16x4 and 32x8 (lowest runtime), apart in `f_a`
+/// (the tree needs two rows per leaf).
+fn data() -> Data {
+    let mut csv =
+        String::from("scenario,device,kernel,dataset,f_a,f_b,wg_c,wg_r,runtime_ms,status\n");
+    for (s, a, best) in [
+        ("s1", 1.0, (8, 8)),
+        ("s1b", 1.5, (8, 8)),
+        ("s2", 5.0, (16, 4)),
+        ("s2b", 5.5, (16, 4)),
+        ("s3", 9.0, (32, 8)),
+        ("s3b", 9.5, (32, 8)),
+    ] {
+        for wg in [(8, 8), (16, 4), (32, 8)] {
+            let t = if wg == best { 1.0 } else { 2.0 };
+            csv.push_str(&format!("{s},d,k,x,{a},0,{},{},{t},measured\n", wg.0, wg.1));
+        }
+    }
+    Data::read(csv.as_bytes(), Path::new("t.csv")).unwrap()
+}
+
+#[test]
+fn a_trained_model_keeps_its_rows_and_predicts_its_oracles() {
+    let model = Model::train(&data(), ClassifierKind::DecisionTree, 1).unwrap();
+    assert_eq!(model.training.len(), 6);
+    let oracles: Vec<_> = model.training.iter().map(|t| t.oracle).collect();
+    assert_eq!(
+        oracles,
+        vec![(8, 8), (8, 8), (16, 4), (16, 4), (32, 8), (32, 8)]
+    );
+    for t in &model.training {
+        let p = model.predict_row(&t.features, |_| true).unwrap();
+        assert_eq!((p.wg, p.fell_back), (t.oracle, false));
+    }
+    // 32x8 illegal: the nearest legal size the model knows.
+    let p = model.predict_row(&[9.0, 0.0], |w| w != (32, 8)).unwrap();
+    assert_eq!((p.wg, p.fell_back), ((16, 4), true));
+    assert_eq!(model.predict_row(&[9.0, 0.0], |_| false), None);
+}
+
+#[test]
+fn retraining_adds_new_scenarios_and_sizes_and_replaces_known_ones() {
+    let model = Model::train(&data(), ClassifierKind::DecisionTree, 1).unwrap();
+    let row = |a: f64, oracle| TrainingRow {
+        features: vec![a, 0.0],
+        oracle,
+    };
+    let observed = [
+        // Two new scenarios with a size the model has never seen.
+        row(20.0, (64, 4)),
+        row(20.5, (64, 4)),
+        // s1 and s1b observed again, with another best size.
+        row(1.0, (16, 4)),
+        row(1.5, (16, 4)),
+    ];
+    let again = model.retrained(&observed, 1).unwrap();
+    assert_eq!(again.training.len(), 8, "s1, s1b replaced, two rows added");
+    assert!(again.classes.contains(&(64, 4)) && again.ranking.contains(&(64, 4)));
+    assert_eq!(
+        again.predict_row(&[20.0, 0.0], |_| true).unwrap().wg,
+        (64, 4)
+    );
+    assert_eq!(
+        again.predict_row(&[1.0, 0.0], |_| true).unwrap().wg,
+        (16, 4)
+    );
+    assert_eq!(again.classifier.kind(), ClassifierKind::DecisionTree);
+    // The original is untouched.
+    assert_eq!(model.predict_row(&[1.0, 0.0], |_| true).unwrap().wg, (8, 8));
+}
+
+#[test]
+fn a_saved_model_loads_back_and_predicts_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    let model = Model::train(&data(), ClassifierKind::RandomForest, 3).unwrap();
+    model.save(&path).unwrap();
+    let loaded = Model::load(&path).unwrap();
+    assert_eq!(loaded.training, model.training);
+    for x in [0.0, 3.0, 5.5, 11.0] {
+        assert_eq!(
+            loaded.predict_row(&[x, 0.0], |_| true),
+            model.predict_row(&[x, 0.0], |_| true)
+        );
+    }
+}
