@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, UnixListener};
 use tower_http::timeout::TimeoutLayer;
 
@@ -404,21 +404,10 @@ async fn reload(service: &Arc<Service>, why: &str) {
     }
 }
 
-/// What tells a model file's versions apart: a new file renamed over it, or written in place.
-fn file_version(path: &std::path::Path) -> Option<(SystemTime, u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len(), m.ino()))
-}
-
 async fn watch_model_file(service: Arc<Service>, every: Duration) {
-    let path = service.model_path().to_path_buf();
-    let mut seen = file_version(&path);
     loop {
         tokio::time::sleep(every).await;
-        let now = file_version(&path);
-        if now.is_some() && now != seen {
-            seen = now;
+        if service.model_file_changed() {
             reload(&service, "model file changed").await;
         }
     }

@@ -152,6 +152,8 @@ pub struct Service {
     retrain_after: usize,
     recent: Mutex<Recent>,
     model_path: PathBuf,
+    /// The version of the model file last loaded (or tried).
+    file_seen: Mutex<Option<FileVersion>>,
     seed: u64,
     pub metrics: Metrics,
     started: Instant,
@@ -160,6 +162,7 @@ pub struct Service {
 impl Service {
     /// Loads the model and any observations the store holds.
     pub fn new(options: Options) -> Result<Arc<Service>, String> {
+        let file_seen = file_version(&options.model_path);
         let model = Arc::new(Model::load(&options.model_path).map_err(|e| e.to_string())?);
         let observations = match &options.store {
             Some(store) => store.observations().map_err(|e| e.to_string())?,
@@ -183,6 +186,7 @@ impl Service {
             retrain_after: options.retrain_after.max(1),
             recent: Mutex::default(),
             model_path: options.model_path,
+            file_seen: Mutex::new(file_seen),
             seed: options.seed,
             metrics,
             started: Instant::now(),
@@ -407,6 +411,7 @@ impl Service {
 
     /// Loads the model file again and swaps it in; on failure keeps the model in use.
     pub fn reload(self: &Arc<Self>) -> Result<u64, String> {
+        *self.file_seen.lock().expect("file lock") = file_version(&self.model_path);
         let model = match Model::load(&self.model_path) {
             Ok(m) => Arc::new(m),
             Err(e) => {
@@ -431,6 +436,13 @@ impl Service {
         Ok(version)
     }
 
+    /// Whether the model file is not the one last loaded (or tried): a new file renamed over it,
+    /// or the file written in place.
+    pub fn model_file_changed(&self) -> bool {
+        let now = file_version(&self.model_path);
+        now.is_some() && now != *self.file_seen.lock().expect("file lock")
+    }
+
     /// Whether observations are written to a store.
     pub fn stores(&self) -> bool {
         self.store.is_some()
@@ -439,6 +451,15 @@ impl Service {
     pub fn model_path(&self) -> &std::path::Path {
         &self.model_path
     }
+}
+
+/// What tells a file's versions apart: modification time, length, inode.
+type FileVersion = (std::time::SystemTime, u64, u64);
+
+fn file_version(path: &std::path::Path) -> Option<FileVersion> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len(), m.ino()))
 }
 
 /// One training row per observed scenario whose features cover `names`: the local size with the

@@ -1,0 +1,601 @@
+//! `ndtune serve` end to end: the real binary on loopback TCP or a Unix socket, a model trained
+//! on the project's collected data, requests good and bad, observations and retraining, model
+//! reloads, slow and concurrent clients, graceful shutdown.
+
+mod common;
+
+use common::{fails, json, ndtune, write};
+use ndtune_serve::client::{Address, Client, Response};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// A decision tree trained once on the shipped CSV (fast to train and to load).
+fn model() -> PathBuf {
+    static MODEL: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("tree.json");
+            let csv = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../data/stencils-2026-11-21/stencils-h100-xeon.csv.gz");
+            ndtune()
+                .args(["learn", "train", "--model", "tree", "--out"])
+                .arg(&path)
+                .arg("--data")
+                .arg(csv)
+                .assert()
+                .success();
+            (dir, path)
+        })
+        .1
+        .clone()
+}
+
+/// A running `ndtune serve`, stopped with SIGTERM when dropped.
+struct Server {
+    child: Child,
+    address: String,
+    stderr: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let stderr = dir.path().join("stderr");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ndtune"))
+            .arg("serve")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let address = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no address announced: {line:?}; stderr: {}",
+                    std::fs::read_to_string(&stderr).unwrap_or_default()
+                )
+            })
+            .to_string();
+        Server {
+            child,
+            address,
+            stderr,
+            _dir: dir,
+        }
+    }
+
+    fn tcp(extra: &[&str]) -> Server {
+        let model = model();
+        let mut args = vec![
+            "--model",
+            model.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(extra);
+        Server::start(&args)
+    }
+
+    fn client(&self) -> Client {
+        Client::new(
+            Address::parse(&self.address).unwrap(),
+            Duration::from_secs(30),
+        )
+    }
+
+    fn host_port(&self) -> String {
+        self.address.trim_start_matches("http://").to_string()
+    }
+
+    fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.client().post_json(path, body).unwrap();
+        (r.status, r.json().unwrap())
+    }
+
+    fn health(&self) -> Value {
+        self.client().get("/v1/health").unwrap().json().unwrap()
+    }
+
+    fn metrics(&self) -> String {
+        String::from_utf8(self.client().get("/metrics").unwrap().body).unwrap()
+    }
+
+    /// Waits until the model in use has `version`.
+    fn wait_for_version(&self, version: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let h = self.health();
+            if h["model"]["version"] == version {
+                return h;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "model version {version} never came: {h}; stderr: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const KERNEL: &str = "kernel void scale(global const float* in, global float* out) {
+    size_t i = get_global_id(1) * get_global_size(0) + get_global_id(0);
+    out[i] = 2.0f * in[i];
+}";
+
+fn scenario(device: &str, border: [u32; 4], input: &str) -> Value {
+    json!({
+        "device": device,
+        "kernel": {"source": KERNEL},
+        "dataset": {"rows": 1024, "cols": 2048, "input": input, "output": "float", "border": border},
+    })
+}
+
+fn local(v: &Value) -> (u64, u64) {
+    let l = v["local"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no local: {v}"));
+    (l[0].as_u64().unwrap(), l[1].as_u64().unwrap())
+}
+
+/// Whether `(wc, wr)` respects the limits the service answered with.
+fn within(v: &Value, (wc, wr): (u64, u64)) -> bool {
+    let l = &v["limits"];
+    let n = |k: &str| l[k].as_u64().unwrap();
+    let items = l["max_work_item_sizes"].as_array().unwrap();
+    wc * wr <= n("max_work_group_size")
+        && wc <= items[0].as_u64().unwrap()
+        && wr <= items[1].as_u64().unwrap()
+}
+
+#[test]
+fn predictions_are_legal_by_scenario_by_hash_and_by_features() {
+    let server = Server::tcp(&[]);
+    let (status, first) = server.post("/v1/predict", &scenario("gtx-titan", [1; 4], "float"));
+    assert_eq!(status, 200, "{first}");
+    assert!(within(&first, local(&first)), "{first}");
+    assert_eq!(first["model"], "tree");
+    assert_eq!(first["model_version"], 1);
+    assert!(first["micros"].as_u64().is_some());
+    // The same kernel by its hash: the same scenario and answer.
+    let hash = first["kernel_hash"].as_str().unwrap();
+    let mut by_hash = scenario("gtx-titan", [1; 4], "float");
+    by_hash["kernel"] = json!({ "hash": hash });
+    let (status, again) = server.post("/v1/predict", &by_hash);
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        (local(&again), &again["scenario"]),
+        (local(&first), &first["scenario"])
+    );
+    // Tighter limits in the request bind the answer.
+    let mut small = scenario("gtx-titan", [1; 4], "float");
+    small["limits"] = json!({"max_work_group_size": 8, "max_work_item_sizes": [4, 4]});
+    let (status, tight) = server.post("/v1/predict", &small);
+    assert_eq!(status, 200, "{tight}");
+    let (wc, wr) = local(&tight);
+    assert!(wc * wr <= 8 && wc <= 4 && wr <= 4, "{tight}");
+    // A profile object stands in for a device name.
+    let profile = json(&["devices", "--builtin", "--json"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "GeForce GT 550M")
+        .cloned()
+        .expect("the GT 550M profile");
+    let (status, by_profile) = server.post(
+        "/v1/predict",
+        &json!({"device": profile, "kernel": {"hash": hash},
+                "dataset": {"rows": 1024, "cols": 2048, "border": [1, 1, 1, 1]}}),
+    );
+    assert_eq!(status, 200, "{by_profile}");
+    let by_name = server
+        .post("/v1/predict", &scenario("gt550m", [1; 4], "float"))
+        .1;
+    assert_eq!(local(&by_profile), local(&by_name));
+
+    // Features computed by `ndtune learn features` give what `ndtune learn predict` says.
+    let dir = tempfile::tempdir().unwrap();
+    ndtune()
+        .args(["stencil", "gen", "--seed", "7", "--count", "1", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let stencil = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".stencil.toml"))
+        .unwrap();
+    let stencil = stencil.to_str().unwrap();
+    let on = ["--size", "512x256", "--profile", "gtx-titan", "--json"];
+    let features = json(&[&["learn", "features", stencil][..], &on].concat());
+    let (status, served) = server.post("/v1/predict", &json!({ "features": features }));
+    assert_eq!(status, 200, "{served}");
+    let model = model();
+    let cli = json(
+        &[
+            &[
+                "learn",
+                "predict",
+                "--model",
+                model.to_str().unwrap(),
+                "--kernel",
+                stencil,
+            ][..],
+            &on,
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        json!(served["local"]),
+        cli["wg"],
+        "service {served}, CLI {cli}"
+    );
+    assert_eq!(served["fallback_used"], cli["fell_back"]);
+}
+
+#[test]
+fn bad_requests_get_a_4xx_and_a_message_and_the_service_carries_on() {
+    let server = Server::tcp(&[]);
+    let raw = |method: &str, path: &str, body: &[u8]| -> Response {
+        server.client().request(method, path, Some(body)).unwrap()
+    };
+    let error = |r: &Response| r.json().unwrap()["error"].as_str().unwrap().to_string();
+    let cases: Vec<(&str, &str, Vec<u8>, u16, &str)> = vec![
+        ("POST", "/v1/predict", b"{\"features\": ".to_vec(), 400, "line 1 column"),
+        ("POST", "/v1/predict", b"[1, 2]".to_vec(), 422, "invalid type"),
+        ("POST", "/v1/predict", br#"{"features": {"f_x": "a"}}"#.to_vec(), 422, "invalid type"),
+        ("POST", "/v1/predict", br#"{"feature": {}}"#.to_vec(), 422, "unknown field `feature`"),
+        ("POST", "/v1/predict", br#"{"features": {"f_nope": 1}}"#.to_vec(), 400, "unknown feature `f_nope`"),
+        ("POST", "/v1/predict", br#"{"features": {}}"#.to_vec(), 400, "missing feature `f_dev_max_work_group_size`"),
+        ("POST", "/v1/predict", br#"{"device": "gtx-titan"}"#.to_vec(), 400, "all of `device`, `kernel` and `dataset`"),
+        (
+            "POST",
+            "/v1/predict",
+            scenario("no-such-gpu", [1; 4], "float").to_string().into_bytes(),
+            422,
+            "unknown device `no-such-gpu`",
+        ),
+        (
+            "POST",
+            "/v1/predict",
+            scenario("gtx-titan", [1; 4], "quaternion").to_string().into_bytes(),
+            400,
+            "`quaternion`",
+        ),
+        (
+            "POST",
+            "/v1/predict",
+            br#"{"device": "gtx-titan", "kernel": {"hash": "0123"}, "dataset": {"rows": 8, "cols": 8}}"#.to_vec(),
+            422,
+            "unknown kernel hash `0123`",
+        ),
+        (
+            "POST",
+            "/v1/predict",
+            br#"{"device": "gtx-titan", "kernel": {"source": "kernel void k( {"}, "dataset": {"rows": 8, "cols": 8}}"#.to_vec(),
+            400,
+            "clang cannot compile",
+        ),
+        ("POST", "/v1/predict", vec![b' '; (1 << 20) + 1], 413, "length limit"),
+        ("POST", "/v1/observe", br#"{"scenario": "abc", "local": [8, 8], "runtime_ms": 1}"#.to_vec(), 422, "unknown scenario `abc`"),
+        ("POST", "/v1/observe", br#"{"scenario": "abc", "local": [8, 8]}"#.to_vec(), 400, "`runtime_ms` or"),
+        ("POST", "/v1/observe", br#"{"scenario": 5, "local": [8, 8], "refused": true}"#.to_vec(), 400, "`scenario`"),
+        ("POST", "/v1/observe", br#"{"scenario": "abc", "local": [8], "refused": true}"#.to_vec(), 422, "invalid length"),
+        ("GET", "/v1/nothing", Vec::new(), 404, "no route GET /v1/nothing"),
+    ];
+    for (method, path, body, status, message) in &cases {
+        let r = raw(method, path, body);
+        assert_eq!(
+            r.status,
+            *status,
+            "{method} {path}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let e = error(&r);
+        assert!(
+            e.contains(message),
+            "{method} {path}: `{e}` lacks `{message}`"
+        );
+    }
+    assert_eq!(raw("GET", "/v1/predict", b"").status, 405);
+    // Observations of a bad local size or runtime, for a scenario it predicted.
+    let (_, p) = server.post("/v1/predict", &scenario("gtx-titan", [1; 4], "float"));
+    for (body, message) in [
+        (
+            json!({"scenario": p["scenario"], "local": [0, 8], "runtime_ms": 1.0}),
+            "positive",
+        ),
+        (
+            json!({"scenario": p["scenario"], "local": [8, 8], "runtime_ms": -1.0}),
+            "`runtime_ms`",
+        ),
+    ] {
+        let (status, v) = server.post("/v1/observe", &body);
+        assert_eq!(status, 400, "{v}");
+        assert!(v["error"].as_str().unwrap().contains(message), "{v}");
+    }
+    assert_eq!(server.health()["status"], "ok");
+    let metrics = server.metrics();
+    for line in [
+        "ndtune_requests_total{endpoint=\"/v1/predict\",status=\"413\"} 1",
+        "ndtune_requests_total{endpoint=\"other\",status=\"404\"} 1",
+        "ndtune_model_version 1",
+    ] {
+        assert!(metrics.contains(line), "no `{line}` in\n{metrics}");
+    }
+    assert!(metrics
+        .contains("ndtune_request_duration_seconds_bucket{le=\"0.001\",endpoint=\"/v1/predict\"}"));
+    assert!(server.stop().success());
+}
+
+#[test]
+fn observations_are_stored_and_learnt_from_in_the_background_and_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let db_arg = db.to_str().unwrap();
+    let server = Server::tcp(&["--db", db_arg, "--retrain-after", "3"]);
+    let (_, p) = server.post("/v1/predict", &scenario("gtx-titan", [2; 4], "float"));
+    let id = p["scenario"].as_str().unwrap();
+    let observed = [
+        json!({"scenario": id, "local": [8, 8], "runtime_ms": 3.0}),
+        json!({"scenario": id, "local": [64, 2], "refused": true}),
+        // By the scenario itself rather than its id.
+        json!({"scenario": scenario("gtx-titan", [2; 4], "float"), "local": [32, 4], "runtime_ms": 1.5}),
+    ];
+    for (i, body) in observed.iter().enumerate() {
+        let (status, v) = server.post("/v1/observe", body);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["scenario"], id);
+        assert_eq!(v["observations"], i + 1);
+        assert_eq!(v["stored"], i + 1);
+    }
+    let h = server.wait_for_version(2);
+    assert_eq!(h["model"]["learnt_observations"], 3);
+    // One observed scenario (its best size 32x4) joins the 140 training rows.
+    assert_eq!(h["model"]["training_rows"], 141);
+    assert!(server.metrics().contains("ndtune_retrains_total 1"));
+    let (status, after) = server.post("/v1/predict", &scenario("gtx-titan", [2; 4], "float"));
+    assert_eq!((status, after["model_version"].as_u64()), (200, Some(2)));
+    assert!(
+        server.log().contains("model version 2: trained again"),
+        "{}",
+        server.log()
+    );
+    assert!(server.stop().success());
+
+    let stored = ndtune_store::Store::open(&db)
+        .unwrap()
+        .observations()
+        .unwrap();
+    assert_eq!(stored.len(), 3);
+    assert_eq!(stored[1].runtime_ms, None);
+    assert_eq!(stored[2].local, [32, 4]);
+    // A restarted service learns from what the store holds.
+    let again = Server::tcp(&["--db", db_arg, "--retrain-after", "3"]);
+    let h = again.wait_for_version(2);
+    assert_eq!(h["observations"], 3);
+    assert_eq!(h["model"]["training_rows"], 141);
+}
+
+#[test]
+fn a_replaced_model_file_is_reloaded_a_broken_one_is_not_and_sighup_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    std::fs::copy(model(), &path).unwrap();
+    let server = Server::start(&["--model", path.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    // Replaced by a rename, as deployments do.
+    let text = std::fs::read_to_string(model()).unwrap();
+    write(dir.path(), "new.json", &text);
+    std::fs::rename(dir.path().join("new.json"), &path).unwrap();
+    server.wait_for_version(2);
+    // A broken file: the model in use is kept.
+    std::fs::write(&path, "{\"format\": 2, \"truncated").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .metrics()
+        .contains("ndtune_model_reload_failures_total 1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no failed reload: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(server.health()["model"]["version"], 2);
+    let (status, _) = server.post("/v1/predict", &scenario("gtx-titan", [1; 4], "float"));
+    assert_eq!(status, 200);
+    // Written back in place, and a SIGHUP for good measure.
+    std::fs::write(&path, &text).unwrap();
+    server.wait_for_version(3);
+    server.signal(libc::SIGHUP);
+    server.wait_for_version(4);
+    assert!(
+        server.log().contains("SIGHUP: model version 4"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn slow_clients_time_out_while_others_are_served() {
+    let server = Server::tcp(&["--header-timeout", "0.5", "--request-timeout", "1"]);
+    // Headers never finished: disconnected.
+    let mut slow = std::net::TcpStream::connect(server.host_port()).unwrap();
+    slow.write_all(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // A body that never comes in full: 408.
+    let mut trickle = std::net::TcpStream::connect(server.host_port()).unwrap();
+    trickle
+        .write_all(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"feat")
+        .unwrap();
+    // Meanwhile others are answered.
+    assert_eq!(server.health()["status"], "ok");
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let started = Instant::now();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "not disconnected"
+    );
+    assert!(!String::from_utf8_lossy(&rest).contains("200 OK"));
+    trickle
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = vec![0; 4096];
+    let n = trickle.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert_eq!(server.health()["status"], "ok");
+}
+
+#[test]
+fn many_concurrent_clients_are_all_answered() {
+    let server = Server::tcp(&[]);
+    let (_, first) = server.post("/v1/predict", &scenario("gtx-titan", [1; 4], "float"));
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let address = server.address.clone();
+            let hash = first["kernel_hash"].clone();
+            std::thread::spawn(move || {
+                let mut client =
+                    Client::new(Address::parse(&address).unwrap(), Duration::from_secs(30));
+                let mut answers = Vec::new();
+                for i in 0..50u64 {
+                    let body = json!({"device": if t % 2 == 0 { "gtx-titan" } else { "gt550m" },
+                        "kernel": {"hash": hash},
+                        "dataset": {"rows": 256 + 64 * i, "cols": 512, "border": [1, 1, 1, 1]}});
+                    let r = client.post_json("/v1/predict", &body).unwrap();
+                    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+                    answers.push(local(&r.json().unwrap()));
+                }
+                answers
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap().len(), 50);
+    }
+    assert!(server
+        .metrics()
+        .contains("ndtune_requests_total{endpoint=\"/v1/predict\",status=\"200\"} 801"));
+}
+
+#[test]
+fn a_unix_socket_service_finishes_requests_in_flight_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ndtune.sock");
+    let model = model();
+    let server = Server::start(&[
+        "--model",
+        model.to_str().unwrap(),
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    assert_eq!(server.address, format!("unix:{}", socket.display()));
+    assert_eq!(server.health()["status"], "ok");
+    // A kernel it has not seen: clang runs for a while; SIGTERM arrives meanwhile.
+    let address = server.address.clone();
+    let in_flight = std::thread::spawn(move || {
+        let mut c = Client::new(Address::parse(&address).unwrap(), Duration::from_secs(30));
+        let mut body = scenario("gtx-titan", [1; 4], "float");
+        body["kernel"]["source"] = json!(format!("{KERNEL}\n// another kernel"));
+        c.post_json("/v1/predict", &body).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(30));
+    let status = server.stop();
+    let answer = in_flight.join().unwrap();
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket file is removed");
+}
+
+#[test]
+fn bad_arguments_are_refused_before_serving() {
+    let model = model();
+    let m = model.to_str().unwrap();
+    let e = fails(&["serve", "--model", m]);
+    assert!(e.contains("--listen") && e.contains("--socket"), "{e}");
+    let e = fails(&[
+        "serve",
+        "--model",
+        m,
+        "--listen",
+        "127.0.0.1:0",
+        "--socket",
+        "/tmp/x",
+    ]);
+    assert!(e.contains("cannot be used with"), "{e}");
+    let e = fails(&[
+        "serve",
+        "--model",
+        "/nonexistent/m.json",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(e.contains("/nonexistent/m.json"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let not_socket = write(dir.path(), "file", "x");
+    let e = fails(&["serve", "--model", m, "--socket", &not_socket]);
+    assert!(e.contains("is not a socket"), "{e}");
+    let e = fails(&["serve", "--model", m, "--listen", "256.0.0.1:80"]);
+    assert!(e.contains("256.0.0.1:80"), "{e}");
+    let e = fails(&[
+        "serve",
+        "--model",
+        m,
+        "--listen",
+        "127.0.0.1:0",
+        "--request-timeout",
+        "0",
+    ]);
+    assert!(e.contains("--request-timeout"), "{e}");
+}
