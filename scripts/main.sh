@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the default device (PoCL CPU): what OpenCL sees, the paper's pruning tables on
 # the built-in profiles of its four devices, the pruned space of an example on this machine, and
-# that example tuned (results kept in ndtune.db: a second run reuses them).
+# that example tuned (results kept in ndtune.db: a second run reuses them); then a small stencil
+# campaign, a co-execution on the two halves of the device and a learning evaluation of the
+# shipped data, kept in ndtune.db too, and the report of it all (report.html).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -34,3 +36,23 @@ $ndtune space examples/conv1d.toml
 echo
 echo "== ndtune tune examples/conv1d.toml on the default device (store: ndtune.db)"
 $ndtune tune examples/conv1d.toml --db ndtune.db
+
+echo
+echo "== ndtune collect examples/campaign-small.toml (every work-group size of 10 stencil scenarios)"
+$ndtune collect examples/campaign-small.toml --db ndtune.db 2>/dev/null | tail -n 6
+
+echo
+echo "== ndtune split examples/matmul.toml on the two halves of the default device (Erdem Fig. 5-7)"
+if ! $ndtune split examples/matmul.toml --set N=128 --devices 0:0/2,0:1/2 --sweep 0.25 --db ndtune.db; then
+  echo "(device 0 cannot be split into two sub-devices here: the report has no co-execution)"
+fi
+
+echo
+echo "== ndtune learn eval on data/stencils-2026-11-21 (Cummins Fig. 4-6; four of the models, for time)"
+$ndtune learn eval --data data/stencils-2026-11-21/stencils-h100-xeon.csv.gz --protocol cv10 \
+  --models tree,forest,logistic,baseline --db ndtune.db
+
+echo
+echo "== ndtune report --db ndtune.db (the papers' tables and figures for what the store holds)"
+$ndtune report --db ndtune.db --out report.html >/dev/null
+echo "report: $(pwd)/report.html"

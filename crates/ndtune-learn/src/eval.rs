@@ -12,7 +12,7 @@ use crate::models::{Classifier, ClassifierKind, Regressor};
 use crate::oracle::{analyse, Status, Wg, EXPERT};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
@@ -157,8 +157,9 @@ impl Method {
     }
 }
 
-/// One method's figures over every test scenario of every fold.
-#[derive(Debug, Clone, Serialize)]
+/// One method's figures over every test scenario of every fold. Figures over no scenario are NaN
+/// (`null` in JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MethodResult {
     pub model: String,
     pub fallback: String,
@@ -172,22 +173,43 @@ pub struct MethodResult {
     /// Geometric mean of oracle time / chosen size's time.
     pub performance_geomean: f64,
     /// Minimum, quartiles and maximum of that ratio.
+    #[serde(deserialize_with = "quantiles_or_nan")]
     pub performance_quantiles: [f64; 5],
+    #[serde(deserialize_with = "f64_or_nan")]
     pub speedup_over_baseline_median: f64,
     /// Over the scenarios where 32x4 is legal.
     pub speedup_over_expert_median: Option<f64>,
     /// Mean time to choose, features given, in microseconds.
     pub predict_us: f64,
+    /// Per test scenario, ascending: oracle time / chosen size's time (Fig. 4's distribution).
+    #[serde(default)]
+    pub performance: Vec<f64>,
+    /// Per test scenario, ascending: the baseline's time / the chosen size's time.
+    #[serde(default)]
+    pub speedups_over_baseline: Vec<f64>,
+    /// Per test scenario where 32x4 is legal, ascending: its time / the chosen size's time
+    /// (Fig. 6's distribution).
+    #[serde(default)]
+    pub speedups_over_expert: Vec<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Reads back a figure that JSON holds as `null` where it was NaN.
+fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+fn quantiles_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 5], D::Error> {
+    Ok(<[Option<f64>; 5]>::deserialize(d)?.map(|q| q.unwrap_or(f64::NAN)))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BaselineSummary {
     pub size: [u64; 2],
     pub performance_geomean: f64,
 }
 
 /// An evaluation under one protocol.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub protocol: String,
     pub folds: usize,
@@ -515,6 +537,9 @@ fn summarise(
         us += micros;
     }
     let geomean = (perf.iter().map(|p| p.ln()).sum::<f64>() / n).exp();
+    let performance_quantiles = quantiles(&mut perf);
+    let speedup_over_baseline_median = median(&mut over_base);
+    let speedup_over_expert_median = (!over_expert.is_empty()).then(|| median(&mut over_expert));
     MethodResult {
         model,
         fallback,
@@ -523,10 +548,14 @@ fn summarise(
         validity: valid as f64 / n,
         refused: refused as f64 / n,
         performance_geomean: geomean,
-        performance_quantiles: quantiles(&mut perf),
-        speedup_over_baseline_median: median(&mut over_base),
-        speedup_over_expert_median: (!over_expert.is_empty()).then(|| median(&mut over_expert)),
+        performance_quantiles,
+        speedup_over_baseline_median,
+        speedup_over_expert_median,
         predict_us: us / n,
+        // Sorted by the quantiles and medians above.
+        performance: perf,
+        speedups_over_baseline: over_base,
+        speedups_over_expert: over_expert,
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! This crate owns the features of a scenario ([`features`]): a fixed, named list of numbers
 //! describing the device, the kernel and the dataset, in a stable order so that they can be
-//! stored as CSV columns; what exhaustive measurements say ([`oracle`]: legal and safe sizes,
+//! stored as CSV columns; what a collection campaign kept in a results store ([`collected`]);
+//! what exhaustive measurements say ([`oracle`]: legal and safe sizes,
 //! oracles, the baseline); and the models that learn from those features and predict from them.
 //!
 //! ```
@@ -23,6 +24,7 @@
 //! assert_eq!(f.get("f_data_stencil_area"), Some(9.0));
 //! ```
 
+pub mod collected;
 pub mod data;
 pub mod eval;
 pub mod features;

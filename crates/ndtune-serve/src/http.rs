@@ -172,10 +172,10 @@ async fn observe(
     };
     let scenario = match body.scenario {
         serde_json::Value::String(id) => ObservedScenario::Id(id),
-        value @ serde_json::Value::Object(_) => ObservedScenario::Request(
+        value @ serde_json::Value::Object(_) => ObservedScenario::Request(Box::new(
             serde_json::from_value(value)
                 .map_err(|e| Refusal::unprocessable(format!("`scenario`: {e}")))?,
-        ),
+        )),
         _ => {
             return Err(Refusal::bad_request(
                 "`scenario`: the id a prediction answered, or a scenario object",

@@ -79,8 +79,11 @@ pub enum ScenarioError {
 /// hash instead of the source.
 pub struct Resolver {
     devices: Vec<DeviceProfile>,
-    kernels: RwLock<HashMap<String, Arc<Vec<(String, f64)>>>>,
+    kernels: RwLock<HashMap<String, KernelFeatures>>,
 }
+
+/// A kernel's features by name, shared by every request that names it.
+type KernelFeatures = Arc<Vec<(String, f64)>>;
 
 /// The most kernel sources remembered; beyond it the oldest are not dropped but new ones are not
 /// kept, so a client flooding sources cannot grow the service without bound.
@@ -183,10 +186,7 @@ impl Resolver {
         }
     }
 
-    fn kernel(
-        &self,
-        kernel: &KernelRequest,
-    ) -> Result<(String, Arc<Vec<(String, f64)>>), ScenarioError> {
+    fn kernel(&self, kernel: &KernelRequest) -> Result<(String, KernelFeatures), ScenarioError> {
         match (&kernel.source, &kernel.hash) {
             (Some(source), None) => {
                 let hash = kernel_hash(source, &kernel.options);

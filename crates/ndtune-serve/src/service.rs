@@ -128,7 +128,7 @@ pub struct ObservedRun {
 pub enum ObservedScenario {
     /// The `scenario` id a prediction answered.
     Id(String),
-    Request(ScenarioRequest),
+    Request(Box<ScenarioRequest>),
 }
 
 /// Scenario ids predicted recently, with their features, so observations can name them by id.
@@ -465,7 +465,9 @@ fn file_version(path: &std::path::Path) -> Option<FileVersion> {
 /// One training row per observed scenario whose features cover `names`: the local size with the
 /// lowest mean runtime observed there. Scenarios where every size was refused teach nothing.
 pub fn training_rows(names: &[String], observations: &[Observation]) -> Vec<TrainingRow> {
-    let mut by_scenario: BTreeMap<&str, (&Observation, BTreeMap<Wg, (f64, u32)>)> = BTreeMap::new();
+    /// Per local size: the sum of the runtimes observed and how many.
+    type Sums = BTreeMap<Wg, (f64, u32)>;
+    let mut by_scenario: BTreeMap<&str, (&Observation, Sums)> = BTreeMap::new();
     for o in observations {
         let entry = by_scenario
             .entry(o.scenario.as_str())

@@ -1,7 +1,7 @@
 //! The planner (pure): split factors from speeds (eq. 4), the integer partition that keeps each
 //! device's own work-group size (eq. 5-9), and the theoretical time of Algorithm 1.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the planner knows of one device: its best work-group size along the split dimension and
 /// its best time for the whole range.
@@ -12,7 +12,7 @@ pub struct Device {
 }
 
 /// One device's contiguous partition `[offset, offset + size)` of the split dimension.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Part {
     pub device: usize,
     pub offset: u64,
@@ -25,7 +25,7 @@ pub struct Part {
 }
 
 /// A split of `global` items.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub global: u64,
     /// Devices in the order of `plan`'s input; a device whose share is less than one of its

@@ -166,7 +166,7 @@ struct Worker {
 }
 
 /// One device's share of one measured run.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PartTiming {
     pub device: usize,
     /// Host time from the start of the run to this device's last byte read back (median).

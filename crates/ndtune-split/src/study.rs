@@ -10,12 +10,13 @@ use crate::runtime::{CoExecutor, ExecError, Execution, PartTiming};
 use crate::{optimal_factors, plan, plan_factors, Device, Plan};
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::compare;
+use ndtune_core::Config;
 use ndtune_spec::{ArgKind, Spec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The measured co-execution of one split.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measured {
     /// Host-clock score of the whole run (mean of the best runs), transfers included.
     pub ms: f64,
@@ -28,19 +29,21 @@ pub struct Measured {
 }
 
 /// One point of a sweep: device 0 at `factor`, the others sharing the rest by speed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub factor: f64,
     /// Adjusted factors per device after rounding to whole work-groups.
     pub factors: Vec<f64>,
     pub coexec_ms: f64,
+    /// Algorithm 1 on the adjusted factors: what this split would take without overhead.
+    pub theoretical_ms: f64,
     pub verified: bool,
     /// This is the planner's split.
     pub planner: bool,
 }
 
 /// Run co-executed or on one device alone.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     Coexec,
@@ -48,7 +51,7 @@ pub enum Mode {
 }
 
 /// What to run from now on, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Decision {
     pub mode: Mode,
     /// The device that runs alone (mode single).
@@ -59,7 +62,7 @@ pub struct Decision {
 }
 
 /// Everything a study measured and concluded.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Study {
     /// Each device alone over the whole range (host clock, transfers included).
     pub single_ms: Vec<f64>,
@@ -84,6 +87,33 @@ pub struct Study {
     pub parts: Vec<PartTiming>,
     pub decision: Decision,
     pub sweep: Option<Vec<SweepPoint>>,
+}
+
+/// One device of a co-execution as `ndtune split` reports it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceRow {
+    pub device: String,
+    pub config: Config,
+    /// The kernel's time in the store (profiling events, tuning's protocol).
+    pub tuned_ms: f64,
+    /// Work-group size along the split dimension.
+    pub wg: u64,
+    /// Alone over the whole range, host clock, transfers included.
+    pub single_ms: f64,
+    pub single_kernel_ms: f64,
+}
+
+/// A study with the devices it ran on: what `ndtune split --json` prints and keeps in the store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub kernel: String,
+    /// The problem's constants (sizes), by name.
+    #[serde(default)]
+    pub constants: BTreeMap<String, i64>,
+    pub dim: usize,
+    pub devices: Vec<DeviceRow>,
+    #[serde(flatten)]
+    pub study: Study,
 }
 
 /// Measures and plans a co-execution with `exec`; `sweep` is the step of a factor sweep.
@@ -204,6 +234,7 @@ pub fn study(
                     factor: f,
                     factors: adjusted(&p, n),
                     coexec_ms: e.timing.score_ms(),
+                    theoretical_ms: p.theoretical_ms,
                     verified: check(&e).is_none(),
                     planner: false,
                 });
@@ -213,6 +244,7 @@ pub fn study(
                 factor: planned[0],
                 factors: planned,
                 coexec_ms,
+                theoretical_ms: the_plan.theoretical_ms,
                 verified,
                 planner: true,
             });

@@ -445,8 +445,15 @@ fn observations_keep_their_order_features_and_refusals() {
         runtime_ms,
         received_at: 1_700_000_000_000,
     };
-    let written = [obs("s1", 32, Some(0.5)), obs("s2", 64, None), obs("s1", 8, Some(0.25))];
-    let ids: Vec<i64> = written.iter().map(|o| store.add_observation(o).unwrap()).collect();
+    let written = [
+        obs("s1", 32, Some(0.5)),
+        obs("s2", 64, None),
+        obs("s1", 8, Some(0.25)),
+    ];
+    let ids: Vec<i64> = written
+        .iter()
+        .map(|o| store.add_observation(o).unwrap())
+        .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
     drop(store);
     assert_eq!(Store::open(&path).unwrap().observations().unwrap(), written);

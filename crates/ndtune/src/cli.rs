@@ -38,6 +38,12 @@ pub enum Command {
     /// data (Cummins et al. 2016).
     #[command(subcommand)]
     Learn(LearnCommand),
+    /// Write the seed papers' tables and figures for what a store holds: one self-contained HTML
+    /// page (or Markdown with PNG files beside it).
+    Report(ReportArgs),
+    /// Serve work-group size predictions over HTTP to programs at run time, take back what they
+    /// measured and learn from it (POST /v1/predict, POST /v1/observe, GET /v1/health, GET /metrics).
+    Serve(ServeArgs),
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -335,7 +341,53 @@ pub struct LearnEvalArgs {
     /// Seed of the folds, the random fallback and the forests.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also keep the evaluation in this results store, for `ndtune report`.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The results store (it must exist).
+    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    pub db: PathBuf,
+    /// The file to write (Markdown: its figures are written beside it as STEM-fig-N.png).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// html: one self-contained page; md: Markdown with PNG figures.
+    #[arg(long, value_name = "FORMAT", default_value = "html", value_parser = ["html", "md"])]
+    pub format: String,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("address").required(true).args(["listen", "socket"])))]
+pub struct ServeArgs {
+    /// The model to serve (`ndtune learn train`); reloaded when the file changes or on SIGHUP.
+    #[arg(long, value_name = "M.json")]
+    pub model: PathBuf,
+    /// Keep observations in this store (and learn from those it already holds); without it they
+    /// are kept in memory only.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Listen on TCP, e.g. 127.0.0.1:8080 (port 0: any free port; the address is printed).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// Listen on a Unix socket.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Train the model again once this many observations arrived that it has not learnt from.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub retrain_after: usize,
+    /// Seconds from a request's headers to its answer; a slower request gets 408.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub request_timeout: f64,
+    /// Seconds a client may take to send a request's headers before it is disconnected.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub header_timeout: f64,
+    /// Largest request body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
 }

@@ -10,14 +10,14 @@ use crate::cmd_tune::{group, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressDrawTarget};
-use ndtune_core::Outcome;
+use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::features::scenario_features;
 use ndtune_learn::oracle::{analyse, Observation, Status};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_stencil::Stencil;
 use ndtune_store::Store;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -188,20 +188,6 @@ fn kernel_wmax(device: &ndtune_cl::ClDevice, source: &str) -> Result<u64> {
         .min(device.profile.max_work_group_size))
 }
 
-/// What the store keeps of a scenario (the `scenarios` table's `info`).
-#[derive(Serialize, Deserialize)]
-struct ScenarioInfo {
-    label: String,
-    kernel: String,
-    device: String,
-    dataset: String,
-    wc: Vec<u64>,
-    wr: Vec<u64>,
-    wmax: u64,
-    feature_names: Vec<String>,
-    features: Vec<f64>,
-}
-
 /// The campaign file.
 struct Campaign {
     path: PathBuf,
@@ -365,45 +351,13 @@ impl Campaign {
     }
 }
 
-/// Every observation of every recorded scenario: the store's outcomes on the grid, and
-/// `illegal` for the grid's sizes that were never run (beyond W_max or the device's limits).
+/// Every recorded scenario's info and its observations on the grid.
 fn observations(store: &Store) -> Result<(Vec<ScenarioInfo>, Vec<Observation>)> {
-    let mut scenarios = Vec::new();
-    let mut obs = Vec::new();
-    for (i, (g, info)) in store.scenarios()?.into_iter().enumerate() {
-        let info: ScenarioInfo = serde_json::from_value(info).map_err(|e| {
-            anyhow!(
-                "{}: a scenario this ndtune cannot read: {e}",
-                store.path().display()
-            )
-        })?;
-        let records: BTreeMap<(u64, u64), Outcome> = store
-            .records(&g.device, &g.kernel, &g.source_hash, &g.constants)?
-            .into_iter()
-            .filter_map(|r| {
-                let c = r.key.config.get("WG_C").copied()?;
-                let w = r.key.config.get("WG_R").copied()?;
-                Some(((c as u64, w as u64), r.outcome))
-            })
-            .collect();
-        for &wc in &info.wc {
-            for &wr in &info.wr {
-                let (status, runtime_ms) = match records.get(&(wc, wr)) {
-                    None => (Status::Illegal, None),
-                    Some(Outcome::Measured(t)) => (Status::Measured, Some(t.score_ms())),
-                    Some(o) => (Status::from(o.kind()), None),
-                };
-                obs.push(Observation {
-                    scenario: i,
-                    wg: (wc, wr),
-                    status,
-                    runtime_ms,
-                });
-            }
-        }
-        scenarios.push(info);
-    }
-    Ok((scenarios, obs))
+    let c = collected::read(store)?;
+    Ok((
+        c.scenarios.into_iter().map(|(_, info)| info).collect(),
+        c.observations,
+    ))
 }
 
 fn summary(store: &Store, json: bool) -> Result<()> {

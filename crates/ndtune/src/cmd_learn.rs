@@ -10,6 +10,7 @@ use ndtune_learn::eval::{evaluate, Fallback, Method, Protocol};
 use ndtune_learn::features::{kernel_features, scenario_features, Dataset};
 use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
+use ndtune_serve::limits::{LimitOverrides, Limits};
 use std::path::Path;
 
 pub fn run(cmd: &LearnCommand) -> Result<()> {
@@ -76,15 +77,11 @@ fn predict(a: &LearnPredictArgs) -> Result<()> {
     let f = scenario_features(&profile, &stencil.device_source(), "", &dataset)
         .map_err(|e| anyhow!("{}: {e}", a.kernel))?;
     let features_s = started.elapsed().as_secs_f64();
+    // Legal on this device: its work-group and work-item limits and the tile's local memory.
+    let limits = Limits::from_features(|n| f.get(n), &LimitOverrides::default())
+        .map_err(|e| anyhow!("{}: {e}", a.kernel))?;
+    let legal = |wg| limits.allows(wg);
     let named: Vec<(String, f64)> = f.names.into_iter().zip(f.values).collect();
-    // Legal on this device: its work-group and work-item limits and its local memory.
-    let item = |d: usize| profile.max_work_item_sizes.get(d).copied().unwrap_or(1);
-    let legal = |(c, r): (u64, u64)| {
-        c * r <= profile.max_work_group_size
-            && c <= item(0)
-            && r <= item(1)
-            && stencil.tile_bytes(c, r) <= profile.local_mem_size
-    };
     let classified = std::time::Instant::now();
     let p = model
         .predict(&named, legal)
@@ -216,7 +213,26 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
     if methods.is_empty() {
         bail!("--models names no model");
     }
+    // Opened first: a store that cannot be used fails before the evaluation, not after it.
+    let store = a.db.as_deref().map(ndtune_store::Store::open).transpose()?;
     let report = evaluate(&data, protocol, &methods, a.seed);
+    if let Some(store) = &store {
+        let data_name = a.data.file_name().unwrap_or(a.data.as_os_str());
+        let models = a
+            .models
+            .as_deref()
+            .map_or(String::new(), |m| format!(" ({m})"));
+        store.put_study(&ndtune_store::Study {
+            kind: "learn".into(),
+            name: format!(
+                "{}{models} on {}",
+                report.protocol,
+                data_name.to_string_lossy()
+            ),
+            body: serde_json::to_value(&report)?,
+            created_at: ndtune_store::now_ms(),
+        })?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

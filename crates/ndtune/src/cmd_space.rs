@@ -21,8 +21,9 @@ struct Removal {
     removed: u128,
 }
 
+/// What `ndtune space --json` prints for one space; tuning keeps it in the store for `ndtune report`.
 #[derive(Serialize)]
-struct Report {
+pub(crate) struct Report {
     kernel: String,
     device: Option<String>,
     declared: u128,
@@ -55,31 +56,42 @@ impl Pruned {
     }
 
     fn report(self, spec: &Spec) -> Report {
-        let p = &self.pruning;
-        Report {
-            kernel: spec.kernel.name.clone(),
-            device: self.label.clone(),
-            declared: p.stats.declared,
-            bounded: p.bounded,
-            pruned: self.valid(),
-            order: p.space.order().into_iter().map(String::from).collect(),
-            constraints: p
-                .space
-                .labels()
-                .iter()
-                .zip(&p.stats.removed)
-                .zip(&p.origins)
-                .map(|((label, removed), (origin, _))| Removal {
-                    constraint: label.clone(),
-                    origin: match origin {
-                        Origin::User(_) => "application",
-                        Origin::Platform(_) => "platform",
-                    },
-                    removed: *removed,
-                })
-                .collect(),
-            kernel_check: self.kernel_check,
-        }
+        let valid = self.valid();
+        report(spec, self.label, &self.pruning, valid, self.kernel_check)
+    }
+}
+
+/// The report of one pruned space, `valid` of its configurations left (after the kernel check).
+pub(crate) fn report(
+    spec: &Spec,
+    device: Option<String>,
+    p: &Pruning,
+    valid: u128,
+    kernel_check: Option<KernelCheck>,
+) -> Report {
+    Report {
+        kernel: spec.kernel.name.clone(),
+        device,
+        declared: p.stats.declared,
+        bounded: p.bounded,
+        pruned: valid,
+        order: p.space.order().into_iter().map(String::from).collect(),
+        constraints: p
+            .space
+            .labels()
+            .iter()
+            .zip(&p.stats.removed)
+            .zip(&p.origins)
+            .map(|((label, removed), (origin, _))| Removal {
+                constraint: label.clone(),
+                origin: match origin {
+                    Origin::User(_) => "application",
+                    Origin::Platform(_) => "platform",
+                },
+                removed: *removed,
+            })
+            .collect(),
+        kernel_check,
     }
 }
 

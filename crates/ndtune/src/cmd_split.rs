@@ -4,18 +4,16 @@
 //! times without running anything.
 
 use crate::cli::{SplitArgs, TuneArgs};
-use crate::cmd_tune::{best_recorded, group, show_config, tune_device};
+use crate::cmd_tune::{best_recorded, group, show_config, show_constants, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
-use ndtune_core::Config;
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
-use ndtune_split::study::{study, Mode, Study};
+use ndtune_split::study::{study, DeviceRow, Mode, Report};
 use ndtune_split::{plan, Device};
-use ndtune_store::Store;
-use serde::Serialize;
+use ndtune_store::{Store, Study as StoredStudy};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -127,10 +125,23 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     }
     let report = Report {
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
         dim,
         devices: rows,
         study: s,
     };
+    // Kept for `ndtune report` (Fig. 5-7, Table 3), verified or not: the page says which.
+    store.put_study(&StoredStudy {
+        kind: "split".into(),
+        name: format!(
+            "{}{} on {}",
+            report.kernel,
+            show_constants(&report.constants),
+            labels.join(" + ")
+        ),
+        body: serde_json::to_value(&report)?,
+        created_at: ndtune_store::now_ms(),
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -175,28 +186,6 @@ fn pick_devices(list: &str) -> Result<Vec<ClDevice>> {
         bail!("--devices {list}: co-execution needs at least two devices");
     }
     Ok(picked)
-}
-
-#[derive(Serialize)]
-struct DeviceRow {
-    device: String,
-    config: Config,
-    /// The kernel's time in the store (profiling events, tuning's protocol).
-    tuned_ms: f64,
-    /// Work-group size along the split dimension.
-    wg: u64,
-    /// Alone over the whole range, host clock, transfers included.
-    single_ms: f64,
-    single_kernel_ms: f64,
-}
-
-#[derive(Serialize)]
-struct Report {
-    kernel: String,
-    dim: usize,
-    devices: Vec<DeviceRow>,
-    #[serde(flatten)]
-    study: Study,
 }
 
 fn print_report(r: &Report, names: &[String]) {

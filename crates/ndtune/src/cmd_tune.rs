@@ -313,6 +313,7 @@ pub(crate) fn tune_device(
     let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
     let candidates = Candidates::new(names.clone(), pruning.space.configs())?;
     let group = group(spec, source, device, store)?;
+    record_space(spec, &label, &pruning, &group, store)?;
     let existing: HashMap<Config, Outcome> = store
         .records(
             &group.device,
@@ -371,6 +372,42 @@ pub(crate) fn tune_device(
         space,
         live.time,
     ))
+}
+
+/// Keeps a tuned space's pruning counts (Erdem Tables 1-2) in the store for `ndtune report`: a
+/// study of kind `space` per (kernel, constants, device), its body `ndtune space --json`'s
+/// report with the device's fingerprint and the constants.
+fn record_space(
+    spec: &Spec,
+    label: &str,
+    pruning: &ndtune_space::problem::Pruning,
+    group: &Group,
+    store: &Store,
+) -> Result<()> {
+    let space = serde_json::to_value(crate::cmd_space::report(
+        spec,
+        Some(label.to_string()),
+        pruning,
+        pruning.stats.pruned,
+        None,
+    ))
+    .context("the pruning counts do not fit JSON")?;
+    store.put_study(&ndtune_store::Study {
+        kind: "space".into(),
+        name: format!(
+            "{}{} on {}",
+            group.kernel,
+            show_constants(&group.constants),
+            group.device
+        ),
+        body: serde_json::json!({
+            "device": group.device,
+            "constants": group.constants,
+            "space": space,
+        }),
+        created_at: ndtune_store::now_ms(),
+    })?;
+    Ok(())
 }
 
 /// The per-device summary of a run's trace.
@@ -445,6 +482,11 @@ pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static st
         .filter_map(|k| counts.get(k.as_str()).map(|n| format!("{k} {n}")))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
+pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
+    constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
 /// `A=1 B=2` in the spec's parameter order.

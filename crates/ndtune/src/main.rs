@@ -10,6 +10,8 @@ mod cmd_devices;
 mod cmd_export;
 mod cmd_learn;
 mod cmd_replay;
+mod cmd_report;
+mod cmd_serve;
 mod cmd_space;
 mod cmd_split;
 mod cmd_stencil;
@@ -48,6 +50,8 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Stencil(cmd) => cmd_stencil::run(&cmd),
         cli::Command::Collect(args) => cmd_collect::run(&args),
         cli::Command::Learn(cmd) => cmd_learn::run(&cmd),
+        cli::Command::Report(args) => cmd_report::run(&args),
+        cli::Command::Serve(args) => cmd_serve::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
     }
 }

@@ -210,7 +210,7 @@ fn a_trained_model_predicts_a_legal_size_and_other_versions_are_refused() {
     let old = write(
         dir.path(),
         "old.json",
-        &text.replacen("\"format\":1", "\"format\":0", 1),
+        &text.replacen("\"format\":2", "\"format\":0", 1),
     );
     let err = fails(&[
         "learn",

@@ -1,0 +1,620 @@
+//! What a report shows, read from a store into plain structs ([`Report::read`]): per device the
+//! pruned spaces that were tuned and each campaign's best, median and worst configuration; the
+//! collected work-group scenarios with the oracle analysis; the co-execution and learning studies.
+
+use crate::Error;
+use ndtune_core::{Config, Outcome, OutcomeKind};
+use ndtune_learn::collected::{self, ScenarioInfo};
+use ndtune_learn::oracle::{analyse, Analysis, Observation, Status, Wg};
+use ndtune_store::{Store, UnixMs};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The most work-group heatmaps a report draws; beyond it, those with the largest spread.
+pub const MAX_HEATMAPS: usize = 12;
+
+/// Everything a report shows.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub store: PathBuf,
+    pub devices: Vec<DeviceSection>,
+    /// Collected work-group scenarios (`ndtune collect`), if any.
+    pub collection: Option<Collection>,
+    /// Co-execution studies (`ndtune split`).
+    pub splits: Vec<Named<ndtune_split::study::Report>>,
+    /// Learning evaluations (`ndtune learn eval --db`).
+    pub learning: Vec<Named<ndtune_learn::eval::Report>>,
+}
+
+/// A study's body with its name and time.
+#[derive(Debug, Clone)]
+pub struct Named<T> {
+    pub name: String,
+    pub created_at: UnixMs,
+    pub body: T,
+}
+
+/// One device of the store.
+#[derive(Debug, Clone)]
+pub struct DeviceSection {
+    pub fingerprint: String,
+    pub name: String,
+    pub compute_units: u64,
+    /// Pruned spaces of what was tuned on it (Erdem Tables 1-2).
+    pub spaces: Vec<SpaceRow>,
+    /// Every campaign on it, in the store's order.
+    pub campaigns: Vec<Campaign>,
+}
+
+/// The pruning counts of one tuned (kernel, constants) on one device.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SpaceRow {
+    /// The kernel, or the collected scenario's stencil and dataset.
+    pub kernel: String,
+    #[serde(default)]
+    pub constants: BTreeMap<String, i64>,
+    pub declared: u128,
+    /// Within the device's per-dimension work-item limits (Erdem Table 1).
+    pub bounded: u128,
+    /// Every constraint holds (Erdem Table 2).
+    pub pruned: u128,
+    /// What each constraint removed, in evaluation order.
+    pub constraints: Vec<Removal>,
+}
+
+/// What one constraint removed.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Removal {
+    pub constraint: String,
+    /// `application` or `platform`.
+    pub origin: String,
+    pub removed: u128,
+}
+
+/// A `space` study's body: `ndtune space --json`'s report with the device and constants.
+#[derive(Deserialize)]
+struct SpaceStudy {
+    device: String,
+    constants: BTreeMap<String, i64>,
+    space: SpaceBody,
+}
+
+#[derive(Deserialize)]
+struct SpaceBody {
+    kernel: String,
+    declared: u128,
+    bounded: u128,
+    pruned: u128,
+    constraints: Vec<Removal>,
+}
+
+/// One (kernel, constants) tuned on a device: what its measurements say.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    /// The kernel, or the collected scenario's stencil and dataset.
+    pub kernel: String,
+    pub constants: BTreeMap<String, i64>,
+    pub outcomes: BTreeMap<OutcomeKind, usize>,
+    /// The fastest measured configuration and its time.
+    pub best: Option<(Config, f64)>,
+    /// The median and the slowest measured time.
+    pub median_ms: Option<f64>,
+    pub worst_ms: Option<f64>,
+}
+
+impl Campaign {
+    /// Measured (and verified) configurations.
+    pub fn measured(&self) -> usize {
+        self.outcomes
+            .get(&OutcomeKind::Measured)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// How much faster the best is than the worst and than the median configuration.
+    pub fn speedups(&self) -> Option<(f64, f64)> {
+        let best = self.best.as_ref()?.1;
+        Some((self.worst_ms? / best, self.median_ms? / best))
+    }
+}
+
+/// The collected work-group scenarios of the store (Cummins et al. 2016).
+#[derive(Debug, Clone)]
+pub struct Collection {
+    pub scenarios: Vec<Scenario>,
+    /// Scenarios drawn as heatmaps, in store order: all, or the [`MAX_HEATMAPS`] of the largest
+    /// spread.
+    pub shown: Vec<usize>,
+    pub analysis: Analysis,
+}
+
+/// One collected scenario on its work-group grid.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub info: ScenarioInfo,
+    /// Every size of the grid: status and runtime.
+    pub cells: BTreeMap<Wg, (Status, Option<f64>)>,
+}
+
+impl Report {
+    /// Reads what a report shows from `store`.
+    pub fn read(store: &Store) -> Result<Report, Error> {
+        let spaces: Vec<Named<SpaceStudy>> = studies(store, "space")?;
+        // Collected scenarios all run the stencil skeleton: name them by stencil and dataset.
+        let names: BTreeMap<(String, String, BTreeMap<String, i64>), String> = store
+            .scenarios()?
+            .into_iter()
+            .filter_map(|(g, info)| {
+                let info: ScenarioInfo = serde_json::from_value(info).ok()?;
+                Some((
+                    (g.device, g.kernel, g.constants),
+                    format!("{} {}", info.kernel, info.dataset),
+                ))
+            })
+            .collect();
+        let name = |device: &str, kernel: &str, constants: &BTreeMap<String, i64>| {
+            names
+                .get(&(device.to_string(), kernel.to_string(), constants.clone()))
+                .cloned()
+                .unwrap_or_else(|| kernel.to_string())
+        };
+        let mut devices = Vec::new();
+        for (fingerprint, profile) in store.devices()? {
+            let mine: Vec<&Named<SpaceStudy>> = spaces
+                .iter()
+                .filter(|s| s.body.device == fingerprint)
+                .collect();
+            let mut campaigns = campaigns(store, &fingerprint)?;
+            for c in &mut campaigns {
+                c.kernel = name(&fingerprint, &c.kernel, &c.constants);
+            }
+            if mine.is_empty() && campaigns.is_empty() {
+                continue;
+            }
+            devices.push(DeviceSection {
+                spaces: mine
+                    .iter()
+                    .map(|s| SpaceRow {
+                        kernel: name(&fingerprint, &s.body.space.kernel, &s.body.constants),
+                        constants: s.body.constants.clone(),
+                        declared: s.body.space.declared,
+                        bounded: s.body.space.bounded,
+                        pruned: s.body.space.pruned,
+                        constraints: s.body.space.constraints.clone(),
+                    })
+                    .collect(),
+                campaigns,
+                fingerprint,
+                name: profile.name,
+                compute_units: profile.compute_units,
+            });
+        }
+        Ok(Report {
+            store: store.path().to_path_buf(),
+            devices,
+            collection: collection(store)?,
+            splits: studies(store, "split")?,
+            learning: studies(store, "learn")?,
+        })
+    }
+
+    /// Whether the store holds nothing a report can show.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+            && self.collection.is_none()
+            && self.splits.is_empty()
+            && self.learning.is_empty()
+    }
+}
+
+/// Every study of `kind`, its body read as `T`.
+fn studies<T: DeserializeOwned>(store: &Store, kind: &str) -> Result<Vec<Named<T>>, Error> {
+    store
+        .studies(Some(kind))?
+        .into_iter()
+        .map(|s| {
+            let body = serde_json::from_value(s.body).map_err(|e| Error::Study {
+                store: store.path().to_path_buf(),
+                kind: kind.into(),
+                name: s.name.clone(),
+                detail: e.to_string(),
+            })?;
+            Ok(Named {
+                name: s.name,
+                created_at: s.created_at,
+                body,
+            })
+        })
+        .collect()
+}
+
+/// Every campaign of the store on one device.
+fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
+    let mut out = Vec::new();
+    for g in store.groups()?.into_iter().filter(|g| g.device == device) {
+        let mut outcomes = BTreeMap::new();
+        let mut measured: Vec<(Config, f64)> = Vec::new();
+        for r in store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)? {
+            *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
+            if let Outcome::Measured(t) = &r.outcome {
+                if t.score_ms().is_finite() {
+                    measured.push((r.key.config, t.score_ms()));
+                }
+            }
+        }
+        measured.sort_by(|a, b| a.1.total_cmp(&b.1));
+        out.push(Campaign {
+            kernel: g.kernel,
+            constants: g.constants,
+            outcomes,
+            median_ms: measured.get(measured.len() / 2).map(|m| m.1),
+            worst_ms: measured.last().map(|m| m.1),
+            best: measured.into_iter().next(),
+        });
+    }
+    Ok(out)
+}
+
+/// The collected scenarios with the oracle analysis, if the store holds any.
+fn collection(store: &Store) -> Result<Option<Collection>, Error> {
+    let c = collected::read(store)?;
+    if c.scenarios.is_empty() {
+        return Ok(None);
+    }
+    let analysis = analyse(c.scenarios.len(), &c.observations);
+    let mut scenarios: Vec<Scenario> = c
+        .scenarios
+        .into_iter()
+        .map(|(_, info)| Scenario {
+            info,
+            cells: BTreeMap::new(),
+        })
+        .collect();
+    for o in &c.observations {
+        scenarios[o.scenario]
+            .cells
+            .insert(o.wg, (o.status, o.runtime_ms));
+    }
+    Ok(Some(Collection {
+        shown: most_spread(&analysis, &c.observations, scenarios.len()),
+        scenarios,
+        analysis,
+    }))
+}
+
+/// The scenarios to draw: every one with a measurement, or the [`MAX_HEATMAPS`] of the largest
+/// spread (slowest over fastest legal size), in store order.
+fn most_spread(a: &Analysis, obs: &[Observation], n: usize) -> Vec<usize> {
+    let mut drawable: Vec<usize> = (0..n)
+        .filter(|&i| {
+            obs.iter()
+                .any(|o| o.scenario == i && o.status == Status::Measured)
+        })
+        .collect();
+    if drawable.len() > MAX_HEATMAPS {
+        let spread = |i: usize| a.scenarios[i].spread.unwrap_or(0.0);
+        drawable.sort_by(|&x, &y| spread(y).total_cmp(&spread(x)).then(x.cmp(&y)));
+        drawable.truncate(MAX_HEATMAPS);
+        drawable.sort();
+    }
+    drawable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::{document, Block};
+    use crate::figures::{Cell, Figure};
+    use ndtune_core::Timing;
+    use ndtune_learn::data::{Data, Scenario as LearnScenario};
+    use ndtune_learn::eval::{evaluate, Method, Protocol};
+    use ndtune_store::{Group, Record, ResultKey, Study};
+
+    fn record(group: &Group, config: Config, outcome: Outcome) -> Record {
+        Record {
+            key: ResultKey {
+                device: group.device.clone(),
+                kernel: group.kernel.clone(),
+                source_hash: group.source_hash.clone(),
+                constants: group.constants.clone(),
+                config,
+            },
+            outcome,
+            ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
+            started_at: 0,
+            finished_at: 1,
+        }
+    }
+
+    fn measured(ms: f64) -> Outcome {
+        Outcome::Measured(Timing::new(vec![ms], 1))
+    }
+
+    fn study(kind: &str, name: &str, body: serde_json::Value) -> Study {
+        Study {
+            kind: kind.into(),
+            name: name.into(),
+            body,
+            created_at: 7,
+        }
+    }
+
+    /// A store with one tuned campaign (and its space) and one collected 2x2 scenario.
+    fn tuned_store(dir: &std::path::Path) -> Store {
+        let store = Store::open(&dir.join("r.db")).unwrap();
+        let fp = store
+            .put_device(&ndtune_device::builtin::find("gt550m").unwrap())
+            .unwrap();
+        let gemm = Group {
+            device: fp.clone(),
+            kernel: "gemm".into(),
+            source_hash: "h".into(),
+            constants: [("N".to_string(), 64)].into(),
+        };
+        for (tx, outcome) in [
+            (1, measured(4.0)),
+            (2, measured(1.0)),
+            (4, measured(2.0)),
+            (8, Outcome::Refused { error: "-5".into() }),
+        ] {
+            let cfg: Config = [("TX".to_string(), tx)].into();
+            store.insert(&record(&gemm, cfg, outcome)).unwrap();
+        }
+        store
+            .put_study(&study(
+                "space",
+                "gemm N=64 on fp",
+                serde_json::json!({"device": fp, "constants": {"N": 64}, "space": {
+                    "kernel": "gemm", "device": "0 GeForce GT 550M", "declared": 16,
+                    "bounded": 8, "pruned": 4, "order": ["TX"], "constraints": [
+                        {"constraint": "TX <= 8", "origin": "application", "removed": 12}]}}),
+            ))
+            .unwrap();
+        let stencil = Group {
+            kernel: "sobel".into(),
+            constants: [("ROWS".to_string(), 64)].into(),
+            ..gemm
+        };
+        store
+            .put_scenario(
+                &stencil,
+                &serde_json::to_value(ScenarioInfo {
+                    label: "sobel 64x64 @ 0".into(),
+                    kernel: "sobel".into(),
+                    device: "0".into(),
+                    dataset: "64x64".into(),
+                    wc: vec![2, 4],
+                    wr: vec![2, 4],
+                    wmax: 8,
+                    feature_names: vec![],
+                    features: vec![],
+                })
+                .unwrap(),
+            )
+            .unwrap();
+        for (c, r, outcome) in [
+            (2, 2, measured(3.0)),
+            (4, 2, measured(1.5)),
+            (
+                2,
+                4,
+                Outcome::Refused {
+                    error: "-54".into(),
+                },
+            ),
+        ] {
+            let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), r)].into();
+            store.insert(&record(&stencil, cfg, outcome)).unwrap();
+        }
+        store
+    }
+
+    #[test]
+    fn a_device_has_its_spaces_and_each_campaign_its_best_median_and_worst() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tuned_store(dir.path());
+        let r = Report::read(&store).unwrap();
+        assert_eq!(r.devices.len(), 1);
+        let d = &r.devices[0];
+        assert_eq!(
+            (
+                d.spaces[0].declared,
+                d.spaces[0].bounded,
+                d.spaces[0].pruned
+            ),
+            (16, 8, 4)
+        );
+        assert_eq!(d.spaces[0].constraints[0].removed, 12);
+        let gemm = d.campaigns.iter().find(|c| c.kernel == "gemm").unwrap();
+        let names: Vec<&str> = d.campaigns.iter().map(|c| c.kernel.as_str()).collect();
+        assert_eq!(
+            names,
+            ["gemm", "sobel 64x64"],
+            "scenarios by stencil and dataset"
+        );
+        assert_eq!(gemm.measured(), 3);
+        assert_eq!(gemm.outcomes[&OutcomeKind::Refused], 1);
+        assert_eq!(gemm.best, Some(([("TX".to_string(), 2)].into(), 1.0)));
+        assert_eq!(gemm.speedups(), Some((4.0, 2.0)));
+        assert!(r.splits.is_empty() && r.learning.is_empty());
+    }
+
+    #[test]
+    fn a_collected_scenario_becomes_a_heatmap_with_refused_and_illegal_cells_and_the_oracle() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Report::read(&tuned_store(dir.path())).unwrap();
+        let c = r.collection.as_ref().unwrap();
+        assert_eq!(c.shown, vec![0]);
+        assert_eq!(c.analysis.scenarios[0].oracle, Some(((4, 2), 1.5)));
+        let doc = document(&r);
+        let maps: Vec<&Figure> = doc.figures().map(|(_, f)| f).collect();
+        // The oracle frequency (Fig. 2) and the scenario (Fig. 1).
+        assert_eq!(maps.len(), 2);
+        let Figure::Heatmap(h) = maps[1] else {
+            panic!("{:?}", maps[1])
+        };
+        assert_eq!(h.circled, Some((1, 0)));
+        assert!(matches!(h.cells[0], Cell::Value { shade, .. } if shade == 0.0));
+        assert!(matches!(h.cells[1], Cell::Value { shade, .. } if shade == 1.0));
+        assert_eq!(h.cells[2], Cell::Refused);
+        assert_eq!(h.cells[3], Cell::Illegal, "4x4 was never run");
+        // Sections without data say so.
+        let missing = doc
+            .blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Missing(_)))
+            .count();
+        assert_eq!(missing, 2, "no co-execution, no learning");
+    }
+
+    #[test]
+    fn only_the_scenarios_of_the_largest_spread_are_drawn_beyond_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let fp = store
+            .put_device(&ndtune_device::builtin::find("hd4600").unwrap())
+            .unwrap();
+        let n = MAX_HEATMAPS + 3;
+        for i in 0..n {
+            let g = Group {
+                device: fp.clone(),
+                kernel: format!("k{i:02}"),
+                source_hash: "h".into(),
+                constants: BTreeMap::new(),
+            };
+            let info = serde_json::json!({"label": format!("k{i:02}"), "kernel": "k",
+                "device": "0", "dataset": "8x8", "wc": [2, 4], "wr": [2], "wmax": 8,
+                "feature_names": [], "features": []});
+            store.put_scenario(&g, &info).unwrap();
+            for (c, ms) in [(2, 1.0), (4, 1.0 + i as f64)] {
+                let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), 2)].into();
+                store.insert(&record(&g, cfg, measured(ms))).unwrap();
+            }
+        }
+        let c = Report::read(&store).unwrap().collection.unwrap();
+        assert_eq!(c.scenarios.len(), n);
+        // Scenario i's spread is 1 + i: the largest are the last ones.
+        assert_eq!(c.shown, (n - MAX_HEATMAPS..n).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn split_and_learning_studies_read_back_and_become_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tuned_store(dir.path());
+        let plan = ndtune_split::plan(
+            256,
+            &[
+                ndtune_split::Device {
+                    wg: 16,
+                    time_ms: 2.0,
+                },
+                ndtune_split::Device {
+                    wg: 16,
+                    time_ms: 2.0,
+                },
+            ],
+        )
+        .unwrap();
+        let sweep: Vec<serde_json::Value> =
+            [(0.0, 2.1, false), (0.5, 1.2, true), (1.0, 2.0, false)]
+                .iter()
+                .map(|&(f, ms, planner)| {
+                    serde_json::json!({"factor": f, "factors": [f, 1.0 - f],
+                "coexec_ms": ms, "theoretical_ms": 2.0 * f64::max(f, 1.0 - f), "verified": true,
+                "planner": planner})
+                })
+                .collect();
+        let mut body = serde_json::json!({"kernel": "gemm", "constants": {"N": 64}, "dim": 0,
+            "devices": [
+                {"device": "0:0/2", "config": {"TX": 2}, "tuned_ms": 1.9, "wg": 16, "single_ms": 2.0, "single_kernel_ms": 1.8},
+                {"device": "0:1/2", "config": {"TX": 2}, "tuned_ms": 1.9, "wg": 16, "single_ms": 2.0, "single_kernel_ms": 1.8}],
+            "single_ms": [2.0, 2.0], "single_kernel_ms": [1.8, 1.8], "best_single": 0,
+            "coexec_ms": 1.2, "overhead": 0.2, "ideal_speedup": 2.0, "speedup": 1.67,
+            "efficiency": 0.83, "balance": 0.9, "verified": true, "mismatch": null,
+            "parts": [{"device": 0, "finish_ms": 1.1, "kernel_ms": 0.9}, {"device": 1, "finish_ms": 1.2, "kernel_ms": 0.9}],
+            "decision": {"mode": "coexec", "device": null, "reason": "co-execution is 1.67x", "ms": 1.2},
+            "sweep": sweep});
+        let plan = serde_json::to_value(&plan).unwrap();
+        body.as_object_mut()
+            .unwrap()
+            .extend(plan.as_object().unwrap().clone());
+        store.put_study(&study("split", "gemm on 2", body)).unwrap();
+
+        let mut data = Data {
+            feature_names: vec!["f".into()],
+            scenarios: vec![],
+            observations: vec![],
+        };
+        for i in 0..6 {
+            data.scenarios.push(LearnScenario {
+                id: format!("s{i}"),
+                device: "d".into(),
+                kernel: format!("k{i}"),
+                dataset: "8x8".into(),
+                features: vec![(i % 2) as f64],
+            });
+            for (wg, ms) in [((32, 4), 2.0), ((8, 8), 1.0 + (i % 2) as f64 * 2.0)] {
+                data.observations.push(ndtune_learn::oracle::Observation {
+                    scenario: i,
+                    wg,
+                    status: Status::Measured,
+                    runtime_ms: Some(ms),
+                });
+            }
+        }
+        let eval = evaluate(&data, Protocol::Cv10, &[Method::Baseline], 1);
+        store
+            .put_study(&study(
+                "learn",
+                "cv10 on d.csv",
+                serde_json::to_value(&eval).unwrap(),
+            ))
+            .unwrap();
+
+        let r = Report::read(&store).unwrap();
+        let s = &r.splits[0].body;
+        assert_eq!(s.study.plan.parts.len(), 2);
+        assert_eq!(s.study.sweep.as_ref().unwrap().len(), 3);
+        let l = &r.learning[0].body;
+        assert_eq!(l.results[0].performance.len(), 6);
+        assert_eq!(l.results[0].speedups_over_expert.len(), 6);
+        let doc = document(&r);
+        let kinds: Vec<&str> = doc
+            .figures()
+            .map(|(_, f)| match f {
+                Figure::Heatmap(_) => "heatmap",
+                Figure::Bars(_) => "bars",
+                Figure::Sweep(_) => "sweep",
+                Figure::Distribution(_) => "distribution",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "heatmap",
+                "heatmap",
+                "bars",
+                "sweep",
+                "distribution",
+                "distribution",
+                "distribution"
+            ]
+        );
+        let page = crate::html(&r).unwrap();
+        assert_eq!(page.matches("<figure ").count(), 7);
+        assert!(!page.contains("http:") && !page.contains("https:"));
+    }
+
+    #[test]
+    fn a_study_this_ndtune_cannot_read_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        store
+            .put_study(&study("split", "old", serde_json::json!({"kernel": 3})))
+            .unwrap();
+        let e = Report::read(&store).unwrap_err().to_string();
+        assert!(e.contains("the split study `old` cannot be read"), "{e}");
+    }
+}
