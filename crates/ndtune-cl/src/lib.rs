@@ -269,6 +269,17 @@ fn device_type(bits: u64) -> DeviceType {
     }
 }
 
+/// The [`DeviceProfile`] of a device a program found itself (the C API receives a
+/// `cl_device_id`): what [`discover`] reads, its platform's name through `CL_DEVICE_PLATFORM`.
+/// `id` must be a valid device of the libOpenCL this process loaded.
+pub fn profile_of(id: cl_device_id) -> Result<DeviceProfile, ClError> {
+    prefer_runtime_loader_names();
+    let device = Device::new(id);
+    let platform = Platform::new(device.platform().map_err(api("clGetDeviceInfo"))?);
+    let platform_name = clean(platform.name().map_err(api("clGetPlatformInfo"))?);
+    read_profile(&device, &platform_name)
+}
+
 fn read_profile(device: &Device, platform_name: &str) -> Result<DeviceProfile, ClError> {
     let info = api("clGetDeviceInfo");
     let dims = device.max_work_item_dimensions().map_err(info)? as usize;
@@ -502,6 +513,13 @@ mod tests {
         let again: Vec<_> = discover().unwrap().into_iter().map(|d| d.profile).collect();
         let first: Vec<_> = devices.into_iter().map(|d| d.profile).collect();
         assert_eq!(first, again);
+    }
+
+    #[test]
+    fn profile_of_an_id_is_what_discovery_reads() {
+        for d in discover().unwrap() {
+            assert_eq!(profile_of(d.id()).unwrap(), d.profile);
+        }
     }
 
     #[test]

@@ -1,0 +1,400 @@
+//! The C functions called through their C ABI from Rust: errors (NULLs, bad UTF-8, a missing
+//! model, a bad split), the split planner against `ndtune_split::plan`, and an in-process
+//! prediction on the live OpenCL device (PoCL) against the model applied to features computed
+//! independently.
+
+use ndtune_capi::*;
+use ndtune_learn::data::Data;
+use ndtune_learn::features::{scenario_features, Dataset};
+use ndtune_learn::model::Model;
+use ndtune_learn::models::ClassifierKind;
+use ndtune_serve::limits::{LimitOverrides, Limits};
+use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::ptr::{null, null_mut};
+
+const BLUR: &str = "__kernel void blur(__global const float *in, __global float *out, int cols,
+    int rows, __local float *tile) {
+  int lx = get_local_id(0), ly = get_local_id(1);
+  int wc = get_local_size(0), wr = get_local_size(1);
+  int x0 = get_group_id(0) * wc - 1, y0 = get_group_id(1) * wr - 1;
+  for (int y = ly; y < wr + 2; y += wr)
+    for (int x = lx; x < wc + 2; x += wc)
+      tile[y * (wc + 2) + x] = in[clamp(y0 + y, 0, rows - 1) * cols + clamp(x0 + x, 0, cols - 1)];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int c = get_global_id(0), r = get_global_id(1);
+  if (c < cols && r < rows)
+    out[r * cols + c] = (tile[ly * (wc + 2) + lx] + tile[(ly + 2) * (wc + 2) + lx + 2]) / 2.0f;
+}";
+
+fn last_error() -> String {
+    let e = ndtune_last_error();
+    assert!(!e.is_null(), "a failure leaves a message");
+    unsafe { CStr::from_ptr(e) }.to_str().unwrap().to_string()
+}
+
+fn data_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/stencils-2026-11-21/stencils-h100-xeon.csv.gz")
+}
+
+fn train_tree(dir: &Path) -> PathBuf {
+    let data = Data::load(&data_path()).unwrap();
+    let model = Model::train(&data, ClassifierKind::DecisionTree, 1).unwrap();
+    let path = dir.join("tree.json");
+    model.save(&path).unwrap();
+    path
+}
+
+#[test]
+fn loading_and_connecting_fail_with_a_message() {
+    assert!(unsafe { ndtune_predictor_load(null()) }.is_null());
+    assert!(last_error().contains("`model_path` is NULL"));
+
+    let missing = CString::new("/nonexistent/ndtune-model.json").unwrap();
+    assert!(unsafe { ndtune_predictor_load(missing.as_ptr()) }.is_null());
+    let message = last_error();
+    assert!(
+        message.contains("/nonexistent/ndtune-model.json"),
+        "{message}"
+    );
+
+    let bad = [0xffu8, 0xfe, 0];
+    assert!(unsafe { ndtune_predictor_load(bad.as_ptr().cast()) }.is_null());
+    assert!(last_error().contains("not UTF-8"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_model = dir.path().join("x.json");
+    std::fs::write(&not_a_model, "{}").unwrap();
+    let path = CString::new(not_a_model.to_str().unwrap()).unwrap();
+    assert!(unsafe { ndtune_predictor_load(path.as_ptr()) }.is_null());
+    assert!(last_error().contains("not an ndtune model file"));
+
+    let address = CString::new("no-port").unwrap();
+    assert!(unsafe { ndtune_predictor_connect(address.as_ptr()) }.is_null());
+    assert!(last_error().contains("HOST:PORT"));
+    // A port nothing listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = CString::new(format!("127.0.0.1:{port}")).unwrap();
+    assert!(unsafe { ndtune_predictor_connect(address.as_ptr()) }.is_null());
+    assert!(last_error().contains("cannot reach the service"));
+
+    unsafe { ndtune_predictor_free(null_mut()) };
+}
+
+#[test]
+fn the_split_agrees_with_the_planner_and_bad_input_is_refused() {
+    let (wgs, times) = ([16usize, 32, 8], [6.0, 4.0, 9.0]);
+    let mut parts = [ndtune_split_part::default(); 3];
+    let mut theoretical = 0.0;
+    let s = unsafe {
+        ndtune_split_plan(
+            512,
+            3,
+            wgs.as_ptr(),
+            times.as_ptr(),
+            parts.as_mut_ptr(),
+            &mut theoretical,
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_OK);
+    let devices: Vec<_> = wgs
+        .iter()
+        .zip(times)
+        .map(|(&wg, time_ms)| ndtune_split::Device {
+            wg: wg as u64,
+            time_ms,
+        })
+        .collect();
+    let plan = ndtune_split::plan(512, &devices).unwrap();
+    assert_eq!(theoretical, plan.theoretical_ms);
+    for p in &plan.parts {
+        let c = parts[p.device];
+        assert_eq!(
+            (c.offset, c.size, c.work_groups),
+            (p.offset as usize, p.size as usize, p.work_groups as usize)
+        );
+        assert_eq!((c.factor, c.optimal_factor), (p.factor, p.optimal_factor));
+    }
+    assert_eq!(
+        parts.iter().map(|p| p.size).sum::<usize>() as u64,
+        512 + plan.overlap
+    );
+
+    // 500 is no multiple of 16: refused with the planner's reason; NULLs and no device too.
+    let s = unsafe {
+        ndtune_split_plan(
+            500,
+            3,
+            wgs.as_ptr(),
+            times.as_ptr(),
+            parts.as_mut_ptr(),
+            null_mut(),
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("does not divide the global size 500"));
+    let bad_time = [6.0, f64::NAN, 1.0];
+    let s = unsafe {
+        ndtune_split_plan(
+            512,
+            3,
+            wgs.as_ptr(),
+            bad_time.as_ptr(),
+            parts.as_mut_ptr(),
+            null_mut(),
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("device 1: time NaN ms"));
+    let s = unsafe {
+        ndtune_split_plan(
+            512,
+            3,
+            null(),
+            times.as_ptr(),
+            parts.as_mut_ptr(),
+            null_mut(),
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("`work_group` is NULL"));
+    let s = unsafe { ndtune_split_plan(512, 0, null(), null(), null_mut(), null_mut()) };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+}
+
+/// A predictor of the trained tree, the first OpenCL device, and a checked prediction call.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    model_path: PathBuf,
+    predictor: *mut ndtune_predictor,
+    device: ndtune_capi::cl_device_id,
+    profile: ndtune_device::DeviceProfile,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let model_path = train_tree(dir.path());
+        let path = CString::new(model_path.to_str().unwrap()).unwrap();
+        let predictor = unsafe { ndtune_predictor_load(path.as_ptr()) };
+        assert!(!predictor.is_null(), "{}", last_error());
+        let cl = ndtune_cl::discover()
+            .expect("these tests need an OpenCL device (PoCL)")
+            .remove(0);
+        Fixture {
+            _dir: dir,
+            model_path,
+            predictor,
+            device: cl.id(),
+            profile: cl.profile,
+        }
+    }
+
+    fn predict(
+        &self,
+        source: *const c_char,
+        options: *const c_char,
+        global: [usize; 2],
+        shape: *const ndtune_stencil_shape,
+    ) -> Result<[usize; 2], (ndtune_status, String)> {
+        let mut local = [0usize; 2];
+        match unsafe {
+            ndtune_predict_local_size(
+                self.predictor,
+                self.device,
+                source,
+                options,
+                global.as_ptr(),
+                shape,
+                local.as_mut_ptr(),
+            )
+        } {
+            ndtune_status::NDTUNE_OK => Ok(local),
+            s => Err((s, last_error())),
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        unsafe { ndtune_predictor_free(self.predictor) };
+    }
+}
+
+#[test]
+fn an_in_process_prediction_is_the_models_on_independent_features_and_legal() {
+    let f = Fixture::new();
+    let source = CString::new(BLUR).unwrap();
+    let options = CString::new("-D UNUSED=1").unwrap();
+    let int = CString::new("int").unwrap();
+    let model = Model::load(&f.model_path).unwrap();
+    for (global, border, input) in [
+        ([1000usize, 700usize], [1u32, 1, 1, 1], "float"),
+        ([4096, 4096], [2, 0, 3, 1], "int"),
+        ([64, 8], [0, 0, 0, 0], "float"),
+    ] {
+        let shape = ndtune_stencil_shape {
+            north: border[0],
+            south: border[1],
+            east: border[2],
+            west: border[3],
+            input_type: if input == "int" { int.as_ptr() } else { null() },
+            output_type: null(),
+        };
+        let got = f
+            .predict(source.as_ptr(), options.as_ptr(), global, &shape)
+            .unwrap();
+        // Twice: the second from the caches, the same answer.
+        let again = f
+            .predict(source.as_ptr(), options.as_ptr(), global, &shape)
+            .unwrap();
+        assert_eq!(got, again);
+
+        let dataset = Dataset {
+            rows: global[1] as u64,
+            cols: global[0] as u64,
+            input: input.into(),
+            output: "float".into(),
+            border,
+        };
+        let features = scenario_features(&f.profile, BLUR, "-D UNUSED=1", &dataset).unwrap();
+        let limits =
+            Limits::from_features(|n| features.get(n), &LimitOverrides::default()).unwrap();
+        let pairs: Vec<(String, f64)> = model
+            .feature_names
+            .iter()
+            .map(|n| (n.clone(), features.get(n).unwrap()))
+            .collect();
+        let expected = model
+            .predict(&pairs, |w| limits.allows(w))
+            .unwrap()
+            .unwrap()
+            .wg;
+        assert_eq!(
+            got,
+            [expected.0 as usize, expected.1 as usize],
+            "{global:?}"
+        );
+        assert!(limits.allows((got[0] as u64, got[1] as u64)));
+    }
+}
+
+#[test]
+fn prediction_arguments_are_checked() {
+    let f = Fixture::new();
+    let source = CString::new(BLUR).unwrap();
+    let global = [256usize, 256];
+    let mut local = [0usize; 2];
+    let call = |p, d, s, g: *const usize, l: *mut usize| unsafe {
+        ndtune_predict_local_size(p, d, s, null(), g, null(), l)
+    };
+    let check = |status: ndtune_status, message: &str| {
+        assert_eq!(status, ndtune_status::NDTUNE_ERR_ARGUMENT, "{message}");
+        let e = last_error();
+        assert!(e.contains(message), "{e}");
+    };
+    let (s, g, l) = (source.as_ptr(), global.as_ptr(), local.as_mut_ptr());
+    check(call(null_mut(), f.device, s, g, l), "`predictor` is NULL");
+    check(call(f.predictor, null_mut(), s, g, l), "`device` is NULL");
+    check(
+        call(f.predictor, f.device, null(), g, l),
+        "`kernel_source` is NULL",
+    );
+    check(
+        call(f.predictor, f.device, s, null(), l),
+        "`global` is NULL",
+    );
+    check(
+        call(f.predictor, f.device, s, g, null_mut()),
+        "`local` is NULL",
+    );
+
+    let bad = [b'_', 0xc3, 0x28, 0];
+    let e = f
+        .predict(bad.as_ptr().cast(), null(), global, null())
+        .unwrap_err();
+    assert_eq!(e.0, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(e.1.contains("`kernel_source` is not UTF-8"), "{}", e.1);
+
+    let e = f
+        .predict(source.as_ptr(), null(), [0, 5], null())
+        .unwrap_err();
+    assert_eq!(e.0, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(e.1.contains("global {0, 5}"), "{}", e.1);
+
+    let flaot = CString::new("flaot").unwrap();
+    let shape = ndtune_stencil_shape {
+        north: 1,
+        south: 1,
+        east: 1,
+        west: 1,
+        input_type: null(),
+        output_type: flaot.as_ptr(),
+    };
+    let e = f
+        .predict(source.as_ptr(), null(), global, &shape)
+        .unwrap_err();
+    assert_eq!(e.0, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(e.1.contains("output type `flaot`"), "{}", e.1);
+
+    let broken = CString::new("__kernel void k(__global float *x) { x[0] = ; }").unwrap();
+    let e = f
+        .predict(broken.as_ptr(), null(), global, null())
+        .unwrap_err();
+    assert_eq!(e.0, ndtune_status::NDTUNE_ERR_KERNEL);
+    assert!(
+        e.1.contains("cannot extract the kernel's features"),
+        "{}",
+        e.1
+    );
+
+    // A border whose tile cannot fit in any local memory: no legal size.
+    let huge = ndtune_stencil_shape {
+        north: 1 << 20,
+        south: 1 << 20,
+        east: 1 << 20,
+        west: 1 << 20,
+        input_type: null(),
+        output_type: null(),
+    };
+    let e = f
+        .predict(source.as_ptr(), null(), global, &huge)
+        .unwrap_err();
+    assert_eq!(e.0, ndtune_status::NDTUNE_ERR_NO_LEGAL_SIZE);
+
+    // In process, observations are not kept, and say so.
+    let local = [8usize, 8];
+    let s = unsafe {
+        ndtune_observe(
+            f.predictor,
+            f.device,
+            source.as_ptr(),
+            null(),
+            global.as_ptr(),
+            null(),
+            local.as_ptr(),
+            1.5,
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_UNSUPPORTED);
+    assert!(last_error().contains("report them to a service"));
+    let s = unsafe {
+        ndtune_observe(
+            f.predictor,
+            f.device,
+            source.as_ptr(),
+            null(),
+            global.as_ptr(),
+            null(),
+            local.as_ptr(),
+            f64::NAN,
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("runtime_ms NaN"));
+}
