@@ -27,18 +27,22 @@ fn train_tree(dir: &Path) -> PathBuf {
     path
 }
 
-/// target/<profile>/, where cargo puts the cdylib of the crate under test (the test runs from
-/// target/<profile>/deps/).
+/// Where cargo put the cdylib of the crate under test: target/<profile>/deps/, beside the test
+/// executable, and target/<profile>/ when the crate was built alone (`cargo test -p`).
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let lib = dir.join("libndtune_capi.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: cargo builds the cdylib with the tests of ndtune-capi",
-        lib.display()
-    );
-    dir
+    let deps = exe.parent().unwrap().to_path_buf();
+    let candidates = [deps.clone(), deps.parent().unwrap().to_path_buf()];
+    let found = candidates
+        .into_iter()
+        .find(|d| d.join("libndtune_capi.so").is_file());
+    match found {
+        Some(dir) => dir,
+        None => panic!(
+            "no libndtune_capi.so in {} or its parent: cargo builds the cdylib with the tests of ndtune-capi",
+            deps.display()
+        ),
+    }
 }
 
 /// Builds the example with `make -C examples/c` into `dir`; a missing compiler or missing
