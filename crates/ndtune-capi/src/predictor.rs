@@ -4,7 +4,9 @@
 
 use crate::{cl_device_id, Failure, Status};
 use ndtune_device::DeviceProfile;
-use ndtune_learn::features::{dataset_features, device_features, kernel_features, Dataset};
+use ndtune_learn::features::{
+    dataset_features, device_features, feature_names, kernel_features, Dataset,
+};
 use ndtune_learn::model::Model;
 use ndtune_serve::client::{Address, Client};
 use ndtune_serve::limits::{LimitOverrides, Limits};
@@ -180,17 +182,10 @@ fn pick(names: &[String], features: &[(String, f64)]) -> Result<Vec<f64>, Failur
 impl Local {
     pub fn load(path: &Path) -> Result<Local, Failure> {
         let model = Model::load(path).map_err(|e| model_error(e.to_string()))?;
-        // Dataset feature names do not depend on the dataset.
-        let data_names: Vec<String> = dataset_features(&Dataset {
-            rows: 1,
-            cols: 1,
-            input: "float".into(),
-            output: "float".into(),
-            border: [0; 4],
-        })
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
+        let data_names: Vec<String> = feature_names()
+            .into_iter()
+            .filter(|n| n.starts_with("f_data_"))
+            .collect();
         let (mut device_names, mut kernel_names) = (Vec::new(), Vec::new());
         let mut slots = Vec::with_capacity(model.feature_names.len());
         for name in &model.feature_names {

@@ -163,10 +163,6 @@ impl Resolver {
                 .devices
                 .iter()
                 .find(|d| d.name.eq_ignore_ascii_case(name.trim()))
-                .or_else(|| {
-                    ndtune_device::builtin::find(name.trim())
-                        .and_then(|p| self.devices.iter().find(|d| d.name == p.name))
-                })
                 .cloned()
                 .or_else(|| ndtune_device::builtin::find(name.trim()))
                 .ok_or_else(|| {

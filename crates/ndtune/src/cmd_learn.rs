@@ -23,10 +23,7 @@ pub fn run(cmd: &LearnCommand) -> Result<()> {
 }
 
 fn train(a: &LearnTrainArgs) -> Result<()> {
-    let kind = ClassifierKind::parse(&a.model).ok_or_else(|| {
-        let kinds: Vec<&str> = ClassifierKind::ALL.iter().map(|k| k.name()).collect();
-        anyhow!("--model {}: one of {}", a.model, kinds.join(", "))
-    })?;
+    let kind = classifier_kind(&a.model, "--model", &[])?;
     let data = Data::load(&a.data)?;
     let started = std::time::Instant::now();
     let model = Model::train(&data, kind, a.seed)?;
@@ -179,6 +176,19 @@ fn parse_size(s: &str) -> Result<(u64, u64)> {
     Ok((rows, cols))
 }
 
+/// The classifier kind called `name`, given with `flag`; the error lists the kinds and `also`
+/// (other names the flag takes).
+fn classifier_kind(name: &str, flag: &str, also: &[&str]) -> Result<ClassifierKind> {
+    ClassifierKind::parse(name).ok_or_else(|| {
+        let mut names: Vec<&str> = ClassifierKind::ALL.iter().map(|k| k.name()).collect();
+        names.extend_from_slice(also);
+        anyhow!(
+            "{flag}: unknown model `{name}`; one of {}",
+            names.join(", ")
+        )
+    })
+}
+
 fn eval(a: &LearnEvalArgs) -> Result<()> {
     let protocol = Protocol::parse(&a.protocol).ok_or_else(|| {
         let names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
@@ -195,14 +205,11 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
                     "forest-speedup" => m.push(Method::RegressSpeedup),
                     "baseline" => m.push(Method::Baseline),
                     _ => {
-                        let kind = ClassifierKind::parse(name).ok_or_else(|| {
-                            let kinds: Vec<&str> =
-                                ClassifierKind::ALL.iter().map(|k| k.name()).collect();
-                            anyhow!(
-                                "--models: unknown model `{name}`; one of {}, forest-runtime, forest-speedup, baseline",
-                                kinds.join(", ")
-                            )
-                        })?;
+                        let kind = classifier_kind(
+                            name,
+                            "--models",
+                            &["forest-runtime", "forest-speedup", "baseline"],
+                        )?;
                         m.extend(Fallback::ALL.into_iter().map(|f| Method::Classify(kind, f)));
                     }
                 }
