@@ -42,6 +42,12 @@ pub type Point = Vec<i64>;
 /// only this.
 pub trait Evaluator {
     fn evaluate(&mut self, point: &[i64]) -> Evaluated;
+
+    /// The points the strategy expects to ask for next, in that order: a live evaluator builds
+    /// them ahead on its build workers. A hint, never a promise: each call replaces the previous
+    /// one, and points never asked for cost only their builds. Strategies call it with their whole
+    /// order where they know it (exhaustive, random) and with their next batch otherwise.
+    fn upcoming(&mut self, _points: &[Point]) {}
 }
 
 /// The result of one evaluation.

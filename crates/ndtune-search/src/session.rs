@@ -57,6 +57,19 @@ impl<'a> Session<'a> {
         self.trace.steps.last().map(|s| &s.outcome)
     }
 
+    /// Tells the evaluator which candidates come next (see [`Evaluator::upcoming`]), leaving out
+    /// those evaluated already and those past the budget.
+    pub fn upcoming(&mut self, indices: impl IntoIterator<Item = usize>) {
+        let left = self.budget - self.used();
+        let points: Vec<_> = indices
+            .into_iter()
+            .filter(|&i| !self.seen[i])
+            .take(left)
+            .map(|i| self.space.points()[i].clone())
+            .collect();
+        self.eval.upcoming(&points);
+    }
+
     pub fn finish(self) -> Trace {
         self.trace
     }

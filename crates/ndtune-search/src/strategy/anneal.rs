@@ -58,7 +58,10 @@ impl Strategy for Anneal {
                     .into_iter()
                     .filter(|&n| !session.seen(n))
                     .collect();
-                fresh.choose(&mut rng).copied()
+                let chosen = fresh.choose(&mut rng).copied();
+                // The chosen neighbour first, the others after it: the walk may go there next.
+                session.upcoming(chosen.into_iter().chain(fresh.iter().copied().filter(|&n| Some(n) != chosen)));
+                chosen
             });
             match (current, next) {
                 (Some((_, cost)), Some(n)) => {

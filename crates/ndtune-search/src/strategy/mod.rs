@@ -61,6 +61,7 @@ impl Strategy for Exhaustive {
         budget: Option<usize>,
     ) -> Trace {
         let mut session = Session::new(space, eval, budget.unwrap_or(space.len()));
+        session.upcoming(0..session.budget());
         for i in 0..session.budget() {
             session.evaluate(i);
         }
@@ -88,6 +89,7 @@ impl Strategy for RandomSampling {
     ) -> Trace {
         let mut session = Session::new(space, eval, budget.unwrap_or(space.len()));
         let picks = rand::seq::index::sample(&mut rng(self.seed), space.len(), session.budget());
+        session.upcoming(picks.iter());
         for i in picks {
             session.evaluate(i);
         }
