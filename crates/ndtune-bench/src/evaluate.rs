@@ -1,14 +1,22 @@
 //! Evaluating configurations on one device, inside the worker process: build (cached per define
-//! set), arguments filled deterministically, one verification run checked against the reference,
-//! warm-up runs, then timed runs. Every configuration ends as one [`Outcome`]; what is wrong with
-//! the spec or the reference itself is a [`Fatal`] error that stops the campaign.
+//! set, or loaded from a build worker's program binary), arguments filled deterministically, one
+//! verification run checked against the reference, warm-up runs, then timed runs. Every
+//! configuration ends as one [`Outcome`]; what is wrong with the spec or the reference itself is
+//! a [`Fatal`] error that stops the campaign.
+//!
+//! What a configuration costs besides its build and its launches is kept small: each input is
+//! uploaded once per campaign (per argument and size); a buffer the kernel only reads
+//! (`access = "read"`) is used as it is, one it may write gets a device-side copy of the pristine
+//! contents; only the outputs named in `[verify]` are read back, into pinned host memory, and
+//! compared on every core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
+//! timing: only a failed launch makes a configuration `refused`.
 
 use crate::data::{from_bytes, initial_values, to_bytes};
-use crate::verify::compare;
-use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Session};
-use ndtune_core::{Outcome, Timing};
+use crate::verify::compare_bytes;
+use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
+use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{source_names, ArgKind, Reference, Spec};
+use ndtune_spec::{source_names, Access, ArgKind, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -57,9 +65,15 @@ pub struct Bench {
     used_names: HashSet<String>,
     /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
     references: HashMap<Vec<usize>, Rc<Buffers>>,
-    /// Device buffers of earlier configurations, by (argument, bytes): reused (their contents
-    /// rewritten) instead of allocated again for every configuration.
+    /// Inputs as uploaded once, by (argument, bytes).
+    pristine: RefCell<HashMap<(usize, usize), Rc<DeviceBuffer>>>,
+    /// Device buffers of earlier configurations for arguments the kernel may write, by
+    /// (argument, bytes): reused (the pristine contents copied in) instead of allocated again.
     spare: RefCell<HashMap<(usize, usize), Vec<DeviceBuffer>>>,
+    /// Pinned host memory that outputs are read back into, by (argument, bytes).
+    readback: RefCell<HashMap<(usize, usize), PinnedHost>>,
+    /// What the driver's query said of the build of the configuration being evaluated.
+    advice: Cell<Option<Advice>>,
     build_ms: Cell<f64>,
     launch_ms: Cell<f64>,
     reference_ms: Cell<f64>,
@@ -73,9 +87,25 @@ struct HostData {
     values: Vec<f64>,
 }
 
+/// A buffer argument on the device: an input shared by every configuration (the kernel only
+/// reads it) or this configuration's own copy.
+enum Held {
+    Input(Rc<DeviceBuffer>),
+    Own(DeviceBuffer),
+}
+
+impl Held {
+    fn buffer(&self) -> &DeviceBuffer {
+        match self {
+            Held::Input(b) => b,
+            Held::Own(b) => b,
+        }
+    }
+}
+
 /// One configuration's arguments on the device.
 struct Prepared {
-    buffers: Vec<Option<DeviceBuffer>>,
+    buffers: Vec<Option<Held>>,
     scalars: Vec<Vec<u8>>,
     locals: Vec<usize>,
     /// Initial contents of every buffer argument, as the device sees them (after the type's
@@ -142,12 +172,21 @@ impl Bench {
             local,
             used_names,
             references: HashMap::new(),
+            pristine: RefCell::new(HashMap::new()),
             spare: RefCell::new(HashMap::new()),
+            readback: RefCell::new(HashMap::new()),
+            advice: Cell::new(None),
             build_ms: Cell::new(0.0),
             launch_ms: Cell::new(0.0),
             reference_ms: Cell::new(0.0),
             host_data: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device.
+    pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
+        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
+        Bench::new(spec, &job.open_device()?, job.seed)
     }
 
     /// Build options of a configuration of the tuned kernel.
@@ -160,13 +199,31 @@ impl Bench {
         self.session.builds()
     }
 
+    /// The device's name.
+    pub fn device_name(&self) -> &str {
+        &self.device.profile.name
+    }
+
     /// Evaluates one configuration (values in parameter declaration order) and says where the
-    /// time went.
-    pub fn evaluate_costed(&mut self, config: &[i64]) -> Result<(Outcome, Cost), Fatal> {
+    /// time went. `binary`: a file with the program binary a build worker made for this
+    /// configuration's build options, loaded instead of compiling (compiled from source where
+    /// the file cannot be read or the driver rejects it).
+    pub fn evaluate_costed(
+        &mut self,
+        config: &[i64],
+        binary: Option<&std::path::Path>,
+    ) -> Result<(Outcome, Cost), Fatal> {
         let started = Instant::now();
         self.build_ms.set(0.0);
         self.launch_ms.set(0.0);
         self.reference_ms.set(0.0);
+        if let Some(path) = binary {
+            if let Ok(bytes) = std::fs::read(path) {
+                let options = self.options(config);
+                self.session.add_binary(&self.source, &options, &bytes);
+            }
+            self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
+        }
         let outcome = self.evaluate(config)?;
         let cost = Cost {
             build_ms: self.build_ms.get(),
@@ -175,6 +232,29 @@ impl Bench {
             total_ms: started.elapsed().as_secs_f64() * 1e3,
         };
         Ok((outcome, cost))
+    }
+
+    /// The driver's program binary for a configuration's build options, built now and not
+    /// kept (see [`Session::binary`]).
+    pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, ClError> {
+        let options = self.options(config);
+        self.session.binary(&self.source, &options)
+    }
+
+    /// Loads `binary` for a configuration and launches it once, untimed and unverified, then
+    /// lets the program go: a driver that compiles at the first launch (PoCL specialises a
+    /// kernel for each work-group size then, and caches the result on disk) does that work here,
+    /// in a build worker, rather than in the measurement. Errors are left to the measurement.
+    pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
+        let options = self.options(config);
+        self.session.add_binary(&self.source, &options, binary);
+        if let Ok(p) = self.prepare(config) {
+            if let Ok((kernel, global, local)) = self.ready(config, &p) {
+                let _ = self.launch(&kernel, &global, &local);
+            }
+            self.recycle(p);
+        }
+        self.session.forget(&options);
     }
 
     /// Evaluates one configuration (values in parameter declaration order).
@@ -199,14 +279,39 @@ impl Bench {
         }
     }
 
-    /// Keeps a configuration's device buffers for the next one.
+    /// Keeps a configuration's own device buffers for the next one.
     fn recycle(&self, p: Prepared) {
         let mut spare = self.spare.borrow_mut();
         for (i, b) in p.buffers.into_iter().enumerate() {
-            if let Some(b) = b {
+            if let Some(Held::Own(b)) = b {
                 spare.entry((i, b.len())).or_default().push(b);
             }
         }
+    }
+
+    /// Argument `i`'s buffer for one configuration: the input uploaded once (kept for every
+    /// configuration) where the kernel only reads it, else a buffer of this configuration's
+    /// with the input copied in on the device.
+    fn hold(&self, i: usize, access: Access, data: &HostData) -> Result<Held, ClError> {
+        let key = (i, data.bytes.len());
+        let input = match self.pristine.borrow().get(&key) {
+            Some(b) => Rc::clone(b),
+            None => Rc::new(self.session.buffer(&data.bytes)?),
+        };
+        self.pristine
+            .borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Rc::clone(&input));
+        if access == Access::Read {
+            return Ok(Held::Input(input));
+        }
+        let reused = self.spare.borrow_mut().get_mut(&key).and_then(Vec::pop);
+        let mut own = match reused {
+            Some(b) => b,
+            None => self.session.buffer(&data.bytes)?,
+        };
+        self.session.copy(&input, &mut own)?;
+        Ok(Held::Own(own))
     }
 
     /// Allocates and fills the arguments of a configuration.
@@ -222,7 +327,12 @@ impl Bench {
             let what = format!("[[args]] {}", arg.name);
             let (mut buffer, mut scalar, mut local) = (None, vec![], 0);
             match &arg.kind {
-                ArgKind::Buffer { ty, len, init, .. } => {
+                ArgKind::Buffer {
+                    ty,
+                    len,
+                    init,
+                    access,
+                } => {
                     let len = size(len, config, &format!("{what} len"))?;
                     let data =
                         Rc::clone(self.host_data.borrow_mut().entry((i, len)).or_insert_with(
@@ -234,16 +344,8 @@ impl Bench {
                             },
                         ));
                     p.lens.push(len);
-                    let reused = self
-                        .spare
-                        .borrow_mut()
-                        .get_mut(&(i, data.bytes.len()))
-                        .and_then(Vec::pop);
-                    let filled = match reused {
-                        Some(mut b) => self.session.write(&mut b, &data.bytes).map(|()| b),
-                        None => self.session.buffer(&data.bytes),
-                    };
-                    buffer = Some(filled.map_err(|e| RunError::Outcome(refused(&e)))?);
+                    let held = self.hold(i, *access, &data);
+                    buffer = Some(held.map_err(|e| RunError::Outcome(refused(&e)))?);
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
@@ -267,16 +369,20 @@ impl Bench {
             .iter()
             .enumerate()
             .map(|(i, a)| match a.kind {
-                ArgKind::Buffer { .. } => {
-                    Arg::Buffer(p.buffers[i].as_ref().expect("buffers are prepared"))
-                }
+                ArgKind::Buffer { .. } => Arg::Buffer(
+                    p.buffers[i]
+                        .as_ref()
+                        .expect("buffers are prepared")
+                        .buffer(),
+                ),
                 ArgKind::Scalar { .. } => Arg::Scalar(&p.scalars[i]),
                 ArgKind::Local { .. } => Arg::Local(p.locals[i]),
             })
             .collect()
     }
 
-    /// Builds, checks the kernel's own limits, sets the arguments; returns the kernel and sizes.
+    /// Builds, asks the driver's advice on the build, sets the arguments; returns the kernel and
+    /// sizes.
     fn ready(
         &mut self,
         config: &[i64],
@@ -306,19 +412,13 @@ impl Bench {
             }
             Err(e) => return Err(RunError::Fatal(Fatal(e.to_string()))),
         };
-        let limits = self
-            .session
-            .limits(&kernel)
-            .map_err(|e| Fatal(e.to_string()))?;
-        let items: usize = local.iter().product();
-        if items as u64 > limits.work_group_size {
-            return Err(RunError::Outcome(Outcome::Refused {
-                error: format!(
-                    "CL_INVALID_WORK_GROUP_SIZE: a work-group of {items} exceeds this build's CL_KERNEL_WORK_GROUP_SIZE {}",
-                    limits.work_group_size
-                ),
+        // Advice only: the launch decides (NVIDIA launches work-groups above its answer).
+        self.advice
+            .set(self.session.limits(&kernel).ok().map(|limits| Advice {
+                work_group_size: limits.work_group_size,
+                local_mem_bytes: limits.local_mem_size,
+                launched_work_group: local.iter().product::<usize>() as u64,
             }));
-        }
         self.session.set_args(&kernel, &self.args(p)).map_err(|e| {
             RunError::Fatal(Fatal(format!(
                 "{}: the [[args]] do not match kernel `{}`: {e}",
@@ -345,14 +445,60 @@ impl Bench {
                 self.spec.path.display(),
                 self.spec.kernel.name
             ))),
-            _ => RunError::Outcome(refused(&e)),
+            _ => RunError::Outcome(Outcome::Refused {
+                error: match self.advice.get() {
+                    Some(a) => format!(
+                        "{e} (a work-group of {} work-items; the build's CL_KERNEL_WORK_GROUP_SIZE is {}, its CL_KERNEL_LOCAL_MEM_SIZE {} bytes)",
+                        a.launched_work_group, a.work_group_size, a.local_mem_bytes
+                    ),
+                    None => e.to_string(),
+                },
+            }),
         })
     }
 
     /// The outputs named in `[verify]` after one run.
     fn outputs(&self, p: &Prepared) -> Result<Buffers, RunError> {
-        read_outputs(&self.spec, &self.session, &p.buffers)
+        read_outputs(&self.spec, &self.session, &held_buffers(p))
             .map_err(|e| RunError::Outcome(refused(&e)))
+    }
+
+    /// Reads each output named in `[verify]` back into pinned host memory and compares it with
+    /// `expected`; the first mismatch.
+    fn verify(
+        &self,
+        p: &Prepared,
+        expected: &Buffers,
+        verify: &ndtune_spec::Verify,
+    ) -> Result<Option<crate::verify::Mismatch>, RunError> {
+        let failed = |e: ClError| RunError::Outcome(refused(&e));
+        for (name, want) in expected.iter().filter(|(n, _)| verify.outputs.contains(n)) {
+            let i = self
+                .spec
+                .args
+                .iter()
+                .position(|a| &a.name == name)
+                .expect("validated: outputs are args");
+            let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
+                unreachable!("validated: outputs are buffers")
+            };
+            let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
+            let mut readback = self.readback.borrow_mut();
+            let host = match readback.entry((i, buffer.len())) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.session.pinned(buffer.len()).map_err(failed)?)
+                }
+            };
+            self.session
+                .read_into(buffer, 0, host.as_mut_slice())
+                .map_err(failed)?;
+            if let Err(m) = compare_bytes(name, want, ty, host.as_slice(), verify.rtol, verify.atol)
+            {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
     }
 
     /// The expected outputs for this configuration's inputs, computed once per buffer shape.
@@ -512,6 +658,7 @@ impl Bench {
             .collect();
         session.set_args(&kernel, &args).map_err(fail)?;
         session.launch(&kernel, &global, None, None).map_err(fail)?;
+        let buffers: Vec<Option<&DeviceBuffer>> = buffers.iter().map(Option::as_ref).collect();
         read_outputs(&self.spec, &session, &buffers).map_err(fail)
     }
 
@@ -525,13 +672,10 @@ impl Bench {
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         if let (Some(expected), Some(verify)) = (expected, &self.spec.verify) {
-            let actual = self.outputs(p)?;
-            for (name, want) in expected.iter().filter(|(n, _)| verify.outputs.contains(n)) {
-                if let Err(m) = compare(name, want, &actual[name], verify.rtol, verify.atol) {
-                    return Ok(Outcome::WrongResult {
-                        detail: m.to_string(),
-                    });
-                }
+            if let Some(m) = self.verify(p, expected, verify)? {
+                return Ok(Outcome::WrongResult {
+                    detail: m.to_string(),
+                });
             }
         }
         let m = &self.spec.measure;
@@ -541,7 +685,9 @@ impl Bench {
         let times = (0..m.runs)
             .map(|_| self.launch(&kernel, &global, &local))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Outcome::Measured(Timing::new(times, m.best_of as usize)))
+        let mut timing = Timing::new(times, m.best_of as usize);
+        timing.advice = self.advice.get();
+        Ok(Outcome::Measured(timing))
     }
 }
 
@@ -559,11 +705,19 @@ fn describe(o: &Outcome) -> String {
     }
 }
 
+/// A configuration's device buffers, per argument.
+fn held_buffers(p: &Prepared) -> Vec<Option<&DeviceBuffer>> {
+    p.buffers
+        .iter()
+        .map(|b| b.as_ref().map(Held::buffer))
+        .collect()
+}
+
 /// Reads back the buffers named in `[verify]` (none without it); `buffers` are per argument.
 fn read_outputs(
     spec: &Spec,
     session: &Session,
-    buffers: &[Option<DeviceBuffer>],
+    buffers: &[Option<&DeviceBuffer>],
 ) -> Result<Buffers, ClError> {
     let mut out = Buffers::new();
     let Some(verify) = &spec.verify else {
@@ -578,7 +732,7 @@ fn read_outputs(
         let ArgKind::Buffer { ty, .. } = spec.args[i].kind else {
             unreachable!("validated: outputs are buffers")
         };
-        let bytes = session.read(buffers[i].as_ref().expect("a buffer argument has a buffer"))?;
+        let bytes = session.read(buffers[i].expect("a buffer argument has a buffer"))?;
         out.insert(name.clone(), from_bytes(ty, &bytes));
     }
     Ok(out)

@@ -1,19 +1,24 @@
 //! Measuring configurations on a device, robustly.
 //!
 //! - [`evaluate::Bench`] runs inside a worker process: builds each configuration once per define
-//!   set, fills the arguments deterministically, verifies one run against the reference of
-//!   `[verify]` (a built-in host reference, a C host reference ([`host_c`]), a reference kernel or a
-//!   reference configuration's outputs) and times the
-//!   runs of `[measure]` with OpenCL profiling events.
-//! - [`worker`] is that process's protocol (JSON lines on stdin/stdout).
+//!   set (or loads a build worker's program binary), fills the arguments deterministically,
+//!   verifies one run against the reference of `[verify]` (a built-in host reference, a C host
+//!   reference ([`host_c`]), a reference kernel or a reference configuration's outputs) and times
+//!   the runs of `[measure]` with OpenCL profiling events.
+//! - [`worker`] is that process's protocol (JSON lines on stdin/stdout), shared with the build
+//!   workers; [`process`] runs such a child.
 //! - [`supervisor::Supervisor`] runs the worker, times each evaluation out, records a crash or a
 //!   hang as an outcome and restarts the worker, so a broken configuration never ends a campaign.
+//! - [`builder::BuildPool`] compiles define sets ahead of measurement in build worker processes,
+//!   so that builds run in parallel and, on a GPU, while the worker measures.
 //!
 //! The store, the strategies and the command line are elsewhere; this crate only measures.
 
+pub mod builder;
 pub mod data;
 pub mod evaluate;
 pub mod host_c;
+pub mod process;
 pub mod supervisor;
 pub mod verify;
 pub mod worker;

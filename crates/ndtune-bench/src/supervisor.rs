@@ -3,29 +3,17 @@
 //! restarting the worker for the next configuration.
 
 use crate::evaluate::{Cost, Fatal};
+use crate::process::{LineProcess, Silence};
 use crate::worker::{Job, Request, Response};
 use ndtune_core::Outcome;
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The default deadline of one evaluation is this many times the slowest evaluation so far...
 pub const TIMEOUT_FACTOR: u32 = 10;
 /// ...and never less than this.
 pub const TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
-/// Lines of the worker's stderr kept to explain a crash.
-const STDERR_TAIL: usize = 20;
-
-struct Running {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
-}
 
 /// One evaluation as the supervisor saw it.
 #[derive(Debug, Clone)]
@@ -53,7 +41,7 @@ pub struct Supervisor {
     job: Job,
     fixed_timeout: Option<Duration>,
     slowest: Duration,
-    running: Option<Running>,
+    running: Option<LineProcess>,
     /// Workers started so far (1 + restarts).
     pub starts: usize,
     /// Wall time spent starting workers (process, device discovery, session), in seconds.
@@ -93,88 +81,46 @@ impl Supervisor {
     }
 
     fn spawn(&mut self) -> Result<(), Fatal> {
-        let mut child = (self.command)()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Fatal(format!("cannot start the worker process: {e}")))?;
-        self.starts += 1;
-        let mut stdin = child.stdin.take().expect("piped");
-        let stdout = child.stdout.take().expect("piped");
-        let stderr_pipe = child.stderr.take().expect("piped");
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let kept = Arc::clone(&stderr);
-        thread::spawn(move || {
-            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-                let mut t = kept.lock().unwrap_or_else(|p| p.into_inner());
-                if t.len() == STDERR_TAIL {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
-        });
         let job = serde_json::to_string(&self.job).expect("a job serialises");
-        writeln!(stdin, "{job}").map_err(|e| Fatal(format!("cannot talk to the worker: {e}")))?;
-        let mut running = Running {
-            child,
-            stdin,
-            lines,
-            stderr,
-        };
+        let mut worker = LineProcess::spawn((self.command)(), &job)
+            .map_err(|e| Fatal(format!("the worker did not start: {e}")))?;
+        self.starts += 1;
         // Opening the device can take a while (driver start-up), so the deadline is generous.
-        match running
-            .lines
-            .recv_timeout(self.deadline().max(Duration::from_secs(120)))
-        {
-            Ok(line) => match serde_json::from_str(&line) {
-                Ok(Response::Ready { .. }) => {
-                    self.running = Some(running);
-                    Ok(())
-                }
-                Ok(Response::Fatal(msg)) => {
-                    let _ = running.child.wait();
-                    Err(Fatal(msg))
-                }
-                _ => Err(Fatal(format!("the worker said `{line}` instead of ready"))),
-            },
-            Err(_) => {
-                let _ = running.child.kill();
-                let status = running.child.wait().ok();
-                Err(Fatal(format!(
-                    "the worker did not start: {}{}",
-                    exit_text(status),
-                    tail(&running.stderr)
-                )))
+        let line = match worker.answer(self.deadline().max(Duration::from_secs(120))) {
+            Ok(line) => line,
+            Err(Silence::Died(why)) => {
+                return Err(Fatal(format!("the worker did not start: it {why}")))
             }
+            Err(Silence::Timeout) => {
+                return Err(Fatal("the worker did not start: no answer in time".into()))
+            }
+        };
+        match serde_json::from_str(&line) {
+            Ok(Response::Ready { .. }) => {
+                self.running = Some(worker);
+                Ok(())
+            }
+            Ok(Response::Fatal(msg)) => Err(Fatal(msg)),
+            _ => Err(Fatal(format!("the worker said `{line}` instead of ready"))),
         }
     }
 
-    /// Evaluates one configuration in the worker. A crash or a hang is an outcome; only a fatal
-    /// answer (a broken spec, kernel or reference) is an error.
-    pub fn evaluate(&mut self, config: &[i64]) -> Result<Evaluation, Fatal> {
+    /// Evaluates one configuration in the worker, with the program binary a build worker made
+    /// for it where there is one. A crash or a hang is an outcome; only a fatal answer (a broken
+    /// spec, kernel or reference) is an error.
+    pub fn evaluate(&mut self, config: &[i64], binary: Option<&Path>) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
         }
         let deadline = self.deadline();
-        let running = self.running.as_mut().expect("started");
-        let request =
-            serde_json::to_string(&Request::Evaluate(config.to_vec())).expect("serialises");
+        let worker = self.running.as_mut().expect("started");
+        let request = serde_json::to_string(&Request::Evaluate {
+            config: config.to_vec(),
+            binary: binary.map(Path::to_path_buf),
+        })
+        .expect("serialises");
         let started = Instant::now();
-        let sent = writeln!(running.stdin, "{request}").and_then(|()| running.stdin.flush());
-        let answer = match sent {
-            Ok(()) => running.lines.recv_timeout(deadline),
-            Err(_) => Err(RecvTimeoutError::Disconnected),
-        };
-        match answer {
+        match worker.ask(&request, deadline) {
             Ok(line) => match serde_json::from_str::<Response>(&line) {
                 Ok(Response::Outcome { outcome, cost }) => {
                     self.slowest = self.slowest.max(started.elapsed());
@@ -193,19 +139,16 @@ impl Supervisor {
                     Err(Fatal(format!("the worker answered `{line}`")))
                 }
             },
-            Err(RecvTimeoutError::Timeout) => {
+            Err(Silence::Timeout) => {
                 self.stop();
                 let outcome = Outcome::TimedOut {
                     seconds: deadline.as_secs_f64(),
                 };
                 Ok(Evaluation::lost(outcome, started))
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                let mut r = self.running.take().expect("running");
-                let status = r.child.wait().ok();
-                // Let the stderr reader drain what the dying worker wrote.
-                thread::sleep(Duration::from_millis(50));
-                let detail = format!("the worker {}{}", exit_text(status), tail(&r.stderr));
+            Err(Silence::Died(why)) => {
+                self.running = None;
+                let detail = format!("the worker {why}");
                 Ok(Evaluation::lost(Outcome::Crashed { detail }, started))
             }
         }
@@ -213,52 +156,6 @@ impl Supervisor {
 
     /// Kills the worker, if one runs; the next evaluation starts a new one.
     pub fn stop(&mut self) {
-        if let Some(mut r) = self.running.take() {
-            let _ = r.child.kill();
-            let _ = r.child.wait();
-        }
-    }
-}
-
-impl Drop for Supervisor {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn exit_text(status: Option<std::process::ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Some(s) => match (s.code(), s.signal()) {
-            (_, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
-            (Some(code), _) => format!("exited with status {code}"),
-            _ => "ended".into(),
-        },
-        None => "ended".into(),
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        15 => "SIGTERM",
-        _ => "signal",
-    }
-}
-
-fn tail(stderr: &Arc<Mutex<VecDeque<String>>>) -> String {
-    let t = stderr.lock().unwrap_or_else(|p| p.into_inner());
-    if t.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; its last output:\n{}",
-            t.iter().cloned().collect::<Vec<_>>().join("\n")
-        )
+        self.running = None;
     }
 }

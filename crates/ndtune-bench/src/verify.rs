@@ -1,5 +1,13 @@
 //! Comparing a configuration's outputs with the reference, within a relative and an absolute
-//! tolerance (numpy's `isclose`: |a - e| <= atol + rtol * |e|).
+//! tolerance (numpy's `isclose`: |a - e| <= atol + rtol * |e|): values against values
+//! ([`compare`]), or the device's bytes straight from a read-back, in parallel chunks
+//! ([`compare_bytes`]).
+
+use crate::data::from_bytes;
+use ndtune_spec::ElemType;
+
+/// Outputs shorter than this many elements are compared on one thread.
+const PARALLEL_FROM: usize = 1 << 16;
 
 /// Why outputs do not match, for the store and the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +94,64 @@ pub fn compare(
     }
 }
 
+/// [`compare`] of `actual`, the bytes of elements of type `ty` as read back from the device,
+/// converted and compared chunk by chunk on every core; the same verdict and the same details.
+pub fn compare_bytes(
+    output: &str,
+    expected: &[f64],
+    ty: ElemType,
+    actual: &[u8],
+    rtol: f64,
+    atol: f64,
+) -> Result<(), Mismatch> {
+    let n = actual.len() / ty.size();
+    if n != expected.len() || n < PARALLEL_FROM {
+        return compare(output, expected, &from_bytes(ty, actual), rtol, atol);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let chunk = n.div_ceil(threads);
+    let verdicts: Vec<(usize, Result<(), Mismatch>)> = std::thread::scope(|scope| {
+        let parts: Vec<_> = expected
+            .chunks(chunk)
+            .zip(actual.chunks(chunk * ty.size()))
+            .enumerate()
+            .map(|(k, (e, a))| {
+                scope.spawn(move || {
+                    (
+                        k * chunk,
+                        compare(output, e, &from_bytes(ty, a), rtol, atol),
+                    )
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .map(|h| h.join().expect("a comparison thread does not panic"))
+            .collect()
+    });
+    // The first mismatch in element order, with the counts and the largest error of all chunks.
+    let mut merged: Option<Mismatch> = None;
+    for (offset, verdict) in verdicts {
+        let Err(m) = verdict else { continue };
+        merged = Some(match merged {
+            None => Mismatch {
+                first_index: offset + m.first_index,
+                len: n,
+                ..m
+            },
+            Some(first) => Mismatch {
+                mismatched: first.mismatched + m.mismatched,
+                max_abs_error: first.max_abs_error.max(m.max_abs_error),
+                ..first
+            },
+        });
+    }
+    match merged {
+        None => Ok(()),
+        Some(m) => Err(m),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +175,29 @@ mod tests {
             .starts_with("C: 2 of 3 elements differ; first at [1]"));
         assert!(compare("C", &[1.0], &[f64::NAN], 1e-4, 1e-6).is_err());
         assert!(compare("C", &[1.0, 2.0], &[1.0], 1e-4, 1e-6).is_err());
+    }
+
+    #[test]
+    fn byte_comparison_in_chunks_agrees_with_the_serial_one() {
+        let n = 3 * PARALLEL_FROM + 17;
+        let expected: Vec<f64> = (0..n).map(|i| (i % 97) as f64 * 0.5).collect();
+        let mut actual = expected.clone();
+        let bytes = |v: &[f64]| crate::data::to_bytes(ElemType::Float, v);
+        assert_eq!(
+            compare_bytes("C", &expected, ElemType::Float, &bytes(&actual), 1e-4, 1e-6),
+            Ok(())
+        );
+        for &i in &[PARALLEL_FROM + 5, 2 * PARALLEL_FROM + 9, n - 1] {
+            actual[i] += 3.0;
+        }
+        actual[n - 2] = f64::NAN;
+        let serial = compare("C", &expected, &actual, 1e-4, 1e-6).unwrap_err();
+        let chunked = compare_bytes("C", &expected, ElemType::Float, &bytes(&actual), 1e-4, 1e-6)
+            .unwrap_err();
+        assert_eq!(chunked, serial);
+        assert_eq!(
+            (chunked.mismatched, chunked.first_index),
+            (4, PARALLEL_FROM + 5)
+        );
     }
 }

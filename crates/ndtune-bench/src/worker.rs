@@ -1,4 +1,5 @@
-//! The worker process: evaluates configurations for the supervisor, one JSON line each way.
+//! The measurement worker process: evaluates configurations for the supervisor, one JSON line
+//! each way; and the line protocol it shares with the build workers ([`crate::builder`]).
 //!
 //! The supervisor writes one [`Job`] line, then one [`Request`] line per configuration; the worker
 //! answers [`Response::Ready`] once its device is open, then one [`Response::Outcome`] per request,
@@ -27,7 +28,12 @@ pub struct Job {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Request {
-    Evaluate(Vec<i64>),
+    /// Evaluate a configuration (values in parameter order); `binary`: a file holding the
+    /// program binary a build worker made for its build options, loaded instead of compiling.
+    Evaluate {
+        config: Vec<i64>,
+        binary: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -38,79 +44,118 @@ pub enum Response {
     Fatal(String),
 }
 
-fn open(job: &Job) -> Result<Bench, Fatal> {
-    let spec = ndtune_spec::Spec::load_with(&job.spec, &job.overrides)
-        .map_err(|e| Fatal(e.to_string()))?;
-    let mut devices = ndtune_cl::discover().map_err(|e| Fatal(e.to_string()))?;
-    if job.device >= devices.len() {
-        return Err(Fatal(format!(
-            "no device {} (found {})",
-            job.device,
-            devices.len()
-        )));
+impl Job {
+    /// Opens the job's device (or sub-device) in this process.
+    pub fn open_device(&self) -> Result<ndtune_cl::ClDevice, Fatal> {
+        let job = self;
+        let mut devices = ndtune_cl::discover().map_err(|e| Fatal(e.to_string()))?;
+        if job.device >= devices.len() {
+            return Err(Fatal(format!(
+                "no device {} (found {})",
+                job.device,
+                devices.len()
+            )));
+        }
+        let device = devices.swap_remove(job.device);
+        match job.sub {
+            Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string())),
+            None => Ok(device),
+        }
     }
-    let device = devices.swap_remove(job.device);
-    let device = match job.sub {
-        Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string()))?,
-        None => device,
-    };
-    Bench::new(spec, &device, job.seed)
 }
 
-fn send(out: &mut impl Write, r: &Response) -> std::io::Result<()> {
+/// A process that serves one [`Job`]: its first stdin line is the job, then one request line
+/// gets one answer line, until stdin closes or an answer is fatal.
+pub(crate) trait Service: Sized {
+    type Request: serde::de::DeserializeOwned;
+    type Response: Serialize;
+    /// Opens what the job needs (the device, a session).
+    fn open(job: &Job) -> Result<Self, Fatal>;
+    /// The answer that says the service is open.
+    fn ready(&self) -> Self::Response;
+    fn fatal(why: String) -> Self::Response;
+    fn handle(&mut self, request: Self::Request) -> Result<Self::Response, Fatal>;
+    /// A second answer to the same request, worked out after the first was sent.
+    fn follow_up(&mut self) -> Option<Self::Response> {
+        None
+    }
+}
+
+fn send(out: &mut impl Write, r: &impl Serialize) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, r)?;
     out.write_all(b"\n")?;
     out.flush()
 }
 
-/// Runs the worker on stdin/stdout until stdin closes; the process exit code.
-pub fn serve() -> i32 {
+/// Runs a [`Service`] on stdin/stdout until stdin closes; the process exit code.
+pub(crate) fn serve_lines<S: Service>() -> i32 {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut out = std::io::stdout().lock();
     let job: Job = match lines.next().map(|l| l.map(|l| serde_json::from_str(&l))) {
         Some(Ok(Ok(job))) => job,
         _ => {
-            let _ = send(
-                &mut out,
-                &Response::Fatal("the worker got no valid job line".into()),
-            );
+            let _ = send(&mut out, &S::fatal("no valid job line".into()));
             return 2;
         }
     };
-    let mut bench = match open(&job) {
-        Ok(b) => b,
+    let mut service = match S::open(&job) {
+        Ok(s) => s,
         Err(f) => {
-            let _ = send(&mut out, &Response::Fatal(f.0));
+            let _ = send(&mut out, &S::fatal(f.0));
             return 1;
         }
     };
-    let device = ndtune_cl::discover()
-        .ok()
-        .and_then(|d| d.get(job.device).map(|d| d.profile.name.clone()));
-    if send(
-        &mut out,
-        &Response::Ready {
-            device: device.unwrap_or_default(),
-        },
-    )
-    .is_err()
-    {
+    if send(&mut out, &service.ready()).is_err() {
         return 1;
     }
     for line in lines {
         let Ok(line) = line else { return 1 };
-        let response = match serde_json::from_str::<Request>(&line) {
-            Ok(Request::Evaluate(config)) => match bench.evaluate_costed(&config) {
-                Ok((outcome, cost)) => Response::Outcome { outcome, cost },
-                Err(f) => Response::Fatal(f.0),
-            },
-            Err(e) => Response::Fatal(format!("the worker got a malformed request: {e}")),
+        let answer = serde_json::from_str::<S::Request>(&line)
+            .map_err(|e| Fatal(format!("a malformed request: {e}")))
+            .and_then(|r| service.handle(r));
+        let (answer, fatal) = match answer {
+            Ok(a) => (a, false),
+            Err(f) => (S::fatal(f.0), true),
         };
-        let fatal = matches!(response, Response::Fatal(_));
-        if send(&mut out, &response).is_err() || fatal {
+        if send(&mut out, &answer).is_err() || fatal {
             return 1;
+        }
+        if let Some(more) = service.follow_up() {
+            if send(&mut out, &more).is_err() {
+                return 1;
+            }
         }
     }
     0
+}
+
+impl Service for Bench {
+    type Request = Request;
+    type Response = Response;
+
+    fn open(job: &Job) -> Result<Bench, Fatal> {
+        Bench::open(job)
+    }
+
+    fn ready(&self) -> Response {
+        Response::Ready {
+            device: self.device_name().to_string(),
+        }
+    }
+
+    fn fatal(why: String) -> Response {
+        Response::Fatal(why)
+    }
+
+    fn handle(&mut self, request: Request) -> Result<Response, Fatal> {
+        let Request::Evaluate { config, binary } = request;
+        let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref())?;
+        Ok(Response::Outcome { outcome, cost })
+    }
+}
+
+/// Runs the measurement worker on stdin/stdout until stdin closes; the process exit code.
+pub fn serve() -> i32 {
+    serve_lines::<Bench>()
 }

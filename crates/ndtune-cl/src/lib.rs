@@ -152,7 +152,8 @@ pub struct ClDevice {
 /// What `clGetKernelWorkGroupInfo` reports for one kernel built on one device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelLimits {
-    /// `CL_KERNEL_WORK_GROUP_SIZE`: the largest work-group this kernel can be launched with here.
+    /// `CL_KERNEL_WORK_GROUP_SIZE`: the largest work-group the driver advises for this kernel
+    /// (advice: some drivers launch larger ones; only a launch refuses).
     pub work_group_size: u64,
     /// `CL_KERNEL_LOCAL_MEM_SIZE`: bytes of local memory the kernel uses statically.
     pub local_mem_size: u64,

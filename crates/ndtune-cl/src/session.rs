@@ -118,14 +118,10 @@ impl Session {
     /// Builds `source` with `options` (once per distinct options; the source must stay the same
     /// for the life of the session) and creates kernel `name`.
     pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> Result<Kernel, ClError> {
-        if self.source.get_or_insert_with(|| source.to_string()) != source {
+        self.check_source(source, options)?;
+        if name.contains('\0') {
             return Err(ClError::InvalidInput {
-                what: "kernel source (a session builds one source)",
-            });
-        }
-        if source.contains('\0') || options.contains('\0') || name.contains('\0') {
-            return Err(ClError::InvalidInput {
-                what: "kernel source, name or options",
+                what: "kernel name",
             });
         }
         let (context, id, device_name) = (&self.context, self.id, &self.device_name);
@@ -142,6 +138,63 @@ impl Session {
             }),
             Err(e) => Err(api("clCreateKernel")(e)),
         }
+    }
+
+    /// Builds `source` with `options` and returns the driver's program binary
+    /// (`CL_PROGRAM_BINARIES`), for another session on the same device to load with
+    /// [`Session::add_binary`] instead of compiling. The program is not kept: a build worker
+    /// makes many and needs none of them again.
+    pub fn binary(&mut self, source: &str, options: &str) -> Result<Vec<u8>, ClError> {
+        self.check_source(source, options)?;
+        let program = build(&self.context, self.id, &self.device_name, source, options)?;
+        program
+            .get_binaries()
+            .map_err(api("clGetProgramInfo(CL_PROGRAM_BINARIES)"))?
+            .into_iter()
+            .next()
+            .ok_or(ClError::InvalidInput {
+                what: "program binary (the driver returned none)",
+            })
+    }
+
+    /// Loads a program binary made by [`Session::binary`] for `options` of this session's
+    /// source (`clCreateProgramWithBinary` and a build, which for a binary is a link), so that
+    /// [`Session::kernel`] with those options uses it. Returns whether the driver took it; one
+    /// it rejects (another driver version, say) leaves `kernel` to compile from source.
+    pub fn add_binary(&mut self, source: &str, options: &str, binary: &[u8]) -> bool {
+        if self.check_source(source, options).is_err() || self.programs.contains_key(options) {
+            return false;
+        }
+        // SAFETY: one binary for the session's one device, as clCreateProgramWithBinary needs.
+        let program = unsafe { Program::create_from_binary(&self.context, &[self.id], &[binary]) };
+        let Ok(mut program) = program else {
+            return false;
+        };
+        if program.build(&[self.id], options).is_err() {
+            return false;
+        }
+        self.programs.insert(options.to_string(), Ok(program));
+        true
+    }
+
+    /// Lets go of the program built with `options`, if any (a build worker keeps none).
+    pub fn forget(&mut self, options: &str) {
+        self.programs.remove(options);
+    }
+
+    /// The session builds one source: the first one given; no NUL bytes anywhere.
+    fn check_source(&mut self, source: &str, options: &str) -> Result<(), ClError> {
+        if self.source.get_or_insert_with(|| source.to_string()) != source {
+            return Err(ClError::InvalidInput {
+                what: "kernel source (a session builds one source)",
+            });
+        }
+        if source.contains('\0') || options.contains('\0') {
+            return Err(ClError::InvalidInput {
+                what: "kernel source or options",
+            });
+        }
+        Ok(())
     }
 
     /// How many distinct builds the session has made (successful or not).
@@ -242,6 +295,22 @@ impl Session {
         }
         .map(drop)
         .map_err(api("clEnqueueWriteBuffer"))
+    }
+
+    /// Copies the whole of `src` over the start of `dst` on the device and waits: how a tuner
+    /// restores a buffer a kernel may have written, without a host transfer.
+    pub fn copy(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), ClError> {
+        let n = src.len.min(dst.len);
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges lie inside their buffers; the copy is waited for.
+        let event = unsafe {
+            self.queue
+                .enqueue_copy_buffer(&src.buffer, &mut dst.buffer, 0, 0, n, &[])
+        }
+        .map_err(api("clEnqueueCopyBuffer"))?;
+        event.wait().map_err(api("clWaitForEvents"))
     }
 
     /// Reads a whole buffer back (blocking).

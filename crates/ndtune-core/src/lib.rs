@@ -36,11 +36,38 @@ pub struct Timing {
     /// Every timed run, in milliseconds, in the order run.
     pub times_ms: Vec<f64>,
     pub best_of: usize,
+    /// What the driver's queries said of this build, where they were asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<Advice>,
+}
+
+/// What `clGetKernelWorkGroupInfo` says of one build. Advice, not limits: a driver may launch
+/// a work-group larger than its `CL_KERNEL_WORK_GROUP_SIZE` (NVIDIA's does), so a configuration
+/// is refused only by its launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Advice {
+    /// `CL_KERNEL_WORK_GROUP_SIZE`.
+    pub work_group_size: u64,
+    /// `CL_KERNEL_LOCAL_MEM_SIZE`, in bytes.
+    pub local_mem_bytes: u64,
+    /// Work-items in the launched work-group, to compare with `work_group_size`.
+    pub launched_work_group: u64,
+}
+
+impl Advice {
+    /// Whether the launch went beyond what the query advised.
+    pub fn exceeded(&self) -> bool {
+        self.launched_work_group > self.work_group_size
+    }
 }
 
 impl Timing {
     pub fn new(times_ms: Vec<f64>, best_of: usize) -> Timing {
-        Timing { times_ms, best_of }
+        Timing {
+            times_ms,
+            best_of,
+            advice: None,
+        }
     }
 
     fn sorted(&self) -> Vec<f64> {

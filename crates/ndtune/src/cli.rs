@@ -47,6 +47,9 @@ pub enum Command {
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
     Worker,
+    /// A build worker that compiles configurations ahead of measurement (internal).
+    #[command(name = "__builder", hide = true)]
+    Builder,
 }
 
 /// Where device limits come from: a live device, a built-in profile or a saved profile file.
@@ -150,6 +153,10 @@ pub struct CampaignArgs {
     /// Replace a spec constant, e.g. `--set N=256` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub set: Vec<(String, i64)>,
+    /// Build worker processes that compile configurations ahead of measurement (default: the
+    /// machine's cores less one); 1 builds each configuration in the measurement worker.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub build_jobs: Option<u16>,
 }
 
 #[derive(Args)]

@@ -5,11 +5,12 @@
 //! engine into the store. `--summary` derives W_legal, W_safe, the oracles, the baseline and the
 //! expert's standing; `--export` writes the long CSV that `ndtune learn` reads.
 
-use crate::cli::{CampaignArgs, CollectArgs, TuneArgs};
-use crate::cmd_tune::{group, tune_device};
+use crate::cli::{CampaignArgs, CollectArgs};
+use crate::cmd_tune::{outcome_counts, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressDrawTarget};
+use ndtune_engine::group;
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::features::scenario_features;
 use ndtune_learn::oracle::{analyse, Observation, Status};
@@ -132,24 +133,18 @@ pub fn run(args: &CollectArgs) -> Result<()> {
     for (device, label, spec, source, info) in prepared {
         let g = group(&spec, &source, device, &store)?;
         store.put_scenario(&g, &serde_json::to_value(&info)?)?;
-        let tune = TuneArgs {
-            spec: Some(spec.path.clone()),
-            device: None,
-            campaign: CampaignArgs {
-                db: db.clone(),
-                strategy: "exhaustive".into(),
-                budget: None,
-                seed: args.seed,
-                set: vec![],
-            },
-            timeout: args.timeout,
-            replay: None,
-            json: args.json,
+        let campaign = CampaignArgs {
+            db: db.clone(),
+            strategy: "exhaustive".into(),
+            budget: None,
+            seed: args.seed,
+            set: vec![],
+            build_jobs: None,
         };
         let report = tune_device(
-            &tune,
+            &campaign,
+            args.timeout,
             &spec,
-            &source,
             &BTreeMap::new(),
             device,
             &label,
@@ -160,7 +155,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         // On stderr: stdout is the summary (or its JSON).
         eprintln!(
             "{label}: {}; best {}; {evaluated} evaluated now, {per_s:.0} configurations/s besides launches, overhead {overhead:.2} ms per configuration",
-            report.outcome_summary(),
+            outcome_counts(&report.outcomes),
             report
                 .best_ms()
                 .map_or("none".to_string(), |ms| format!("{ms:.4} ms"))

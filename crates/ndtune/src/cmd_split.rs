@@ -3,12 +3,13 @@
 //! report Table 3, Fig. 5 and, with `--sweep`, Fig. 6-7. `--plan-only` plans from given sizes and
 //! times without running anything.
 
-use crate::cli::{SplitArgs, TuneArgs};
-use crate::cmd_tune::{best_recorded, group, show_config, show_constants, tune_device};
+use crate::cli::SplitArgs;
+use crate::cmd_tune::{outcome_counts, show_config, show_constants, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
+use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Report};
@@ -64,23 +65,22 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 spec.kernel.name,
                 args.campaign.db.display()
             ))?;
-            let tune = TuneArgs {
-                spec: Some(spec_path.clone()),
-                device: None,
-                campaign: args.campaign.clone(),
-                timeout: None,
-                replay: None,
-                json: args.json,
-            };
             let report = tune_device(
-                &tune, &spec, &source, &overrides, device, label, &store, &progress,
+                &args.campaign,
+                None,
+                &spec,
+                &overrides,
+                device,
+                label,
+                &store,
+                &progress,
             )?;
             best = best_recorded(&store, &g)?;
             if best.is_none() {
                 bail!(
                     "{label} cannot run `{}`: tuning measured and verified no configuration ({})",
                     spec.kernel.name,
-                    report.outcome_summary()
+                    outcome_counts(&report.outcomes)
                 );
             }
         }

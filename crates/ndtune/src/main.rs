@@ -53,5 +53,6 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Report(args) => cmd_report::run(&args),
         cli::Command::Serve(args) => cmd_serve::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
+        cli::Command::Builder => std::process::exit(ndtune_bench::builder::serve()),
     }
 }

@@ -1,0 +1,313 @@
+//! The tuning engine: one campaign measures a spec's pruned space on one device through a search
+//! strategy, and keeps every outcome in the store the moment it is known. `ndtune tune`,
+//! `collect` and `split` run campaigns through this crate; they only parse and print.
+//!
+//! - [`Campaign`]: spec + pruned space + device + store + [`Options`] (strategy, budget, seed,
+//!   timeout, build jobs). [`Campaign::run`] resumes from what the store holds, reports progress
+//!   as [`Event`]s to an [`Observer`], and returns a [`DeviceReport`].
+//! - The measurement runs in a supervised worker process (`ndtune __worker`, see
+//!   `ndtune_bench::supervisor`): a crash or a hang is an outcome, never the end of a campaign.
+//! - With more than one build job, define sets are compiled ahead in build worker processes
+//!   (`ndtune __builder`, see `ndtune_bench::builder`) in the order the strategy says it will ask
+//!   for them ([`ndtune_search::Evaluator::upcoming`]); the measurement worker loads their program
+//!   binaries. On a GPU builds overlap measurement; on a CPU device they are stopped while the
+//!   worker measures, so that they never disturb a timing.
+//! - [`TimeSpent`] accounts where the wall time went: builds the campaign waited for count as
+//!   their wall share, not as the sum over build workers (given beside it).
+//!
+//! It never parses a command line and never prints.
+
+mod live;
+mod report;
+
+pub use report::{Best, DeviceReport, Ranked, TimeSpent};
+
+use live::Live;
+use ndtune_bench::builder::BuildPool;
+use ndtune_bench::supervisor::Supervisor;
+use ndtune_bench::worker::Job;
+use ndtune_cl::ClDevice;
+use ndtune_core::{Config, Outcome, Timing};
+use ndtune_device::DeviceType;
+use ndtune_search::Candidates;
+use ndtune_space::problem::Pruning;
+use ndtune_spec::Spec;
+use ndtune_store::{Group, Store, StoreError};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The most configurations a live campaign holds in memory as candidates.
+pub const MAX_CANDIDATES: u128 = 5_000_000;
+
+/// Why a campaign could not run or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Strategy(#[from] ndtune_search::UnknownStrategy),
+    /// The spec cannot be tuned as it is (no source, no `[launch]`, a space too large).
+    #[error("{0}")]
+    Spec(String),
+    /// A worker said the spec, the kernel or the reference is wrong, or the store failed mid-way;
+    /// everything measured before is in the store.
+    #[error("{label}: tuning `{kernel}` stopped: {why}")]
+    Stopped {
+        label: String,
+        kernel: String,
+        why: String,
+    },
+}
+
+/// How the worker processes are started: this executable (or another ndtune) with the hidden
+/// subcommands `__worker` and `__builder`.
+#[derive(Debug, Clone)]
+pub struct Processes {
+    exe: PathBuf,
+}
+
+impl Processes {
+    /// Workers are started from the ndtune executable at `exe`.
+    pub fn new(exe: PathBuf) -> Processes {
+        Processes { exe }
+    }
+
+    /// Workers are started from the running executable (which must be ndtune).
+    pub fn current_exe() -> std::io::Result<Processes> {
+        Ok(Processes::new(std::env::current_exe()?))
+    }
+
+    fn command(&self, sub: &'static str) -> Box<dyn Fn() -> Command + Send + Sync> {
+        let exe = self.exe.clone();
+        Box::new(move || {
+            let mut c = Command::new(&exe);
+            c.arg(sub);
+            c
+        })
+    }
+}
+
+/// How a campaign searches and measures.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A strategy name from [`ndtune_search::STRATEGY_NAMES`].
+    pub strategy: String,
+    /// At most this many configurations (the strategy's default without).
+    pub budget: Option<usize>,
+    /// Seed of the strategy and of the input data.
+    pub seed: u64,
+    /// A fixed per-evaluation (and per-build) deadline; without it, deadlines adapt.
+    pub timeout: Option<Duration>,
+    /// Build worker processes; 1 builds in the measurement worker, one define set at a time.
+    pub build_jobs: usize,
+    pub processes: Processes,
+}
+
+/// The default number of build jobs: the machine's cores less one (at least 1).
+pub fn default_build_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+}
+
+/// What happens during a campaign, for progress displays.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The campaign starts and evaluates at most `total` configurations.
+    Started { total: usize },
+    /// One configuration was evaluated now or read back from the store (`reused`); the best
+    /// measured time so far.
+    Evaluated {
+        config: &'a Config,
+        outcome: &'a Outcome,
+        reused: bool,
+        best_ms: Option<f64>,
+    },
+    /// Something worth knowing that does not stop the campaign.
+    Warning(String),
+}
+
+/// Receives a campaign's [`Event`]s.
+pub trait Observer {
+    fn event(&mut self, event: Event<'_>);
+}
+
+impl<F: FnMut(Event<'_>)> Observer for F {
+    fn event(&mut self, event: Event<'_>) {
+        self(event)
+    }
+}
+
+/// One campaign: a spec's pruned space on one device.
+pub struct Campaign<'a> {
+    pub spec: &'a Spec,
+    /// Constants replaced on the command line (`--set`), passed on to the workers.
+    pub overrides: &'a BTreeMap<String, i64>,
+    pub device: &'a ClDevice,
+    /// How the device is named in messages.
+    pub label: &'a str,
+    /// The spec's space pruned for this device.
+    pub pruning: &'a Pruning,
+    pub store: &'a Store,
+    pub options: Options,
+}
+
+impl Campaign<'_> {
+    /// Runs the campaign: configurations the store holds are reused, the others measured and
+    /// committed one by one. Returns the campaign's report.
+    pub fn run(&self, observer: &mut dyn Observer) -> Result<DeviceReport, CampaignError> {
+        let spec = self.spec;
+        let source = spec
+            .kernel_source()
+            .map_err(|e| CampaignError::Spec(e.to_string()))?
+            .ok_or_else(|| {
+                CampaignError::Spec(format!(
+                    "{}: [kernel] source is needed to tune",
+                    spec.path.display()
+                ))
+            })?;
+        let mut strategy = ndtune_search::by_name(&self.options.strategy, self.options.seed)?;
+        if self.pruning.stats.pruned > MAX_CANDIDATES {
+            return Err(CampaignError::Spec(format!(
+                "{}: {} configurations remain after pruning; add constraints (at most {MAX_CANDIDATES})",
+                self.label, self.pruning.stats.pruned
+            )));
+        }
+        let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
+        let candidates = Candidates::new(names.clone(), self.pruning.space.configs())
+            .map_err(|e| CampaignError::Spec(e.to_string()))?;
+        let group = group(spec, &source, self.device, self.store)?;
+        let existing: HashMap<Config, Outcome> = self
+            .store
+            .records(
+                &group.device,
+                &group.kernel,
+                &group.source_hash,
+                &group.constants,
+            )?
+            .into_iter()
+            .map(|r| (r.key.config, r.outcome))
+            .collect();
+        let job = Job {
+            spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
+            overrides: self.overrides.clone(),
+            device: self.device.index,
+            sub: self.device.sub,
+            seed: self.options.seed,
+        };
+        // A CPU device measures with the build workers stopped; they prime what they build
+        // (a launch), since PoCL compiles for each work-group size at the first launch.
+        let cpu = self.device.profile.device_type == DeviceType::Cpu;
+        let pool = (self.options.build_jobs > 1)
+            .then(|| {
+                BuildPool::new(
+                    self.options.processes.command("__builder"),
+                    &job,
+                    self.options.build_jobs,
+                    self.options.timeout,
+                    cpu,
+                )
+            })
+            .transpose()
+            .map_err(|e| self.stopped(e.0))?;
+        let total = self
+            .options
+            .budget
+            .map_or(candidates.len(), |b| b.min(candidates.len()));
+        observer.event(Event::Started { total });
+        let mut live = Live {
+            supervisor: Supervisor::new(
+                self.options.processes.command("__worker"),
+                job,
+                self.options.timeout,
+            ),
+            pool,
+            pause_builds: cpu,
+            build_key: Box::new({
+                let used = ndtune_spec::source_names(&source);
+                // On a CPU device a build is primed with its launch sizes: they are in the key.
+                let sizes: Vec<_> = spec
+                    .problem
+                    .launch
+                    .iter()
+                    .filter(|_| cpu)
+                    .flat_map(|l| l.global.iter().chain(&l.local))
+                    .filter_map(|e| spec.problem.int_expr(e).ok())
+                    .collect();
+                move |point: &[i64]| {
+                    let mut key = spec.build_options(&used, point);
+                    for n in &sizes {
+                        key.push_str(&format!("\u{0}{:?}", n.eval(point)));
+                    }
+                    key
+                }
+            }),
+            store: self.store,
+            group,
+            candidates: &candidates,
+            existing,
+            observer,
+            best_ms: None,
+            time: TimeSpent {
+                build_jobs: self.options.build_jobs,
+                ..TimeSpent::default()
+            },
+            unavailable_told: false,
+            stopped: None,
+        };
+        let trace = strategy.run(&candidates, &mut live, self.options.budget);
+        if let Some(why) = live.stopped.take() {
+            return Err(self.stopped(why));
+        }
+        let time = live.finish();
+        Ok(report::report(
+            spec,
+            self.label,
+            &self.options.strategy,
+            &names,
+            &trace,
+            (self.pruning.stats.declared, self.pruning.stats.pruned),
+            time,
+        ))
+    }
+
+    fn stopped(&self, why: String) -> CampaignError {
+        CampaignError::Stopped {
+            label: self.label.to_string(),
+            kernel: self.spec.kernel.name.clone(),
+            why,
+        }
+    }
+}
+
+/// The store's campaign of a spec's kernel on a device (registering the device).
+pub fn group(
+    spec: &Spec,
+    source: &str,
+    device: &ClDevice,
+    store: &Store,
+) -> Result<Group, StoreError> {
+    Ok(Group {
+        device: store.put_device(&device.profile)?,
+        kernel: spec.kernel.name.clone(),
+        source_hash: ndtune_store::source_hash(source),
+        constants: spec.problem.constants.clone(),
+    })
+}
+
+/// The fastest measured configuration of a campaign in the store, with its timing.
+pub fn best_recorded(store: &Store, g: &Group) -> Result<Option<(Config, Timing)>, StoreError> {
+    let mut best: Option<(Config, Timing)> = None;
+    for r in store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)? {
+        if let Outcome::Measured(t) = r.outcome {
+            if t.score_ms().is_finite()
+                && best
+                    .as_ref()
+                    .is_none_or(|(_, b)| t.score_ms() < b.score_ms())
+            {
+                best = Some((r.key.config, t));
+            }
+        }
+    }
+    Ok(best)
+}

@@ -1,0 +1,295 @@
+//! The build pipeline on PoCL: build workers give the outcomes, the best configuration and the
+//! timings of serial tuning; a compiler that crashes or hangs costs one configuration, not the
+//! campaign; a work-group is refused by its launch, never by the driver's query.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// V = 1 does not build, V = 2 computes a wrong result; the others are right and take time
+/// growing with WORK, so the best configuration is clear. V = 3 crashes the compiler (clang's
+/// debug pragma) and V = 4 hangs it (it reads its own stdin) where FAULTS is defined.
+const KERNEL: &str = r#"
+#ifdef FAULTS
+#if V == 3
+#pragma clang __debug crash
+#endif
+#if V == 4
+#include "/dev/stdin"
+#endif
+#endif
+__kernel void work(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+#if V == 1
+#error one does not build
+#endif
+    float acc = x[i];
+    for (int k = 0; k < WORK * (V + 1); ++k) acc = acc * 0.999f + 0.001f * x[(i + k) % N];
+    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
+#if V == 2
+    y[i] = -y[i];
+#endif
+}
+"#;
+
+/// The spec of kernel `kernel` in `source`: V takes `values`, WG is 8, 16 or 32 and is the
+/// work-group where `local` says so; the reference is the configuration V = 0, WG = `ref_wg`.
+struct Case<'a> {
+    kernel: &'a str,
+    source: &'a str,
+    values: &'a str,
+    work: i64,
+    faults: bool,
+    local: &'a str,
+    ref_wg: i64,
+}
+
+fn spec(dir: &Path, c: Case) -> String {
+    let Case {
+        kernel,
+        source,
+        values,
+        work,
+        faults,
+        local,
+        ref_wg,
+    } = c;
+    std::fs::write(dir.join(format!("{kernel}.cl")), source).unwrap();
+    let options = if faults {
+        r#"build_options = ["-DFAULTS"]"#
+    } else {
+        ""
+    };
+    write(
+        dir,
+        &format!("{kernel}.toml"),
+        &format!(
+            r#"
+[kernel]
+name = "{kernel}"
+source = "{kernel}.cl"
+{options}
+[constants]
+N = 4096
+WORK = {work}
+[params]
+V = {values}
+WG = [8, 16, 32]
+[launch]
+global = ["N"]
+local = [{local}]
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+[verify]
+outputs = ["y"]
+reference = {{ config = {{ V = 0, WG = {ref_wg} }} }}
+[measure]
+warmup = 1
+runs = 5
+best_of = 3
+"#
+        ),
+    )
+}
+
+/// Tunes and returns the report and each configuration's recorded outcome (from an export).
+fn tune(spec: &str, db: &Path, extra: &[&str]) -> (Value, BTreeMap<String, Value>) {
+    let mut args = vec!["tune", spec, "--db", db.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let report = json(&args);
+    let out = db.with_extension("kt.json");
+    json_or_text(&[
+        "export",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "kt",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let cache: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let outcomes = cache["cache"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|e| {
+            (
+                format!("V={} WG={}", e["V"], e["WG"]),
+                e["ndtune_outcome"].clone(),
+            )
+        })
+        .collect();
+    (report, outcomes)
+}
+
+fn json_or_text(args: &[&str]) {
+    let out = ndtune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn build_workers_give_the_outcomes_best_and_timings_of_serial_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        dir.path(),
+        Case {
+            kernel: "work",
+            source: KERNEL,
+            values: "[0, 1, 2, 3, 4, 5]",
+            work: 40,
+            faults: false,
+            local: r#""WG""#,
+            ref_wg: 8,
+        },
+    );
+    let (serial, serial_outcomes) =
+        tune(&spec, &dir.path().join("serial.db"), &["--build-jobs", "1"]);
+    let (piped, piped_outcomes) = tune(&spec, &dir.path().join("piped.db"), &["--build-jobs", "4"]);
+    let kinds = |o: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+        o.iter()
+            .map(|(k, v)| (k.clone(), v["outcome"].clone()))
+            .collect()
+    };
+    assert_eq!(kinds(&piped_outcomes), kinds(&serial_outcomes));
+    assert_eq!(piped_outcomes.len(), 18);
+    let d = &piped["devices"][0];
+    assert_eq!(
+        (
+            d["outcomes"]["measured"].as_u64(),
+            d["outcomes"]["build_failed"].as_u64(),
+            d["outcomes"]["wrong_result"].as_u64()
+        ),
+        (Some(12), Some(3), Some(3)),
+        "{piped}"
+    );
+    assert_eq!(d["time"]["build_jobs"], 4);
+    assert!(
+        d["time"]["build_workers_s"].as_f64().unwrap() > 0.0,
+        "{piped}"
+    );
+    // V = 0 does the least work: it is the best, whatever its work-group.
+    assert_eq!(d["best"]["config"]["V"], 0, "{piped}");
+    assert_eq!(serial["devices"][0]["best"]["config"]["V"], 0, "{serial}");
+
+    // Build workers are stopped while the CPU device is timed: each configuration's time with
+    // the pipeline is the serial one, give or take the noise of a shared machine (a build on the
+    // same cores during the timing would double it).
+    let score = |o: &Value| {
+        let mut t: Vec<f64> = o["times_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[..3].iter().sum::<f64>() / 3.0
+    };
+    let mut ratios: Vec<f64> = piped_outcomes
+        .iter()
+        .filter(|(_, o)| o["outcome"] == "measured")
+        .map(|(k, o)| score(o) / score(&serial_outcomes[k]))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        (0.7..1.45).contains(&median),
+        "pipelined / serial time per configuration: median {median:.2} of {ratios:?}"
+    );
+}
+
+#[test]
+fn a_compiler_that_crashes_or_hangs_costs_one_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        dir.path(),
+        Case {
+            kernel: "work",
+            source: KERNEL,
+            values: "[0, 3, 4, 5]",
+            work: 1,
+            faults: true,
+            local: "16",
+            ref_wg: 8,
+        },
+    );
+    for jobs in ["2", "1"] {
+        let db = dir.path().join(format!("jobs{jobs}.db"));
+        let (report, outcomes) = tune(&spec, &db, &["--build-jobs", jobs, "--timeout", "4"]);
+        let of = |v: i64| outcomes[&format!("V={v} WG=8")].clone();
+        assert_eq!(of(0)["outcome"], "measured", "{report}");
+        assert_eq!(of(5)["outcome"], "measured", "{report}");
+        assert_eq!(of(4)["outcome"], "timed_out", "{report}");
+        let crash = of(3);
+        if jobs == "1" {
+            // Built in the measurement worker: the worker itself died.
+            assert_eq!(crash["outcome"], "crashed", "{crash}");
+        } else {
+            assert_eq!(crash["outcome"], "build_failed", "{crash}");
+            assert!(
+                crash["log"].as_str().unwrap().contains("compiler crashed"),
+                "{crash}"
+            );
+        }
+        assert_eq!(report["devices"][0]["evaluated"], 12);
+    }
+}
+
+#[test]
+fn a_work_group_is_refused_by_its_launch_not_by_the_drivers_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        dir.path(),
+        Case {
+            kernel: "reqd",
+            source: r#"
+__kernel __attribute__((reqd_work_group_size(16, 1, 1)))
+void reqd(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+    y[i] = 2.0f * x[i];
+}
+"#,
+            values: "[0]",
+            work: 1,
+            faults: false,
+            local: r#""WG""#,
+            ref_wg: 16,
+        },
+    );
+    for jobs in ["1", "2"] {
+        let (report, outcomes) = tune(
+            &spec,
+            &dir.path().join(format!("r{jobs}.db")),
+            &["--build-jobs", jobs],
+        );
+        assert_eq!(outcomes["V=0 WG=16"]["outcome"], "measured", "{report}");
+        let advice = &outcomes["V=0 WG=16"]["advice"];
+        assert_eq!(advice["launched_work_group"], 16, "{advice}");
+        for wg in [8, 32] {
+            let o = &outcomes[&format!("V=0 WG={wg}")];
+            assert_eq!(o["outcome"], "refused", "{o}");
+            let error = o["error"].as_str().unwrap();
+            assert!(
+                error.contains("clEnqueueNDRangeKernel")
+                    && error.contains("CL_INVALID_WORK_GROUP_SIZE"),
+                "refused by the launch, with the driver's error: {error}"
+            );
+        }
+    }
+}
