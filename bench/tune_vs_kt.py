@@ -166,6 +166,10 @@ def kt_child(a):
     valid = {tuple(c[n] for n in names) for c in space}
     tune_params = {n: sorted({c[n] for c in space}) for n in names}
     platform = next(i for i, p in enumerate(cl.get_platforms()) if a.platform.lower() in p.name.lower())
+
+    def restrict(p):  # a def, not a lambda: KT rewrites lambdas into expressions
+        return tuple(p[n] for n in names) in valid
+
     verif_launch_ms = {}
     original = kernel_tuner.core.DeviceInterface.run_kernel
 
@@ -182,7 +186,7 @@ def kt_child(a):
     results, env = kernel_tuner.tune_kernel(
         raw["kernel"]["name"], (Path(a.spec).parent / raw["kernel"]["source"]).read_text(),
         problem_size=problem["problem_size"](consts), arguments=args, tune_params=tune_params,
-        restrictions=lambda p: tuple(p[n] for n in names) in valid,
+        restrictions=[restrict],
         block_size_names=problem["block_size_names"], grid_div_x=problem["grid_div_x"],
         grid_div_y=problem["grid_div_y"], lang="OpenCL", compiler_options=options,
         iterations=RUNS, answer=answer, atol=raw["verify"].get("atol", 1e-6), verbose=False,

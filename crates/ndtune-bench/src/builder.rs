@@ -82,7 +82,7 @@ impl Service for Builder {
         Some(BuildResponse::Primed)
     }
 
-    fn handle(&mut self, r: BuildRequest) -> Result<BuildResponse, Fatal> {
+    fn handle(&mut self, r: BuildRequest) -> Result<Option<BuildResponse>, Fatal> {
         match self.bench.binary(&r.config) {
             Ok(binary) => {
                 // Written aside and renamed, so a reader never sees half a binary.
@@ -93,10 +93,10 @@ impl Service for Builder {
                 if r.prime {
                     self.primer = Some((r.config, binary));
                 }
-                Ok(BuildResponse::Built)
+                Ok(Some(BuildResponse::Built))
             }
-            Err(ClError::Build { log, .. }) => Ok(BuildResponse::Failed { log }),
-            Err(e) => Ok(BuildResponse::Failed { log: e.to_string() }),
+            Err(ClError::Build { log, .. }) => Ok(Some(BuildResponse::Failed { log })),
+            Err(e) => Ok(Some(BuildResponse::Failed { log: e.to_string() })),
         }
     }
 }
@@ -153,6 +153,8 @@ struct State {
     /// Why no build worker could start, once that is known.
     broken: Option<String>,
     slowest: Duration,
+    /// Binaries made since [`BuildPool::take_finished`] was last called.
+    finished: Vec<(Vec<i64>, PathBuf)>,
     /// Time the workers spent building, summed over workers.
     busy: Duration,
     files: usize,
@@ -275,6 +277,11 @@ impl BuildPool {
         self.shared.changed.notify_all();
     }
 
+    /// The program binaries made since the last call, with a configuration each was built for.
+    pub fn take_finished(&self) -> Vec<(Vec<i64>, PathBuf)> {
+        std::mem::take(&mut self.shared.lock().finished)
+    }
+
     /// Time the build workers spent building so far, summed over workers, in seconds.
     pub fn busy_s(&self) -> f64 {
         self.shared.lock().busy.as_secs_f64()
@@ -348,7 +355,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             dir.join(format!("{}.bin", s.files))
         };
         let request = serde_json::to_string(&BuildRequest {
-            config,
+            config: config.clone(),
             prime: shared.prime,
             out: out.clone(),
         })
@@ -389,7 +396,15 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             ),
         };
         let primes = alive && shared.prime && matches!(built, Built::Binary(_));
-        finish(shared, slot, &key, built, started, paused_before, alive);
+        finish(
+            shared,
+            slot,
+            (&key, config),
+            built,
+            started,
+            paused_before,
+            alive,
+        );
         if primes {
             // The binary is out; the launch that primes the driver's cache follows. A kernel that
             // crashes or hangs there only costs this worker: the measurement will find out itself.
@@ -414,7 +429,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
 fn finish(
     shared: &Shared,
     slot: usize,
-    key: &str,
+    (key, config): (&str, Vec<i64>),
     built: Built,
     started: Instant,
     paused_before: Duration,
@@ -433,6 +448,9 @@ fn finish(
         Built::Binary(_) | Built::Failed(Outcome::BuildFailed { .. })
     ) {
         s.slowest = s.slowest.max(took);
+    }
+    if let Built::Binary(path) = &built {
+        s.finished.push((config, path.clone()));
     }
     s.running.remove(key);
     s.done.insert(key.to_string(), built);

@@ -47,6 +47,10 @@ pub struct Cost {
     pub launch_ms: f64,
     /// Computing the reference outputs (once per buffer shape; 0 when cached).
     pub reference_ms: f64,
+    /// Arguments on the device: buffers restored from the inputs, scalars.
+    pub prepare_ms: f64,
+    /// Reading the outputs back and comparing them with the reference.
+    pub verify_ms: f64,
     /// The whole evaluation, including buffers, arguments, reference and verification.
     pub total_ms: f64,
 }
@@ -77,6 +81,8 @@ pub struct Bench {
     build_ms: Cell<f64>,
     launch_ms: Cell<f64>,
     reference_ms: Cell<f64>,
+    prepare_ms: Cell<f64>,
+    verify_ms: Cell<f64>,
     /// Initial buffer contents by (argument, length): generated once.
     host_data: RefCell<HashMap<(usize, usize), Rc<HostData>>>,
 }
@@ -179,6 +185,8 @@ impl Bench {
             build_ms: Cell::new(0.0),
             launch_ms: Cell::new(0.0),
             reference_ms: Cell::new(0.0),
+            prepare_ms: Cell::new(0.0),
+            verify_ms: Cell::new(0.0),
             host_data: RefCell::new(HashMap::new()),
         })
     }
@@ -217,6 +225,8 @@ impl Bench {
         self.build_ms.set(0.0);
         self.launch_ms.set(0.0);
         self.reference_ms.set(0.0);
+        self.prepare_ms.set(0.0);
+        self.verify_ms.set(0.0);
         if let Some(path) = binary {
             if let Ok(bytes) = std::fs::read(path) {
                 let options = self.options(config);
@@ -229,9 +239,20 @@ impl Bench {
             build_ms: self.build_ms.get(),
             launch_ms: self.launch_ms.get(),
             reference_ms: self.reference_ms.get(),
+            prepare_ms: self.prepare_ms.get(),
+            verify_ms: self.verify_ms.get(),
             total_ms: started.elapsed().as_secs_f64() * 1e3,
         };
         Ok((outcome, cost))
+    }
+
+    /// Loads the program binary in file `binary` for a configuration on the session's loader
+    /// threads, for a later evaluation of it (or of one with the same build options).
+    pub fn preload(&mut self, config: &[i64], binary: &std::path::Path) {
+        if let Ok(bytes) = std::fs::read(binary) {
+            let options = self.options(config);
+            self.session.preload(&self.source, &options, bytes);
+        }
     }
 
     /// The driver's program binary for a configuration's build options, built now and not
@@ -259,7 +280,10 @@ impl Bench {
 
     /// Evaluates one configuration (values in parameter declaration order).
     pub fn evaluate(&mut self, config: &[i64]) -> Result<Outcome, Fatal> {
-        let prepared = match self.prepare(config) {
+        let started = Instant::now();
+        let prepared = self.prepare(config);
+        self.prepare_ms.set(started.elapsed().as_secs_f64() * 1e3);
+        let prepared = match prepared {
             Ok(p) => p,
             Err(RunError::Outcome(o)) => return Ok(o),
             Err(RunError::Fatal(f)) => return Err(f),
@@ -672,7 +696,10 @@ impl Bench {
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         if let (Some(expected), Some(verify)) = (expected, &self.spec.verify) {
-            if let Some(m) = self.verify(p, expected, verify)? {
+            let started = Instant::now();
+            let verified = self.verify(p, expected, verify);
+            self.verify_ms.set(started.elapsed().as_secs_f64() * 1e3);
+            if let Some(m) = verified? {
                 return Ok(Outcome::WrongResult {
                     detail: m.to_string(),
                 });

@@ -34,6 +34,8 @@ pub enum Request {
         config: Vec<i64>,
         binary: Option<PathBuf>,
     },
+    /// Load this program binary of a configuration ahead, while measuring others; no answer.
+    Load { config: Vec<i64>, binary: PathBuf },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -47,17 +49,8 @@ pub enum Response {
 impl Job {
     /// Opens the job's device (or sub-device) in this process.
     pub fn open_device(&self) -> Result<ndtune_cl::ClDevice, Fatal> {
-        let job = self;
-        let mut devices = ndtune_cl::discover().map_err(|e| Fatal(e.to_string()))?;
-        if job.device >= devices.len() {
-            return Err(Fatal(format!(
-                "no device {} (found {})",
-                job.device,
-                devices.len()
-            )));
-        }
-        let device = devices.swap_remove(job.device);
-        match job.sub {
+        let device = ndtune_cl::open(self.device).map_err(|e| Fatal(e.to_string()))?;
+        match self.sub {
             Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string())),
             None => Ok(device),
         }
@@ -74,7 +67,8 @@ pub(crate) trait Service: Sized {
     /// The answer that says the service is open.
     fn ready(&self) -> Self::Response;
     fn fatal(why: String) -> Self::Response;
-    fn handle(&mut self, request: Self::Request) -> Result<Self::Response, Fatal>;
+    /// The answer to a request, if it gets one.
+    fn handle(&mut self, request: Self::Request) -> Result<Option<Self::Response>, Fatal>;
     /// A second answer to the same request, worked out after the first was sent.
     fn follow_up(&mut self) -> Option<Self::Response> {
         None
@@ -115,7 +109,8 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
             .map_err(|e| Fatal(format!("a malformed request: {e}")))
             .and_then(|r| service.handle(r));
         let (answer, fatal) = match answer {
-            Ok(a) => (a, false),
+            Ok(Some(a)) => (a, false),
+            Ok(None) => continue,
             Err(f) => (S::fatal(f.0), true),
         };
         if send(&mut out, &answer).is_err() || fatal {
@@ -148,10 +143,17 @@ impl Service for Bench {
         Response::Fatal(why)
     }
 
-    fn handle(&mut self, request: Request) -> Result<Response, Fatal> {
-        let Request::Evaluate { config, binary } = request;
-        let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref())?;
-        Ok(Response::Outcome { outcome, cost })
+    fn handle(&mut self, request: Request) -> Result<Option<Response>, Fatal> {
+        match request {
+            Request::Evaluate { config, binary } => {
+                let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref())?;
+                Ok(Some(Response::Outcome { outcome, cost }))
+            }
+            Request::Load { config, binary } => {
+                self.preload(&config, &binary);
+                Ok(None)
+            }
+        }
     }
 }
 

@@ -25,6 +25,7 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 use std::sync::{Mutex, PoisonError};
 
+mod programs;
 mod session;
 pub use session::{Arg, DeviceBuffer, PinnedHost, Session};
 
@@ -192,6 +193,30 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
         });
     }
     Ok(devices)
+}
+
+/// Device `index` in [`discover`]'s order, reading only that device's profile: what a worker
+/// process opens (discovering every device would build a probe kernel on each).
+pub fn open(index: usize) -> Result<ClDevice, ClError> {
+    let mut seen = 0;
+    for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
+        if let Some(&id) = ids.get(index - seen) {
+            let device = Device::new(id);
+            return Ok(ClDevice {
+                index,
+                profile: read_profile(&device, &platform_name)?,
+                platform_index,
+                sub: None,
+                device,
+                platform,
+                _sub_device: None,
+            });
+        }
+        seen += ids.len();
+    }
+    Err(ClError::NoPlatform {
+        reason: format!("there is no device {index} (found {seen})"),
+    })
 }
 
 /// Platforms with their names and device ids, in discovery order.

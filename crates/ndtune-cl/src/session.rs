@@ -1,17 +1,17 @@
 //! A working session on one device: its own context and profiling command queue, programs built
 //! once per set of build options, raw byte buffers, kernel arguments and timed launches.
 
-use crate::{api, build_error, is_build_code, ClDevice, ClError, KernelLimits};
+use crate::programs::Programs;
+use crate::{api, ClDevice, ClError, KernelLimits};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
+use opencl3::device::Device;
 use opencl3::error_codes::CL_INVALID_KERNEL_NAME;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{
     Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
 };
-use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING};
-use std::collections::HashMap;
 use std::ptr;
 
 /// A device buffer of raw bytes; typed views are the caller's business.
@@ -89,12 +89,10 @@ pub enum Arg<'a> {
 
 /// Context, profiling queue and program cache for one device.
 pub struct Session {
-    device_name: String,
     id: cl_device_id,
-    context: Context,
     queue: CommandQueue,
-    /// Built programs by build options; a failed build is remembered too, with its error.
-    programs: HashMap<String, Result<Program, ClError>>,
+    /// Programs by build options; a failed build is remembered too, with its error.
+    programs: Programs,
     source: Option<String>,
 }
 
@@ -106,11 +104,13 @@ impl Session {
         let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
             .map_err(api("clCreateCommandQueue"))?;
         Ok(Session {
-            device_name: device.profile.name.clone(),
             id: device.id(),
-            context,
             queue,
-            programs: HashMap::new(),
+            programs: Programs::new(
+                context,
+                Device::new(device.id()),
+                device.profile.name.clone(),
+            ),
             source: None,
         })
     }
@@ -124,12 +124,8 @@ impl Session {
                 what: "kernel name",
             });
         }
-        let (context, id, device_name) = (&self.context, self.id, &self.device_name);
-        let program = self
-            .programs
-            .entry(options.to_string())
-            .or_insert_with(|| build(context, id, device_name, source, options));
-        let program = program.as_ref().map_err(Clone::clone)?;
+        let built = self.programs.get(source, options);
+        let program = built.as_ref().as_ref().map_err(Clone::clone)?;
         match Kernel::create(program, name) {
             Ok(k) => Ok(k),
             Err(e) if e.0 == CL_INVALID_KERNEL_NAME => Err(ClError::NoKernel {
@@ -146,7 +142,7 @@ impl Session {
     /// makes many and needs none of them again.
     pub fn binary(&mut self, source: &str, options: &str) -> Result<Vec<u8>, ClError> {
         self.check_source(source, options)?;
-        let program = build(&self.context, self.id, &self.device_name, source, options)?;
+        let program = self.programs.build(source, options)?;
         program
             .get_binaries()
             .map_err(api("clGetProgramInfo(CL_PROGRAM_BINARIES)"))?
@@ -162,24 +158,20 @@ impl Session {
     /// [`Session::kernel`] with those options uses it. Returns whether the driver took it; one
     /// it rejects (another driver version, say) leaves `kernel` to compile from source.
     pub fn add_binary(&mut self, source: &str, options: &str, binary: &[u8]) -> bool {
-        if self.check_source(source, options).is_err() || self.programs.contains_key(options) {
-            return false;
+        self.check_source(source, options).is_ok() && self.programs.add_binary(options, binary)
+    }
+
+    /// Like [`Session::add_binary`], but on a loader thread of the session's, while the caller
+    /// goes on (launching kernels, say); [`Session::kernel`] with those options waits for it.
+    pub fn preload(&mut self, source: &str, options: &str, binary: Vec<u8>) {
+        if self.check_source(source, options).is_ok() {
+            self.programs.preload(options, binary);
         }
-        // SAFETY: one binary for the session's one device, as clCreateProgramWithBinary needs.
-        let program = unsafe { Program::create_from_binary(&self.context, &[self.id], &[binary]) };
-        let Ok(mut program) = program else {
-            return false;
-        };
-        if program.build(&[self.id], options).is_err() {
-            return false;
-        }
-        self.programs.insert(options.to_string(), Ok(program));
-        true
     }
 
     /// Lets go of the program built with `options`, if any (a build worker keeps none).
     pub fn forget(&mut self, options: &str) {
-        self.programs.remove(options);
+        self.programs.forget(options);
     }
 
     /// The session builds one source: the first one given; no NUL bytes anywhere.
@@ -212,7 +204,7 @@ impl Session {
         // SAFETY: no host pointer is passed; the size is at least 1 byte.
         let buffer = unsafe {
             Buffer::<u8>::create(
-                &self.context,
+                self.programs.context(),
                 CL_MEM_READ_WRITE,
                 bytes.len().max(1),
                 ptr::null_mut(),
@@ -233,7 +225,7 @@ impl Session {
         // SAFETY: no host pointer is passed; the driver allocates `size` bytes.
         let buffer = unsafe {
             Buffer::<u8>::create(
-                &self.context,
+                self.programs.context(),
                 CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
                 size,
                 ptr::null_mut(),
@@ -427,24 +419,5 @@ impl Session {
             .profiling_command_end()
             .map_err(api("clGetEventProfilingInfo"))?;
         Ok(end.saturating_sub(start) as f64 / 1e6)
-    }
-}
-
-fn build(
-    context: &Context,
-    id: cl_device_id,
-    device_name: &str,
-    source: &str,
-    options: &str,
-) -> Result<Program, ClError> {
-    let mut program =
-        Program::create_from_source(context, source).map_err(api("clCreateProgramWithSource"))?;
-    match program.build(&[id], options) {
-        Ok(()) => Ok(program),
-        Err(e) if is_build_code(e.0) => {
-            let log = program.get_build_log(id).unwrap_or_default();
-            Err(build_error(device_name, options, e.0, log))
-        }
-        Err(e) => Err(api("clBuildProgram")(e)),
     }
 }

@@ -84,6 +84,15 @@ impl Live<'_> {
                 return Some(outcome);
             }
         };
+        if let Some(pool) = &self.pool {
+            // A GPU measures while the host is free: the worker loads the binaries made so far
+            // on threads of its own meanwhile (on a CPU device that would disturb the timing).
+            for (config, binary) in pool.take_finished() {
+                if !self.pause_builds {
+                    self.supervisor.preload(&config, &binary);
+                }
+            }
+        }
         let pool = self.pool.as_ref().filter(|_| self.pause_builds);
         if let Some(pool) = pool {
             pool.pause();

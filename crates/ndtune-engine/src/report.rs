@@ -47,6 +47,10 @@ pub struct TimeSpent {
     pub build_workers_s: f64,
     /// Kernel launches, waits included.
     pub launch_s: f64,
+    /// Of the overhead: arguments on the device (inputs restored), and the outputs read back and
+    /// compared with the reference.
+    pub prepare_s: f64,
+    pub verify_s: f64,
     /// What is none of these, per configuration: requests, buffers, arguments, verification.
     pub overhead_ms_per_config: f64,
     /// Waiting for evaluations that crashed or timed out (not in `total_s`).
@@ -75,6 +79,8 @@ impl TimeSpent {
         self.build_s += wait_s + c.build_ms / 1e3;
         self.launch_s += c.launch_ms / 1e3;
         self.reference_s += c.reference_ms / 1e3;
+        self.prepare_s += c.prepare_ms / 1e3;
+        self.verify_s += c.verify_ms / 1e3;
         self.configs += 1;
         self.recompute_overhead();
     }
