@@ -834,7 +834,9 @@ impl Effects {
                 .x_labels(k + 1)
                 .x_label_formatter(&|v| {
                     whole(*v)
-                        .filter(|&i| i >= 0 && (i as usize) < k && (i as usize).is_multiple_of(every))
+                        .filter(|&i| {
+                            i >= 0 && (i as usize) < k && (i as usize).is_multiple_of(every)
+                        })
                         .map_or(String::new(), |i| panel.values[i as usize].0.clone())
                 })
                 .y_label_formatter(&|v| ms_label(v.exp()))

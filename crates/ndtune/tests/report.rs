@@ -241,10 +241,7 @@ fn assert_offline(page: &str) {
 /// colour.
 fn assert_drawn(page: &str, dir: &Path, figures: usize) {
     assert_eq!(page.matches("<figure ").count(), figures);
-    assert_eq!(
-        page.matches(" role=\"img\" aria-label=\"").count(),
-        figures
-    );
+    assert_eq!(page.matches(" role=\"img\" aria-label=\"").count(), figures);
     let (mut placed, height) = measure(page, dir);
     let control = placed.pop().unwrap();
     assert_eq!(control.id, "control");
