@@ -26,7 +26,9 @@ pub enum Block {
     },
     Figure {
         id: String,
-        figure: Figure,
+        figure: Box<Figure>,
+        /// What the figure shows, in words, for readers who do not see it (alt text).
+        alt: String,
         caption: String,
     },
 }
@@ -42,19 +44,19 @@ impl Document {
     /// Every figure with its id, in page order.
     pub fn figures(&self) -> impl Iterator<Item = (&str, &Figure)> {
         self.blocks.iter().filter_map(|b| match b {
-            Block::Figure { id, figure, .. } => Some((id.as_str(), figure)),
+            Block::Figure { id, figure, .. } => Some((id.as_str(), figure.as_ref())),
             _ => None,
         })
     }
 }
 
-struct Builder {
+pub(crate) struct Builder {
     blocks: Vec<Block>,
     figures: usize,
 }
 
 impl Builder {
-    fn heading(&mut self, level: u8, id: &str, text: impl Into<String>) {
+    pub(crate) fn heading(&mut self, level: u8, id: &str, text: impl Into<String>) {
         self.blocks.push(Block::Heading {
             level,
             id: id.into(),
@@ -62,26 +64,32 @@ impl Builder {
         });
     }
 
-    fn para(&mut self, text: impl Into<String>) {
+    pub(crate) fn para(&mut self, text: impl Into<String>) {
         self.blocks.push(Block::Paragraph(text.into()));
     }
 
-    fn missing(&mut self, text: impl Into<String>) {
+    pub(crate) fn missing(&mut self, text: impl Into<String>) {
         self.blocks.push(Block::Missing(text.into()));
     }
 
-    fn table(&mut self, head: &[&str], rows: Vec<Vec<String>>) {
+    pub(crate) fn table(&mut self, head: &[&str], rows: Vec<Vec<String>>) {
         self.blocks.push(Block::Table {
             head: head.iter().map(|h| h.to_string()).collect(),
             rows,
         });
     }
 
-    fn figure(&mut self, figure: Figure, caption: impl Into<String>) {
+    pub(crate) fn figure(
+        &mut self,
+        figure: Figure,
+        alt: impl Into<String>,
+        caption: impl Into<String>,
+    ) {
         self.figures += 1;
         self.blocks.push(Block::Figure {
             id: format!("fig-{}", self.figures),
-            figure,
+            figure: Box::new(figure),
+            alt: alt.into(),
             caption: caption.into(),
         });
     }
@@ -96,11 +104,13 @@ pub fn document(r: &Report) -> Document {
     b.para(format!(
         "What the ndtune store {} holds, as the tables and figures of the seed papers: Erdem et al. 2018 \
          (pruning, Tables 1-2; co-execution, Fig. 5-7 and Table 3) and Cummins et al. 2016 \
-         (work-group sizes of stencils, Fig. 1-2; learning, Fig. 4-6). Written by ndtune {}.",
+         (work-group sizes of stencils, Fig. 1-2; learning, Fig. 4-6), and the pictures of each \
+         tuning campaign. Written by ndtune {}.",
         r.store.display(),
         ndtune_store::NDTUNE_VERSION
     ));
     devices(&mut b, r);
+    crate::tuning::section(&mut b, r);
     heatmaps(&mut b, r.collection.as_ref());
     splits(&mut b, &r.splits);
     learning(&mut b, &r.learning);
@@ -126,7 +136,7 @@ pub fn digits(n: u128) -> String {
 }
 
 /// A time with 4 significant digits.
-fn ms(x: f64) -> String {
+pub(crate) fn ms(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.1}")
     } else if x >= 1.0 {
@@ -136,14 +146,14 @@ fn ms(x: f64) -> String {
     }
 }
 
-fn constants(c: &BTreeMap<String, i64>) -> String {
+pub(crate) fn constants(c: &BTreeMap<String, i64>) -> String {
     c.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
-fn config(c: &ndtune_core::Config) -> String {
+pub(crate) fn config(c: &ndtune_core::Config) -> String {
     constants(c)
 }
 
@@ -159,7 +169,7 @@ fn percent(x: f64) -> String {
     }
 }
 
-fn times(x: Option<f64>) -> String {
+pub(crate) fn times(x: Option<f64>) -> String {
     x.filter(|x| x.is_finite())
         .map_or("-".into(), |x| format!("{x:.2}x"))
 }
@@ -360,8 +370,15 @@ fn heatmaps(b: &mut Builder, c: Option<&Collection>) {
             .collect(),
     );
     if let Some(f) = oracle_frequency(c) {
+        let alt = match &f {
+            Figure::Heatmap(h) => {
+                format!("{}: the table above gives each scenario's oracle.", h.title)
+            }
+            _ => unreachable!("the oracle frequency is a heatmap"),
+        };
         b.figure(
             f,
+            alt,
             "How often each work-group size is the oracle (the fastest legal size) across the \
              scenarios, as in Cummins et al. 2016, Fig. 2; the most frequent is circled.",
         );
@@ -377,8 +394,17 @@ fn heatmaps(b: &mut Builder, c: Option<&Collection>) {
     for &i in &c.shown {
         let s = &c.scenarios[i];
         if let Some(f) = scenario_heatmap(s) {
+            let st = &a.scenarios[i];
             b.figure(
                 f,
+                format!(
+                    "Runtime of {} over its work-group plane: oracle {} at {} ms, {} legal sizes, {} refused.",
+                    s.info.label,
+                    st.oracle.map_or("-".into(), |o| wg(o.0)),
+                    st.oracle.map_or("-".into(), |o| ms(o.1)),
+                    st.legal,
+                    st.refused
+                ),
                 format!(
                     "{}: runtime over the work-group plane (wc x wr), as in Cummins et al. 2016, \
                      Fig. 1. Colour: performance relative to the oracle (yellow: the oracle, dark: \
@@ -428,11 +454,19 @@ fn scenario_heatmap(s: &Scenario) -> Option<Figure> {
     Some(Figure::Heatmap(Heatmap {
         title: s.info.label.clone(),
         circled: position(&s.info.wc, &s.info.wr, oracle),
-        wc: s.info.wc.clone(),
-        wr: s.info.wr.clone(),
+        columns: labels(&s.info.wc),
+        x_label: "work-group columns wc".into(),
+        rows: labels(&s.info.wr),
+        y_label: "rows wr".into(),
         cells,
+        circled_label: "oracle".into(),
+        illegal_label: "beyond limits".into(),
         scale: (format!("{:.2}x slower", worst / best), "oracle".into()),
     }))
+}
+
+fn labels(values: &[u64]) -> Vec<String> {
+    values.iter().map(u64::to_string).collect()
 }
 
 fn position(wc: &[u64], wr: &[u64], (c, r): (u64, u64)) -> Option<(usize, usize)> {
@@ -485,9 +519,13 @@ fn oracle_frequency(c: &Collection) -> Option<Figure> {
             count.len()
         ),
         circled: position(&wc, &wr, top),
-        wc,
-        wr,
+        columns: labels(&wc),
+        x_label: "work-group columns wc".into(),
+        rows: labels(&wr),
+        y_label: "rows wr".into(),
         cells,
+        circled_label: "most frequent".into(),
+        illegal_label: "beyond limits".into(),
         scale: ("oracle nowhere".into(), format!("oracle in {most}")),
     }))
 }
@@ -545,16 +583,27 @@ fn splits(b: &mut Builder, studies: &[Named<ndtune_split::study::Report>]) {
             value: s.plan.theoretical_ms,
             kind: BarKind::Theoretical,
         });
+        let alt = format!(
+            "Execution times: {}.",
+            bars.iter()
+                .map(|b| format!("{} {} ms", b.label.replace('\n', " "), ms(b.value)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         b.figure(
             Figure::Bars(Bars {
                 title: format!("{}{}: execution times", r.kernel, with_constants(&r.constants)),
                 y_label: "time (ms, host clock, transfers included)".into(),
                 bars,
             }),
+            alt,
             "Each device alone with its best configuration, the co-execution of the planner's \
              split, and the theoretical time of that split (Algorithm 1), as in Erdem et al. 2018, Fig. 5.",
         );
-        b.para("Table 3: the planner's split, per device.");
+        b.para(format!(
+            "Table 3: the planner's split, per device (residue rule `{}`).",
+            s.plan.residue
+        ));
         b.table(
             &[
                 "device",
@@ -589,12 +638,60 @@ fn splits(b: &mut Builder, studies: &[Named<ndtune_split::study::Report>]) {
                 })
                 .collect(),
         );
+        if let Some(other) = &s.other_rule {
+            b.para(format!(
+                "Under the `{}` residue rule (planned from the same times, not run) the split \
+                 would finish in {} ms by Algorithm 1, against {} ms for the split above.",
+                other.residue,
+                ms(other.theoretical_ms),
+                ms(s.plan.theoretical_ms)
+            ));
+            b.table(
+                &[
+                    "device",
+                    "offset",
+                    "size",
+                    "groups",
+                    "adjusted factor",
+                    "optimal factor",
+                    "predicted finish ms",
+                ],
+                other
+                    .parts
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            p.device.to_string(),
+                            p.offset.to_string(),
+                            p.size.to_string(),
+                            p.work_groups.to_string(),
+                            format!("{:.3}", p.factor),
+                            format!("{:.3}", p.optimal_factor),
+                            s.single_ms
+                                .get(p.device)
+                                .map_or("-".into(), |t| ms(p.factor * t)),
+                        ]
+                    })
+                    .collect(),
+            );
+        }
         match &s.sweep {
             Some(points) if !points.is_empty() => {
                 let planner = points
                     .iter()
                     .find(|p| p.planner)
                     .map_or((0.0, s.coexec_ms), |p| (p.factor, p.coexec_ms));
+                let alt = format!(
+                    "Co-execution time over device 0's split factor: {}; the planner's split {:.3} at {} ms.",
+                    points
+                        .iter()
+                        .filter(|p| !p.planner)
+                        .map(|p| format!("{:.3}: {} ms", p.factor, ms(p.coexec_ms)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    planner.0,
+                    ms(planner.1)
+                );
                 b.figure(
                     Figure::Sweep(Sweep {
                         title: format!(
@@ -615,6 +712,7 @@ fn splits(b: &mut Builder, studies: &[Named<ndtune_split::study::Report>]) {
                             .collect(),
                         planner,
                     }),
+                    alt,
                     "Co-execution time as device 0's share of the range goes from 0 to 1 (solid, \
                      measured; red dots: outputs that did not verify) and the theoretical time of \
                      the same splits (dashed); the planner's split is circled, as in Erdem et al. \
@@ -636,7 +734,7 @@ fn selector(label: &str) -> &str {
 }
 
 /// ` N=128` (with a leading space), or nothing.
-fn with_constants(c: &BTreeMap<String, i64>) -> String {
+pub(crate) fn with_constants(c: &BTreeMap<String, i64>) -> String {
     c.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
@@ -740,6 +838,16 @@ fn learning(b: &mut Builder, studies: &[Named<ndtune_learn::eval::Report>]) {
                 b.missing(format!("No scenario has a value of {x_label}."));
                 continue;
             }
+            let alt = format!(
+                "{x_label}, median per method: {}.",
+                rows.iter()
+                    .map(|(m, v)| format!(
+                        "{m} {}",
+                        median(v).map_or("-".into(), |x| format!("{x:.3}"))
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             b.figure(
                 Figure::Distribution(Distribution {
                     title: format!("{}: {x_label}", st.name),
@@ -748,10 +856,18 @@ fn learning(b: &mut Builder, studies: &[Named<ndtune_learn::eval::Report>]) {
                     reference: Some(1.0),
                     clip,
                 }),
+                alt,
                 caption,
             );
         }
     }
+}
+
+/// The median of finite values (the upper one of an even count), `None` where there are none.
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 #[cfg(test)]

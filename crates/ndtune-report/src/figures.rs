@@ -1,7 +1,9 @@
 //! The figures, as data ready to draw ([`Figure`]) and drawn with plotters on any backend: SVG for
 //! the HTML page, PNG for Markdown. Text uses the embedded DejaVu Sans ([`FONT`]), registered with
-//! plotters so that no system font is needed.
+//! plotters so that no system font is needed. Times spanning orders of magnitude are drawn on a
+//! log axis (values in `ln` space, labels in ms).
 
+use ndtune_core::OutcomeKind;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -32,6 +34,7 @@ const FAILED: RGBColor = RGBColor(214, 39, 40);
 const BLUE: RGBColor = RGBColor(52, 101, 164);
 const ORANGE: RGBColor = RGBColor(230, 126, 34);
 const GREEN: RGBColor = RGBColor(46, 139, 87);
+const LIGHT_BLUE: RGBColor = RGBColor(158, 188, 218);
 
 /// One figure of the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,18 +43,30 @@ pub enum Figure {
     Bars(Bars),
     Sweep(Sweep),
     Distribution(Distribution),
+    Convergence(Convergence),
+    Histogram(Histogram),
+    Effects(Effects),
 }
 
-/// A value per cell of the work-group plane (columns wc across, rows wr down).
+/// A value per cell of a plane of two variables (columns across, rows down): the work-group
+/// plane of a stencil, or two tuning parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Heatmap {
     pub title: String,
-    pub wc: Vec<u64>,
-    pub wr: Vec<u64>,
-    /// Row-major: `cells[r * wc.len() + c]`.
+    /// Column labels, left to right, and what they are.
+    pub columns: Vec<String>,
+    pub x_label: String,
+    /// Row labels, top to bottom, and what they are.
+    pub rows: Vec<String>,
+    pub y_label: String,
+    /// Row-major: `cells[r * columns.len() + c]`.
     pub cells: Vec<Cell>,
-    /// The cell circled (column, row index): the oracle.
+    /// The cell circled (column, row index): the oracle, the best.
     pub circled: Option<(usize, usize)>,
+    /// The legend's word for the circle.
+    pub circled_label: String,
+    /// The legend's words for [`Cell::Illegal`].
+    pub illegal_label: String,
     /// What shade 0 and shade 1 mean, for the colour bar.
     pub scale: (String, String),
 }
@@ -63,7 +78,7 @@ pub enum Cell {
     Value { shade: f64, text: String },
     /// The driver refused the size.
     Refused,
-    /// Beyond the scenario's limits: never run.
+    /// Beyond the scenario's limits, or pruned: never run.
     Illegal,
     /// Ran and failed: wrong result, crash, timeout, build failure.
     Failed,
@@ -91,6 +106,10 @@ pub enum BarKind {
     Alone,
     Coexec,
     Theoretical,
+    /// A campaign's best time (across devices).
+    Best,
+    /// A campaign's median measured time.
+    Median,
 }
 
 /// Co-execution time over the first device's split factor (Erdem Fig. 6-7).
@@ -119,6 +138,48 @@ pub struct Distribution {
     pub clip: Option<f64>,
 }
 
+/// A tuning campaign's convergence: every measured time in evaluation order and the best found so
+/// far (the running minimum), as Kernel Tuner's and most autotuners' first picture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Convergence {
+    pub title: String,
+    /// Evaluations in all: the x axis runs from 1 to it.
+    pub evaluations: usize,
+    /// (evaluation, ms) of measured evaluations drawn as dots (a subsample where there are many).
+    pub measured: Vec<(usize, f64)>,
+    /// Evaluations that were refused or failed, ticked along the bottom (a subsample likewise).
+    pub failed: Vec<usize>,
+    /// (evaluation, best ms so far) at each improvement, in order.
+    pub best: Vec<(usize, f64)>,
+}
+
+/// The distribution of a campaign's measured times (bins over the log of the time) and the count
+/// of each outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    pub title: String,
+    /// (low ms, high ms, configurations), bins of equal width in `ln` space, ascending.
+    pub bins: Vec<(f64, f64, usize)>,
+    /// Every outcome that occurred, with its count.
+    pub outcomes: Vec<(OutcomeKind, usize)>,
+}
+
+/// Small multiples: per tuning parameter, per value, the best and the median measured time of the
+/// configurations with that value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effects {
+    pub title: String,
+    pub panels: Vec<Effect>,
+}
+
+/// One parameter's panel of [`Effects`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effect {
+    pub param: String,
+    /// Per value, ascending: its label and (best, median) ms, `None` where nothing was measured.
+    pub values: Vec<(String, Option<(f64, f64)>)>,
+}
+
 type Drawn<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 impl Figure {
@@ -128,6 +189,9 @@ impl Figure {
             Figure::Bars(f) => &f.title,
             Figure::Sweep(f) => &f.title,
             Figure::Distribution(f) => &f.title,
+            Figure::Convergence(f) => &f.title,
+            Figure::Histogram(f) => &f.title,
+            Figure::Effects(f) => &f.title,
         }
     }
 
@@ -137,13 +201,19 @@ impl Figure {
             Figure::Heatmap(h) => {
                 let (w, hh) = h.cell_size();
                 (
-                    (90 + w * h.wc.len() as u32 + 110).max(420),
-                    60 + hh * h.wr.len() as u32 + 70,
+                    (90 + w * h.columns.len() as u32 + 110).max(420),
+                    60 + hh * h.rows.len() as u32 + 70,
                 )
             }
             Figure::Bars(b) => ((160 + 110 * b.bars.len() as u32).max(480), 380),
             Figure::Sweep(_) => (640, 400),
             Figure::Distribution(d) => (760, 90 + 30 * d.rows.len() as u32),
+            Figure::Convergence(_) => (680, 380),
+            Figure::Histogram(_) => (680, 340),
+            Figure::Effects(e) => (
+                PANEL.0 * e.panels.len().clamp(1, PANELS_PER_ROW) as u32,
+                40 + PANEL.1 * e.panels.len().div_ceil(PANELS_PER_ROW).max(1) as u32,
+            ),
         }
     }
 
@@ -173,9 +243,16 @@ impl Figure {
             Figure::Bars(f) => f.draw(root),
             Figure::Sweep(f) => f.draw(root),
             Figure::Distribution(f) => f.draw(root),
+            Figure::Convergence(f) => f.draw(root),
+            Figure::Histogram(f) => f.draw(root),
+            Figure::Effects(f) => f.draw(root),
         }
     }
 }
+
+/// Panels of [`Effects`] per row, and each panel's size in pixels.
+const PANELS_PER_ROW: usize = 3;
+const PANEL: (u32, u32) = (300, 250);
 
 fn font(size: u32) -> TextStyle<'static> {
     (FAMILY, size).into_font().color(&INK)
@@ -224,8 +301,8 @@ pub fn viridis(t: f64) -> RGBColor {
 
 impl Heatmap {
     fn cell_size(&self) -> (u32, u32) {
-        let w = (640 / self.wc.len().max(1) as u32).clamp(22, 64);
-        let h = (420 / self.wr.len().max(1) as u32).clamp(18, 40);
+        let w = (640 / self.columns.len().max(1) as u32).clamp(22, 64);
+        let h = (420 / self.rows.len().max(1) as u32).clamp(18, 40);
         (w, h)
     }
 
@@ -235,19 +312,19 @@ impl Heatmap {
         let (cw, ch) = (cw as i32, ch as i32);
         let (x0, y0) = (90, 50);
         let centre = Pos::new(HPos::Center, VPos::Center);
-        for (r, wr) in self.wr.iter().enumerate() {
+        for (r, label) in self.rows.iter().enumerate() {
             let y = y0 + r as i32 * ch;
             text(
                 root,
-                &wr.to_string(),
+                label,
                 (x0 - 6, y + ch / 2),
                 font(11).pos(Pos::new(HPos::Right, VPos::Center)),
             )?;
-            for (c, _) in self.wc.iter().enumerate() {
+            for c in 0..self.columns.len() {
                 let x = x0 + c as i32 * cw;
                 let rect = [(x, y), (x + cw, y + ch)];
                 let mid = (x + cw / 2, y + ch / 2);
-                match &self.cells[r * self.wc.len() + c] {
+                match &self.cells[r * self.columns.len() + c] {
                     Cell::Value { shade, text: t } => {
                         root.draw(&Rectangle::new(rect, viridis(*shade).filled()))?;
                         if !t.is_empty() && (t.len() as i32) * 6 + 4 <= cw {
@@ -274,25 +351,25 @@ impl Heatmap {
                 root.draw(&Rectangle::new(rect, GRID))?;
             }
         }
-        let bottom = y0 + self.wr.len() as i32 * ch;
-        for (c, wc) in self.wc.iter().enumerate() {
+        let bottom = y0 + self.rows.len() as i32 * ch;
+        for (c, label) in self.columns.iter().enumerate() {
             text(
                 root,
-                &wc.to_string(),
+                label,
                 (x0 + c as i32 * cw + cw / 2, bottom + 10),
                 font(11).pos(centre),
             )?;
         }
-        let right = x0 + self.wc.len() as i32 * cw;
+        let right = x0 + self.columns.len() as i32 * cw;
         text(
             root,
-            "work-group columns wc",
+            &self.x_label,
             ((x0 + right) / 2, bottom + 28),
             font(12).pos(centre),
         )?;
         text(
             root,
-            "rows wr",
+            &self.y_label,
             (x0 - 40, y0 - 14),
             font(12).pos(Pos::new(HPos::Center, VPos::Center)),
         )?;
@@ -320,11 +397,17 @@ impl Heatmap {
         )?;
         let ly = bottom + 50;
         let mut lx = x0;
-        for (label, colour) in [
-            ("refused", Some(REFUSED)),
-            ("failed", Some(FAILED)),
-            ("beyond limits", None),
-        ] {
+        let present = |f: fn(&Cell) -> bool| self.cells.iter().any(f);
+        let legend = [
+            ("refused", Some(REFUSED), present(|c| *c == Cell::Refused)),
+            ("failed", Some(FAILED), present(|c| *c == Cell::Failed)),
+            (
+                self.illegal_label.as_str(),
+                None,
+                present(|c| *c == Cell::Illegal),
+            ),
+        ];
+        for (label, colour, _) in legend.into_iter().filter(|l| l.2) {
             let rect = [(lx, ly - 6), (lx + 12, ly + 6)];
             match colour {
                 Some(c) => root.draw(&Rectangle::new(rect, c.filled()))?,
@@ -339,7 +422,7 @@ impl Heatmap {
         }
         if self.circled.is_some() {
             root.draw(&Circle::new((lx + 6, ly), 6, RED.stroke_width(2)))?;
-            text(root, "oracle", (lx + 16, ly), font(11).pos(left))?;
+            text(root, &self.circled_label, (lx + 16, ly), font(11).pos(left))?;
         }
         Ok(())
     }
@@ -375,9 +458,10 @@ impl Bars {
             .draw()?;
         for (i, b) in self.bars.iter().enumerate() {
             let colour = match b.kind {
-                BarKind::Alone => BLUE,
+                BarKind::Alone | BarKind::Best => BLUE,
                 BarKind::Coexec => ORANGE,
                 BarKind::Theoretical => GREEN,
+                BarKind::Median => LIGHT_BLUE,
             };
             let x = i as f64;
             chart.draw_series(std::iter::once(Rectangle::new(
@@ -545,6 +629,246 @@ impl Distribution {
     }
 }
 
+/// A time in ms with about three significant digits, for axis labels.
+pub fn ms_label(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else if x >= 0.01 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// The span of an axis in `ln` space for positive times, with some room on each side.
+fn log_span(times: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = times
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(f64::ln)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+            (a.min(t), b.max(t))
+        });
+    if lo > hi {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08).max(0.05);
+    (lo - pad, hi + pad)
+}
+
+/// An axis label at whole numbers only (ticks between them stay bare).
+fn whole(v: f64) -> Option<i64> {
+    ((v - v.round()).abs() < 1e-9).then_some(v.round() as i64)
+}
+
+/// The colour of an outcome: blue measured, grey refused or pruned, red every failure.
+fn outcome_colour(k: OutcomeKind) -> RGBColor {
+    match k {
+        OutcomeKind::Measured => BLUE,
+        OutcomeKind::Refused | OutcomeKind::Pruned => REFUSED,
+        _ => FAILED,
+    }
+}
+
+impl Convergence {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        title(root, &self.title)?;
+        let area = root.margin(30, 10, 10, 20);
+        let (lo, hi) = log_span(self.measured.iter().chain(&self.best).map(|&(_, t)| t));
+        let n = self.evaluations.max(1) as f64;
+        let mut chart = ChartBuilder::on(&area)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.5..n + 0.5, lo..hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("evaluation, in the order run")
+            .y_desc("time (ms, log scale)")
+            .x_label_formatter(&|v| whole(*v).map_or(String::new(), |i| i.to_string()))
+            .y_label_formatter(&|v| ms_label(v.exp()))
+            .label_style(font(11))
+            .axis_desc_style(font(12))
+            .light_line_style(WHITE)
+            .draw()?;
+        chart
+            .draw_series(
+                self.measured
+                    .iter()
+                    .map(|&(i, t)| Circle::new((i as f64, t.ln()), 2, ORANGE.mix(0.6).filled())),
+            )?
+            .label("a measured configuration")
+            .legend(|(x, y)| Circle::new((x + 9, y), 3, ORANGE.filled()));
+        let mut steps: Vec<(f64, f64)> = Vec::new();
+        for (k, &(i, t)) in self.best.iter().enumerate() {
+            if k > 0 {
+                steps.push((i as f64, self.best[k - 1].1.ln()));
+            }
+            steps.push((i as f64, t.ln()));
+        }
+        if let Some(&(_, t)) = self.best.last() {
+            steps.push((n, t.ln()));
+        }
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                steps,
+                BLUE.stroke_width(2),
+            )))?
+            .label("best so far")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLUE.stroke_width(2)));
+        chart.draw_series(
+            self.best
+                .iter()
+                .map(|&(i, t)| Circle::new((i as f64, t.ln()), 4, BLUE.filled())),
+        )?;
+        if !self.failed.is_empty() {
+            let tick = (hi - lo) * 0.04;
+            chart
+                .draw_series(self.failed.iter().map(|&i| {
+                    PathElement::new(
+                        vec![(i as f64, lo), (i as f64, lo + tick)],
+                        FAILED.stroke_width(2),
+                    )
+                }))?
+                .label("refused or failed")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x + 9, y - 5), (x + 9, y + 5)], FAILED.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .label_font(font(11))
+            .background_style(WHITE.mix(0.85))
+            .border_style(GRID)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()?;
+        Ok(())
+    }
+}
+
+impl Histogram {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        title(root, &self.title)?;
+        let area = root.margin(30, 10, 10, 160);
+        let (lo, hi) = match (self.bins.first(), self.bins.last()) {
+            (Some(a), Some(b)) => (a.0.ln(), b.1.ln()),
+            _ => (0.0, 1.0),
+        };
+        let most = self.bins.iter().map(|b| b.2).max().unwrap_or(0);
+        let mut chart = ChartBuilder::on(&area)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(lo..hi, 0.0..axis_top(most as f64))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("measured time (ms, log scale)")
+            .y_desc("configurations")
+            .x_label_formatter(&|v| ms_label(v.exp()))
+            .y_label_formatter(&|v| whole(*v).map_or(String::new(), |i| i.to_string()))
+            .label_style(font(11))
+            .axis_desc_style(font(12))
+            .light_line_style(WHITE)
+            .draw()?;
+        chart.draw_series(self.bins.iter().filter(|b| b.2 > 0).map(|&(a, b, n)| {
+            Rectangle::new([(a.ln(), 0.0), (b.ln(), n as f64)], BLUE.filled())
+        }))?;
+        chart.draw_series(self.bins.iter().filter(|b| b.2 > 0).map(|&(a, b, n)| {
+            Rectangle::new([(a.ln(), 0.0), (b.ln(), n as f64)], WHITE.stroke_width(1))
+        }))?;
+        // The outcomes, counted, on the right.
+        let x = root.dim_in_pixel().0 as i32 - 140;
+        let left = Pos::new(HPos::Left, VPos::Center);
+        text(root, "outcomes", (x, 56), font(12).pos(left))?;
+        for (k, (kind, n)) in self.outcomes.iter().enumerate() {
+            let y = 80 + 20 * k as i32;
+            root.draw(&Rectangle::new(
+                [(x, y - 6), (x + 12, y + 6)],
+                outcome_colour(*kind).filled(),
+            ))?;
+            text(
+                root,
+                &format!("{} {n}", kind.as_str().replace('_', " ")),
+                (x + 18, y),
+                font(11).pos(left),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Effects {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        title(root, &self.title)?;
+        let left = Pos::new(HPos::Left, VPos::Center);
+        for (k, (label, colour)) in [("best", BLUE), ("median", ORANGE)].into_iter().enumerate() {
+            let x = 12 + 80 * k as i32;
+            root.draw(&Circle::new((x, 34), 4, colour.filled()))?;
+            text(root, label, (x + 9, 34), font(11).pos(left))?;
+        }
+        let body = root.margin(40, 0, 0, 0);
+        let rows = self.panels.len().div_ceil(PANELS_PER_ROW).max(1);
+        let columns = self.panels.len().clamp(1, PANELS_PER_ROW);
+        let areas = body.split_evenly((rows, columns));
+        // One time axis for every panel, so that the parameters compare.
+        let (lo, hi) = log_span(
+            self.panels
+                .iter()
+                .flat_map(|p| p.values.iter().filter_map(|v| v.1))
+                .flat_map(|(b, m)| [b, m]),
+        );
+        for (panel, area) in self.panels.iter().zip(&areas) {
+            let k = panel.values.len().max(1);
+            let every = k.div_ceil(8);
+            let mut chart = ChartBuilder::on(area)
+                .caption(&panel.param, font(13))
+                .margin(6)
+                .x_label_area_size(28)
+                .y_label_area_size(52)
+                .build_cartesian_2d(-0.5..k as f64 - 0.5, lo..hi)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(k + 1)
+                .x_label_formatter(&|v| {
+                    whole(*v)
+                        .filter(|&i| {
+                            i >= 0 && (i as usize) < k && (i as usize).is_multiple_of(every)
+                        })
+                        .map_or(String::new(), |i| panel.values[i as usize].0.clone())
+                })
+                .y_label_formatter(&|v| ms_label(v.exp()))
+                .y_desc("ms")
+                .label_style(font(10))
+                .axis_desc_style(font(11))
+                .light_line_style(WHITE)
+                .draw()?;
+            for (pick, colour) in [(0, BLUE), (1, ORANGE)] {
+                let points: Vec<(f64, f64)> = panel
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (_, v))| {
+                        v.map(|(best, median)| (i as f64, [best, median][pick].ln()))
+                    })
+                    .collect();
+                chart.draw_series(std::iter::once(PathElement::new(
+                    points.clone(),
+                    colour.stroke_width(2),
+                )))?;
+                chart.draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, colour.filled())),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,8 +878,12 @@ mod tests {
         let figures = [
             Figure::Heatmap(Heatmap {
                 title: "h".into(),
-                wc: vec![2, 4],
-                wr: vec![2],
+                columns: vec!["2".into(), "4".into()],
+                x_label: "wc".into(),
+                rows: vec!["2".into()],
+                y_label: "wr".into(),
+                circled_label: "oracle".into(),
+                illegal_label: "beyond limits".into(),
                 cells: vec![
                     Cell::Value {
                         shade: 1.0,
@@ -588,6 +916,32 @@ mod tests {
                 rows: vec![("m".into(), vec![0.5, 1.0, 3.0])],
                 reference: Some(1.0),
                 clip: Some(2.5),
+            }),
+            Figure::Convergence(Convergence {
+                title: "c".into(),
+                evaluations: 4,
+                measured: vec![(1, 3.0), (2, 1.0), (4, 2.0)],
+                failed: vec![3],
+                best: vec![(1, 3.0), (2, 1.0)],
+            }),
+            Figure::Histogram(Histogram {
+                title: "t".into(),
+                bins: vec![(1.0, 2.0, 2), (2.0, 4.0, 0), (4.0, 8.0, 1)],
+                outcomes: vec![(OutcomeKind::Measured, 3), (OutcomeKind::Refused, 1)],
+            }),
+            Figure::Effects(Effects {
+                title: "e".into(),
+                panels: ["A", "B", "C", "D"]
+                    .iter()
+                    .map(|p| Effect {
+                        param: p.to_string(),
+                        values: vec![
+                            ("1".into(), Some((1.0, 2.0))),
+                            ("2".into(), None),
+                            ("4".into(), Some((0.5, 3.0))),
+                        ],
+                    })
+                    .collect(),
             }),
         ];
         for f in &figures {

@@ -97,6 +97,7 @@ pub fn render(doc: &Document) -> Result<String, Error> {
             Block::Figure {
                 id,
                 figure,
+                alt,
                 caption,
             } => {
                 let svg = figure.svg().map_err(|detail| Error::Draw {
@@ -104,7 +105,12 @@ pub fn render(doc: &Document) -> Result<String, Error> {
                     detail,
                 })?;
                 // Inline SVG needs no namespace in HTML; without it the page names no URL at all.
-                let svg = svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
+                // The alt text is the drawing's accessible name.
+                let svg = svg.replacen(
+                    " xmlns=\"http://www.w3.org/2000/svg\"",
+                    &format!(" role=\"img\" aria-label=\"{}\"", escape(alt)),
+                    1,
+                );
                 body.push_str(&format!(
                     "<figure id=\"{id}\" class=\"figure\">\n{svg}\n<figcaption>{}</figcaption>\n</figure>\n",
                     inline(caption)

@@ -7,7 +7,10 @@
 //!   tuning records) and each campaign's best configuration; the collected work-group scenarios
 //!   with the oracle analysis of `ndtune-learn`; the co-execution (`split`) and learning (`learn`)
 //!   studies;
-//! - the layout of the page ([`document`]): sections, tables, captions, and which figures;
+//! - the layout of the page ([`document`]): sections, tables, captions, and which figures; its
+//!   tuning section (`tuning`): per campaign the convergence in evaluation order, the
+//!   distribution of measured times with the outcomes counted, the effect of each parameter, and
+//!   the comparison across devices;
 //! - the figures ([`figures`]), drawn with plotters in an embedded font (DejaVu Sans), so that
 //!   no system font is needed: SVG inlined in the HTML ([`html`]), PNG for Markdown
 //!   ([`markdown`]).
@@ -29,6 +32,7 @@ pub mod figures;
 pub mod html;
 pub mod markdown;
 pub mod model;
+mod tuning;
 
 pub use model::Report;
 

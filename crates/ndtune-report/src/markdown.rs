@@ -37,6 +37,7 @@ pub fn render(doc: &Document, out: &Path) -> Result<(String, Vec<PathBuf>), Erro
             Block::Figure {
                 id,
                 figure,
+                alt,
                 caption,
             } => {
                 let name = format!("{stem}-{id}.png");
@@ -47,7 +48,7 @@ pub fn render(doc: &Document, out: &Path) -> Result<(String, Vec<PathBuf>), Erro
                 })?;
                 md.push_str(&format!(
                     "![{}]({name})\n\n*{caption}*\n\n",
-                    cell(figure.title())
+                    cell(alt).replace(['[', ']'], "")
                 ));
                 pngs.push(path);
             }

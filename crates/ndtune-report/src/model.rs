@@ -1,6 +1,7 @@
 //! What a report shows, read from a store into plain structs ([`Report::read`]): per device the
-//! pruned spaces that were tuned and each campaign's best, median and worst configuration; the
-//! collected work-group scenarios with the oracle analysis; the co-execution and learning studies.
+//! pruned spaces that were tuned and each campaign's evaluations in the order run, with its best,
+//! median and worst configuration; the collected work-group scenarios with the oracle analysis;
+//! the co-execution and learning studies.
 
 use crate::Error;
 use ndtune_core::{Config, Outcome, OutcomeKind};
@@ -96,12 +97,26 @@ pub struct Campaign {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
     pub constants: BTreeMap<String, i64>,
+    /// A collected stencil scenario (`ndtune collect`), drawn as a work-group heatmap rather
+    /// than as a tuning campaign.
+    pub collected: bool,
+    /// Every evaluation, in the order run (by `started_at`).
+    pub evaluations: Vec<Evaluation>,
     pub outcomes: BTreeMap<OutcomeKind, usize>,
     /// The fastest measured configuration and its time.
     pub best: Option<(Config, f64)>,
     /// The median and the slowest measured time.
     pub median_ms: Option<f64>,
     pub worst_ms: Option<f64>,
+}
+
+/// One configuration evaluated in a campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    pub config: Config,
+    pub outcome: OutcomeKind,
+    /// The measured time (measured outcomes with a finite score).
+    pub ms: Option<f64>,
 }
 
 impl Campaign {
@@ -168,6 +183,11 @@ impl Report {
                 .collect();
             let mut campaigns = campaigns(store, &fingerprint)?;
             for c in &mut campaigns {
+                c.collected = names.contains_key(&(
+                    fingerprint.clone(),
+                    c.kernel.clone(),
+                    c.constants.clone(),
+                ));
                 c.kernel = name(&fingerprint, &c.kernel, &c.constants);
             }
             if mine.is_empty() && campaigns.is_empty() {
@@ -234,20 +254,32 @@ fn studies<T: DeserializeOwned>(store: &Store, kind: &str) -> Result<Vec<Named<T
 fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
     let mut out = Vec::new();
     for g in store.groups()?.into_iter().filter(|g| g.device == device) {
+        let mut records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
+        records.sort_by_key(|r| (r.started_at, r.finished_at));
         let mut outcomes = BTreeMap::new();
         let mut measured: Vec<(Config, f64)> = Vec::new();
-        for r in store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)? {
+        let mut evaluations = Vec::with_capacity(records.len());
+        for r in records {
             *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
-            if let Outcome::Measured(t) = &r.outcome {
-                if t.score_ms().is_finite() {
-                    measured.push((r.key.config, t.score_ms()));
-                }
+            let ms = match &r.outcome {
+                Outcome::Measured(t) if t.score_ms().is_finite() => Some(t.score_ms()),
+                _ => None,
+            };
+            if let Some(t) = ms {
+                measured.push((r.key.config.clone(), t));
             }
+            evaluations.push(Evaluation {
+                config: r.key.config,
+                outcome: r.outcome.kind(),
+                ms,
+            });
         }
         measured.sort_by(|a, b| a.1.total_cmp(&b.1));
         out.push(Campaign {
             kernel: g.kernel,
             constants: g.constants,
+            collected: false,
+            evaluations,
             outcomes,
             median_ms: measured.get(measured.len() / 2).map(|m| m.1),
             worst_ms: measured.last().map(|m| m.1),
@@ -449,8 +481,12 @@ mod tests {
         assert_eq!(c.shown, vec![0]);
         assert_eq!(c.analysis.scenarios[0].oracle, Some(((4, 2), 1.5)));
         let doc = document(&r);
-        let maps: Vec<&Figure> = doc.figures().map(|(_, f)| f).collect();
-        // The oracle frequency (Fig. 2) and the scenario (Fig. 1).
+        let maps: Vec<&Figure> = doc
+            .figures()
+            .map(|(_, f)| f)
+            .filter(|f| matches!(f, Figure::Heatmap(_)))
+            .collect();
+        // The oracle frequency (Fig. 2) and the scenario (Fig. 1); gemm has one parameter.
         assert_eq!(maps.len(), 2);
         let Figure::Heatmap(h) = maps[1] else {
             panic!("{:?}", maps[1])
@@ -588,11 +624,17 @@ mod tests {
                 Figure::Bars(_) => "bars",
                 Figure::Sweep(_) => "sweep",
                 Figure::Distribution(_) => "distribution",
+                Figure::Convergence(_) => "convergence",
+                Figure::Histogram(_) => "histogram",
+                Figure::Effects(_) => "effects",
             })
             .collect();
         assert_eq!(
             kinds,
             [
+                "convergence",
+                "histogram",
+                "effects",
                 "heatmap",
                 "heatmap",
                 "bars",
@@ -603,7 +645,7 @@ mod tests {
             ]
         );
         let page = crate::html(&r).unwrap();
-        assert_eq!(page.matches("<figure ").count(), 7);
+        assert_eq!(page.matches("<figure ").count(), 10);
         assert!(!page.contains("http:") && !page.contains("https:"));
     }
 

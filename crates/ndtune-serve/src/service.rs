@@ -103,6 +103,10 @@ pub struct PredictResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_hash: Option<String>,
     pub limits: Limits,
+    /// Features the request sent that neither the model nor the legality check reads: accepted
+    /// and ignored (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_features: Vec<String>,
 }
 
 /// The answer to `/v1/observe`.
@@ -222,26 +226,27 @@ impl Service {
         let resolved = self.resolver.resolve(req)?;
         let current = self.current.load();
         let model = &current.model;
-        if req.features.is_some() {
-            if let Some(unknown) = resolved
-                .features
+        // Features the request sent that neither the model nor the legality check reads: a
+        // client may send more than one model uses (all it knows of a scenario).
+        let ignored_features: Vec<String> = match &req.features {
+            Some(sent) => sent
                 .keys()
-                .find(|n| !model.feature_names.contains(n))
-            {
-                return Err(Refusal::bad_request(format!(
-                    "unknown feature `{unknown}`: the model has {} features, `{}` to `{}`",
-                    model.feature_names.len(),
-                    model.feature_names.first().map_or("", String::as_str),
-                    model.feature_names.last().map_or("", String::as_str),
-                )));
-            }
-        }
+                .filter(|n| !model.feature_names.contains(n) && !req.limits.reads(n))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
         let row = model
             .feature_names
             .iter()
             .map(|n| {
                 resolved.features.get(n).copied().ok_or_else(|| {
-                    Refusal::bad_request(format!("missing feature `{n}` the model needs"))
+                    Refusal::bad_request(format!(
+                        "missing feature `{n}` the model needs (it has {} features, `{}` to `{}`)",
+                        model.feature_names.len(),
+                        model.feature_names.first().map_or("", String::as_str),
+                        model.feature_names.last().map_or("", String::as_str),
+                    ))
                 })
             })
             .collect::<Result<Vec<f64>, Refusal>>()?;
@@ -267,6 +272,7 @@ impl Service {
             scenario: id,
             kernel_hash: resolved.kernel_hash,
             limits,
+            ignored_features,
         })
     }
 

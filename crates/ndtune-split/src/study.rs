@@ -7,7 +7,7 @@
 //! included), so the plan balances what is measured, not the kernels alone.
 
 use crate::runtime::{CoExecutor, ExecError, Execution, PartTiming};
-use crate::{optimal_factors, plan, plan_factors, Device, Plan};
+use crate::{optimal_factors, plan_factors, plan_with, Device, Plan, Residue};
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::compare;
 use ndtune_core::Config;
@@ -71,6 +71,10 @@ pub struct Study {
     pub best_single: usize,
     #[serde(flatten)]
     pub plan: Plan,
+    /// The plan the other residue rule makes from the same times, for Table 3 under both rules
+    /// (not run); absent from studies stored before there was a choice.
+    #[serde(default)]
+    pub other_rule: Option<Plan>,
     /// The co-execution of the plan.
     pub coexec_ms: f64,
     /// `coexec / theoretical - 1`.
@@ -116,12 +120,13 @@ pub struct Report {
     pub study: Study,
 }
 
-/// Measures and plans a co-execution with `exec`; `sweep` is the step of a factor sweep.
-/// `progress` hears what is measured next.
+/// Measures and plans a co-execution with `exec`, rounding to work-groups by `residue`; `sweep`
+/// is the step of a factor sweep. `progress` hears what is measured next.
 pub fn study(
     exec: &mut CoExecutor,
     spec: &Spec,
     sweep: Option<f64>,
+    residue: Residue,
     progress: &mut dyn FnMut(String),
 ) -> Result<Study, ExecError> {
     if let Some(step) = sweep {
@@ -174,7 +179,10 @@ pub fn study(
         .zip(&single_ms)
         .map(|(&wg, &time_ms)| Device { wg, time_ms })
         .collect();
-    let the_plan = plan(global, &devices).map_err(|e| ExecError::Invalid(e.to_string()))?;
+    let plan_by =
+        |rule| plan_with(global, &devices, rule).map_err(|e| ExecError::Invalid(e.to_string()));
+    let the_plan = plan_by(residue)?;
+    let other_rule = plan_by(residue.other())?;
     // A plan of one part is that device alone: already measured.
     let coexec = match &the_plan.parts[..] {
         [alone] => singles[alone.device].clone(),
@@ -258,6 +266,7 @@ pub fn study(
         best_single,
         overhead: coexec_ms / the_plan.theoretical_ms - 1.0,
         plan: the_plan,
+        other_rule: Some(other_rule),
         coexec_ms,
         ideal_speedup,
         speedup,

@@ -8,7 +8,7 @@ use ndtune_cl::ClDevice;
 use ndtune_spec::{ArgKind, Spec};
 use ndtune_split::runtime::{CoExecutor, ExecError, Member};
 use ndtune_split::study::{study, Mode};
-use ndtune_split::{plan, Device, Part};
+use ndtune_split::{plan, Device, Part, Residue};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -157,7 +157,7 @@ fn a_halo_missing_from_the_split_declaration_is_caught_by_verification() {
     std::fs::write(&path, wrong).unwrap();
     let spec = load(&path, 2048);
     let mut exec = executor(&spec, [vec![16], vec![16]]);
-    let s = study(&mut exec, &spec, None, &mut |_| {}).unwrap();
+    let s = study(&mut exec, &spec, None, Residue::Paper, &mut |_| {}).unwrap();
     assert!(!s.verified);
     let why = s.mismatch.unwrap();
     assert!(why.starts_with("out:"), "{why}");
@@ -174,8 +174,18 @@ fn a_study_measures_each_device_plans_co_executes_and_sweeps() {
     let spec = load(&example("matmul.toml"), 64);
     let mut exec = executor(&spec, [vec![8, 8], vec![8, 8]]);
     let mut heard = Vec::new();
-    let s = study(&mut exec, &spec, Some(0.5), &mut |m| heard.push(m)).unwrap();
+    let s = study(&mut exec, &spec, Some(0.5), Residue::Finish, &mut |m| {
+        heard.push(m)
+    })
+    .unwrap();
     assert!(s.verified, "{:?}", s.mismatch);
+    // Table 3 under both rules: the one run and the other one planned from the same times.
+    let other = s.other_rule.as_ref().unwrap();
+    assert_eq!(
+        (s.plan.residue, other.residue),
+        (Residue::Finish, Residue::Paper)
+    );
+    assert!(s.plan.theoretical_ms <= other.theoretical_ms);
     assert_eq!(s.single_ms.len(), 2);
     assert_eq!(s.plan.parts.iter().map(|p| p.size).sum::<u64>(), 64);
     let best = s.single_ms[s.best_single];

@@ -208,6 +208,10 @@ pub struct SplitArgs {
     /// --plan-only: each device's best time in ms for the whole range, same order.
     #[arg(long, value_name = "TA,TB", value_delimiter = ',')]
     pub time: Vec<f64>,
+    /// How shares become whole work-groups: `finish`, the rounding with the least predicted
+    /// time, or `paper`, eq. 9's residue to the device with the least extra work.
+    #[arg(long, value_name = "RULE", default_value_t = ndtune_split::Residue::Finish)]
+    pub residue: ndtune_split::Residue,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

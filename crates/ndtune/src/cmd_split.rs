@@ -13,7 +13,7 @@ use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Report};
-use ndtune_split::{plan, Device};
+use ndtune_split::{plan_with, Device, Plan, Residue};
 use ndtune_store::{Store, Study as StoredStudy};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -113,7 +113,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let spinner = progress.add(ProgressBar::new_spinner());
     spinner.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("template"));
     spinner.enable_steady_tick(Duration::from_millis(200));
-    let result = study(&mut exec, &spec, args.sweep, &mut |m| {
+    let result = study(&mut exec, &spec, args.sweep, args.residue, &mut |m| {
         spinner.set_message(m)
     });
     spinner.finish_and_clear();
@@ -208,7 +208,7 @@ fn print_report(r: &Report, names: &[String]) {
             d.tuned_ms
         );
     }
-    println!("  plan (Table 3):");
+    println!("  plan (Table 3), residue rule `{}`:", s.plan.residue);
     println!(
         "    {:>6} {:>10} {:>10} {:>8} {:>6} {:>9} {:>9} {:>10} {:>10}",
         "device", "offset", "size", "groups", "wg", "adjusted", "optimal", "finish ms", "kernel ms"
@@ -240,6 +240,14 @@ fn print_report(r: &Report, names: &[String]) {
         s.coexec_ms,
         s.overhead * 100.0
     );
+    if let Some(other) = &s.other_rule {
+        println!(
+            "  {} rule (not run): sizes {}, theoretical {:.4} ms",
+            other.residue,
+            sizes(other),
+            other.theoretical_ms
+        );
+    }
     println!(
         "  ideal speedup {:.3}, speedup {:.3} over device {} alone, efficiency {:.3}, balance {:.3}",
         s.ideal_speedup, s.speedup, s.best_single, s.efficiency, s.balance
@@ -293,30 +301,65 @@ fn plan_only(args: &SplitArgs) -> Result<()> {
         .zip(&args.time)
         .map(|(&wg, &time_ms)| Device { wg, time_ms })
         .collect();
-    let p = plan(global, &devices)?;
+    let p = plan_with(global, &devices, args.residue)?;
+    let other = plan_with(global, &devices, args.residue.other())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&p)?);
+        let mut v = serde_json::to_value(&p)?;
+        v["other_rule"] = serde_json::to_value(&other)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     println!(
-        "split of {} items across {} devices",
+        "split of {} items across {} devices (Table 3)",
         p.global,
         devices.len()
     );
+    print_plan(&p, &devices);
+    println!("the other rule, for comparison:");
+    print_plan(&other, &devices);
+    Ok(())
+}
+
+/// Each part's size, `/`-separated in device order (0 for a device without a part).
+fn sizes(p: &Plan) -> String {
+    let n = p.parts.iter().map(|q| q.device + 1).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            p.parts
+                .iter()
+                .find(|q| q.device == i)
+                .map_or(0, |q| q.size)
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// One plan as Table 3: per device its part, groups, adjusted and optimal factors.
+fn print_plan(p: &Plan, devices: &[Device]) {
     println!(
-        "  {:>6} {:>10} {:>10} {:>8} {:>11} {:>9} {:>9}",
-        "device", "offset", "size", "groups", "work-group", "adjusted", "optimal"
+        "  residue rule `{}`: {}",
+        p.residue,
+        match p.residue {
+            Residue::Finish => "the rounding with the least predicted time",
+            Residue::Paper => "eq. 9, the residue to the device with the least extra work",
+        }
+    );
+    println!(
+        "  {:>6} {:>10} {:>10} {:>8} {:>11} {:>9} {:>9} {:>10}",
+        "device", "offset", "size", "groups", "work-group", "adjusted", "optimal", "finish ms"
     );
     for part in &p.parts {
         println!(
-            "  {:>6} {:>10} {:>10} {:>8} {:>11} {:>9.3} {:>9.3}",
+            "  {:>6} {:>10} {:>10} {:>8} {:>11} {:>9.3} {:>9.3} {:>10.4}",
             part.device,
             part.offset,
             part.size,
             part.work_groups,
             devices[part.device].wg,
             part.factor,
-            part.optimal_factor
+            part.optimal_factor,
+            part.factor * devices[part.device].time_ms
         );
     }
     for (i, _) in devices
@@ -333,5 +376,4 @@ fn plan_only(args: &SplitArgs) -> Result<()> {
         "  theoretical {:.4} ms (Algorithm 1 on the adjusted factors), ideal {:.4} ms",
         p.theoretical_ms, p.ideal_ms
     );
-    Ok(())
 }

@@ -259,6 +259,10 @@ fn split_plan_only_prints_the_plan_as_json_and_refuses_bad_times() {
     let covered: u64 = plan.iter().map(|p| p["size"].as_u64().unwrap()).sum();
     assert_eq!(covered - 1200, v["overlap"].as_u64().unwrap());
     assert!(v["theoretical_ms"].as_f64().unwrap() >= v["ideal_ms"].as_f64().unwrap());
+    assert_eq!(
+        (v["residue"].as_str(), v["other_rule"]["residue"].as_str()),
+        (Some("finish"), Some("paper"))
+    );
     let err = fails(&[
         "split",
         "--plan-only",
@@ -284,6 +288,71 @@ fn split_plan_only_prints_the_plan_as_json_and_refuses_bad_times() {
         "1",
     ]);
     assert!(err.contains("--wg names 2 devices but --time 1"), "{err}");
+}
+
+#[test]
+fn split_plan_only_gives_the_residue_to_the_rounding_that_finishes_first() {
+    // The matmul on two equal halves of a CPU: eq. 9's tie gives device 0 the residue.
+    let plan = |residue: &str| {
+        let v = json(&[
+            "split",
+            "--plan-only",
+            "--global",
+            "128",
+            "--wg",
+            "32,32",
+            "--time",
+            "1.64,1.66",
+            "--residue",
+            residue,
+            "--json",
+        ]);
+        let sizes: Vec<u64> = v["plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["size"].as_u64().unwrap())
+            .collect();
+        (sizes, v["theoretical_ms"].as_f64().unwrap())
+    };
+    let (finish, paper) = (plan("finish"), plan("paper"));
+    assert_eq!((&finish.0, &paper.0), (&vec![64, 64], &vec![96, 32]));
+    assert!(finish.1 < paper.1, "{finish:?} {paper:?}");
+    let out = ndtune()
+        .args([
+            "split",
+            "--plan-only",
+            "--global",
+            "128",
+            "--wg",
+            "32,32",
+            "--time",
+            "1.64,1.66",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("residue rule `finish`") && text.contains("residue rule `paper`"),
+        "{text}"
+    );
+    let err = fails(&[
+        "split",
+        "--plan-only",
+        "--global",
+        "128",
+        "--wg",
+        "32,32",
+        "--time",
+        "1,1",
+        "--residue",
+        "least",
+    ]);
+    assert!(
+        err.contains("`finish` (least predicted time) or `paper`"),
+        "{err}"
+    );
 }
 
 #[test]

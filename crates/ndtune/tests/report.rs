@@ -1,7 +1,8 @@
 //! `ndtune report` end to end: a real store filled on PoCL (a tuned example, a tiny stencil
 //! campaign, a co-execution on the two halves of the CPU, a learning evaluation of the shipped
-//! data), rendered as HTML and Markdown; the HTML opened in headless Chromium, its screenshot
-//! checked figure by figure. Chromium is required: without it the test fails, naming the package.
+//! data), and a store of tuning alone (a two-parameter kernel tuned on both halves of the CPU),
+//! rendered as HTML and Markdown; the HTML opened in headless Chromium, its screenshot checked
+//! figure by figure. Chromium is required: without it the test fails, naming the package.
 
 mod common;
 
@@ -9,9 +10,11 @@ use common::{examples, fails, ndtune, write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Figures the store below gives: the oracle frequency and one scenario heatmap, the
-/// co-execution bars and sweep, three learning distributions.
-const FIGURES: usize = 7;
+/// Figures the full store below gives: conv1d's tuning (convergence, times, effects), matmul's
+/// tuning by the split on each half of the CPU (the same and a heatmap of its two parameters)
+/// and their comparison, the oracle frequency and one scenario heatmap, the co-execution bars and
+/// sweep, three learning distributions.
+const FIGURES: usize = 3 + 2 * 4 + 1 + 2 + 2 + 3;
 
 /// The browser window's width in CSS pixels.
 const WIDTH: u32 = 1280;
@@ -217,21 +220,8 @@ fn fill_store(dir: &Path) -> String {
     db
 }
 
-#[test]
-fn a_real_store_renders_as_one_offline_page_whose_figures_chromium_draws() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = fill_store(dir.path());
-    let out = dir.path().join("report.html");
-    let (stdout, stderr) = run_ok(&["report", "--db", &db, "--out", out.to_str().unwrap()]);
-    assert_eq!(stdout.trim(), out.to_str().unwrap());
-    assert!(
-        stderr.contains("1 co-execution studies, 1 learning evaluations")
-            && stderr.contains(&format!("{FIGURES} figures")),
-        "{stderr}"
-    );
-    let page = std::fs::read_to_string(&out).unwrap();
-
-    // Self-contained: nothing to fetch.
+/// The page fetches nothing: no URL, no script, no external element; links are anchors.
+fn assert_offline(page: &str) {
     for external in [
         "http:", "https:", "src=", "<link", "<script", "<img", "<iframe",
     ] {
@@ -244,42 +234,29 @@ fn a_real_store_renders_as_one_offline_page_whose_figures_chromium_draws() {
     assert!(page
         .match_indices("href=\"")
         .all(|(i, _)| page[i + 6..].starts_with('#')));
+}
 
-    // Every section has its content: Tables 1-2 for the tuned and collected kernels, the
-    // co-execution's Table 3, the learning table.
-    for text in [
-        "bounded (Table 1)",
-        "pruned (Table 2)",
-        "<td>conv1d</td>",
-        "<td>gaussian-1 32x32</td>",
-        "gaussian-1 32x32 @ 0",
-        "Table 3",
-        "matmul N=128 on 0:0/2",
-        "cv10 (tree) on stencils-h100-xeon.csv.gz",
-        "<td>tree</td><td>nearest</td>",
-    ] {
-        assert!(page.contains(text), "the page lacks `{text}`");
-    }
-    assert!(!page.contains("class=\"missing\""), "a section is empty");
-    assert_eq!(page.matches("<figure ").count(), FIGURES);
-
-    // Chromium lays every figure out with its drawing and text ...
-    let (mut placed, height) = measure(&page, dir.path());
+/// Chromium lays out each of the page's `figures` figures with its drawing (an SVG of shapes and
+/// text, with alt text) and paints it: each figure's box in a screenshot is inked, its data in
+/// colour.
+fn assert_drawn(page: &str, dir: &Path, figures: usize) {
+    assert_eq!(page.matches("<figure ").count(), figures);
+    assert_eq!(page.matches(" role=\"img\" aria-label=\"").count(), figures);
+    let (mut placed, height) = measure(page, dir);
     let control = placed.pop().unwrap();
     assert_eq!(control.id, "control");
-    assert_eq!(placed.len(), FIGURES, "{placed:?}");
+    assert_eq!(placed.len(), figures, "{placed:?}");
     for p in &placed {
         assert!(p.w >= 300 && p.h >= 150, "{p:?}");
         assert!(p.shapes >= 10 && p.text >= 10, "{p:?}");
     }
-    // ... and paints it: each figure's box in the screenshot is inked, its data in colour.
-    let shot = dir.path().join("shot.png");
+    let shot = dir.join("shot.png");
     headless(
         &[
             &format!("--screenshot={}", shot.display()),
             &format!("--window-size={WIDTH},{height}"),
         ],
-        &dir.path().join("harness.html"),
+        &dir.join("harness.html"),
     );
     let png = decode(&shot);
     assert!(png.1 >= height.min(16384) - 1, "{}x{}", png.0, png.1);
@@ -298,6 +275,44 @@ fn a_real_store_renders_as_one_offline_page_whose_figures_chromium_draws() {
         share > 0.003 && coloured < 50,
         "{control:?}: {share} {coloured}"
     );
+}
+
+#[test]
+fn a_real_store_renders_as_one_offline_page_whose_figures_chromium_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fill_store(dir.path());
+    let out = dir.path().join("report.html");
+    let (stdout, stderr) = run_ok(&["report", "--db", &db, "--out", out.to_str().unwrap()]);
+    assert_eq!(stdout.trim(), out.to_str().unwrap());
+    assert!(
+        stderr.contains("1 co-execution studies, 1 learning evaluations")
+            && stderr.contains(&format!("{FIGURES} figures")),
+        "{stderr}"
+    );
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert_offline(&page);
+
+    // Every section has its content: Tables 1-2 for the tuned and collected kernels, the
+    // tuning campaigns, the co-execution's Table 3 under both residue rules, the learning table.
+    for text in [
+        "bounded (Table 1)",
+        "pruned (Table 2)",
+        "<td>conv1d</td>",
+        "<td>gaussian-1 32x32</td>",
+        "gaussian-1 32x32 @ 0",
+        "conv1d MASK=625 N=65536 on device",
+        "matmul N=128: across devices",
+        "Table 3",
+        "residue rule <code>finish</code>",
+        "Under the <code>paper</code> residue rule",
+        "matmul N=128 on 0:0/2",
+        "cv10 (tree) on stencils-h100-xeon.csv.gz",
+        "<td>tree</td><td>nearest</td>",
+    ] {
+        assert!(page.contains(text), "the page lacks `{text}`");
+    }
+    assert!(!page.contains("class=\"missing\""), "a section is empty");
+    assert_drawn(&page, dir.path(), FIGURES);
 
     // Markdown: the same figures as PNG files beside it.
     let md = dir.path().join("md").join("report.md");
@@ -369,6 +384,91 @@ fn a_missing_store_a_foreign_file_and_an_unwritable_output_are_refused() {
         out.to_str().unwrap(),
     ]);
     let page = std::fs::read_to_string(&out).unwrap();
-    assert_eq!(page.matches("class=\"missing\"").count(), 4);
+    assert_eq!(page.matches("class=\"missing\"").count(), 5);
     assert!(!page.contains("<figure"));
+}
+
+const TRANSPOSE_CL: &str = "// out = transpose(in), N x N floats. Defines: N, WG_X, WG_Y.
+__kernel void transpose(__global const float *in, __global float *out)
+{
+    const int x = get_global_id(0);
+    const int y = get_global_id(1);
+    out[x * N + y] = in[y * N + x];
+}
+";
+
+/// A kernel of two parameters, 5 x 5 configurations.
+const TRANSPOSE: &str = r#"
+[kernel]
+name = "transpose"
+source = "transpose.cl"
+[constants]
+N = 256
+[params]
+WG_X = [1, 2, 4, 8, 16]
+WG_Y = [1, 2, 4, 8, 16]
+[launch]
+global = ["N", "N"]
+local = ["WG_X", "WG_Y"]
+[[args]]
+name = "in"
+kind = "buffer"
+type = "float"
+len = "N * N"
+init = "random"
+access = "read"
+[[args]]
+name = "out"
+kind = "buffer"
+type = "float"
+len = "N * N"
+access = "write"
+[verify]
+outputs = ["out"]
+reference = { config = { WG_X = 1, WG_Y = 1 } }
+[measure]
+warmup = 0
+runs = 3
+best_of = 2
+"#;
+
+#[test]
+fn a_tuning_only_store_shows_each_campaign_and_the_devices_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("transpose.cl"), TRANSPOSE_CL).unwrap();
+    let spec = write(dir.path(), "transpose.toml", TRANSPOSE);
+    let db = dir.path().join("t.db");
+    let db = db.to_str().unwrap();
+    run_ok(&[
+        "tune",
+        &spec,
+        "--device",
+        "0:0/2,0:1/2",
+        "--db",
+        db,
+        "--json",
+    ]);
+    let out = dir.path().join("report.html");
+    let (_, stderr) = run_ok(&["report", "--db", db, "--out", out.to_str().unwrap()]);
+    // Per half of the CPU: convergence, measured times, effects, the WG_X x WG_Y heatmap; then
+    // the comparison of the two.
+    let figures = 2 * 4 + 1;
+    assert!(stderr.contains(&format!("{figures} figures")), "{stderr}");
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert_offline(&page);
+    assert!(page.len() < 2_000_000, "{} bytes", page.len());
+    for text in [
+        "transpose N=256 on device 1: convergence",
+        "transpose N=256 on device 2: WG_X x WG_Y",
+        "transpose N=256: across devices",
+        "<th>parameter</th><th>value</th><th>evaluated</th><th>measured</th>",
+        "<th>on device 2</th>",
+        "25 configurations evaluated: measured 25.",
+        "aria-label=\"Convergence of transpose N=256 on device 1: the best time fell",
+    ] {
+        assert!(page.contains(text), "the page lacks `{text}`");
+    }
+    // Nothing but tuning: the other sections say what to run, the tuning section does not.
+    assert_eq!(page.matches("class=\"missing\"").count(), 3);
+    assert_drawn(&page, dir.path(), figures);
 }

@@ -89,7 +89,8 @@ fn matmul_and_conv1d_co_execute_on_the_two_halves_of_the_cpu() {
         );
         let text = String::from_utf8_lossy(&out.stdout);
         for want in [
-            "plan (Table 3)",
+            "plan (Table 3), residue rule `finish`",
+            "paper rule (not run): sizes ",
             "theoretical",
             "efficiency",
             "balance",
