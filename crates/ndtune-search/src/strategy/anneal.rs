@@ -60,7 +60,11 @@ impl Strategy for Anneal {
                     .collect();
                 let chosen = fresh.choose(&mut rng).copied();
                 // The chosen neighbour first, the others after it: the walk may go there next.
-                session.upcoming(chosen.into_iter().chain(fresh.iter().copied().filter(|&n| Some(n) != chosen)));
+                session.upcoming(
+                    chosen
+                        .into_iter()
+                        .chain(fresh.iter().copied().filter(|&n| Some(n) != chosen)),
+                );
                 chosen
             });
             match (current, next) {
