@@ -186,7 +186,15 @@ pub(crate) fn open(url: &str, steps: &[&str]) -> Result<(Postgres, u32), StoreEr
     let supported = steps.len() as u32;
     let version = match contents(&mut pg)? {
         Contents::Store(v) if v == supported => v,
-        _ => bring_up_to_date(&mut pg, steps)?,
+        Contents::Store(v) if v > supported => {
+            return Err(StoreError::NewerSchema {
+                path: pg.shown.clone(),
+                found: v,
+                supported,
+            })
+        }
+        Contents::NotAStore(reason) => return Err(not_a_store(&pg, reason)),
+        Contents::Empty | Contents::Store(_) => bring_up_to_date(&mut pg, steps)?,
     };
     Ok((pg, version))
 }
@@ -230,7 +238,7 @@ fn bring_up_to_date(pg: &mut Postgres, steps: &[&str]) -> Result<u32, StoreError
 /// Inside the migrating transaction: returns the version the database is at afterwards (a
 /// version above `steps.len()` is returned untouched for the caller to refuse).
 fn migrate_locked(pg: &mut Postgres, steps: &[&str]) -> Result<u32, StoreError> {
-    pg.query(
+    pg.execute(
         "SELECT pg_advisory_xact_lock(?1)",
         &[i64::from(APPLICATION_ID).into()],
     )?;
