@@ -94,7 +94,10 @@ fn concurrent_workers_claim_every_configuration_exactly_once() {
         configs.sort();
         let mut expected: Vec<&Config> = order.iter().collect();
         expected.sort();
-        assert_eq!(configs, expected, "{location}: each configuration claimed once");
+        assert_eq!(
+            configs, expected,
+            "{location}: each configuration claimed once"
+        );
 
         let store = Store::open(location).unwrap();
         assert_eq!(stored(&store).len(), n as usize);
@@ -115,7 +118,9 @@ fn concurrent_workers_claim_every_configuration_exactly_once() {
         }
         assert_eq!(store.campaigns().unwrap(), vec![group()]);
         assert_eq!(
-            store.claim(&group(), "late", &order, Duration::from_secs(1)).unwrap(),
+            store
+                .claim(&group(), "late", &order, Duration::from_secs(1))
+                .unwrap(),
             None
         );
     });
@@ -131,10 +136,19 @@ fn expired_leases_are_taken_over_and_heartbeats_keep_them() {
         // A result stored without claims (a single-process tune) is never claimed.
         a.insert(&record(&order[3])).unwrap();
 
-        assert_eq!(a.claim(&group(), "a", &order, short).unwrap().as_ref(), Some(&order[0]));
-        assert_eq!(b.claim(&group(), "b", &order, long).unwrap().as_ref(), Some(&order[1]));
+        assert_eq!(
+            a.claim(&group(), "a", &order, short).unwrap().as_ref(),
+            Some(&order[0])
+        );
+        assert_eq!(
+            b.claim(&group(), "b", &order, long).unwrap().as_ref(),
+            Some(&order[1])
+        );
         // A asking again gets back what it holds.
-        assert_eq!(a.claim(&group(), "a", &order, short).unwrap().as_ref(), Some(&order[0]));
+        assert_eq!(
+            a.claim(&group(), "a", &order, short).unwrap().as_ref(),
+            Some(&order[0])
+        );
         std::thread::sleep(Duration::from_millis(400));
         let status = b.campaign_status(&group()).unwrap();
         let expired: Vec<(&str, u64)> = status
@@ -145,7 +159,10 @@ fn expired_leases_are_taken_over_and_heartbeats_keep_them() {
         assert_eq!(expired, [("a", 1), ("b", 0)], "{location}");
 
         // B takes A's expired claim over.
-        assert_eq!(b.claim(&group(), "b", &order, long).unwrap().as_ref(), Some(&order[0]));
+        assert_eq!(
+            b.claim(&group(), "b", &order, long).unwrap().as_ref(),
+            Some(&order[0])
+        );
         // A finishes late: its result is kept, but the claim is B's now.
         assert!(!a.complete("a", &record(&order[0])).unwrap());
         assert!(b.complete("b", &record(&order[0])).unwrap());
@@ -159,7 +176,10 @@ fn expired_leases_are_taken_over_and_heartbeats_keep_them() {
         assert!(b.complete("b", &record(&order[1])).unwrap());
 
         // A heartbeat moves A's deadline on: B cannot take its claim.
-        assert_eq!(a.claim(&group(), "a", &order, short).unwrap().as_ref(), Some(&order[2]));
+        assert_eq!(
+            a.claim(&group(), "a", &order, short).unwrap().as_ref(),
+            Some(&order[2])
+        );
         for _ in 0..3 {
             std::thread::sleep(Duration::from_millis(150));
             a.heartbeat("a").unwrap();
@@ -168,7 +188,10 @@ fn expired_leases_are_taken_over_and_heartbeats_keep_them() {
         // Released, it is B's at once.
         assert!(a.release(&group(), "a", &order[2]).unwrap());
         assert!(!a.release(&group(), "a", &order[2]).unwrap());
-        assert_eq!(b.claim(&group(), "b", &order, long).unwrap().as_ref(), Some(&order[2]));
+        assert_eq!(
+            b.claim(&group(), "b", &order, long).unwrap().as_ref(),
+            Some(&order[2])
+        );
     });
 }
 
@@ -179,10 +202,16 @@ fn work_until_killed(location: &str) {
     let order = candidates(40);
     let lease = Duration::from_millis(800);
     for _ in 0..KILLED_DONE {
-        let c = store.claim(&group(), "doomed", &order, lease).unwrap().unwrap();
+        let c = store
+            .claim(&group(), "doomed", &order, lease)
+            .unwrap()
+            .unwrap();
         assert!(store.complete("doomed", &record(&c)).unwrap());
     }
-    let held = store.claim(&group(), "doomed", &order, lease).unwrap().unwrap();
+    let held = store
+        .claim(&group(), "doomed", &order, lease)
+        .unwrap()
+        .unwrap();
     println!("holding {}", ndtune_core::config_key(&held));
     std::thread::sleep(Duration::from_secs(60));
 }
@@ -196,7 +225,11 @@ fn a_killed_worker_loses_only_its_claim() {
     on_both_backends("killed_worker", |location| {
         drop(Store::open(location).unwrap());
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["a_killed_worker_loses_only_its_claim", "--exact", "--nocapture"])
+            .args([
+                "a_killed_worker_loses_only_its_claim",
+                "--exact",
+                "--nocapture",
+            ])
             .env(WORKER, location)
             .stdout(Stdio::piped())
             .spawn()
@@ -236,9 +269,17 @@ fn a_killed_worker_loses_only_its_claim() {
         assert!(taken.iter().any(|c| ndtune_core::config_key(c) == held));
 
         let store = Store::open(location).unwrap();
-        assert_eq!(stored(&store).len(), order.len(), "{location}: nothing lost");
+        assert_eq!(
+            stored(&store).len(),
+            order.len(),
+            "{location}: nothing lost"
+        );
         let status = store.campaign_status(&group()).unwrap();
-        let doomed = status.workers.iter().find(|w| w.worker == "doomed").unwrap();
+        let doomed = status
+            .workers
+            .iter()
+            .find(|w| w.worker == "doomed")
+            .unwrap();
         assert_eq!((doomed.done, doomed.claimed, doomed.expired), (3, 0, 1));
         let done: u64 = status.workers.iter().map(|w| w.done).sum();
         assert_eq!(done, order.len() as u64, "{location}: none evaluated twice");

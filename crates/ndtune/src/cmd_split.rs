@@ -62,7 +62,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             progress.println(format!(
                 "{label}: no measured configuration of `{}` in {}: tuning first",
                 spec.kernel.name,
-                args.campaign.db.display()
+                store.path().display()
             ))?;
             let tune = TuneArgs {
                 spec: Some(spec_path.clone()),
