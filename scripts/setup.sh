@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what ndtune needs on Debian/Ubuntu, only where missing: an OpenCL CPU device (PoCL) and
 # the libOpenCL loader, clang (LLVM IR features), MiniZinc with Gecode (the seed's solver),
-# Chromium (headless, to check the figures of `ndtune report` in tests).
+# Chromium (headless, to check the figures of `ndtune report` in tests), the PostgreSQL server
+# (tests start their own, see ndtune_store::testing; nothing is configured system-wide).
 # Sourced by scripts/main.sh and scripts/test.sh; uses sudo when not root.
 set -euo pipefail
 
-packages=(pocl-opencl-icd ocl-icd-opencl-dev clinfo clang minizinc chromium gcc libc6-dev make)
+packages=(pocl-opencl-icd ocl-icd-opencl-dev clinfo clang minizinc chromium gcc libc6-dev make postgresql)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -25,7 +25,10 @@ struct Identity<'a> {
 /// driver_version, platform_name, compute_units, max_work_group_size, max_work_item_sizes,
 /// local_mem_size. Fields that may vary between runs of the same device are not part of it:
 /// the clock, the extensions, and the global memory size, which PoCL derives from the memory
-/// free when it starts.
+/// free when it starts. Nor is anything that tells identical devices apart (the profile holds
+/// no PCI bus id, UUID or device index): the four GPUs of one model in a node, or the same GPU
+/// in several machines with the same driver, share one fingerprint, so workers on them pool
+/// their claims and results, while devices of another kind keep their own.
 pub fn fingerprint(profile: &DeviceProfile) -> String {
     let identity = Identity {
         name: &profile.name,
@@ -73,6 +76,8 @@ mod tests {
         assert_eq!(fingerprint(&clocked), fp);
         let mut other = p;
         other.compute_units += 1;
+        assert_ne!(fingerprint(&other), fp);
+        other.driver_version.push_str(".1");
         assert_ne!(fingerprint(&other), fp);
     }
 

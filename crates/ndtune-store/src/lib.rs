@@ -1,13 +1,18 @@
-//! ndtune's results store: an SQLite file holding one record per evaluated configuration.
+//! ndtune's results store: one record per evaluated configuration, in an SQLite file (the
+//! zero-setup default) or a PostgreSQL database (several machines sharing one campaign).
 //!
 //! This crate owns:
-//! - the store file ([`Store`]): its schema, the migrations between schema versions
-//!   ([`SCHEMA_VERSION`]), the refusal of files that are not ndtune stores, and durable
-//!   writes (WAL journal, `synchronous=FULL`, one transaction per record, so a campaign killed
-//!   at any moment loses nothing it committed);
+//! - the store ([`Store`], opened from a path or a `postgres://` URL, [`Location`]): its
+//!   schema, the same on both backends, the migrations between schema versions
+//!   ([`SCHEMA_VERSION`]), the refusal of files and databases that are not ndtune stores, and
+//!   durable writes (SQLite: WAL journal, `synchronous=FULL`; one transaction per record, so a
+//!   campaign killed at any moment loses nothing it committed);
+//! - claims, by which workers share one campaign ([`Store::claim`], [`Store::complete`],
+//!   [`Store::heartbeat`], [`Store::release`], [`Store::campaign_status`]);
 //! - the identities it keys records by: [`fingerprint`] of a device profile, [`source_hash`]
 //!   of a kernel source;
-//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results).
+//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results);
+//! - with the `testing` feature, [`testing::PgServer`]: a throwaway PostgreSQL server for tests.
 //!
 //! It stores the vocabulary of `ndtune-core` ([`Config`], [`Outcome`]) and `ndtune-device`
 //! ([`DeviceProfile`]) as they serialise; it never touches OpenCL, never measures anything and
@@ -38,15 +43,24 @@
 //! assert_eq!(store.get(&key).unwrap(), Some(record));
 //! ```
 
+mod backend;
+mod claims;
 mod error;
 mod identity;
 pub mod kt;
+mod location;
 mod open;
+mod pg;
 mod schema;
+mod sqlite;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
+pub use claims::{CampaignStatus, WorkerStatus};
 pub use error::StoreError;
 pub use identity::{fingerprint, source_hash};
+pub use location::Location;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use store::Store;
 
@@ -107,7 +121,7 @@ pub struct Record {
 }
 
 /// One campaign's worth of records: a kernel source with its constants on one device.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Group {
     pub device: String,
     pub kernel: String,

@@ -1,5 +1,6 @@
-//! The store's schema: its DDL, the migrations between versions, and how a database is told
-//! apart as empty, an ndtune store, or something else.
+//! The store's schema: its DDL for SQLite ([`MIGRATIONS`]) and PostgreSQL ([`PG_MIGRATIONS`]),
+//! one step per version in both, and how an SQLite database is told apart as empty, an ndtune
+//! store, or something else (PostgreSQL's is in [`crate::pg`]).
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -9,9 +10,19 @@ pub const APPLICATION_ID: i32 = 0x6E64_7475;
 /// The schema version this ndtune writes (the number of migration steps it knows).
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-/// The migration steps, in order: step `i` takes a store from version `i` to `i + 1`. Each runs
-/// inside the transaction that also records the new version. Never edit a released step; add one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+/// The SQLite migration steps, in order: step `i` takes a store from version `i` to `i + 1`.
+/// Each runs inside the transaction that also records the new version. Never edit a released
+/// step; add one.
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+
+/// The PostgreSQL migration steps: the same tables, columns and indexes as [`MIGRATIONS`], step
+/// for step, in PostgreSQL's types. Text compares byte by byte (`COLLATE "C"`), as in SQLite,
+/// so both order rows alike.
+pub(crate) const PG_MIGRATIONS: &[&str] = &[PG_V1, PG_V2, PG_V3, PG_V4];
+
+/// Records a meta value (both databases).
+pub(crate) const UPSERT_META: &str = "INSERT INTO meta (key, value) VALUES (?1, ?2)
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
 /// Version 1: devices, results, and the meta table that marks the file as an ndtune store.
 pub(crate) const V1: &str = "
@@ -78,6 +89,141 @@ CREATE TABLE observations (
 ) STRICT;
 CREATE INDEX observations_scenario ON observations (scenario);
 ";
+
+/// Version 4: claims, how workers that share a campaign split it. A claim reserves one
+/// configuration of a group for one worker until its deadline (moved on by the worker's
+/// heartbeats); once the result is in, the claim stays, done, as the record of who evaluated
+/// it. Lapses record claims that expired and were taken over by another worker; workers their
+/// heartbeats.
+pub(crate) const V4: &str = "
+CREATE TABLE claims (
+    device      TEXT NOT NULL,              -- device fingerprint
+    kernel      TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    constants   TEXT NOT NULL,              -- JSON object, keys sorted
+    config      TEXT NOT NULL,              -- ndtune_core::config_key
+    worker      TEXT NOT NULL,              -- who holds (or evaluated) it
+    claimed_at  INTEGER NOT NULL,           -- Unix ms, UTC
+    lease_ms    INTEGER NOT NULL,           -- how far each heartbeat moves the deadline
+    deadline    INTEGER NOT NULL,           -- Unix ms; past it, another worker may take it
+    done_at     INTEGER,                    -- Unix ms; NULL while it is being evaluated
+    PRIMARY KEY (device, kernel, source_hash, constants, config)
+) STRICT;
+CREATE INDEX claims_worker ON claims (worker);
+CREATE TABLE lapses (
+    device      TEXT NOT NULL,
+    kernel      TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    constants   TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    worker      TEXT NOT NULL,              -- whose claim expired
+    taken_by    TEXT NOT NULL,              -- who took it over
+    taken_at    INTEGER NOT NULL            -- Unix ms, UTC
+) STRICT;
+CREATE INDEX lapses_group ON lapses (device, kernel, source_hash, constants);
+CREATE TABLE workers (
+    worker      TEXT PRIMARY KEY,
+    started_at  INTEGER NOT NULL,           -- Unix ms of its first claim or heartbeat
+    heartbeat   INTEGER NOT NULL            -- Unix ms of its last sign of life
+) STRICT;
+";
+
+/// PostgreSQL version 1: see [`V1`].
+pub(crate) const PG_V1: &str = r#"
+CREATE TABLE meta (
+    key   TEXT COLLATE "C" PRIMARY KEY,
+    value TEXT COLLATE "C" NOT NULL
+);
+INSERT INTO meta (key, value) VALUES ('application_id', 'ndtune');
+CREATE TABLE devices (
+    fingerprint TEXT COLLATE "C" PRIMARY KEY,
+    profile     TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE results (
+    id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    device         TEXT COLLATE "C" NOT NULL,
+    kernel         TEXT COLLATE "C" NOT NULL,
+    source_hash    TEXT COLLATE "C" NOT NULL,
+    constants      TEXT COLLATE "C" NOT NULL,
+    config         TEXT COLLATE "C" NOT NULL,
+    outcome_kind   TEXT COLLATE "C" NOT NULL,
+    outcome        TEXT COLLATE "C" NOT NULL,
+    times_ms       TEXT COLLATE "C",
+    score_ms       DOUBLE PRECISION,
+    ndtune_version TEXT COLLATE "C" NOT NULL,
+    started_at     BIGINT NOT NULL,
+    finished_at    BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX results_key ON results (device, kernel, source_hash, constants, config);
+CREATE INDEX results_score ON results (device, kernel, source_hash, constants, score_ms);
+"#;
+
+/// PostgreSQL version 2: see [`V2`].
+pub(crate) const PG_V2: &str = r#"
+CREATE TABLE scenarios (
+    device      TEXT COLLATE "C" NOT NULL,
+    kernel      TEXT COLLATE "C" NOT NULL,
+    source_hash TEXT COLLATE "C" NOT NULL,
+    constants   TEXT COLLATE "C" NOT NULL,
+    info        TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (device, kernel, source_hash, constants)
+);
+"#;
+
+/// PostgreSQL version 3: see [`V3`].
+pub(crate) const PG_V3: &str = r#"
+CREATE TABLE studies (
+    kind       TEXT COLLATE "C" NOT NULL,
+    name       TEXT COLLATE "C" NOT NULL,
+    body       TEXT COLLATE "C" NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (kind, name)
+);
+CREATE TABLE observations (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    scenario    TEXT COLLATE "C" NOT NULL,
+    features    TEXT COLLATE "C" NOT NULL,
+    wc          BIGINT NOT NULL,
+    wr          BIGINT NOT NULL,
+    runtime_ms  DOUBLE PRECISION,
+    received_at BIGINT NOT NULL
+);
+CREATE INDEX observations_scenario ON observations (scenario);
+"#;
+
+/// PostgreSQL version 4: see [`V4`].
+pub(crate) const PG_V4: &str = r#"
+CREATE TABLE claims (
+    device      TEXT COLLATE "C" NOT NULL,
+    kernel      TEXT COLLATE "C" NOT NULL,
+    source_hash TEXT COLLATE "C" NOT NULL,
+    constants   TEXT COLLATE "C" NOT NULL,
+    config      TEXT COLLATE "C" NOT NULL,
+    worker      TEXT COLLATE "C" NOT NULL,
+    claimed_at  BIGINT NOT NULL,
+    lease_ms    BIGINT NOT NULL,
+    deadline    BIGINT NOT NULL,
+    done_at     BIGINT,
+    PRIMARY KEY (device, kernel, source_hash, constants, config)
+);
+CREATE INDEX claims_worker ON claims (worker);
+CREATE TABLE lapses (
+    device      TEXT COLLATE "C" NOT NULL,
+    kernel      TEXT COLLATE "C" NOT NULL,
+    source_hash TEXT COLLATE "C" NOT NULL,
+    constants   TEXT COLLATE "C" NOT NULL,
+    config      TEXT COLLATE "C" NOT NULL,
+    worker      TEXT COLLATE "C" NOT NULL,
+    taken_by    TEXT COLLATE "C" NOT NULL,
+    taken_at    BIGINT NOT NULL
+);
+CREATE INDEX lapses_group ON lapses (device, kernel, source_hash, constants);
+CREATE TABLE workers (
+    worker      TEXT COLLATE "C" PRIMARY KEY,
+    started_at  BIGINT NOT NULL,
+    heartbeat   BIGINT NOT NULL
+);
+"#;
 
 /// What a database holds, as far as ndtune is concerned.
 #[derive(Debug, PartialEq)]
@@ -146,11 +292,7 @@ pub(crate) fn migrate(conn: &Connection, from: u32, steps: &[&str]) -> rusqlite:
         ("schema_version", to.to_string()),
         ("ndtune_version", crate::NDTUNE_VERSION.to_string()),
     ] {
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )?;
+        conn.execute(UPSERT_META, (key, value))?;
     }
     Ok(to)
 }

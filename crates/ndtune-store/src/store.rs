@@ -1,43 +1,104 @@
-//! [`Store`]: reading and writing records and device profiles.
+//! [`Store`]: reading and writing records, device profiles, scenarios, studies and
+//! observations, on either backend. Every statement is written once here; a [`Backend`] runs it.
 
-use crate::error::{At, StoreError};
-use crate::{fingerprint, Group, Observation, Record, ResultKey, Study, UnixMs};
+use crate::backend::{Backend, Row, Value};
+use crate::location::Location;
+use crate::{fingerprint, Group, Observation, Record, ResultKey, Study};
 use ndtune_core::{config_key, Config, Outcome, OutcomeKind};
 use ndtune_device::DeviceProfile;
-use rusqlite::{Connection, OptionalExtension, Row};
 use serde::de::DeserializeOwned;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// An open results store. Every write is its own committed transaction.
+use crate::StoreError;
+
+/// An open results store: an SQLite file or a PostgreSQL database. Every write is its own
+/// committed transaction.
 pub struct Store {
-    conn: Connection,
+    db: RefCell<Box<dyn Backend>>,
+    /// The location as shown: the file, or the URL without its password.
     path: PathBuf,
     version: u32,
+    /// Configurations known to have a result, by group and config key: claims skip them
+    /// without asking the database (results are never removed).
+    pub(crate) done: RefCell<HashSet<(Group, String)>>,
 }
 
-/// The columns a [`Record`] is read from, in [`StoredRow`]'s order.
+/// The columns a [`Record`] is read from, in [`Store::record`]'s order.
 const RECORD_COLUMNS: &str = "device, kernel, source_hash, constants, config, outcome_kind, \
                               outcome, ndtune_version, started_at, finished_at";
 
+/// The condition that selects one group's rows, its values as `?1`..`?4` ([`group_params`]).
+pub(crate) const GROUP_IS: &str =
+    "device = ?1 AND kernel = ?2 AND source_hash = ?3 AND constants = ?4";
+
+/// The condition that selects one configuration's rows, its values as `?1`..`?5`
+/// ([`key_params`]).
+pub(crate) const KEY_IS: &str =
+    "device = ?1 AND kernel = ?2 AND source_hash = ?3 AND constants = ?4 AND config = ?5";
+
+pub(crate) fn group_params(group: &Group) -> Vec<Value> {
+    vec![
+        (&group.device).into(),
+        (&group.kernel).into(),
+        (&group.source_hash).into(),
+        to_json(&group.constants).into(),
+    ]
+}
+
+pub(crate) fn key_params(group: &Group, config: &Config) -> Vec<Value> {
+    let mut params = group_params(group);
+    params.push(config_key(config).into());
+    params
+}
+
 impl Store {
-    /// Opens the store at `path`, creating it if the file is missing or empty (its directory
-    /// must exist) and migrating it if it has an older schema. A file that is not an ndtune
-    /// store, or has a newer schema, is refused and left untouched. An existing store is first
-    /// checked read-only with SQLite's `quick_check`, which reads the whole file once.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Self::open_with(path, crate::schema::MIGRATIONS)
+    /// Opens the store at `location`: a path to an SQLite file, or a `postgres://` /
+    /// `postgresql://` URL of a PostgreSQL database (`postgres://user:password@host:port/db`).
+    ///
+    /// A file is created if it is missing or empty (its directory must exist); a database is
+    /// set up if it is empty; either is migrated if it has an older schema. A file or database
+    /// that is not an ndtune store (a database of another program), or has a newer schema, is
+    /// refused and left untouched, as is everything when the server cannot be reached or
+    /// refuses the credentials; the error names the location, a URL's password hidden. An
+    /// existing file is first checked read-only with SQLite's `quick_check`, which reads the
+    /// whole file once.
+    pub fn open(location: impl AsRef<OsStr>) -> Result<Store, StoreError> {
+        match Location::parse(location.as_ref()) {
+            Location::File(path) => Self::open_with(&path, crate::schema::MIGRATIONS),
+            Location::Postgres(url) => {
+                let (pg, version) = crate::pg::open(&url, crate::schema::PG_MIGRATIONS)?;
+                Ok(Self::new(
+                    Box::new(pg),
+                    PathBuf::from(crate::location::redact(&url)),
+                    version,
+                ))
+            }
+        }
     }
 
     pub(crate) fn open_with(path: &Path, steps: &[&str]) -> Result<Store, StoreError> {
         let (conn, version) = crate::open::open(path, steps)?;
-        Ok(Store {
+        let sqlite = crate::sqlite::Sqlite {
             conn,
             path: path.to_path_buf(),
-            version,
-        })
+        };
+        Ok(Self::new(Box::new(sqlite), path.to_path_buf(), version))
     }
 
+    fn new(db: Box<dyn Backend>, path: PathBuf, version: u32) -> Store {
+        Store {
+            db: RefCell::new(db),
+            path,
+            version,
+            done: RefCell::new(HashSet::new()),
+        }
+    }
+
+    /// Where the store is, as shown to people: the file's path, or for PostgreSQL the URL with
+    /// its password hidden.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -47,45 +108,74 @@ impl Store {
         self.version
     }
 
+    pub(crate) fn execute(&self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
+        self.db.borrow_mut().execute(sql, params)
+    }
+
+    pub(crate) fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
+        self.db.borrow_mut().query(sql, params)
+    }
+
+    /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    pub(crate) fn transaction<T>(
+        &self,
+        body: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.db.borrow_mut().begin()?;
+        match body(self) {
+            Ok(value) => {
+                self.db.borrow_mut().commit()?;
+                Ok(value)
+            }
+            Err(e) => {
+                // The body's error says what went wrong; a failed rollback adds nothing.
+                let _ = self.db.borrow_mut().rollback();
+                Err(e)
+            }
+        }
+    }
+
+    /// What a `SELECT` appends to lock the rows it reads (see [`Backend::lock_rows`]).
+    pub(crate) fn lock_rows(&self) -> &'static str {
+        self.db.borrow().lock_rows()
+    }
+
     /// Records a device profile (replacing the one of the same fingerprint); returns its
     /// [`fingerprint`].
     pub fn put_device(&self, profile: &DeviceProfile) -> Result<String, StoreError> {
         let fp = fingerprint(profile);
         let json = serde_json::to_string(profile).expect("a profile serialises");
-        self.conn
-            .prepare_cached(
-                "INSERT INTO devices (fingerprint, profile) VALUES (?1, ?2)
-                 ON CONFLICT (fingerprint) DO UPDATE SET profile = excluded.profile",
-            )
-            .and_then(|mut s| s.execute((&fp, &json)))
-            .at(&self.path)?;
+        self.execute(
+            "INSERT INTO devices (fingerprint, profile) VALUES (?1, ?2)
+             ON CONFLICT (fingerprint) DO UPDATE SET profile = excluded.profile",
+            &[(&fp).into(), json.into()],
+        )?;
         Ok(fp)
     }
 
     /// The profile recorded under `fingerprint`, if any.
     pub fn device(&self, fingerprint: &str) -> Result<Option<DeviceProfile>, StoreError> {
-        let json: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT profile FROM devices WHERE fingerprint = ?1",
-                [fingerprint],
-                |r| r.get(0),
-            )
-            .optional()
-            .at(&self.path)?;
-        json.map(|j| self.parse(&j, "device profile")).transpose()
+        let rows = self.query(
+            "SELECT profile FROM devices WHERE fingerprint = ?1",
+            &[fingerprint.into()],
+        )?;
+        rows.first()
+            .map(|r| self.parse(&self.cell(r.text(0))?, "device profile"))
+            .transpose()
     }
 
     /// Every recorded device, by fingerprint.
     pub fn devices(&self) -> Result<Vec<(String, DeviceProfile)>, StoreError> {
-        let rows: Vec<(String, String)> = self
-            .conn
-            .prepare_cached("SELECT fingerprint, profile FROM devices ORDER BY fingerprint")
-            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-            .at(&self.path)?;
-        rows.into_iter()
-            .map(|(fp, json)| Ok((fp, self.parse(&json, "device profile")?)))
-            .collect()
+        self.query(
+            "SELECT fingerprint, profile FROM devices ORDER BY fingerprint",
+            &[],
+        )?
+        .iter()
+        .map(|r| {
+            let profile = self.parse(&self.cell(r.text(1))?, "device profile")?;
+            Ok((self.cell(r.text(0))?, profile))
+        })
+        .collect()
     }
 
     /// Records how one configuration ended, replacing any earlier record of the same key.
@@ -96,62 +186,36 @@ impl Store {
             Outcome::Measured(t) => (Some(to_json(&t.times_ms)), Some(t.score_ms())),
             _ => (None, None),
         };
-        self.conn
-            .prepare_cached(
-                "INSERT INTO results (device, kernel, source_hash, constants, config,
-                     outcome_kind, outcome, times_ms, score_ms, ndtune_version,
-                     started_at, finished_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-                 ON CONFLICT (device, kernel, source_hash, constants, config) DO UPDATE SET
-                     outcome_kind = excluded.outcome_kind, outcome = excluded.outcome,
-                     times_ms = excluded.times_ms, score_ms = excluded.score_ms,
-                     ndtune_version = excluded.ndtune_version,
-                     started_at = excluded.started_at, finished_at = excluded.finished_at",
-            )
-            .and_then(|mut s| {
-                s.execute(rusqlite::params![
-                    k.device,
-                    k.kernel,
-                    k.source_hash,
-                    to_json(&k.constants),
-                    config_key(&k.config),
-                    record.outcome.kind().as_str(),
-                    to_json(&record.outcome),
-                    times,
-                    score,
-                    record.ndtune_version,
-                    record.started_at,
-                    record.finished_at,
-                ])
-            })
-            .at(&self.path)?;
+        let mut params = key_params(&k.group(), &k.config);
+        params.extend([
+            record.outcome.kind().as_str().into(),
+            to_json(&record.outcome).into(),
+            times.into(),
+            score.into(),
+            (&record.ndtune_version).into(),
+            record.started_at.into(),
+            record.finished_at.into(),
+        ]);
+        self.execute(
+            "INSERT INTO results (device, kernel, source_hash, constants, config,
+                 outcome_kind, outcome, times_ms, score_ms, ndtune_version,
+                 started_at, finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT (device, kernel, source_hash, constants, config) DO UPDATE SET
+                 outcome_kind = excluded.outcome_kind, outcome = excluded.outcome,
+                 times_ms = excluded.times_ms, score_ms = excluded.score_ms,
+                 ndtune_version = excluded.ndtune_version,
+                 started_at = excluded.started_at, finished_at = excluded.finished_at",
+            &params,
+        )?;
         Ok(())
     }
 
     /// The record of `key`, if any.
     pub fn get(&self, key: &ResultKey) -> Result<Option<Record>, StoreError> {
-        let sql = format!(
-            "SELECT {RECORD_COLUMNS} FROM results WHERE device = ?1 AND kernel = ?2
-             AND source_hash = ?3 AND constants = ?4 AND config = ?5"
-        );
-        let row = self
-            .conn
-            .prepare_cached(&sql)
-            .and_then(|mut s| {
-                s.query_row(
-                    (
-                        &key.device,
-                        &key.kernel,
-                        &key.source_hash,
-                        to_json(&key.constants),
-                        config_key(&key.config),
-                    ),
-                    StoredRow::read,
-                )
-                .optional()
-            })
-            .at(&self.path)?;
-        row.map(|r| self.record(r)).transpose()
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM results WHERE {KEY_IS}");
+        let rows = self.query(&sql, &key_params(&key.group(), &key.config))?;
+        rows.first().map(|r| self.record(r)).transpose()
     }
 
     /// Every record of one (device, kernel, source hash, constants), in the order first
@@ -163,116 +227,85 @@ impl Store {
         source_hash: &str,
         constants: &BTreeMap<String, i64>,
     ) -> Result<Vec<Record>, StoreError> {
-        let sql = format!(
-            "SELECT {RECORD_COLUMNS} FROM results WHERE device = ?1 AND kernel = ?2
-             AND source_hash = ?3 AND constants = ?4 ORDER BY id"
-        );
-        let rows: Vec<StoredRow> = self
-            .conn
-            .prepare_cached(&sql)
-            .and_then(|mut s| {
-                s.query_map(
-                    (device, kernel, source_hash, to_json(constants)),
-                    StoredRow::read,
-                )?
-                .collect()
-            })
-            .at(&self.path)?;
-        rows.into_iter().map(|r| self.record(r)).collect()
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM results WHERE {GROUP_IS} ORDER BY id");
+        let params = [
+            device.into(),
+            kernel.into(),
+            source_hash.into(),
+            to_json(constants).into(),
+        ];
+        self.query(&sql, &params)?
+            .iter()
+            .map(|r| self.record(r))
+            .collect()
     }
 
     /// Records what a campaign knows of a group (replacing what was recorded).
     pub fn put_scenario(&self, group: &Group, info: &serde_json::Value) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO scenarios (device, kernel, source_hash, constants, info)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (device, kernel, source_hash, constants) DO UPDATE SET
-                     info = excluded.info",
-            )
-            .and_then(|mut s| {
-                s.execute((
-                    &group.device,
-                    &group.kernel,
-                    &group.source_hash,
-                    to_json(&group.constants),
-                    info.to_string(),
-                ))
-            })
-            .at(&self.path)?;
+        let mut params = group_params(group);
+        params.push(info.to_string().into());
+        self.execute(
+            "INSERT INTO scenarios (device, kernel, source_hash, constants, info)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (device, kernel, source_hash, constants) DO UPDATE SET
+                 info = excluded.info",
+            &params,
+        )?;
         Ok(())
     }
 
     /// Every recorded scenario with its info, in the order of its key.
     pub fn scenarios(&self) -> Result<Vec<(Group, serde_json::Value)>, StoreError> {
-        let rows: Vec<[String; 5]> = self
-            .conn
-            .prepare_cached(
-                "SELECT device, kernel, source_hash, constants, info FROM scenarios
-                 ORDER BY device, kernel, source_hash, constants",
-            )
-            .and_then(|mut s| {
-                s.query_map([], |r| {
-                    Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])
-                })?
-                .collect()
-            })
-            .at(&self.path)?;
-        rows.into_iter()
-            .map(|[device, kernel, source_hash, constants, info]| {
-                Ok((
-                    Group {
-                        device,
-                        kernel,
-                        source_hash,
-                        constants: self.parse(&constants, "scenario constants")?,
-                    },
-                    self.parse(&info, "scenario info")?,
-                ))
-            })
-            .collect()
+        self.query(
+            "SELECT device, kernel, source_hash, constants, info FROM scenarios
+             ORDER BY device, kernel, source_hash, constants",
+            &[],
+        )?
+        .iter()
+        .map(|r| {
+            let info = self.parse(&self.cell(r.text(4))?, "scenario info")?;
+            Ok((self.group(r)?, info))
+        })
+        .collect()
     }
 
     /// Records a study (replacing the one of the same kind and name).
     pub fn put_study(&self, study: &Study) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO studies (kind, name, body, created_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (kind, name) DO UPDATE SET
-                     body = excluded.body, created_at = excluded.created_at",
-            )
-            .and_then(|mut s| {
-                s.execute((
-                    &study.kind,
-                    &study.name,
-                    study.body.to_string(),
-                    study.created_at,
-                ))
-            })
-            .at(&self.path)?;
+        self.execute(
+            "INSERT INTO studies (kind, name, body, created_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (kind, name) DO UPDATE SET
+                 body = excluded.body, created_at = excluded.created_at",
+            &[
+                (&study.kind).into(),
+                (&study.name).into(),
+                study.body.to_string().into(),
+                study.created_at.into(),
+            ],
+        )?;
         Ok(())
     }
 
     /// Every study of `kind` (every study where `None`), by kind then name.
     pub fn studies(&self, kind: Option<&str>) -> Result<Vec<Study>, StoreError> {
-        let rows: Vec<(String, String, String, UnixMs)> = self
-            .conn
-            .prepare_cached(
-                "SELECT kind, name, body, created_at FROM studies
-                 WHERE ?1 IS NULL OR kind = ?1 ORDER BY kind, name",
-            )
-            .and_then(|mut s| {
-                s.query_map([kind], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                    .collect()
-            })
-            .at(&self.path)?;
-        rows.into_iter()
-            .map(|(kind, name, body, created_at)| {
+        let (sql, params): (&str, Vec<Value>) = match kind {
+            Some(kind) => (
+                "SELECT kind, name, body, created_at FROM studies WHERE kind = ?1
+                 ORDER BY kind, name",
+                vec![kind.into()],
+            ),
+            None => (
+                "SELECT kind, name, body, created_at FROM studies ORDER BY kind, name",
+                vec![],
+            ),
+        };
+        self.query(sql, &params)?
+            .iter()
+            .map(|r| {
                 Ok(Study {
-                    body: self.parse(&body, "study body")?,
-                    kind,
-                    name,
-                    created_at,
+                    kind: self.cell(r.text(0))?,
+                    name: self.cell(r.text(1))?,
+                    body: self.parse(&self.cell(r.text(2))?, "study body")?,
+                    created_at: self.cell(r.int(3))?,
                 })
             })
             .collect()
@@ -285,117 +318,111 @@ impl Store {
             .iter()
             .map(|(k, v)| (k.clone(), (*v).into()))
             .collect();
-        self.conn
-            .prepare_cached(
-                "INSERT INTO observations (scenario, features, wc, wr, runtime_ms, received_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut s| {
-                s.execute(rusqlite::params![
-                    o.scenario,
-                    serde_json::Value::Object(features).to_string(),
-                    o.local[0] as i64,
-                    o.local[1] as i64,
-                    o.runtime_ms,
-                    o.received_at,
-                ])
-            })
-            .at(&self.path)?;
-        Ok(self.conn.last_insert_rowid())
+        let rows = self.query(
+            "INSERT INTO observations (scenario, features, wc, wr, runtime_ms, received_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            &[
+                (&o.scenario).into(),
+                serde_json::Value::Object(features).to_string().into(),
+                (o.local[0] as i64).into(),
+                (o.local[1] as i64).into(),
+                o.runtime_ms.into(),
+                o.received_at.into(),
+            ],
+        )?;
+        match rows.first() {
+            Some(r) => self.cell(r.int(0)),
+            None => Err(self.corrupt("an insert into observations returned no id".into())),
+        }
     }
 
     /// Every observation, in the order they arrived.
     pub fn observations(&self) -> Result<Vec<Observation>, StoreError> {
-        type Row = (String, String, i64, i64, Option<f64>, UnixMs);
-        let rows: Vec<Row> = self
-            .conn
-            .prepare_cached(
-                "SELECT scenario, features, wc, wr, runtime_ms, received_at FROM observations
-                 ORDER BY id",
-            )
-            .and_then(|mut s| {
-                s.query_map([], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                })?
-                .collect()
+        self.query(
+            "SELECT scenario, features, wc, wr, runtime_ms, received_at FROM observations
+             ORDER BY id",
+            &[],
+        )?
+        .iter()
+        .map(|r| {
+            let map: BTreeMap<String, f64> =
+                self.parse(&self.cell(r.text(1))?, "observation features")?;
+            Ok(Observation {
+                scenario: self.cell(r.text(0))?,
+                features: map.into_iter().collect(),
+                local: [self.cell(r.int(2))? as u64, self.cell(r.int(3))? as u64],
+                runtime_ms: self.cell(r.real_or_null(4))?,
+                received_at: self.cell(r.int(5))?,
             })
-            .at(&self.path)?;
-        rows.into_iter()
-            .map(|(scenario, features, wc, wr, runtime_ms, received_at)| {
-                let map: BTreeMap<String, f64> = self.parse(&features, "observation features")?;
-                Ok(Observation {
-                    scenario,
-                    features: map.into_iter().collect(),
-                    local: [wc as u64, wr as u64],
-                    runtime_ms,
-                    received_at,
-                })
-            })
-            .collect()
+        })
+        .collect()
     }
 
     /// The distinct (device, kernel, source hash, constants) groups in the store, sorted
     /// (constants by name, then value).
     pub fn groups(&self) -> Result<Vec<Group>, StoreError> {
-        let rows: Vec<[String; 4]> = self
-            .conn
-            .prepare_cached("SELECT DISTINCT device, kernel, source_hash, constants FROM results")
-            .and_then(|mut s| {
-                s.query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]))?
-                    .collect()
-            })
-            .at(&self.path)?;
-        let mut groups = rows
-            .into_iter()
-            .map(|[device, kernel, source_hash, constants]| {
-                Ok(Group {
-                    device,
-                    kernel,
-                    source_hash,
-                    constants: self.parse(&constants, "constants")?,
-                })
-            })
+        let mut groups = self
+            .query(
+                "SELECT DISTINCT device, kernel, source_hash, constants FROM results",
+                &[],
+            )?
+            .iter()
+            .map(|r| self.group(r))
             .collect::<Result<Vec<_>, StoreError>>()?;
         groups.sort();
         Ok(groups)
     }
 
-    fn record(&self, row: StoredRow) -> Result<Record, StoreError> {
-        let outcome: Outcome = self.parse(&row.outcome, "outcome")?;
-        if OutcomeKind::parse(&row.outcome_kind) != Some(outcome.kind()) {
-            return Err(self.corrupt(format!(
-                "outcome_kind {:?} does not match outcome {}",
-                row.outcome_kind, row.outcome
-            )));
-        }
-        let config: Config = self.parse(&row.config, "config")?;
-        Ok(Record {
-            key: ResultKey {
-                device: row.device,
-                kernel: row.kernel,
-                source_hash: row.source_hash,
-                constants: self.parse(&row.constants, "constants")?,
-                config,
-            },
-            outcome,
-            ndtune_version: row.ndtune_version,
-            started_at: row.started_at,
-            finished_at: row.finished_at,
+    /// The group in a row's first four columns (device, kernel, source hash, constants).
+    pub(crate) fn group(&self, row: &Row) -> Result<Group, StoreError> {
+        Ok(Group {
+            device: self.cell(row.text(0))?,
+            kernel: self.cell(row.text(1))?,
+            source_hash: self.cell(row.text(2))?,
+            constants: self.parse(&self.cell(row.text(3))?, "constants")?,
         })
     }
 
-    fn parse<T: DeserializeOwned>(&self, json: &str, what: &str) -> Result<T, StoreError> {
+    /// A record from a row of [`RECORD_COLUMNS`].
+    fn record(&self, row: &Row) -> Result<Record, StoreError> {
+        let outcome_json = self.cell(row.text(6))?;
+        let outcome: Outcome = self.parse(&outcome_json, "outcome")?;
+        let outcome_kind = self.cell(row.text(5))?;
+        if OutcomeKind::parse(&outcome_kind) != Some(outcome.kind()) {
+            return Err(self.corrupt(format!(
+                "outcome_kind {outcome_kind:?} does not match outcome {outcome_json}"
+            )));
+        }
+        let group = self.group(row)?;
+        Ok(Record {
+            key: ResultKey {
+                device: group.device,
+                kernel: group.kernel,
+                source_hash: group.source_hash,
+                constants: group.constants,
+                config: self.parse(&self.cell(row.text(4))?, "config")?,
+            },
+            outcome,
+            ndtune_version: self.cell(row.text(7))?,
+            started_at: self.cell(row.int(8))?,
+            finished_at: self.cell(row.int(9))?,
+        })
+    }
+
+    /// A column's value, or the store's error for a column of the wrong type.
+    pub(crate) fn cell<T>(&self, value: Result<T, String>) -> Result<T, StoreError> {
+        value.map_err(|e| self.corrupt(e))
+    }
+
+    pub(crate) fn parse<T: DeserializeOwned>(
+        &self,
+        json: &str,
+        what: &str,
+    ) -> Result<T, StoreError> {
         serde_json::from_str(json).map_err(|e| self.corrupt(format!("{what} {json:?}: {e}")))
     }
 
-    fn corrupt(&self, detail: String) -> StoreError {
+    pub(crate) fn corrupt(&self, detail: String) -> StoreError {
         StoreError::Corrupt {
             path: self.path.clone(),
             detail,
@@ -403,39 +430,8 @@ impl Store {
     }
 }
 
-fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).expect("maps of integers and outcomes serialise")
-}
-
-/// One `results` row as stored, before its JSON columns are parsed.
-struct StoredRow {
-    device: String,
-    kernel: String,
-    source_hash: String,
-    constants: String,
-    config: String,
-    outcome_kind: String,
-    outcome: String,
-    ndtune_version: String,
-    started_at: i64,
-    finished_at: i64,
-}
-
-impl StoredRow {
-    fn read(r: &Row<'_>) -> rusqlite::Result<StoredRow> {
-        Ok(StoredRow {
-            device: r.get(0)?,
-            kernel: r.get(1)?,
-            source_hash: r.get(2)?,
-            constants: r.get(3)?,
-            config: r.get(4)?,
-            outcome_kind: r.get(5)?,
-            outcome: r.get(6)?,
-            ndtune_version: r.get(7)?,
-            started_at: r.get(8)?,
-            finished_at: r.get(9)?,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -472,7 +468,7 @@ mod tests {
     }
 
     fn meta(path: &Path, key: &str) -> String {
-        let conn = Connection::open(path).unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
         conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .unwrap()
     }
@@ -516,14 +512,12 @@ mod tests {
         let store = Store::open_with(&path, &[V1]).unwrap();
         assert_eq!(store.schema_version(), 1);
         assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
-        let has_note: bool = store
-            .conn
-            .query_row(
+        let notes = store
+            .query(
                 "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'note'",
-                [],
-                |r| r.get(0),
+                &[],
             )
             .unwrap();
-        assert!(!has_note);
+        assert_eq!(notes[0].int(0), Ok(0));
     }
 }

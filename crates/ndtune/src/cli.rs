@@ -41,6 +41,9 @@ pub enum Command {
     /// Write the seed papers' tables and figures for what a store holds: one self-contained HTML
     /// page (or Markdown with PNG files beside it).
     Report(ReportArgs),
+    /// A shared campaign's progress per worker: configurations claimed, done and expired, and
+    /// each worker's last heartbeat.
+    Status(StatusArgs),
     /// Serve work-group size predictions over HTTP to programs at run time, take back what they
     /// measured and learn from it (POST /v1/predict, POST /v1/observe, GET /v1/health, GET /metrics).
     Serve(ServeArgs),
@@ -138,8 +141,14 @@ pub struct TuneArgs {
 /// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).
 #[derive(Args, Clone)]
 pub struct CampaignArgs {
-    /// The results store (SQLite).
-    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    /// The results store: an SQLite file, or a PostgreSQL URL (postgres://user:password@host/db).
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true,
+        default_value = "ndtune.db"
+    )]
     pub db: PathBuf,
     /// Search strategy: exhaustive, random or anneal.
     #[arg(long, default_value = "exhaustive")]
@@ -162,7 +171,13 @@ pub struct CampaignArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// The results store.
-    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true,
+        default_value = "ndtune.db"
+    )]
     pub db: PathBuf,
     /// `kt` (Kernel Tuner cache JSON) or `t4` (T4 results JSON).
     #[arg(long, value_parser = ["kt", "t4"])]
@@ -250,7 +265,13 @@ pub struct CollectArgs {
     /// The campaign file (TOML): devices, kernels, datasets, grid, measure.
     pub campaign: Option<PathBuf>,
     /// The results store.
-    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true,
+        default_value = "ndtune.db"
+    )]
     pub db: PathBuf,
     /// Where the scenarios' generated files go (default: next to the store, `DB.stencils/`).
     #[arg(long, value_name = "DIR")]
@@ -353,7 +374,12 @@ pub struct LearnEvalArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Also keep the evaluation in this results store, for `ndtune report`.
-    #[arg(long, value_name = "PATH")]
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true
+    )]
     pub db: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
@@ -361,9 +387,34 @@ pub struct LearnEvalArgs {
 }
 
 #[derive(Args)]
+pub struct StatusArgs {
+    /// The results store (it must exist).
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true,
+        default_value = "ndtune.db"
+    )]
+    pub db: PathBuf,
+    /// Only campaigns of this kernel.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
 pub struct ReportArgs {
     /// The results store (it must exist).
-    #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true,
+        default_value = "ndtune.db"
+    )]
     pub db: PathBuf,
     /// The file to write (Markdown: its figures are written beside it as STEM-fig-N.png).
     #[arg(long, value_name = "FILE")]
@@ -381,7 +432,12 @@ pub struct ServeArgs {
     pub model: PathBuf,
     /// Keep observations in this store (and learn from those it already holds); without it they
     /// are kept in memory only.
-    #[arg(long, value_name = "PATH")]
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "NDTUNE_DB",
+        hide_env_values = true
+    )]
     pub db: Option<PathBuf>,
     /// Listen on TCP, e.g. 127.0.0.1:8080 (port 0: any free port; the address is printed).
     #[arg(long, value_name = "HOST:PORT")]

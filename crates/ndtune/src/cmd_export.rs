@@ -11,7 +11,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let store = Store::open(&args.db)?;
     let (group, device_name, records) = select_group(
         &store,
-        &args.db,
+        store.path(),
         args.kernel.as_deref(),
         args.device.as_deref(),
     )?;

@@ -4,15 +4,16 @@
 use crate::cli::ReportArgs;
 use anyhow::{bail, Result};
 use ndtune_report::{Format, Report};
-use ndtune_store::Store;
+use ndtune_store::{Location, Store};
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let format = match args.format.as_str() {
         "md" => Format::Markdown,
         _ => Format::Html,
     };
-    // A report reads a store: a missing one is a mistake, not an empty store to create.
-    if !args.db.exists() {
+    // A report reads a store: a missing file is a mistake, not an empty store to create.
+    let file = matches!(Location::parse(args.db.as_os_str()), Location::File(_));
+    if file && !args.db.exists() {
         bail!(
             "{}: no such store (`ndtune tune`, `collect`, `split` and `learn eval --db` write one)",
             args.db.display()
@@ -24,7 +25,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let heatmaps = report.collection.as_ref().map_or(0, |c| c.scenarios.len());
     eprintln!(
         "report of {}: {} devices, {heatmaps} collected scenarios, {} co-execution studies, {} learning evaluations; {} figures, {:.1} kB{}",
-        args.db.display(),
+        store.path().display(),
         report.devices.len(),
         report.splits.len(),
         report.learning.len(),

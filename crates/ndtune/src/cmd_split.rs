@@ -63,7 +63,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             progress.println(format!(
                 "{label}: no measured configuration of `{}` in {}: tuning first",
                 spec.kernel.name,
-                args.campaign.db.display()
+                store.path().display()
             ))?;
             let report = tune_device(
                 &args.campaign,

@@ -14,6 +14,7 @@ mod cmd_report;
 mod cmd_serve;
 mod cmd_space;
 mod cmd_split;
+mod cmd_status;
 mod cmd_stencil;
 mod cmd_tune;
 mod kernel_check;
@@ -51,6 +52,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Collect(args) => cmd_collect::run(&args),
         cli::Command::Learn(cmd) => cmd_learn::run(&cmd),
         cli::Command::Report(args) => cmd_report::run(&args),
+        cli::Command::Status(args) => cmd_status::run(&args),
         cli::Command::Serve(args) => cmd_serve::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
         cli::Command::Builder => std::process::exit(ndtune_bench::builder::serve()),

@@ -1,0 +1,153 @@
+//! `ndtune status`: the progress of the campaigns of a store, per worker: configurations
+//! claimed, done and expired, and each worker's last heartbeat (workers sharing a campaign
+//! through one store), as a table or JSON.
+
+use crate::cli::StatusArgs;
+use anyhow::{bail, Result};
+use ndtune_store::{CampaignStatus, Location, Store, UnixMs};
+
+pub fn run(args: &StatusArgs) -> Result<()> {
+    // Status reads a store: a missing file is a mistake, not an empty store to create.
+    let file = matches!(Location::parse(args.db.as_os_str()), Location::File(_));
+    if file && !args.db.exists() {
+        bail!("{}: no such store", args.db.display());
+    }
+    let store = Store::open(&args.db)?;
+    let mut campaigns = Vec::new();
+    for group in store.campaigns()? {
+        if args.kernel.as_ref().is_some_and(|k| *k != group.kernel) {
+            continue;
+        }
+        let device = store.device(&group.device)?.map(|p| p.name);
+        campaigns.push((device, store.campaign_status(&group)?));
+    }
+    let now = ndtune_store::now_ms();
+    if args.json {
+        let campaigns: Vec<serde_json::Value> = campaigns
+            .iter()
+            .map(|(device, status)| {
+                let mut v = serde_json::to_value(status).expect("a status serialises");
+                v["device_name"] = serde_json::json!(device);
+                v
+            })
+            .collect();
+        let out = serde_json::json!({
+            "store": store.path(),
+            "now": now,
+            "campaigns": campaigns,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    if campaigns.is_empty() {
+        println!("{}: no campaigns", store.path().display());
+    }
+    for (device, status) in &campaigns {
+        print!("{}", table(device.as_deref(), status, now));
+    }
+    Ok(())
+}
+
+/// One campaign: a heading, then a line per worker.
+fn table(device: Option<&str>, status: &CampaignStatus, now: UnixMs) -> String {
+    let g = &status.group;
+    let constants: Vec<String> = g
+        .constants
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut out = format!(
+        "{} on {} ({}), {}, source {}: {} results\n",
+        g.kernel,
+        device.unwrap_or("unknown device"),
+        g.device,
+        constants.join(" "),
+        g.source_hash,
+        status.results
+    );
+    if status.workers.is_empty() {
+        out.push_str("  no workers (a campaign of one process)\n");
+        return out;
+    }
+    let width = status
+        .workers
+        .iter()
+        .map(|w| w.worker.len())
+        .max()
+        .unwrap_or(0)
+        .max("worker".len());
+    out.push_str(&format!(
+        "  {:width$}  {:>7}  {:>6}  {:>7}  last heartbeat\n",
+        "worker", "claimed", "done", "expired"
+    ));
+    for w in &status.workers {
+        let heartbeat = w
+            .heartbeat
+            .map_or("never".to_string(), |t| ago(now.saturating_sub(t)));
+        out.push_str(&format!(
+            "  {:width$}  {:>7}  {:>6}  {:>7}  {heartbeat}\n",
+            w.worker, w.claimed, w.done, w.expired
+        ));
+    }
+    out
+}
+
+/// A duration in milliseconds as people read it: `3 s ago`, `12 min ago`, `2 h ago`.
+fn ago(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..120 => format!("{s} s ago"),
+        120..7200 => format!("{} min ago", s / 60),
+        _ => format!("{} h ago", s / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndtune_store::{Group, WorkerStatus};
+
+    #[test]
+    fn a_campaign_is_a_heading_and_a_line_per_worker() {
+        let status = CampaignStatus {
+            group: Group {
+                device: "0123456789abcdef".into(),
+                kernel: "gemm".into(),
+                source_hash: "aaaabbbbccccdddd".into(),
+                constants: [("N".to_string(), 1024)].into(),
+            },
+            results: 12,
+            workers: vec![
+                WorkerStatus {
+                    worker: "node1:gpu0".into(),
+                    claimed: 1,
+                    done: 10,
+                    expired: 0,
+                    heartbeat: Some(95_000),
+                },
+                WorkerStatus {
+                    worker: "w2".into(),
+                    claimed: 0,
+                    done: 2,
+                    expired: 1,
+                    heartbeat: None,
+                },
+            ],
+        };
+        assert_eq!(
+            table(Some("H100"), &status, 100_000),
+            "gemm on H100 (0123456789abcdef), N=1024, source aaaabbbbccccdddd: 12 results\n\
+             \x20 worker      claimed    done  expired  last heartbeat\n\
+             \x20 node1:gpu0        1      10        0  5 s ago\n\
+             \x20 w2                0       2        1  never\n"
+        );
+    }
+
+    #[test]
+    fn durations_read_as_seconds_minutes_or_hours() {
+        assert_eq!(ago(-5), "0 s ago");
+        assert_eq!(ago(119_999), "119 s ago");
+        assert_eq!(ago(600_000), "10 min ago");
+        assert_eq!(ago(3 * 3_600_000), "3 h ago");
+    }
+}
