@@ -11,6 +11,8 @@
 //!   records a [`Trace`], evaluates a point at most once per run, stops at its [`Budget`]
 //!   (evaluations and/or time) or when it has nothing new to propose, and measures a [`Run`]'s
 //!   warm-start points first.
+//! - [`warm_start`]: the configurations to measure first, from recordings of the same kernel on
+//!   other devices.
 //! - [`evaluate_strategy`]: how close a strategy gets to a recording's optimum, over seeds.
 //!
 //! It must not touch a device, a file or a database: strategies only ask the evaluator.
@@ -35,11 +37,13 @@ mod recorded;
 mod session;
 mod space;
 mod strategy;
+mod warm;
 
 pub use candidates::{Candidates, InvalidSpace};
 pub use ndtune_space::lazy::ValidSpace;
 pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECORDED};
 pub use space::{neighbours, Neighbourhood, SearchSpace};
+pub use warm::{warm_start, FAILED_RATIO};
 pub use strategy::{
     by_name, Anneal, Exhaustive, Genetic, LocalSearch, RandomSampling, Surrogate, UnknownStrategy,
     STRATEGY_NAMES,
