@@ -43,11 +43,11 @@ pub use candidates::{Candidates, InvalidSpace};
 pub use ndtune_space::lazy::ValidSpace;
 pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECORDED};
 pub use space::{neighbours, Neighbourhood, SearchSpace};
-pub use warm::{warm_start, FAILED_RATIO};
 pub use strategy::{
     by_name, Anneal, Exhaustive, Genetic, LocalSearch, RandomSampling, Surrogate, UnknownStrategy,
     STRATEGY_NAMES,
 };
+pub use warm::{warm_start, FAILED_RATIO};
 
 use ndtune_core::Outcome;
 use std::time::Duration;

@@ -15,7 +15,11 @@ pub fn warm_start(others: &[&Recorded], count: usize) -> Vec<Point> {
         let scores: Vec<Option<f64>> = space
             .points()
             .iter()
-            .map(|p| rec.outcome(p).and_then(|o| o.score_ms()).filter(|s| *s > 0.0))
+            .map(|p| {
+                rec.outcome(p)
+                    .and_then(|o| o.score_ms())
+                    .filter(|s| *s > 0.0)
+            })
             .collect();
         let Some(best) = scores.iter().flatten().copied().reduce(f64::min) else {
             continue;
@@ -34,7 +38,11 @@ pub fn warm_start(others: &[&Recorded], count: usize) -> Vec<Point> {
         .map(|(p, (sum, n))| (sum / n as f64, p))
         .collect();
     ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
-    ranked.into_iter().take(count).map(|(_, p)| p.clone()).collect()
+    ranked
+        .into_iter()
+        .take(count)
+        .map(|(_, p)| p.clone())
+        .collect()
 }
 
 /// The ratio to the best that a failed configuration counts as in [`warm_start`].
@@ -58,7 +66,12 @@ mod tests {
 
     #[test]
     fn ranks_by_the_geometric_mean_of_relative_times() {
-        let a = rec(&[(1, Some(1.0)), (2, Some(1.1)), (3, Some(4.0)), (4, Some(3.0))]);
+        let a = rec(&[
+            (1, Some(1.0)),
+            (2, Some(1.1)),
+            (3, Some(4.0)),
+            (4, Some(3.0)),
+        ]);
         let b = rec(&[(1, None), (2, Some(2.0)), (3, Some(2.0)), (5, Some(9.0))]);
         // 1: sqrt(1 * 10) = 3.16; 2: sqrt(1.1 * 1); 3: sqrt(4 * 1); 4 and 5 in one recording of
         // two (quorum 1): 3 and 4.5.
