@@ -142,7 +142,8 @@ pub struct CampaignArgs {
     /// The results store (SQLite).
     #[arg(long, value_name = "PATH", default_value = "ndtune.db")]
     pub db: PathBuf,
-    /// Search strategy: exhaustive, random or anneal.
+    /// Search strategy: exhaustive, random, anneal, ga, ils, ils-adjacent, mls, mls-adjacent or
+    /// forest (docs/tuning.md, "Strategies").
     #[arg(long, default_value = "exhaustive")]
     pub strategy: String,
     /// At most this many configurations per device.
