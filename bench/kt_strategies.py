@@ -135,7 +135,9 @@ def main():
                 "seeds": args.seeds,
             })
             print(f"{dataset} kt:{strategy}: " + " ".join(f"{b}:{statistics.fmean(fractions[b]):.3f}" for b in budgets)
-                  + f" ({time.time() - t0:.0f} s)", file=sys.stderr)
+                  + f" e90 {out[-1]['evals_90']} e95 {out[-1]['evals_95']} ({time.time() - t0:.0f} s)", file=sys.stderr)
+            if args.out:  # written as it goes, so that a long run can be stopped
+                args.out.write_text(json.dumps(out, indent=1) + "\n")
         plain.unlink()
     text = json.dumps(out, indent=1) + "\n"
     if args.out:
