@@ -406,13 +406,23 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// One panel per dataset: mean fraction of the optimum over the budget (log scale), a line per
-/// strategy; Kernel Tuner's dashed.
+/// One panel per dataset: mean fraction of the optimum at each budget (evenly spaced), a line per
+/// strategy; Kernel Tuner's dashed, coloured among themselves.
 fn figure(ids: &[String], results: &[StrategyResult], budgets: &[usize]) -> Result<String> {
     register_font();
     let mut strategies: Vec<&str> = results.iter().map(|r| r.strategy.as_str()).collect();
-    strategies.sort_unstable();
+    strategies.sort_by_key(|s| (s.starts_with("kt:"), *s));
     strategies.dedup();
+    let theirs = |s: &str| s.starts_with("kt:");
+    // Solid lines (ndtune) and dashed ones (Kernel Tuner) each take the colours from the start.
+    let colour_of = |s: &str| {
+        let i = strategies
+            .iter()
+            .filter(|o| theirs(o) == theirs(s))
+            .position(|o| *o == s)
+            .unwrap_or(0);
+        COLOURS[i % COLOURS.len()]
+    };
     let cols = ids.len().clamp(1, 3);
     let rows = ids.len().div_ceil(cols).max(1);
     let (pw, ph) = (420u32, 320u32);
@@ -423,8 +433,8 @@ fn figure(ids: &[String], results: &[StrategyResult], budgets: &[usize]) -> Resu
             .into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let (top, bottom) = root.split_vertically(ph * rows as u32);
-        let lo = *budgets.first().unwrap_or(&1) as f64;
-        let hi = (*budgets.last().unwrap_or(&2) as f64).max(lo * 2.0);
+        let last = budgets.len().saturating_sub(1).max(1) as f64;
+        let at = |b: usize| budgets.iter().position(|&x| x == b).unwrap_or(0) as f64;
         for (panel, id) in top.split_evenly((rows, cols)).iter().zip(ids) {
             let ours: Vec<&StrategyResult> = results.iter().filter(|r| &r.dataset == id).collect();
             let y_min = ours
@@ -437,24 +447,27 @@ fn figure(ids: &[String], results: &[StrategyResult], budgets: &[usize]) -> Resu
                 .margin(8)
                 .x_label_area_size(32)
                 .y_label_area_size(44)
-                .build_cartesian_2d((lo..hi).log_scale(), (y_min - 0.01)..1.005)
+                .build_cartesian_2d(-0.2..last + 0.2, (y_min - 0.01)..1.005)
                 .map_err(plot_err)?;
             chart
                 .configure_mesh()
                 .x_desc("evaluations")
                 .y_desc("fraction of optimum")
-                .x_label_formatter(&|x| format!("{x:.0}"))
+                .x_labels(budgets.len())
+                .max_light_lines(1)
+                .x_label_formatter(&|x| {
+                    budgets
+                        .get(x.round().max(0.0) as usize)
+                        .filter(|_| (x - x.round()).abs() < 1e-6)
+                        .map_or(String::new(), |b| b.to_string())
+                })
                 .y_label_formatter(&|y| format!("{y:.2}"))
                 .draw()
                 .map_err(plot_err)?;
             for r in ours {
-                let i = strategies
-                    .iter()
-                    .position(|s| *s == r.strategy)
-                    .unwrap_or(0);
-                let colour = COLOURS[i % COLOURS.len()];
-                let points: Vec<(f64, f64)> = r.mean.iter().map(|(&b, &m)| (b as f64, m)).collect();
-                if r.strategy.starts_with("kt:") {
+                let colour = colour_of(&r.strategy);
+                let points: Vec<(f64, f64)> = r.mean.iter().map(|(&b, &m)| (at(b), m)).collect();
+                if theirs(&r.strategy) {
                     chart
                         .draw_series(std::iter::once(DashedPathElement::new(
                             points,
@@ -476,13 +489,14 @@ fn figure(ids: &[String], results: &[StrategyResult], budgets: &[usize]) -> Resu
         for (i, s) in strategies.iter().enumerate() {
             let x = 10 + (i % 4) as i32 * (pw as i32 * cols as i32 / 4);
             let y = 12 + (i / 4) as i32 * 22;
-            let colour = COLOURS[i % COLOURS.len()];
-            bottom
-                .draw(&PathElement::new(
-                    vec![(x, y), (x + 24, y)],
-                    colour.stroke_width(3),
-                ))
-                .map_err(plot_err)?;
+            let line = vec![(x, y), (x + 24, y)];
+            let style = colour_of(s).stroke_width(3);
+            if theirs(s) {
+                bottom.draw(&DashedPathElement::new(line, 6, 4, style))
+            } else {
+                bottom.draw(&PathElement::new(line, style))
+            }
+            .map_err(plot_err)?;
             bottom
                 .draw(&Text::new(
                     s.to_string(),
