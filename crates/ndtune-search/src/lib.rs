@@ -1,10 +1,18 @@
 //! Search strategies over an evaluator. This crate owns:
 //!
-//! - [`Candidates`]: what a strategy may know about a space (names, domains, the valid points).
+//! - [`SearchSpace`]: what a strategy may know about a space, implemented by [`Candidates`] (a
+//!   listed space: replay) and by [`ValidSpace`] (any pruned space, counted and ranked, never
+//!   listed), with [`neighbours`] (Hamming and adjacent) drawn from it.
 //! - [`Evaluator`]: the one way a strategy learns how a point performs. Live evaluation on a
 //!   device lives elsewhere; [`Recorded`] replays recorded outcomes (tests, `--replay`).
-//! - [`Strategy`] and its implementations, picked by name with [`by_name`]: `exhaustive`,
-//!   `random` and `anneal`. Each records a [`Trace`] and evaluates a point at most once per run.
+//! - [`Strategy`] and its implementations, picked by name with [`by_name`] (see
+//!   [`STRATEGY_NAMES`]): exhaustive, random, simulated annealing, a genetic algorithm, iterated
+//!   and multi-start local search, and a tree-ensemble surrogate with expected improvement. Each
+//!   records a [`Trace`], evaluates a point at most once per run, stops at its [`Budget`]
+//!   (evaluations and/or time) or when it has nothing new to propose, and measures a [`Run`]'s
+//!   warm-start points first.
+//! - [`warm_start`]: the configurations to measure first, from recordings of the same kernel on
+//!   other devices.
 //! - [`evaluate_strategy`]: how close a strategy gets to a recording's optimum, over seeds.
 //!
 //! It must not touch a device, a file or a database: strategies only ask the evaluator.
@@ -27,13 +35,22 @@
 mod candidates;
 mod recorded;
 mod session;
+mod space;
 mod strategy;
+mod warm;
 
 pub use candidates::{Candidates, InvalidSpace};
+pub use ndtune_space::lazy::ValidSpace;
 pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECORDED};
-pub use strategy::{by_name, Anneal, Exhaustive, RandomSampling, UnknownStrategy, STRATEGY_NAMES};
+pub use space::{neighbours, Neighbourhood, SearchSpace};
+pub use strategy::{
+    by_name, Anneal, Exhaustive, Genetic, LocalSearch, RandomSampling, Surrogate, UnknownStrategy,
+    STRATEGY_NAMES,
+};
+pub use warm::{warm_start, FAILED_RATIO};
 
 use ndtune_core::Outcome;
+use std::time::Duration;
 
 /// A candidate: one valid configuration as values in the space's parameter order.
 pub type Point = Vec<i64>;
@@ -58,12 +75,50 @@ pub struct Evaluated {
     pub reused: bool,
 }
 
-/// A search strategy. `budget` caps the number of evaluations (`None`: the strategy's default);
-/// a run never evaluates a point twice nor a point outside `space`.
+/// What a run may spend: evaluations, time, or both (it stops at the first reached). Without
+/// either, each strategy has its default number of evaluations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Budget {
+    pub evaluations: Option<usize>,
+    /// Wall-clock time from the start of the run; a run with a time budget is only as
+    /// reproducible as the evaluator's speed.
+    pub time: Option<Duration>,
+}
+
+/// How to run a strategy: its budget, and points to measure first (a warm start: the best
+/// configurations of the same kernel elsewhere). Warm points outside the space are skipped; the
+/// strategy then starts from what they measured (population, surrogate, starting point).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Run {
+    pub budget: Budget,
+    pub warm: Vec<Point>,
+}
+
+/// A search strategy: deterministic for its seed (with an evaluation budget), it never evaluates
+/// a point twice nor a point outside `space`, and every outcome but a measurement counts as the
+/// worst cost, never as an error.
 pub trait Strategy {
     fn name(&self) -> &'static str;
-    fn run(&mut self, space: &Candidates, eval: &mut dyn Evaluator, budget: Option<usize>)
-        -> Trace;
+
+    fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace;
+
+    /// [`Strategy::search`] with at most `budget` evaluations (`None`: the strategy's default)
+    /// and no warm start.
+    fn run(
+        &mut self,
+        space: &dyn SearchSpace,
+        eval: &mut dyn Evaluator,
+        budget: Option<usize>,
+    ) -> Trace {
+        let run = Run {
+            budget: Budget {
+                evaluations: budget,
+                time: None,
+            },
+            warm: Vec::new(),
+        };
+        self.search(space, eval, &run)
+    }
 }
 
 /// One evaluation of a run.

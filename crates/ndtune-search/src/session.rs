@@ -1,76 +1,213 @@
-//! The bookkeeping every strategy shares: the budget, the trace, and never evaluating twice.
+//! The bookkeeping every strategy shares: the budget (evaluations and time), the warm start, the
+//! trace, the costs of the points evaluated, and never evaluating a point twice.
 
-use crate::{Candidates, Evaluator, Step, Trace};
+use crate::space::{Draws, SearchSpace};
+use crate::{Evaluator, Point, Run, Step, Trace};
 use ndtune_core::Outcome;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
-/// One run of a strategy: evaluates candidates by index through the evaluator and records them.
+/// One run of a strategy: evaluates points through the evaluator and records them.
 pub(crate) struct Session<'a> {
-    space: &'a Candidates,
+    space: &'a dyn SearchSpace,
     eval: &'a mut dyn Evaluator,
     budget: usize,
-    seen: Vec<bool>,
+    started: Instant,
+    time: Option<Duration>,
+    /// The cost of every point evaluated (see [`cost_of`]).
+    costs: HashMap<Point, f64>,
     trace: Trace,
+    /// Made on the first call of [`Session::fresh`].
+    draws: Option<Draws>,
 }
 
 impl<'a> Session<'a> {
-    /// A session of at most `budget` evaluations (never more than there are candidates).
-    pub fn new(space: &'a Candidates, eval: &'a mut dyn Evaluator, budget: usize) -> Session<'a> {
-        Session {
+    /// A session of at most `run`'s evaluations (`default_budget` where it sets none, every
+    /// point where it sets only a time) and never more than there are points; then evaluates
+    /// `run`'s warm-start points that are valid.
+    pub fn new(
+        space: &'a dyn SearchSpace,
+        eval: &'a mut dyn Evaluator,
+        run: &Run,
+        default_budget: usize,
+    ) -> Session<'a> {
+        let wanted = match (run.budget.evaluations, run.budget.time) {
+            (Some(n), _) => n,
+            (None, Some(_)) => usize::MAX,
+            (None, None) => default_budget,
+        };
+        let budget = usize::try_from(space.len()).map_or(wanted, |len| wanted.min(len));
+        let mut session = Session {
             space,
             eval,
-            budget: budget.min(space.len()),
-            seen: vec![false; space.len()],
+            budget,
+            started: Instant::now(),
+            time: run.budget.time,
+            costs: HashMap::new(),
             trace: Trace::default(),
+            draws: None,
+        };
+        let warm: Vec<Point> = run
+            .warm
+            .iter()
+            .filter(|p| space.contains(p))
+            .cloned()
+            .collect();
+        session.upcoming(warm.iter().cloned());
+        for p in warm {
+            session.evaluate(&p);
         }
+        session
     }
 
-    pub fn budget(&self) -> usize {
-        self.budget
+    pub fn space(&self) -> &'a dyn SearchSpace {
+        self.space
     }
 
     pub fn used(&self) -> usize {
         self.trace.steps.len()
     }
 
+    /// The evaluations are spent, or the time is up.
     pub fn done(&self) -> bool {
-        self.used() >= self.budget
+        self.used() >= self.budget || self.time.is_some_and(|t| self.started.elapsed() >= t)
     }
 
-    pub fn seen(&self, i: usize) -> bool {
-        self.seen[i]
+    /// How far through its budget the run is, 0 to 1 (by time where that ends it first).
+    pub fn progress(&self) -> f64 {
+        let by_count = if self.budget == usize::MAX {
+            0.0
+        } else {
+            self.used() as f64 / self.budget.max(1) as f64
+        };
+        let by_time = self.time.map_or(0.0, |t| {
+            self.started.elapsed().as_secs_f64() / t.as_secs_f64().max(1e-9)
+        });
+        by_count.max(by_time).min(1.0)
     }
 
-    /// Evaluates candidate `i` and returns its outcome; `None`, evaluating nothing, if `i` was
-    /// evaluated before or the budget is spent.
-    pub fn evaluate(&mut self, i: usize) -> Option<&Outcome> {
-        if self.done() || self.seen[i] {
+    pub fn seen(&self, point: &[i64]) -> bool {
+        self.costs.contains_key(point)
+    }
+
+    /// The cost of `point` if it was evaluated.
+    pub fn cost(&self, point: &[i64]) -> Option<f64> {
+        self.costs.get(point).copied()
+    }
+
+    /// Every point evaluated with its cost, in evaluation order.
+    pub fn evaluated(&self) -> impl Iterator<Item = (&Point, f64)> + use<'_, 'a> {
+        self.trace
+            .steps
+            .iter()
+            .map(|s| (&s.point, self.costs[&s.point]))
+    }
+
+    /// The `k` cheapest points evaluated, cheapest first (earliest on ties).
+    pub fn best(&self, k: usize) -> Vec<(Point, f64)> {
+        let mut all: Vec<(Point, f64)> = self.evaluated().map(|(p, c)| (p.clone(), c)).collect();
+        all.sort_by(|a, b| a.1.total_cmp(&b.1));
+        all.truncate(k);
+        all
+    }
+
+    /// Evaluates `point` and returns its cost; `None`, evaluating nothing, if it was evaluated
+    /// before or the run is done.
+    pub fn evaluate(&mut self, point: &Point) -> Option<f64> {
+        if self.done() || self.seen(point) {
             return None;
         }
-        self.seen[i] = true;
-        let point = &self.space.points()[i];
         let evaluated = self.eval.evaluate(point);
+        let cost = cost_of(&evaluated.outcome);
+        self.costs.insert(point.clone(), cost);
         self.trace.steps.push(Step {
             point: point.clone(),
             outcome: evaluated.outcome,
             reused: evaluated.reused,
         });
-        self.trace.steps.last().map(|s| &s.outcome)
+        Some(cost)
     }
 
-    /// Tells the evaluator which candidates come next (see [`Evaluator::upcoming`]), leaving out
+    /// A uniformly random point not evaluated yet; `None` when every point was.
+    pub fn fresh(&mut self, rng: &mut ChaCha8Rng) -> Option<Point> {
+        let len = self.space.len();
+        let draws = self.draws.get_or_insert_with(|| Draws::new(len, rng));
+        while let Some(rank) = draws.next(rng) {
+            let point = self
+                .space
+                .nth(rank)
+                .expect("a rank below the space's length");
+            if !self.costs.contains_key(&point) {
+                return Some(point);
+            }
+        }
+        None
+    }
+
+    /// Tells the evaluator which points come next (see [`Evaluator::upcoming`]), leaving out
     /// those evaluated already and those past the budget.
-    pub fn upcoming(&mut self, indices: impl IntoIterator<Item = usize>) {
+    pub fn upcoming(&mut self, points: impl IntoIterator<Item = Point>) {
         let left = self.budget - self.used();
-        let points: Vec<_> = indices
+        let points: Vec<Point> = points
             .into_iter()
-            .filter(|&i| !self.seen[i])
+            .filter(|p| !self.seen(p))
             .take(left)
-            .map(|i| self.space.points()[i].clone())
             .collect();
         self.eval.upcoming(&points);
     }
 
+    /// Evaluates the points `next` yields, in order, until it ends or the run is done; keeps the
+    /// evaluator told of the next [`WINDOW`] of them.
+    pub fn evaluate_in_order(&mut self, mut next: impl FnMut(&mut Session<'a>) -> Option<Point>) {
+        let mut ahead = std::collections::VecDeque::new();
+        loop {
+            if ahead.len() <= WINDOW / 2 {
+                let before = ahead.len();
+                while ahead.len() < WINDOW.min(self.budget - self.used()) {
+                    match next(self) {
+                        Some(p) => ahead.push_back(p),
+                        None => break,
+                    }
+                }
+                if ahead.len() > before || before == 0 {
+                    self.upcoming(ahead.iter().cloned());
+                }
+            }
+            let Some(p) = ahead.pop_front() else { break };
+            if self.done() {
+                break;
+            }
+            self.evaluate(&p);
+        }
+    }
+
     pub fn finish(self) -> Trace {
         self.trace
+    }
+}
+
+/// How many points [`Session::evaluate_in_order`] announces ahead.
+pub(crate) const WINDOW: usize = 1024;
+
+/// ln(score in ms) of a measured outcome, +inf for anything else: failures are information (the
+/// worst cost), never an error.
+pub(crate) fn cost_of(outcome: &Outcome) -> f64 {
+    outcome
+        .score_ms()
+        .filter(|ms| *ms >= 0.0)
+        .map_or(f64::INFINITY, f64::ln)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_cost_more_than_any_measurement() {
+        let measured = Outcome::Measured(ndtune_core::Timing::new(vec![1e9], 1));
+        let crashed = Outcome::Crashed { detail: "".into() };
+        assert!(cost_of(&measured) < cost_of(&crashed));
+        assert_eq!(cost_of(&crashed), f64::INFINITY);
     }
 }

@@ -58,6 +58,18 @@ impl Values {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// The index of `v`, if it is one of the values.
+    pub fn position(&self, v: i64) -> Option<usize> {
+        match self {
+            Values::Explicit(vals) => vals.binary_search(&v).ok(),
+            Values::Arith { start, step, len } => {
+                let off = (v as i128) - (*start as i128);
+                let i = off / *step as i128;
+                (off >= 0 && off % *step as i128 == 0 && i < *len as i128).then_some(i as usize)
+            }
+        }
+    }
+
     /// Keeps only the values `keep` accepts.
     pub fn filter(&self, keep: impl Fn(i64) -> bool) -> Values {
         Values::Explicit(self.iter().filter(|&v| keep(v)).collect())

@@ -41,25 +41,25 @@ pub struct Stats {
     pub removed: Vec<u128>,
 }
 
-struct Half {
+pub(crate) struct Half {
     shape: Shape,
-    pred: Pred,
+    pub(crate) pred: Pred,
     node: Node,
     /// Index of this half's boundary hint in the walk's hint vector.
     hint: usize,
 }
 
-struct Cut {
+pub(crate) struct Cut {
     constraint: usize,
-    halves: Vec<Half>,
+    pub(crate) halves: Vec<Half>,
 }
 
-struct Level {
-    param: usize,
-    cuts: Vec<Cut>,
-    filters: Vec<(usize, Pred)>,
+pub(crate) struct Level {
+    pub(crate) param: usize,
+    pub(crate) cuts: Vec<Cut>,
+    pub(crate) filters: Vec<(usize, Pred)>,
     /// Every cut of the next level tightens as this level's value grows (see module docs).
-    stop_on_empty_child: bool,
+    pub(crate) stop_on_empty_child: bool,
 }
 
 /// A compiled, ordered space, ready to count or enumerate.
@@ -68,13 +68,13 @@ pub struct Space {
     hints: usize,
     params: Vec<Param>,
     labels: Vec<String>,
-    upfront: Vec<(usize, Pred)>,
-    levels: Vec<Level>,
+    pub(crate) upfront: Vec<(usize, Pred)>,
+    pub(crate) levels: Vec<Level>,
     /// Levels from here on have no checks.
-    free_from: usize,
+    pub(crate) free_from: usize,
     /// `rest[k]`: configurations below one node of level k-1 (product of the domain sizes of
     /// levels k..).
-    rest: Vec<u128>,
+    pub(crate) rest: Vec<u128>,
 }
 
 impl Space {
@@ -235,11 +235,7 @@ impl Space {
     }
 
     fn walk(&self, sink: &mut impl Sink) -> Vec<u128> {
-        let mut w = Walk {
-            vals: self.params.iter().map(|p| p.values.min()).collect(),
-            removed: vec![0u128; self.labels.len()],
-            hints: vec![0; self.hints],
-        };
+        let mut w = Walk::at(self, self.params.iter().map(|p| p.values.min()).collect());
         if let Some((c, _)) = self.upfront.iter().find(|(_, p)| !p(&w.vals)) {
             w.removed[*c] = self.declared();
             return w.removed;
@@ -250,7 +246,7 @@ impl Space {
 
     /// Walks level `k` and below. Continues with `Some(c)` where the cuts of level `k` left no
     /// value, constraint `c` being the one that emptied the interval.
-    fn descend(
+    pub(crate) fn descend(
         &self,
         k: usize,
         w: &mut Walk,
@@ -262,31 +258,10 @@ impl Space {
         let level = &self.levels[k];
         let dom = &self.params[level.param].values;
         let below = self.rest[k + 1];
-        let (mut lo, mut hi) = (0usize, dom.len());
-        for cut in &level.cuts {
-            let before = hi - lo;
-            for h in &cut.halves {
-                let vals = &mut w.vals;
-                let mut holds = |i: usize| {
-                    vals[level.param] = dom.get(i);
-                    (h.pred)(vals)
-                };
-                let hint = w.hints[h.hint];
-                let boundary = match h.shape {
-                    Shape::Prefix => gallop(lo, hi, hint, &mut holds),
-                    Shape::Suffix => gallop(lo, hi, hint, |i| !holds(i)),
-                };
-                w.hints[h.hint] = boundary;
-                match h.shape {
-                    Shape::Prefix => hi = boundary,
-                    Shape::Suffix => lo = boundary,
-                }
-            }
-            w.removed[cut.constraint] += (before - (hi - lo)) as u128 * below;
-            if lo == hi {
-                return ControlFlow::Continue(Some(cut.constraint));
-            }
-        }
+        let (lo, hi) = match self.interval(k, w) {
+            Ok(interval) => interval,
+            Err(c) => return ControlFlow::Continue(Some(c)),
+        };
         if level.filters.is_empty()
             && k + 1 == self.free_from
             && sink.add_bulk((hi - lo) as u128 * below)
@@ -313,8 +288,42 @@ impl Space {
         ControlFlow::Continue(None)
     }
 
+    /// The domain indices `lo..hi` of level `k` that its cuts leave, given the levels above in
+    /// `w`; `Err(c)` where constraint `c` emptied it.
+    pub(crate) fn interval(&self, k: usize, w: &mut Walk) -> Result<(usize, usize), usize> {
+        let level = &self.levels[k];
+        let dom = &self.params[level.param].values;
+        let below = self.rest[k + 1];
+        let (mut lo, mut hi) = (0usize, dom.len());
+        for cut in &level.cuts {
+            let before = hi - lo;
+            for h in &cut.halves {
+                let vals = &mut w.vals;
+                let mut holds = |i: usize| {
+                    vals[level.param] = dom.get(i);
+                    (h.pred)(vals)
+                };
+                let hint = w.hints[h.hint];
+                let boundary = match h.shape {
+                    Shape::Prefix => gallop(lo, hi, hint, &mut holds),
+                    Shape::Suffix => gallop(lo, hi, hint, |i| !holds(i)),
+                };
+                w.hints[h.hint] = boundary;
+                match h.shape {
+                    Shape::Prefix => hi = boundary,
+                    Shape::Suffix => lo = boundary,
+                }
+            }
+            w.removed[cut.constraint] += (before - (hi - lo)) as u128 * below;
+            if lo == hi {
+                return Err(cut.constraint);
+            }
+        }
+        Ok((lo, hi))
+    }
+
     /// Tests the current value of `level` against its filters, charging a failure to the first.
-    fn passes_filters(&self, level: &Level, below: u128, w: &mut Walk) -> bool {
+    pub(crate) fn passes_filters(&self, level: &Level, below: u128, w: &mut Walk) -> bool {
         for (c, p) in &level.filters {
             if !p(&w.vals) {
                 w.removed[*c] += below;
@@ -326,11 +335,23 @@ impl Space {
 }
 
 /// The mutable state of one walk.
-struct Walk {
-    vals: Vec<i64>,
+pub(crate) struct Walk {
+    pub(crate) vals: Vec<i64>,
     removed: Vec<u128>,
     /// Per cut half, where its boundary was last found: siblings' boundaries are close.
     hints: Vec<usize>,
+}
+
+impl Walk {
+    /// A walk with every parameter at `vals` (declaration order); levels above the one it starts
+    /// from must hold a valid prefix.
+    pub(crate) fn at(space: &Space, vals: Vec<i64>) -> Walk {
+        Walk {
+            vals,
+            removed: vec![0u128; space.labels.len()],
+            hints: vec![0; space.hints],
+        }
+    }
 }
 
 /// First index in `lo..hi` where `pred` is false, given it is true on a prefix; searches outwards
@@ -384,15 +405,15 @@ fn partition_point(mut lo: usize, mut hi: usize, mut pred: impl FnMut(usize) -> 
 }
 
 /// Where the walk delivers valid configurations.
-trait Sink {
+pub(crate) trait Sink {
     /// All levels from `k` on are unconstrained and `vals` holds the bound ones.
     fn free_tail(&mut self, space: &Space, k: usize, vals: &mut [i64]) -> ControlFlow<()>;
     /// `n` valid configurations at once; false if the sink needs them one by one.
     fn add_bulk(&mut self, n: u128) -> bool;
 }
 
-struct Counter {
-    count: u128,
+pub(crate) struct Counter {
+    pub(crate) count: u128,
 }
 
 impl Sink for Counter {

@@ -47,6 +47,10 @@ pub enum Command {
     /// Serve work-group size predictions over HTTP to programs at run time, take back what they
     /// measured and learn from it (POST /v1/predict, POST /v1/observe, GET /v1/health, GET /metrics).
     Serve(ServeArgs),
+    /// Replay recorded spaces (Kernel Tuner caches, ndtune stores) with every search strategy
+    /// over many seeds and budgets: the mean fraction of the optimum per budget and the
+    /// evaluations to reach 90% and 95% of it, as a table, JSON and an SVG figure.
+    BenchStrategies(BenchStrategiesArgs),
     /// The evaluation worker the tuner supervises (internal).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -150,7 +154,8 @@ pub struct CampaignArgs {
         default_value = "ndtune.db"
     )]
     pub db: PathBuf,
-    /// Search strategy: exhaustive, random or anneal.
+    /// Search strategy: exhaustive, random, anneal, ga, ils, ils-adjacent, mls, mls-adjacent or
+    /// forest (docs/tuning.md, "Strategies").
     #[arg(long, default_value = "exhaustive")]
     pub strategy: String,
     /// At most this many configurations per device.
@@ -457,4 +462,40 @@ pub struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub max_body: usize,
+}
+
+#[derive(Args)]
+pub struct BenchStrategiesArgs {
+    /// Kernel Tuner caches (.json, .json.gz: one dataset each) or ndtune stores (a dataset per
+    /// recorded campaign).
+    #[arg(required = true, value_name = "RECORDING")]
+    pub recordings: Vec<PathBuf>,
+    /// Strategies to compare.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "random,anneal,ga,ils,ils-adjacent,mls,mls-adjacent,forest"
+    )]
+    pub strategies: Vec<String>,
+    /// Evaluation budgets.
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200,400")]
+    pub budgets: Vec<usize>,
+    /// Runs per strategy and budget, with seeds 0 to N-1.
+    #[arg(long, default_value_t = 32)]
+    pub seeds: u64,
+    /// Measure first the best configurations of the other datasets of the same kernel.
+    #[arg(long)]
+    pub warm_start: bool,
+    /// How many configurations a warm start measures first.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub warm: usize,
+    /// Kernel Tuner's results on the same datasets (bench/kt_strategies.py's JSON), shown beside.
+    #[arg(long, value_name = "JSON")]
+    pub kt: Option<PathBuf>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw the mean fraction of the optimum per budget as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }

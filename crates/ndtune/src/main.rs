@@ -5,6 +5,7 @@
 //! printed once, with their context.
 
 mod cli;
+mod cmd_bench_strategies;
 mod cmd_collect;
 mod cmd_devices;
 mod cmd_export;
@@ -54,6 +55,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Report(args) => cmd_report::run(&args),
         cli::Command::Status(args) => cmd_status::run(&args),
         cli::Command::Serve(args) => cmd_serve::run(&args),
+        cli::Command::BenchStrategies(args) => cmd_bench_strategies::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
         cli::Command::Builder => std::process::exit(ndtune_bench::builder::serve()),
     }

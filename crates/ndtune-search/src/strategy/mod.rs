@@ -1,24 +1,54 @@
 //! The strategies and their names.
 
 mod anneal;
+mod genetic;
+mod local;
+mod surrogate;
 
 pub use anneal::Anneal;
+pub use genetic::Genetic;
+pub use local::LocalSearch;
+pub use surrogate::Surrogate;
 
 use crate::session::Session;
-use crate::{Candidates, Evaluator, Strategy, Trace};
+use crate::space::Neighbourhood;
+use crate::{Evaluator, Run, SearchSpace, Strategy, Trace};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The names [`by_name`] knows.
-pub const STRATEGY_NAMES: [&str; 3] = ["exhaustive", "random", "anneal"];
+pub const STRATEGY_NAMES: [&str; 9] = [
+    "exhaustive",
+    "random",
+    "anneal",
+    "ga",
+    "ils",
+    "ils-adjacent",
+    "mls",
+    "mls-adjacent",
+    "forest",
+];
 
 /// The strategy called `name`; `seed` drives its randomness (ignored by `exhaustive`).
 pub fn by_name(name: &str, seed: u64) -> Result<Box<dyn Strategy>, UnknownStrategy> {
+    let local = |iterated, neighbourhood| {
+        Box::new(LocalSearch {
+            seed,
+            neighbourhood,
+            iterated,
+        }) as Box<dyn Strategy>
+    };
     match name {
         "exhaustive" => Ok(Box::new(Exhaustive)),
         "random" => Ok(Box::new(RandomSampling { seed })),
         "anneal" => Ok(Box::new(Anneal { seed })),
+        "ga" => Ok(Box::new(Genetic { seed })),
+        "ils" => Ok(local(true, Neighbourhood::Hamming)),
+        "ils-adjacent" => Ok(local(true, Neighbourhood::Adjacent)),
+        "mls" => Ok(local(false, Neighbourhood::Hamming)),
+        "mls-adjacent" => Ok(local(false, Neighbourhood::Adjacent)),
+        "forest" => Ok(Box::new(Surrogate { seed })),
         _ => Err(UnknownStrategy(name.to_string())),
     }
 }
@@ -45,7 +75,8 @@ fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
 
-/// Every candidate in order (brute force, as in Erdem et al.); with a budget, the first ones.
+/// Every point in the space's order (brute force, as in Erdem et al.); with a budget, the first
+/// ones.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Exhaustive;
 
@@ -54,22 +85,23 @@ impl Strategy for Exhaustive {
         "exhaustive"
     }
 
-    fn run(
-        &mut self,
-        space: &Candidates,
-        eval: &mut dyn Evaluator,
-        budget: Option<usize>,
-    ) -> Trace {
-        let mut session = Session::new(space, eval, budget.unwrap_or(space.len()));
-        session.upcoming(0..session.budget());
-        for i in 0..session.budget() {
-            session.evaluate(i);
-        }
+    fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
+        let mut session = Session::new(space, eval, run, usize::MAX);
+        let mut rank = 0u128;
+        session.evaluate_in_order(|s| {
+            while let Some(p) = s.space().nth(rank) {
+                rank += 1;
+                if !s.seen(&p) {
+                    return Some(p);
+                }
+            }
+            None
+        });
         session.finish()
     }
 }
 
-/// Uniform sampling without replacement: `budget` distinct candidates (all without a budget), in
+/// Uniform sampling without replacement: `budget` distinct points (all without a budget), in
 /// random order.
 #[derive(Debug, Clone, Copy)]
 pub struct RandomSampling {
@@ -81,18 +113,10 @@ impl Strategy for RandomSampling {
         "random"
     }
 
-    fn run(
-        &mut self,
-        space: &Candidates,
-        eval: &mut dyn Evaluator,
-        budget: Option<usize>,
-    ) -> Trace {
-        let mut session = Session::new(space, eval, budget.unwrap_or(space.len()));
-        let picks = rand::seq::index::sample(&mut rng(self.seed), space.len(), session.budget());
-        session.upcoming(picks.iter());
-        for i in picks {
-            session.evaluate(i);
-        }
+    fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
+        let mut rng = rng(self.seed);
+        let mut session = Session::new(space, eval, run, usize::MAX);
+        session.evaluate_in_order(|s| s.fresh(&mut rng));
         session.finish()
     }
 }
@@ -109,7 +133,7 @@ mod tests {
         let err = by_name("genetic", 1).err().unwrap();
         assert_eq!(
             err.to_string(),
-            "unknown strategy `genetic`; valid: exhaustive, random, anneal"
+            "unknown strategy `genetic`; valid: exhaustive, random, anneal, ga, ils, ils-adjacent, mls, mls-adjacent, forest"
         );
     }
 }
