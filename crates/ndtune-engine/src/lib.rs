@@ -29,7 +29,7 @@ use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Outcome, Timing};
 use ndtune_device::DeviceType;
-use ndtune_search::Candidates;
+use ndtune_search::ValidSpace;
 use ndtune_space::problem::Pruning;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store, StoreError};
@@ -37,9 +37,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-
-/// The most configurations a live campaign holds in memory as candidates.
-pub const MAX_CANDIDATES: u128 = 5_000_000;
 
 /// Why a campaign could not run or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -147,7 +144,7 @@ pub struct Campaign<'a> {
     /// How the device is named in messages.
     pub label: &'a str,
     /// The spec's space pruned for this device.
-    pub pruning: &'a Pruning,
+    pub pruning: Pruning,
     pub store: &'a Store,
     pub options: Options,
 }
@@ -155,7 +152,7 @@ pub struct Campaign<'a> {
 impl Campaign<'_> {
     /// Runs the campaign: configurations the store holds are reused, the others measured and
     /// committed one by one. Returns the campaign's report.
-    pub fn run(&self, observer: &mut dyn Observer) -> Result<DeviceReport, CampaignError> {
+    pub fn run(self, observer: &mut dyn Observer) -> Result<DeviceReport, CampaignError> {
         let spec = self.spec;
         let source = spec
             .kernel_source()
@@ -167,15 +164,16 @@ impl Campaign<'_> {
                 ))
             })?;
         let mut strategy = ndtune_search::by_name(&self.options.strategy, self.options.seed)?;
-        if self.pruning.stats.pruned > MAX_CANDIDATES {
-            return Err(CampaignError::Spec(format!(
-                "{}: {} configurations remain after pruning; add constraints (at most {MAX_CANDIDATES})",
-                self.label, self.pruning.stats.pruned
-            )));
-        }
-        let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
-        let candidates = Candidates::new(names.clone(), self.pruning.space.configs())
-            .map_err(|e| CampaignError::Spec(e.to_string()))?;
+        let (declared, valid) = (self.pruning.stats.declared, self.pruning.stats.pruned);
+        let (label, kernel) = (self.label, spec.kernel.name.clone());
+        let stopped = |why: String| CampaignError::Stopped {
+            label: label.to_string(),
+            kernel: kernel.clone(),
+            why,
+        };
+        // Walked without listing it: any space the pruner counts can be tuned.
+        let space = ValidSpace::new(self.pruning.space);
+        let names = space.names().to_vec();
         let group = group(spec, &source, self.device, self.store)?;
         let existing: HashMap<Config, Outcome> = self
             .store
@@ -209,11 +207,13 @@ impl Campaign<'_> {
                 )
             })
             .transpose()
-            .map_err(|e| self.stopped(e.0))?;
+            .map_err(|e| stopped(e.0))?;
         let total = self
             .options
             .budget
-            .map_or(candidates.len(), |b| b.min(candidates.len()));
+            .map_or(valid, |b| (b as u128).min(valid))
+            .try_into()
+            .unwrap_or(usize::MAX);
         observer.event(Event::Started { total });
         let mut live = Live {
             supervisor: Supervisor::new(
@@ -244,7 +244,7 @@ impl Campaign<'_> {
             }),
             store: self.store,
             group,
-            candidates: &candidates,
+            names: &names,
             existing,
             observer,
             best_ms: None,
@@ -255,9 +255,9 @@ impl Campaign<'_> {
             unavailable_told: false,
             stopped: None,
         };
-        let trace = strategy.run(&candidates, &mut live, self.options.budget);
+        let trace = strategy.run(&space, &mut live, self.options.budget);
         if let Some(why) = live.stopped.take() {
-            return Err(self.stopped(why));
+            return Err(stopped(why));
         }
         let time = live.finish();
         Ok(report::report(
@@ -266,17 +266,9 @@ impl Campaign<'_> {
             &self.options.strategy,
             &names,
             &trace,
-            (self.pruning.stats.declared, self.pruning.stats.pruned),
+            (declared, valid),
             time,
         ))
-    }
-
-    fn stopped(&self, why: String) -> CampaignError {
-        CampaignError::Stopped {
-            label: self.label.to_string(),
-            kernel: self.spec.kernel.name.clone(),
-            why,
-        }
     }
 }
 

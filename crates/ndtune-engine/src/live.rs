@@ -6,7 +6,7 @@ use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_core::{Config, Outcome};
-use ndtune_search::{Candidates, Evaluated, Evaluator, Point};
+use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -30,7 +30,8 @@ pub(crate) struct Live<'a> {
     pub build_key: BuildKey<'a>,
     pub store: &'a Store,
     pub group: Group,
-    pub candidates: &'a Candidates,
+    /// The space's parameter names, in the order of a point's values.
+    pub names: &'a [String],
     pub existing: HashMap<Config, Outcome>,
     pub observer: &'a mut dyn Observer,
     pub best_ms: Option<f64>,
@@ -42,6 +43,15 @@ pub(crate) struct Live<'a> {
 }
 
 impl Live<'_> {
+    /// `point` as a configuration.
+    fn config(&self, point: &[i64]) -> Config {
+        self.names
+            .iter()
+            .cloned()
+            .zip(point.iter().copied())
+            .collect()
+    }
+
     /// The time account, with the build workers' own time and the worker start-up added.
     pub fn finish(self) -> TimeSpent {
         let mut time = self.time;
@@ -119,13 +129,13 @@ impl Evaluator for Live<'_> {
         let Some(pool) = &self.pool else { return };
         let builds = points
             .iter()
-            .filter(|p| !self.existing.contains_key(&self.candidates.config(p)))
+            .filter(|p| !self.existing.contains_key(&self.config(p)))
             .map(|p| ((self.build_key)(p), p.clone()));
         pool.plan(builds);
     }
 
     fn evaluate(&mut self, point: &[i64]) -> Evaluated {
-        let config = self.candidates.config(point);
+        let config = self.config(point);
         if let Some(outcome) = self.existing.get(&config) {
             self.observer.event(Event::Evaluated {
                 config: &config,

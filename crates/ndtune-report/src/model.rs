@@ -375,7 +375,7 @@ mod tests {
 
     /// A store with one tuned campaign (and its space) and one collected 2x2 scenario.
     fn tuned_store(dir: &std::path::Path) -> Store {
-        let store = Store::open(&dir.join("r.db")).unwrap();
+        let store = Store::open(dir.join("r.db")).unwrap();
         let fp = store
             .put_device(&ndtune_device::builtin::find("gt550m").unwrap())
             .unwrap();
@@ -508,7 +508,7 @@ mod tests {
     #[test]
     fn only_the_scenarios_of_the_largest_spread_are_drawn_beyond_the_cap() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let store = Store::open(dir.path().join("r.db")).unwrap();
         let fp = store
             .put_device(&ndtune_device::builtin::find("hd4600").unwrap())
             .unwrap();
@@ -652,7 +652,7 @@ mod tests {
     #[test]
     fn a_study_this_ndtune_cannot_read_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let store = Store::open(dir.path().join("r.db")).unwrap();
         store
             .put_study(&study("split", "old", serde_json::json!({"kernel": 3})))
             .unwrap();

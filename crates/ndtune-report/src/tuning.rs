@@ -554,7 +554,7 @@ mod tests {
         params: &[(&str, &[i64])],
         time: impl Fn(usize, &Config) -> Option<f64>,
     ) -> Store {
-        let store = Store::open(&dir.join("t.db")).unwrap();
+        let store = Store::open(dir.join("t.db")).unwrap();
         let mut configs: Vec<Config> = vec![Config::new()];
         for (p, values) in params {
             configs = configs

@@ -54,11 +54,11 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         );
     } else {
         for r in &reports {
-            print_report(r, &args.campaign.db);
+            print_report(r, store.path());
         }
         println!(
-            "see it: ndtune report --db {} --out report.html",
-            args.campaign.db.display()
+            "pictures of this campaign: ndtune report --db {} --out report.html",
+            store.path().display()
         );
     }
     Ok(())
@@ -110,7 +110,7 @@ pub(crate) fn tune_device(
         overrides,
         device,
         label,
-        pruning: &pruning,
+        pruning,
         store,
         options: Options {
             strategy: campaign.strategy.clone(),
