@@ -108,6 +108,10 @@ pub struct SpaceArgs {
     /// limit when there are at most N of them (0: never).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub kernel_check: u128,
+    /// Remove the configurations whose work-group exceeds their build's
+    /// CL_KERNEL_WORK_GROUP_SIZE (by default only counted: the driver's query is advice).
+    #[arg(long)]
+    pub prune_by_query: bool,
 }
 
 /// `NAME=VALUE`, replacing a spec constant.

@@ -52,7 +52,12 @@ struct Pruned {
 
 impl Pruned {
     fn valid(&self) -> u128 {
-        self.pruning.stats.pruned - self.kernel_check.as_ref().map_or(0, |k| k.removed as u128)
+        let removed = self
+            .kernel_check
+            .as_ref()
+            .filter(|k| k.pruned_by_query)
+            .map_or(0, |k| k.removed as u128);
+        self.pruning.stats.pruned - removed
     }
 
     fn report(self, spec: &Spec) -> Report {
@@ -117,7 +122,10 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         let pruning = prune(&[Target::from_profile(&d.label, &d.profile)])?;
         let kernel_check = match (&d.live, &source) {
             (Some(cl), Some(src)) => {
-                kernel_check::check(&spec, src, cl, &pruning, args.kernel_check)?
+                kernel_check::check(&spec, src, cl, &pruning, args.kernel_check)?.map(|mut k| {
+                    k.pruned_by_query = args.prune_by_query;
+                    k
+                })
             }
             _ => None,
         };
@@ -150,6 +158,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
             let kernel_check = (!removed_configs.is_empty()).then(|| KernelCheck {
                 removed: removed_configs.len(),
                 removed_configs,
+                pruned_by_query: args.prune_by_query,
                 ..KernelCheck::default()
             });
             Some(Pruned {
@@ -169,6 +178,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         let excluded = listed
             .kernel_check
             .as_ref()
+            .filter(|k| k.pruned_by_query)
             .map_or(&empty, |k| &k.removed_configs);
         list(&listed.pruning, excluded, args.json)?;
     }
@@ -254,10 +264,17 @@ fn print_report(r: &Report) {
             .work_group_size_range
             .map(|(lo, hi)| format!(", CL_KERNEL_WORK_GROUP_SIZE {lo}..{hi}"))
             .unwrap_or_default();
-        println!(
-            "  {:>14}  kernel work-group size of each configuration's own build ({} built{range})",
-            k.removed, k.checked
-        );
+        if k.pruned_by_query {
+            println!(
+                "  {:>14}  kernel work-group size of each configuration's own build ({} built{range}; --prune-by-query)",
+                k.removed, k.checked
+            );
+        } else {
+            println!(
+                "  advice {:>7}  exceed their own build's CL_KERNEL_WORK_GROUP_SIZE ({} built{range}): kept, since only a launch refuses (--prune-by-query removes them)",
+                k.removed, k.checked
+            );
+        }
         if k.build_failed > 0 {
             println!(
                 "  {:>14}  builds failed (kept: tuning records them as build_failed)",

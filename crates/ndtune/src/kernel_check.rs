@@ -1,7 +1,9 @@
-//! Per-kernel limits on a live device. `CL_KERNEL_WORK_GROUP_SIZE` depends on each build (on an
-//! H100 the matmul built with a 1x1 tile reports 256, with a 32x32 tile more), so every valid
-//! configuration is built with its own defines and kept only if its work-group fits its own
-//! build's limit. Builds are costly, so this runs only for spaces up to a cap.
+//! The driver's per-build advice on a live device. `CL_KERNEL_WORK_GROUP_SIZE` depends on each
+//! build (on an H100 the matmul built with a 1x1 tile reports 256, with a 32x32 tile more), so
+//! every valid configuration is built with its own defines and counted when its work-group
+//! exceeds its own build's answer. That answer is advice, not a limit (NVIDIA's driver launches
+//! such work-groups): the configurations are removed only on request (`--prune-by-query`).
+//! Builds are costly, so this runs only for spaces up to a cap.
 
 use anyhow::Result;
 use ndtune_cl::ClDevice;
@@ -18,6 +20,8 @@ pub struct KernelCheck {
     pub checked: usize,
     /// Configurations whose work-group exceeds their build's `CL_KERNEL_WORK_GROUP_SIZE`.
     pub removed: usize,
+    /// Whether they were removed from the space (`--prune-by-query`), or only counted.
+    pub pruned_by_query: bool,
     /// Configurations whose build failed (kept: tuning records them as build failures).
     pub build_failed: usize,
     /// The smallest and largest `CL_KERNEL_WORK_GROUP_SIZE` seen.

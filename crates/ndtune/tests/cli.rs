@@ -63,6 +63,17 @@ fn a_saved_profile_stands_in_for_the_device() {
         "a live device builds every configuration"
     );
     assert!(saved.get("kernel_check").is_none());
+    // The driver's answer is advice: counted, removed only on request.
+    assert_eq!(live["kernel_check"]["pruned_by_query"], false);
+    let pruning = json(&[
+        "space",
+        spec.to_str().unwrap(),
+        "--device",
+        "0",
+        "--prune-by-query",
+        "--json",
+    ]);
+    assert_eq!(pruning["kernel_check"]["pruned_by_query"], true);
 }
 
 #[test]
