@@ -168,7 +168,8 @@ def kt_child(a):
     platform = next(i for i, p in enumerate(cl.get_platforms()) if a.platform.lower() in p.name.lower())
 
     def restrict(p):  # a def, not a lambda: KT rewrites lambdas into expressions
-        return tuple(p[n] for n in names) in valid
+        # KT passes the configuration as a dict, or the value itself for a single parameter.
+        return (tuple(p[n] for n in names) if isinstance(p, dict) else (p,)) in valid
 
     verif_launch_ms = {}
     original = kernel_tuner.core.DeviceInterface.run_kernel
