@@ -7,6 +7,14 @@ use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The tests of this file run one at a time: one compares timings on the CPU that the others'
+/// builds and kernels would share.
+fn alone() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// V = 1 does not build, V = 2 computes a wrong result; the others are right and take time
 /// growing with WORK, so the best configuration is clear. V = 3 crashes the compiler (clang's
@@ -146,6 +154,7 @@ fn json_or_text(args: &[&str]) {
 
 #[test]
 fn build_workers_give_the_outcomes_best_and_timings_of_serial_tuning() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         dir.path(),
@@ -188,34 +197,45 @@ fn build_workers_give_the_outcomes_best_and_timings_of_serial_tuning() {
     assert_eq!(d["best"]["config"]["V"], 0, "{piped}");
     assert_eq!(serial["devices"][0]["best"]["config"]["V"], 0, "{serial}");
 
-    // Build workers are stopped while the CPU device is timed: each configuration's time with
-    // the pipeline is the serial one, give or take the noise of a shared machine (a build on the
-    // same cores during the timing would double it).
-    let score = |o: &Value| {
-        let mut t: Vec<f64> = o["times_ms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
-        t.sort_by(f64::total_cmp);
-        t[..3].iter().sum::<f64>() / 3.0
+    // Build workers are stopped while the CPU device is timed: no configuration's time with the
+    // pipeline is worse than the serial one (a build on the same cores during the timing would
+    // double it). A shared virtual machine's CPU speed wanders by as much for seconds at a time,
+    // so each configuration's fastest run is taken over three alternating rounds of each. (The
+    // pipeline is often faster: the measurement worker then never compiles, and PoCL's compiler
+    // in the worker sometimes halves its kernels' speed.)
+    let fastest = |outcomes: &BTreeMap<String, Value>, into: &mut BTreeMap<String, f64>| {
+        for (k, o) in outcomes.iter().filter(|(_, o)| o["outcome"] == "measured") {
+            let min = o["times_ms"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .fold(f64::INFINITY, f64::min);
+            let best = into.entry(k.clone()).or_insert(f64::INFINITY);
+            *best = best.min(min);
+        }
     };
-    let mut ratios: Vec<f64> = piped_outcomes
-        .iter()
-        .filter(|(_, o)| o["outcome"] == "measured")
-        .map(|(k, o)| score(o) / score(&serial_outcomes[k]))
-        .collect();
+    let (mut serial_ms, mut piped_ms) = (BTreeMap::new(), BTreeMap::new());
+    fastest(&serial_outcomes, &mut serial_ms);
+    fastest(&piped_outcomes, &mut piped_ms);
+    for round in 1..3 {
+        for (jobs, into) in [("1", &mut serial_ms), ("4", &mut piped_ms)] {
+            let db = dir.path().join(format!("round{round}-{jobs}.db"));
+            fastest(&tune(&spec, &db, &["--build-jobs", jobs]).1, into);
+        }
+    }
+    let mut ratios: Vec<f64> = piped_ms.iter().map(|(k, ms)| ms / serial_ms[k]).collect();
     ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
     assert!(
-        (0.7..1.45).contains(&median),
-        "pipelined / serial time per configuration: median {median:.2} of {ratios:?}"
+        median < 1.4,
+        "pipelined / serial fastest time per configuration: median {median:.2} of {ratios:?}"
     );
 }
 
 #[test]
 fn a_compiler_that_crashes_or_hangs_costs_one_configuration() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         dir.path(),
@@ -253,6 +273,7 @@ fn a_compiler_that_crashes_or_hangs_costs_one_configuration() {
 
 #[test]
 fn a_work_group_is_refused_by_its_launch_not_by_the_drivers_query() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         dir.path(),
