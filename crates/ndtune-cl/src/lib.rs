@@ -388,7 +388,9 @@ impl ClDevice {
         let sub = std::sync::Arc::new(subs.swap_remove(k));
         let device = Device::new(sub.id());
         let mut profile = read_profile(&device, &self.profile.platform_name)?;
-        profile.name = format!("{} [{k}/{n}]", profile.name);
+        // Not which part: equal parts are one kind of device (one fingerprint), so they share
+        // results and campaigns (`ndtune tune --pool`).
+        profile.name = format!("{} [part of {n}]", profile.name);
         Ok(ClDevice {
             index: self.index,
             profile,

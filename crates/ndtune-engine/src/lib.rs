@@ -14,13 +14,19 @@
 //!   worker measures, so that they never disturb a timing.
 //! - [`TimeSpent`] accounts where the wall time went: builds the campaign waited for count as
 //!   their wall share, not as the sum over build workers (given beside it).
+//! - With [`Options::share`], the campaign is one worker's part of a campaign shared through
+//!   the store with workers on other devices or machines ([`share`]).
+//! - With [`Options::warm_start`], the strategy first measures the configurations that did
+//!   best for the same kernel source on other devices and constants in the store.
 //!
 //! It never parses a command line and never prints.
 
 mod live;
 mod report;
+pub mod share;
 
 pub use report::{Best, DeviceReport, Ranked, TimeSpent};
+pub use share::Share;
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
@@ -29,7 +35,7 @@ use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Outcome, Timing};
 use ndtune_device::DeviceType;
-use ndtune_search::ValidSpace;
+use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace};
 use ndtune_space::problem::Pruning;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store, StoreError};
@@ -91,8 +97,15 @@ impl Processes {
 pub struct Options {
     /// A strategy name from [`ndtune_search::STRATEGY_NAMES`].
     pub strategy: String,
-    /// At most this many configurations (the strategy's default without).
+    /// At most this many configurations (the strategy's default without, every configuration
+    /// with only a time budget).
     pub budget: Option<usize>,
+    /// Propose no configuration after this much time.
+    pub time: Option<Duration>,
+    /// Measure first the configurations that did best elsewhere ([`warm_points`]).
+    pub warm_start: bool,
+    /// Share the campaign with other workers through the store's claims.
+    pub share: Option<Share>,
     /// Seed of the strategy and of the input data.
     pub seed: u64,
     /// A fixed per-evaluation (and per-build) deadline; without it, deadlines adapt.
@@ -208,6 +221,22 @@ impl Campaign<'_> {
             })
             .transpose()
             .map_err(|e| stopped(e.0))?;
+        let warm = if self.options.warm_start {
+            let points = warm_points(self.store, &group, &names)?;
+            observer.event(Event::Warning(format!(
+                "warm start: {} configurations that did best for this kernel elsewhere come first",
+                points.len()
+            )));
+            points
+        } else {
+            Vec::new()
+        };
+        let claims = self
+            .options
+            .share
+            .clone()
+            .map(|share| share::Claims::start(share, self.options.build_jobs))
+            .transpose()?;
         let total = self
             .options
             .budget
@@ -254,8 +283,17 @@ impl Campaign<'_> {
             },
             unavailable_told: false,
             stopped: None,
+            claims,
+            measured_ahead: Default::default(),
         };
-        let trace = strategy.run(&space, &mut live, self.options.budget);
+        let run = Run {
+            budget: Budget {
+                evaluations: self.options.budget,
+                time: self.options.time,
+            },
+            warm,
+        };
+        let trace = strategy.search(&space, &mut live, &run);
         if let Some(why) = live.stopped.take() {
             return Err(stopped(why));
         }
@@ -285,6 +323,34 @@ pub fn group(
         source_hash: ndtune_store::source_hash(source),
         constants: spec.problem.constants.clone(),
     })
+}
+
+/// How many configurations a warm start measures first.
+pub const WARM_POINTS: usize = 10;
+
+/// The [`WARM_POINTS`] configurations (as points over `names`) that did best, by geometric
+/// mean of time relative to each campaign's best, in the store's other campaigns of the same
+/// kernel source (other devices, other constants) over the same parameters
+/// ([`ndtune_search::warm_start`]).
+pub fn warm_points(
+    store: &Store,
+    group: &Group,
+    names: &[String],
+) -> Result<Vec<Point>, StoreError> {
+    let mut others = Vec::new();
+    for g in store.groups()? {
+        if g == *group || g.kernel != group.kernel || g.source_hash != group.source_hash {
+            continue;
+        }
+        let records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
+        let entries = records.into_iter().map(|r| (r.key.config, r.outcome));
+        // Campaigns over other parameters (another spec of the same source) cannot say.
+        if let Ok(recorded) = Recorded::from_configs(names.to_vec(), entries) {
+            others.push(recorded);
+        }
+    }
+    let others: Vec<&Recorded> = others.iter().collect();
+    Ok(ndtune_search::warm_start(&others, WARM_POINTS))
 }
 
 /// The fastest measured configuration of a campaign in the store, with its timing.

@@ -1,14 +1,16 @@
 //! The live evaluator a strategy talks to: it reuses what the store holds, plans builds ahead
 //! from the strategy's lookahead, measures in the supervised worker, commits every outcome to the
-//! store at once, and accounts the time.
+//! store at once, and accounts the time. In a shared campaign it measures only what it claimed
+//! (see [`crate::share`]).
 
+use crate::share::{Claims, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_core::{Config, Outcome};
 use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_store::{Group, Record, ResultKey, Store};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -40,20 +42,40 @@ pub(crate) struct Live<'a> {
     pub unavailable_told: bool,
     /// Why the campaign stopped early; later points are not run.
     pub stopped: Option<String>,
+    /// This worker's claims, where the campaign is shared with other workers.
+    pub claims: Option<Claims>,
+    /// Configurations this worker measured before the strategy asked for them (while another
+    /// worker held the one it asked for): fresh, not reused, when it does.
+    pub measured_ahead: HashSet<Config>,
 }
 
 impl Live<'_> {
     /// `point` as a configuration.
     fn config(&self, point: &[i64]) -> Config {
-        self.names
-            .iter()
-            .cloned()
-            .zip(point.iter().copied())
-            .collect()
+        config_of(self.names, point)
     }
 
-    /// The time account, with the build workers' own time and the worker start-up added.
-    pub fn finish(self) -> TimeSpent {
+    fn key(&self, config: &Config) -> ResultKey {
+        ResultKey {
+            device: self.group.device.clone(),
+            kernel: self.group.kernel.clone(),
+            source_hash: self.group.source_hash.clone(),
+            constants: self.group.constants.clone(),
+            config: config.clone(),
+        }
+    }
+
+    /// The time account, with the build workers' own time and the worker start-up added. Gives
+    /// back the configurations claimed and not measured.
+    pub fn finish(mut self) -> TimeSpent {
+        if let Some(claims) = &mut self.claims {
+            let names = self.names;
+            if let Err(e) = claims.release_all(self.store, &self.group, |p| config_of(names, p)) {
+                self.observer.event(Event::Warning(format!(
+                    "cannot give back unmeasured claims (they expire after the lease): {e}"
+                )));
+            }
+        }
         let mut time = self.time;
         time.startup_s = self.supervisor.startup_s;
         time.build_workers_s = self.pool.as_ref().map_or(0.0, BuildPool::busy_s);
@@ -124,19 +146,150 @@ impl Live<'_> {
     }
 }
 
+impl Live<'_> {
+    /// Measures `point`, stores its outcome (completing this worker's claim in a shared
+    /// campaign) and tells the observer; `None` when the campaign has to stop.
+    fn measure_and_record(&mut self, point: &[i64], config: &Config) -> Option<Outcome> {
+        let started_at = ndtune_store::now_ms();
+        let outcome = self.measure(point)?;
+        let record = Record {
+            key: self.key(config),
+            outcome: outcome.clone(),
+            ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
+            started_at,
+            finished_at: ndtune_store::now_ms(),
+        };
+        let stored = match &self.claims {
+            Some(claims) => self.store.complete(&claims.share.worker, &record).map(drop),
+            None => self.store.insert(&record),
+        };
+        if let Err(e) = stored {
+            self.stopped = Some(format!("cannot record a result: {e}"));
+            return None;
+        }
+        if let Some(ms) = outcome.score_ms().filter(|ms| ms.is_finite()) {
+            if self.best_ms.is_none_or(|b| ms < b) {
+                self.best_ms = Some(ms);
+            }
+        }
+        self.observer.event(Event::Evaluated {
+            config,
+            outcome: &outcome,
+            reused: false,
+            best_ms: self.best_ms,
+        });
+        Some(outcome)
+    }
+
+    /// In a shared campaign: `point`'s outcome from whichever worker measures it (`true`: not
+    /// this one). This worker measures it if it can claim it; while another worker holds it,
+    /// this one measures what it claimed ahead, or waits. `None` when the campaign has to stop.
+    fn evaluate_shared(&mut self, point: &[i64], config: &Config) -> Option<(Outcome, bool)> {
+        loop {
+            match self.store.get(&self.key(config)) {
+                Ok(Some(record)) => {
+                    self.existing.insert(config.clone(), record.outcome.clone());
+                    self.observer.event(Event::Evaluated {
+                        config,
+                        outcome: &record.outcome,
+                        reused: true,
+                        best_ms: self.best_ms,
+                    });
+                    return Some((record.outcome, true));
+                }
+                Ok(None) => {}
+                Err(e) => return self.stop(format!("cannot read the store: {e}")),
+            }
+            let claims = self.claims.as_mut().expect("a shared campaign");
+            let mine = claims.take(point)
+                || match self.store.claim(
+                    &self.group,
+                    &claims.share.worker,
+                    std::slice::from_ref(config),
+                    claims.share.lease,
+                ) {
+                    Ok(claimed) => claimed.is_some(),
+                    Err(e) => return self.stop(format!("cannot claim a configuration: {e}")),
+                };
+            if mine {
+                claims.measuring(point);
+                self.top_up()?;
+                return self.measure_and_record(point, config).map(|o| (o, false));
+            }
+            self.top_up()?;
+            // Another worker holds it: measure what this one holds meanwhile, or wait.
+            match self.claims.as_mut().and_then(|c| c.held.pop_front()) {
+                Some(next) => {
+                    if let Some(claims) = &mut self.claims {
+                        claims.measuring(&next);
+                    }
+                    let next_config = self.config(&next);
+                    let outcome = self.measure_and_record(&next, &next_config)?;
+                    self.existing.insert(next_config.clone(), outcome);
+                    self.measured_ahead.insert(next_config);
+                }
+                None => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// Claims ahead up to the worker's depth and has those built ahead; `None` when the
+    /// campaign has to stop.
+    fn top_up(&mut self) -> Option<()> {
+        let claims = self.claims.as_mut()?;
+        let (names, existing) = (self.names, &self.existing);
+        let topped = claims.top_up(
+            self.store,
+            &self.group,
+            |p| existing.contains_key(&config_of(names, p)),
+            |p| config_of(names, p),
+        );
+        if let Err(e) = topped {
+            return self.stop(format!("cannot claim a configuration: {e}"));
+        }
+        if let Some(pool) = &self.pool {
+            let build_key = &self.build_key;
+            pool.plan(claims.held.iter().map(|p| (build_key(p), p.clone())));
+        }
+        Some(())
+    }
+
+    fn stop<T>(&mut self, why: String) -> Option<T> {
+        self.stopped = Some(why);
+        None
+    }
+}
+
+/// `point` (values in `names`' order) as a configuration.
+fn config_of(names: &[String], point: &[i64]) -> Config {
+    names.iter().cloned().zip(point.iter().copied()).collect()
+}
+
 impl Evaluator for Live<'_> {
     fn upcoming(&mut self, points: &[Point]) {
-        let Some(pool) = &self.pool else { return };
-        let builds = points
+        let points: Vec<Point> = points
             .iter()
             .filter(|p| !self.existing.contains_key(&self.config(p)))
-            .map(|p| ((self.build_key)(p), p.clone()));
-        pool.plan(builds);
+            .cloned()
+            .collect();
+        if let Some(claims) = &mut self.claims {
+            claims.announce(&points);
+            self.top_up();
+            return;
+        }
+        let Some(pool) = &self.pool else { return };
+        pool.plan(points.into_iter().map(|p| ((self.build_key)(&p), p)));
     }
 
     fn evaluate(&mut self, point: &[i64]) -> Evaluated {
         let config = self.config(point);
         if let Some(outcome) = self.existing.get(&config) {
+            if self.measured_ahead.remove(&config) {
+                return Evaluated {
+                    outcome: outcome.clone(),
+                    reused: false,
+                };
+            }
             self.observer.event(Event::Evaluated {
                 config: &config,
                 outcome,
@@ -148,50 +301,20 @@ impl Evaluator for Live<'_> {
                 reused: true,
             };
         }
-        let stopped = || Evaluated {
-            outcome: Outcome::Pruned {
-                constraint: STOPPED.into(),
+        let evaluated = match self.stopped {
+            Some(_) => None,
+            None if self.claims.is_some() => self.evaluate_shared(point, &config),
+            None => self.measure_and_record(point, &config).map(|o| (o, false)),
+        };
+        match evaluated {
+            Some((outcome, reused)) => Evaluated { outcome, reused },
+            // Points asked for after the campaign stopped are neither run nor stored.
+            None => Evaluated {
+                outcome: Outcome::Pruned {
+                    constraint: STOPPED.into(),
+                },
+                reused: false,
             },
-            reused: false,
-        };
-        if self.stopped.is_some() {
-            return stopped();
-        }
-        let started_at = ndtune_store::now_ms();
-        let Some(outcome) = self.measure(point) else {
-            return stopped();
-        };
-        let record = Record {
-            key: ResultKey {
-                device: self.group.device.clone(),
-                kernel: self.group.kernel.clone(),
-                source_hash: self.group.source_hash.clone(),
-                constants: self.group.constants.clone(),
-                config: config.clone(),
-            },
-            outcome: outcome.clone(),
-            ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
-            started_at,
-            finished_at: ndtune_store::now_ms(),
-        };
-        if let Err(e) = self.store.insert(&record) {
-            self.stopped = Some(format!("cannot record a result: {e}"));
-            return stopped();
-        }
-        if let Some(ms) = outcome.score_ms().filter(|ms| ms.is_finite()) {
-            if self.best_ms.is_none_or(|b| ms < b) {
-                self.best_ms = Some(ms);
-            }
-        }
-        self.observer.event(Event::Evaluated {
-            config: &config,
-            outcome: &outcome,
-            reused: false,
-            best_ms: self.best_ms,
-        });
-        Evaluated {
-            outcome,
-            reused: false,
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::store::{group_params, key_params, GROUP_IS, KEY_IS};
 use crate::{now_ms, Group, Record, Store, StoreError, UnixMs};
 use ndtune_core::{config_key, Config};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// One worker's share of a campaign, as [`Store::campaign_status`] counts it.
@@ -42,8 +42,21 @@ pub struct CampaignStatus {
     pub group: Group,
     /// Records of the group, whoever stored them (workers or a single `tune`).
     pub results: u64,
+    /// Claimed configurations evaluated to a result more than once (by a worker whose lease
+    /// ran out while it still worked, and by the one that took the claim over).
+    pub measured_twice: u64,
     /// Workers that ever claimed a configuration of it, by id.
     pub workers: Vec<WorkerStatus>,
+}
+
+/// How many candidates [`Store::claim`] reads the claims of at once.
+const CLAIM_CHUNK: usize = 64;
+
+/// A claim as [`Store::claim`] reads it before trying.
+struct Seen {
+    worker: String,
+    deadline: UnixMs,
+    done: bool,
 }
 
 /// What [`Store::claim`] found for one candidate.
@@ -61,7 +74,7 @@ impl Store {
     /// live claim, until `lease` from now; `None` when every candidate is done or held.
     /// A configuration whose claim expired is taken over. A worker asking again for a
     /// configuration it still holds gets it back (a restarted worker with the same id).
-    /// Also records that `worker` is alive.
+    /// Also records that `worker` is alive (in the claim's transaction).
     pub fn claim(
         &self,
         group: &Group,
@@ -70,22 +83,68 @@ impl Store {
         lease: Duration,
     ) -> Result<Option<Config>, StoreError> {
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-        self.beat(worker, now_ms())?;
-        for config in candidates {
-            let key = config_key(config);
-            let known = (group.clone(), key);
-            if self.done.borrow().contains(&known) {
-                continue;
-            }
-            match self.transaction(|s| s.try_claim(group, config, worker, lease_ms))? {
-                Attempt::Claimed => return Ok(Some(config.clone())),
-                Attempt::Done => {
-                    self.done.borrow_mut().insert(known);
+        let fresh: Vec<&Config> = candidates
+            .iter()
+            .filter(|c| !self.done.borrow().contains(&(group.clone(), config_key(c))))
+            .collect();
+        for chunk in fresh.chunks(CLAIM_CHUNK) {
+            // One read of the chunk's claims first: only those that look free are tried, each
+            // in a transaction that reads its claim again under the lock.
+            let claims = self.claims_of(group, chunk)?;
+            let now = now_ms();
+            for config in chunk {
+                let key = config_key(config);
+                match claims.get(&key) {
+                    Some(seen) if seen.done => {
+                        self.done.borrow_mut().insert((group.clone(), key));
+                        continue;
+                    }
+                    Some(seen) if seen.worker != worker && seen.deadline >= now => continue,
+                    _ => {}
                 }
-                Attempt::Held => {}
+                match self.transaction(|s| s.try_claim(group, config, worker, lease_ms))? {
+                    Attempt::Claimed => return Ok(Some((*config).clone())),
+                    Attempt::Done => {
+                        self.done.borrow_mut().insert((group.clone(), key));
+                    }
+                    Attempt::Held => {}
+                }
             }
         }
+        self.beat(worker, now_ms())?;
         Ok(None)
+    }
+
+    /// The claims of `configs` in `group`, by config key.
+    fn claims_of(
+        &self,
+        group: &Group,
+        configs: &[&Config],
+    ) -> Result<HashMap<String, Seen>, StoreError> {
+        let mut params = group_params(group);
+        let first = params.len() + 1;
+        params.extend(configs.iter().map(|c| config_key(c).into()));
+        let slots: Vec<String> = (first..params.len() + 1).map(|i| format!("?{i}")).collect();
+        let rows = self.query(
+            &format!(
+                "SELECT config, worker, deadline, done_at FROM claims
+                 WHERE {GROUP_IS} AND config IN ({})",
+                slots.join(", ")
+            ),
+            &params,
+        )?;
+        let mut seen = HashMap::new();
+        for row in &rows {
+            seen.insert(
+                self.cell(row.text(0))?,
+                Seen {
+                    worker: self.cell(row.text(1))?,
+                    deadline: self.cell(row.int(2))?,
+                    done: self.cell(row.int_or_null(3))?.is_some(),
+                },
+            );
+        }
+        Ok(seen)
     }
 
     /// Inside a transaction: claims one configuration if it is free.
@@ -149,6 +208,7 @@ impl Store {
                         &lapse,
                     )?;
                 }
+                self.beat(worker, now)?;
                 Ok(Attempt::Claimed)
             }
             None => {
@@ -159,11 +219,11 @@ impl Store {
                      ON CONFLICT (device, kernel, source_hash, constants, config) DO NOTHING",
                     &params,
                 )?;
-                Ok(if inserted == 1 {
-                    Attempt::Claimed
-                } else {
-                    Attempt::Held
-                })
+                if inserted == 0 {
+                    return Ok(Attempt::Held);
+                }
+                self.beat(worker, now)?;
+                Ok(Attempt::Claimed)
             }
         }
     }
@@ -185,9 +245,13 @@ impl Store {
                 ),
                 &params,
             )?;
+            s.execute(
+                &format!("UPDATE claims SET completions = completions + 1 WHERE {KEY_IS}"),
+                &params[..5],
+            )?;
+            s.beat(worker, now)?;
             Ok(marked == 1)
         })?;
-        self.beat(worker, now)?;
         self.done
             .borrow_mut()
             .insert((record.key.group(), config_key(&record.key.config)));
@@ -260,6 +324,11 @@ impl Store {
             &params,
         )?;
         let results = self.cell(count[0].int(0))? as u64;
+        let twice = self.query(
+            &format!("SELECT count(*) FROM claims WHERE {GROUP_IS} AND completions > 1"),
+            &params,
+        )?;
+        let measured_twice = self.cell(twice[0].int(0))? as u64;
         let mut workers = BTreeMap::<String, WorkerStatus>::new();
         let mut with_now = params.clone();
         with_now.push(now.into());
@@ -294,6 +363,7 @@ impl Store {
         Ok(CampaignStatus {
             group: group.clone(),
             results,
+            measured_twice,
             workers: workers.into_values().collect(),
         })
     }

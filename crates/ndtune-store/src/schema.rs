@@ -13,12 +13,12 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// The SQLite migration steps, in order: step `i` takes a store from version `i` to `i + 1`.
 /// Each runs inside the transaction that also records the new version. Never edit a released
 /// step; add one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The PostgreSQL migration steps: the same tables, columns and indexes as [`MIGRATIONS`], step
 /// for step, in PostgreSQL's types. Text compares byte by byte (`COLLATE "C"`), as in SQLite,
 /// so both order rows alike.
-pub(crate) const PG_MIGRATIONS: &[&str] = &[PG_V1, PG_V2, PG_V3, PG_V4];
+pub(crate) const PG_MIGRATIONS: &[&str] = &[PG_V1, PG_V2, PG_V3, PG_V4, PG_V5];
 
 /// Records a meta value (both databases).
 pub(crate) const UPSERT_META: &str = "INSERT INTO meta (key, value) VALUES (?1, ?2)
@@ -128,6 +128,14 @@ CREATE TABLE workers (
 ) STRICT;
 ";
 
+/// Version 5: how many times each claimed configuration was evaluated to a result, so that a
+/// campaign shared by workers can show from the store alone that none was measured twice
+/// (a worker that stopped beating past its lease and finished anyway counts a second time).
+pub(crate) const V5: &str = "
+ALTER TABLE claims ADD COLUMN completions INTEGER NOT NULL DEFAULT 0;
+UPDATE claims SET completions = 1 WHERE done_at IS NOT NULL;
+";
+
 /// PostgreSQL version 1: see [`V1`].
 pub(crate) const PG_V1: &str = r#"
 CREATE TABLE meta (
@@ -224,6 +232,12 @@ CREATE TABLE workers (
     heartbeat   BIGINT NOT NULL
 );
 "#;
+
+/// PostgreSQL version 5: see [`V5`].
+pub(crate) const PG_V5: &str = "
+ALTER TABLE claims ADD COLUMN completions BIGINT NOT NULL DEFAULT 0;
+UPDATE claims SET completions = 1 WHERE done_at IS NOT NULL;
+";
 
 /// What a database holds, as far as ndtune is concerned.
 #[derive(Debug, PartialEq)]

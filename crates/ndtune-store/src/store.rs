@@ -502,6 +502,26 @@ mod tests {
     }
 
     #[test]
+    fn claims_done_before_version_5_count_as_measured_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.ndtune");
+        let rec = record();
+        let group = rec.key.group();
+        let v4 = Store::open_with(&path, &MIGRATIONS[..4]).unwrap();
+        let lease = std::time::Duration::from_secs(60);
+        let claimed = v4.claim(&group, "w", std::slice::from_ref(&rec.key.config), lease);
+        assert_eq!(claimed.unwrap(), Some(rec.key.config.clone()));
+        // Version 4's completion, without the count.
+        v4.insert(&rec).unwrap();
+        v4.execute("UPDATE claims SET done_at = 1", &[]).unwrap();
+        drop(v4);
+        let store = Store::open(&path).unwrap();
+        let completions = store.query("SELECT completions FROM claims", &[]).unwrap();
+        assert_eq!(completions[0].int(0), Ok(1));
+        assert_eq!(store.campaign_status(&group).unwrap().measured_twice, 0);
+    }
+
+    #[test]
     fn a_failing_migration_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.ndtune");

@@ -173,6 +173,8 @@ fn expired_leases_are_taken_over_and_heartbeats_keep_them() {
             .map(|w| (w.worker.as_str(), w.claimed, w.done, w.expired))
             .collect();
         assert_eq!(counts, [("a", 0, 0, 1), ("b", 1, 1, 0)], "{location}");
+        // Both evaluated it: the store counts it measured twice.
+        assert_eq!(status.measured_twice, 1, "{location}");
         assert!(b.complete("b", &record(&order[1])).unwrap());
 
         // A heartbeat moves A's deadline on: B cannot take its claim.
@@ -283,5 +285,6 @@ fn a_killed_worker_loses_only_its_claim() {
         assert_eq!((doomed.done, doomed.claimed, doomed.expired), (3, 0, 1));
         let done: u64 = status.workers.iter().map(|w| w.done).sum();
         assert_eq!(done, order.len() as u64, "{location}: none evaluated twice");
+        assert_eq!(status.measured_twice, 0, "{location}");
     });
 }

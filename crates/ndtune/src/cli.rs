@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -126,6 +127,16 @@ pub fn parse_set(s: &str) -> Result<(String, i64), String> {
     Ok((name.trim().to_string(), value))
 }
 
+/// A duration as people write it: `90s`, `10m`, `1h 30m`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = s.trim().parse::<f64>() {
+        return Duration::try_from_secs_f64(seconds)
+            .map_err(|_| format!("`{s}` is not a duration of zero or more seconds"));
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration (`90s`, `10m`, `1h 30m`): {e}"))
+}
+
 #[derive(Args)]
 pub struct TuneArgs {
     /// The spec file (TOML); optional with --replay of a Kernel Tuner cache.
@@ -144,6 +155,29 @@ pub struct TuneArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub share: ShareArgs,
+}
+
+/// Sharing one campaign among workers (docs/scale.md).
+#[derive(Args, Clone)]
+pub struct ShareArgs {
+    /// Be one worker of a campaign shared through the store (run one per device, on any number
+    /// of machines, all with the same spec, --db, --strategy and --seed): configurations are
+    /// claimed, so none is measured twice, and a dead worker's are taken over.
+    #[arg(long)]
+    pub worker: bool,
+    /// Run one worker process per device of --device (identical devices) on this machine,
+    /// sharing one campaign; works with either store.
+    #[arg(long, conflicts_with = "worker")]
+    pub pool: bool,
+    /// This worker's name in the store (default: host name, process id and device).
+    #[arg(long, value_name = "NAME", requires = "worker")]
+    pub worker_id: Option<String>,
+    /// How long a claim outlives a worker that stopped beating: after it, another worker
+    /// takes the configuration over (`30s`, `2m`).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub lease: Duration,
 }
 
 /// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).
@@ -165,6 +199,14 @@ pub struct CampaignArgs {
     /// At most this many configurations per device.
     #[arg(long, value_name = "N")]
     pub budget: Option<usize>,
+    /// Propose no configuration after this much time per device (`90s`, `10m`, `1h 30m`);
+    /// without --budget, the space is searched until then.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time: Option<Duration>,
+    /// Measure first the configurations that did best for the same kernel source on other
+    /// devices or constants in the store.
+    #[arg(long)]
+    pub warm_start: bool,
     /// Seed of the strategy and of the input data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -137,6 +137,8 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             db: db.clone(),
             strategy: "exhaustive".into(),
             budget: None,
+            time: None,
+            warm_start: false,
             seed: args.seed,
             set: vec![],
             build_jobs: None,
@@ -150,6 +152,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             &label,
             &store,
             &progress,
+            None,
         )?;
         let (evaluated, per_s, overhead) = report.throughput();
         // On stderr: stdout is the summary (or its JSON).

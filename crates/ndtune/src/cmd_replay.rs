@@ -147,7 +147,14 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let space = Candidates::new(rec.names.clone(), points)?;
     let mut recorded = Recorded::from_configs(rec.names.clone(), rec.entries.iter().cloned())?;
     let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
-    let trace = strategy.run(&space, &mut recorded, args.campaign.budget);
+    let run = ndtune_search::Run {
+        budget: ndtune_search::Budget {
+            evaluations: args.campaign.budget,
+            time: args.campaign.time,
+        },
+        warm: Vec::new(),
+    };
+    let trace = strategy.search(&space, &mut recorded, &run);
     let found = |p: &[i64], ms: f64| Found {
         config: space.config(p),
         time_ms: ms,

@@ -74,6 +74,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 label,
                 &store,
                 &progress,
+                None,
             )?;
             best = best_recorded(&store, &g)?;
             if best.is_none() {

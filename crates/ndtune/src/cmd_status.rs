@@ -56,8 +56,12 @@ fn table(device: Option<&str>, status: &CampaignStatus, now: UnixMs) -> String {
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    let twice = match status.measured_twice {
+        0 => String::new(),
+        n => format!(" ({n} measured twice: a worker outlived its lease)"),
+    };
     let mut out = format!(
-        "{} on {} ({}), {}, source {}: {} results\n",
+        "{} on {} ({}), {}, source {}: {} results{twice}\n",
         g.kernel,
         device.unwrap_or("unknown device"),
         g.device,
@@ -117,6 +121,7 @@ mod tests {
                 constants: [("N".to_string(), 1024)].into(),
             },
             results: 12,
+            measured_twice: 0,
             workers: vec![
                 WorkerStatus {
                     worker: "node1:gpu0".into(),

@@ -4,11 +4,11 @@
 
 use crate::cli::{CampaignArgs, TuneArgs};
 use crate::targets;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, OutcomeKind};
-use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes};
+use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store};
@@ -17,6 +17,11 @@ use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
     if let Some(path) = &args.replay {
+        if args.campaign.warm_start || args.share.worker || args.share.pool {
+            bail!(
+                "--replay measures nothing: --warm-start, --worker and --pool need a live campaign"
+            );
+        }
         return crate::cmd_replay::run(args, path);
     }
     let spec_path = args
@@ -30,12 +35,31 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let devices = targets::live_devices(args.device.as_deref())?;
     let store = Store::open(&args.campaign.db)?;
+    if args.share.pool {
+        return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
+    }
+    if args.share.worker && devices.len() > 1 {
+        bail!(
+            "--worker measures on one device, --device {} names {}: start a worker per device, or use --pool",
+            args.device.as_deref().unwrap_or_default(),
+            devices.len()
+        );
+    }
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let mut reports = Vec::new();
     for device in &devices {
+        let share = args.share.worker.then(|| Share {
+            worker: args
+                .share
+                .worker_id
+                .clone()
+                .unwrap_or_else(|| default_worker_id(device)),
+            lease: args.share.lease,
+            location: args.campaign.db.clone().into(),
+        });
         reports.push(tune_device(
             &args.campaign,
             args.timeout,
@@ -45,6 +69,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             &targets::label(device),
             &store,
             &progress,
+            share,
         )?);
     }
     if args.json {
@@ -76,6 +101,7 @@ pub(crate) fn tune_device(
     label: &str,
     store: &Store,
     progress: &MultiProgress,
+    share: Option<Share>,
 ) -> Result<DeviceReport> {
     let pruning = spec
         .problem
@@ -115,6 +141,9 @@ pub(crate) fn tune_device(
         options: Options {
             strategy: campaign.strategy.clone(),
             budget: campaign.budget,
+            time: campaign.time,
+            warm_start: campaign.warm_start,
+            share,
             seed: campaign.seed,
             timeout: timeout.map(Duration::from_secs_f64),
             build_jobs: campaign
@@ -127,6 +156,29 @@ pub(crate) fn tune_device(
     .run(&mut observer);
     bar.finish();
     Ok(report?)
+}
+
+/// A worker's name where none is given: `host:pid:device` (the device's selector).
+pub(crate) fn default_worker_id(device: &ClDevice) -> String {
+    format!(
+        "{}:{}:{}",
+        hostname(),
+        std::process::id(),
+        targets::selector(device)
+    )
+}
+
+/// This machine's host name (`localhost` where it has none).
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // truncates, and the length is bounded below by the search for NUL.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..len]) {
+        Ok(name) if ok && !name.is_empty() => name.to_string(),
+        _ => "localhost".into(),
+    }
 }
 
 /// Keeps a tuned space's pruning counts (Erdem Tables 1-2) in the store for `ndtune report`: a
@@ -188,7 +240,7 @@ pub(crate) fn show_config(names: &[String], config: &Config) -> String {
         .join(" ")
 }
 
-fn print_report(r: &DeviceReport, db: &std::path::Path) {
+pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
     println!(
         "{} — `{}` ({} strategy, {} of {} valid configurations)",
         r.device,

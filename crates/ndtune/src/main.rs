@@ -10,6 +10,7 @@ mod cmd_collect;
 mod cmd_devices;
 mod cmd_export;
 mod cmd_learn;
+mod cmd_pool;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_serve;

@@ -35,9 +35,14 @@ pub fn pick(devices: &[ClDevice], sel: &str) -> Result<ClDevice> {
 
 /// How `ndtune devices` and reports name a device: its index (with `:K/N` for a sub-device).
 pub fn label(d: &ClDevice) -> String {
+    format!("{}: {}", selector(d), d.profile.name)
+}
+
+/// The selector that picks `d` again: its index, with `:K/N` for a sub-device.
+pub fn selector(d: &ClDevice) -> String {
     match d.sub {
-        Some((k, n)) => format!("{}:{k}/{n}: {}", d.index, d.profile.name),
-        None => format!("{}: {}", d.index, d.profile.name),
+        Some((k, n)) => format!("{}:{k}/{n}", d.index),
+        None => d.index.to_string(),
     }
 }
 

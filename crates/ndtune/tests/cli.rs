@@ -373,7 +373,10 @@ fn sub_devices_split_a_device_by_compute_units() {
         .unwrap();
     let half = json(&["devices", "--json", "--device", "0:1/2"])[0].clone();
     assert_eq!(half["compute_units"].as_u64().unwrap(), whole / 2, "{half}");
-    assert!(half["name"].as_str().unwrap().ends_with("[1/2]"));
+    assert!(half["name"].as_str().unwrap().ends_with("[part of 2]"));
+    // Equal parts are one kind of device: one fingerprint, shared results.
+    let other = json(&["devices", "--json", "--device", "0:0/2"])[0].clone();
+    assert_eq!(other["name"], half["name"]);
     let space = json(&[
         "space",
         examples().join("conv1d.toml").to_str().unwrap(),

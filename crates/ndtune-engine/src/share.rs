@@ -1,0 +1,182 @@
+//! Sharing one campaign among workers — processes on one or many machines, one device each,
+//! all with the same spec, strategy and seed — through the store's claims
+//! ([`ndtune_store::Store::claim`]). Nothing else coordinates them.
+//!
+//! Each worker runs the strategy itself. A point the strategy asks for is taken from the store
+//! if any worker measured it, measured here if this worker can claim it, and otherwise (another
+//! worker holds it) this worker measures what it claimed ahead meanwhile, or waits for it. The
+//! worker keeps `depth` points of the strategy's announced order ([`ndtune_search::Evaluator::
+//! upcoming`]) claimed ahead, which are also what its build workers compile: no worker builds
+//! what another will measure. Every worker sees every result, so workers with the same seed
+//! propose alike and split each batch (exhaustive, random, a generation of `ga`); sequential
+//! strategies share best with a seed per worker.
+//!
+//! A heartbeat thread with its own connection moves the deadlines of this worker's claims on
+//! every third of a lease, also while a long build or measurement runs. A worker that dies
+//! stops beating; its claims expire after a lease and another worker takes them over.
+
+use ndtune_core::Config;
+use ndtune_search::Point;
+use ndtune_store::{Group, Store, StoreError};
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How a campaign is shared: who this worker is and how long its claims last.
+#[derive(Debug, Clone)]
+pub struct Share {
+    /// This worker's name in the store (`ndtune status` shows it); a worker restarted with
+    /// the same name gets back the claims it still holds.
+    pub worker: String,
+    /// How long a claim lasts without a heartbeat: a dead worker's configurations wait this
+    /// long before another worker takes them over.
+    pub lease: Duration,
+    /// The store's location (file or URL), for the heartbeat's own connection.
+    pub location: OsString,
+}
+
+/// How often a waiting worker looks again for a result another worker is measuring.
+pub(crate) const POLL: Duration = Duration::from_millis(100);
+
+/// How many points of the strategy's order a claim looks through at once.
+const CLAIM_WINDOW: usize = 256;
+
+/// One worker's claims on a shared campaign.
+pub(crate) struct Claims {
+    pub share: Share,
+    /// How many points to keep claimed ahead of the one being measured.
+    depth: usize,
+    /// The strategy's announced order, as last told.
+    ahead: Vec<Point>,
+    /// Points this worker claimed and has not measured yet, in claim order.
+    pub held: VecDeque<Point>,
+    _heartbeat: Heartbeat,
+}
+
+impl Claims {
+    /// Starts the heartbeat (its own store connection) for `share`'s worker.
+    pub fn start(share: Share, depth: usize) -> Result<Claims, StoreError> {
+        let heartbeat = Heartbeat::start(&share)?;
+        Ok(Claims {
+            share,
+            depth: depth.max(1),
+            ahead: Vec::new(),
+            held: VecDeque::new(),
+            _heartbeat: heartbeat,
+        })
+    }
+
+    /// The strategy announced its next points.
+    pub fn announce(&mut self, points: &[Point]) {
+        self.ahead = points.to_vec();
+    }
+
+    /// Whether this worker holds `point`; forgets it (the caller measures it now).
+    pub fn take(&mut self, point: &[i64]) -> bool {
+        let at = self.held.iter().position(|p| p == point);
+        at.map(|i| self.held.remove(i)).is_some()
+    }
+
+    /// `point` is being measured now: claiming ahead must not take it again (a worker that
+    /// claims a configuration it holds gets it back).
+    pub fn measuring(&mut self, point: &[i64]) {
+        self.ahead.retain(|p| p != point);
+    }
+
+    /// Claims points of the announced order until `depth` are held; `known` tells the points
+    /// that have an outcome here already. `config` turns a point into its configuration.
+    pub fn top_up(
+        &mut self,
+        store: &Store,
+        group: &Group,
+        known: impl Fn(&[i64]) -> bool,
+        config: impl Fn(&[i64]) -> Config,
+    ) -> Result<(), StoreError> {
+        while self.held.len() < self.depth {
+            let window: Vec<&Point> = self
+                .ahead
+                .iter()
+                .filter(|p| !known(p) && !self.held.contains(p))
+                .take(CLAIM_WINDOW)
+                .collect();
+            if window.is_empty() {
+                return Ok(());
+            }
+            let configs: Vec<Config> = window.iter().map(|p| config(p)).collect();
+            let Some(claimed) =
+                store.claim(group, &self.share.worker, &configs, self.share.lease)?
+            else {
+                return Ok(());
+            };
+            let at = configs
+                .iter()
+                .position(|c| *c == claimed)
+                .expect("a claim is one of the candidates");
+            self.held.push_back(window[at].clone());
+        }
+        Ok(())
+    }
+
+    /// Gives back every point claimed and not measured, so other workers take them at once.
+    pub fn release_all(
+        &mut self,
+        store: &Store,
+        group: &Group,
+        config: impl Fn(&[i64]) -> Config,
+    ) -> Result<(), StoreError> {
+        for point in std::mem::take(&mut self.held) {
+            store.release(group, &self.share.worker, &config(&point))?;
+        }
+        Ok(())
+    }
+}
+
+/// A thread that keeps a worker's claims alive until dropped.
+struct Heartbeat {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    /// Opens a connection of its own and beats every third of the lease.
+    fn start(share: &Share) -> Result<Heartbeat, StoreError> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let (ready, opened) = mpsc::channel::<Result<(), StoreError>>();
+        let (location, worker) = (share.location.clone(), share.worker.clone());
+        let every = share.lease / 3;
+        let thread = std::thread::spawn(move || {
+            let store = match Store::open(&location) {
+                Ok(store) => {
+                    let _ = ready.send(Ok(()));
+                    store
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            };
+            // A failed beat is not fatal: the claims may lapse, and `complete` says so.
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                let _ = store.heartbeat(&worker);
+            }
+        });
+        opened
+            .recv()
+            .expect("the heartbeat thread answers before it ends")?;
+        Ok(Heartbeat {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

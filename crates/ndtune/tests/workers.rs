@@ -1,0 +1,286 @@
+//! Campaigns shared by workers, on PoCL sub-devices (equal parts: one kind of device): three
+//! `tune --worker` processes on a real PostgreSQL server started by the test, one killed with
+//! SIGKILL mid-campaign; `tune --pool` on SQLite; a warm start from another campaign of the
+//! same kernel; time budgets.
+
+mod common;
+
+use common::{fails, json, ndtune, write};
+use ndtune_store::testing::PgServer;
+use ndtune_store::{CampaignStatus, Store};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Work that grows with SLOW; the output does not depend on it.
+const KERNEL: &str = r#"
+__kernel void work(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+    float acc = 0.0f;
+    for (int k = 0; k < SLOW; ++k) acc += x[i] * (float)k;
+    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
+}
+"#;
+
+/// 4 work-group sizes x 6 loop lengths: 24 valid configurations.
+fn spec(dir: &Path) -> String {
+    write(dir, "work.cl", KERNEL);
+    write(
+        dir,
+        "work.toml",
+        r#"
+[kernel]
+name = "work"
+source = "work.cl"
+[constants]
+N = 65536
+[params]
+WG = [4, 8, 16, 32]
+SLOW = [1, 50, 100, 200, 400, 800]
+[launch]
+global = ["N"]
+local = ["WG"]
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+[verify]
+outputs = ["y"]
+reference = { config = { WG = 4, SLOW = 1 } }
+[measure]
+warmup = 0
+runs = 3
+"#,
+    )
+}
+
+const CONFIGURATIONS: u64 = 24;
+
+/// `ndtune tune SPEC --worker` on `device` as worker `id`, output into files of `dir`.
+fn worker(dir: &Path, spec: &str, db: &str, device: &str, id: &str) -> Child {
+    let log = |ext: &str| std::fs::File::create(dir.join(format!("{id}.{ext}"))).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_ndtune"))
+        .args([
+            "tune",
+            spec,
+            "--device",
+            device,
+            "--worker",
+            "--worker-id",
+            id,
+        ])
+        .args(["--lease", "3s", "--build-jobs", "1", "--json"])
+        .env("NDTUNE_DB", db)
+        .stdout(Stdio::from(log("out")))
+        .stderr(Stdio::from(log("err")))
+        .spawn()
+        .unwrap()
+}
+
+/// The one campaign of the store at `db`, as far as it got.
+fn status(db: &str) -> Option<CampaignStatus> {
+    let store = Store::open(db).ok()?;
+    let group = store.campaigns().ok()?.into_iter().next()?;
+    store.campaign_status(&group).ok()
+}
+
+fn share<'a>(status: &'a CampaignStatus, id: &str) -> Option<&'a ndtune_store::WorkerStatus> {
+    status.workers.iter().find(|w| w.worker == id)
+}
+
+#[test]
+fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
+    let Some(server) = PgServer::shared() else {
+        return;
+    };
+    let db = server.create_database("workers").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    // Two parts of the CPU, the first shared by the worker that is killed.
+    let mut doomed = worker(dir.path(), &spec, &db, "0:0/2", "doomed");
+    let mut a = worker(dir.path(), &spec, &db, "0:0/2", "a");
+    let mut b = worker(dir.path(), &spec, &db, "0:1/2", "b");
+    // Kill it once it has finished a configuration and holds another.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the doomed worker never got going"
+        );
+        assert!(
+            doomed.try_wait().unwrap().is_none(),
+            "the doomed worker ended before it was killed: {}",
+            std::fs::read_to_string(dir.path().join("doomed.err")).unwrap()
+        );
+        if let Some(s) = status(&db) {
+            if share(&s, "doomed").is_some_and(|w| w.done >= 1 && w.claimed >= 1) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    doomed.kill().unwrap(); // SIGKILL
+    doomed.wait().unwrap();
+    for (name, child) in [("a", &mut a), ("b", &mut b)] {
+        let exit = child.wait().unwrap();
+        let err = std::fs::read_to_string(dir.path().join(format!("{name}.err"))).unwrap();
+        assert!(exit.success(), "worker {name}: {err}");
+    }
+
+    let s = status(&db).unwrap();
+    assert_eq!(
+        s.results, CONFIGURATIONS,
+        "every configuration measured: {s:?}"
+    );
+    assert_eq!(s.measured_twice, 0, "{s:?}");
+    let done: u64 = s.workers.iter().map(|w| w.done).sum();
+    assert_eq!(done, CONFIGURATIONS, "each result is one worker's: {s:?}");
+    assert!(s.workers.iter().all(|w| w.claimed == 0), "{s:?}");
+    let doomed = share(&s, "doomed").unwrap();
+    assert!(doomed.done >= 1 && doomed.expired >= 1, "{s:?}");
+    for id in ["a", "b"] {
+        assert!(share(&s, id).unwrap().done >= 1, "{s:?}");
+    }
+    // A surviving worker's report covers the whole campaign.
+    let out = std::fs::read_to_string(dir.path().join("a.out")).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &report["devices"][0];
+    assert_eq!(r["outcomes"]["measured"], CONFIGURATIONS, "{r}");
+    assert_eq!(
+        r["evaluated"].as_u64().unwrap(),
+        share(&s, "a").unwrap().done,
+        "{r}"
+    );
+
+    // The shared store serves export and report like any other.
+    let cache = dir.path().join("work.json");
+    let exported = ndtune()
+        .args(["export", "--db", &db, "--format", "kt", "--out"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{exported:?}");
+    let cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(
+        cache["cache"].as_object().unwrap().len() as u64,
+        CONFIGURATIONS
+    );
+    let html = dir.path().join("report.html");
+    let reported = ndtune()
+        .args(["report", "--db", &db, "--out"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(reported.status.success(), "{reported:?}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("work"));
+}
+
+#[test]
+fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("pool.db");
+    let db = db.to_str().unwrap();
+    let v = json(&[
+        "tune",
+        &spec,
+        "--db",
+        db,
+        "--device",
+        "0:0/2,0:1/2",
+        "--pool",
+        "--build-jobs",
+        "1",
+        "--json",
+    ]);
+    let report = &v["devices"][0];
+    assert_eq!(report["outcomes"]["measured"], CONFIGURATIONS, "{v}");
+    let workers = v["pool"]["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2, "{v}");
+    let done: Vec<u64> = workers
+        .iter()
+        .map(|w| w["done"].as_u64().unwrap())
+        .collect();
+    assert!(done.iter().all(|&n| n > 0), "both parts measured: {v}");
+    assert_eq!(done.iter().sum::<u64>(), CONFIGURATIONS, "{v}");
+    assert_eq!(v["pool"]["measured_twice"], 0, "{v}");
+    let s = status(db).unwrap();
+    assert_eq!(s.results, CONFIGURATIONS);
+
+    // Different kinds of device never pool; a worker measures on one device.
+    let err = fails(&["tune", &spec, "--db", db, "--device", "0,0:1/2", "--pool"]);
+    assert!(err.contains("identical devices"), "{err}");
+    let err = fails(&[
+        "tune",
+        &spec,
+        "--db",
+        db,
+        "--device",
+        "0:0/2,0:1/2",
+        "--worker",
+    ]);
+    assert!(err.contains("--worker measures on one device"), "{err}");
+}
+
+/// The configurations a campaign measured, fastest first.
+fn ranked(report: &serde_json::Value) -> Vec<BTreeMap<String, i64>> {
+    report["fastest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| serde_json::from_value(f["config"].clone()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_warm_start_measures_first_what_did_best_for_the_same_kernel_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("warm.db");
+    let db = db.to_str().unwrap();
+    let first = json(&["tune", &spec, "--db", db, "--set", "N=32768", "--json"]);
+    let fastest = ranked(&first["devices"][0]);
+    // Another problem size: random search with a budget of 3, warm-started.
+    let warm = json(&[
+        "tune",
+        &spec,
+        "--db",
+        db,
+        "--set",
+        "N=16384",
+        "--strategy",
+        "random",
+        "--budget",
+        "3",
+        "--warm-start",
+        "--json",
+    ]);
+    let mut measured = ranked(&warm["devices"][0]);
+    measured.sort();
+    let mut expected = fastest[..3].to_vec();
+    expected.sort();
+    assert_eq!(measured, expected, "{first} {warm}");
+}
+
+#[test]
+fn a_time_budget_stops_the_search_and_bad_durations_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("time.db");
+    let db = db.to_str().unwrap();
+    let v = json(&["tune", &spec, "--db", db, "--time", "0s", "--json"]);
+    assert_eq!(v["devices"][0]["evaluated"], 0, "{v}");
+    let err = fails(&["tune", &spec, "--db", db, "--time", "ten minutes"]);
+    assert!(err.contains("`ten minutes` is not a duration"), "{err}");
+}
