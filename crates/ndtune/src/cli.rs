@@ -156,7 +156,22 @@ pub struct TuneArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
     pub share: ShareArgs,
+}
+
+/// How long a live search goes on and where it starts (`tune`).
+#[derive(Args, Clone, Default)]
+pub struct SearchArgs {
+    /// Propose no configuration after this much time per device (`90s`, `10m`, `1h 30m`);
+    /// without --budget, the space is searched until then.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time: Option<Duration>,
+    /// Measure first the configurations that did best for the same kernel source on other
+    /// devices or constants in the store.
+    #[arg(long)]
+    pub warm_start: bool,
 }
 
 /// Sharing one campaign among workers (docs/scale.md).
@@ -199,14 +214,6 @@ pub struct CampaignArgs {
     /// At most this many configurations per device.
     #[arg(long, value_name = "N")]
     pub budget: Option<usize>,
-    /// Propose no configuration after this much time per device (`90s`, `10m`, `1h 30m`);
-    /// without --budget, the space is searched until then.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub time: Option<Duration>,
-    /// Measure first the configurations that did best for the same kernel source on other
-    /// devices or constants in the store.
-    #[arg(long)]
-    pub warm_start: bool,
     /// Seed of the strategy and of the input data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -544,4 +551,26 @@ pub struct BenchStrategiesArgs {
     /// Draw the mean fraction of the optimum per budget as SVG.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_subcommand_names_each_argument_once() {
+        // clap checks a command's definition when it is parsed; this checks every subcommand's.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("-1").unwrap_err().contains("zero or more"));
+        assert!(parse_duration("soon").unwrap_err().contains("`soon` is not a duration"));
+    }
 }

@@ -5,7 +5,7 @@
 //! engine into the store. `--summary` derives W_legal, W_safe, the oracles, the baseline and the
 //! expert's standing; `--export` writes the long CSV that `ndtune learn` reads.
 
-use crate::cli::{CampaignArgs, CollectArgs};
+use crate::cli::{CampaignArgs, CollectArgs, SearchArgs};
 use crate::cmd_tune::{outcome_counts, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
@@ -137,8 +137,6 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             db: db.clone(),
             strategy: "exhaustive".into(),
             budget: None,
-            time: None,
-            warm_start: false,
             seed: args.seed,
             set: vec![],
             build_jobs: None,
@@ -152,6 +150,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             &label,
             &store,
             &progress,
+            &SearchArgs::default(),
             None,
         )?;
         let (evaluated, per_s, overhead) = report.throughput();

@@ -131,6 +131,7 @@ pub fn run(
         &format!("pool of {}", devices.len()),
         store,
         &progress,
+        &args.search,
         Some(share),
     )?;
     let status = store.campaign_status(&group)?;
@@ -204,10 +205,10 @@ fn spawn_worker(
     if let Some(n) = c.budget {
         cmd.args(["--budget", &n.to_string()]);
     }
-    if let Some(t) = c.time {
+    if let Some(t) = args.search.time {
         cmd.args(["--time", &format!("{}ms", t.as_millis())]);
     }
-    if c.warm_start {
+    if args.search.warm_start {
         cmd.arg("--warm-start");
     }
     if let Some(t) = args.timeout {

@@ -150,7 +150,7 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let run = ndtune_search::Run {
         budget: ndtune_search::Budget {
             evaluations: args.campaign.budget,
-            time: args.campaign.time,
+            time: args.search.time,
         },
         warm: Vec::new(),
     };

@@ -3,7 +3,7 @@
 //! report Table 3, Fig. 5 and, with `--sweep`, Fig. 6-7. `--plan-only` plans from given sizes and
 //! times without running anything.
 
-use crate::cli::SplitArgs;
+use crate::cli::{SearchArgs, SplitArgs};
 use crate::cmd_tune::{outcome_counts, show_config, show_constants, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
@@ -74,6 +74,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 label,
                 &store,
                 &progress,
+                &SearchArgs::default(),
                 None,
             )?;
             best = best_recorded(&store, &g)?;

@@ -2,7 +2,7 @@
 //! strategy, through a supervised worker process, keeping every outcome in the store as it
 //! happens; resume from the store; or replay recorded results (`--replay`).
 
-use crate::cli::{CampaignArgs, TuneArgs};
+use crate::cli::{CampaignArgs, SearchArgs, TuneArgs};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
     if let Some(path) = &args.replay {
-        if args.campaign.warm_start || args.share.worker || args.share.pool {
+        if args.search.warm_start || args.share.worker || args.share.pool {
             bail!(
                 "--replay measures nothing: --warm-start, --worker and --pool need a live campaign"
             );
@@ -69,6 +69,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             &targets::label(device),
             &store,
             &progress,
+            &args.search,
             share,
         )?);
     }
@@ -101,6 +102,7 @@ pub(crate) fn tune_device(
     label: &str,
     store: &Store,
     progress: &MultiProgress,
+    search: &SearchArgs,
     share: Option<Share>,
 ) -> Result<DeviceReport> {
     let pruning = spec
@@ -141,8 +143,8 @@ pub(crate) fn tune_device(
         options: Options {
             strategy: campaign.strategy.clone(),
             budget: campaign.budget,
-            time: campaign.time,
-            warm_start: campaign.warm_start,
+            time: search.time,
+            warm_start: search.warm_start,
             share,
             seed: campaign.seed,
             timeout: timeout.map(Duration::from_secs_f64),
