@@ -66,21 +66,23 @@ pub fn to_bytes(ty: ElemType, values: &[f64]) -> Vec<u8> {
 
 /// The elements of `bytes` (of type `ty`) as f64.
 pub fn from_bytes(ty: ElemType, bytes: &[u8]) -> Vec<f64> {
-    bytes
-        .chunks_exact(ty.size())
-        .map(|c| match ty {
-            ElemType::Char => c[0] as i8 as f64,
-            ElemType::UChar => c[0] as f64,
-            ElemType::Short => i16::from_ne_bytes([c[0], c[1]]) as f64,
-            ElemType::UShort => u16::from_ne_bytes([c[0], c[1]]) as f64,
-            ElemType::Int => i32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
-            ElemType::UInt => u32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
-            ElemType::Long => i64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
-            ElemType::ULong => u64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
-            ElemType::Float => f32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
-            ElemType::Double => f64::from_ne_bytes(c.try_into().expect("8 bytes")),
-        })
-        .collect()
+    elements(ty, bytes).collect()
+}
+
+/// The elements of type `ty` in `bytes` (native byte order), as f64, without a copy.
+pub fn elements(ty: ElemType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
+    bytes.chunks_exact(ty.size()).map(move |c| match ty {
+        ElemType::Char => c[0] as i8 as f64,
+        ElemType::UChar => c[0] as f64,
+        ElemType::Short => i16::from_ne_bytes([c[0], c[1]]) as f64,
+        ElemType::UShort => u16::from_ne_bytes([c[0], c[1]]) as f64,
+        ElemType::Int => i32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
+        ElemType::UInt => u32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
+        ElemType::Long => i64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
+        ElemType::ULong => u64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
+        ElemType::Float => f32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
+        ElemType::Double => f64::from_ne_bytes(c.try_into().expect("8 bytes")),
+    })
 }
 
 /// Every buffer argument's initial bytes for one configuration, by name: the same data the

@@ -1,9 +1,9 @@
 //! Comparing a configuration's outputs with the reference, within a relative and an absolute
 //! tolerance (numpy's `isclose`: |a - e| <= atol + rtol * |e|): values against values
-//! ([`compare`]), or the device's bytes straight from a read-back, in parallel chunks
-//! ([`compare_bytes`]).
+//! ([`compare`]), or the device's bytes straight from a read-back, in parallel chunks, read in
+//! place ([`compare_bytes`]).
 
-use crate::data::from_bytes;
+use crate::data::{elements, from_bytes};
 use ndtune_spec::ElemType;
 
 /// Outputs shorter than this many elements are compared on one thread.
@@ -60,10 +60,21 @@ pub fn compare(
             max_abs_error: f64::INFINITY,
         });
     }
+    compare_values(output, expected, actual.iter().copied(), rtol, atol)
+}
+
+/// [`compare`] of as many values as `expected` has, read as they come (no copy of the output).
+fn compare_values(
+    output: &str,
+    expected: &[f64],
+    actual: impl Iterator<Item = f64>,
+    rtol: f64,
+    atol: f64,
+) -> Result<(), Mismatch> {
     let mut bad: Option<Mismatch> = None;
     let mut max_abs_error = 0f64;
     let mut mismatched = 0;
-    for (i, (&e, &a)) in expected.iter().zip(actual).enumerate() {
+    for (i, (&e, a)) in expected.iter().zip(actual).enumerate() {
         let err = (a - e).abs();
         let ok = err <= atol + rtol * e.abs() || (e.is_nan() && a.is_nan());
         if err.is_finite() {
@@ -105,8 +116,11 @@ pub fn compare_bytes(
     atol: f64,
 ) -> Result<(), Mismatch> {
     let n = actual.len() / ty.size();
-    if n != expected.len() || n < PARALLEL_FROM {
+    if n != expected.len() {
         return compare(output, expected, &from_bytes(ty, actual), rtol, atol);
+    }
+    if n < PARALLEL_FROM {
+        return compare_values(output, expected, elements(ty, actual), rtol, atol);
     }
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     let chunk = n.div_ceil(threads);
@@ -119,7 +133,7 @@ pub fn compare_bytes(
                 scope.spawn(move || {
                     (
                         k * chunk,
-                        compare(output, e, &from_bytes(ty, a), rtol, atol),
+                        compare_values(output, e, elements(ty, a), rtol, atol),
                     )
                 })
             })

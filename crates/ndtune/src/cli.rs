@@ -571,6 +571,8 @@ mod tests {
         assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
         assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("-1").unwrap_err().contains("zero or more"));
-        assert!(parse_duration("soon").unwrap_err().contains("`soon` is not a duration"));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("`soon` is not a duration"));
     }
 }
