@@ -88,19 +88,7 @@ WG = [8, 16, 32]
 [launch]
 global = ["N"]
 local = [{local}]
-[[args]]
-name = "x"
-kind = "buffer"
-type = "float"
-len = "N"
-init = "random"
-access = "read"
-[[args]]
-name = "y"
-kind = "buffer"
-type = "float"
-len = "N"
-access = "write"
+{XY_ARGS}
 [verify]
 outputs = ["y"]
 reference = {{ config = {{ V = 0, WG = {ref_wg} }} }}

@@ -86,22 +86,6 @@ best_of = 2
     write(dir, "faulty.toml", &text)
 }
 
-const ARGS: &str = r#"
-[[args]]
-name = "x"
-kind = "buffer"
-type = "float"
-len = "N"
-init = "random"
-access = "read"
-[[args]]
-name = "y"
-kind = "buffer"
-type = "float"
-len = "N"
-access = "write"
-"#;
-
 #[test]
 fn every_outcome_is_recorded_and_a_hang_or_crash_does_not_stop_the_campaign() {
     let dir = tempfile::tempdir().unwrap();
@@ -111,7 +95,7 @@ fn every_outcome_is_recorded_and_a_hang_or_crash_does_not_stop_the_campaign() {
         "[1]",
         "{ config = { MODE = 0, SLOW = 1 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let db = dir.path().join("t.db");
     let v = json(&[
@@ -180,7 +164,7 @@ fn sigkill_in_the_middle_then_resume_loses_and_repeats_nothing() {
         &format!("[{}]", slow.join(", ")),
         "{ config = { MODE = 0, SLOW = 20000 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let db = dir.path().join("k.db");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ndtune"))
@@ -226,7 +210,7 @@ fn a_foreign_or_corrupted_store_is_refused_and_left_alone() {
         "[1]",
         "{ config = { MODE = 0, SLOW = 1 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let bad = dir.path().join("notes.db");
     std::fs::write(&bad, "these are my notes, not a database\n").unwrap();
@@ -254,7 +238,7 @@ fn spec_errors_stop_before_anything_is_measured() {
         "[1]",
         "{ config = { MODE = 1, SLOW = 1 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let err = fails(&["tune", &spec, "--db", db]);
     assert!(
@@ -268,7 +252,7 @@ fn spec_errors_stop_before_anything_is_measured() {
         "[1]",
         "{ config = { MODE = 0, SLOW = 1 } }",
         "fautly",
-        ARGS,
+        XY_ARGS,
     );
     let err = fails(&["tune", &spec, "--db", db]);
     assert!(
@@ -277,7 +261,7 @@ fn spec_errors_stop_before_anything_is_measured() {
     );
 
     // Three arguments for a kernel that takes two.
-    let one_arg = ARGS.replacen("[[args]]\nname = \"x\"", "[[args]]\nname = \"unused\"", 1);
+    let one_arg = XY_ARGS.replacen("[[args]]\nname = \"x\"", "[[args]]\nname = \"unused\"", 1);
     let three = format!(
         "{one_arg}[[args]]\nname = \"n\"\nkind = \"scalar\"\ntype = \"int\"\nvalue = \"N\"\n"
     );
@@ -311,7 +295,7 @@ fn results_are_reused_when_the_device_reports_other_free_memory() {
         "[1]",
         "{ config = { MODE = 0, SLOW = 1 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let db = dir.path().join("m.db");
     json(&["tune", &spec, "--db", db.to_str().unwrap(), "--json"]);
@@ -330,7 +314,7 @@ fn export_and_replay_round_trip_through_kernel_tuner_and_t4_files() {
         "[1, 2]",
         "{ config = { MODE = 0, SLOW = 1 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
@@ -419,7 +403,7 @@ fn sub_devices_are_tuned_each_in_its_own_worker() {
         "[1]",
         "{ config = { MODE = 0, SLOW = 1 } }",
         "faulty",
-        ARGS,
+        XY_ARGS,
     );
     let db = dir.path().join("sub.db");
     let v = json(&[

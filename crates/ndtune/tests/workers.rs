@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{fails, json, ndtune, write};
+use common::{fails, json, ndtune, write, XY_ARGS};
 use ndtune_store::testing::PgServer;
 use ndtune_store::{CampaignStatus, Store};
 use std::collections::BTreeMap;
@@ -29,7 +29,8 @@ fn spec(dir: &Path) -> String {
     write(
         dir,
         "work.toml",
-        r#"
+        &format!(
+            r#"
 [kernel]
 name = "work"
 source = "work.cl"
@@ -41,26 +42,15 @@ SLOW = [1, 50, 100, 200, 400, 800]
 [launch]
 global = ["N"]
 local = ["WG"]
-[[args]]
-name = "x"
-kind = "buffer"
-type = "float"
-len = "N"
-init = "random"
-access = "read"
-[[args]]
-name = "y"
-kind = "buffer"
-type = "float"
-len = "N"
-access = "write"
+{XY_ARGS}
 [verify]
 outputs = ["y"]
-reference = { config = { WG = 4, SLOW = 1 } }
+reference = {{ config = {{ WG = 4, SLOW = 1 }} }}
 [measure]
 warmup = 0
 runs = 3
-"#,
+"#
+        ),
     )
 }
 

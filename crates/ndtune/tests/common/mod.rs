@@ -38,3 +38,21 @@ pub fn write(dir: &Path, name: &str, text: &str) -> String {
     std::fs::write(&p, text).unwrap();
     p.to_string_lossy().into_owned()
 }
+
+/// The `[[args]]` of a kernel `(__global const float *x, __global float *y)` over `N` floats:
+/// `x` random input, `y` the output.
+pub const XY_ARGS: &str = r#"
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+"#;
