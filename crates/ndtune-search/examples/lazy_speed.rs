@@ -1,7 +1,9 @@
-//! How fast the lazy space and the strategies are on bench/spaces/huge-ranges.toml (10^21
-//! declared, 3,468,065 valid): the first count, unrank, rank, neighbours, and each strategy's time
-//! per proposal with an evaluator that costs nothing. Figures for BENCHMARKS.md:
-//! `cargo run --release -p ndtune-search --example lazy_speed`.
+//! How fast the lazy space and the strategies are: the first count, unrank, rank, neighbours, and
+//! each strategy's time per proposal with an evaluator that costs nothing. By default on
+//! bench/spaces/huge-ranges.toml (10^21 declared, 3,468,065 valid); given a spec file, on its
+//! pruned space (examples/xgemm-space.toml: CLBlast's xgemm, 6,685,184 valid). Figures for
+//! BENCHMARKS.md:
+//! `cargo run --release -p ndtune-search --example lazy_speed [SPEC]`.
 
 use ndtune_core::{Outcome, Timing};
 use ndtune_search::{
@@ -16,6 +18,7 @@ struct Free;
 
 impl Evaluator for Free {
     fn evaluate(&mut self, p: &[i64]) -> Evaluated {
+        // A made-up landscape over the first three parameters.
         let ms = 1.0 + ((p[0] * p[1]) as f64 - 4e6).abs() / 1e6 + (p[2] % 7) as f64;
         Evaluated {
             outcome: Outcome::Measured(Timing::new(vec![ms], 1)),
@@ -25,12 +28,27 @@ impl Evaluator for Free {
 }
 
 fn main() {
+    let problem = match std::env::args().nth(1) {
+        Some(path) => {
+            ndtune_spec::Spec::load(std::path::Path::new(&path))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .problem
+        }
+        None => huge_ranges(),
+    };
+    let t = Instant::now();
+    let space = ValidSpace::new(problem.prune(&[]).unwrap().space);
+    measure(space, t);
+}
+
+/// bench/spaces/huge-ranges.toml.
+fn huge_ranges() -> Problem {
     let range = |end: i64| Domain::Range {
         start: 1,
         end,
         step: 1,
     };
-    let problem = Problem {
+    Problem {
         params: [("X", 1_000_000), ("Y", 1_000_000_000), ("Z", 1_000_000)]
             .into_iter()
             .map(|(n, end)| ParamDecl {
@@ -45,9 +63,10 @@ fn main() {
             "Z * 1000 <= X * Y && X * Y < (Z + 1) * 1000".into(),
         ],
         ..Problem::default()
-    };
-    let t = Instant::now();
-    let space = ValidSpace::new(problem.prune(&[]).unwrap().space);
+    }
+}
+
+fn measure(space: ValidSpace, t: Instant) {
     println!(
         "prune and count: {} valid in {:.3} s",
         space.len(),
