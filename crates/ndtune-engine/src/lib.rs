@@ -35,7 +35,7 @@ use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Outcome, Timing};
 use ndtune_device::DeviceType;
-use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace};
+use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
 use ndtune_space::problem::Pruning;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store, StoreError};
@@ -324,9 +324,6 @@ pub fn group(
         constants: spec.problem.constants.clone(),
     })
 }
-
-/// How many configurations a warm start measures first.
-pub const WARM_POINTS: usize = 10;
 
 /// The [`WARM_POINTS`] configurations (as points over `names`) that did best, by geometric
 /// mean of time relative to each campaign's best, in the store's other campaigns of the same

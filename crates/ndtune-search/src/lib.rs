@@ -47,7 +47,7 @@ pub use strategy::{
     by_name, Anneal, Exhaustive, Genetic, LocalSearch, RandomSampling, Surrogate, UnknownStrategy,
     STRATEGY_NAMES,
 };
-pub use warm::{warm_start, FAILED_RATIO};
+pub use warm::{warm_start, FAILED_RATIO, WARM_POINTS};
 
 use ndtune_core::Outcome;
 use std::time::Duration;

@@ -45,6 +45,11 @@ pub fn warm_start(others: &[&Recorded], count: usize) -> Vec<Point> {
         .collect()
 }
 
+/// How many configurations a warm start measures first. On the strategy benchmark (learn on five
+/// GPUs, tune the sixth; BENCHMARKS.md) 15 to 25 did alike at 25-200 evaluations and 10 or fewer
+/// worse: a few more than the single best elsewhere pay for themselves where the devices differ.
+pub const WARM_POINTS: usize = 15;
+
 /// The ratio to the best that a failed configuration counts as in [`warm_start`].
 pub const FAILED_RATIO: f64 = 10.0;
 

@@ -540,7 +540,7 @@ pub struct BenchStrategiesArgs {
     #[arg(long)]
     pub warm_start: bool,
     /// How many configurations a warm start measures first.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = ndtune_search::WARM_POINTS, value_name = "N")]
     pub warm: usize,
     /// Kernel Tuner's results on the same datasets (bench/kt_strategies.py's JSON), shown beside.
     #[arg(long, value_name = "JSON")]
