@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Strategy benchmark (BENCHMARKS.md, "Search strategies"): Kernel Tuner 1.5's strategies in its
-# simulation mode, then ndtune's, cold and warm-started, on the benchmark_hub caches in
-# ../shared/data. Extra arguments go to both `ndtune bench-strategies` runs (e.g. --seeds 8).
+# simulation mode, then ndtune's, cold and warm-started, on the benchmark_hub caches and CLTune's
+# SGEMM space in ../shared/data. Extra arguments go to both `ndtune bench-strategies` runs (e.g. --seeds 8).
 # Writes bench/out/strategies-{cold,warm}.{txt,json,svg} and bench/out/kt-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +21,16 @@ dedisp=($(printf '%s\n' "${caches[@]}" | grep dedispersion))
   "$python" bench/kt_strategies.py --seeds 16 --strategies $kt --out bench/out/kt-conv.json "${conv[@]}"
 [ -s bench/out/kt-dedisp.json ] ||
   "$python" bench/kt_strategies.py --seeds 8 --strategies $kt --out bench/out/kt-dedisp.json "${dedisp[@]}"
+# CLTune's SGEMM space on a GTX 680 (241,600 configurations), as a cache Kernel Tuner reads.
+cltune=${CLTUNE:-../shared/data/sgemm-cltune-gtx680/sgemm_product.csv.gz}
+[ -s bench/out/cltune/cachefiles/sgemm_cltune/GTX680.json ] ||
+  python3 bench/cltune_to_kt.py "$cltune" bench/out/cltune
+[ -s bench/out/kt-cltune.json ] ||
+  "$python" bench/kt_strategies.py --seeds 8 --strategies $kt --out bench/out/kt-cltune.json \
+    bench/out/cltune/cachefiles/sgemm_cltune/GTX680.json
 python3 -c 'import json, sys; print(json.dumps(sum((json.load(open(f)) for f in sys.argv[1:]), [])))' \
-  bench/out/kt-conv.json bench/out/kt-dedisp.json > bench/out/kt-strategies.json
+  bench/out/kt-conv.json bench/out/kt-dedisp.json bench/out/kt-cltune.json > bench/out/kt-strategies.json
+caches+=("$cltune")
 for mode in cold warm; do
   flag=()
   [ "$mode" = warm ] && flag=(--warm-start)

@@ -45,6 +45,7 @@
 
 mod backend;
 mod claims;
+pub mod cltune;
 mod error;
 mod identity;
 pub mod kt;

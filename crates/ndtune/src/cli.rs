@@ -519,7 +519,8 @@ pub struct ServeArgs {
 
 #[derive(Args)]
 pub struct BenchStrategiesArgs {
-    /// Kernel Tuner caches (.json, .json.gz: one dataset each) or ndtune stores (a dataset per
+    /// Kernel Tuner caches (.json, .json.gz) and CLTune CSV files (.csv, .csv.gz: parameter
+    /// columns, then run times `... (ms)`), a dataset each, or ndtune stores (a dataset per
     /// recorded campaign).
     #[arg(required = true, value_name = "RECORDING")]
     pub recordings: Vec<PathBuf>,

@@ -248,10 +248,29 @@ fn reached(optimum_ms: f64, trace: &Trace, target: f64) -> Option<usize> {
     None
 }
 
-/// The datasets of a Kernel Tuner cache (one) or an ndtune store (one per recorded campaign).
+/// The datasets of a Kernel Tuner cache (one), a CLTune CSV (one) or an ndtune store (one per
+/// recorded campaign).
 fn load(path: &Path) -> Result<Vec<Dataset>> {
     let name = path.to_string_lossy();
     let mut out = Vec::new();
+    if name.ends_with(".csv") || name.ends_with(".csv.gz") {
+        let table = ndtune_store::cltune::read_cltune_csv(path)?;
+        // `sgemm-cltune-gtx680/sgemm_product.csv.gz`: the folder names the recording.
+        let dir = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let kernel = format!("cltune {:?}", table.names);
+        out.push(dataset(
+            format!("cltune/{dir}"),
+            kernel,
+            table.names,
+            table.entries.into_iter(),
+            path,
+        )?);
+        return Ok(out);
+    }
     if name.ends_with(".json") || name.ends_with(".json.gz") {
         let cache = kt::read_kt_cache(path)?;
         let stem = path

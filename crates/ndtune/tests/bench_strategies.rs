@@ -89,3 +89,57 @@ fn an_unknown_strategy_or_no_budget_is_an_error() {
     let err = fails(&["bench-strategies", &cache("A100"), "--budgets", ""]);
     assert!(!err.is_empty());
 }
+
+#[test]
+fn reads_a_cltune_csv_as_one_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("mini");
+    std::fs::create_dir(&folder).unwrap();
+    let mut csv = String::from("A,B,Run1 (ms),Run2 (ms)\n");
+    for a in 1..=4 {
+        for b in 1..=3 {
+            let ms = (a * b) as f64 + 0.5;
+            csv.push_str(&format!("{a},{b},{ms},{}\n", ms + 1.0));
+        }
+    }
+    let path = folder.join("space.csv");
+    std::fs::write(&path, csv).unwrap();
+    let json = dir.path().join("r.json");
+    let out = ndtune()
+        .args(["bench-strategies", path.to_str().unwrap()])
+        .args([
+            "--strategies",
+            "random,forest",
+            "--budgets",
+            "4,12",
+            "--seeds",
+            "3",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let d = &v["datasets"][0];
+    assert_eq!(d["id"], "cltune/mini");
+    assert_eq!(d["configurations"], 12);
+    // The mean of the runs of A=1, B=1: (1.5 + 2.5) / 2.
+    assert_eq!(d["optimum_ms"], 2.0);
+    // With the whole space as budget every strategy finds the optimum.
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["mean"]["12"], 1.0, "{r}");
+    }
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "A,Run1 (ms)\n1,fast\n").unwrap();
+    let err = fails(&["bench-strategies", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("bad.csv: line 2: `fast` is not a time"),
+        "{err}"
+    );
+}
