@@ -4,9 +4,10 @@ Tuner cache with benchmark_hub's layout, so that bench/kt_strategies.py runs Ker
 strategies on it in simulation mode beside `ndtune bench-strategies` on the CSV itself.
 
 Usage: python3 bench/cltune_to_kt.py CSV OUT_DIR
-Writes OUT_DIR/cachefiles/sgemm_cltune/GTX680.json (time = the mean of the four runs, as
-ndtune scores it) and OUT_DIR/kernels/sgemm_cltune.json (CLTune's xgemm constraints, under
-which exactly the recorded configurations are valid).
+Writes OUT_DIR/cachefiles/cltune/<the CSV's folder>.json (time = the mean of the four runs, as
+ndtune scores it; the dataset `cltune/sgemm-cltune-gtx680`, as ndtune names the CSV) and
+OUT_DIR/kernels/cltune.json (CLTune's xgemm constraints, under which exactly the recorded
+configurations are valid).
 """
 import csv
 import gzip
@@ -48,11 +49,11 @@ def main():
         "objective": "time",
         "cache": cache,
     }
-    (out / "cachefiles/sgemm_cltune").mkdir(parents=True, exist_ok=True)
+    (out / "cachefiles/cltune").mkdir(parents=True, exist_ok=True)
     (out / "kernels").mkdir(parents=True, exist_ok=True)
-    (out / "cachefiles/sgemm_cltune/GTX680.json").write_text(json.dumps(kt))
+    (out / "cachefiles/cltune" / f"{src.parent.name}.json").write_text(json.dumps(kt))
     spec = {"ConfigurationSpace": {"Conditions": [{"Expression": c} for c in CONDITIONS]}}
-    (out / "kernels/sgemm_cltune.json").write_text(json.dumps(spec))
+    (out / "kernels/cltune.json").write_text(json.dumps(spec))
     print(f"{len(cache)} configurations over {params}")
 
 

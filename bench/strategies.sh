@@ -23,11 +23,10 @@ dedisp=($(printf '%s\n' "${caches[@]}" | grep dedispersion))
   "$python" bench/kt_strategies.py --seeds 8 --strategies $kt --out bench/out/kt-dedisp.json "${dedisp[@]}"
 # CLTune's SGEMM space on a GTX 680 (241,600 configurations), as a cache Kernel Tuner reads.
 cltune=${CLTUNE:-../shared/data/sgemm-cltune-gtx680/sgemm_product.csv.gz}
-[ -s bench/out/cltune/cachefiles/sgemm_cltune/GTX680.json ] ||
-  python3 bench/cltune_to_kt.py "$cltune" bench/out/cltune
+kt_cltune=bench/out/cltune/cachefiles/cltune/$(basename "$(dirname "$cltune")").json
+[ -s "$kt_cltune" ] || python3 bench/cltune_to_kt.py "$cltune" bench/out/cltune
 [ -s bench/out/kt-cltune.json ] ||
-  "$python" bench/kt_strategies.py --seeds 8 --strategies $kt --out bench/out/kt-cltune.json \
-    bench/out/cltune/cachefiles/sgemm_cltune/GTX680.json
+  "$python" bench/kt_strategies.py --seeds 8 --strategies $kt --out bench/out/kt-cltune.json "$kt_cltune"
 python3 -c 'import json, sys; print(json.dumps(sum((json.load(open(f)) for f in sys.argv[1:]), [])))' \
   bench/out/kt-conv.json bench/out/kt-dedisp.json bench/out/kt-cltune.json > bench/out/kt-strategies.json
 caches+=("$cltune")
