@@ -199,7 +199,7 @@ impl Space {
 
     /// Counts the space and what each constraint removed.
     pub fn stats(&self) -> Stats {
-        let mut sink = Counter { count: 0 };
+        let mut sink = Counter::default();
         let removed = self.walk(&mut sink);
         Stats {
             declared: self.declared(),
@@ -412,17 +412,23 @@ pub(crate) trait Sink {
     fn add_bulk(&mut self, n: u128) -> bool;
 }
 
+/// Counts valid configurations, and how many times the walk reached a count (free tails and
+/// bulk counts): a measure of the walk's work.
+#[derive(Default)]
 pub(crate) struct Counter {
     pub(crate) count: u128,
+    pub(crate) calls: u64,
 }
 
 impl Sink for Counter {
     fn free_tail(&mut self, space: &Space, k: usize, _: &mut [i64]) -> ControlFlow<()> {
         self.count += space.rest[k];
+        self.calls += 1;
         ControlFlow::Continue(())
     }
     fn add_bulk(&mut self, n: u128) -> bool {
         self.count += n;
+        self.calls += 1;
         true
     }
 }
