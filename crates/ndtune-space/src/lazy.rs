@@ -25,8 +25,8 @@
 //! count of the node's subtree. The unconstrained parameters the pruner puts last are
 //! mixed-radix digits.
 //!
-//! Memory: the cache holds at most [`CACHE_ROWS`] rows (32 bytes each: 16 MiB) by default,
-//! whatever the size of the space; one node's children (the values of one parameter that lead to
+//! Memory: the cache holds at most [`CACHE_ROWS`] rows (32 bytes each: 16 MiB) by default, a
+//! node's key and bookkeeping counted in rows too, whatever the size of the space; one node's children (the values of one parameter that lead to
 //! valid configurations under one prefix) are held while its table is made, so a parameter with
 //! 10^9 values that are all reachable under one prefix, followed by constrained ones, would need
 //! that much for a moment.
@@ -107,14 +107,14 @@ impl Cache {
     /// rows would pass the limit; never a level above `k`, so a node that the upper levels leave
     /// no room for is not kept.
     fn insert(&mut self, k: usize, key: Vec<i64>, node: Arc<Node>) {
-        let rows = node.rows();
+        let rows = charge(&key, &node);
         if rows > self.limit {
             return;
         }
         let mut level = self.levels.len();
         while self.rows + rows > self.limit && level > k {
             level -= 1;
-            let dropped: usize = self.levels[level].values().map(|n| n.rows()).sum();
+            let dropped: usize = self.levels[level].iter().map(|(k, n)| charge(k, n)).sum();
             self.levels[level].clear();
             self.rows -= dropped;
             self.block_work = (self.block_work * 2).min(BLOCK_WORK);
@@ -123,10 +123,16 @@ impl Cache {
             return;
         }
         self.rows += rows;
-        if let Some(old) = self.levels[k].insert(key, node) {
-            self.rows -= old.rows();
+        if let Some(old) = self.levels[k].insert(key.clone(), node) {
+            self.rows -= charge(&key, &old);
         }
     }
+}
+
+/// The rows a kept node counts for: its table's, and its key and bookkeeping (the key's values,
+/// four to a row, and two rows for the map's entry, the table's header and its reference count).
+fn charge(key: &[i64], node: &Node) -> usize {
+    node.rows() + key.len().div_ceil(4) + 2
 }
 
 impl Node {
