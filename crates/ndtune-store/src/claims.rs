@@ -83,17 +83,19 @@ impl Store {
         lease: Duration,
     ) -> Result<Option<Config>, StoreError> {
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-        let fresh: Vec<&Config> = candidates
+        // Each candidate's key once: the done cache, the chunk's read and the marks use it.
+        let fresh: Vec<(&Config, String)> = candidates
             .iter()
-            .filter(|c| !self.done.borrow().contains(&(group.clone(), config_key(c))))
+            .map(|c| (c, config_key(c)))
+            .filter(|(_, key)| !self.done.borrow().contains(&(group.clone(), key.clone())))
             .collect();
         for chunk in fresh.chunks(CLAIM_CHUNK) {
             // One read of the chunk's claims first: only those that look free are tried, each
             // in a transaction that reads its claim again under the lock.
-            let claims = self.claims_of(group, chunk)?;
+            let claims = self.claims_of(group, chunk.iter().map(|(_, key)| key))?;
             let now = now_ms();
-            for config in chunk {
-                let key = config_key(config);
+            for (config, key) in chunk {
+                let key = key.clone();
                 match claims.get(&key) {
                     Some(seen) if seen.done => {
                         self.done.borrow_mut().insert((group.clone(), key));
@@ -115,15 +117,15 @@ impl Store {
         Ok(None)
     }
 
-    /// The claims of `configs` in `group`, by config key.
-    fn claims_of(
+    /// The claims in `group` of the configurations with these config keys, by key.
+    fn claims_of<'k>(
         &self,
         group: &Group,
-        configs: &[&Config],
+        keys: impl Iterator<Item = &'k String>,
     ) -> Result<HashMap<String, Seen>, StoreError> {
         let mut params = group_params(group);
         let first = params.len() + 1;
-        params.extend(configs.iter().map(|c| config_key(c).into()));
+        params.extend(keys.map(|key| key.into()));
         let slots: Vec<String> = (first..params.len() + 1).map(|i| format!("?{i}")).collect();
         let rows = self.query(
             &format!(

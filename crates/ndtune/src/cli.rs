@@ -195,9 +195,9 @@ pub struct ShareArgs {
     pub lease: Duration,
 }
 
-/// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).
+/// The results store, as every command that reads or writes one takes it.
 #[derive(Args, Clone)]
-pub struct CampaignArgs {
+pub struct StoreArgs {
     /// The results store: an SQLite file, or a PostgreSQL URL (postgres://user:password@host/db).
     #[arg(
         long,
@@ -207,6 +207,13 @@ pub struct CampaignArgs {
         default_value = "ndtune.db"
     )]
     pub db: PathBuf,
+}
+
+/// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).
+#[derive(Args, Clone)]
+pub struct CampaignArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Search strategy: exhaustive, random, anneal, ga, ils, ils-adjacent, mls, mls-adjacent or
     /// forest (docs/tuning.md, "Strategies").
     #[arg(long, default_value = "exhaustive")]
@@ -228,15 +235,8 @@ pub struct CampaignArgs {
 
 #[derive(Args)]
 pub struct ExportArgs {
-    /// The results store.
-    #[arg(
-        long,
-        value_name = "PATH|URL",
-        env = "NDTUNE_DB",
-        hide_env_values = true,
-        default_value = "ndtune.db"
-    )]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// `kt` (Kernel Tuner cache JSON) or `t4` (T4 results JSON).
     #[arg(long, value_parser = ["kt", "t4"])]
     pub format: String,
@@ -322,15 +322,8 @@ pub enum StencilCommand {
 pub struct CollectArgs {
     /// The campaign file (TOML): devices, kernels, datasets, grid, measure.
     pub campaign: Option<PathBuf>,
-    /// The results store.
-    #[arg(
-        long,
-        value_name = "PATH|URL",
-        env = "NDTUNE_DB",
-        hide_env_values = true,
-        default_value = "ndtune.db"
-    )]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Where the scenarios' generated files go (default: next to the store, `DB.stencils/`).
     #[arg(long, value_name = "DIR")]
     pub work: Option<PathBuf>,
@@ -446,15 +439,8 @@ pub struct LearnEvalArgs {
 
 #[derive(Args)]
 pub struct StatusArgs {
-    /// The results store (it must exist).
-    #[arg(
-        long,
-        value_name = "PATH|URL",
-        env = "NDTUNE_DB",
-        hide_env_values = true,
-        default_value = "ndtune.db"
-    )]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Only campaigns of this kernel.
     #[arg(long)]
     pub kernel: Option<String>,
@@ -465,15 +451,8 @@ pub struct StatusArgs {
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// The results store (it must exist).
-    #[arg(
-        long,
-        value_name = "PATH|URL",
-        env = "NDTUNE_DB",
-        hide_env_values = true,
-        default_value = "ndtune.db"
-    )]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// The file to write (Markdown: its figures are written beside it as STEM-fig-N.png).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,

@@ -5,7 +5,7 @@
 //! engine into the store. `--summary` derives W_legal, W_safe, the oracles, the baseline and the
 //! expert's standing; `--export` writes the long CSV that `ndtune learn` reads.
 
-use crate::cli::{CampaignArgs, CollectArgs, SearchArgs};
+use crate::cli::{CampaignArgs, CollectArgs, SearchArgs, StoreArgs};
 use crate::cmd_tune::{outcome_counts, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub fn run(args: &CollectArgs) -> Result<()> {
-    let db = &args.db;
+    let db = &args.store.db;
     if let Some(out) = &args.export {
         return export(&Store::open(db)?, out);
     }
@@ -134,7 +134,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         let g = group(&spec, &source, device, &store)?;
         store.put_scenario(&g, &serde_json::to_value(&info)?)?;
         let campaign = CampaignArgs {
-            db: db.clone(),
+            store: StoreArgs { db: db.clone() },
             strategy: "exhaustive".into(),
             budget: None,
             seed: args.seed,

@@ -8,7 +8,7 @@ use ndtune_store::Store;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    let store = Store::open(&args.db)?;
+    let store = Store::open(&args.store.db)?;
     let (group, device_name, records) = select_group(
         &store,
         store.path(),

@@ -115,7 +115,7 @@ pub fn run(
     let share = Share {
         worker: format!("{}:pool", default_worker_id(first)),
         lease: args.share.lease,
-        location: args.campaign.db.clone().into(),
+        location: args.campaign.store.db.clone().into(),
     };
     // Nothing is left to build ahead, but for a dead worker's few configurations.
     let campaign = crate::cli::CampaignArgs {
@@ -198,7 +198,7 @@ fn spawn_worker(
             "--build-jobs",
             &pool_build_jobs(c.build_jobs, workers).to_string(),
         ])
-        .env("NDTUNE_DB", &c.db)
+        .env("NDTUNE_DB", &c.store.db)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

@@ -12,14 +12,17 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         _ => Format::Html,
     };
     // A report reads a store: a missing file is a mistake, not an empty store to create.
-    let file = matches!(Location::parse(args.db.as_os_str()), Location::File(_));
-    if file && !args.db.exists() {
+    let file = matches!(
+        Location::parse(args.store.db.as_os_str()),
+        Location::File(_)
+    );
+    if file && !args.store.db.exists() {
         bail!(
             "{}: no such store (`ndtune tune`, `collect`, `split` and `learn eval --db` write one)",
-            args.db.display()
+            args.store.db.display()
         );
     }
-    let store = Store::open(&args.db)?;
+    let store = Store::open(&args.store.db)?;
     let report = Report::read(&store)?;
     let written = ndtune_report::write(&report, &args.out, format)?;
     let heatmaps = report.collection.as_ref().map_or(0, |c| c.scenarios.len());

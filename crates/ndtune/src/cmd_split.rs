@@ -48,7 +48,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
     let labels: Vec<String> = devices.iter().map(targets::label).collect();
 
-    let store = Store::open(&args.campaign.db)?;
+    let store = Store::open(&args.campaign.store.db)?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());

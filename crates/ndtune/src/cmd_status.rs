@@ -8,11 +8,14 @@ use ndtune_store::{CampaignStatus, Location, Store, UnixMs};
 
 pub fn run(args: &StatusArgs) -> Result<()> {
     // Status reads a store: a missing file is a mistake, not an empty store to create.
-    let file = matches!(Location::parse(args.db.as_os_str()), Location::File(_));
-    if file && !args.db.exists() {
-        bail!("{}: no such store", args.db.display());
+    let file = matches!(
+        Location::parse(args.store.db.as_os_str()),
+        Location::File(_)
+    );
+    if file && !args.store.db.exists() {
+        bail!("{}: no such store", args.store.db.display());
     }
-    let store = Store::open(&args.db)?;
+    let store = Store::open(&args.store.db)?;
     let mut campaigns = Vec::new();
     for group in store.campaigns()? {
         if args.kernel.as_ref().is_some_and(|k| *k != group.kernel) {

@@ -34,7 +34,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let devices = targets::live_devices(args.device.as_deref())?;
-    let store = Store::open(&args.campaign.db)?;
+    let store = Store::open(&args.campaign.store.db)?;
     if args.share.pool {
         return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
     }
@@ -58,7 +58,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 .clone()
                 .unwrap_or_else(|| default_worker_id(device)),
             lease: args.share.lease,
-            location: args.campaign.db.clone().into(),
+            location: args.campaign.store.db.clone().into(),
         });
         reports.push(tune_device(
             &args.campaign,
