@@ -42,7 +42,7 @@ for n in $counts; do
     run=$((run + 1))
     url=$(sed -n "${run}p" "$out/pg.urls")
     [ "$n" -le "${#gpus[@]}" ] || { echo "$n GPUs: this machine has ${#gpus[@]}"; continue; }
-    [ -n "${KEEP_CACHE:-}" ] || rm -rf "$HOME"/.nv/ComputeCache* "${XDG_CACHE_HOME:-$HOME/.cache}/pocl"
+    [ -n "${KEEP_CACHE:-}" ] || rm -rf "$HOME"/.nv/ComputeCache* "${XDG_CACHE_HOME:-$HOME/.cache}"/{pocl,ndtune}
     start=$(date +%s.%N)
     pids=()
     for ((i = 0; i < n; i++)); do

@@ -15,7 +15,7 @@ grid_div), 10 timed runs per configuration. ndtune verifies against its built-in
 
 Each run is a fresh child process timed from spawning it to its exit (process start, imports,
 data and reference included). Cold runs clear the driver caches first (PoCL's kernel cache,
-NVIDIA's compute cache, PyOpenCL's binary cache); a warm run follows a run of the same tool with
+NVIDIA's compute cache, PyOpenCL's and ndtune's binary caches); a warm run follows a run of the same tool with
 the caches kept. Per repeat: cold + warm of one tool, then of the other, the order alternating;
 medians over repeats. A run during which other processes used more than --max-other of all cores'
 time is repeated (at most --retries times). Scores are compared like for like: ndtune's score is
@@ -76,7 +76,8 @@ def load_spec(path):
 def cache_dirs():
     xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     pocl = Path(os.environ["POCL_CACHE_DIR"]) if os.environ.get("POCL_CACHE_DIR") else xdg / "pocl/kcache"
-    return [pocl, xdg / "pyopencl", Path.home() / ".nv/ComputeCache"]
+    ndtune = Path(os.environ["NDTUNE_CACHE_DIR"]) if os.environ.get("NDTUNE_CACHE_DIR") else xdg / "ndtune"
+    return [pocl, xdg / "pyopencl", Path.home() / ".nv/ComputeCache", ndtune / "programs"]
 
 
 def clear_caches():

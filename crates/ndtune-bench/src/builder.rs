@@ -15,6 +15,7 @@
 use crate::evaluate::Bench;
 use crate::evaluate::Fatal;
 use crate::process::{LineProcess, Silence};
+use crate::program_cache::ProgramCache;
 use crate::worker::{serve_lines, Job, Service};
 use ndtune_cl::ClError;
 use ndtune_core::Outcome;
@@ -82,7 +83,7 @@ impl Service for Builder {
         Some(BuildResponse::Primed)
     }
 
-    fn handle(&mut self, r: BuildRequest) -> Result<Option<BuildResponse>, Fatal> {
+    fn handle(&mut self, r: BuildRequest) -> Result<BuildResponse, Fatal> {
         match self.bench.binary(&r.config) {
             Ok(binary) => {
                 // Written aside and renamed, so a reader never sees half a binary.
@@ -93,10 +94,10 @@ impl Service for Builder {
                 if r.prime {
                     self.primer = Some((r.config, binary));
                 }
-                Ok(Some(BuildResponse::Built))
+                Ok(BuildResponse::Built)
             }
-            Err(ClError::Build { log, .. }) => Ok(Some(BuildResponse::Failed { log })),
-            Err(e) => Ok(Some(BuildResponse::Failed { log: e.to_string() })),
+            Err(ClError::Build { log, .. }) => Ok(BuildResponse::Failed { log }),
+            Err(e) => Ok(BuildResponse::Failed { log: e.to_string() }),
         }
     }
 }
@@ -135,6 +136,8 @@ struct Shared {
     job: String,
     fixed_timeout: Option<Duration>,
     prime: bool,
+    /// Binaries of earlier campaigns, by build key: taken instead of building.
+    cache: Option<ProgramCache>,
 }
 
 #[derive(Default)]
@@ -153,10 +156,12 @@ struct State {
     /// Why no build worker could start, once that is known.
     broken: Option<String>,
     slowest: Duration,
-    /// Binaries made since [`BuildPool::take_finished`] was last called.
-    finished: Vec<(Vec<i64>, PathBuf)>,
     /// Time the workers spent building, summed over workers.
     busy: Duration,
+    /// Whether the queue may be built in any order (the strategy promised to ask for all of
+    /// it): then the builds expected to take longest go first.
+    any_order: bool,
+    times: BuildTimes,
     files: usize,
 }
 
@@ -171,6 +176,20 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether build `key` is done, running, or found in the cache (then done).
+    fn known(&self, state: &mut State, key: &str) -> bool {
+        if state.done.contains_key(key) || state.running.contains(key) {
+            return true;
+        }
+        match self.cache.as_ref().and_then(|c| c.get(key)) {
+            Some(path) => {
+                state.done.insert(key.to_string(), Built::Binary(path));
+                true
+            }
+            None => false,
+        }
+    }
+
     fn deadline(&self, state: &State) -> Duration {
         self.fixed_timeout.unwrap_or_else(|| {
             (state.slowest * TIMEOUT_FACTOR).max(crate::supervisor::TIMEOUT_FLOOR)
@@ -181,13 +200,15 @@ impl Shared {
 impl BuildPool {
     /// Starts `jobs` build workers for `job` (`command` makes the command that starts one, e.g.
     /// `ndtune __builder`); `timeout` fixes a build's deadline, else it adapts; `prime`: launch
-    /// each build once in its build worker (see [`Bench::prime`]).
+    /// each build once in its build worker (see [`Bench::prime`]); `cache`: binaries kept
+    /// across campaigns, by build key, taken instead of building and added to.
     pub fn new(
         command: Box<dyn Fn() -> Command + Send + Sync>,
         job: &Job,
         jobs: usize,
         timeout: Option<Duration>,
         prime: bool,
+        cache: Option<ProgramCache>,
     ) -> Result<BuildPool, Fatal> {
         let dir = tempfile::Builder::new()
             .prefix("ndtune-builds-")
@@ -200,6 +221,7 @@ impl BuildPool {
             job: serde_json::to_string(job).expect("a job serialises"),
             fixed_timeout: timeout,
             prime,
+            cache,
         });
         let threads = (0..jobs.max(1))
             .map(|slot| {
@@ -217,34 +239,50 @@ impl BuildPool {
 
     /// The builds expected next, in order, each a key (configurations with the same key share
     /// a build) and a configuration: replaces what was queued before; those built or being
-    /// built already are left out.
-    pub fn plan(&self, builds: impl IntoIterator<Item = (String, Vec<i64>)>) {
+    /// built already are left out. `any_order`: every one will be needed, in whatever order they
+    /// are done ([`BuildPool::first_done`]), so the pool builds those it expects to take longest
+    /// first (longest processing time first: the last build to finish bounds the campaign).
+    pub fn plan(&self, builds: impl IntoIterator<Item = (String, Vec<i64>)>, any_order: bool) {
         let mut s = self.shared.lock();
         let mut queued = HashSet::new();
         let queue: VecDeque<(String, Vec<i64>)> = builds
             .into_iter()
-            .filter(|(k, _)| !s.done.contains_key(k) && !s.running.contains(k))
             .filter(|(k, _)| queued.insert(k.clone()))
+            .filter(|(k, _)| !self.shared.known(&mut s, k))
             .collect();
         s.queue = queue;
+        s.any_order = any_order;
         self.shared.changed.notify_all();
     }
 
     /// What became of build `key` (of `config`), building it first, ahead of the queue, if
     /// needed.
     pub fn wait(&self, key: &str, config: &[i64]) -> Built {
+        self.first_done(key, config, &[]);
+        let s = self.shared.lock();
+        match (s.done.get(key), &s.broken) {
+            (Some(built), _) => built.clone(),
+            (None, why) => Built::Unavailable(why.clone().unwrap_or_default()),
+        }
+    }
+
+    /// Waits until build `key` (of `config`) is done, queued first if need be (`None`), or until
+    /// one of `others` is (`Some` of its index), whichever comes first; `key` wins a tie. `None`
+    /// too where no build worker can start ([`BuildPool::wait`] then says why).
+    pub fn first_done(&self, key: &str, config: &[i64], others: &[&str]) -> Option<usize> {
         let mut s = self.shared.lock();
-        if !s.done.contains_key(key) && !s.running.contains(key) {
+        let queued = s.any_order && s.queue.iter().any(|(k, _)| k == key);
+        if !queued && !self.shared.known(&mut s, key) {
             s.queue.retain(|(k, _)| k != key);
             s.queue.push_front((key.to_string(), config.to_vec()));
             self.shared.changed.notify_all();
         }
         loop {
-            if let Some(built) = s.done.get(key) {
-                return built.clone();
+            if s.done.contains_key(key) || s.broken.is_some() {
+                return None;
             }
-            if let Some(why) = &s.broken {
-                return Built::Unavailable(why.clone());
+            if let Some(i) = others.iter().position(|k| s.done.contains_key(*k)) {
+                return Some(i);
             }
             s = self
                 .shared
@@ -275,11 +313,6 @@ impl BuildPool {
             signal(pid, libc::SIGCONT);
         }
         self.shared.changed.notify_all();
-    }
-
-    /// The program binaries made since the last call, with a configuration each was built for.
-    pub fn take_finished(&self) -> Vec<(Vec<i64>, PathBuf)> {
-        std::mem::take(&mut self.shared.lock().finished)
     }
 
     /// Time the build workers spent building so far, summed over workers, in seconds.
@@ -329,7 +362,12 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                     return;
                 }
                 if !s.paused {
-                    if let Some((k, config)) = s.queue.pop_front() {
+                    let next = if s.any_order {
+                        s.times.longest(s.queue.iter().map(|(_, c)| c.as_slice()))
+                    } else {
+                        Some(0)
+                    };
+                    if let Some((k, config)) = next.and_then(|i| s.queue.remove(i)) {
                         s.running.insert(k.clone());
                         break (k, config);
                     }
@@ -395,11 +433,14 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                 false,
             ),
         };
+        if let (Built::Binary(path), Some(cache)) = (&built, &shared.cache) {
+            cache.keep(&key, path);
+        }
         let primes = alive && shared.prime && matches!(built, Built::Binary(_));
         finish(
             shared,
             slot,
-            (&key, config),
+            (&key, &config),
             built,
             started,
             paused_before,
@@ -429,7 +470,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
 fn finish(
     shared: &Shared,
     slot: usize,
-    (key, config): (&str, Vec<i64>),
+    (key, config): (&str, &[i64]),
     built: Built,
     started: Instant,
     paused_before: Duration,
@@ -443,14 +484,13 @@ fn finish(
         .elapsed()
         .saturating_sub(s.paused_so_far() - paused_before);
     s.busy += took;
-    if matches!(
-        built,
-        Built::Binary(_) | Built::Failed(Outcome::BuildFailed { .. })
-    ) {
-        s.slowest = s.slowest.max(took);
-    }
-    if let Built::Binary(path) = &built {
-        s.finished.push((config, path.clone()));
+    match built {
+        Built::Binary(_) | Built::Failed(Outcome::BuildFailed { .. }) => {
+            s.slowest = s.slowest.max(took);
+            s.times.add(config, took);
+        }
+        Built::Failed(Outcome::TimedOut { .. }) => s.times.add(config, took),
+        _ => {}
     }
     s.running.remove(key);
     s.done.insert(key.to_string(), built);
@@ -475,5 +515,78 @@ fn start(shared: &Shared, slot: usize) -> Result<LineProcess, String> {
         Ok(_) => Err("a build worker did not say it was ready".into()),
         Err(Silence::Died(why)) => Err(format!("a build worker did not start: it {why}")),
         Err(Silence::Timeout) => Err("a build worker did not open the device in 120 s".into()),
+    }
+}
+
+/// Build times so far, to guess which queued builds take longest: a build's log time is
+/// modelled as the mean over all builds plus, per parameter, how far builds with the same value
+/// of that parameter were from it. A value never built yet makes a build a guess of the longest,
+/// so unexplored corners (the largest tiles, say) start early.
+#[derive(Default)]
+struct BuildTimes {
+    /// Sum and count of log seconds, over all builds and by (parameter index, value).
+    all: (f64, u32),
+    by_value: HashMap<(usize, i64), (f64, u32)>,
+}
+
+impl BuildTimes {
+    fn add(&mut self, config: &[i64], took: Duration) {
+        let t = took.as_secs_f64().max(1e-6).ln();
+        self.all = (self.all.0 + t, self.all.1 + 1);
+        for (i, &v) in config.iter().enumerate() {
+            let e = self.by_value.entry((i, v)).or_insert((0.0, 0));
+            *e = (e.0 + t, e.1 + 1);
+        }
+    }
+
+    /// The expected log time of building `config` (+inf where a value is new).
+    fn expected(&self, config: &[i64]) -> f64 {
+        if self.all.1 == 0 {
+            return 0.0;
+        }
+        let mean = self.all.0 / f64::from(self.all.1);
+        config
+            .iter()
+            .enumerate()
+            .fold(mean, |acc, (i, &v)| match self.by_value.get(&(i, v)) {
+                Some(&(sum, n)) => acc + sum / f64::from(n) - mean,
+                None => f64::INFINITY,
+            })
+    }
+
+    /// The index of the build expected to take longest (the first of equals); `None` if none.
+    fn longest<'c>(&self, configs: impl Iterator<Item = &'c [i64]>) -> Option<usize> {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, c) in configs.enumerate() {
+            let e = self.expected(c);
+            if best.is_none_or(|(_, b)| e > b) {
+                best = Some((i, e));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BuildTimes;
+    use std::time::Duration;
+
+    #[test]
+    fn the_longest_expected_build_goes_first_and_new_values_count_as_longest() {
+        let mut t = BuildTimes::default();
+        let queue: Vec<Vec<i64>> = vec![vec![8, 1], vec![16, 32], vec![16, 1], vec![64, 1]];
+        let at = |t: &BuildTimes| t.longest(queue.iter().map(Vec::as_slice));
+        assert_eq!(at(&t), Some(0), "nothing known: the strategy's order");
+        t.add(&[8, 1], Duration::from_millis(100));
+        t.add(&[8, 32], Duration::from_millis(800));
+        t.add(&[16, 8], Duration::from_millis(400));
+        // 64 was never built: the guess is that it is the slowest.
+        assert_eq!(at(&t), Some(3));
+        t.add(&[64, 8], Duration::from_millis(50));
+        // Now an unroll of 32 (slow) with a tile of 16 (slower than 8) is expected longest.
+        assert_eq!(at(&t), Some(1));
+        assert!(t.expected(&[16, 32]) > t.expected(&[16, 1]));
+        assert_eq!(t.longest(std::iter::empty()), None);
     }
 }

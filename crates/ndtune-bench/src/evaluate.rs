@@ -7,11 +7,13 @@
 //! What a configuration costs besides its build and its launches is kept small: each input is
 //! uploaded once per campaign (per argument and size); a buffer the kernel only reads
 //! (`access = "read"`) is used as it is, one it may write gets a device-side copy of the pristine
-//! contents; only the outputs named in `[verify]` are read back, into pinned host memory, and
-//! compared on every core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
+//! contents; only the outputs named in `[verify]` are compared: on a GPU by a kernel on the device
+//! ([`crate::device_check`]), elsewhere read back into pinned host memory and compared on every
+//! core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
 use crate::data::{from_bytes, initial_values, to_bytes};
+use crate::device_check::{self, DeviceCheck};
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
@@ -76,6 +78,8 @@ pub struct Bench {
     spare: RefCell<HashMap<(usize, usize), Vec<DeviceBuffer>>>,
     /// Pinned host memory that outputs are read back into, by (argument, bytes).
     readback: RefCell<HashMap<(usize, usize), PinnedHost>>,
+    /// Where outputs are compared on the device (see [`Bench::check_on_device`]).
+    device_check: RefCell<Option<DeviceCheck>>,
     /// What the driver's query said of the build of the configuration being evaluated.
     advice: Cell<Option<Advice>>,
     build_ms: Cell<f64>,
@@ -181,6 +185,7 @@ impl Bench {
             pristine: RefCell::new(HashMap::new()),
             spare: RefCell::new(HashMap::new()),
             readback: RefCell::new(HashMap::new()),
+            device_check: RefCell::new(device_check::suits(device).then(DeviceCheck::new)),
             advice: Cell::new(None),
             build_ms: Cell::new(0.0),
             launch_ms: Cell::new(0.0),
@@ -195,6 +200,18 @@ impl Bench {
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
         let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
         Bench::new(spec, &job.open_device()?, job.seed)
+    }
+
+    /// Whether outputs are compared on the device (the default on a GPU with double precision)
+    /// or read back and compared on the host; the verdicts and their details are the same.
+    pub fn check_on_device(&mut self, on: bool) {
+        *self.device_check.get_mut() = on.then(DeviceCheck::new);
+    }
+
+    /// Whether outputs are compared on the device now (a driver that cannot run the comparison
+    /// turns it off).
+    pub fn compares_on_device(&self) -> bool {
+        self.device_check.borrow().is_some()
     }
 
     /// Build options of a configuration of the tuned kernel.
@@ -244,15 +261,6 @@ impl Bench {
             total_ms: started.elapsed().as_secs_f64() * 1e3,
         };
         Ok((outcome, cost))
-    }
-
-    /// Loads the program binary in file `binary` for a configuration on the session's loader
-    /// threads, for a later evaluation of it (or of one with the same build options).
-    pub fn preload(&mut self, config: &[i64], binary: &std::path::Path) {
-        if let Ok(bytes) = std::fs::read(binary) {
-            let options = self.options(config);
-            self.session.preload(&self.source, &options, bytes);
-        }
     }
 
     /// The driver's program binary for a configuration's build options, built now and not
@@ -487,8 +495,9 @@ impl Bench {
             .map_err(|e| RunError::Outcome(refused(&e)))
     }
 
-    /// Reads each output named in `[verify]` back into pinned host memory and compares it with
-    /// `expected`; the first mismatch.
+    /// Compares each output named in `[verify]` with `expected`, on the device where it can;
+    /// an output it finds different (or cannot compare) is read back into pinned host memory and
+    /// compared there, which describes the first mismatch.
     fn verify(
         &self,
         p: &Prepared,
@@ -507,6 +516,25 @@ impl Bench {
                 unreachable!("validated: outputs are buffers")
             };
             let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
+            let mut device_check = self.device_check.borrow_mut();
+            if let Some(check) = device_check.as_mut() {
+                let key = (i, p.lens.clone());
+                match check.matches(
+                    &self.session,
+                    key,
+                    ty,
+                    buffer,
+                    want,
+                    verify.rtol,
+                    verify.atol,
+                ) {
+                    Ok(Some(true)) => continue,
+                    Ok(_) => {}
+                    // A driver that cannot run the comparison: the host compares from now on.
+                    Err(_) => *device_check = None,
+                }
+            }
+            drop(device_check);
             let mut readback = self.readback.borrow_mut();
             let host = match readback.entry((i, buffer.len())) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -686,7 +714,7 @@ impl Bench {
         read_outputs(&self.spec, &session, &buffers).map_err(fail)
     }
 
-    /// Verification run, warm-up runs, timed runs.
+    /// Verification run (which counts as the first warm-up run), warm-up runs, timed runs.
     fn measure(
         &mut self,
         config: &[i64],
@@ -695,7 +723,10 @@ impl Bench {
     ) -> Result<Outcome, RunError> {
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
+        let mut warmup = self.spec.measure.warmup;
         if let (Some(expected), Some(verify)) = (expected, &self.spec.verify) {
+            // The verified run is a run like the others before timing: the first warm-up.
+            warmup = warmup.saturating_sub(1);
             let started = Instant::now();
             let verified = self.verify(p, expected, verify);
             self.verify_ms.set(started.elapsed().as_secs_f64() * 1e3);
@@ -706,7 +737,7 @@ impl Bench {
             }
         }
         let m = &self.spec.measure;
-        for _ in 0..m.warmup {
+        for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }
         let times = (0..m.runs)

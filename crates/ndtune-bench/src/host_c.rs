@@ -111,7 +111,7 @@ fn compile(source: &Path, function: &str) -> Result<PathBuf, String> {
     let text = std::fs::read_to_string(source)
         .map_err(|e| format!("host reference {}: {e}", source.display()))?;
     let hash = Sha256::digest(format!("{function}\0{text}\0{MAIN}"));
-    let hex: String = hash[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = ndtune_core::text::hex(&hash[..12]);
     let dir = std::env::temp_dir().join("ndtune-host-references");
     let program = dir.join(format!("ref-{hex}"));
     if program.exists() {

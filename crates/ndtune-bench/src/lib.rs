@@ -4,7 +4,8 @@
 //!   set (or loads a build worker's program binary), fills the arguments deterministically,
 //!   verifies one run against the reference of `[verify]` (a built-in host reference, a C host
 //!   reference ([`host_c`]), a reference kernel or a reference configuration's outputs) and times
-//!   the runs of `[measure]` with OpenCL profiling events.
+//!   the runs of `[measure]` with OpenCL profiling events; on a GPU it compares the outputs on
+//!   the device ([`device_check`]).
 //! - [`worker`] is that process's protocol (JSON lines on stdin/stdout), shared with the build
 //!   workers; [`process`] runs such a child.
 //! - [`supervisor::Supervisor`] runs the worker, times each evaluation out, records a crash or a
@@ -16,9 +17,11 @@
 
 pub mod builder;
 pub mod data;
+pub mod device_check;
 pub mod evaluate;
 pub mod host_c;
 pub mod process;
+pub mod program_cache;
 pub mod supervisor;
 pub mod verify;
 pub mod worker;

@@ -154,21 +154,6 @@ impl Supervisor {
         }
     }
 
-    /// Has the worker load a configuration's program binary ahead (no answer; lost with a
-    /// worker that restarts, whose evaluation then loads it itself).
-    pub fn preload(&mut self, config: &[i64], binary: &Path) {
-        if let Some(worker) = self.running.as_mut() {
-            let request = serde_json::to_string(&Request::Load {
-                config: config.to_vec(),
-                binary: binary.to_path_buf(),
-            })
-            .expect("serialises");
-            if worker.tell(&request).is_err() {
-                self.running = None;
-            }
-        }
-    }
-
     /// Kills the worker, if one runs; the next evaluation starts a new one.
     pub fn stop(&mut self) {
         self.running = None;

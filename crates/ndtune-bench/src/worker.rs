@@ -34,8 +34,6 @@ pub enum Request {
         config: Vec<i64>,
         binary: Option<PathBuf>,
     },
-    /// Load this program binary of a configuration ahead, while measuring others; no answer.
-    Load { config: Vec<i64>, binary: PathBuf },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -67,8 +65,8 @@ pub(crate) trait Service: Sized {
     /// The answer that says the service is open.
     fn ready(&self) -> Self::Response;
     fn fatal(why: String) -> Self::Response;
-    /// The answer to a request, if it gets one.
-    fn handle(&mut self, request: Self::Request) -> Result<Option<Self::Response>, Fatal>;
+    /// The answer to a request.
+    fn handle(&mut self, request: Self::Request) -> Result<Self::Response, Fatal>;
     /// A second answer to the same request, worked out after the first was sent.
     fn follow_up(&mut self) -> Option<Self::Response> {
         None
@@ -109,8 +107,7 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
             .map_err(|e| Fatal(format!("a malformed request: {e}")))
             .and_then(|r| service.handle(r));
         let (answer, fatal) = match answer {
-            Ok(Some(a)) => (a, false),
-            Ok(None) => continue,
+            Ok(a) => (a, false),
             Err(f) => (S::fatal(f.0), true),
         };
         if send(&mut out, &answer).is_err() || fatal {
@@ -143,17 +140,10 @@ impl Service for Bench {
         Response::Fatal(why)
     }
 
-    fn handle(&mut self, request: Request) -> Result<Option<Response>, Fatal> {
-        match request {
-            Request::Evaluate { config, binary } => {
-                let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref())?;
-                Ok(Some(Response::Outcome { outcome, cost }))
-            }
-            Request::Load { config, binary } => {
-                self.preload(&config, &binary);
-                Ok(None)
-            }
-        }
+    fn handle(&mut self, request: Request) -> Result<Response, Fatal> {
+        let Request::Evaluate { config, binary } = request;
+        let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref())?;
+        Ok(Response::Outcome { outcome, cost })
     }
 }
 

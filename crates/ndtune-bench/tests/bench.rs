@@ -196,3 +196,48 @@ fn a_reference_kernel_gives_the_gold_outputs() {
         "{e}"
     );
 }
+
+/// E = 0 exact, 1 off by less than the tolerance everywhere, 2 off by more in every 7th element,
+/// 3 NaN in element 5; for float and int outputs.
+const NEAR: &str = r#"
+__kernel void near(__global const T *x, __global T *y) {
+    size_t i = get_global_id(0);
+    float v = 2.0f * x[i];
+    if (E == 1) v += 1e-4f;
+    if (E == 2 && i % 7 == 0) v += 3.0f;
+    if (E == 3 && i == 5) v = NAN;
+    y[i] = (T)v;
+}
+"#;
+
+#[test]
+fn outputs_compared_on_the_device_give_the_hosts_verdicts_and_details() {
+    for ty in ["float", "int"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("near.cl"), NEAR).unwrap();
+        let args = ARGS.replace("\"float\"", &format!("\"{ty}\""));
+        let text = format!(
+            "[kernel]\nname = \"near\"\nsource = \"near.cl\"\nbuild_options = [\"-DT={ty}\"]\n[constants]\nN = 4096\n[params]\nE = [0, 1, 2, 3]\n[launch]\nglobal = [\"N\"]\nlocal = [\"64\"]\n{args}[verify]\noutputs = [\"y\"]\nreference = {{ config = {{ E = 0 }} }}\ntolerance = 0\natol = 1e-3\n[measure]\nwarmup = 0\nruns = 1\nbest_of = 1\n"
+        );
+        std::fs::write(dir.path().join("near.toml"), text).unwrap();
+        let load = || Spec::load(&dir.path().join("near.toml")).unwrap();
+        let (mut on_device, mut on_host) = (bench(load()), bench(load()));
+        on_device.check_on_device(true);
+        on_host.check_on_device(false);
+        let verdict = |o: Outcome| match o {
+            Outcome::Measured(_) => "measured".to_string(),
+            Outcome::WrongResult { detail } => detail,
+            o => panic!("{ty}: {o:?}"),
+        };
+        let mut wrong = 0;
+        for e in [0, 1, 2, 3, 0] {
+            let device = verdict(on_device.evaluate(&[e]).unwrap());
+            let host = verdict(on_host.evaluate(&[e]).unwrap());
+            assert_eq!(device, host, "{ty}, E = {e}");
+            wrong += usize::from(device != "measured");
+        }
+        // E = 2 and 3 (an int output rounds E = 1's small error away).
+        assert_eq!(wrong, 2, "{ty}");
+        assert!(on_device.compares_on_device() && !on_host.compares_on_device());
+    }
+}

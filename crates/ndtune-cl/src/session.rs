@@ -161,12 +161,11 @@ impl Session {
         self.check_source(source, options).is_ok() && self.programs.add_binary(options, binary)
     }
 
-    /// Like [`Session::add_binary`], but on a loader thread of the session's, while the caller
-    /// goes on (launching kernels, say); [`Session::kernel`] with those options waits for it.
-    pub fn preload(&mut self, source: &str, options: &str, binary: Vec<u8>) {
-        if self.check_source(source, options).is_ok() {
-            self.programs.preload(options, binary);
-        }
+    /// Builds a kernel of the caller's own (not of the session's source, and not among its
+    /// builds), such as a comparison kernel, for this session's context.
+    pub fn own_kernel(&self, source: &str, name: &str, options: &str) -> Result<Kernel, ClError> {
+        let program = self.programs.build(source, options)?;
+        Kernel::create(&program, name).map_err(api("clCreateKernel"))
     }
 
     /// Lets go of the program built with `options`, if any (a build worker keeps none).

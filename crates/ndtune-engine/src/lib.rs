@@ -30,6 +30,7 @@ pub use share::Share;
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
+use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
@@ -217,6 +218,7 @@ impl Campaign<'_> {
                     self.options.build_jobs,
                     self.options.timeout,
                     cpu,
+                    ProgramCache::open(&self.device.profile, &source),
                 )
             })
             .transpose()
@@ -285,6 +287,7 @@ impl Campaign<'_> {
             stopped: None,
             claims,
             measured_ahead: Default::default(),
+            promised: Vec::new(),
         };
         let run = Run {
             budget: Budget {

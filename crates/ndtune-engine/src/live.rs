@@ -45,8 +45,12 @@ pub(crate) struct Live<'a> {
     /// This worker's claims, where the campaign is shared with other workers.
     pub claims: Option<Claims>,
     /// Configurations this worker measured before the strategy asked for them (while another
-    /// worker held the one it asked for): fresh, not reused, when it does.
+    /// worker held the one it asked for, or while the build of the one it asked for was not
+    /// done): fresh, not reused, when it does.
     pub measured_ahead: HashSet<Config>,
+    /// Points the strategy promised to ask for ([`Evaluator::will_ask`]), not measured yet,
+    /// with their build keys.
+    pub promised: Vec<(Point, String)>,
 }
 
 impl Live<'_> {
@@ -116,15 +120,6 @@ impl Live<'_> {
                 return Some(outcome);
             }
         };
-        if let Some(pool) = &self.pool {
-            // A GPU measures while the host is free: the worker loads the binaries made so far
-            // on threads of its own meanwhile (on a CPU device that would disturb the timing).
-            for (config, binary) in pool.take_finished() {
-                if !self.pause_builds {
-                    self.supervisor.preload(&config, &binary);
-                }
-            }
-        }
         let pool = self.pool.as_ref().filter(|_| self.pause_builds);
         if let Some(pool) = pool {
             pool.pause();
@@ -249,9 +244,59 @@ impl Live<'_> {
         }
         if let Some(pool) = &self.pool {
             let build_key = &self.build_key;
-            pool.plan(claims.held.iter().map(|p| (build_key(p), p.clone())));
+            pool.plan(claims.held.iter().map(|p| (build_key(p), p.clone())), false);
         }
         Some(())
+    }
+
+    /// Before `point` is measured: while its build is not done, measures promised points whose
+    /// builds are, in the order they finish, so the device never idles while one of them could
+    /// run. `None` when the campaign has to stop.
+    fn measure_built_ahead(&mut self, point: &[i64]) -> Option<()> {
+        self.promised.retain(|(p, _)| p != point);
+        loop {
+            let Some(pool) = &self.pool else {
+                return Some(());
+            };
+            let key = (self.build_key)(point);
+            let others: Vec<&str> = self.promised.iter().map(|(_, k)| k.as_str()).collect();
+            let waited = Instant::now();
+            let first = pool.first_done(&key, point, &others);
+            self.time.add_wait(waited.elapsed().as_secs_f64());
+            let Some(i) = first else {
+                return Some(());
+            };
+            let (next, _) = self.promised.remove(i);
+            let config = self.config(&next);
+            let outcome = self.measure_and_record(&next, &config)?;
+            self.existing.insert(config.clone(), outcome);
+            self.measured_ahead.insert(config);
+        }
+    }
+
+    /// Plans the builds of `points`, those the store does not hold; with `promise`, keeps them
+    /// to measure as their builds finish ([`Live::measure_built_ahead`]).
+    fn announce(&mut self, points: &[Point], promise: bool) {
+        self.promised.clear();
+        let points: Vec<Point> = points
+            .iter()
+            .filter(|p| !self.existing.contains_key(&self.config(p)))
+            .cloned()
+            .collect();
+        if let Some(claims) = &mut self.claims {
+            claims.announce(&points);
+            self.top_up();
+            return;
+        }
+        let Some(pool) = &self.pool else { return };
+        let planned: Vec<(String, Point)> = points
+            .into_iter()
+            .map(|p| ((self.build_key)(&p), p))
+            .collect();
+        pool.plan(planned.iter().cloned(), promise);
+        if promise {
+            self.promised = planned.into_iter().map(|(k, p)| (p, k)).collect();
+        }
     }
 
     fn stop<T>(&mut self, why: String) -> Option<T> {
@@ -266,19 +311,12 @@ fn config_of(names: &[String], point: &[i64]) -> Config {
 }
 
 impl Evaluator for Live<'_> {
+    fn will_ask(&mut self, points: &[Point]) {
+        self.announce(points, true);
+    }
+
     fn upcoming(&mut self, points: &[Point]) {
-        let points: Vec<Point> = points
-            .iter()
-            .filter(|p| !self.existing.contains_key(&self.config(p)))
-            .cloned()
-            .collect();
-        if let Some(claims) = &mut self.claims {
-            claims.announce(&points);
-            self.top_up();
-            return;
-        }
-        let Some(pool) = &self.pool else { return };
-        pool.plan(points.into_iter().map(|p| ((self.build_key)(&p), p)));
+        self.announce(points, false);
     }
 
     fn evaluate(&mut self, point: &[i64]) -> Evaluated {
@@ -304,7 +342,10 @@ impl Evaluator for Live<'_> {
         let evaluated = match self.stopped {
             Some(_) => None,
             None if self.claims.is_some() => self.evaluate_shared(point, &config),
-            None => self.measure_and_record(point, &config).map(|o| (o, false)),
+            None => self
+                .measure_built_ahead(point)
+                .and_then(|()| self.measure_and_record(point, &config))
+                .map(|o| (o, false)),
         };
         match evaluated {
             Some((outcome, reused)) => Evaluated { outcome, reused },

@@ -85,6 +85,13 @@ impl TimeSpent {
         self.recompute_overhead();
     }
 
+    /// Waiting for builds with nothing to measure meanwhile.
+    pub(crate) fn add_wait(&mut self, wait_s: f64) {
+        self.total_s += wait_s;
+        self.build_s += wait_s;
+        self.recompute_overhead();
+    }
+
     /// A configuration whose build failed in a build worker, after `wait_s` waiting for it.
     pub(crate) fn add_build_outcome(&mut self, wait_s: f64) {
         self.total_s += wait_s;

@@ -65,6 +65,14 @@ pub trait Evaluator {
     /// one, and points never asked for cost only their builds. Strategies call it with their whole
     /// order where they know it (exhaustive, random) and with their next batch otherwise.
     fn upcoming(&mut self, _points: &[Point]) {}
+
+    /// Like [`Evaluator::upcoming`], and a promise: the strategy will ask for every one of these
+    /// points, whatever the outcomes, so a live evaluator may measure them in the order their
+    /// builds finish, before they are asked for. Exhaustive search, random sampling and warm
+    /// starts promise; adaptive strategies only hint.
+    fn will_ask(&mut self, points: &[Point]) {
+        self.upcoming(points)
+    }
 }
 
 /// The result of one evaluation.

@@ -54,7 +54,7 @@ impl<'a> Session<'a> {
             .filter(|p| space.contains(p))
             .cloned()
             .collect();
-        session.upcoming(warm.iter().cloned());
+        session.announce(warm.iter().cloned(), true);
         for p in warm {
             session.evaluate(&p);
         }
@@ -148,17 +148,27 @@ impl<'a> Session<'a> {
     /// Tells the evaluator which points come next (see [`Evaluator::upcoming`]), leaving out
     /// those evaluated already and those past the budget.
     pub fn upcoming(&mut self, points: impl IntoIterator<Item = Point>) {
+        self.announce(points, false);
+    }
+
+    /// [`Session::upcoming`], as a hint or, with `promise`, as [`Evaluator::will_ask`].
+    fn announce(&mut self, points: impl IntoIterator<Item = Point>, promise: bool) {
         let left = self.budget - self.used();
         let points: Vec<Point> = points
             .into_iter()
             .filter(|p| !self.seen(p))
             .take(left)
             .collect();
-        self.eval.upcoming(&points);
+        if promise {
+            self.eval.will_ask(&points);
+        } else {
+            self.eval.upcoming(&points);
+        }
     }
 
     /// Evaluates the points `next` yields, in order, until it ends or the run is done; keeps the
-    /// evaluator told of the next [`WINDOW`] of them.
+    /// evaluator told of the next [`WINDOW`] of them, as a promise ([`Evaluator::will_ask`]):
+    /// `next` must not depend on the outcomes.
     pub fn evaluate_in_order(&mut self, mut next: impl FnMut(&mut Session<'a>) -> Option<Point>) {
         let mut ahead = std::collections::VecDeque::new();
         loop {
@@ -171,7 +181,7 @@ impl<'a> Session<'a> {
                     }
                 }
                 if ahead.len() > before || before == 0 {
-                    self.upcoming(ahead.iter().cloned());
+                    self.announce(ahead.iter().cloned(), true);
                 }
             }
             let Some(p) = ahead.pop_front() else { break };

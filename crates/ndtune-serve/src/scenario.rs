@@ -3,6 +3,7 @@
 //! hash the service gave for a source it has seen) and a dataset, from which the service computes
 //! them (Cummins et al. 2016 §3.2).
 
+use ndtune_core::text::hex;
 use ndtune_device::DeviceProfile;
 use ndtune_learn::features::{dataset_features, device_features, kernel_features, Dataset};
 use serde::Deserialize;
@@ -248,8 +249,4 @@ pub fn scenario_id(features: &BTreeMap<String, f64>) -> String {
         h.update(value.to_bits().to_le_bytes());
     }
     hex(&h.finalize()[..12])
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -135,7 +135,8 @@ pub struct Verify {
     pub atol: f64,
 }
 
-/// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up.
+/// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up
+/// (where a verification run comes first, it is that warm-up).
 /// `flops` and `bytes` (expressions over parameters and constants) give GFLOP/s and GB/s.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Measure {

@@ -52,10 +52,7 @@ pub fn source_hash(source: &str) -> String {
 }
 
 fn short_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    ndtune_core::text::hex(&Sha256::digest(bytes)[..8])
 }
 
 #[cfg(test)]

@@ -1,0 +1,128 @@
+//! Verification where the output lies: each expected output is uploaded once (as doubles) and a
+//! small kernel of ndtune's own compares a configuration's output with it on the device, with
+//! the host's rule (|a - e| <= atol + rtol * |e|, NaN matching only NaN, in double precision,
+//! no contraction into fused multiply-adds), and hands back 4 bytes: how many elements differ.
+//! A GPU thus never sends its 16 MiB output over PCIe to be compared on
+//! the host; the host comparison ([`crate::verify`]) runs only where the device found a
+//! difference, to describe it with the same details.
+//!
+//! Used on devices that are not the host's CPU and have `cl_khr_fp64` (on a CPU device the
+//! host comparison already runs on every core, where the output lies).
+
+use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Kernel, Session};
+use ndtune_device::DeviceType;
+use ndtune_spec::ElemType;
+use std::collections::HashMap;
+
+/// Work-items of one comparison; each strides over the output.
+const MAX_ITEMS: usize = 1 << 20;
+
+/// Whether `device` checks outputs itself by default.
+pub fn suits(device: &ClDevice) -> bool {
+    device.profile.device_type != DeviceType::Cpu
+        && device.profile.extensions.iter().any(|e| e == "cl_khr_fp64")
+}
+
+/// The comparison kernels and expected outputs of one session.
+pub(crate) struct DeviceCheck {
+    /// By element type, built when first needed.
+    kernels: HashMap<&'static str, Kernel>,
+    /// Expected values as doubles, by (argument, the configuration's buffer lengths).
+    expected: HashMap<(usize, Vec<usize>), DeviceBuffer>,
+    /// One `uint`: how many elements differ.
+    result: Option<DeviceBuffer>,
+}
+
+impl DeviceCheck {
+    pub fn new() -> DeviceCheck {
+        DeviceCheck {
+            kernels: HashMap::new(),
+            expected: HashMap::new(),
+            result: None,
+        }
+    }
+
+    /// Whether `got` (elements of `ty`) matches `want` within the tolerances; `key` names the
+    /// expected output for the upload cache. Outputs of 2^32 elements or more are not checked
+    /// here (`Ok(None)`: compare on the host).
+    #[allow(clippy::too_many_arguments)]
+    pub fn matches(
+        &mut self,
+        session: &Session,
+        key: (usize, Vec<usize>),
+        ty: ElemType,
+        got: &DeviceBuffer,
+        want: &[f64],
+        rtol: f64,
+        atol: f64,
+    ) -> Result<Option<bool>, ClError> {
+        let n = want.len();
+        if got.len() != n * ty.size() || u32::try_from(n).is_err() {
+            return Ok(None);
+        }
+        if n == 0 {
+            return Ok(Some(true));
+        }
+        let type_name = ElemType::ALL
+            .iter()
+            .find(|(_, t)| *t == ty)
+            .map(|(name, _)| *name)
+            .expect("every type is named");
+        if !self.kernels.contains_key(type_name) {
+            let kernel = session.own_kernel(&source(type_name), "ndtune_check", "")?;
+            self.kernels.insert(type_name, kernel);
+        }
+        if !self.expected.contains_key(&key) {
+            let bytes: Vec<u8> = want.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            let buffer = session.buffer(&bytes)?;
+            self.expected.insert(key.clone(), buffer);
+        }
+        if self.result.is_none() {
+            self.result = Some(session.buffer(&[0; 4])?);
+        }
+        let result = self.result.as_mut().expect("made above");
+        session.write(result, &0u32.to_ne_bytes())?;
+        let kernel = &self.kernels[type_name];
+        let (count, rtol, atol) = (
+            (n as u32).to_ne_bytes(),
+            rtol.to_ne_bytes(),
+            atol.to_ne_bytes(),
+        );
+        session.set_args(
+            kernel,
+            &[
+                Arg::Buffer(got),
+                Arg::Buffer(&self.expected[&key]),
+                Arg::Scalar(&count),
+                Arg::Scalar(&rtol),
+                Arg::Scalar(&atol),
+                Arg::Buffer(result),
+            ],
+        )?;
+        session.launch(kernel, &[n.min(MAX_ITEMS)], None, None)?;
+        let back = session.read(result)?;
+        let mismatched = u32::from_ne_bytes(back[..4].try_into().expect("4 bytes"));
+        Ok(Some(mismatched == 0))
+    }
+}
+
+/// The comparison kernel for outputs of OpenCL C type `ty`.
+fn source(ty: &str) -> String {
+    format!(
+        r#"#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void ndtune_check(__global const {ty} *got, __global const double *want, const uint n,
+                           const double rtol, const double atol, __global uint *result)
+{{
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {{
+        const double e = want[i];
+        const double a = (double)got[i];
+        const double err = fabs(a - e);
+        if (!(err <= atol + rtol * fabs(e)) && !(isnan(e) && isnan(a))) {{
+            atomic_inc(result);
+        }}
+    }}
+}}
+"#
+    )
+}

@@ -1,0 +1,75 @@
+//! Program binaries kept across campaigns, as PyOpenCL keeps its own: a build worker's binary of a
+//! define set is copied into `$NDTUNE_CACHE_DIR/programs` (default `$XDG_CACHE_HOME/ndtune` or
+//! `~/.cache/ndtune`), named by a hash of the device (name, platform, OpenCL and driver
+//! versions), the kernel source and the build options. A later campaign that needs the same
+//! program takes the file instead of starting a build worker: on a GPU, where each build worker
+//! opens a context of its own on the device, a campaign whose programs are all cached starts none.
+//!
+//! A binary the driver no longer takes (another driver, say) is only a miss: the measurement
+//! worker compiles from source. `NDTUNE_CACHE_DIR=off` turns the cache off; deleting the folder
+//! empties it.
+
+use ndtune_core::text::hex;
+use ndtune_device::DeviceProfile;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The cached programs of one source on one device.
+#[derive(Debug, Clone)]
+pub struct ProgramCache {
+    dir: PathBuf,
+    /// Hash input shared by every program of this source on this device.
+    identity: String,
+}
+
+impl ProgramCache {
+    /// The cache of `source`'s programs on `device`, in the folder the environment names; none
+    /// where it is `off` or no folder can be made.
+    pub fn open(device: &DeviceProfile, source: &str) -> Option<ProgramCache> {
+        let base = match std::env::var_os("NDTUNE_CACHE_DIR") {
+            Some(d) if d == "off" => return None,
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => std::env::var_os("XDG_CACHE_HOME")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?
+                .join("ndtune"),
+        };
+        let dir = base.join("programs");
+        std::fs::create_dir_all(&dir).ok()?;
+        let identity = format!(
+            "{}\0{}\0{}\0{}\0{}",
+            device.name,
+            device.platform_name,
+            device.version,
+            device.driver_version,
+            hex(&Sha256::digest(source.as_bytes()))
+        );
+        Some(ProgramCache { dir, identity })
+    }
+
+    /// The file a binary built with `options` is kept in.
+    fn path(&self, options: &str) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(self.identity.as_bytes());
+        h.update([0]);
+        h.update(options.as_bytes());
+        self.dir.join(format!("{}.bin", hex(&h.finalize())))
+    }
+
+    /// The kept binary of the program built with `options`, if there is one.
+    pub fn get(&self, options: &str) -> Option<PathBuf> {
+        let path = self.path(options);
+        path.is_file().then_some(path)
+    }
+
+    /// Keeps a copy of `binary` (a file) as the program built with `options`; copied aside and
+    /// renamed, so that a reader never sees half of it. A failure only means no copy is kept.
+    pub fn keep(&self, options: &str, binary: &Path) {
+        let path = self.path(options);
+        let partial = path.with_extension(format!("{}.partial", std::process::id()));
+        if std::fs::copy(binary, &partial).is_ok() && std::fs::rename(&partial, &path).is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+    }
+}
