@@ -62,8 +62,8 @@ pub trait Evaluator {
 
     /// The points the strategy expects to ask for next, in that order: a live evaluator builds
     /// them ahead on its build workers. A hint, never a promise: each call replaces the previous
-    /// one, and points never asked for cost only their builds. Strategies call it with their whole
-    /// order where they know it (exhaustive, random) and with their next batch otherwise.
+    /// one, and points never asked for cost only their builds. Adaptive strategies call it with their
+    /// next batch; those that know their order promise it with [`Evaluator::will_ask`].
     fn upcoming(&mut self, _points: &[Point]) {}
 
     /// Like [`Evaluator::upcoming`], and a promise: the strategy will ask for every one of these
