@@ -6,11 +6,11 @@
 //! - [`Evaluator`]: the one way a strategy learns how a point performs. Live evaluation on a
 //!   device lives elsewhere; [`Recorded`] replays recorded outcomes (tests, `--replay`).
 //! - [`Strategy`] and its implementations, picked by name with [`by_name`] (see
-//!   [`STRATEGY_NAMES`]): exhaustive, random, simulated annealing, a genetic algorithm, iterated
-//!   and multi-start local search, and a tree-ensemble surrogate with expected improvement. Each
-//!   records a [`Trace`], evaluates a point at most once per run, stops at its [`Budget`]
-//!   (evaluations and/or time) or when it has nothing new to propose, and measures a [`Run`]'s
-//!   warm-start points first.
+//!   [`STRATEGY_NAMES`]): exhaustive, random, simulated annealing (adjacent steps, or wide moves),
+//!   a genetic algorithm, iterated and multi-start local search, and a tree-ensemble surrogate
+//!   with expected improvement. Each records a [`Trace`], evaluates a point at most once per
+//!   run, stops at its [`Budget`] (evaluations and/or time) or when it has nothing new to
+//!   propose, and measures a [`Run`]'s warm-start points first.
 //! - [`warm_start`]: the configurations to measure first, from recordings of the same kernel on
 //!   other devices.
 //! - [`evaluate_strategy`]: how close a strategy gets to a recording's optimum, over seeds.

@@ -214,8 +214,8 @@ pub struct StoreArgs {
 pub struct CampaignArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Search strategy: exhaustive, random, anneal, ga, ils, ils-adjacent, mls, mls-adjacent or
-    /// forest (docs/tuning.md, "Strategies").
+    /// Search strategy: exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls,
+    /// mls-adjacent or forest (docs/tuning.md, "Strategies").
     #[arg(long, default_value = "exhaustive")]
     pub strategy: String,
     /// At most this many configurations per device.
@@ -507,7 +507,7 @@ pub struct BenchStrategiesArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "random,anneal,ga,ils,ils-adjacent,mls,mls-adjacent,forest"
+        default_value = "random,anneal,anneal-jump,ga,ils,ils-adjacent,mls,mls-adjacent,forest"
     )]
     pub strategies: Vec<String>,
     /// Evaluation budgets.

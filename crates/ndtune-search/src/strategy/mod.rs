@@ -5,7 +5,7 @@ mod genetic;
 mod local;
 mod surrogate;
 
-pub use anneal::Anneal;
+pub use anneal::{Anneal, AnnealJump};
 pub use genetic::Genetic;
 pub use local::LocalSearch;
 pub use surrogate::Surrogate;
@@ -18,10 +18,11 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The names [`by_name`] knows.
-pub const STRATEGY_NAMES: [&str; 9] = [
+pub const STRATEGY_NAMES: [&str; 10] = [
     "exhaustive",
     "random",
     "anneal",
+    "anneal-jump",
     "ga",
     "ils",
     "ils-adjacent",
@@ -43,6 +44,7 @@ pub fn by_name(name: &str, seed: u64) -> Result<Box<dyn Strategy>, UnknownStrate
         "exhaustive" => Ok(Box::new(Exhaustive)),
         "random" => Ok(Box::new(RandomSampling { seed })),
         "anneal" => Ok(Box::new(Anneal { seed })),
+        "anneal-jump" => Ok(Box::new(AnnealJump { seed })),
         "ga" => Ok(Box::new(Genetic { seed })),
         "ils" => Ok(local(true, Neighbourhood::Hamming)),
         "ils-adjacent" => Ok(local(true, Neighbourhood::Adjacent)),
@@ -133,7 +135,7 @@ mod tests {
         let err = by_name("genetic", 1).err().unwrap();
         assert_eq!(
             err.to_string(),
-            "unknown strategy `genetic`; valid: exhaustive, random, anneal, ga, ils, ils-adjacent, mls, mls-adjacent, forest"
+            "unknown strategy `genetic`; valid: exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls, mls-adjacent, forest"
         );
     }
 }
