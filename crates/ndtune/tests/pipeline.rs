@@ -1,6 +1,7 @@
 //! The build pipeline on PoCL: build workers give the outcomes, the best configuration and the
 //! timings of serial tuning; a compiler that crashes or hangs costs one configuration, not the
-//! campaign; a work-group is refused by its launch, never by the driver's query.
+//! campaign; a work-group is refused by its launch, never by the driver's query; program
+//! binaries kept by one campaign spare the next its builds.
 
 mod common;
 use common::*;
@@ -301,4 +302,51 @@ void reqd(__global const float *x, __global float *y) {
             );
         }
     }
+}
+
+#[test]
+fn kept_program_binaries_spare_the_next_campaign_its_builds() {
+    let _one = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        dir.path(),
+        Case {
+            kernel: "work",
+            source: KERNEL,
+            values: "[0, 3, 4]",
+            work: 4,
+            faults: false,
+            local: r#""WG""#,
+            ref_wg: 8,
+        },
+    );
+    let cache = dir.path().join("cache");
+    let run = |db: &str, cache: &Path| -> Value {
+        let out = ndtune()
+            .env("NDTUNE_CACHE_DIR", cache)
+            .args(["tune", &spec, "--json", "--build-jobs", "2", "--db"])
+            .arg(dir.path().join(db))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["devices"][0].clone()
+    };
+    let kept = || std::fs::read_dir(cache.join("programs")).map_or(0, |d| d.count());
+    let first = run("first.db", &cache);
+    assert_eq!(first["outcomes"]["measured"], 9, "{first}");
+    assert!(first["time"]["build_workers_s"].as_f64().unwrap() > 0.0);
+    // One binary per define set (V and the work-group sizes it is primed with on a CPU).
+    assert_eq!(kept(), 9);
+    let second = run("second.db", &cache);
+    assert_eq!(second["outcomes"], first["outcomes"]);
+    assert_eq!(second["best"]["config"]["V"], 0);
+    assert_eq!(second["time"]["build_workers_s"], 0.0, "{second}");
+    // Turned off: built again, nothing kept.
+    let off = run("off.db", Path::new("off"));
+    assert!(off["time"]["build_workers_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(kept(), 9);
 }

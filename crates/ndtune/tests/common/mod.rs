@@ -5,8 +5,14 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+/// The `ndtune` binary, keeping program binaries in a folder of this test run's own (not the
+/// user's cache: a test then sees what a first campaign on a fresh machine sees).
 pub fn ndtune() -> Command {
-    Command::cargo_bin("ndtune").expect("the ndtune binary is built")
+    static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| tempfile::tempdir().expect("a temporary folder"));
+    let mut cmd = Command::cargo_bin("ndtune").expect("the ndtune binary is built");
+    cmd.env("NDTUNE_CACHE_DIR", cache.path());
+    cmd
 }
 
 /// The repository's `examples/` folder.
