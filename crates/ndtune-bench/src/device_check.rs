@@ -11,7 +11,7 @@
 
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Kernel, Session};
 use ndtune_device::DeviceType;
-use ndtune_spec::ElemType;
+use ndtune_spec::{ElemType, Verify};
 use std::collections::HashMap;
 
 /// Work-items of one comparison; each strides over the output.
@@ -42,10 +42,9 @@ impl DeviceCheck {
         }
     }
 
-    /// Whether `got` (elements of `ty`) matches `want` within the tolerances; `key` names the
-    /// expected output for the upload cache. Outputs of 2^32 elements or more are not checked
-    /// here (`Ok(None)`: compare on the host).
-    #[allow(clippy::too_many_arguments)]
+    /// Whether `got` (elements of `ty`) matches `want` within `verify`'s tolerances; `key`
+    /// names the expected output for the upload cache. Outputs of 2^32 elements or more are not
+    /// checked here (`Ok(None)`: compare on the host).
     pub fn matches(
         &mut self,
         session: &Session,
@@ -53,8 +52,7 @@ impl DeviceCheck {
         ty: ElemType,
         got: &DeviceBuffer,
         want: &[f64],
-        rtol: f64,
-        atol: f64,
+        verify: &Verify,
     ) -> Result<Option<bool>, ClError> {
         let n = want.len();
         if got.len() != n * ty.size() || u32::try_from(n).is_err() {
@@ -85,8 +83,8 @@ impl DeviceCheck {
         let kernel = &self.kernels[type_name];
         let (count, rtol, atol) = (
             (n as u32).to_ne_bytes(),
-            rtol.to_ne_bytes(),
-            atol.to_ne_bytes(),
+            verify.rtol.to_ne_bytes(),
+            verify.atol.to_ne_bytes(),
         );
         session.set_args(
             kernel,

@@ -519,15 +519,7 @@ impl Bench {
             let mut device_check = self.device_check.borrow_mut();
             if let Some(check) = device_check.as_mut() {
                 let key = (i, p.lens.clone());
-                match check.matches(
-                    &self.session,
-                    key,
-                    ty,
-                    buffer,
-                    want,
-                    verify.rtol,
-                    verify.atol,
-                ) {
+                match check.matches(&self.session, key, ty, buffer, want, verify) {
                     Ok(Some(true)) => continue,
                     Ok(_) => {}
                     // A driver that cannot run the comparison: the host compares from now on.

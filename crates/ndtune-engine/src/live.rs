@@ -50,7 +50,7 @@ pub(crate) struct Live<'a> {
     pub measured_ahead: HashSet<Config>,
     /// Points the strategy promised to ask for ([`Evaluator::will_ask`]), not measured yet,
     /// with their build keys.
-    pub promised: Vec<(Point, String)>,
+    pub promised: Vec<(String, Point)>,
 }
 
 impl Live<'_> {
@@ -218,10 +218,7 @@ impl Live<'_> {
                     if let Some(claims) = &mut self.claims {
                         claims.measuring(&next);
                     }
-                    let next_config = self.config(&next);
-                    let outcome = self.measure_and_record(&next, &next_config)?;
-                    self.existing.insert(next_config.clone(), outcome);
-                    self.measured_ahead.insert(next_config);
+                    self.measure_ahead(&next)?;
                 }
                 None => std::thread::sleep(POLL),
             }
@@ -253,25 +250,32 @@ impl Live<'_> {
     /// builds are, in the order they finish, so the device never idles while one of them could
     /// run. `None` when the campaign has to stop.
     fn measure_built_ahead(&mut self, point: &[i64]) -> Option<()> {
-        self.promised.retain(|(p, _)| p != point);
+        self.promised.retain(|(_, p)| p != point);
+        let key = (self.build_key)(point);
         loop {
             let Some(pool) = &self.pool else {
                 return Some(());
             };
-            let key = (self.build_key)(point);
-            let others: Vec<&str> = self.promised.iter().map(|(_, k)| k.as_str()).collect();
+            let others: Vec<&str> = self.promised.iter().map(|(k, _)| k.as_str()).collect();
             let waited = Instant::now();
             let first = pool.first_done(&key, point, &others);
             self.time.add_wait(waited.elapsed().as_secs_f64());
             let Some(i) = first else {
                 return Some(());
             };
-            let (next, _) = self.promised.remove(i);
-            let config = self.config(&next);
-            let outcome = self.measure_and_record(&next, &config)?;
-            self.existing.insert(config.clone(), outcome);
-            self.measured_ahead.insert(config);
+            let (_, next) = self.promised.remove(i);
+            self.measure_ahead(&next)?;
         }
+    }
+
+    /// Measures and records `point` before the strategy asks for it (which then gets it as
+    /// fresh). `None` when the campaign has to stop.
+    fn measure_ahead(&mut self, point: &[i64]) -> Option<()> {
+        let config = self.config(point);
+        let outcome = self.measure_and_record(point, &config)?;
+        self.existing.insert(config.clone(), outcome);
+        self.measured_ahead.insert(config);
+        Some(())
     }
 
     /// Plans the builds of `points`, those the store does not hold; with `promise`, keeps them
@@ -295,7 +299,7 @@ impl Live<'_> {
             .collect();
         pool.plan(planned.iter().cloned(), promise);
         if promise {
-            self.promised = planned.into_iter().map(|(k, p)| (p, k)).collect();
+            self.promised = planned;
         }
     }
 

@@ -322,18 +322,12 @@ fn kept_program_binaries_spare_the_next_campaign_its_builds() {
     );
     let cache = dir.path().join("cache");
     let run = |db: &str, cache: &Path| -> Value {
-        let out = ndtune()
-            .env("NDTUNE_CACHE_DIR", cache)
-            .args(["tune", &spec, "--json", "--build-jobs", "2", "--db"])
-            .arg(dir.path().join(db))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()["devices"][0].clone()
+        let mut cmd = ndtune();
+        cmd.env("NDTUNE_CACHE_DIR", cache);
+        let db = dir.path().join(db);
+        let args = ["tune", &spec, "--json", "--build-jobs", "2", "--db"];
+        let args: Vec<&str> = args.into_iter().chain([db.to_str().unwrap()]).collect();
+        json_of(cmd, &args)["devices"][0].clone()
     };
     let kept = || std::fs::read_dir(cache.join("programs")).map_or(0, |d| d.count());
     let first = run("first.db", &cache);

@@ -22,7 +22,12 @@ pub fn examples() -> PathBuf {
 
 /// Runs ndtune, expects success, parses stdout as JSON.
 pub fn json(args: &[&str]) -> serde_json::Value {
-    let out = ndtune().args(args).output().unwrap();
+    json_of(ndtune(), args)
+}
+
+/// [`json`] with a command prepared by the caller (an environment of its own, say).
+pub fn json_of(mut cmd: Command, args: &[&str]) -> serde_json::Value {
+    let out = cmd.args(args).output().unwrap();
     assert!(
         out.status.success(),
         "ndtune {args:?} failed: {}",
