@@ -82,6 +82,23 @@ impl Store {
         candidates: &[Config],
         lease: Duration,
     ) -> Result<Option<Config>, StoreError> {
+        Ok(self
+            .claim_each(group, worker, candidates, 1, lease)?
+            .into_iter()
+            .next())
+    }
+
+    /// Reserves for `worker`, as [`Store::claim`] does, the first `limit` of `candidates` that
+    /// have no result and no live claim of another worker, in their order; returns those it
+    /// reserved. The candidates that look free are tried in one transaction per 64 of them.
+    pub fn claim_each(
+        &self,
+        group: &Group,
+        worker: &str,
+        candidates: &[Config],
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<Config>, StoreError> {
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         // Each candidate's key once: the done cache, the chunk's read and the marks use it.
         let fresh: Vec<(&Config, String)> = candidates
@@ -89,32 +106,52 @@ impl Store {
             .map(|c| (c, config_key(c)))
             .filter(|(_, key)| !self.done.borrow().contains(&(group.clone(), key.clone())))
             .collect();
+        let mut claimed = Vec::new();
         for chunk in fresh.chunks(CLAIM_CHUNK) {
-            // One read of the chunk's claims first: only those that look free are tried, each
-            // in a transaction that reads its claim again under the lock.
+            if claimed.len() == limit {
+                break;
+            }
+            // One read of the chunk's claims first: only those that look free are tried, in a
+            // transaction that reads each one's claim again under the lock.
             let claims = self.claims_of(group, chunk.iter().map(|(_, key)| key))?;
             let now = now_ms();
+            let mut free = Vec::new();
             for (config, key) in chunk {
-                let key = key.clone();
-                match claims.get(&key) {
+                match claims.get(key) {
                     Some(seen) if seen.done => {
-                        self.done.borrow_mut().insert((group.clone(), key));
-                        continue;
+                        self.done.borrow_mut().insert((group.clone(), key.clone()));
                     }
-                    Some(seen) if seen.worker != worker && seen.deadline >= now => continue,
-                    _ => {}
-                }
-                match self.transaction(|s| s.try_claim(group, config, worker, lease_ms))? {
-                    Attempt::Claimed => return Ok(Some((*config).clone())),
-                    Attempt::Done => {
-                        self.done.borrow_mut().insert((group.clone(), key));
-                    }
-                    Attempt::Held => {}
+                    Some(seen) if seen.worker != worker && seen.deadline >= now => {}
+                    _ => free.push((*config, key)),
                 }
             }
+            if free.is_empty() {
+                continue;
+            }
+            let wanted = limit - claimed.len();
+            let (won, done) = self.transaction(|s| {
+                let (mut won, mut done) = (Vec::new(), Vec::new());
+                for &(config, key) in &free {
+                    match s.try_claim(group, config, worker, lease_ms)? {
+                        Attempt::Claimed => won.push(config.clone()),
+                        Attempt::Done => done.push(key.clone()),
+                        Attempt::Held => {}
+                    }
+                    if won.len() == wanted {
+                        break;
+                    }
+                }
+                Ok((won, done))
+            })?;
+            for key in done {
+                self.done.borrow_mut().insert((group.clone(), key));
+            }
+            claimed.extend(won);
         }
-        self.beat(worker, now_ms())?;
-        Ok(None)
+        if claimed.is_empty() {
+            self.beat(worker, now_ms())?;
+        }
+        Ok(claimed)
     }
 
     /// The claims in `group` of the configurations with these config keys, by key.
@@ -237,9 +274,17 @@ impl Store {
     pub fn complete(&self, worker: &str, record: &Record) -> Result<bool, StoreError> {
         let now = now_ms();
         let held = self.transaction(|s| {
-            s.insert(record)?;
             let mut params = key_params(&record.key.group(), &record.key.config);
             params.extend([worker.into(), now.into()]);
+            // Run again after a lost connection, this completion may have committed already.
+            let committed = s.query(
+                &format!("SELECT 1 FROM claims WHERE {KEY_IS} AND worker = ?6 AND done_at = ?7"),
+                &params,
+            )?;
+            if !committed.is_empty() {
+                return Ok(true);
+            }
+            s.insert(record)?;
             let marked = s.execute(
                 &format!(
                     "UPDATE claims SET done_at = ?7, deadline = ?7

@@ -63,7 +63,7 @@ pub use error::StoreError;
 pub use identity::{fingerprint, source_hash};
 pub use location::Location;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use store::Store;
+pub use store::{Store, RECONNECT_FOR};
 
 use ndtune_core::{Config, Outcome};
 #[cfg(doc)]

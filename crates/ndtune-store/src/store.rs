@@ -7,15 +7,28 @@ use crate::{fingerprint, Group, Observation, Record, ResultKey, Study};
 use ndtune_core::{config_key, Config, Outcome, OutcomeKind};
 use ndtune_device::DeviceProfile;
 use serde::de::DeserializeOwned;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::StoreError;
 
+/// How long a store whose PostgreSQL connection broke tries to connect again before an
+/// operation fails, unless [`Store::reconnect_for`] says otherwise.
+pub const RECONNECT_FOR: Duration = Duration::from_secs(60);
+
+/// The first pause between attempts to connect again; each next one doubles, up to
+/// [`LONGEST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+
 /// An open results store: an SQLite file or a PostgreSQL database. Every write is its own
-/// committed transaction.
+/// committed transaction. Where the connection to a PostgreSQL server breaks (the server
+/// restarted, the network failed), each operation connects again and runs once more, for at
+/// most [`RECONNECT_FOR`]: a transaction is run again from its start, so one that did commit
+/// before the connection broke must be safe to run twice (every write of the store is).
 pub struct Store {
     db: RefCell<Box<dyn Backend>>,
     /// The location as shown: the file, or the URL without its password.
@@ -24,6 +37,10 @@ pub struct Store {
     /// Configurations known to have a result, by group and config key: claims skip them
     /// without asking the database (results are never removed).
     pub(crate) done: RefCell<HashSet<(Group, String)>>,
+    reconnect_for: Duration,
+    /// Inside [`Store::transaction`]: a lost connection fails the statement, and the whole
+    /// transaction is run again.
+    in_transaction: Cell<bool>,
 }
 
 /// The columns a [`Record`] is read from, in [`Store::record`]'s order.
@@ -65,18 +82,64 @@ impl Store {
     /// refuses the credentials; the error names the location, a URL's password hidden. An
     /// existing file is first checked read-only with SQLite's `quick_check`, which reads the
     /// whole file once.
+    ///
+    /// A file that cannot be written (a read-only file system, a directory or file the user
+    /// may not write, a full disk) is [`StoreError::CannotWrite`], with the reason.
     pub fn open(location: impl AsRef<OsStr>) -> Result<Store, StoreError> {
         match Location::parse(location.as_ref()) {
             Location::File(path) => Self::open_with(&path, crate::schema::MIGRATIONS),
-            Location::Postgres(url) => {
-                let (pg, version) = crate::pg::open(&url, crate::schema::PG_MIGRATIONS)?;
-                Ok(Self::new(
-                    Box::new(pg),
-                    PathBuf::from(crate::location::redact(&url)),
-                    version,
-                ))
-            }
+            Location::Postgres(url) => Self::open_postgres(&url),
         }
+    }
+
+    /// Opens an existing store for commands that only read it. A file is opened read-only, so
+    /// that a store on a read-only file system, in a directory the user cannot write or on a
+    /// full disk can be read; a missing file is [`StoreError::Missing`], never created. A
+    /// store of an older schema is migrated first, which needs writing it. A PostgreSQL
+    /// database is opened as by [`Store::open`]. Writing to a read-only store fails.
+    pub fn open_read_only(location: impl AsRef<OsStr>) -> Result<Store, StoreError> {
+        let path = match Location::parse(location.as_ref()) {
+            Location::File(path) => path,
+            Location::Postgres(url) => return Self::open_postgres(&url),
+        };
+        let supported = crate::schema::MIGRATIONS.len() as u32;
+        let (conn, version) = crate::open::open_read_only(&path, supported)?;
+        if version == supported {
+            let sqlite = crate::sqlite::Sqlite {
+                conn,
+                path: path.clone(),
+            };
+            return Ok(Self::new(Box::new(sqlite), path, version));
+        }
+        drop(conn);
+        Self::open_with(&path, crate::schema::MIGRATIONS).map_err(|e| match e {
+            StoreError::CannotWrite { .. } => StoreError::Unreadable {
+                reason: format!(
+                    "it has schema version {version}, which this ndtune reads only after \
+                     migrating it to version {supported}, and it cannot be written: {}",
+                    crate::open::unwritable(&path).unwrap_or_default()
+                ),
+                path,
+            },
+            e => e,
+        })
+    }
+
+    fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        let (pg, version) = crate::pg::open(url, crate::schema::PG_MIGRATIONS)?;
+        Ok(Self::new(
+            Box::new(pg),
+            PathBuf::from(crate::location::redact(url)),
+            version,
+        ))
+    }
+
+    /// How long an operation tries to connect again after the connection to a PostgreSQL
+    /// server broke (with pauses from 0.1 s doubling to 5 s) before it fails; zero: one
+    /// attempt at once. [`RECONNECT_FOR`] unless set. An SQLite file has no connection to lose.
+    pub fn reconnect_for(mut self, limit: Duration) -> Store {
+        self.reconnect_for = limit;
+        self
     }
 
     pub(crate) fn open_with(path: &Path, steps: &[&str]) -> Result<Store, StoreError> {
@@ -94,6 +157,8 @@ impl Store {
             path,
             version,
             done: RefCell::new(HashSet::new()),
+            reconnect_for: RECONNECT_FOR,
+            in_transaction: Cell::new(false),
         }
     }
 
@@ -109,28 +174,70 @@ impl Store {
     }
 
     pub(crate) fn execute(&self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
-        self.db.borrow_mut().execute(sql, params)
+        self.retrying(|s| s.db.borrow_mut().execute(sql, params))
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
-        self.db.borrow_mut().query(sql, params)
+        self.retrying(|s| s.db.borrow_mut().query(sql, params))
     }
 
     /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    /// Run again from its start where the connection broke.
     pub(crate) fn transaction<T>(
         &self,
-        body: impl FnOnce(&Store) -> Result<T, StoreError>,
+        body: impl Fn(&Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.db.borrow_mut().begin()?;
-        match body(self) {
-            Ok(value) => {
-                self.db.borrow_mut().commit()?;
-                Ok(value)
+        self.retrying(|s| {
+            s.db.borrow_mut().begin()?;
+            s.in_transaction.set(true);
+            let done = body(s);
+            s.in_transaction.set(false);
+            match done {
+                Ok(value) => {
+                    s.db.borrow_mut().commit()?;
+                    Ok(value)
+                }
+                Err(e) => {
+                    // The body's error says what went wrong; a failed rollback adds nothing.
+                    let _ = s.db.borrow_mut().rollback();
+                    Err(e)
+                }
             }
-            Err(e) => {
-                // The body's error says what went wrong; a failed rollback adds nothing.
-                let _ = self.db.borrow_mut().rollback();
-                Err(e)
+        })
+    }
+
+    /// Runs `op`; where it fails because the connection broke, connects again and runs it
+    /// again, pausing longer each time, until [`Store::reconnect_for`] has passed. Inside a
+    /// transaction, `op` runs once: the transaction is what runs again.
+    fn retrying<T>(&self, op: impl Fn(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        if self.in_transaction.get() {
+            return op(self);
+        }
+        let mut deadline = None;
+        let mut pause = Duration::ZERO;
+        loop {
+            let mut last = match op(self) {
+                Err(e) if e.connection_lost() => e,
+                done => return done,
+            };
+            let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.reconnect_for);
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() && !pause.is_zero() {
+                    let last = last.to_string();
+                    let prefix = format!("{}: ", self.path.display());
+                    return Err(StoreError::Lost {
+                        path: self.path.clone(),
+                        after: self.reconnect_for,
+                        last: last.strip_prefix(&prefix).unwrap_or(&last).to_string(),
+                    });
+                }
+                std::thread::sleep(pause.min(left));
+                pause = (pause * 2).clamp(FIRST_PAUSE, LONGEST_PAUSE);
+                match self.db.borrow_mut().reconnect() {
+                    Ok(()) => break,
+                    Err(e) => last = e,
+                }
             }
         }
     }
