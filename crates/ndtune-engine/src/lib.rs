@@ -15,7 +15,9 @@
 //! - [`TimeSpent`] accounts where the wall time went: builds the campaign waited for count as
 //!   their wall share, not as the sum over build workers (given beside it).
 //! - With [`Options::share`], the campaign is one worker's part of a campaign shared through
-//!   the store with workers on other devices or machines ([`share`]).
+//!   the store with workers on other devices or machines ([`share`]); with [`Options::guard`],
+//!   a campaign of its own claims what it measures, so that two processes tuning one campaign
+//!   in one store never measure a configuration twice.
 //! - With [`Options::warm_start`], the strategy first measures the configurations that did
 //!   best for the same kernel source on other devices and constants in the store.
 //!
@@ -107,6 +109,10 @@ pub struct Options {
     pub warm_start: bool,
     /// Share the campaign with other workers through the store's claims.
     pub share: Option<Share>,
+    /// Without `share`: claim each configuration just before measuring it, as this worker, so
+    /// that another process tuning the same campaign in the same store never measures it too
+    /// (see [`share`]).
+    pub guard: Option<Share>,
     /// Seed of the strategy and of the input data.
     pub seed: u64,
     /// A fixed per-evaluation (and per-build) deadline; without it, deadlines adapt.
@@ -239,6 +245,10 @@ impl Campaign<'_> {
             .clone()
             .map(|share| share::Claims::start(share, self.options.build_jobs))
             .transpose()?;
+        let guard = match (&claims, &self.options.guard) {
+            (None, Some(share)) => Some(share::Guard::start(share.clone())?),
+            _ => None,
+        };
         let total = self
             .options
             .budget
@@ -286,6 +296,7 @@ impl Campaign<'_> {
             unavailable_told: false,
             stopped: None,
             claims,
+            guard,
             measured_ahead: Default::default(),
             promised: Vec::new(),
         };
@@ -297,10 +308,11 @@ impl Campaign<'_> {
             warm,
         };
         let trace = strategy.search(&space, &mut live, &run);
-        if let Some(why) = live.stopped.take() {
+        let stopped_early = live.stopped.take();
+        let time = live.finish();
+        if let Some(why) = stopped_early {
             return Err(stopped(why));
         }
-        let time = live.finish();
         Ok(report::report(
             spec,
             self.label,

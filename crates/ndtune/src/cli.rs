@@ -1,6 +1,7 @@
 //! The command line, with clap derive.
 
 use clap::{Args, Parser, Subcommand};
+use ndtune_store::{Store, StoreError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -198,7 +199,8 @@ pub struct ShareArgs {
 /// The results store, as every command that reads or writes one takes it.
 #[derive(Args, Clone)]
 pub struct StoreArgs {
-    /// The results store: an SQLite file, or a PostgreSQL URL (postgres://user:password@host/db).
+    /// The results store: an SQLite file, or a PostgreSQL URL (postgres://user:password@host/db)
+    /// or key/value connection string ('host=... dbname=... user=... password=...').
     #[arg(
         long,
         value_name = "PATH|URL",
@@ -207,6 +209,28 @@ pub struct StoreArgs {
         default_value = "ndtune.db"
     )]
     pub db: PathBuf,
+    /// How long to keep connecting again when the connection to a PostgreSQL store breaks (a
+    /// server restart) before failing; 0: once, at once.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "NDTUNE_DB_RETRY",
+        default_value = "60s",
+        value_parser = parse_duration
+    )]
+    pub db_retry: Duration,
+}
+
+impl StoreArgs {
+    /// The store, for a command that writes to it.
+    pub fn open(&self) -> Result<Store, StoreError> {
+        Ok(Store::open(&self.db)?.reconnect_for(self.db_retry))
+    }
+
+    /// The store, for a command that only reads it: works where it cannot be written.
+    pub fn open_read_only(&self) -> Result<Store, StoreError> {
+        Ok(Store::open_read_only(&self.db)?.reconnect_for(self.db_retry))
+    }
 }
 
 /// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).

@@ -300,7 +300,7 @@ fn load(path: &Path) -> Result<Vec<Dataset>> {
         )?);
         return Ok(out);
     }
-    let store = Store::open(path)?;
+    let store = Store::open_read_only(path)?;
     let devices: BTreeMap<String, String> = store
         .devices()?
         .into_iter()

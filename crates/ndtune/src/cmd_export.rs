@@ -4,11 +4,10 @@ use crate::cli::ExportArgs;
 use crate::cmd_replay::select_group;
 use anyhow::Result;
 use ndtune_store::kt::{self, KtHeader};
-use ndtune_store::Store;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    let store = Store::open(&args.store.db)?;
+    let store = args.store.open_read_only()?;
     let (group, device_name, records) = select_group(
         &store,
         store.path(),

@@ -40,7 +40,7 @@ pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> R
             entries: cache.entries.into_iter().collect(),
         });
     }
-    let store = Store::open(path)?;
+    let store = Store::open_read_only(path)?;
     let (group, device_name, records) = select_group(&store, path, kernel, device)?;
     let names: Vec<String> = records
         .first()

@@ -14,7 +14,7 @@ use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Report};
 use ndtune_split::{plan_with, Device, Plan, Residue};
-use ndtune_store::{Store, Study as StoredStudy};
+use ndtune_store::Study as StoredStudy;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
     let labels: Vec<String> = devices.iter().map(targets::label).collect();
 
-    let store = Store::open(&args.campaign.store.db)?;
+    let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());

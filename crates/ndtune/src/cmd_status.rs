@@ -3,19 +3,13 @@
 //! through one store), as a table or JSON.
 
 use crate::cli::StatusArgs;
-use anyhow::{bail, Result};
-use ndtune_store::{CampaignStatus, Location, Store, UnixMs};
+use anyhow::Result;
+use ndtune_store::{CampaignStatus, UnixMs};
 
 pub fn run(args: &StatusArgs) -> Result<()> {
-    // Status reads a store: a missing file is a mistake, not an empty store to create.
-    let file = matches!(
-        Location::parse(args.store.db.as_os_str()),
-        Location::File(_)
-    );
-    if file && !args.store.db.exists() {
-        bail!("{}: no such store", args.store.db.display());
-    }
-    let store = Store::open(&args.store.db)?;
+    // Status only reads: a missing file is a mistake, not an empty store to create, and a store
+    // that cannot be written is read all the same.
+    let store = args.store.open_read_only()?;
     let mut campaigns = Vec::new();
     for group in store.campaigns()? {
         if args.kernel.as_ref().is_some_and(|k| *k != group.kernel) {

@@ -34,7 +34,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let devices = targets::live_devices(args.device.as_deref())?;
-    let store = Store::open(&args.campaign.store.db)?;
+    let store = args.campaign.store.open()?;
     if args.share.pool {
         return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
     }
@@ -90,8 +90,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
+/// How long the claims of a campaign of its own outlive its last heartbeat (`--lease` is a
+/// worker's).
+const GUARD_LEASE: Duration = Duration::from_secs(60);
+
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
-/// a progress bar; the report of the campaign.
+/// a progress bar; the report of the campaign. Without `share` (a worker's), the campaign claims
+/// what it measures as `host:pid:device`, so that another process tuning the same campaign in
+/// the same store never measures it too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_device(
     campaign: &CampaignArgs,
@@ -145,6 +151,11 @@ pub(crate) fn tune_device(
             budget: campaign.budget,
             time: search.time,
             warm_start: search.warm_start,
+            guard: share.is_none().then(|| Share {
+                worker: default_worker_id(device),
+                lease: GUARD_LEASE,
+                location: campaign.store.db.clone().into(),
+            }),
             share,
             seed: campaign.seed,
             timeout: timeout.map(Duration::from_secs_f64),
