@@ -67,7 +67,7 @@ fn table(device: Option<&str>, status: &CampaignStatus, now: UnixMs) -> String {
         status.results
     );
     if status.workers.is_empty() {
-        out.push_str("  no workers (a campaign of one process)\n");
+        out.push_str("  no workers (results stored without claims, by an older ndtune)\n");
         return out;
     }
     let width = status
