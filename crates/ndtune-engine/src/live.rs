@@ -3,7 +3,7 @@
 //! store at once, and accounts the time. In a shared campaign it measures only what it claimed;
 //! in a campaign of its own with a guard, only what it could claim (see [`crate::share`]).
 
-use crate::share::{Claims, Guard, POLL};
+use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::supervisor::Supervisor;
@@ -75,12 +75,22 @@ impl Live<'_> {
     /// back the configurations claimed and not measured.
     pub fn finish(mut self) -> TimeSpent {
         let names = self.names;
-        let config = |p: &[i64]| config_of(names, p);
-        let released = match (&mut self.claims, &mut self.guard) {
-            (Some(claims), _) => claims.release_all(self.store, &self.group, config),
-            (None, Some(guard)) => guard.release_all(self.store, &self.group, config),
-            (None, None) => Ok(()),
+        let held: Option<(&str, Vec<Point>)> = match (&mut self.claims, &mut self.guard) {
+            (Some(c), _) => {
+                let points = std::mem::take(&mut c.held).into();
+                Some((&c.share.worker, points))
+            }
+            (None, Some(g)) => {
+                let points = g.take_held().into_iter().collect();
+                Some((&g.share.worker, points))
+            }
+            (None, None) => None,
         };
+        let released = held.map_or(Ok(()), |(worker, points)| {
+            give_back(self.store, &self.group, worker, points, |p| {
+                config_of(names, p)
+            })
+        });
         if let Err(e) = released {
             self.observer.event(Event::Warning(format!(
                 "cannot give back unmeasured claims (they expire after the lease): {e}"

@@ -123,21 +123,11 @@ impl Claims {
         }
         Ok(())
     }
-
-    /// Gives back every point claimed and not measured, so other workers take them at once.
-    pub fn release_all(
-        &mut self,
-        store: &Store,
-        group: &Group,
-        config: impl Fn(&[i64]) -> Config,
-    ) -> Result<(), StoreError> {
-        let held = std::mem::take(&mut self.held);
-        give_back(store, group, &self.share.worker, held, config)
-    }
 }
 
-/// Gives back `worker`'s claims of `points` that it did not complete.
-fn give_back(
+/// Gives back `worker`'s claims of `points` that it did not complete, so that other workers
+/// take them at once.
+pub(crate) fn give_back(
     store: &Store,
     group: &Group,
     worker: &str,
@@ -217,15 +207,9 @@ impl Guard {
         self.held.remove(point);
     }
 
-    /// Gives back every point claimed and not measured, so other processes take them at once.
-    pub fn release_all(
-        &mut self,
-        store: &Store,
-        group: &Group,
-        config: impl Fn(&[i64]) -> Config,
-    ) -> Result<(), StoreError> {
-        let held = std::mem::take(&mut self.held);
-        give_back(store, group, &self.share.worker, held, config)
+    /// The points claimed and not measured, forgotten here (to give them back, [`give_back`]).
+    pub fn take_held(&mut self) -> HashSet<Point> {
+        std::mem::take(&mut self.held)
     }
 }
 

@@ -22,14 +22,20 @@ fn config(x: i64) -> Config {
 }
 
 fn record(x: i64) -> Record {
-    let g = group();
+    let Group {
+        device,
+        kernel,
+        source_hash,
+        constants,
+    } = group();
+    let config = config(x);
     Record {
         key: ResultKey {
-            device: g.device,
-            kernel: g.kernel,
-            source_hash: g.source_hash,
-            constants: g.constants,
-            config: config(x),
+            device,
+            kernel,
+            source_hash,
+            constants,
+            config,
         },
         outcome: Outcome::Measured(Timing::new(vec![1.0 + x as f64], 1)),
         ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
