@@ -7,15 +7,11 @@
 use crate::error::{At, StoreError};
 use crate::schema::{contents, migrate, Contents};
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior, MAIN_DB};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a write waits for another process's transaction before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The 16 bytes every SQLite database file starts with.
-const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Opens (or creates) the store at `path` and brings it to version `steps.len()`.
 /// Returns the connection and the schema version.
@@ -230,7 +226,6 @@ fn probe(path: &Path, supported: u32) -> Result<bool, StoreError> {
         return Err(not_a_store(path, "not a regular file"));
     }
     if meta.len() > 0 {
-        check_header(path)?;
         check_database(path, supported)?;
     }
     Ok(true)
@@ -248,30 +243,19 @@ fn require_directory(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-fn check_header(path: &Path) -> Result<(), StoreError> {
-    let io = |error| StoreError::Io {
-        path: path.to_path_buf(),
-        error,
-    };
-    let mut head = Vec::with_capacity(SQLITE_MAGIC.len());
-    std::fs::File::open(path)
-        .map_err(io)?
-        .take(SQLITE_MAGIC.len() as u64)
-        .read_to_end(&mut head)
-        .map_err(io)?;
-    if head != SQLITE_MAGIC {
-        return Err(not_a_store(
-            path,
-            "not an SQLite database: it does not start with the SQLite header",
-        ));
-    }
-    Ok(())
-}
-
-/// Opens the database read-only and checks its integrity and what it holds.
+/// Opens the database read-only and checks its integrity and what it holds. The file is read
+/// by SQLite only: closing a descriptor of a file drops every POSIX lock the process holds on
+/// it, so a file opened and closed here beside a connection of this process to the same store
+/// (the heartbeat's store beside the campaign's) would leave that connection unlocked, and
+/// another process closing the last connection it knows of would delete the write-ahead log
+/// under it. SQLite keeps such descriptors open until its last connection to the file closes.
 fn check_database(path: &Path, supported: u32) -> Result<(), StoreError> {
     let found = inspect_read_only(path).map_err(|e| match e.sqlite_error_code() {
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => not_a_store(
+        Some(ErrorCode::NotADatabase) => not_a_store(
+            path,
+            "not an SQLite database: SQLite does not recognise its header",
+        ),
+        Some(ErrorCode::DatabaseCorrupt) => not_a_store(
             path,
             format!("an unreadable or damaged SQLite database: {e}"),
         ),

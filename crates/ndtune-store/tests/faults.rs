@@ -1,7 +1,8 @@
 //! What the store does when things go wrong around it: a PostgreSQL server restarted under an
 //! open store (a real server started by the test), a server that stays away, libpq key/value
 //! connection strings and the passwords in them, a store missing or of another age opened only
-//! for reading, and several configurations claimed in one go.
+//! for reading, a second store of one file in a process (as a heartbeat's) while another process
+//! opens and closes it, and several configurations claimed in one go.
 
 use ndtune_core::{Config, Outcome, Timing};
 use ndtune_store::testing::{binaries, PgServer, PASSWORD, USER};
@@ -181,6 +182,40 @@ fn reading_never_creates_a_store_and_migrates_an_older_one_first() {
     // A read-only store refuses writes.
     let err = store.insert(&record(4)).err().unwrap();
     assert!(err.to_string().contains("readonly"), "{err}");
+}
+
+/// Set to a store's path, the test binary opens the store for writing and closes it, 20 times.
+const TOUCH: &str = "NDTUNE_STORE_FAULTS_TOUCH";
+
+#[test]
+fn another_process_never_takes_the_log_from_under_a_process_with_two_stores_of_one_file() {
+    if let Some(path) = std::env::var_os(TOUCH) {
+        for _ in 0..20 {
+            drop(Store::open(&path).unwrap());
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    store.insert(&record(1)).unwrap();
+    // A second store of the same file in this process, as a heartbeat opens one.
+    let beside = Store::open(&path).unwrap();
+    let touched = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "another_process_never_takes_the_log_from_under_a_process_with_two_stores_of_one_file",
+        ])
+        .env(TOUCH, &path)
+        .output()
+        .unwrap();
+    assert!(touched.status.success(), "{touched:?}");
+    store.insert(&record(2)).unwrap();
+    beside.insert(&record(3)).unwrap();
+    // What this process wrote is in the store, for any other reader to see.
+    assert_eq!(stored(&Store::open_read_only(&path).unwrap()), 3);
+    drop((store, beside));
+    assert_eq!(stored(&Store::open_read_only(&path).unwrap()), 3);
 }
 
 #[test]

@@ -244,7 +244,10 @@ fn files_that_are_not_stores_are_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "results: none yet\n").unwrap();
-    let err = assert_refused(&text, "does not start with the SQLite header");
+    let err = assert_refused(
+        &text,
+        "not an SQLite database: SQLite does not recognise its header",
+    );
     assert!(matches!(err, StoreError::NotAStore { .. }));
 
     let random = dir.path().join("random.bin");
