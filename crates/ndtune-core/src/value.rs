@@ -97,6 +97,14 @@ impl Ord for Value {
     }
 }
 
+/// An integer value equals the integer (a convenience for code and tests that handle integer
+/// parameters).
+impl PartialEq<i64> for Value {
+    fn eq(&self, other: &i64) -> bool {
+        matches!(self, Value::Int(v) if v == other)
+    }
+}
+
 impl PartialOrd for Value {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -136,6 +144,20 @@ pub enum Coding {
 }
 
 impl Coding {
+    /// How a parameter with these values (distinct) is best held: integers as they are; any
+    /// other values in a table, numbers ascending (so neighbouring indices are neighbouring
+    /// values), identifiers in the order given.
+    pub fn of(values: impl IntoIterator<Item = Value>) -> Coding {
+        let mut table: Vec<Value> = values.into_iter().collect();
+        if table.iter().all(|v| matches!(v, Value::Int(_))) {
+            return Coding::Int;
+        }
+        if table.iter().all(|v| v.as_f64().is_some()) {
+            table.sort_by(|a, b| a.as_f64().unwrap_or(0.0).total_cmp(&b.as_f64().unwrap_or(0.0)));
+        }
+        Coding::Table(table.into())
+    }
+
     /// The value a point holds as `v`.
     pub fn value(&self, v: i64) -> Value {
         match self {
@@ -203,6 +225,27 @@ impl Codec {
     /// Parameters of integers only.
     pub fn ints(names: Vec<String>) -> Codec {
         let codings = vec![Coding::Int; names.len()];
+        Codec { names, codings }
+    }
+
+    /// The codec of recorded configurations over `names`: each parameter coded as
+    /// [`Coding::of`] its recorded values, in the order they first appear.
+    pub fn infer<'a>(names: Vec<String>, configs: impl IntoIterator<Item = &'a Config>) -> Codec {
+        let mut seen: Vec<Vec<&Value>> = vec![Vec::new(); names.len()];
+        let mut known: Vec<std::collections::HashSet<&Value>> = vec![Default::default(); names.len()];
+        for config in configs {
+            for (p, name) in names.iter().enumerate() {
+                if let Some(v) = config.get(name) {
+                    if known[p].insert(v) {
+                        seen[p].push(v);
+                    }
+                }
+            }
+        }
+        let codings = seen
+            .into_iter()
+            .map(|values| Coding::of(values.into_iter().cloned()))
+            .collect();
         Codec { names, codings }
     }
 

@@ -92,6 +92,28 @@ impl Values {
 }
 
 impl Domain {
+    /// `{ range = [start, end], step = step }` of integers.
+    pub fn range(start: i64, end: i64, step: i64) -> Domain {
+        Domain::Range {
+            start: start.to_string(),
+            end: end.to_string(),
+            step: step.to_string(),
+        }
+    }
+
+    /// `{ pow2 = [start, end] }` of integers.
+    pub fn pow2(start: i64, end: i64) -> Domain {
+        Domain::Pow2 {
+            start: start.to_string(),
+            end: end.to_string(),
+        }
+    }
+
+    /// A list of integers.
+    pub fn ints(values: &[i64]) -> Domain {
+        Domain::List(values.iter().map(|&v| Value::Int(v)).collect())
+    }
+
     /// Resolves the domain; `scope` supplies constants for bounds. Errors are messages about
     /// this parameter's domain.
     pub fn values(&self, scope: &Scope) -> Result<(Values, Coding), String> {

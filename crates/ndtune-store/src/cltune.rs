@@ -63,7 +63,7 @@ pub fn read_cltune_csv(path: &Path) -> Result<CltuneTable, KtError> {
             .iter()
             .zip(&cells)
             .map(|(name, cell)| {
-                cell.parse::<i64>().map(|v| (name.clone(), v)).map_err(|_| {
+                cell.parse::<i64>().map(|v| (name.clone(), ndtune_core::Value::Int(v))).map_err(|_| {
                     invalid(format!(
                         "line {}: `{name}` = `{cell}` is not an integer",
                         i + 1
