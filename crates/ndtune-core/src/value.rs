@@ -153,7 +153,11 @@ impl Coding {
             return Coding::Int;
         }
         if table.iter().all(|v| v.as_f64().is_some()) {
-            table.sort_by(|a, b| a.as_f64().unwrap_or(0.0).total_cmp(&b.as_f64().unwrap_or(0.0)));
+            table.sort_by(|a, b| {
+                a.as_f64()
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.as_f64().unwrap_or(0.0))
+            });
         }
         Coding::Table(table.into())
     }
@@ -232,7 +236,8 @@ impl Codec {
     /// [`Coding::of`] its recorded values, in the order they first appear.
     pub fn infer<'a>(names: Vec<String>, configs: impl IntoIterator<Item = &'a Config>) -> Codec {
         let mut seen: Vec<Vec<&Value>> = vec![Vec::new(); names.len()];
-        let mut known: Vec<std::collections::HashSet<&Value>> = vec![Default::default(); names.len()];
+        let mut known: Vec<std::collections::HashSet<&Value>> =
+            vec![Default::default(); names.len()];
         for config in configs {
             for (p, name) in names.iter().enumerate() {
                 if let Some(v) = config.get(name) {

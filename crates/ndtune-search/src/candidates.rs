@@ -34,7 +34,10 @@ pub enum InvalidSpace {
     /// A configuration with a parameter that is not one of the names.
     UnknownParameter(String),
     /// A configuration with a value its parameter cannot take.
-    BadValue { param: String, value: Value },
+    BadValue {
+        param: String,
+        value: Value,
+    },
 }
 
 impl From<CodecError> for InvalidSpace {
@@ -67,7 +70,10 @@ impl fmt::Display for InvalidSpace {
                 )
             }
             InvalidSpace::BadValue { param, value } => {
-                write!(f, "a configuration sets `{param}` to {value}, which it cannot take")
+                write!(
+                    f,
+                    "a configuration sets `{param}` to {value}, which it cannot take"
+                )
             }
         }
     }

@@ -192,11 +192,18 @@ mod tests {
     fn identifiers_and_reals_are_held_as_indices() {
         use ndtune_core::Value;
         let config = |t: &str, a: f64| -> Config {
-            [("T".to_string(), Value::from(t)), ("A".to_string(), Value::Real(a))].into()
+            [
+                ("T".to_string(), Value::from(t)),
+                ("A".to_string(), Value::Real(a)),
+            ]
+            .into()
         };
         let recorded = Recorded::infer(
             vec!["T".into(), "A".into()],
-            vec![(config("half", 0.5), ms(2.0)), (config("float", 2.5), ms(1.0))],
+            vec![
+                (config("half", 0.5), ms(2.0)),
+                (config("float", 2.5), ms(1.0)),
+            ],
         )
         .unwrap();
         // Identifiers in the order they first appear, reals ascending: half = 0, float = 1;
@@ -233,8 +240,10 @@ mod tests {
                 reused: false
             }
         );
-        let missing =
-            Recorded::from_configs(Codec::ints(vec!["A".into(), "C".into()]), [(config(1, 2), ms(1.0))]);
+        let missing = Recorded::from_configs(
+            Codec::ints(vec!["A".into(), "C".into()]),
+            [(config(1, 2), ms(1.0))],
+        );
         assert_eq!(
             missing.unwrap_err(),
             InvalidSpace::UnknownParameter("B".into())

@@ -122,7 +122,11 @@ pub fn real_fn(n: &Node) -> RealFn {
         }
         Node::Lookup(i, table) => {
             let (i, table) = (*i, table.clone());
-            Box::new(move |v| usize::try_from(v[i]).ok().and_then(|k| table.get(k).copied()))
+            Box::new(move |v| {
+                usize::try_from(v[i])
+                    .ok()
+                    .and_then(|k| table.get(k).copied())
+            })
         }
         Node::Undef => Box::new(|_| None),
         Node::ToReal(a) => {

@@ -198,7 +198,11 @@ fn list(v: &[Value]) -> Result<(Values, Coding), String> {
     let table: Vec<Value> = if texts == v.len() {
         for (i, x) in v.iter().enumerate() {
             let Value::Text(t) = x else { unreachable!() };
-            if t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c)) {
+            if t.is_empty()
+                || !t
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+            {
                 return Err(format!(
                     "`{}` cannot be a define's value: use letters, digits and _ . + -",
                     t.escape_debug()
@@ -211,9 +215,18 @@ fn list(v: &[Value]) -> Result<(Values, Coding), String> {
         v.to_vec()
     } else if texts == 0 {
         let mut s = v.to_vec();
-        s.sort_by(|a, b| a.as_f64().unwrap_or(0.0).total_cmp(&b.as_f64().unwrap_or(0.0)));
+        s.sort_by(|a, b| {
+            a.as_f64()
+                .unwrap_or(0.0)
+                .total_cmp(&b.as_f64().unwrap_or(0.0))
+        });
         if let Some(w) = s.windows(2).find(|w| w[0].as_f64() == w[1].as_f64()) {
-            return Err(format!("the value {} is listed twice ({} and {})", w[0].as_f64().unwrap_or(0.0), w[0], w[1]));
+            return Err(format!(
+                "the value {} is listed twice ({} and {})",
+                w[0].as_f64().unwrap_or(0.0),
+                w[0],
+                w[1]
+            ));
         }
         if let Some(bad) = s.iter().find(|x| !x.as_f64().is_some_and(f64::is_finite)) {
             return Err(format!("{bad} is not a finite number"));
@@ -305,7 +318,11 @@ mod tests {
         let (_, c) = Domain::List(vec!["half".into(), "float".into()])
             .values(&scope)
             .unwrap();
-        assert_eq!(c.value(0), Value::from("half"), "identifiers keep their order");
+        assert_eq!(
+            c.value(0),
+            Value::from("half"),
+            "identifiers keep their order"
+        );
         let bad = |d: Domain| d.values(&scope).unwrap_err();
         assert!(bad(Domain::List(vec!["float".into(), Value::Int(1)])).contains("mixes"));
         assert!(bad(Domain::List(vec!["a b".into()])).contains("define's value"));
@@ -315,7 +332,10 @@ mod tests {
     #[test]
     fn bad_domains_say_why() {
         assert_eq!(vals(ints(&[])), Err("the domain is empty".into()));
-        assert_eq!(vals(range("5", "1", "1")), Err("the domain is empty".into()));
+        assert_eq!(
+            vals(range("5", "1", "1")),
+            Err("the domain is empty".into())
+        );
         assert!(vals(range("1", "5", "0")).unwrap_err().contains("positive"));
         assert!(vals(ints(&[1, 1])).unwrap_err().contains("listed twice"));
         assert!(vals(Domain::Pow2 {
@@ -329,7 +349,9 @@ mod tests {
         assert!(vals(Domain::Divisors("M".into()))
             .unwrap_err()
             .contains("unknown name `M`"));
-        assert!(vals(range("1", "2.5", "1")).unwrap_err().contains("real number"));
+        assert!(vals(range("1", "2.5", "1"))
+            .unwrap_err()
+            .contains("real number"));
         // Far too many divisors to search for: refused at once, not a loop for ever.
         let started = std::time::Instant::now();
         assert!(vals(Domain::Divisors("9223372036854775807".into()))

@@ -941,7 +941,11 @@ impl Parser<'_> {
                     let (cmp, dc) = apply(self, prev, dp, rhs)?;
                     let span = lhs.span.start..cmp.span.end;
                     let d = depth.max(dc) + 1;
-                    self.node(ExprKind::Bin(BinOp::And, Box::new(lhs), Box::new(cmp)), span, d)?
+                    self.node(
+                        ExprKind::Bin(BinOp::And, Box::new(lhs), Box::new(cmp)),
+                        span,
+                        d,
+                    )?
                 }
                 None => apply(self, lhs, depth, rhs)?,
             };
@@ -975,7 +979,11 @@ impl Parser<'_> {
         self.pos += 1;
         let span = open.span.start..self.tokens[self.pos - 1].span.end;
         if items.is_empty() {
-            return Err(ExprError::new("`in` needs a list of values", self.source, span));
+            return Err(ExprError::new(
+                "`in` needs a list of values",
+                self.source,
+                span,
+            ));
         }
         self.node(ExprKind::Call(Func::Min, items), span, depth + 1)
     }
@@ -1049,8 +1057,12 @@ impl Parser<'_> {
             Tok::Ident(name) if self.peek_is(&Tok::LParen) => {
                 let func = Func::by_name(&name).ok_or_else(|| {
                     let names: Vec<&str> = Func::ALL.iter().map(|(n, _)| *n).collect();
-                    ExprError::new(format!("unknown function `{name}`"), self.source, t.span.clone())
-                        .with_help(format!("the functions are {}", names.join(", ")))
+                    ExprError::new(
+                        format!("unknown function `{name}`"),
+                        self.source,
+                        t.span.clone(),
+                    )
+                    .with_help(format!("the functions are {}", names.join(", ")))
                 })?;
                 self.pos += 1;
                 let mut args = Vec::new();
@@ -1169,7 +1181,10 @@ mod tests {
         assert_eq!(show("X not in (1, 2)"), "X not in [1, 2]");
         assert_eq!(show("X < 4 ? 1 : 2"), "X < 4 ? 1 : 2");
         assert_eq!(show("1 if X < 4 else 2"), "X < 4 ? 1 : 2");
-        assert_eq!(show("T == 'float' and F >= 0.5"), "T == 'float' && F >= 0.5");
+        assert_eq!(
+            show("T == 'float' and F >= 0.5"),
+            "T == 'float' && F >= 0.5"
+        );
         assert_eq!(show("math.ceil(N / 3.0)"), "ceil(N / 3.0)");
         assert_eq!(show("0x10 + 1_000"), "16 + 1000");
         assert_eq!(show("True or false"), "true || false");
@@ -1202,7 +1217,10 @@ mod tests {
         assert_eq!(real("1e6"), 1e6);
         assert_eq!(real("1.5E-3"), 1.5e-3);
         assert_eq!(real("-0.25"), -0.25);
-        assert!(Expr::parse("1.0f").unwrap_err().message.contains("not a number"));
+        assert!(Expr::parse("1.0f")
+            .unwrap_err()
+            .message
+            .contains("not a number"));
         assert!(Expr::parse("1e999").unwrap_err().message.contains("finite"));
     }
 

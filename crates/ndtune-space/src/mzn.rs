@@ -13,8 +13,8 @@
 
 use crate::domain::Values;
 use crate::expr::{BinOp, Dialect, Expr, ExprKind, Func};
-use ndtune_core::{Coding, Value};
 use crate::problem::{Location, Problem, ProblemError};
+use ndtune_core::{Coding, Value};
 use ndtune_device::{DeviceProfile, PROPERTY_NAMES};
 use std::fmt::Write;
 
@@ -190,7 +190,9 @@ fn translate(e: &Expr, names: &Names) -> Result<(String, String), String> {
             .iter()
             .map(|a| translate(a, names))
             .collect::<Result<Vec<_>, String>>()?;
-        let defined = parts.iter().fold("true".to_string(), |acc, p| and(&acc, &p.1));
+        let defined = parts
+            .iter()
+            .fold("true".to_string(), |acc, p| and(&acc, &p.1));
         Ok((parts.into_iter().map(|p| p.0).collect(), defined))
     };
     Ok(match &e.kind {
@@ -241,7 +243,11 @@ fn translate(e: &Expr, names: &Names) -> Result<(String, String), String> {
             let (values, dl) = all(list)?;
             let set = format!("{{{}}}", values.join(", "));
             let test = format!("({vi} in {set})");
-            let value = if *negated { format!("(not {test})") } else { test };
+            let value = if *negated {
+                format!("(not {test})")
+            } else {
+                test
+            };
             (value, and(&di, &dl))
         }
         ExprKind::Bin(op, a, b) => {
@@ -256,7 +262,12 @@ fn translate(e: &Expr, names: &Names) -> Result<(String, String), String> {
                 BinOp::Pow => "^",
                 BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Ne => op.symbol(),
                 BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => op.symbol(),
-                other => return Err(format!("`{}` has no exact MiniZinc counterpart here", other.symbol())),
+                other => {
+                    return Err(format!(
+                        "`{}` has no exact MiniZinc counterpart here",
+                        other.symbol()
+                    ))
+                }
             };
             let defined = match op {
                 BinOp::And => and(&da, &or(&format!("(not {va})"), &db)),
@@ -270,7 +281,12 @@ fn translate(e: &Expr, names: &Names) -> Result<(String, String), String> {
         ExprKind::Real(v) => return Err(format!("the real number {v:?}")),
         ExprKind::Str(v) => return Err(format!("the identifier '{v}'")),
         ExprKind::BitNot(_) => return Err("`~` has no exact MiniZinc counterpart".into()),
-        ExprKind::Call(f, _) => return Err(format!("`{}()` has no exact MiniZinc counterpart", f.name())),
+        ExprKind::Call(f, _) => {
+            return Err(format!(
+                "`{}()` has no exact MiniZinc counterpart",
+                f.name()
+            ))
+        }
     })
 }
 
@@ -285,13 +301,22 @@ mod tests {
 
     #[test]
     fn what_has_no_minizinc_form_is_refused() {
-        for src in ["X & 1 == 0", "X // 2 > 1", "X * 0.5 > 1", "T == 'float'", "sqrt(X) > 2"] {
+        for src in [
+            "X & 1 == 0",
+            "X // 2 > 1",
+            "X * 0.5 > 1",
+            "T == 'float'",
+            "sqrt(X) > 2",
+        ] {
             let e = Expr::parse(src).unwrap();
             assert!(translate(&e, &NAMES).is_err(), "{src}");
         }
         let e = Expr::parse("(X > 2 ? X : 2) == 2 and X in [1, 2]").unwrap();
         let (v, _) = translate(&e, &NAMES).unwrap();
-        assert_eq!(v, "(((if (p_X > 2) then p_X else 2 endif) = 2) /\\ (p_X in {1, 2}))");
+        assert_eq!(
+            v,
+            "(((if (p_X > 2) then p_X else 2 endif) = 2) /\\ (p_X in {1, 2}))"
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@ use crate::domain::Domain;
 use crate::expr::{Dialect, Expr, ExprError};
 use crate::platform::{self, Launch, Limits, Rule};
 use crate::resolve::{resolve, Node, Scope, Type};
-use ndtune_core::Constants;
 use crate::space::{Constraint, Param, Space, Stats};
+use ndtune_core::Constants;
 use std::collections::BTreeMap;
 use std::fmt;
 

@@ -114,11 +114,19 @@ pub fn arith(op: BinOp, a: i64, b: i64) -> Option<i64> {
         BinOp::Rem => a.checked_rem(b),
         BinOp::FloorDiv => {
             let q = a.checked_div(b)?;
-            Some(if a % b != 0 && (a < 0) != (b < 0) { q - 1 } else { q })
+            Some(if a % b != 0 && (a < 0) != (b < 0) {
+                q - 1
+            } else {
+                q
+            })
         }
         BinOp::Mod => {
             let r = a.checked_rem(b)?;
-            Some(if r != 0 && (r < 0) != (b < 0) { r + b } else { r })
+            Some(if r != 0 && (r < 0) != (b < 0) {
+                r + b
+            } else {
+                r
+            })
         }
         BinOp::Pow => a.checked_pow(u32::try_from(b).ok()?),
         BinOp::Shl => {
@@ -205,7 +213,9 @@ pub fn to_int(f: Func, v: f64) -> Option<i64> {
         Func::Round => v.round(),
         _ => v.trunc(),
     };
-    (r >= -9.223_372_036_854_775e18 && r < 9.223_372_036_854_775e18).then_some(r as i64)
+    (-9.223_372_036_854_775e18..9.223_372_036_854_775e18)
+        .contains(&r)
+        .then_some(r as i64)
 }
 
 impl Node {
@@ -216,9 +226,11 @@ impl Node {
                 Type::Int
             }
             Node::Call(..) | Node::ToInt(..) => Type::Int,
-            Node::Real(_) | Node::Lookup(..) | Node::ToReal(_) | Node::RNeg(_) | Node::RCall(..) => {
-                Type::Real
-            }
+            Node::Real(_)
+            | Node::Lookup(..)
+            | Node::ToReal(_)
+            | Node::RNeg(_)
+            | Node::RCall(..) => Type::Real,
             Node::Bool(_) | Node::Not(_) => Type::Bool,
             Node::Bin(op, ..) | Node::RBin(op, ..) if op.is_comparison() || op.is_logical() => {
                 Type::Bool
@@ -381,9 +393,8 @@ pub fn resolve_constant(expr: &Expr, source: &str, scope: &Scope) -> Result<Valu
     let real = r.is_real(expr);
     let node = r.number(expr, real)?;
     check_exact_divisions(expr, source, scope)?;
-    node.value(&[]).ok_or_else(|| {
-        ExprError::new("divides by zero or overflows", source, expr.span.clone())
-    })
+    node.value(&[])
+        .ok_or_else(|| ExprError::new("divides by zero or overflows", source, expr.span.clone()))
 }
 
 /// Errors on an integer `/` or `%` of constants that is not exact (see [`resolve_constant`]);
@@ -574,7 +585,13 @@ impl<'a> Resolver<'a> {
     /// A number; `real`: computed as a real throughout.
     fn number(&self, e: &Expr, real: bool) -> Result<Node, ExprError> {
         let want = if real { Type::Real } else { Type::Int };
-        let as_real = |n: Node| if real { fold(Node::ToReal(Box::new(n))) } else { n };
+        let as_real = |n: Node| {
+            if real {
+                fold(Node::ToReal(Box::new(n)))
+            } else {
+                n
+            }
+        };
         Ok(match &e.kind {
             ExprKind::Int(v) => {
                 if real {
@@ -590,7 +607,8 @@ impl<'a> Resolver<'a> {
                 Node::Real(*v)
             }
             ExprKind::Str(s) => {
-                return Err(self.mismatch(e, &format!("the identifier '{s}'"), want)
+                return Err(self
+                    .mismatch(e, &format!("the identifier '{s}'"), want)
                     .with_help("an identifier can only be compared: `TYPE == 'float'`"))
             }
             ExprKind::Bool(_) | ExprKind::Not(_) | ExprKind::In { .. } => {
@@ -617,8 +635,17 @@ impl<'a> Resolver<'a> {
                         }
                         None => {
                             return Err(self
-                                .err(e, format!("`{n}` takes identifiers ({}), not numbers", shown.join(", ")))
-                                .with_help(format!("compare it with one of them: `{n} == '{}'`", shown[0])))
+                                .err(
+                                    e,
+                                    format!(
+                                        "`{n}` takes identifiers ({}), not numbers",
+                                        shown.join(", ")
+                                    ),
+                                )
+                                .with_help(format!(
+                                    "compare it with one of them: `{n} == '{}'`",
+                                    shown[0]
+                                )))
                         }
                     }
                 }
@@ -634,7 +661,10 @@ impl<'a> Resolver<'a> {
                     }
                     Value::Text(s) => {
                         return Err(self
-                            .err(e, format!("the constant `{n}` is the identifier '{s}', not a number"))
+                            .err(
+                                e,
+                                format!("the constant `{n}` is the identifier '{s}', not a number"),
+                            )
                             .with_help(format!("compare it: `{n} == '{s}'`")))
                     }
                 },
@@ -645,7 +675,9 @@ impl<'a> Resolver<'a> {
             }
             ExprKind::BitNot(a) => {
                 if self.is_real(a) {
-                    return Err(self.mismatch(a, "a real number", Type::Int).with_help("`~` takes integers"));
+                    return Err(self
+                        .mismatch(a, "a real number", Type::Int)
+                        .with_help("`~` takes integers"));
                 }
                 as_real(fold(Node::BitNot(Box::new(self.number(a, false)?))))
             }
@@ -657,7 +689,11 @@ impl<'a> Resolver<'a> {
                             .with_help(format!("`{}` takes integers", op.symbol())));
                     }
                 }
-                let n = Node::Bin(*op, Box::new(self.number(a, false)?), Box::new(self.number(b, false)?));
+                let n = Node::Bin(
+                    *op,
+                    Box::new(self.number(a, false)?),
+                    Box::new(self.number(b, false)?),
+                );
                 as_real(fold(n))
             }
             ExprKind::Bin(op, a, b) => {
@@ -667,7 +703,11 @@ impl<'a> Resolver<'a> {
                 let (na, nb) = (self.number(a, real)?, self.number(b, real)?);
                 self.check_divisor(*op, b, &nb)?;
                 if real {
-                    let op = if *op == BinOp::Div { BinOp::TrueDiv } else { *op };
+                    let op = if *op == BinOp::Div {
+                        BinOp::TrueDiv
+                    } else {
+                        *op
+                    };
                     fold(Node::RBin(op, Box::new(na), Box::new(nb)))
                 } else {
                     fold(Node::Bin(*op, Box::new(na), Box::new(nb)))
@@ -696,7 +736,11 @@ impl<'a> Resolver<'a> {
                 }
                 Func::Float | Func::Sqrt | Func::Log2 => {
                     if !real {
-                        return Err(self.mismatch(e, &format!("`{}(...)`, a real number", f.name()), want));
+                        return Err(self.mismatch(
+                            e,
+                            &format!("`{}(...)`, a real number", f.name()),
+                            want,
+                        ));
                     }
                     let a = self.number(&args[0], true)?;
                     if *f == Func::Float {
@@ -767,7 +811,11 @@ impl<'a> Resolver<'a> {
             )),
             ExprKind::Str(_) => return Err(self.mismatch(e, "an identifier", Type::Bool)),
             _ => {
-                let found = if self.is_real(e) { "a real number" } else { "an integer" };
+                let found = if self.is_real(e) {
+                    "a real number"
+                } else {
+                    "an integer"
+                };
                 return Err(self.mismatch(e, found, Type::Bool));
             }
         })
@@ -780,7 +828,10 @@ impl<'a> Resolver<'a> {
         }
         if self.is_condition(a) || self.is_condition(b) {
             if !matches!(op, BinOp::Eq | BinOp::Ne) {
-                return Err(self.err(e, format!("`{}` compares numbers, not conditions", op.symbol())));
+                return Err(self.err(
+                    e,
+                    format!("`{}` compares numbers, not conditions", op.symbol()),
+                ));
             }
             let (na, nb) = (self.condition(a)?, self.condition(b)?);
             return Ok(fold(Node::Bin(op, Box::new(na), Box::new(nb))));
@@ -798,22 +849,39 @@ impl<'a> Resolver<'a> {
     /// known identifiers folded.
     fn text_comparison(&self, e: &Expr, op: BinOp, a: &Expr, b: &Expr) -> Result<Node, ExprError> {
         if !matches!(op, BinOp::Eq | BinOp::Ne) {
-            return Err(self.err(e, format!("identifiers compare with `==` and `!=` only, not `{}`", op.symbol())));
+            return Err(self.err(
+                e,
+                format!(
+                    "identifiers compare with `==` and `!=` only, not `{}`",
+                    op.symbol()
+                ),
+            ));
         }
         let (sa, sb) = (self.text_side(a)?, self.text_side(b)?);
         let eq = op == BinOp::Eq;
         Ok(match (sa, sb) {
             (Side::Known(x), Side::Known(y)) => Node::Bool((x == y) == eq),
             (Side::Param(i, t, n), Side::Known(s)) | (Side::Known(s), Side::Param(i, t, n)) => {
-                let Some(k) = t.iter().position(|v| matches!(v, Value::Text(x) if *x == s)) else {
+                let Some(k) = t
+                    .iter()
+                    .position(|v| matches!(v, Value::Text(x) if *x == s))
+                else {
                     let values: Vec<String> = t.iter().map(Value::to_string).collect();
-                    return Err(self.err(e, format!("'{s}' is not one of `{n}`'s values ({})", values.join(", "))));
+                    return Err(self.err(
+                        e,
+                        format!("'{s}' is not one of `{n}`'s values ({})", values.join(", ")),
+                    ));
                 };
                 Node::Bin(op, Box::new(Node::Var(i)), Box::new(Node::Const(k as i64)))
             }
             (Side::Param(i, t, n), Side::Param(j, u, m)) => {
                 if t != u {
-                    return Err(self.err(e, format!("`{n}` and `{m}` take different identifiers; compare each with a value")));
+                    return Err(self.err(
+                        e,
+                        format!(
+                            "`{n}` and `{m}` take different identifiers; compare each with a value"
+                        ),
+                    ));
                 }
                 Node::Bin(op, Box::new(Node::Var(i)), Box::new(Node::Var(j)))
             }
@@ -864,7 +932,12 @@ pub fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&
 /// Folds a node whose operands are all known; keeps undefinedness as [`Node::Undef`]. A
 /// conditional with a known condition becomes its branch.
 fn fold(n: Node) -> Node {
-    let known = |n: &Node| matches!(n, Node::Const(_) | Node::Real(_) | Node::Bool(_) | Node::Undef);
+    let known = |n: &Node| {
+        matches!(
+            n,
+            Node::Const(_) | Node::Real(_) | Node::Bool(_) | Node::Undef
+        )
+    };
     match &n {
         // Short-circuit folding: `false && X` is false, `true || X` is true.
         Node::Bin(BinOp::And, a, _) if **a == Node::Bool(false) => return Node::Bool(false),
@@ -899,7 +972,12 @@ mod tests {
         let alphas: Arc<[Value]> = vec![Value::Real(0.5), Value::Int(1), Value::Real(2.5)].into();
         Scope {
             params: vec!["WG_X".into(), "WG_Y".into(), "TYPE".into(), "ALPHA".into()],
-            codings: vec![Coding::Int, Coding::Int, Coding::Table(types), Coding::Table(alphas)],
+            codings: vec![
+                Coding::Int,
+                Coding::Int,
+                Coding::Table(types),
+                Coding::Table(alphas),
+            ],
             constants: [
                 ("N".to_string(), Value::Int(1024)),
                 ("HALF".to_string(), Value::Real(0.5)),
@@ -933,7 +1011,10 @@ mod tests {
             res("N / (N - 1024 + device.max_work_group_size - 256) == 1").unwrap(),
             Node::Undef
         );
-        assert_eq!(res("KIND == 'fast' and HALF < 1").unwrap(), Node::Bool(true));
+        assert_eq!(
+            res("KIND == 'fast' and HALF < 1").unwrap(),
+            Node::Bool(true)
+        );
         assert_eq!(res("(3 if N > 4 else 5) == 3").unwrap(), Node::Bool(true));
     }
 
@@ -941,8 +1022,14 @@ mod tests {
     fn real_contexts_compute_in_double_precision() {
         let half = res_in("1 / 2", Dialect::C, Type::Real).unwrap();
         assert_eq!(half, Node::Real(0.5));
-        assert_eq!(res_in("1 / 2", Dialect::C, Type::Int).unwrap(), Node::Const(0));
-        assert_eq!(res_in("7 // 2 + 0.5", Dialect::C, Type::Real).unwrap(), Node::Real(3.5));
+        assert_eq!(
+            res_in("1 / 2", Dialect::C, Type::Int).unwrap(),
+            Node::Const(0)
+        );
+        assert_eq!(
+            res_in("7 // 2 + 0.5", Dialect::C, Type::Real).unwrap(),
+            Node::Real(3.5)
+        );
         // A comparison with a real side compares reals: 1000 / 3 is 333.33.., not 333.
         let n = res("N / 3 > 341.3").unwrap();
         assert_eq!(n, Node::Bool(true));
@@ -954,9 +1041,18 @@ mod tests {
         assert!(e.message.contains("real number 0.5"), "{}", e.message);
         let e = res_in("ALPHA + 1", Dialect::C, Type::Int).unwrap_err();
         assert!(e.message.contains("whose values are real"), "{}", e.message);
-        assert_eq!(res_in("int(N * 0.3)", Dialect::C, Type::Int).unwrap(), Node::Const(307));
-        assert_eq!(res_in("ceil(N / 3.0)", Dialect::C, Type::Int).unwrap(), Node::Const(342));
-        assert_eq!(res_in("sqrt(N)", Dialect::C, Type::Real).unwrap(), Node::Real(32.0));
+        assert_eq!(
+            res_in("int(N * 0.3)", Dialect::C, Type::Int).unwrap(),
+            Node::Const(307)
+        );
+        assert_eq!(
+            res_in("ceil(N / 3.0)", Dialect::C, Type::Int).unwrap(),
+            Node::Const(342)
+        );
+        assert_eq!(
+            res_in("sqrt(N)", Dialect::C, Type::Real).unwrap(),
+            Node::Real(32.0)
+        );
     }
 
     #[test]
@@ -966,13 +1062,28 @@ mod tests {
         assert!(!n.holds(&[65, 0, 0, 0]) && n.holds(&[64, 0, 0, 0]));
         let c = res_in("WG_X / 32 <= 2", Dialect::C, Type::Bool).unwrap();
         assert!(c.holds(&[65, 0, 0, 0]));
-        assert_eq!(res_in("-7 % 3 == 2", Dialect::Python, Type::Bool).unwrap(), Node::Bool(true));
-        assert_eq!(res_in("-7 % 3 == -1", Dialect::C, Type::Bool).unwrap(), Node::Bool(true));
-        assert_eq!(res_in("-7 // 2 == -4", Dialect::C, Type::Bool).unwrap(), Node::Bool(true));
+        assert_eq!(
+            res_in("-7 % 3 == 2", Dialect::Python, Type::Bool).unwrap(),
+            Node::Bool(true)
+        );
+        assert_eq!(
+            res_in("-7 % 3 == -1", Dialect::C, Type::Bool).unwrap(),
+            Node::Bool(true)
+        );
+        assert_eq!(
+            res_in("-7 // 2 == -4", Dialect::C, Type::Bool).unwrap(),
+            Node::Bool(true)
+        );
         let e = res_in("N / 2", Dialect::Python, Type::Int).unwrap_err();
         assert!(e.message.contains("real division"), "{}", e.message);
-        assert_eq!(res_in("N // 2", Dialect::Python, Type::Int).unwrap(), Node::Const(512));
-        assert_eq!(res_in("2 ** 10 == N", Dialect::Python, Type::Bool).unwrap(), Node::Bool(true));
+        assert_eq!(
+            res_in("N // 2", Dialect::Python, Type::Int).unwrap(),
+            Node::Const(512)
+        );
+        assert_eq!(
+            res_in("2 ** 10 == N", Dialect::Python, Type::Bool).unwrap(),
+            Node::Bool(true)
+        );
         // Python precedence: `&` before `==`.
         let n = res_in("WG_X & 7 == 0", Dialect::Python, Type::Bool).unwrap();
         assert!(n.holds(&[16, 0, 0, 0]) && !n.holds(&[12, 0, 0, 0]));
@@ -987,7 +1098,12 @@ mod tests {
         let n = res("TYPE in ['float', 'half'] and TYPE != \"float\"").unwrap();
         assert!(n.holds(&[0, 0, 1, 0]) && !n.holds(&[0, 0, 0, 0]));
         let e = res("TYPE == 'double'").unwrap_err();
-        assert!(e.message.contains("not one of `TYPE`'s values (float, half)"), "{}", e.message);
+        assert!(
+            e.message
+                .contains("not one of `TYPE`'s values (float, half)"),
+            "{}",
+            e.message
+        );
         let e = res("TYPE < 'half'").unwrap_err();
         assert!(e.message.contains("`==` and `!=` only"), "{}", e.message);
         let e = res_in("TYPE + 1", Dialect::C, Type::Int).unwrap_err();
@@ -1036,7 +1152,10 @@ mod tests {
         assert!(n.holds(&[2, 4, 0, 0]) && !n.holds(&[2, 5, 0, 0]));
         let n = res("(WG_X > 4 ? WG_X : 4) == 4").unwrap();
         assert!(n.holds(&[2, 0, 0, 0]) && !n.holds(&[8, 0, 0, 0]));
-        assert!(!res("1 << WG_X > 0").unwrap().holds(&[64, 0, 0, 0]), "a shift by 64 is undefined");
+        assert!(
+            !res("1 << WG_X > 0").unwrap().holds(&[64, 0, 0, 0]),
+            "a shift by 64 is undefined"
+        );
     }
 
     #[test]
@@ -1048,7 +1167,10 @@ mod tests {
         assert_eq!(c("'fast'").unwrap(), Value::from("fast"));
         assert_eq!(c("1 // 2").unwrap(), Value::Int(0));
         let e = c("1 / 2").unwrap_err();
-        assert!(e.message.contains("not exact") && e.message.contains("truncates it to 0"), "{e}");
+        assert!(
+            e.message.contains("not exact") && e.message.contains("truncates it to 0"),
+            "{e}"
+        );
         assert!(e.to_string().contains("0.5"), "{e}");
     }
 
@@ -1074,6 +1196,9 @@ mod tests {
             Node::Bool(true)
         );
         let n = res("WG_X / (WG_Y - 1.0) > 0").unwrap();
-        assert!(!n.holds(&[4, 1, 0, 0]), "a real division by zero is undefined too");
+        assert!(
+            !n.holds(&[4, 1, 0, 0]),
+            "a real division by zero is undefined too"
+        );
     }
 }

@@ -11,8 +11,8 @@
 
 use crate::compile::{cut_shapes, interval_halves, pred, tightens_with, Pred, Shape};
 use crate::domain::Values;
-use ndtune_core::{Codec, Coding};
 use crate::resolve::Node;
+use ndtune_core::{Codec, Coding};
 use std::ops::ControlFlow;
 
 /// A parameter with its resolved values: the point values in ascending order, and how they

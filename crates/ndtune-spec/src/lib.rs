@@ -91,8 +91,8 @@ pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, SpecErro
         column,
         message,
     };
-    let file = std::fs::File::open(path)
-        .map_err(|e| err(0, 0, format!("cannot read the {what}: {e}")))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| err(0, 0, format!("cannot read the {what}: {e}")))?;
     let mut bytes = Vec::new();
     file.take(limit + 1)
         .read_to_end(&mut bytes)
@@ -101,16 +101,27 @@ pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, SpecErro
         return Err(err(
             0,
             0,
-            format!("the {what} is larger than {} MiB; ndtune reads at most that", limit >> 20),
+            format!(
+                "the {what} is larger than {} MiB; ndtune reads at most that",
+                limit >> 20
+            ),
         ));
     }
     let at = |offset: usize, message: String| {
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = offset - bytes[..offset].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+        let column = offset
+            - bytes[..offset]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
         err(line, column, message)
     };
     let text = String::from_utf8(bytes.clone()).map_err(|e| {
-        at(e.utf8_error().valid_up_to(), format!("the {what} is not UTF-8 text"))
+        at(
+            e.utf8_error().valid_up_to(),
+            format!("the {what} is not UTF-8 text"),
+        )
     })?;
     if let Some(nul) = text.find('\0') {
         return Err(at(nul, format!("the {what} holds a NUL byte")));

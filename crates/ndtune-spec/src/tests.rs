@@ -240,9 +240,15 @@ fn scalars_take_their_type_and_never_change_silently() {
     let s = scalar("int", "\"N / 2\"").unwrap();
     assert_eq!(scalar_value(&s, &[1]), Value::Int(2));
     let e = scalar("int", "\"1 / 2\"").unwrap_err();
-    assert!(e.contains("[[args]] a value") && e.contains("not exact"), "{e}");
+    assert!(
+        e.contains("[[args]] a value") && e.contains("not exact"),
+        "{e}"
+    );
     let e = scalar("int", "0.5").unwrap_err();
-    assert!(e.contains("real number 0.5") && e.contains("s.toml:"), "{e}");
+    assert!(
+        e.contains("real number 0.5") && e.contains("s.toml:"),
+        "{e}"
+    );
     let e = scalar("uchar", "300").unwrap_err();
     assert!(e.contains("300 does not fit a uchar (0 to 255)"), "{e}");
     let e = scalar("half", "1e6").unwrap_err();
@@ -271,8 +277,10 @@ fn parameters_may_be_reals_and_identifiers_and_bounds_use_constants() {
     let pruning = s.problem.prune(&[]).unwrap();
     // TYPE 2 x ALPHA 2 x WG {1..16} 5 x V {1..4} 4 = 80 declared.
     assert_eq!(pruning.stats.declared, 80);
-    let used: std::collections::HashSet<String> =
-        ["TYPE", "ALPHA", "WG", "N"].iter().map(|s| s.to_string()).collect();
+    let used: std::collections::HashSet<String> = ["TYPE", "ALPHA", "WG", "N"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     // Points hold the index of an identifier or a real, and the integer of an integer.
     assert_eq!(
         s.build_options(&used, &[1, 1, 8, 2]),
@@ -283,12 +291,32 @@ fn parameters_may_be_reals_and_identifiers_and_bounds_use_constants() {
         Spec::parse(&t, Path::new("p.toml")).map(|s| s.problem.prune(&[]).unwrap().stats.pruned)
     };
     // WG / V >= 2 in Python: real division.
-    assert_eq!(count("true").unwrap(), 2 * 2 * [1, 2, 4, 8, 16].iter().map(|wg: &i64| (1..=4).filter(|v| *wg as f64 / *v as f64 >= 2.0).count() as u128).sum::<u128>());
+    assert_eq!(
+        count("true").unwrap(),
+        2 * 2
+            * [1, 2, 4, 8, 16]
+                .iter()
+                .map(|wg: &i64| (1..=4).filter(|v| *wg as f64 / *v as f64 >= 2.0).count() as u128)
+                .sum::<u128>()
+    );
     let e = count("TYPE == 'double'").unwrap_err().to_string();
-    assert!(e.contains("'double' is not one of `TYPE`'s values (float, half)") && e.contains("p.toml:"), "{e}");
-    let e = Spec::parse(&text.replace("\"float\", \"half\"", "\"float\", 2"), Path::new("p.toml")).unwrap_err().to_string();
+    assert!(
+        e.contains("'double' is not one of `TYPE`'s values (float, half)") && e.contains("p.toml:"),
+        "{e}"
+    );
+    let e = Spec::parse(
+        &text.replace("\"float\", \"half\"", "\"float\", 2"),
+        Path::new("p.toml"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("mixes identifiers and numbers"), "{e}");
-    let e = Spec::parse(&text.replace("[0.5, 1.0]", "[true, false]"), Path::new("p.toml")).unwrap_err().to_string();
+    let e = Spec::parse(
+        &text.replace("[0.5, 1.0]", "[true, false]"),
+        Path::new("p.toml"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("write 0 and 1"), "{e}");
 }
 
@@ -300,8 +328,14 @@ fn spec_files_are_read_with_limits() {
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, b"[kernel]\nname = \"k\"\n# \xff\xfe\n").unwrap();
     let e = Spec::load(&bad).unwrap_err().to_string();
-    assert!(e.contains("bad.toml:3:3: the spec file is not UTF-8 text"), "{e}");
+    assert!(
+        e.contains("bad.toml:3:3: the spec file is not UTF-8 text"),
+        "{e}"
+    );
     std::fs::write(&bad, b"[kernel]\nname = \"k\0\"\n").unwrap();
     let e = Spec::load(&bad).unwrap_err().to_string();
-    assert!(e.contains("bad.toml:2:10: the spec file holds a NUL byte"), "{e}");
+    assert!(
+        e.contains("bad.toml:2:10: the spec file holds a NUL byte"),
+        "{e}"
+    );
 }

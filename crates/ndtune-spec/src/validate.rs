@@ -126,10 +126,7 @@ impl ElemType {
         };
         let (lo, hi) = self.int_range();
         if v < lo || v > hi {
-            return Err(format!(
-                "{v} does not fit a {} ({lo} to {hi})",
-                self.name()
-            ));
+            return Err(format!("{v} does not fit a {} ({lo} to {hi})", self.name()));
         }
         let bytes = v.to_ne_bytes();
         // The low bytes of the two's complement, in host order.
@@ -378,10 +375,7 @@ pub(crate) fn spec(
         spans: std::mem::take(&mut cx.spans),
     };
     spec.problem.check().map_err(|e| spec.locate(&e))?;
-    let params = spec
-        .problem
-        .resolve_params()
-        .map_err(|e| spec.locate(&e))?;
+    let params = spec.problem.resolve_params().map_err(|e| spec.locate(&e))?;
     spec.codec = Codec::new(
         params.iter().map(|p| p.name.clone()).collect(),
         params.iter().map(|p| p.coding.clone()).collect(),
@@ -434,7 +428,10 @@ fn constants(
             cx.err(&value.span(), format!("[constants] {name}: {e}"))
         };
         let e = Expr::parse(&src).map_err(at)?;
-        out.insert(name.clone(), resolve_constant(&e, &src, &scope).map_err(at)?);
+        out.insert(
+            name.clone(),
+            resolve_constant(&e, &src, &scope).map_err(at)?,
+        );
     }
     Ok(out)
 }
@@ -446,7 +443,9 @@ fn bound(cx: &Ctx, span: &Range<usize>, what: &str, v: &toml::Value) -> Result<S
         toml::Value::String(e) => Ok(e.clone()),
         other => Err(cx.err(
             span,
-            format!("{what}: a bound is an integer or an expression over the constants, not {other}"),
+            format!(
+                "{what}: a bound is an integer or an expression over the constants, not {other}"
+            ),
         )),
     }
 }
@@ -469,17 +468,20 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
     match value.get_ref() {
         toml::Value::Array(items) => items
             .iter()
-            .map(|v| list_value(v).ok_or_else(|| at(format!(
-                "values are integers, real numbers or identifiers (strings), not `{v}`{}",
-                if v.is_bool() { " (write 0 and 1)" } else { "" }
-            ))))
+            .map(|v| {
+                list_value(v).ok_or_else(|| {
+                    at(format!(
+                        "values are integers, real numbers or identifiers (strings), not `{v}`{}",
+                        if v.is_bool() { " (write 0 and 1)" } else { "" }
+                    ))
+                })
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(Domain::List),
-        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_) => {
-            Ok(Domain::List(vec![list_value(value.get_ref()).ok_or_else(|| {
-                at("a single value must be finite".into())
-            })?]))
-        }
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_) => Ok(
+            Domain::List(vec![list_value(value.get_ref())
+                .ok_or_else(|| at("a single value must be finite".into()))?]),
+        ),
         toml::Value::Table(t) => {
             let keys: Vec<&str> = t.keys().map(String::as_str).collect();
             let kinds: Vec<&str> = keys

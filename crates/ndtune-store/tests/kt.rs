@@ -20,7 +20,10 @@ fn a100_cache() -> PathBuf {
 }
 
 fn config(pairs: &[(&str, i64)]) -> Config {
-    pairs.iter().map(|&(k, v)| (k.to_string(), v.into())).collect()
+    pairs
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.into()))
+        .collect()
 }
 
 fn kind_counts(cache: &KtCache) -> BTreeMap<OutcomeKind, usize> {
@@ -98,7 +101,10 @@ fn reads_a_real_kernel_tuner_cache() {
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .unwrap();
     assert!((best.0 - 0.5536000076681376).abs() < 1e-12);
-    assert_eq!((&best.1["block_size_x"], &best.1["block_size_y"]), (&32.into(), &4.into()));
+    assert_eq!(
+        (&best.1["block_size_x"], &best.1["block_size_y"]),
+        (&32.into(), &4.into())
+    );
 }
 
 fn records_of(cache: &KtCache) -> Vec<Record> {
@@ -149,7 +155,10 @@ fn outcomes_kernel_tuner_lacks_round_trip_too() {
         kernel_name: "gemm".into(),
         problem_size: serde_json::json!(1024),
         tune_params_keys: vec!["TX".into(), "A".into()],
-        tune_params: BTreeMap::from([("TX".into(), ints(&[1, 2, 4, 8])), ("A".into(), ints(&[-1, 0]))]),
+        tune_params: BTreeMap::from([
+            ("TX".into(), ints(&[1, 2, 4, 8])),
+            ("A".into(), ints(&[-1, 0])),
+        ]),
     };
     let outcomes = [
         Outcome::Measured(Timing::new(vec![3.0, 1.0, 2.0], 1)),
@@ -255,9 +264,18 @@ fn parameters_keep_their_kind() {
     let two: ndtune_core::Config = [("x".to_string(), Value::Real(2.0))].into();
     assert_eq!(cache.entries[&two].kind(), OutcomeKind::Pruned);
 
-    std::fs::write(&path, small_cache(r#"["float", "half"]"#).replace(r#""x": 1,"#, r#""x": "float","#).replace(r#""x": 2.0,"#, r#""x": "half","#)).unwrap();
+    std::fs::write(
+        &path,
+        small_cache(r#"["float", "half"]"#)
+            .replace(r#""x": 1,"#, r#""x": "float","#)
+            .replace(r#""x": 2.0,"#, r#""x": "half","#),
+    )
+    .unwrap();
     let cache = read_kt_cache(&path).unwrap();
-    assert_eq!(cache.header.tune_params["x"], [Value::from("float"), Value::from("half")]);
+    assert_eq!(
+        cache.header.tune_params["x"],
+        [Value::from("float"), Value::from("half")]
+    );
 
     for bad in [r#"[null]"#, r#"[[1]]"#, r#"[{}]"#] {
         std::fs::write(&path, small_cache(bad)).unwrap();

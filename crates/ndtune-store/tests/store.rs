@@ -187,7 +187,10 @@ fn records_and_groups_separate_device_kernel_source_and_constants() {
     let got = store
         .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
         .unwrap();
-    let configs: Vec<i64> = got.iter().map(|r| r.key.config["X"].as_int().unwrap()).collect();
+    let configs: Vec<i64> = got
+        .iter()
+        .map(|r| r.key.config["X"].as_int().unwrap())
+        .collect();
     assert_eq!(configs, [0, 1, 2]);
     assert!(got.iter().all(|r| r.key.group() == g));
     let none = store
