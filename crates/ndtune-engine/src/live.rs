@@ -7,7 +7,7 @@ use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::supervisor::Supervisor;
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Codec, Config, Outcome};
 use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::{HashMap, HashSet};
@@ -32,8 +32,8 @@ pub(crate) struct Live<'a> {
     pub build_key: BuildKey<'a>,
     pub store: &'a Store,
     pub group: Group,
-    /// The space's parameter names, in the order of a point's values.
-    pub names: &'a [String],
+    /// How the space's points hold configurations.
+    pub codec: &'a Codec,
     pub existing: HashMap<Config, Outcome>,
     pub observer: &'a mut dyn Observer,
     pub best_ms: Option<f64>,
@@ -58,7 +58,7 @@ pub(crate) struct Live<'a> {
 impl Live<'_> {
     /// `point` as a configuration.
     fn config(&self, point: &[i64]) -> Config {
-        config_of(self.names, point)
+        self.codec.config(point)
     }
 
     fn key(&self, config: &Config) -> ResultKey {
@@ -74,7 +74,7 @@ impl Live<'_> {
     /// The time account, with the build workers' own time and the worker start-up added. Gives
     /// back the configurations claimed and not measured.
     pub fn finish(mut self) -> TimeSpent {
-        let names = self.names;
+        let codec = self.codec;
         let held: Option<(&str, Vec<Point>)> = match (&mut self.claims, &mut self.guard) {
             (Some(c), _) => {
                 let points = std::mem::take(&mut c.held).into();
@@ -87,9 +87,7 @@ impl Live<'_> {
             (None, None) => None,
         };
         let released = held.map_or(Ok(()), |(worker, points)| {
-            give_back(self.store, &self.group, worker, points, |p| {
-                config_of(names, p)
-            })
+            give_back(self.store, &self.group, worker, points, |p| codec.config(p))
         });
         if let Err(e) = released {
             self.observer.event(Event::Warning(format!(
@@ -242,12 +240,12 @@ impl Live<'_> {
     /// campaign has to stop.
     fn top_up(&mut self) -> Option<()> {
         let claims = self.claims.as_mut()?;
-        let (names, existing) = (self.names, &self.existing);
+        let (codec, existing) = (self.codec, &self.existing);
         let topped = claims.top_up(
             self.store,
             &self.group,
-            |p| existing.contains_key(&config_of(names, p)),
-            |p| config_of(names, p),
+            |p| existing.contains_key(&codec.config(p)),
+            |p| codec.config(p),
         );
         if let Err(e) = topped {
             return self.stop(format!("cannot claim a configuration: {e}"));
@@ -289,11 +287,9 @@ impl Live<'_> {
         let Some(guard) = &mut self.guard else {
             return Some(true);
         };
-        let names = self.names;
+        let codec = self.codec;
         let next = self.promised.iter().map(|(_, p)| p);
-        match guard.claim(self.store, &self.group, point, next, |p| {
-            config_of(names, p)
-        }) {
+        match guard.claim(self.store, &self.group, point, next, |p| codec.config(p)) {
             Ok(mine) => Some(mine),
             Err(e) => self.stop(format!("cannot claim a configuration: {e}")),
         }
@@ -382,11 +378,6 @@ impl Live<'_> {
         self.stopped = Some(why);
         None
     }
-}
-
-/// `point` (values in `names`' order) as a configuration.
-fn config_of(names: &[String], point: &[i64]) -> Config {
-    names.iter().cloned().zip(point.iter().copied()).collect()
 }
 
 impl Evaluator for Live<'_> {

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_bench::children::{self, OnEnd};
 use ndtune_cl::ClDevice;
+use ndtune_core::Value;
 use ndtune_engine::Share;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -27,7 +28,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 pub fn run(
     args: &TuneArgs,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     devices: &[ClDevice],
     store: &Store,
 ) -> Result<()> {
@@ -207,7 +208,7 @@ fn exited(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>
 fn spawn_worker(
     args: &TuneArgs,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     device: &ClDevice,
     id: &str,
     workers: usize,
