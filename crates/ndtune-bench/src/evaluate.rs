@@ -161,6 +161,21 @@ pub fn scalar_bytes(
         .map_err(|e| Fatal(format!("{what} value for configuration {config:?}: {e}")))
 }
 
+/// Why a buffer of `len` elements of `ty` cannot be allocated on `device`, if it cannot: more
+/// bytes than `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, the largest single allocation the driver accepts
+/// (`clCreateBuffer` refuses it with `CL_INVALID_BUFFER_SIZE`), or than a 64-bit size holds.
+fn buffer_too_large(device: &ClDevice, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+    let limit = device.profile.max_mem_alloc_size;
+    match len.checked_mul(ty.size()).map(|b| b as u64) {
+        Some(bytes) if bytes <= limit => None,
+        Some(bytes) => Some(format!(
+            "{len} elements of {} are {bytes} bytes, more than the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE of {limit} bytes",
+            ty.name()
+        )),
+        None => Some(format!("{len} elements of {} overflow a 64-bit size", ty.name())),
+    }
+}
+
 fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
     let v = eval(node, config, what)?;
     usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
@@ -208,6 +223,24 @@ impl Bench {
                 )));
             }
         }
+        // A buffer whose size is the same for every configuration and that the device cannot
+        // hold stops the campaign before any memory is taken for it.
+        for a in &spec.args {
+            if let ArgKind::Buffer { ty, len, .. } = &a.kind {
+                let mut vars = Vec::new();
+                len.vars(&mut vars);
+                if let (true, Some(n)) = (vars.is_empty(), len.eval(&[])) {
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    if let Some(why) = buffer_too_large(device, *ty, n) {
+                        return Err(Fatal(format!(
+                            "{}: [[args]] {}: {why}; no configuration can run",
+                            spec.path.display(),
+                            a.name
+                        )));
+                    }
+                }
+            }
+        }
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
@@ -237,6 +270,11 @@ impl Bench {
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
         let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
         Bench::new(spec, &job.open_device()?, job.seed)
+    }
+
+    /// Why a buffer of `len` elements of `ty` cannot be allocated on this device, if it cannot.
+    fn too_large(&self, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+        buffer_too_large(&self.device, ty, len)
     }
 
     /// Whether outputs are compared on the device (the default on a GPU with double precision)
@@ -403,6 +441,11 @@ impl Bench {
                     access,
                 } => {
                     let len = size(len, config, &format!("{what} len"))?;
+                    if let Some(why) = self.too_large(*ty, len) {
+                        return Err(RunError::Outcome(Outcome::Refused {
+                            error: format!("{what}: {why}"),
+                        }));
+                    }
                     let data =
                         Rc::clone(self.host_data.borrow_mut().entry((i, len)).or_insert_with(
                             || {

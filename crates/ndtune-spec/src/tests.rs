@@ -339,3 +339,28 @@ fn spec_files_are_read_with_limits() {
         "{e}"
     );
 }
+
+#[test]
+fn sizes_that_cannot_be_are_errors_naming_the_constants() {
+    let spec = |consts: &str, launch: &str| {
+        parse(&format!(
+            "{HEAD}[constants]\n{consts}\n[params]\nWG = [1, 2]\n[launch]\n{launch}\n"
+        ))
+    };
+    let e = spec("N = -5", "global = [\"N\"]\nlocal = [\"WG\"]").unwrap_err();
+    assert!(
+        e.contains("[launch] global[0]: `N` is -5 (N = -5): a size must be at least 1"),
+        "{e}"
+    );
+    let e = spec(
+        "N = 8",
+        "global = [\"N\"]\nlocal = [\"WG\"]\nlocal_mem = \"N - 16\"",
+    )
+    .unwrap_err();
+    assert!(e.contains("local memory must be at least 0"), "{e}");
+    assert!(spec(
+        "N = 8",
+        "global = [\"N\"]\nlocal = [\"WG\"]\nlocal_mem = \"N * WG\""
+    )
+    .is_ok());
+}

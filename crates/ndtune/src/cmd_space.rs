@@ -190,7 +190,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         .map(|p| {
             let why: Vec<String> = p
                 .pruning
-                .emptied_by()
+                .emptied_by(&spec.problem)
                 .into_iter()
                 .map(|(c, removed, without)| {
                     format!(

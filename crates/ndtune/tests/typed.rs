@@ -147,3 +147,44 @@ fn values_that_do_not_fit_are_refused_before_anything_runs() {
         }
     );
 }
+
+#[test]
+fn a_buffer_the_device_cannot_hold_stops_the_campaign_before_memory_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "k.cl",
+        "__kernel void k(__global float *y) { y[get_global_id(0)] = 1.0f; }\n",
+    );
+    let spec = write(
+        dir.path(),
+        "k.toml",
+        r#"
+[kernel]
+name = "k"
+source = "k.cl"
+[constants]
+N = 1_000_000_000_000
+[params]
+WG = [1, 2]
+[launch]
+global = [64]
+local = ["WG"]
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+"#,
+    );
+    let started = std::time::Instant::now();
+    let db = dir.path().join("t.db");
+    let e = fails(&["tune", &spec, "--db", db.to_str().unwrap(), "--device", "0"]);
+    assert!(
+        e.contains("[[args]] y: 1000000000000 elements of float are 4000000000000 bytes")
+            && e.contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
+        "{e}"
+    );
+    assert!(started.elapsed().as_secs() < 60, "refused up front");
+}
