@@ -361,4 +361,11 @@ impl Problem {
         let e = Expr::parse(src)?;
         resolve(&e, src, &self.scope(None), Type::Int)
     }
+
+    /// Resolves a condition over parameters and constants (a build option's `when`): the node
+    /// reads parameter values in declaration order.
+    pub fn bool_expr(&self, src: &str) -> Result<Node, ExprError> {
+        let e = Expr::parse(src)?;
+        resolve(&e, src, &self.scope(None), Type::Bool)
+    }
 }

@@ -5,6 +5,11 @@
 //! job: parameters, constraints and launch as an [`ndtune_space::problem::Problem`], typed
 //! arguments, verification and measurement. Every error names the file, line and column.
 //!
+//! [`Spec::kernel_source`] reads the kernel's files and the headers they include, bounded
+//! ([`sources`]); [`Spec::build_options`] gives one configuration's compiler options (with
+//! options that depend on parameters, [`BuildOption`]); [`Spec::setup`] describes and digests
+//! everything besides device, constants and configuration that can change a result.
+//!
 //! ```
 //! let spec = ndtune_spec::Spec::parse(
 //!     "[kernel]\nname = \"k\"\n[params]\nWG = { pow2 = [1, 256] }\n[space]\nconstraints = [\"WG >= 8\"]\n",
@@ -13,16 +18,21 @@
 //! assert_eq!(spec.problem.params[0].name, "WG");
 //! ```
 
+mod options;
 pub mod raw;
+mod setup;
+pub mod sources;
 mod validate;
 
+pub use options::BuildOption;
+pub use sources::{source_names, KernelSource};
 pub use validate::{
     Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Split, SplitBuffer, Verify,
 };
 
 use ndtune_core::text::line_col;
 use ndtune_space::problem::{Location, Problem, ProblemError};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -47,6 +57,8 @@ pub struct Spec {
 enum SpanKey {
     Location(Location),
     Section(&'static str),
+    /// The `i`th file of `[kernel] source`.
+    Source(usize),
 }
 
 /// An error in a spec file, at a position.
@@ -140,17 +152,21 @@ impl Spec {
         self.error_at(&SpanKey::Section("split"), message)
     }
 
-    /// The kernel's OpenCL source, where the spec names one.
-    pub fn kernel_source(&self) -> Result<Option<String>, SpecError> {
-        let Some(src) = &self.kernel.source else {
+    /// The kernel's OpenCL source, where the spec names one: its files concatenated, with
+    /// the headers they include ([`KernelSource::read`]). A file that cannot be read, is too
+    /// large, is no regular file or is not UTF-8 is an error at `[kernel] source`.
+    pub fn kernel_source(&self) -> Result<Option<KernelSource>, SpecError> {
+        if self.kernel.sources.is_empty() {
             return Ok(None);
-        };
-        std::fs::read_to_string(src).map(Some).map_err(|e| {
-            self.error_at(
-                &SpanKey::Section("kernel.source"),
-                format!("cannot read kernel source {}: {e}", src.display()),
-            )
-        })
+        }
+        KernelSource::read(&self.kernel.sources, &self.kernel.include_dirs)
+            .map(Some)
+            .map_err(|e| {
+                self.error_at(
+                    &SpanKey::Source(e.file),
+                    format!("[kernel] source: {}", e.message),
+                )
+            })
     }
 }
 
@@ -158,31 +174,43 @@ impl Spec {
 mod tests;
 
 impl Spec {
-    /// The OpenCL build options of one configuration (values in parameter declaration order):
-    /// the spec's own options, then `-D NAME=VALUE` for each constant and parameter that the
-    /// kernel source mentions (`used`, from [`source_names`]). A parameter used only in
-    /// `[launch]` is no define, so configurations differing only there share one build.
-    pub fn build_options(&self, used: &HashSet<String>, config: &[i64]) -> String {
-        let params = self
+    /// The OpenCL build options of one configuration of `source` (values in parameter
+    /// declaration order): the spec's own options that apply to it, placeholders filled in;
+    /// `-I` for the directories headers are searched in; then `-D NAME=VALUE` for each constant
+    /// and parameter that the source or a header it includes mentions. A parameter used only
+    /// in `[launch]` is no define, so configurations differing only there share one build;
+    /// configurations whose options differ in any way never do.
+    pub fn build_options(&self, source: &KernelSource, config: &[i64]) -> String {
+        let value = |name: &str| self.value_text(name, config);
+        let mut opts: Vec<String> = self
+            .kernel
+            .build_options
+            .iter()
+            .filter_map(|o| o.for_config(config, value))
+            .collect();
+        if !source.include_options.is_empty() {
+            opts.push(source.include_options.clone());
+        }
+        let names = self.problem.constants.keys().map(String::as_str);
+        let names = names.chain(self.problem.params.iter().map(|p| p.name.as_str()));
+        for name in names.filter(|n| source.mentions(n)) {
+            opts.push(format!("-D {name}={}", value(name)));
+        }
+        opts.retain(|o| !o.is_empty());
+        opts.join(" ")
+    }
+
+    /// The value of a constant or parameter in a configuration, as the compiler gets it.
+    fn value_text(&self, name: &str, config: &[i64]) -> String {
+        if let Some(v) = self.problem.constants.get(name) {
+            return v.to_string();
+        }
+        let i = self
             .problem
             .params
             .iter()
-            .map(|p| p.name.as_str())
-            .zip(config.iter().copied());
-        let consts = self.problem.constants.iter().map(|(k, v)| (k.as_str(), *v));
-        let mut opts = self.kernel.build_options.join(" ");
-        for (name, value) in consts.chain(params).filter(|(n, _)| used.contains(*n)) {
-            opts.push_str(&format!(" -D {name}={value}"));
-        }
-        opts.trim_start().to_string()
+            .position(|p| p.name == name)
+            .expect("validated: a build option names a constant or a parameter");
+        config[i].to_string()
     }
-}
-
-/// Every identifier-like word of an OpenCL C source: the names it may use as defines.
-pub fn source_names(source: &str) -> HashSet<String> {
-    source
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
-        .map(str::to_string)
-        .collect()
 }
