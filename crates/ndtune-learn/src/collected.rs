@@ -5,7 +5,7 @@
 
 use crate::oracle::{Observation, Status};
 use ndtune_core::Outcome;
-use ndtune_store::{Group, Store, StoreError};
+use ndtune_store::{Group, Record, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -35,16 +35,32 @@ pub struct Collected {
     pub observations: Vec<Observation>,
 }
 
-/// Reads every recorded scenario of `store` and its observations on the grid.
+/// Reads every recorded scenario of `store` and its observations on the grid. A scenario
+/// collected again under another setup (a changed kernel, measurement or ndtune) is read from
+/// its newest campaign only: earlier campaigns are never merged with it.
 pub fn read(store: &Store) -> Result<Collected, StoreError> {
+    // The newest campaign of each (device, kernel, constants), with its records.
+    let mut newest: Vec<(Group, serde_json::Value, Vec<Record>, i64)> = Vec::new();
+    for (g, info) in store.scenarios()? {
+        let records = store.records(&g)?;
+        let last = records
+            .iter()
+            .map(|r| r.finished_at)
+            .max()
+            .unwrap_or(i64::MIN);
+        match newest.iter_mut().find(|(other, ..)| other.same_problem(&g)) {
+            Some(seen) if seen.3 >= last => {}
+            Some(seen) => *seen = (g, info, records, last),
+            None => newest.push((g, info, records, last)),
+        }
+    }
     let mut out = Collected::default();
-    for (i, (g, info)) in store.scenarios()?.into_iter().enumerate() {
+    for (i, (g, info, records, _)) in newest.into_iter().enumerate() {
         let info: ScenarioInfo = serde_json::from_value(info).map_err(|e| StoreError::Corrupt {
             path: store.path().to_path_buf(),
             detail: format!("a scenario this ndtune cannot read: {e}"),
         })?;
-        let records: BTreeMap<(u64, u64), Outcome> = store
-            .records(&g.device, &g.kernel, &g.source_hash, &g.constants)?
+        let records: BTreeMap<(u64, u64), Outcome> = records
             .into_iter()
             .filter_map(|r| {
                 let c = r.key.config.get("WG_C").copied()?;
