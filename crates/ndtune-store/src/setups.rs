@@ -4,7 +4,7 @@
 //! setup or source), which are never reused.
 
 use crate::{Group, Store, StoreError, UnixMs};
-use ndtune_core::setup::Setup;
+use ndtune_core::setup::{differences, Setup};
 
 /// A setup as the store keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,5 +58,42 @@ impl Store {
             .into_iter()
             .filter(|g| g.same_problem(group) && g != group)
             .collect())
+    }
+
+    /// The newest campaign of `group`'s problem (the one with the latest result; of equals, the
+    /// greatest), where that is not `group`, with what differs from `group`'s setup to it:
+    /// `group` is then an earlier campaign, whose results the newest never reuses.
+    pub fn newest_other(&self, group: &Group) -> Result<Option<(Group, Vec<String>)>, StoreError> {
+        let last = |g: &Group| -> Result<_, StoreError> {
+            Ok((self.campaign_status(g)?.last_result, g.clone()))
+        };
+        let mut newest = last(group)?;
+        for other in self.other_setups(group)? {
+            newest = newest.max(last(&other)?);
+        }
+        let newest = newest.1;
+        if newest == *group {
+            return Ok(None);
+        }
+        let mut what = self.setup_differences(&group.setup, &newest.setup)?;
+        if what.is_empty() && group.source_hash != newest.source_hash {
+            // Two legacy campaigns: only their sources tell them apart.
+            what.push(format!(
+                "kernel source: {} -> {}",
+                group.source_hash, newest.source_hash
+            ));
+        }
+        Ok(Some((newest, what)))
+    }
+
+    /// What differs from setup `from` to setup `to`, one `path: old -> new` line each
+    /// ([`differences`]); a setup the store does not describe says so.
+    pub fn setup_differences(&self, from: &str, to: &str) -> Result<Vec<String>, StoreError> {
+        let (Some(a), Some(b)) = (self.setup(from)?, self.setup(to)?) else {
+            return Ok(vec![format!(
+                "setup {from} or {to} is not described in the store"
+            )]);
+        };
+        Ok(differences(&a.description, &b.description))
     }
 }

@@ -22,8 +22,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             args.store.db.display()
         );
     }
+    let constants = args.constants.single().map_err(anyhow::Error::msg)?;
     let store = Store::open(&args.store.db)?;
-    let report = Report::read(&store)?;
+    let report = Report::read_selected(&store, &constants)?;
     let written = ndtune_report::write(&report, &args.out, format)?;
     let heatmaps = report.collection.as_ref().map_or(0, |c| c.scenarios.len());
     eprintln!(

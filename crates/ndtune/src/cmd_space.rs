@@ -101,7 +101,8 @@ pub(crate) fn report(
 }
 
 pub fn run(args: &SpaceArgs) -> Result<()> {
-    let spec = Spec::load(&args.spec)?;
+    let overrides = args.constants.single().map_err(anyhow::Error::msg)?;
+    let spec = Spec::load_with(&args.spec, &overrides)?;
     let needs_device = spec.problem.launch.is_some()
         || spec
             .problem

@@ -15,7 +15,6 @@ use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Report};
 use ndtune_split::{plan_with, Device, Plan, Residue};
 use ndtune_store::{Store, Study as StoredStudy};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub fn run(args: &SplitArgs) -> Result<()> {
@@ -26,7 +25,11 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .spec
         .as_ref()
         .expect("clap requires SPEC without --plan-only");
-    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
+    let overrides = args
+        .campaign
+        .constants
+        .single()
+        .map_err(anyhow::Error::msg)?;
     let spec = Spec::load_with(spec_path, &overrides)?;
     let split = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(
@@ -57,7 +60,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let mut rows = Vec::new();
     let mut members = Vec::new();
     for (device, label) in devices.iter().zip(&labels) {
-        let g = group(&spec, &source, device, &store)?;
+        let g = group(&spec, &source, args.campaign.seed, device, &store)?;
         let mut best = best_recorded(&store, &g)?;
         if best.is_none() {
             progress.println(format!(
