@@ -380,14 +380,13 @@ fn build_option(
     problem: &Problem,
     o: &Spanned<toml::Value>,
 ) -> Result<BuildOption, SpecError> {
+    const FORMS: &str = r#"an entry is "-option" or { option = "-option", when = "EXPR" }"#;
     let at = |m: String| cx.err(&o.span(), format!("[kernel] build_options: {m}"));
     let (text, when) = match o.get_ref() {
         toml::Value::String(s) => (s.as_str(), None),
         toml::Value::Table(t) => {
             if let Some(bad) = t.keys().find(|k| !["option", "when"].contains(&k.as_str())) {
-                return Err(at(format!(
-                    "unknown key `{bad}`; an entry is \"-option\" or {{ option = \"-option\", when = \"EXPR\" }}"
-                )));
+                return Err(at(format!("unknown key `{bad}`; {FORMS}")));
             }
             let Some(text) = t.get("option").and_then(toml::Value::as_str) else {
                 return Err(at("a table entry needs `option = \"-option\"`".into()));
@@ -407,9 +406,7 @@ fn build_option(
             };
             (text, when)
         }
-        other => return Err(at(format!(
-            "an entry is \"-option\" or {{ option = \"-option\", when = \"EXPR\" }}, not {other}"
-        ))),
+        other => return Err(at(format!("{FORMS}, not {other}"))),
     };
     let known = |name: &str| {
         problem.constants.contains_key(name) || problem.params.iter().any(|p| p.name == name)
