@@ -25,6 +25,8 @@ struct Removal {
 #[derive(Serialize)]
 pub(crate) struct Report {
     kernel: String,
+    /// The constants the spec was read with (`--set` applied).
+    constants: std::collections::BTreeMap<String, i64>,
     device: Option<String>,
     declared: u128,
     bounded: u128,
@@ -76,6 +78,7 @@ pub(crate) fn report(
 ) -> Report {
     Report {
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
         device,
         declared: p.stats.declared,
         bounded: p.bounded,
