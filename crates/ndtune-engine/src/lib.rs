@@ -18,8 +18,9 @@
 //!   the store with workers on other devices or machines ([`share`]).
 //! - A campaign is a [`group`]: the kernel with its constants, measured under one setup (the
 //!   digest of everything else that can change a result, [`ndtune_spec::Spec::setup`]) on one
-//!   device. Results are reused only within it; results of the same problem under other
-//!   setups are counted in the report as not reused ([`DeviceReport::not_reused`]).
+//!   device. Results are reused only within it; results of the same kernel source, constants
+//!   and device under other setups are named in the report as not reused
+//!   ([`DeviceReport::not_reused`]).
 //! - With [`Options::warm_start`], the strategy first measures the configurations that did
 //!   best for the same kernel on other devices, constants and setups in the store.
 //!
@@ -339,8 +340,8 @@ pub fn group(
     })
 }
 
-/// The campaigns of `group`'s problem under other setups (or kernel sources), with their
-/// results and what differs from `group`'s setup: results a campaign of `group` does not reuse.
+/// The campaigns of `group`'s problem under other setups, with their results and what differs
+/// from their setup to `group`'s: results a campaign of `group` does not reuse.
 pub fn other_setups(store: &Store, group: &Group) -> Result<Vec<OtherSetup>, StoreError> {
     store
         .other_setups(group)?
@@ -350,7 +351,6 @@ pub fn other_setups(store: &Store, group: &Group) -> Result<Vec<OtherSetup>, Sto
                 results: store.campaign_status(&g)?.results,
                 differences: store.setup_differences(&g.setup, &group.setup)?,
                 setup: g.setup,
-                source_hash: g.source_hash,
             })
         })
         .collect()

@@ -21,12 +21,11 @@ pub struct Best {
     pub gbytes_per_s: Option<f64>,
 }
 
-/// Results of the same kernel with the same constants on the same device under another setup
-/// (or kernel source): a campaign of its own, not reused.
+/// Results of the same kernel source with the same constants on the same device under another
+/// setup: a campaign of its own, not reused.
 #[derive(Debug, Clone, Serialize)]
 pub struct OtherSetup {
     pub setup: String,
-    pub source_hash: String,
     pub results: u64,
     /// What differs from that setup to this campaign's, one `path: old -> new` line each.
     pub differences: Vec<String>,

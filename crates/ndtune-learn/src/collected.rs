@@ -36,8 +36,9 @@ pub struct Collected {
 }
 
 /// Reads every recorded scenario of `store` and its observations on the grid. A scenario
-/// collected again under another setup (a changed kernel, measurement or ndtune) is read from
-/// its newest campaign only: earlier campaigns are never merged with it.
+/// collected again under another setup (another measurement protocol or seed, or first by an
+/// ndtune that kept no setups) is read from its newest campaign only: earlier campaigns are
+/// never merged with it.
 pub fn read(store: &Store) -> Result<Collected, StoreError> {
     // The newest campaign of each (device, kernel, constants), with its records.
     let mut newest: Vec<(Group, serde_json::Value, Vec<Record>, i64)> = Vec::new();
@@ -86,4 +87,54 @@ pub fn read(store: &Store) -> Result<Collected, StoreError> {
         out.scenarios.push((g, info));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndtune_core::Timing;
+    use ndtune_store::{Record, ResultKey};
+
+    #[test]
+    fn a_scenario_collected_again_under_another_setup_is_read_from_the_newest_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.db")).unwrap();
+        let info = serde_json::json!({"label": "gol 8x8", "kernel": "gol", "device": "0",
+            "dataset": "8x8", "wc": [2], "wr": [2], "wmax": 8, "feature_names": [],
+            "features": []});
+        let scenario = |setup: &str, source: &str| Group {
+            device: "d".into(),
+            kernel: "stencil".into(),
+            source_hash: source.into(),
+            setup: setup.into(),
+            constants: [("ROWS".to_string(), 8)].into(),
+        };
+        // The same stencil measured under two setups, and another stencil of the same name.
+        for (g, ms, at) in [
+            (scenario("old", "gol"), 5.0, 10),
+            (scenario("new", "gol"), 3.0, 20),
+            (scenario("new", "heat"), 4.0, 5),
+        ] {
+            store.put_scenario(&g, &info).unwrap();
+            let config = [("WG_C".to_string(), 2), ("WG_R".to_string(), 2)].into();
+            store
+                .insert(&Record {
+                    key: ResultKey::new(&g, config),
+                    outcome: Outcome::Measured(Timing::new(vec![ms], 1)),
+                    ndtune_version: "0".into(),
+                    started_at: at,
+                    finished_at: at,
+                })
+                .unwrap();
+        }
+        let c = read(&store).unwrap();
+        let read: Vec<(&str, &str)> = c
+            .scenarios
+            .iter()
+            .map(|(g, _)| (g.source_hash.as_str(), g.setup.as_str()))
+            .collect();
+        assert_eq!(read, [("gol", "new"), ("heat", "new")]);
+        let times: Vec<Option<f64>> = c.observations.iter().map(|o| o.runtime_ms).collect();
+        assert_eq!(times, [Some(3.0), Some(4.0)]);
+    }
 }

@@ -118,7 +118,7 @@ pub struct Campaign {
     pub worst_ms: Option<f64>,
 }
 
-/// A campaign superseded by a newer one of the same kernel, constants and device.
+/// A campaign superseded by a newer one of the same kernel source, constants and device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Earlier {
     /// The newest campaign's setup.

@@ -13,7 +13,8 @@
 //!   of a kernel source, and the digest of the setup a result was measured under
 //!   ([`ndtune_core::setup`]), with each setup's description ([`Store::put_setup`]): a result is
 //!   reused only by a campaign of the same setup, and results of other setups of the same
-//!   kernel, device and constants are its earlier campaigns ([`Store::earlier_campaigns`]);
+//!   kernel source, constants and device are its other campaigns ([`Store::other_setups`],
+//!   [`Store::newest_other`]);
 //! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results);
 //! - with the `testing` feature, [`testing::PgServer`]: a throwaway PostgreSQL server for tests.
 //!
@@ -155,11 +156,13 @@ pub struct Group {
 }
 
 impl Group {
-    /// Whether `other` is a campaign of the same problem: the same kernel with the same
-    /// constants on the same device (of this setup or another).
+    /// Whether `other` is a campaign of the same problem: the same kernel source with the same
+    /// constants on the same device (of this setup or another). The source counts: kernels of
+    /// one name may be different kernels (every generated stencil is called `stencil`).
     pub fn same_problem(&self, other: &Group) -> bool {
         self.device == other.device
             && self.kernel == other.kernel
+            && self.source_hash == other.source_hash
             && self.constants == other.constants
     }
 }

@@ -1,7 +1,7 @@
 //! Setups: what results were measured under besides device, constants and configuration
 //! ([`ndtune_core::setup`]), kept by digest with the description people read, and the other
-//! campaigns of a problem (the same kernel and constants on the same device, under another
-//! setup or source), which are never reused.
+//! campaigns of a problem (the same kernel source and constants on the same device, under
+//! another setup), which are never reused.
 
 use crate::{Group, Store, StoreError, UnixMs};
 use ndtune_core::setup::{differences, Setup};
@@ -49,9 +49,9 @@ impl Store {
             .transpose()
     }
 
-    /// The other campaigns of `group`'s problem: the same kernel with the same constants on the
-    /// same device, under another setup or kernel source, that have results or claims. Their
-    /// results are not `group`'s.
+    /// The other campaigns of `group`'s problem: the same kernel source with the same constants
+    /// on the same device, under another setup, that have results or claims. Their results are
+    /// not `group`'s.
     pub fn other_setups(&self, group: &Group) -> Result<Vec<Group>, StoreError> {
         Ok(self
             .campaigns()?
@@ -75,14 +75,7 @@ impl Store {
         if newest == *group {
             return Ok(None);
         }
-        let mut what = self.setup_differences(&group.setup, &newest.setup)?;
-        if what.is_empty() && group.source_hash != newest.source_hash {
-            // Two legacy campaigns: only their sources tell them apart.
-            what.push(format!(
-                "kernel source: {} -> {}",
-                group.source_hash, newest.source_hash
-            ));
-        }
+        let what = self.setup_differences(&group.setup, &newest.setup)?;
         Ok(Some((newest, what)))
     }
 

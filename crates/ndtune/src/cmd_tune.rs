@@ -366,7 +366,7 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
             what.push(format!("{more} more differences"));
         }
         println!(
-            "  not reused {} results of this kernel, constants and device under setup {}: {}",
+            "  not reused {} results of this kernel source, constants and device under setup {}: {}",
             other.results,
             other.setup,
             what.join("; ")

@@ -17,21 +17,40 @@ __kernel void scale(__global const float *x, __global float *y) {
 }
 "#;
 
-/// A reference kernel that computes `K * x`.
+/// A reference kernel that computes `k * x`.
 fn reference(k: i64) -> String {
     format!(
         "__kernel void ref(__global const float *x, __global float *y) {{\n    size_t i = get_global_id(0);\n    y[i] = {k}.0f * x[i];\n}}\n"
     )
 }
 
-/// The spec, with `extra` build options, `runs`, `x`'s `init` and an optional `[verify]`.
-fn spec(options: &str, runs: u32, init: &str, verify: &str) -> String {
+/// What the spec may vary.
+#[derive(Clone)]
+struct Variant {
+    options: &'static str,
+    runs: u32,
+    init: &'static str,
+    verify: &'static str,
+}
+
+const BASE: Variant = Variant {
+    options: "",
+    runs: 2,
+    init: "random",
+    verify: "",
+};
+
+const VERIFY: &str =
+    "[verify]\noutputs = [\"y\"]\nreference = { kernel = \"ref.cl\", name = \"ref\" }";
+
+fn spec(v: &Variant) -> String {
+    let args = XY_ARGS.replace("init = \"random\"", &format!("init = \"{}\"", v.init));
     format!(
         r#"[kernel]
 name = "scale"
 source = "scale.cl"
 include_dirs = ["inc"]
-build_options = [{options}]
+build_options = [{}]
 [constants]
 N = 64
 [params]
@@ -39,36 +58,34 @@ WG = [1, 2, 4]
 [launch]
 global = ["N"]
 local = ["WG"]
-[[args]]
-name = "x"
-kind = "buffer"
-type = "float"
-len = "N"
-init = "{init}"
-access = "read"
-[[args]]
-name = "y"
-kind = "buffer"
-type = "float"
-len = "N"
-access = "write"
-{verify}
+{args}
+{}
 [measure]
 warmup = 0
-runs = {runs}
+runs = {}
 best_of = 1
-"#
+"#,
+        v.options, v.verify, v.runs
     )
 }
 
-const VERIFY: &str =
-    "[verify]\noutputs = [\"y\"]\nreference = { kernel = \"ref.cl\", name = \"ref\" }";
+/// A folder with the kernel, its header (`FACTOR` 2), the reference kernel (`2 * x`) and
+/// `spec.toml` of `v`.
+fn scale_dir(v: &Variant) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("inc")).unwrap();
+    std::fs::write(d.join("scale.cl"), SCALE).unwrap();
+    std::fs::write(d.join("inc/factor.h"), "#define FACTOR 2.0f\n").unwrap();
+    std::fs::write(d.join("ref.cl"), reference(2)).unwrap();
+    std::fs::write(d.join("spec.toml"), spec(v)).unwrap();
+    dir
+}
 
-/// Tunes `spec.toml` of `dir` into its store with `seed` (build workers, so program binaries
+/// Tunes `spec.toml` of `dir` into its store with `seed` (two build jobs, so program binaries
 /// are kept and looked up); the device's report.
 fn tune(dir: &Path, seed: &str) -> serde_json::Value {
-    let spec = dir.join("spec.toml");
-    let db = dir.join("t.db");
+    let (spec, db) = (dir.join("spec.toml"), dir.join("t.db"));
     let v = json(&[
         "tune",
         spec.to_str().unwrap(),
@@ -83,6 +100,7 @@ fn tune(dir: &Path, seed: &str) -> serde_json::Value {
     v["devices"][0].clone()
 }
 
+/// (evaluated now, reused, measured, wrong_result)
 fn counts(d: &serde_json::Value) -> (u64, u64, u64, u64) {
     (
         d["evaluated"].as_u64().unwrap(),
@@ -92,17 +110,21 @@ fn counts(d: &serde_json::Value) -> (u64, u64, u64, u64) {
     )
 }
 
+/// One change: what it is, the spec after it, a file it rewrites, the seed, what the next
+/// campaign finds, and the difference from the setup before that names it.
+struct Step {
+    what: &'static str,
+    variant: Variant,
+    file: Option<(&'static str, String)>,
+    seed: &'static str,
+    found: (u64, u64, u64, u64),
+    difference: &'static str,
+}
+
 #[test]
 fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_reuses_all() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scale_dir(&BASE);
     let d = dir.path();
-    std::fs::create_dir(d.join("inc")).unwrap();
-    std::fs::write(d.join("scale.cl"), SCALE).unwrap();
-    std::fs::write(d.join("inc/factor.h"), "#define FACTOR 2.0f\n").unwrap();
-    std::fs::write(d.join("ref.cl"), reference(2)).unwrap();
-    let write = |text: String| std::fs::write(d.join("spec.toml"), text).unwrap();
-
-    write(spec("", 2, "random", ""));
     let first = tune(d, "1");
     assert_eq!(counts(&first), (3, 0, 3, 0), "{first}");
     let again = tune(d, "1");
@@ -114,86 +136,104 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
     assert_eq!(again["setup"], first["setup"]);
     assert_eq!(again["not_reused"], serde_json::json!([]));
 
-    // (what changes, the spec, the seed, what the next campaign must find)
-    let steps: [(&str, String, &str, (u64, u64, u64, u64)); 7] = [
-        (
-            "build options",
-            spec("\"-cl-fast-relaxed-math\"", 2, "random", ""),
-            "1",
-            (3, 0, 3, 0),
-        ),
-        (
-            "[measure] runs",
-            spec("\"-cl-fast-relaxed-math\"", 3, "random", ""),
-            "1",
-            (3, 0, 3, 0),
-        ),
-        (
-            "the seed of random data",
-            spec("\"-cl-fast-relaxed-math\"", 3, "random", ""),
-            "2",
-            (3, 0, 3, 0),
-        ),
-        (
-            "an argument's init",
-            spec("\"-cl-fast-relaxed-math\"", 3, "iota", ""),
-            "2",
-            (3, 0, 3, 0),
-        ),
-        (
-            "a wrong [verify] reference added",
-            spec("\"-cl-fast-relaxed-math\"", 3, "iota", VERIFY),
-            "2",
-            (3, 0, 0, 3),
-        ),
-        (
-            "the reference file fixed",
-            spec("\"-cl-fast-relaxed-math\"", 3, "iota", VERIFY),
-            "2",
-            (3, 0, 3, 0),
-        ),
-        (
-            "a header's content",
-            spec("\"-cl-fast-relaxed-math\"", 3, "iota", VERIFY),
-            "2",
-            (3, 0, 0, 3),
-        ),
+    let fast = Variant {
+        options: "\"-cl-fast-relaxed-math\"",
+        ..BASE
+    };
+    let runs = Variant {
+        runs: 3,
+        ..fast.clone()
+    };
+    let iota = Variant {
+        init: "iota",
+        ..runs.clone()
+    };
+    let verified = Variant {
+        verify: VERIFY,
+        ..iota.clone()
+    };
+    let all_right = (3, 0, 3, 0);
+    let all_wrong = (3, 0, 0, 3);
+    let steps = [
+        Step {
+            what: "build options",
+            variant: fast,
+            file: None,
+            seed: "1",
+            found: all_right,
+            difference: "kernel.build_options",
+        },
+        Step {
+            what: "[measure] runs",
+            variant: runs.clone(),
+            file: None,
+            seed: "1",
+            found: all_right,
+            difference: "measure.runs",
+        },
+        Step {
+            what: "the seed of random data",
+            variant: runs,
+            file: None,
+            seed: "2",
+            found: all_right,
+            difference: "seed: 1 -> 2",
+        },
+        Step {
+            what: "an argument's init",
+            variant: iota,
+            file: None,
+            seed: "2",
+            found: all_right,
+            difference: "args[0].init",
+        },
+        Step {
+            // The reference computes 5 * x: wrong for every configuration.
+            what: "a wrong [verify] reference added",
+            variant: verified.clone(),
+            file: Some(("ref.cl", reference(5))),
+            seed: "2",
+            found: all_wrong,
+            difference: "verify: null",
+        },
+        Step {
+            what: "the reference file fixed",
+            variant: verified.clone(),
+            file: Some(("ref.cl", reference(2))),
+            seed: "2",
+            found: all_right,
+            difference: "files.ref.cl",
+        },
+        Step {
+            // The kernel now computes 3 * x: a stale build from the old header would pass.
+            what: "a header's content",
+            variant: verified,
+            file: Some(("inc/factor.h", "#define FACTOR 3.0f\n".into())),
+            seed: "2",
+            found: all_wrong,
+            difference: "files.inc/factor.h",
+        },
     ];
     let mut setups = vec![first["setup"].as_str().unwrap().to_string()];
-    for (i, (what, text, seed, expected)) in steps.into_iter().enumerate() {
-        write(text);
-        match i {
-            // The reference computes 5 * x: wrong for every configuration.
-            4 => std::fs::write(d.join("ref.cl"), reference(5)).unwrap(),
-            5 => std::fs::write(d.join("ref.cl"), reference(2)).unwrap(),
-            // The kernel now computes 3 * x: a build from the old header would pass.
-            6 => std::fs::write(d.join("inc/factor.h"), "#define FACTOR 3.0f\n").unwrap(),
-            _ => {}
+    for step in steps {
+        let what = step.what;
+        std::fs::write(d.join("spec.toml"), spec(&step.variant)).unwrap();
+        if let Some((name, text)) = &step.file {
+            std::fs::write(d.join(name), text).unwrap();
         }
-        let r = tune(d, seed);
-        assert_eq!(counts(&r), expected, "after {what}: {r}");
+        let r = tune(d, step.seed);
+        assert_eq!(counts(&r), step.found, "after {what}: {r}");
         let setup = r["setup"].as_str().unwrap().to_string();
         assert!(!setups.contains(&setup), "after {what}: a new setup");
         // Every earlier setup is named as not reused, with what differs.
         let others = r["not_reused"].as_array().unwrap();
         assert_eq!(others.len(), setups.len(), "after {what}: {r}");
         assert!(others.iter().all(|o| o["results"] == 3), "{r}");
-        let latest = others
-            .iter()
-            .find(|o| o["setup"] == setups.last().unwrap().as_str())
-            .unwrap();
-        let differences = latest["differences"].to_string();
-        let names = [
-            "kernel.build_options",
-            "measure.runs",
-            "seed: 1 -> 2",
-            "args[0].init",
-            "verify: null",
-            "files.ref.cl",
-            "files.inc/factor.h",
-        ];
+        let before = setups.last().unwrap().as_str();
+        let before = others.iter().find(|o| o["setup"] == before).unwrap();
+        let differences = before["differences"].to_string();
         assert!(
-            differences.contains(names[i]),
+            differences.contains(step.difference),
             "after {what}: {differences}"
         );
         setups.push(setup);
@@ -202,33 +242,24 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
     assert_eq!(counts(&unchanged), (0, 3, 0, 3), "{unchanged}");
 
     // The text summary says what was not reused.
-    let out = ndtune()
-        .args(["tune", d.join("spec.toml").to_str().unwrap(), "--db"])
-        .arg(d.join("t.db"))
-        .args(["--seed", "2"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let db = d.join("t.db");
+    let db = db.to_str().unwrap();
+    let spec = d.join("spec.toml");
+    let text = succeeds(&["tune", spec.to_str().unwrap(), "--db", db, "--seed", "2"]);
     assert!(
-        text.contains(&format!(
-            "reused from {} (setup {})",
-            d.join("t.db").display(),
-            setups[7]
-        )),
+        text.contains(&format!("reused from {db} (setup {})", setups[7])),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "not reused 3 results of this kernel, constants and device under setup {}: files.inc/factor.h: ",
+            "not reused 3 results of this kernel source, constants and device under setup {}: files.inc/factor.h: ",
             setups[6]
         )),
         "{text}"
     );
 
     // Every campaign stays in the store: status lists the newest first, the earlier ones after.
-    let db = d.join("t.db");
-    let status = json(&["status", "--db", db.to_str().unwrap(), "--json"]);
+    let status = json(&["status", "--db", db, "--json"]);
     let campaigns = status["campaigns"].as_array().unwrap();
     assert_eq!(campaigns.len(), 8);
     assert_eq!(campaigns[0]["group"]["setup"], setups[7].as_str());
@@ -238,16 +269,17 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
         .all(|c| c["earlier_than"] == setups[7].as_str() && c["results"] == 3));
 
     // Export cannot guess which: it lists them and names --setup, which selects one.
-    let out = dir.path().join("kt.json");
-    let err = fails(&[
+    let out = d.join("kt.json");
+    let export = [
         "export",
         "--db",
-        db.to_str().unwrap(),
+        db,
         "--format",
         "kt",
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    let err = fails(&export);
     assert!(
         err.contains("8 recorded campaigns match; --setup DIGEST tells them apart"),
         "{err}"
@@ -256,37 +288,20 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
         err.contains(&format!("setup {} (newest): 3 results", setups[7])),
         "{err}"
     );
-    json_of_export(&db, &out, &["--setup", &setups[7][..8]]);
+    succeeds(&[&export[..], &["--setup", &setups[7][..8]]].concat());
     let cache: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(cache["cache"].as_object().unwrap().len(), 3);
 }
 
-/// Runs `export` with `extra` arguments and expects success.
-fn json_of_export(db: &Path, out: &Path, extra: &[&str]) {
-    let status = ndtune()
-        .args(["export", "--format", "kt", "--db"])
-        .arg(db)
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-}
-
 #[test]
 fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_constants() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scale_dir(&Variant {
+        runs: 1,
+        init: "ones",
+        ..BASE
+    });
     let d = dir.path();
-    std::fs::create_dir(d.join("inc")).unwrap();
-    std::fs::write(d.join("scale.cl"), SCALE).unwrap();
-    std::fs::write(d.join("inc/factor.h"), "#define FACTOR 2.0f\n").unwrap();
-    std::fs::write(d.join("spec.toml"), spec("", 1, "ones", "")).unwrap();
     let spec = d.join("spec.toml");
     let spec = spec.to_str().unwrap();
     let db = d.join("t.db");
@@ -306,12 +321,7 @@ fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_consta
     );
     assert_eq!(v["devices"].as_array().unwrap().len(), 2);
     assert_eq!(v["devices"][1]["constants"]["N"], 64);
-
-    let out = ndtune()
-        .args(["tune", spec, "--db", db, "--set", "N=32,64"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = succeeds(&["tune", spec, "--db", db, "--set", "N=32,64"]);
     assert!(
         text.contains("sweep: the best of each of its 2 campaigns"),
         "{text}"
@@ -325,7 +335,7 @@ fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_consta
     let status = json(&["status", "--db", db, "--set", "N=32", "--json"]);
     assert_eq!(status["campaigns"].as_array().unwrap().len(), 1);
     let out = d.join("kt.json");
-    let err = fails(&[
+    let export = [
         "export",
         "--db",
         db,
@@ -333,9 +343,10 @@ fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_consta
         "kt",
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    let err = fails(&export);
     assert!(err.contains("--set N=VALUE tells them apart"), "{err}");
-    json_of_export(Path::new(db), &out, &["--set", "N=64"]);
+    succeeds(&[&export[..], &["--set", "N=64"]].concat());
     let cache: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(cache["problem_size"]["N"], 64);
@@ -352,12 +363,15 @@ fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_consta
     let err = fails(&["space", spec, "--set", "N=32,64", "--profile", "hd4600"]);
     assert!(err.contains("only `tune` sweeps"), "{err}");
     let html = d.join("r.html");
-    let report = ndtune()
-        .args(["report", "--db", db, "--set", "N=64", "--out"])
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(report.status.success());
+    succeeds(&[
+        "report",
+        "--db",
+        db,
+        "--set",
+        "N=64",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
         page.contains("N=64") && !page.contains("N=32"),
