@@ -193,9 +193,21 @@ impl Bench {
         })
     }
 
-    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device.
+    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device, after
+    /// checking that the spec and its files still make the campaign's setup.
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
-        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
+        let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
+        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(fatal)?;
+        if let Some(source) = spec.kernel_source().map_err(fatal)? {
+            let now = spec.setup(&source, job.seed).map_err(fatal)?.digest;
+            if now != job.setup {
+                return Err(Fatal(format!(
+                    "{}: the spec or a file it names changed since the campaign started (setup {}, now {now}): results measured now would not be the campaign's; start it again",
+                    spec.path.display(),
+                    job.setup
+                )));
+            }
+        }
         Bench::new(spec, &job.open_device()?, job.seed)
     }
 

@@ -208,6 +208,7 @@ impl Campaign<'_> {
             device: self.device.index,
             sub: self.device.sub,
             seed: self.options.seed,
+            setup: group.setup.clone(),
         };
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
