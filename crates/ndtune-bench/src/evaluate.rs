@@ -18,7 +18,7 @@ use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{Access, ArgKind, KernelSource, Reference, Spec};
+use ndtune_spec::{Access, ArgKind, ElemType, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -143,6 +143,23 @@ fn eval(node: &Node, config: &[i64], what: &str) -> Result<i64, Fatal> {
     })
 }
 
+/// A scalar argument's bytes for one configuration: its value in its type, or why it has none
+/// (it divides by zero, or does not fit the type).
+pub fn scalar_bytes(
+    ty: ndtune_spec::ElemType,
+    value: &Node,
+    config: &[i64],
+    what: &str,
+) -> Result<Vec<u8>, Fatal> {
+    let v = value.value(config).ok_or_else(|| {
+        Fatal(format!(
+            "{what} value divides by zero or overflows for configuration {config:?}"
+        ))
+    })?;
+    ty.scalar_bytes(&v)
+        .map_err(|e| Fatal(format!("{what} value for configuration {config:?}: {e}")))
+}
+
 fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
     let v = eval(node, config, what)?;
     usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
@@ -169,6 +186,26 @@ impl Bench {
         let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
         let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
+        let halves = spec.args.iter().find(|a| {
+            matches!(
+                a.kind,
+                ArgKind::Buffer {
+                    ty: ElemType::Half,
+                    ..
+                } | ArgKind::Scalar {
+                    ty: ElemType::Half,
+                    ..
+                }
+            )
+        });
+        if let Some(a) = halves {
+            if !device.profile.extensions.iter().any(|e| e == "cl_khr_fp16") {
+                return Err(Fatal(format!(
+                    "[[args]] {} is a half, and {} has no cl_khr_fp16",
+                    a.name, device.profile.name
+                )));
+            }
+        }
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
@@ -390,10 +427,7 @@ impl Bench {
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
-                    scalar = to_bytes(
-                        *ty,
-                        &[eval(value, config, &format!("{what} value"))? as f64],
-                    );
+                    scalar = scalar_bytes(*ty, value, config, &what)?;
                 }
                 ArgKind::Local { bytes } => local = size(bytes, config, &format!("{what} bytes"))?,
             }
@@ -579,13 +613,11 @@ impl Bench {
                 f(&inputs, &self.spec.problem.constants).map_err(Fatal)?
             }
             Reference::Config(values) => {
-                let reference: Vec<i64> = self
+                let reference = self
                     .spec
-                    .problem
-                    .params
-                    .iter()
-                    .map(|q| values[&q.name])
-                    .collect();
+                    .codec
+                    .point(values)
+                    .map_err(|e| Fatal(format!("[verify] reference.config {values:?}: {e}")))?;
                 let fail = |why: String| {
                     Fatal(format!("the reference configuration {values:?} failed ({why}); nothing was measured"))
                 };
@@ -635,7 +667,14 @@ impl Bench {
         let buffers: Vec<&[u8]> = p.inputs.iter().map(|(_, d)| &d.bytes[..]).collect();
         let mut scalars = Vec::new();
         for a in &self.spec.args {
-            if let ArgKind::Scalar { value, .. } = &a.kind {
+            if let ArgKind::Scalar { ty, value } = &a.kind {
+                if ty.is_real() {
+                    return Err(Fatal(format!(
+                        "[[args]] {}: a host reference receives integer scalars as `long long`, and this one is a {}",
+                        a.name,
+                        ty.name()
+                    )));
+                }
                 scalars.push(eval(value, config, &format!("[[args]] {} value", a.name))?);
             }
         }

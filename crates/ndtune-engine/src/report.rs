@@ -2,7 +2,7 @@
 //! configurations ran beyond the driver's queried work-group size, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
-use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
+use ndtune_core::{Codec, Config, Outcome, OutcomeKind, Timing};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
 use serde::Serialize;
@@ -117,7 +117,7 @@ pub struct DeviceReport {
     pub device: String,
     pub kernel: String,
     /// The problem's constants.
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     /// The digest of the campaign's setup.
     pub setup: String,
     pub strategy: String,
@@ -167,7 +167,7 @@ pub(crate) fn report(
     spec: &Spec,
     label: &str,
     strategy: &str,
-    names: &[String],
+    codec: &Codec,
     trace: &Trace,
     (declared, pruned): (u128, u128),
     time: TimeSpent,
@@ -188,8 +188,7 @@ pub(crate) fn report(
         })
         .collect();
     measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
-    let config =
-        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
+    let config = |p: &Vec<i64>| -> Config { codec.config(p) };
     let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
         expr.as_ref()
             .and_then(|n| n.eval(p))
@@ -230,6 +229,6 @@ pub(crate) fn report(
             })
             .collect(),
         time,
-        names: names.to_vec(),
+        names: codec.names().to_vec(),
     }
 }

@@ -64,8 +64,8 @@ pub fn read(store: &Store) -> Result<Collected, StoreError> {
         let records: BTreeMap<(u64, u64), Outcome> = records
             .into_iter()
             .filter_map(|r| {
-                let c = r.key.config.get("WG_C").copied()?;
-                let w = r.key.config.get("WG_R").copied()?;
+                let c = r.key.config.get("WG_C")?.as_int()?;
+                let w = r.key.config.get("WG_R")?.as_int()?;
                 Some(((c as u64, w as u64), r.outcome))
             })
             .collect();
@@ -107,7 +107,7 @@ mod tests {
             kernel: "stencil".into(),
             source_hash: source.into(),
             setup: setup.into(),
-            constants: [("ROWS".to_string(), 8)].into(),
+            constants: ndtune_core::int_config([("ROWS", 8)]),
         };
         // The same stencil measured under two setups, and another stencil of the same name.
         for (g, ms, at) in [
@@ -116,7 +116,7 @@ mod tests {
             (scenario("new", "heat"), 4.0, 5),
         ] {
             store.put_scenario(&g, &info).unwrap();
-            let config = [("WG_C".to_string(), 2), ("WG_R".to_string(), 2)].into();
+            let config = ndtune_core::int_config([("WG_C", 2), ("WG_R", 2)]);
             store
                 .insert(&Record {
                     key: ResultKey::new(&g, config),

@@ -58,7 +58,7 @@ pub struct SpaceRow {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
     #[serde(default)]
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     pub declared: u128,
     /// Within the device's per-dimension work-item limits (Erdem Table 1).
     pub bounded: u128,
@@ -81,7 +81,7 @@ pub struct Removal {
 #[derive(Deserialize)]
 struct SpaceStudy {
     device: String,
-    constants: BTreeMap<String, i64>,
+    constants: ndtune_core::Constants,
     space: SpaceBody,
 }
 
@@ -99,7 +99,7 @@ struct SpaceBody {
 pub struct Campaign {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     /// The digest of its setup.
     pub setup: String,
     /// Where the same kernel and constants were tuned on this device under another setup
@@ -180,14 +180,14 @@ impl Report {
     /// those with these values of constants (`ndtune report --set N=256`).
     pub fn read_selected(
         store: &Store,
-        constants: &BTreeMap<String, i64>,
+        constants: &ndtune_core::Constants,
     ) -> Result<Report, Error> {
         let selected =
-            |of: &BTreeMap<String, i64>| constants.iter().all(|(k, v)| of.get(k) == Some(v));
+            |of: &ndtune_core::Constants| constants.iter().all(|(k, v)| of.get(k) == Some(v));
         let mut spaces: Vec<Named<SpaceStudy>> = studies(store, "space")?;
         spaces.retain(|s| selected(&s.body.constants));
         // Collected scenarios all run the stencil skeleton: name them by stencil and dataset.
-        let names: BTreeMap<(String, String, BTreeMap<String, i64>), String> = store
+        let names: BTreeMap<(String, String, ndtune_core::Constants), String> = store
             .scenarios()?
             .into_iter()
             .filter_map(|(g, info)| {
@@ -198,7 +198,7 @@ impl Report {
                 ))
             })
             .collect();
-        let name = |device: &str, kernel: &str, constants: &BTreeMap<String, i64>| {
+        let name = |device: &str, kernel: &str, constants: &ndtune_core::Constants| {
             names
                 .get(&(device.to_string(), kernel.to_string(), constants.clone()))
                 .cloned()
@@ -423,7 +423,7 @@ mod tests {
             kernel: "gemm".into(),
             source_hash: "h".into(),
             setup: "5e7a5e7a5e7a5e7a".into(),
-            constants: [("N".to_string(), 64)].into(),
+            constants: ndtune_core::int_config([("N", 64)]),
         };
         for (tx, outcome) in [
             (1, measured(4.0)),
@@ -431,7 +431,7 @@ mod tests {
             (4, measured(2.0)),
             (8, Outcome::Refused { error: "-5".into() }),
         ] {
-            let cfg: Config = [("TX".to_string(), tx)].into();
+            let cfg: Config = ndtune_core::int_config([("TX", tx)]);
             store.insert(&record(&gemm, cfg, outcome)).unwrap();
         }
         store
@@ -446,7 +446,7 @@ mod tests {
             .unwrap();
         let stencil = Group {
             kernel: "sobel".into(),
-            constants: [("ROWS".to_string(), 64)].into(),
+            constants: ndtune_core::int_config([("ROWS", 64)]),
             ..gemm
         };
         store
@@ -477,7 +477,7 @@ mod tests {
                 },
             ),
         ] {
-            let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), r)].into();
+            let cfg: Config = ndtune_core::int_config([("WG_C", c), ("WG_R", r)]);
             store.insert(&record(&stencil, cfg, outcome)).unwrap();
         }
         store
@@ -508,7 +508,7 @@ mod tests {
         );
         assert_eq!(gemm.measured(), 3);
         assert_eq!(gemm.outcomes[&OutcomeKind::Refused], 1);
-        assert_eq!(gemm.best, Some(([("TX".to_string(), 2)].into(), 1.0)));
+        assert_eq!(gemm.best, Some((ndtune_core::int_config([("TX", 2)]), 1.0)));
         assert_eq!(gemm.speedups(), Some((4.0, 2.0)));
         assert!(r.splits.is_empty() && r.learning.is_empty());
     }
@@ -533,7 +533,7 @@ mod tests {
         );
         for (setup, group, ms, at) in [(&old, &earlier, 9.0, 5), (&new, &newest, 7.0, 50)] {
             store.put_setup(setup).unwrap();
-            let mut r = record(group, [("TX".to_string(), 1)].into(), measured(ms));
+            let mut r = record(group, ndtune_core::int_config([("TX", 1)]), measured(ms));
             r.finished_at = at;
             store.insert(&r).unwrap();
         }
@@ -548,7 +548,7 @@ mod tests {
         assert_eq!(of(&newest).earlier, None);
         assert_eq!(
             of(&newest).best,
-            Some(([("TX".to_string(), 1)].into(), 7.0))
+            Some((ndtune_core::int_config([("TX", 1)]), 7.0))
         );
         assert_eq!(
             of(&earlier).earlier,
@@ -564,7 +564,7 @@ mod tests {
         assert!(page.contains("measure.runs: 10 -&gt; 20"));
 
         // `--set` keeps the campaigns and spaces of those constants only.
-        let n = |v: i64| [("N".to_string(), v)].into();
+        let n = |v: i64| ndtune_core::int_config([("N", v)]);
         let none = Report::read_selected(&store, &n(128)).unwrap();
         assert!(none
             .devices
@@ -628,7 +628,7 @@ mod tests {
                 "feature_names": [], "features": []});
             store.put_scenario(&g, &info).unwrap();
             for (c, ms) in [(2, 1.0), (4, 1.0 + i as f64)] {
-                let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), 2)].into();
+                let cfg: Config = ndtune_core::int_config([("WG_C", c), ("WG_R", 2)]);
                 store.insert(&record(&g, cfg, measured(ms))).unwrap();
             }
         }

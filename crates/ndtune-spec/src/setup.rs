@@ -12,7 +12,7 @@
 //! `[constants]` are left out (the constants key results themselves), as are `[params]`,
 //! `[space]` and `[split]`, which choose configurations but do not change what one measures.
 
-use crate::sources::{read_bytes, KernelSource};
+use crate::sources::{KernelSource, MAX_SOURCE_BYTES};
 use crate::{Reference, SpanKey, Spec, SpecError};
 use ndtune_core::setup::Setup;
 use serde_json::{Map, Value};
@@ -47,7 +47,7 @@ impl Spec {
                 }
             }
             Some(Reference::Host { source, .. }) => {
-                let bytes = read_bytes(source)
+                let bytes = crate::read_bytes(source, MAX_SOURCE_BYTES, "host reference")
                     .map_err(|e| at_verify(format!("[verify] reference: {e}")))?;
                 add(source, Some(&ndtune_core::text::short_sha256(&bytes)));
             }

@@ -10,65 +10,12 @@
 //! include counts. A header found nowhere is recorded as missing, so that creating it later
 //! changes the setup.
 
+use crate::{read_bytes, read_text};
 use std::collections::HashSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The largest source file ndtune reads: 16 MiB.
 pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
-
-/// The bytes of a file that must be a regular file of at most [`MAX_SOURCE_BYTES`]; the error
-/// names the file.
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "{shown} is not a regular file (a directory, a device or a pipe): a source must be a file"
-        ));
-    }
-    let too_large = |len: u64| {
-        format!(
-            "{shown} has {len} bytes, more than the {} MiB a source file may have",
-            MAX_SOURCE_BYTES >> 20
-        )
-    };
-    if meta.len() > MAX_SOURCE_BYTES {
-        return Err(too_large(meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        // It grew while it was read.
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-/// A text file read with [`read_bytes`]; bytes that are not UTF-8 are an error naming the file,
-/// line and column.
-pub fn read_text(path: &Path) -> Result<String, String> {
-    String::from_utf8(read_bytes(path)?).map_err(|e| {
-        let bytes = e.as_bytes();
-        let at = e.utf8_error().valid_up_to();
-        let line_start = bytes[..at]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = String::from_utf8_lossy(&bytes[line_start..at])
-            .chars()
-            .count()
-            + 1;
-        format!(
-            "{}:{line}:{column}: not UTF-8 text (byte 0x{:02x}); save the file as UTF-8",
-            path.display(),
-            bytes[at]
-        )
-    })
-}
 
 /// A file a build reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +74,8 @@ impl KernelSource {
         let mut seen = HashSet::new();
         for (i, path) in files.iter().enumerate() {
             let fail = |message| SourceError { file: i, message };
-            let text = read_text(path).map_err(fail)?;
+            let text = read_text(path, MAX_SOURCE_BYTES, "kernel source")
+                .map_err(|e| fail(e.to_string()))?;
             if !source.text.is_empty() && !source.text.ends_with('\n') {
                 source.text.push('\n');
             }
@@ -196,7 +144,7 @@ impl KernelSource {
             if !seen.insert(path.clone()) {
                 continue;
             }
-            let bytes = read_bytes(&path)?;
+            let bytes = read_bytes(&path, MAX_SOURCE_BYTES, "header").map_err(|e| e.to_string())?;
             self.files.push(SourceFile {
                 path: path.clone(),
                 digest: Some(digest(&bytes)),
@@ -378,42 +326,50 @@ mod tests {
     fn bad_sources_are_clear_errors_that_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let read = |files: &[PathBuf]| KernelSource::read(files, &[]).unwrap_err();
         let bad = write(d, "bad.cl", b"kernel void k() {}\n// caf\xe9\n");
-        let err = read_text(&bad).unwrap_err();
+        let err = read(std::slice::from_ref(&bad));
         assert!(
-            err.ends_with("bad.cl:2:7: not UTF-8 text (byte 0xe9); save the file as UTF-8"),
-            "{err}"
+            err.message
+                .ends_with("bad.cl:2:7: the kernel source is not UTF-8 text"),
+            "{err:?}"
         );
-        let err = read_text(Path::new("/dev/zero")).unwrap_err();
-        assert!(err.contains("/dev/zero is not a regular file"), "{err}");
-        let err = read_text(d).unwrap_err();
-        assert!(err.contains("not a regular file"), "{err}");
+        let err = read(&[PathBuf::from("/dev/zero")]);
+        assert_eq!(
+            err.message,
+            "/dev/zero: the kernel source is not a regular file (a directory, a device or a pipe)"
+        );
         let big = d.join("big.cl");
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(MAX_SOURCE_BYTES + 1).unwrap();
-        let err = read_text(&big).unwrap_err();
+        let err = read(&[big]);
         assert!(
-            err.contains("big.cl has 16777217 bytes, more than the 16 MiB"),
-            "{err}"
+            err.message.ends_with(
+                "big.cl: the kernel source is larger than 16 MiB; ndtune reads at most that"
+            ),
+            "{err:?}"
         );
-        let err = read_text(&d.join("none.cl")).unwrap_err();
+        let err = read(&[d.join("none.cl")]);
         assert!(
-            err.starts_with("cannot read") && err.contains("none.cl"),
-            "{err}"
+            err.message
+                .contains("none.cl: cannot read the kernel source"),
+            "{err:?}"
         );
 
-        let main = write(d, "main.cl", b"#include \"huge.h\"\n");
+        // A header too large is an error of the file that includes it.
         std::fs::File::create(d.join("huge.h"))
             .unwrap()
             .set_len(MAX_SOURCE_BYTES + 1)
             .unwrap();
-        let err = KernelSource::read(&[bad.clone(), main], &[]).unwrap_err();
-        assert_eq!(err.file, 0, "{err:?}");
         let ok = write(d, "ok.cl", b"kernel void k() {}\n");
-        let main = d.join("main.cl");
-        let err = KernelSource::read(&[ok, main], &[]).unwrap_err();
+        let main = write(d, "main.cl", b"#include \"huge.h\"\n");
+        let err = read(&[ok, main]);
         assert_eq!(err.file, 1);
-        assert!(err.message.contains("huge.h has"), "{err:?}");
+        assert!(
+            err.message
+                .contains("huge.h: the header is larger than 16 MiB"),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -34,8 +34,8 @@
 //!     kernel: "gemm".into(),
 //!     source_hash: ndtune_store::source_hash("kernel void gemm() {}"),
 //!     setup: "0011223344556677".into(),
-//!     constants: [("N".to_string(), 1024)].into(),
-//!     config: [("TX".to_string(), 16)].into(),
+//!     constants: ndtune_core::int_config([("N", 1024)]),
+//!     config: ndtune_core::int_config([("TX", 16)]),
 //! };
 //! let record = Record {
 //!     key: key.clone(),
@@ -72,10 +72,9 @@ pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use setups::SetupRecord;
 pub use store::Store;
 
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Config, Constants, Outcome};
 #[cfg(doc)]
 use ndtune_device::DeviceProfile;
-use std::collections::BTreeMap;
 
 /// The version of ndtune this crate belongs to; recorded with every record it writes.
 pub const NDTUNE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -103,7 +102,7 @@ pub struct ResultKey {
     /// The digest of the setup ([`ndtune_core::setup::Setup::digest`]).
     pub setup: String,
     /// The problem's constants (sizes and other fixed defines), by name.
-    pub constants: BTreeMap<String, i64>,
+    pub constants: Constants,
     pub config: Config,
 }
 
@@ -152,7 +151,7 @@ pub struct Group {
     pub source_hash: String,
     /// The digest of the setup ([`ndtune_core::setup::Setup::digest`]).
     pub setup: String,
-    pub constants: BTreeMap<String, i64>,
+    pub constants: Constants,
 }
 
 impl Group {

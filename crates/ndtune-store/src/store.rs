@@ -452,12 +452,12 @@ mod tests {
             kernel: "k".into(),
             source_hash: "h".into(),
             setup: LEGACY.into(),
-            constants: [("N".to_string(), 64)].into(),
+            constants: ndtune_core::int_config([("N", 64)]),
         }
     }
 
     fn config(x: i64) -> Config {
-        [("X".to_string(), x)].into()
+        ndtune_core::int_config([("X", x)])
     }
 
     /// The record a test writes with [`INSERT_RESULT`] for `config(x)`, as version 6 reads it.

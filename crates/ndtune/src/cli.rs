@@ -1,7 +1,7 @@
 //! The command line, with clap derive.
 
 use clap::{Args, Parser, Subcommand};
-use std::collections::BTreeMap;
+use ndtune_core::{Constants, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -122,21 +122,17 @@ pub struct SpaceArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Set {
     pub name: String,
-    pub values: Vec<i64>,
+    pub values: Vec<Value>,
 }
 
-/// `NAME=VALUE` or `NAME=V1,V2,...`.
+/// `NAME=VALUE` or `NAME=V1,V2,...`, each value as [`parse_value`] reads it.
 pub fn parse_set(s: &str) -> Result<Set, String> {
     let (name, values) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
     let values = values
         .split(',')
-        .map(|v| {
-            v.trim()
-                .parse::<i64>()
-                .map_err(|_| format!("`{}` in `{s}` is not an integer", v.trim()))
-        })
+        .map(|v| parse_value(v.trim()).map_err(|e| format!("{e} (in `{s}`)")))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Set {
         name: name.trim().to_string(),
@@ -157,7 +153,7 @@ pub struct SetArgs {
 
 impl SetArgs {
     /// One value per name, by name; several values, or a name given twice, are an error.
-    pub fn single(&self) -> Result<BTreeMap<String, i64>, String> {
+    pub fn single(&self) -> Result<Constants, String> {
         let sweep = self.sweep()?;
         match sweep.as_slice() {
             [one] => Ok(one.clone()),
@@ -170,8 +166,8 @@ impl SetArgs {
 
     /// Every combination of the values, by name: the product over names, the first name
     /// varying slowest; one empty map without `--set`.
-    pub fn sweep(&self) -> Result<Vec<BTreeMap<String, i64>>, String> {
-        let mut combinations = vec![BTreeMap::new()];
+    pub fn sweep(&self) -> Result<Vec<Constants>, String> {
+        let mut combinations = vec![Constants::new()];
         for (i, set) in self.set.iter().enumerate() {
             if self.set[..i].iter().any(|s| s.name == set.name) {
                 return Err(format!("--set names `{}` twice", set.name));
@@ -181,13 +177,40 @@ impl SetArgs {
                 .flat_map(|c| {
                     set.values.iter().map(move |v| {
                         let mut c = c.clone();
-                        c.insert(set.name.clone(), *v);
+                        c.insert(set.name.clone(), v.clone());
                         c
                     })
                 })
                 .collect();
         }
         Ok(combinations)
+    }
+}
+
+/// A value as written on the command line: an integer, a real number (`0.5`, `1e-3`) or an
+/// identifier (`float`).
+pub fn parse_value(text: &str) -> Result<Value, String> {
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Value::Int(v));
+    }
+    if let Ok(v) = text.parse::<f64>() {
+        return if v.is_finite() {
+            Ok(Value::Real(v))
+        } else {
+            Err(format!("`{text}` is not a finite number"))
+        };
+    }
+    let identifier = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+        && !text.starts_with(|c: char| c.is_ascii_digit());
+    if identifier {
+        Ok(Value::Text(text.to_string()))
+    } else {
+        Err(format!(
+            "`{text}` is not an integer, a real number or an identifier"
+        ))
     }
 }
 
@@ -637,12 +660,15 @@ mod tests {
             set: args.iter().map(|a| parse_set(a).unwrap()).collect(),
         };
         let n = |v: i64, m: Option<i64>| {
-            let mut c: BTreeMap<String, i64> = [("N".to_string(), v)].into();
-            c.extend(m.map(|m| ("M".to_string(), m)));
+            let mut c = ndtune_core::int_config([("N", v)]);
+            c.extend(m.map(|m| ("M".to_string(), Value::Int(m))));
             c
         };
         assert_eq!(set(&["N=256"]).single(), Ok(n(256, None)));
-        assert_eq!(set(&[]).sweep(), Ok(vec![BTreeMap::new()]));
+        assert_eq!(set(&[]).sweep(), Ok(vec![Constants::new()]));
+        let typed = set(&["TYPE=float,half", "ALPHA=0.5"]).sweep().unwrap();
+        assert_eq!(typed[1]["TYPE"], Value::from("half"));
+        assert_eq!(typed[1]["ALPHA"], Value::Real(0.5));
         assert_eq!(
             set(&["N = 1, 2", "M=3,4"]).sweep(),
             Ok(vec![
@@ -661,8 +687,8 @@ mod tests {
             .unwrap_err()
             .contains("`N` twice"));
         assert_eq!(
-            parse_set("N=1,x").unwrap_err(),
-            "`x` in `N=1,x` is not an integer"
+            parse_set("N=1,2x").unwrap_err(),
+            "`2x` is not an integer, a real number or an identifier (in `N=1,2x`)"
         );
         assert!(parse_set("N").unwrap_err().contains("not NAME=VALUE"));
     }

@@ -26,7 +26,7 @@ struct Removal {
 pub(crate) struct Report {
     kernel: String,
     /// The constants the spec was read with (`--set` applied).
-    constants: std::collections::BTreeMap<String, i64>,
+    constants: ndtune_core::Constants,
     device: Option<String>,
     declared: u128,
     bounded: u128,

@@ -90,14 +90,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             }
         }
         let (config, timing) = best.expect("tuned above");
-        let values: Vec<i64> = names
-            .iter()
-            .map(|n| {
-                config.get(n).copied().ok_or_else(|| {
-                    anyhow!("{label}: the stored best configuration has no `{n}`; re-tune")
-                })
-            })
-            .collect::<Result<_>>()?;
+        let values: Vec<i64> = spec.codec.point(&config).map_err(|e| {
+            anyhow!("{label}: the stored best configuration does not fit the spec ({e}); re-tune")
+        })?;
         rows.push(DeviceRow {
             device: label.clone(),
             config,

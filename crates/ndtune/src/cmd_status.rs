@@ -33,16 +33,18 @@ pub fn run(args: &StatusArgs) -> Result<()> {
         campaigns.push((device, store.campaign_status(&group)?, earlier));
     }
     // Each problem's newest campaign first, then its earlier ones, latest first.
-    campaigns.sort_by(|a, b| {
-        let key = |(_, s, e): &(Option<String>, CampaignStatus, Option<(Group, Vec<String>)>)| {
-            let g = &s.group;
+    campaigns.sort_by_key(|(_, s, earlier)| {
+        let g = &s.group;
+        (
             (
-                (g.device.clone(), g.kernel.clone(), g.constants.clone()),
-                e.is_some(),
-                std::cmp::Reverse(s.last_result),
-            )
-        };
-        key(a).cmp(&key(b))
+                g.device.clone(),
+                g.kernel.clone(),
+                g.source_hash.clone(),
+                g.constants.clone(),
+            ),
+            earlier.is_some(),
+            std::cmp::Reverse(s.last_result),
+        )
     });
     let now = ndtune_store::now_ms();
     if args.json {
@@ -163,7 +165,7 @@ mod tests {
                 kernel: "gemm".into(),
                 source_hash: "aaaabbbbccccdddd".into(),
                 setup: "5e7a5e7a5e7a5e7a".into(),
-                constants: [("N".to_string(), 1024)].into(),
+                constants: ndtune_core::int_config([("N", 1024)]),
             },
             results: 12,
             last_result: Some(90_000),

@@ -8,7 +8,7 @@ use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, OutcomeKind};
+use ndtune_core::{Config, Constants, OutcomeKind};
 use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -130,7 +130,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 /// One campaign of a sweep over constants, as its closing table shows it.
 #[derive(serde::Serialize)]
 struct Swept {
-    constants: BTreeMap<String, i64>,
+    constants: Constants,
     device: String,
     setup: String,
     best: Option<Best>,
@@ -175,7 +175,7 @@ pub(crate) fn tune_device(
     campaign: &CampaignArgs,
     timeout: Option<f64>,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &Constants,
     device: &ClDevice,
     label: &str,
     store: &Store,
@@ -307,7 +307,7 @@ pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static st
 }
 
 /// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
-pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
+pub(crate) fn show_constants(constants: &Constants) -> String {
     constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
@@ -315,7 +315,12 @@ pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
 pub(crate) fn show_config(names: &[String], config: &Config) -> String {
     names
         .iter()
-        .map(|n| format!("{n}={}", config.get(n).map_or("?".into(), i64::to_string)))
+        .map(|n| {
+            format!(
+                "{n}={}",
+                config.get(n).map_or("?".into(), ToString::to_string)
+            )
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -14,7 +14,7 @@ pub(crate) struct Criteria<'a> {
     /// Part of the device name, case-insensitive.
     pub device: Option<&'a str>,
     /// Constants with these values (others may have any).
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     /// The start of the setup's digest.
     pub setup: Option<&'a str>,
 }
@@ -121,7 +121,7 @@ mod tests {
             kernel: kernel.into(),
             source_hash: "h".into(),
             setup: setup.into(),
-            constants: [("N".to_string(), n), ("M".to_string(), 1)].into(),
+            constants: ndtune_core::int_config([("N", n), ("M", 1)]),
         }
     }
 

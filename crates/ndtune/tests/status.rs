@@ -17,12 +17,12 @@ fn group(device: &str) -> Group {
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
         setup: "5e7a5e7a5e7a5e7a".into(),
-        constants: [("N".to_string(), 64)].into(),
+        constants: ndtune_core::int_config([("N", 64)]),
     }
 }
 
 fn config(x: i64) -> Config {
-    [("X".to_string(), x)].into()
+    ndtune_core::int_config([("X", x)])
 }
 
 fn record(g: &Group, c: &Config) -> Record {
@@ -135,7 +135,7 @@ fn earlier_campaigns_of_a_kernel_show_after_the_newest_with_what_differs() {
         store.put_setup(&s).unwrap();
         let g = Group {
             setup: s.digest,
-            constants: [("N".to_string(), n)].into(),
+            constants: ndtune_core::int_config([("N", n)]),
             ..group(&fp)
         };
         let mut r = record(&g, &config(1));
