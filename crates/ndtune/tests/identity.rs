@@ -100,6 +100,21 @@ fn tune(dir: &Path, seed: &str) -> serde_json::Value {
     v["devices"][0].clone()
 }
 
+/// `ndtune export` of the store `db` as a Kernel Tuner cache into `out`, with `extra`
+/// arguments: the cache, or the error where it fails.
+fn export(db: &str, out: &Path, extra: &[&str]) -> Result<serde_json::Value, String> {
+    let o = ndtune()
+        .args(["export", "--db", db, "--format", "kt", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+    }
+    Ok(serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap())
+}
+
 /// (evaluated now, reused, measured, wrong_result)
 fn counts(d: &serde_json::Value) -> (u64, u64, u64, u64) {
     (
@@ -270,16 +285,7 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
 
     // Export cannot guess which: it lists them and names --setup, which selects one.
     let out = d.join("kt.json");
-    let export = [
-        "export",
-        "--db",
-        db,
-        "--format",
-        "kt",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let err = fails(&export);
+    let err = export(db, &out, &[]).unwrap_err();
     assert!(
         err.contains("8 recorded campaigns match; --setup DIGEST tells them apart"),
         "{err}"
@@ -288,9 +294,7 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
         err.contains(&format!("setup {} (newest): 3 results", setups[7])),
         "{err}"
     );
-    succeeds(&[&export[..], &["--setup", &setups[7][..8]]].concat());
-    let cache: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let cache = export(db, &out, &["--setup", &setups[7][..8]]).unwrap();
     assert_eq!(cache["cache"].as_object().unwrap().len(), 3);
 }
 
@@ -335,20 +339,9 @@ fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_consta
     let status = json(&["status", "--db", db, "--set", "N=32", "--json"]);
     assert_eq!(status["campaigns"].as_array().unwrap().len(), 1);
     let out = d.join("kt.json");
-    let export = [
-        "export",
-        "--db",
-        db,
-        "--format",
-        "kt",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let err = fails(&export);
+    let err = export(db, &out, &[]).unwrap_err();
     assert!(err.contains("--set N=VALUE tells them apart"), "{err}");
-    succeeds(&[&export[..], &["--set", "N=64"]].concat());
-    let cache: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let cache = export(db, &out, &["--set", "N=64"]).unwrap();
     assert_eq!(cache["problem_size"]["N"], 64);
     let space = json(&[
         "space",
