@@ -18,9 +18,9 @@ use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{source_names, Access, ArgKind, ElemType, Reference, Spec};
+use ndtune_spec::{Access, ArgKind, ElemType, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -61,14 +61,13 @@ pub struct Cost {
 pub struct Bench {
     spec: Spec,
     device: ClDevice,
-    source: String,
+    /// The kernel's files and headers; only the constants and parameters they mention become
+    /// defines, so configurations that differ in launch-only parameters share one build.
+    source: KernelSource,
     session: Session,
     seed: u64,
     global: Vec<Node>,
     local: Vec<Node>,
-    /// Names (constants and parameters) the kernel source mentions: only these become defines,
-    /// so configurations that differ in launch-only parameters share one build.
-    used_names: HashSet<String>,
     /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
     references: HashMap<Vec<usize>, Rc<Buffers>>,
     /// Inputs as uploaded once, by (argument, bytes).
@@ -202,7 +201,6 @@ impl Bench {
         let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
         let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
-        let used_names = source_names(&source);
         let halves = spec.args.iter().find(|a| {
             matches!(
                 a.kind,
@@ -250,7 +248,6 @@ impl Bench {
             seed,
             global,
             local,
-            used_names,
             references: HashMap::new(),
             pristine: RefCell::new(HashMap::new()),
             spare: RefCell::new(HashMap::new()),
@@ -266,9 +263,21 @@ impl Bench {
         })
     }
 
-    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device.
+    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device, after
+    /// checking that the spec and its files still make the campaign's setup.
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
-        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
+        let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
+        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(fatal)?;
+        if let Some(source) = spec.kernel_source().map_err(fatal)? {
+            let now = spec.setup(&source, job.seed).map_err(fatal)?.digest;
+            if now != job.setup {
+                return Err(Fatal(format!(
+                    "{}: the spec or a file it names changed since the campaign started (setup {}, now {now}): results measured now would not be the campaign's; start it again",
+                    spec.path.display(),
+                    job.setup
+                )));
+            }
+        }
         Bench::new(spec, &job.open_device()?, job.seed)
     }
 
@@ -291,7 +300,7 @@ impl Bench {
 
     /// Build options of a configuration of the tuned kernel.
     fn options(&self, config: &[i64]) -> String {
-        self.spec.build_options(&self.used_names, config)
+        self.spec.build_options(&self.source, config)
     }
 
     /// How many distinct programs were built so far.
@@ -322,7 +331,7 @@ impl Bench {
         if let Some(path) = binary {
             if let Ok(bytes) = std::fs::read(path) {
                 let options = self.options(config);
-                self.session.add_binary(&self.source, &options, &bytes);
+                self.session.add_binary(&self.source.text, &options, &bytes);
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
@@ -342,7 +351,7 @@ impl Bench {
     /// kept (see [`Session::binary`]).
     pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, ClError> {
         let options = self.options(config);
-        self.session.binary(&self.source, &options)
+        self.session.binary(&self.source.text, &options)
     }
 
     /// Loads `binary` for a configuration and launches it once, untimed and unverified, then
@@ -351,7 +360,7 @@ impl Bench {
     /// in a build worker, rather than in the measurement. Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
         let options = self.options(config);
-        self.session.add_binary(&self.source, &options, binary);
+        self.session.add_binary(&self.source.text, &options, binary);
         if let Ok(p) = self.prepare(config) {
             if let Ok((kernel, global, local)) = self.ready(config, &p) {
                 let _ = self.launch(&kernel, &global, &local);
@@ -511,7 +520,7 @@ impl Bench {
         let started = Instant::now();
         let built = self
             .session
-            .kernel(&self.source, &self.spec.kernel.name, &options);
+            .kernel(&self.source.text, &self.spec.kernel.name, &options);
         self.build_ms
             .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
         let kernel = match built {
@@ -746,16 +755,20 @@ impl Bench {
         global: Option<&[Node]>,
     ) -> Result<Buffers, Fatal> {
         let what = format!("[verify] reference kernel `{name}` ({})", path.display());
-        let source = std::fs::read_to_string(path).map_err(|e| Fatal(format!("{what}: {e}")))?;
+        let source = KernelSource::read(
+            std::slice::from_ref(&path.to_path_buf()),
+            &self.spec.kernel.include_dirs,
+        )
+        .map_err(|e| Fatal(format!("{what}: {}", e.message)))?;
         let global = global
             .unwrap_or(&self.global)
             .iter()
             .map(|n| size(n, config, "[verify] reference global"))
             .collect::<Result<Vec<_>, _>>()?;
-        let options = self.spec.build_options(&source_names(&source), config);
+        let options = self.spec.build_options(&source, config);
         let fail = |e: ClError| Fatal(format!("{what}: {e}"));
         let mut session = Session::new(&self.device).map_err(fail)?;
-        let kernel = session.kernel(&source, name, &options).map_err(fail)?;
+        let kernel = session.kernel(&source.text, name, &options).map_err(fail)?;
         let data: BTreeMap<&str, &HostData> = p
             .inputs
             .iter()

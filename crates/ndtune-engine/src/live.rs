@@ -62,13 +62,7 @@ impl Live<'_> {
     }
 
     fn key(&self, config: &Config) -> ResultKey {
-        ResultKey {
-            device: self.group.device.clone(),
-            kernel: self.group.kernel.clone(),
-            source_hash: self.group.source_hash.clone(),
-            constants: self.group.constants.clone(),
-            config: config.clone(),
-        }
+        ResultKey::new(&self.group, config.clone())
     }
 
     /// The time account, with the build workers' own time and the worker start-up added. Gives

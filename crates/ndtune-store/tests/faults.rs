@@ -14,6 +14,7 @@ fn group() -> Group {
         device: "0123456789abcdef".into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
+        setup: "5e7b5e7b5e7b5e7b".into(),
         constants: ndtune_core::int_config([("N", 64)]),
     }
 }
@@ -23,21 +24,8 @@ fn config(x: i64) -> Config {
 }
 
 fn record(x: i64) -> Record {
-    let Group {
-        device,
-        kernel,
-        source_hash,
-        constants,
-    } = group();
-    let config = config(x);
     Record {
-        key: ResultKey {
-            device,
-            kernel,
-            source_hash,
-            constants,
-            config,
-        },
+        key: ResultKey::new(&group(), config(x)),
         outcome: Outcome::Measured(Timing::new(vec![1.0 + x as f64], 1)),
         ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
         started_at: 1,
@@ -47,10 +35,7 @@ fn record(x: i64) -> Record {
 
 fn stored(store: &Store) -> usize {
     let g = group();
-    store
-        .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-        .unwrap()
-        .len()
+    store.records(&g).unwrap().len()
 }
 
 /// A server of the test's own, which it may restart; `None` without the binaries.

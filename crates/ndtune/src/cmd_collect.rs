@@ -124,21 +124,24 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             feature_names: features.names,
             features: features.values,
         };
-        prepared.push((device, label, spec, source, info));
+        prepared.push((device, label, spec, info));
     }
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
-    for (device, label, spec, source, info) in prepared {
-        let g = group(&spec, &source, device, &store)?;
+    for (device, label, spec, info) in prepared {
+        let source = spec
+            .kernel_source()?
+            .ok_or_else(|| anyhow!("{label}: the scenario's spec names no source"))?;
+        let g = group(&spec, &source, args.seed, device, &store)?;
         store.put_scenario(&g, &serde_json::to_value(&info)?)?;
         let campaign = CampaignArgs {
             store: args.store.clone(),
             strategy: "exhaustive".into(),
             budget: None,
             seed: args.seed,
-            set: vec![],
+            constants: Default::default(),
             build_jobs: None,
         };
         let report = tune_device(

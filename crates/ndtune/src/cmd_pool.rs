@@ -47,7 +47,7 @@ pub fn run(
     let source = spec
         .kernel_source()?
         .context("[kernel] source is needed to tune")?;
-    let group = ndtune_engine::group(spec, &source, first, store)?;
+    let group = ndtune_engine::group(spec, &source, args.campaign.seed, first, store)?;
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(targets::label(first), &first.profile)])

@@ -21,6 +21,7 @@ mod cmd_stencil;
 mod cmd_tune;
 mod kernel_check;
 mod output;
+mod select;
 mod targets;
 
 use clap::Parser;

@@ -203,15 +203,7 @@ fn a_terminated_tune_ends_its_workers_keeps_its_results_and_gives_back_its_claim
     assert_eq!(status.measured_twice, 0, "{status:?}");
     assert!(status.workers.iter().all(|w| w.claimed == 0), "{status:?}");
     // No evaluation was recorded as a crash of the workers it ended.
-    for r in store
-        .records(
-            &group.device,
-            &group.kernel,
-            &group.source_hash,
-            &group.constants,
-        )
-        .unwrap()
-    {
+    for r in store.records(&group).unwrap() {
         assert!(!matches!(r.outcome, Outcome::Crashed { .. }), "{r:?}");
     }
 }

@@ -100,14 +100,7 @@ fn typed_values_reach_the_kernel_exactly() {
     assert!(best["SCALE"] == 1.0 || best["SCALE"] == 2.5, "{best}");
     let store = ndtune_store::Store::open(&db).unwrap();
     let group = &store.groups().unwrap()[0];
-    let records = store
-        .records(
-            &group.device,
-            &group.kernel,
-            &group.source_hash,
-            &group.constants,
-        )
-        .unwrap();
+    let records = store.records(group).unwrap();
     let scales: std::collections::BTreeSet<String> = records
         .iter()
         .map(|r| ndtune_core::config_key(&r.key.config))

@@ -41,6 +41,17 @@ pub fn json_of(mut cmd: Command, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Runs ndtune, expects success, returns stdout.
+pub fn succeeds(args: &[&str]) -> String {
+    let out = ndtune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ndtune {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs ndtune, expects failure, returns stderr.
 pub fn fails(args: &[&str]) -> String {
     let out = ndtune().args(args).output().unwrap();
