@@ -59,6 +59,7 @@ pub struct RawLaunch {
 pub struct RawSpaceSection {
     #[serde(default)]
     pub constraints: Vec<Spanned<String>>,
+    pub platform: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -208,3 +208,27 @@ fn source_names_are_whole_words() {
     }
     assert!(!ids.contains("WG") && !ids.contains("3e5") && !ids.contains("e5"));
 }
+
+#[test]
+fn the_platform_model_is_chosen_by_name() {
+    use ndtune_space::platform::Model;
+    let spec = |platform: &str| {
+        parse(&format!(
+            "{HEAD}[params]\nX = [1]\n[space]\nplatform = \"{platform}\"\n"
+        ))
+    };
+    assert_eq!(spec("legal").unwrap().problem.platform, Model::Legal);
+    assert_eq!(spec("erdem").unwrap().problem.platform, Model::Erdem);
+    assert_eq!(
+        parse(&format!("{HEAD}[params]\nX = [1]\n"))
+            .unwrap()
+            .problem
+            .platform,
+        Model::Erdem
+    );
+    let e = spec("lenient").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:6:12: [space] platform is \"erdem\"") && e.contains("`lenient`"),
+        "{e}"
+    );
+}

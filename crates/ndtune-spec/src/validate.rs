@@ -4,6 +4,7 @@ use crate::raw::{IntOrExpr, RawArg, RawSpec};
 use crate::{SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
 use ndtune_space::domain::Domain;
+use ndtune_space::platform::Model;
 use ndtune_space::problem::{LaunchDecl, Location, ParamDecl, Problem};
 use ndtune_space::resolve::Node;
 use std::collections::{BTreeMap, HashMap};
@@ -258,6 +259,17 @@ pub(crate) fn spec(
         for (i, c) in space.constraints.iter().enumerate() {
             cx.record(Location::Constraint(i), c.span());
             problem.constraints.push(c.get_ref().clone());
+        }
+        if let Some(p) = &space.platform {
+            problem.platform = Model::parse(p.get_ref()).ok_or_else(|| {
+                cx.err(
+                    &p.span(),
+                    format!(
+                        "[space] platform is \"erdem\" (eq. 1-3, the default) or \"legal\" (only what the device enforces), not `{}`",
+                        p.get_ref()
+                    ),
+                )
+            })?;
         }
     }
     if let Some(launch) = &raw.launch {
