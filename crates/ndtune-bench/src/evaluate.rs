@@ -12,7 +12,7 @@
 //! core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
-use crate::data::{from_bytes, initial_values, to_bytes};
+use crate::data::{from_bytes, initial_bytes, scalar_bytes};
 use crate::device_check::{self, DeviceCheck};
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
@@ -360,31 +360,31 @@ impl Bench {
             let (mut buffer, mut scalar, mut local) = (None, vec![], 0);
             match &arg.kind {
                 ArgKind::Buffer {
-                    ty,
-                    len,
-                    init,
-                    access,
+                    ty, len, access, ..
                 } => {
                     let len = size(len, config, &format!("{what} len"))?;
-                    let data =
-                        Rc::clone(self.host_data.borrow_mut().entry((i, len)).or_insert_with(
-                            || {
-                                let bytes =
-                                    to_bytes(*ty, &initial_values(*init, *ty, len, self.seed, i));
-                                let values = from_bytes(*ty, &bytes);
-                                Rc::new(HostData { bytes, values })
-                            },
-                        ));
+                    let cached = self.host_data.borrow().get(&(i, len)).cloned();
+                    let data = match cached {
+                        Some(data) => data,
+                        None => {
+                            let bytes = initial_bytes(&self.spec, i, len, config, self.seed)
+                                .map_err(Fatal)?;
+                            let values = from_bytes(*ty, &bytes);
+                            let data = Rc::new(HostData { bytes, values });
+                            self.host_data
+                                .borrow_mut()
+                                .insert((i, len), Rc::clone(&data));
+                            data
+                        }
+                    };
                     p.lens.push(len);
                     let held = self.hold(i, *access, &data);
                     buffer = Some(held.map_err(|e| RunError::Outcome(refused(&e)))?);
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
-                    scalar = to_bytes(
-                        *ty,
-                        &[eval(value, config, &format!("{what} value"))? as f64],
-                    );
+                    let v = eval(value, config, &format!("{what} value"))?;
+                    scalar = scalar_bytes(*ty, v).map_err(|e| Fatal(format!("{what} value: {e}")))?;
                 }
                 ArgKind::Local { bytes } => local = size(bytes, config, &format!("{what} bytes"))?,
             }

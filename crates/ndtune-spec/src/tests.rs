@@ -232,3 +232,56 @@ fn the_platform_model_is_chosen_by_name() {
         "{e}"
     );
 }
+
+#[test]
+fn inits_from_files_copies_and_distributions_are_checked() {
+    let spec = |a_init: &str, b_type: &str, b_init: &str| {
+        parse(&format!(
+            "{HEAD}[params]\nX = [1]\n[[args]]\nname = \"a\"\nkind = \"buffer\"\ntype = \"float\"\nlen = 4\ninit = {a_init}\n[[args]]\nname = \"b\"\nkind = \"buffer\"\ntype = \"{b_type}\"\nlen = 4\ninit = {b_init}\n"
+        ))
+    };
+    let s = spec(
+        "{ npy = \"data/a.npy\" }",
+        "float",
+        "{ copy = \"a\" }",
+    )
+    .unwrap();
+    let init = |i: usize| match &s.args[i].kind {
+        ArgKind::Buffer { init, .. } => init.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(init(0), Init::Npy(Path::new("data/a.npy").to_path_buf()));
+    assert_eq!(init(1), Init::Copy("a".into()));
+    let s = spec("{ uniform = [0, 10.5] }", "int", "{ normal = [0, 1] }").unwrap();
+    assert!(matches!(
+        s.args[0].kind,
+        ArgKind::Buffer {
+            init: Init::Uniform {
+                low: 0.0,
+                high: 10.5
+            },
+            ..
+        }
+    ));
+
+    let e = spec("\"random\"", "int", "{ copy = \"a\" }").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:11:")
+            && e.contains("[[args]] b: init.copy: `a` holds float, not int"),
+        "{e}"
+    );
+    let e = spec("{ copy = \"b\" }", "float", "{ copy = \"a\" }").unwrap_err();
+    assert!(e.contains("[[args]] a: init.copy goes round in a circle"), "{e}");
+    let e = spec("{ copy = \"c\" }", "float", "\"zeros\"").unwrap_err();
+    assert!(e.contains("init.copy: no argument `c`"), "{e}");
+    let e = spec("{ uniform = [3, 1] }", "float", "\"zeros\"").unwrap_err();
+    assert!(e.contains("low <= high, not [3, 1]"), "{e}");
+    let e = spec("{ normal = [0] }", "float", "\"zeros\"").unwrap_err();
+    assert!(e.contains("init.normal takes two numbers"), "{e}");
+    let e = spec("{ gauss = [0, 1] }", "float", "\"zeros\"").unwrap_err();
+    assert!(
+        e.contains("init is random, bits, zeros, ones, iota, a number, { npy = ")
+            && e.contains("not a table with `gauss`"),
+        "{e}"
+    );
+}

@@ -50,6 +50,15 @@ impl ElemType {
         ("double", ElemType::Double),
     ];
 
+    /// The OpenCL C name (`float`).
+    pub fn name(self) -> &'static str {
+        ElemType::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map(|(n, _)| *n)
+            .expect("every type is named")
+    }
+
     /// Size in bytes.
     pub fn size(self) -> usize {
         match self {
@@ -61,9 +70,11 @@ impl ElemType {
     }
 }
 
-/// How a buffer is filled before a launch (deterministically, from a seed for `Random`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a buffer is filled before a launch: deterministically, the random ones from a stream
+/// seeded by `--seed` and the argument's position (docs/spec.md, "Inputs").
+#[derive(Debug, Clone, PartialEq)]
 pub enum Init {
+    /// Floats uniform in [-1, 1); unsigned integers uniform in 0..=15, signed in -8..=7.
     Random,
     Zeros,
     Ones,
@@ -71,6 +82,14 @@ pub enum Init {
     /// Random 0s and 1s (cells of a cellular automaton, masks).
     Bits,
     Value(f64),
+    /// Floats uniform in [low, high); integers uniform in low..=high.
+    Uniform { low: f64, high: f64 },
+    /// Normally distributed (integers: rounded to the nearest, saturated at the type's limits).
+    Normal { mean: f64, std_dev: f64 },
+    /// The elements of a NumPy `.npy` file (resolved relative to the spec), in C order.
+    Npy(PathBuf),
+    /// The initial contents of another buffer argument of the same type, by name.
+    Copy(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,8 +324,9 @@ pub(crate) fn spec(
     spec.args = raw
         .args
         .iter()
-        .map(|a| arg(&cx, &spec.problem, a))
+        .map(|a| arg(&cx, &spec.problem, a, dir))
         .collect::<Result<_, _>>()?;
+    check_copies(&cx, &raw, &spec.args)?;
     if let Some(v) = &raw.verify {
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
     }
@@ -472,7 +492,127 @@ fn elem_type(
         })
 }
 
-fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecError> {
+/// `init` as written: a name, a number, or a table with one key (`npy`, `copy`, `uniform`,
+/// `normal`).
+fn init(
+    cx: &Ctx,
+    span: &Range<usize>,
+    what: &str,
+    v: Option<&toml::Value>,
+    dir: &Path,
+) -> Result<Init, SpecError> {
+    const FORMS: &str = "random, bits, zeros, ones, iota, a number, { npy = \"file.npy\" }, { copy = \"ARG\" }, { uniform = [low, high] } or { normal = [mean, std_dev] }";
+    let err = |m: String| cx.err(span, format!("{what}: {m}"));
+    let pair = |key: &str, v: &toml::Value| -> Result<(f64, f64), SpecError> {
+        let numbers: Option<Vec<f64>> = v.as_array().map(|items| {
+            items
+                .iter()
+                .filter_map(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
+                .collect()
+        });
+        match numbers.as_deref() {
+            Some(&[a, b]) if v.as_array().is_some_and(|i| i.len() == 2) => Ok((a, b)),
+            _ => Err(err(format!("init.{key} takes two numbers, not {v}"))),
+        }
+    };
+    Ok(match v {
+        None => Init::Zeros,
+        Some(toml::Value::String(s)) => match s.as_str() {
+            "random" => Init::Random,
+            "zeros" => Init::Zeros,
+            "ones" => Init::Ones,
+            "iota" => Init::Iota,
+            "bits" => Init::Bits,
+            _ => return Err(err(format!("init is {FORMS}, not `{s}`"))),
+        },
+        Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
+        Some(toml::Value::Float(v)) => Init::Value(*v),
+        Some(toml::Value::Table(t)) if t.len() == 1 => {
+            let (key, value) = t.iter().next().expect("one entry");
+            match (key.as_str(), value) {
+                ("npy", toml::Value::String(file)) => Init::Npy(dir.join(file)),
+                ("copy", toml::Value::String(arg)) => Init::Copy(arg.clone()),
+                ("uniform", v) => {
+                    let (low, high) = pair(key, v)?;
+                    if !(low.is_finite() && high.is_finite() && low <= high) {
+                        return Err(err(format!(
+                            "init.uniform needs finite bounds with low <= high, not [{low}, {high}]"
+                        )));
+                    }
+                    Init::Uniform { low, high }
+                }
+                ("normal", v) => {
+                    let (mean, std_dev) = pair(key, v)?;
+                    if !(mean.is_finite() && std_dev.is_finite() && std_dev >= 0.0) {
+                        return Err(err(format!(
+                            "init.normal needs a finite mean and standard deviation >= 0, not [{mean}, {std_dev}]"
+                        )));
+                    }
+                    Init::Normal { mean, std_dev }
+                }
+                ("npy" | "copy", other) => {
+                    return Err(err(format!("init.{key} takes a name, not {other}")))
+                }
+                _ => return Err(err(format!("init is {FORMS}, not a table with `{key}`"))),
+            }
+        }
+        Some(v) => return Err(err(format!("init is {FORMS}, not {v}"))),
+    })
+}
+
+/// Checks every `init = { copy = "ARG" }`: the source is another buffer of the same type, and
+/// copies do not go round in a circle.
+fn check_copies(cx: &Ctx, raw: &RawSpec, args: &[Arg]) -> Result<(), SpecError> {
+    let copy_of = |i: usize| match &args[i].kind {
+        ArgKind::Buffer {
+            init: Init::Copy(from),
+            ..
+        } => Some(from.as_str()),
+        _ => None,
+    };
+    for (i, a) in args.iter().enumerate() {
+        let Some(from) = copy_of(i) else { continue };
+        let span = raw.args[i].span();
+        let what = format!("[[args]] {}", a.name);
+        let ArgKind::Buffer { ty, .. } = a.kind else {
+            unreachable!("only buffers have an init")
+        };
+        let Some(j) = args.iter().position(|b| b.name == from) else {
+            return Err(cx.err(&span, format!("{what}: init.copy: no argument `{from}`")));
+        };
+        match args[j].kind {
+            ArgKind::Buffer { ty: source, .. } if source == ty => {}
+            ArgKind::Buffer { ty: source, .. } => {
+                return Err(cx.err(
+                    &span,
+                    format!(
+                        "{what}: init.copy: `{from}` holds {}, not {}: a copy keeps the type",
+                        source.name(),
+                        ty.name()
+                    ),
+                ))
+            }
+            _ => return Err(cx.err(&span, format!("{what}: init.copy: `{from}` is not a buffer"))),
+        }
+    }
+    // Every source exists now: a chain of copies longer than the arguments goes round.
+    let source = |i: usize| copy_of(i).and_then(|from| args.iter().position(|b| b.name == from));
+    for (i, a) in args.iter().enumerate() {
+        let mut at = Some(i);
+        for _ in 0..=args.len() {
+            at = at.and_then(source);
+        }
+        if at.is_some() {
+            return Err(cx.err(
+                &raw.args[i].span(),
+                format!("[[args]] {}: init.copy goes round in a circle", a.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<Arg, SpecError> {
     let span = a.span();
     let r = a.get_ref();
     let what = format!("[[args]] {}", r.name);
@@ -490,29 +630,7 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
     }
     let kind = match r.kind.as_str() {
         "buffer" => {
-            let init = match &r.init {
-                None => Init::Zeros,
-                Some(toml::Value::String(s)) => match s.as_str() {
-                    "random" => Init::Random,
-                    "zeros" => Init::Zeros,
-                    "ones" => Init::Ones,
-                    "iota" => Init::Iota,
-                    "bits" => Init::Bits,
-                    _ => {
-                        return Err(cx.err(
-                            &span,
-                            format!(
-                                "{what}: init is random, bits, zeros, ones, iota or a number, not `{s}`"
-                            ),
-                        ))
-                    }
-                },
-                Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
-                Some(toml::Value::Float(v)) => Init::Value(*v),
-                Some(v) => {
-                    return Err(cx.err(&span, format!("{what}: init cannot be {}", v.type_str())))
-                }
-            };
+            let init = init(cx, &span, &what, r.init.as_ref(), dir)?;
             let access = match r.access.as_deref() {
                 None | Some("read_write") => Access::ReadWrite,
                 Some("read") => Access::Read,
