@@ -31,7 +31,10 @@ pub fn initial_bytes(
                 .iter()
                 .position(|b| &b.name == from)
                 .expect("validated: a copy's source is an argument");
-            let ArgKind::Buffer { len: source_len, .. } = &spec.args[j].kind else {
+            let ArgKind::Buffer {
+                len: source_len, ..
+            } = &spec.args[j].kind
+            else {
                 unreachable!("validated: a copy's source is a buffer")
             };
             let source_len = buffer_len(spec, j, source_len, config)?;
@@ -104,7 +107,8 @@ fn generated_values(init: &Init, ty: ElemType, len: usize, seed: u64, arg: usize
             .map(|_| {
                 // Box-Muller, one value per pair of draws.
                 let (u1, u2) = (1.0 - unit(), unit());
-                let v = mean + std_dev * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                let v =
+                    mean + std_dev * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
                 if float {
                     v
                 } else {
@@ -192,14 +196,35 @@ pub fn scalar_bytes(ty: ElemType, value: i64) -> Result<Vec<u8>, String> {
         false => Err(format!("{value} does not fit a {}", ty.name())),
     };
     match ty {
-        ElemType::Char => fits(i8::try_from(value).is_ok(), (value as i8).to_ne_bytes().to_vec()),
-        ElemType::UChar => fits(u8::try_from(value).is_ok(), (value as u8).to_ne_bytes().to_vec()),
-        ElemType::Short => fits(i16::try_from(value).is_ok(), (value as i16).to_ne_bytes().to_vec()),
-        ElemType::UShort => fits(u16::try_from(value).is_ok(), (value as u16).to_ne_bytes().to_vec()),
-        ElemType::Int => fits(i32::try_from(value).is_ok(), (value as i32).to_ne_bytes().to_vec()),
-        ElemType::UInt => fits(u32::try_from(value).is_ok(), (value as u32).to_ne_bytes().to_vec()),
+        ElemType::Char => fits(
+            i8::try_from(value).is_ok(),
+            (value as i8).to_ne_bytes().to_vec(),
+        ),
+        ElemType::UChar => fits(
+            u8::try_from(value).is_ok(),
+            (value as u8).to_ne_bytes().to_vec(),
+        ),
+        ElemType::Short => fits(
+            i16::try_from(value).is_ok(),
+            (value as i16).to_ne_bytes().to_vec(),
+        ),
+        ElemType::UShort => fits(
+            u16::try_from(value).is_ok(),
+            (value as u16).to_ne_bytes().to_vec(),
+        ),
+        ElemType::Int => fits(
+            i32::try_from(value).is_ok(),
+            (value as i32).to_ne_bytes().to_vec(),
+        ),
+        ElemType::UInt => fits(
+            u32::try_from(value).is_ok(),
+            (value as u32).to_ne_bytes().to_vec(),
+        ),
         ElemType::Long => Ok(value.to_ne_bytes().to_vec()),
-        ElemType::ULong => fits(u64::try_from(value).is_ok(), (value as u64).to_ne_bytes().to_vec()),
+        ElemType::ULong => fits(
+            u64::try_from(value).is_ok(),
+            (value as u64).to_ne_bytes().to_vec(),
+        ),
         ElemType::Float => Ok((value as f32).to_ne_bytes().to_vec()),
         ElemType::Double => Ok((value as f64).to_ne_bytes().to_vec()),
     }
@@ -271,9 +296,18 @@ mod tests {
     #[test]
     fn random_data_is_deterministic_per_seed_and_argument() {
         let a = generated_values(&Init::Random, ElemType::Float, 100, 7, 0);
-        assert_eq!(a, generated_values(&Init::Random, ElemType::Float, 100, 7, 0));
-        assert_ne!(a, generated_values(&Init::Random, ElemType::Float, 100, 7, 1));
-        assert_ne!(a, generated_values(&Init::Random, ElemType::Float, 100, 8, 0));
+        assert_eq!(
+            a,
+            generated_values(&Init::Random, ElemType::Float, 100, 7, 0)
+        );
+        assert_ne!(
+            a,
+            generated_values(&Init::Random, ElemType::Float, 100, 7, 1)
+        );
+        assert_ne!(
+            a,
+            generated_values(&Init::Random, ElemType::Float, 100, 8, 0)
+        );
         assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
         let u = generated_values(&Init::Random, ElemType::UInt, 100, 7, 0);
         assert!(u
@@ -353,11 +387,17 @@ mod tests {
         let normal = from_bytes(ElemType::Float, &inputs["a"]);
         let mean = normal.iter().sum::<f64>() / n as f64;
         let sd = (normal.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-        assert!((mean - 10.0).abs() < 0.05 && (sd - 2.0).abs() < 0.05, "{mean} {sd}");
+        assert!(
+            (mean - 10.0).abs() < 0.05 && (sd - 2.0).abs() < 0.05,
+            "{mean} {sd}"
+        );
         let ints = from_bytes(ElemType::Int, &inputs["c"]);
         for v in -3..=3 {
             let count = ints.iter().filter(|&&x| x == v as f64).count();
-            assert!((count as f64 / n as f64 - 1.0 / 7.0).abs() < 0.01, "{v}: {count}");
+            assert!(
+                (count as f64 / n as f64 - 1.0 / 7.0).abs() < 0.01,
+                "{v}: {count}"
+            );
         }
         assert!(ints.iter().all(|v| (-3.0..=3.0).contains(v)));
         let s = spec(dir.path(), n, "{ uniform = [2, 2.5] }", "\"zeros\"");

@@ -346,7 +346,10 @@ impl Problem {
 fn rounded_up(global: &str, local: &str) -> String {
     let atom = |e: &str| {
         let e = e.trim();
-        match e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+        match e
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
             true => e.to_string(),
             false => format!("({e})"),
         }

@@ -80,7 +80,8 @@ pub struct RawArg {
 #[serde(deny_unknown_fields)]
 pub struct RawVerify {
     pub outputs: Vec<String>,
-    pub reference: toml::Value,
+    pub reference: Option<toml::Value>,
+    pub check: Option<toml::Value>,
     pub tolerance: Option<f64>,
     pub atol: Option<f64>,
 }

@@ -158,7 +158,7 @@ runs = 3
         }
     ));
     let v = s.verify.unwrap();
-    assert!(matches!(v.reference, Reference::Config(ref c) if c["S"] == 8));
+    assert!(matches!(v.reference, Some(Reference::Config(ref c)) if c["S"] == 8));
     assert_eq!(
         (s.measure.warmup, s.measure.runs, s.measure.best_of),
         (1, 3, 3)
@@ -240,12 +240,7 @@ fn inits_from_files_copies_and_distributions_are_checked() {
             "{HEAD}[params]\nX = [1]\n[[args]]\nname = \"a\"\nkind = \"buffer\"\ntype = \"float\"\nlen = 4\ninit = {a_init}\n[[args]]\nname = \"b\"\nkind = \"buffer\"\ntype = \"{b_type}\"\nlen = 4\ninit = {b_init}\n"
         ))
     };
-    let s = spec(
-        "{ npy = \"data/a.npy\" }",
-        "float",
-        "{ copy = \"a\" }",
-    )
-    .unwrap();
+    let s = spec("{ npy = \"data/a.npy\" }", "float", "{ copy = \"a\" }").unwrap();
     let init = |i: usize| match &s.args[i].kind {
         ArgKind::Buffer { init, .. } => init.clone(),
         _ => unreachable!(),
@@ -271,7 +266,10 @@ fn inits_from_files_copies_and_distributions_are_checked() {
         "{e}"
     );
     let e = spec("{ copy = \"b\" }", "float", "{ copy = \"a\" }").unwrap_err();
-    assert!(e.contains("[[args]] a: init.copy goes round in a circle"), "{e}");
+    assert!(
+        e.contains("[[args]] a: init.copy goes round in a circle"),
+        "{e}"
+    );
     let e = spec("{ copy = \"c\" }", "float", "\"zeros\"").unwrap_err();
     assert!(e.contains("init.copy: no argument `c`"), "{e}");
     let e = spec("{ uniform = [3, 1] }", "float", "\"zeros\"").unwrap_err();

@@ -83,9 +83,15 @@ pub enum Init {
     Bits,
     Value(f64),
     /// Floats uniform in [low, high); integers uniform in low..=high.
-    Uniform { low: f64, high: f64 },
+    Uniform {
+        low: f64,
+        high: f64,
+    },
     /// Normally distributed (integers: rounded to the nearest, saturated at the type's limits).
-    Normal { mean: f64, std_dev: f64 },
+    Normal {
+        mean: f64,
+        std_dev: f64,
+    },
     /// The elements of a NumPy `.npy` file (resolved relative to the spec), in C order.
     Npy(PathBuf),
     /// The initial contents of another buffer argument of the same type, by name.
@@ -138,17 +144,30 @@ pub enum Reference {
         name: String,
         global: Option<Vec<Node>>,
     },
-    /// A host reference in C, compiled with clang: `void FUNCTION(void **buffers, const long
-    /// long *scalars)` gets every buffer argument (in `[[args]]` order, with the contents the
-    /// device starts from) and every scalar argument's value, and fills the outputs.
-    Host { source: PathBuf, function: String },
+    /// A host reference in C, compiled with clang: `void FUNCTION(const ndtune_args *args)`
+    /// gets every buffer argument (in `[[args]]` order, with the contents the device starts
+    /// from), every scalar argument's value in its type and the constants, and fills the
+    /// outputs (docs/spec.md, "Host functions").
+    Host(HostFunction),
 }
 
-/// `[verify]`.
+/// A function of a C file, run on the host (`{ host = "file.c", function = "f" }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostFunction {
+    /// The C file, resolved relative to the spec file.
+    pub source: PathBuf,
+    pub function: String,
+}
+
+/// `[verify]`: the outputs compared with a reference, decided by a host check, or both.
 #[derive(Debug, Clone)]
 pub struct Verify {
     pub outputs: Vec<String>,
-    pub reference: Reference,
+    pub reference: Option<Reference>,
+    /// `int FUNCTION(const ndtune_args *args, char *message, size_t size)`: gets the inputs,
+    /// the outputs, the scalars, the constants and the configuration's parameter values, and
+    /// returns 0 where the outputs are right, else fills `message` with why.
+    pub check: Option<HostFunction>,
     /// Relative tolerance.
     pub rtol: f64,
     /// Absolute tolerance.
@@ -592,7 +611,12 @@ fn check_copies(cx: &Ctx, raw: &RawSpec, args: &[Arg]) -> Result<(), SpecError> 
                     ),
                 ))
             }
-            _ => return Err(cx.err(&span, format!("{what}: init.copy: `{from}` is not a buffer"))),
+            _ => {
+                return Err(cx.err(
+                    &span,
+                    format!("{what}: init.copy: `{from}` is not a buffer"),
+                ))
+            }
         }
     }
     // Every source exists now: a chain of copies longer than the arguments goes round.
@@ -712,33 +736,75 @@ fn verify(
             }
         }
     }
-    let reference = match &r.reference {
+    let reference = r
+        .reference
+        .as_ref()
+        .map(|value| reference(cx, spec, &span, value, dir))
+        .transpose()?;
+    let check = match &r.check {
+        None => None,
+        Some(toml::Value::Table(t)) if t.contains_key("host") => {
+            Some(host_function(cx, &span, "check", t, dir)?)
+        }
+        Some(_) => {
+            return Err(cx.err(
+                &span,
+                "[verify] check is { host = \"file.c\", function = \"...\" }",
+            ))
+        }
+    };
+    if reference.is_none() && check.is_none() {
+        return Err(cx.err(&span, "[verify] needs a reference, a check, or both"));
+    }
+    let rtol = r.tolerance.unwrap_or(1e-4);
+    let atol = r.atol.unwrap_or(1e-6);
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+    }
+    Ok(Verify {
+        outputs: r.outputs.clone(),
+        reference,
+        check,
+        rtol,
+        atol,
+    })
+}
+
+/// `[verify] reference` as written.
+fn reference(
+    cx: &Ctx,
+    spec: &Spec,
+    span: &Range<usize>,
+    value: &toml::Value,
+    dir: &Path,
+) -> Result<Reference, SpecError> {
+    Ok(match value {
         toml::Value::String(s) => match s.strip_prefix("builtin:") {
             Some(name) => Reference::Builtin(name.to_string()),
-            None => return Err(cx.err(&span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
+            None => return Err(cx.err(span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
         },
         toml::Value::Table(t) if t.contains_key("config") => {
             let Some(cfg) = t["config"].as_table() else {
-                return Err(cx.err(&span, "[verify] reference.config is a table of parameter values"));
+                return Err(cx.err(span, "[verify] reference.config is a table of parameter values"));
             };
             let mut values = BTreeMap::new();
             for (k, val) in cfg {
                 if !spec.problem.params.iter().any(|p| &p.name == k) {
-                    return Err(cx.err(&span, format!("[verify] reference.config: `{k}` is not a parameter")));
+                    return Err(cx.err(span, format!("[verify] reference.config: `{k}` is not a parameter")));
                 }
-                let n = val.as_integer().ok_or_else(|| cx.err(&span, format!("[verify] reference.config.{k} must be an integer")))?;
+                let n = val.as_integer().ok_or_else(|| cx.err(span, format!("[verify] reference.config.{k} must be an integer")))?;
                 values.insert(k.clone(), n);
             }
             if let Some(missing) = spec.problem.params.iter().find(|p| !values.contains_key(&p.name)) {
-                return Err(cx.err(&span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
+                return Err(cx.err(span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
             }
             Reference::Config(values)
         }
         toml::Value::Table(t) if t.contains_key("kernel") => {
-            let source = t["kernel"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.kernel is a file name"))?;
+            let source = t["kernel"].as_str().ok_or_else(|| cx.err(span, "[verify] reference.kernel is a file name"))?;
             let name = t.get("name").and_then(|n| n.as_str()).unwrap_or(&spec.kernel.name);
             if let Some(bad) = t.keys().find(|k| !["kernel", "name", "global"].contains(&k.as_str())) {
-                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
+                return Err(cx.err(span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
             }
             let global = match t.get("global") {
                 None => None,
@@ -753,11 +819,11 @@ fn verify(
                             };
                             spec.problem
                                 .int_expr(&src)
-                                .map_err(|e| cx.err(&span, format!("[verify] reference.global: {e}")))
+                                .map_err(|e| cx.err(span, format!("[verify] reference.global: {e}")))
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
-                Some(_) => return Err(cx.err(&span, "[verify] reference.global is a list of 1 to 3 sizes")),
+                Some(_) => return Err(cx.err(span, "[verify] reference.global is a list of 1 to 3 sizes")),
             };
             Reference::Kernel {
                 source: dir.join(source),
@@ -765,33 +831,44 @@ fn verify(
                 global,
             }
         }
-        toml::Value::Table(t) if t.contains_key("host") => {
-            let source = t["host"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.host is a C file name"))?;
-            if let Some(bad) = t.keys().find(|k| !["host", "function"].contains(&k.as_str())) {
-                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (host, function)")));
-            }
-            let function = match t.get("function") {
-                None => "ndtune_reference".to_string(),
-                Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
-                Some(other) => return Err(cx.err(&span, format!("[verify] reference.function must be a C function name, not {other}"))),
-            };
-            Reference::Host {
-                source: dir.join(source),
-                function,
-            }
-        }
-        _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
-    };
-    let rtol = r.tolerance.unwrap_or(1e-4);
-    let atol = r.atol.unwrap_or(1e-6);
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+        toml::Value::Table(t) if t.contains_key("host") => Reference::Host(host_function(cx, span, "reference", t, dir)?),
+        _ => return Err(cx.err(span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
+    })
+}
+
+/// `{ host = "file.c", function = "f" }` of `[verify] key`.
+fn host_function(
+    cx: &Ctx,
+    span: &Range<usize>,
+    key: &str,
+    t: &toml::map::Map<String, toml::Value>,
+    dir: &Path,
+) -> Result<HostFunction, SpecError> {
+    let source = t["host"]
+        .as_str()
+        .ok_or_else(|| cx.err(span, format!("[verify] {key}.host is a C file name")))?;
+    if let Some(bad) = t
+        .keys()
+        .find(|k| !["host", "function"].contains(&k.as_str()))
+    {
+        return Err(cx.err(
+            span,
+            format!("[verify] {key}: unknown key `{bad}` (host, function)"),
+        ));
     }
-    Ok(Verify {
-        outputs: r.outputs.clone(),
-        reference,
-        rtol,
-        atol,
+    let function = match t.get("function") {
+        None => format!("ndtune_{key}"),
+        Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
+        Some(other) => {
+            return Err(cx.err(
+                span,
+                format!("[verify] {key}.function must be a C function name, not {other}"),
+            ))
+        }
+    };
+    Ok(HostFunction {
+        source: dir.join(source),
+        function,
     })
 }
 
