@@ -330,5 +330,9 @@ int twice(const ndtune_args *a, char *message, size_t size) {
         ),
         o => panic!("WG 8: {o:?}"),
     }
-    assert_eq!(b.references_computed(), 0, "no reference: the check decides");
+    assert_eq!(
+        b.references_computed(),
+        0,
+        "no reference: the check decides"
+    );
 }

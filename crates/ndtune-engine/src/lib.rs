@@ -25,7 +25,7 @@ mod live;
 mod report;
 pub mod share;
 
-pub use report::{Best, DeviceReport, Ranked, TimeSpent};
+pub use report::{Best, DeviceReport, Failure, Ranked, TimeSpent, FAILURES_LISTED};
 pub use share::Share;
 
 use live::Live;
@@ -185,6 +185,11 @@ impl Campaign<'_> {
             kernel: kernel.clone(),
             why,
         };
+        let hints = spec
+            .problem
+            .launch
+            .as_ref()
+            .map_or_else(Vec::new, |l| self.pruning.hints(l));
         // Walked without listing it: any space the pruner counts can be tuned.
         let space = ValidSpace::new(self.pruning.space);
         let names = space.names().to_vec();
@@ -308,6 +313,7 @@ impl Campaign<'_> {
             &names,
             &trace,
             (declared, valid),
+            hints,
             time,
         ))
     }

@@ -1,5 +1,7 @@
-//! A campaign's report: the best configuration and the fastest few, outcome counts, how many
-//! configurations ran beyond the driver's queried work-group size, and where the time went.
+//! A campaign's report: the best configuration and the fastest few, outcome counts, the first
+//! few failures of each class with why, whether outputs were verified, how to keep what the
+//! platform model removed, how many configurations ran beyond the driver's queried work-group
+//! size, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
 use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
@@ -20,6 +22,16 @@ pub struct Best {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s: Option<f64>,
 }
+
+/// One failed configuration and why, in one line ([`Outcome::reason`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub config: Config,
+    pub reason: String,
+}
+
+/// How many failed configurations of each outcome class a report lists.
+pub const FAILURES_LISTED: usize = 3;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranked {
@@ -120,6 +132,13 @@ pub struct DeviceReport {
     pub above_queried_work_group: usize,
     /// The fastest measured configurations, fastest first.
     pub fastest: Vec<Ranked>,
+    /// Per failed outcome class (build_failed, refused, wrong_result, crashed, timed_out), the
+    /// first [`FAILURES_LISTED`] configurations in the order evaluated, with why.
+    pub failures: BTreeMap<&'static str, Vec<Failure>>,
+    /// Whether outputs were checked (`[verify]`); without, results are timed only.
+    pub verified: bool,
+    /// How to keep what the platform model removed ([`ndtune_space::problem::Pruning::hints`]).
+    pub hints: Vec<String>,
     pub time: TimeSpent,
     /// The spec's parameter names, in declaration order.
     #[serde(skip)]
@@ -140,6 +159,13 @@ impl DeviceReport {
         )
     }
 
+    /// Whether nothing could be measured: an empty space, or every configuration failed.
+    pub fn measured_nothing(&self) -> bool {
+        self.outcomes
+            .get(OutcomeKind::Measured.as_str())
+            .is_none_or(|&n| n == 0)
+    }
+
     /// The best configuration's time, where one was measured.
     pub fn best_ms(&self) -> Option<f64> {
         self.best.as_ref().map(|b| b.time_ms)
@@ -154,6 +180,7 @@ pub(crate) fn report(
     names: &[String],
     trace: &Trace,
     (declared, pruned): (u128, u128),
+    hints: Vec<String>,
     time: TimeSpent,
 ) -> DeviceReport {
     let mut outcomes: BTreeMap<&'static str, u128> =
@@ -163,6 +190,20 @@ pub(crate) fn report(
     }
     *outcomes.entry(OutcomeKind::Pruned.as_str()).or_default() += declared - pruned;
     let reused = trace.steps.iter().filter(|s| s.reused).count();
+    let config =
+        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
+    let mut failures: BTreeMap<&'static str, Vec<Failure>> = BTreeMap::new();
+    for step in &trace.steps {
+        if let Some(reason) = step.outcome.reason() {
+            let listed = failures.entry(step.outcome.kind().as_str()).or_default();
+            if listed.len() < FAILURES_LISTED {
+                listed.push(Failure {
+                    config: config(&step.point),
+                    reason,
+                });
+            }
+        }
+    }
     let mut measured: Vec<(&Vec<i64>, &Timing)> = trace
         .steps
         .iter()
@@ -172,8 +213,6 @@ pub(crate) fn report(
         })
         .collect();
     measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
-    let config =
-        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
     let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
         expr.as_ref()
             .and_then(|n| n.eval(p))
@@ -210,6 +249,9 @@ pub(crate) fn report(
                 time_ms: t.score_ms(),
             })
             .collect(),
+        failures,
+        verified: spec.verify.is_some(),
+        hints,
         time,
         names: names.to_vec(),
     }

@@ -9,6 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, OutcomeKind};
 use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share};
+
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store};
@@ -87,7 +88,42 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             store.path().display()
         );
     }
+    let why: Vec<String> = reports
+        .iter()
+        .zip(&devices)
+        .filter_map(|(r, d)| nothing_measured(&spec, r, d))
+        .collect();
+    if !why.is_empty() {
+        bail!("{}", why.join("\n"));
+    }
     Ok(())
+}
+
+/// Why nothing could be measured on `device` (an empty space, or every configuration failed),
+/// where that is so: a campaign that measured something exits 0, however much else failed.
+pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
+    if !r.measured_nothing() {
+        return None;
+    }
+    if r.pruned == 0 {
+        let target = Target::from_profile(&r.device, &device.profile);
+        return Some(match spec.problem.prune(&[target]) {
+            Ok(pruning) => crate::cmd_space::empty_space(spec, &r.device, &pruning).to_string(),
+            Err(e) => spec.locate(&e).to_string(),
+        });
+    }
+    let tried = r.evaluated + r.reused;
+    Some(match tried {
+        0 => format!(
+            "nothing was measured on {}: no configuration was evaluated",
+            r.device
+        ),
+        _ => format!(
+            "nothing could be measured on {}: all {tried} configurations evaluated failed ({}); the first of each kind are listed above",
+            r.device,
+            outcome_counts(&r.outcomes)
+        ),
+    })
 }
 
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
@@ -272,6 +308,26 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         None => println!("  best       none: no configuration was measured and verified"),
     }
     println!("  outcomes   {}", outcome_counts(&r.outcomes));
+    for (kind, failed) in &r.failures {
+        let more = r.outcomes.get(kind).copied().unwrap_or(0) as usize - failed.len();
+        for (i, f) in failed.iter().enumerate() {
+            let head = if i == 0 { *kind } else { "" };
+            println!(
+                "  {head:<13}{}: {}",
+                show_config(&r.names, &f.config),
+                f.reason
+            );
+        }
+        if more > 0 {
+            println!("  {:<13}... and {more} more (ndtune show --config NAME=VALUE,... prints one whole)", "");
+        }
+    }
+    if !r.verified {
+        println!("  verified   nothing: the spec has no [verify], so outputs were not checked");
+    }
+    for h in &r.hints {
+        println!("  hint       {h}");
+    }
     println!(
         "  evaluated  {} now, {} reused from {}",
         r.evaluated,
