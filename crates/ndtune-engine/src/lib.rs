@@ -306,16 +306,18 @@ impl Campaign<'_> {
             return Err(stopped(why));
         }
         let time = live.finish();
-        Ok(report::report(
-            spec,
-            self.label,
-            &self.options.strategy,
-            &names,
-            &trace,
-            (declared, valid),
+        Ok(DeviceReport {
             hints,
-            time,
-        ))
+            ..report::report(
+                spec,
+                self.label,
+                &self.options.strategy,
+                &names,
+                &trace,
+                (declared, valid),
+                time,
+            )
+        })
     }
 }
 
