@@ -560,12 +560,7 @@ impl Bench {
         let failed = |e: ClError| RunError::Outcome(refused(&e));
         let outputs = expected.outputs.iter();
         for (name, want) in outputs.filter(|(n, _)| verify.outputs.contains(n)) {
-            let i = self
-                .spec
-                .args
-                .iter()
-                .position(|a| &a.name == name)
-                .expect("validated: outputs are args");
+            let i = output_index(&self.spec, name);
             let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
                 unreachable!("validated: outputs are buffers")
             };
@@ -810,12 +805,7 @@ impl Bench {
     ) -> Result<Option<String>, RunError> {
         let mut outputs = BTreeMap::new();
         for name in &verify.outputs {
-            let i = self
-                .spec
-                .args
-                .iter()
-                .position(|a| &a.name == name)
-                .expect("validated: outputs are args");
+            let i = output_index(&self.spec, name);
             let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
             let bytes = self
                 .session
@@ -929,6 +919,14 @@ fn describe(o: &Outcome) -> String {
     }
 }
 
+/// The position in `[[args]]` of an output named in `[verify]`.
+fn output_index(spec: &Spec, name: &str) -> usize {
+    spec.args
+        .iter()
+        .position(|a| a.name == name)
+        .expect("validated: outputs are args")
+}
+
 /// A configuration's device buffers, per argument.
 fn held_buffers(p: &Prepared) -> Vec<Option<&DeviceBuffer>> {
     p.buffers
@@ -948,11 +946,7 @@ fn read_outputs(
         return Ok(out);
     };
     for name in &verify.outputs {
-        let i = spec
-            .args
-            .iter()
-            .position(|a| &a.name == name)
-            .expect("validated: outputs are args");
+        let i = output_index(spec, name);
         let ArgKind::Buffer { ty, .. } = spec.args[i].kind else {
             unreachable!("validated: outputs are buffers")
         };
