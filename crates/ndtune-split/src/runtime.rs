@@ -350,10 +350,9 @@ impl CoExecutor {
                         let v = value.eval(c).ok_or_else(|| {
                             invalid(format!("{what} value overflows for configuration {c:?}"))
                         })?;
-                        others.push(Some(Other::Scalar(ndtune_bench::data::to_bytes(
-                            *ty,
-                            &[v as f64],
-                        ))));
+                        let bytes = ndtune_bench::data::scalar_bytes(*ty, v)
+                            .map_err(|e| invalid(format!("{what} value: {e}")))?;
+                        others.push(Some(Other::Scalar(bytes)));
                     }
                     ArgKind::Local { bytes } => others.push(Some(Other::Local(eval(
                         bytes,
