@@ -99,8 +99,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
-/// Why nothing could be measured on `device` (an empty space, or every configuration failed),
-/// where that is so: a campaign that measured something exits 0, however much else failed.
+/// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
+/// failed), where that is so: a campaign that measured something exits 0, however much else
+/// failed.
 pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
     if !r.measured_nothing() {
         return None;
@@ -112,17 +113,14 @@ pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice)
             Err(e) => spec.locate(&e).to_string(),
         });
     }
+    // A budget that ran out before the first configuration (`--time 0s`) is what was asked.
     let tried = r.evaluated + r.reused;
-    Some(match tried {
-        0 => format!(
-            "nothing was measured on {}: no configuration was evaluated",
-            r.device
-        ),
-        _ => format!(
+    (tried > 0).then(|| {
+        format!(
             "nothing could be measured on {}: all {tried} configurations evaluated failed ({}); the first of each kind are listed above",
             r.device,
             outcome_counts(&r.outcomes)
-        ),
+        )
     })
 }
 
