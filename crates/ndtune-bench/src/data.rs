@@ -1,6 +1,6 @@
 //! Kernel argument data on the host: each buffer's initial contents (generated deterministically,
-//! read from a NumPy `.npy` file, or copied from another argument), a scalar's bytes, and
-//! conversion of device bytes to f64 for verification.
+//! read from a NumPy `.npy` file, or copied from another argument), and conversion of device
+//! bytes to f64 for verification.
 
 use ndtune_spec::{ArgKind, ElemType, Init, Spec};
 use rand::Rng;
@@ -77,7 +77,7 @@ fn generated_values(init: &Init, ty: ElemType, len: usize, seed: u64, arg: usize
     let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, arg));
     // Uniform in [0, 1), from the top 53 bits of a draw.
     let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    let float = matches!(ty, ElemType::Float | ElemType::Double);
+    let float = ty.is_real();
     match init {
         Init::Zeros => vec![0.0; len],
         Init::Ones => vec![1.0; len],
@@ -136,6 +136,7 @@ fn numpy_name(ty: ElemType) -> &'static str {
         ElemType::UInt => "uint32",
         ElemType::Long => "int64",
         ElemType::ULong => "uint64",
+        ElemType::Half => "float16",
         ElemType::Float => "float32",
         ElemType::Double => "float64",
     }
@@ -183,51 +184,10 @@ fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String> {
         ElemType::UInt => read_as!(u32),
         ElemType::Long => read_as!(i64),
         ElemType::ULong => read_as!(u64),
+        ElemType::Half => read_as!(half::f16),
         ElemType::Float => read_as!(f32),
         ElemType::Double => read_as!(f64),
     })
-}
-
-/// The bytes a scalar argument of type `ty` holding `value` passes to the kernel and to host
-/// functions: the one conversion of a scalar's value. A value the type cannot hold is an error.
-pub fn scalar_bytes(ty: ElemType, value: i64) -> Result<Vec<u8>, String> {
-    let fits = |ok: bool, bytes: Vec<u8>| match ok {
-        true => Ok(bytes),
-        false => Err(format!("{value} does not fit a {}", ty.name())),
-    };
-    match ty {
-        ElemType::Char => fits(
-            i8::try_from(value).is_ok(),
-            (value as i8).to_ne_bytes().to_vec(),
-        ),
-        ElemType::UChar => fits(
-            u8::try_from(value).is_ok(),
-            (value as u8).to_ne_bytes().to_vec(),
-        ),
-        ElemType::Short => fits(
-            i16::try_from(value).is_ok(),
-            (value as i16).to_ne_bytes().to_vec(),
-        ),
-        ElemType::UShort => fits(
-            u16::try_from(value).is_ok(),
-            (value as u16).to_ne_bytes().to_vec(),
-        ),
-        ElemType::Int => fits(
-            i32::try_from(value).is_ok(),
-            (value as i32).to_ne_bytes().to_vec(),
-        ),
-        ElemType::UInt => fits(
-            u32::try_from(value).is_ok(),
-            (value as u32).to_ne_bytes().to_vec(),
-        ),
-        ElemType::Long => Ok(value.to_ne_bytes().to_vec()),
-        ElemType::ULong => fits(
-            u64::try_from(value).is_ok(),
-            (value as u64).to_ne_bytes().to_vec(),
-        ),
-        ElemType::Float => Ok((value as f32).to_ne_bytes().to_vec()),
-        ElemType::Double => Ok((value as f64).to_ne_bytes().to_vec()),
-    }
 }
 
 /// Host bytes of `values` as elements of `ty` (host byte order, as the device expects on the
@@ -244,6 +204,7 @@ pub fn to_bytes(ty: ElemType, values: &[f64]) -> Vec<u8> {
             ElemType::UInt => out.extend((v as u32).to_ne_bytes()),
             ElemType::Long => out.extend((v as i64).to_ne_bytes()),
             ElemType::ULong => out.extend((v as u64).to_ne_bytes()),
+            ElemType::Half => out.extend(half::f16::from_f64(v).to_ne_bytes()),
             ElemType::Float => out.extend((v as f32).to_ne_bytes()),
             ElemType::Double => out.extend(v.to_ne_bytes()),
         }
@@ -267,6 +228,7 @@ pub fn elements(ty: ElemType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
         ElemType::UInt => u32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
         ElemType::Long => i64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
         ElemType::ULong => u64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
+        ElemType::Half => half::f16::from_ne_bytes([c[0], c[1]]).to_f64(),
         ElemType::Float => f32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
         ElemType::Double => f64::from_ne_bytes(c.try_into().expect("8 bytes")),
     })
@@ -403,20 +365,6 @@ mod tests {
         let s = spec(dir.path(), n, "{ uniform = [2, 2.5] }", "\"zeros\"");
         let u = from_bytes(ElemType::Float, &spec_inputs(&s, &[1], 5).unwrap()["a"]);
         assert!(u.iter().all(|v| (2.0..2.5).contains(v)));
-    }
-
-    #[test]
-    fn scalars_that_do_not_fit_their_type_are_errors() {
-        assert_eq!(scalar_bytes(ElemType::Char, -128).unwrap(), vec![0x80]);
-        assert_eq!(
-            scalar_bytes(ElemType::Char, 128).unwrap_err(),
-            "128 does not fit a char"
-        );
-        assert!(scalar_bytes(ElemType::UInt, -1).is_err());
-        assert_eq!(
-            scalar_bytes(ElemType::Float, 3).unwrap(),
-            3f32.to_ne_bytes().to_vec()
-        );
     }
 
     #[test]

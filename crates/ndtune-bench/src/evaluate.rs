@@ -13,14 +13,14 @@
 //! core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
-use crate::data::{from_bytes, initial_bytes, scalar_bytes};
+use crate::data::{from_bytes, initial_bytes};
 use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{source_names, Access, ArgKind, HostFunction, Reference, Spec};
+use ndtune_spec::{source_names, Access, ArgKind, ElemType, HostFunction, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -175,6 +175,23 @@ fn eval(node: &Node, config: &[i64], what: &str) -> Result<i64, Fatal> {
     })
 }
 
+/// A scalar argument's bytes for one configuration: its value in its type, or why it has none
+/// (it divides by zero, or does not fit the type).
+pub fn scalar_bytes(
+    ty: ndtune_spec::ElemType,
+    value: &Node,
+    config: &[i64],
+    what: &str,
+) -> Result<Vec<u8>, Fatal> {
+    let v = value.value(config).ok_or_else(|| {
+        Fatal(format!(
+            "{what} value divides by zero or overflows for configuration {config:?}"
+        ))
+    })?;
+    ty.scalar_bytes(&v)
+        .map_err(|e| Fatal(format!("{what} value for configuration {config:?}: {e}")))
+}
+
 fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
     let v = eval(node, config, what)?;
     usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
@@ -215,6 +232,26 @@ impl Bench {
             }
             _ => None,
         };
+        let halves = spec.args.iter().find(|a| {
+            matches!(
+                a.kind,
+                ArgKind::Buffer {
+                    ty: ElemType::Half,
+                    ..
+                } | ArgKind::Scalar {
+                    ty: ElemType::Half,
+                    ..
+                }
+            )
+        });
+        if let Some(a) = halves {
+            if !device.profile.extensions.iter().any(|e| e == "cl_khr_fp16") {
+                return Err(Fatal(format!(
+                    "[[args]] {} is a half, and {} has no cl_khr_fp16",
+                    a.name, device.profile.name
+                )));
+            }
+        }
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
@@ -435,9 +472,7 @@ impl Bench {
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
-                    let v = eval(value, config, &format!("{what} value"))?;
-                    scalar =
-                        scalar_bytes(*ty, v).map_err(|e| Fatal(format!("{what} value: {e}")))?;
+                    scalar = scalar_bytes(*ty, value, config, &what)?;
                 }
                 ArgKind::Local { bytes } => local = size(bytes, config, &format!("{what} bytes"))?,
             }
@@ -650,13 +685,11 @@ impl Bench {
                 f(&inputs, &self.spec.problem.constants).map_err(Fatal)?
             }
             Reference::Config(values) => {
-                let reference: Vec<i64> = self
+                let reference = self
                     .spec
-                    .problem
-                    .params
-                    .iter()
-                    .map(|q| values[&q.name])
-                    .collect();
+                    .codec
+                    .point(values)
+                    .map_err(|e| Fatal(format!("[verify] reference.config {values:?}: {e}")))?;
                 let fail = |why: String| {
                     Fatal(format!("the reference configuration {values:?} failed ({why}); nothing was measured"))
                 };
@@ -711,9 +744,6 @@ impl Bench {
             ArgKind::Buffer { ty, .. } => Some(ty),
             _ => None,
         });
-        let values = |pairs: &mut dyn Iterator<Item = (&str, i64)>| {
-            pairs.map(|(n, v)| HostValue::integer(n, v)).collect()
-        };
         HostArgs {
             buffers: p
                 .inputs
@@ -741,24 +771,20 @@ impl Bench {
                 })
                 .collect(),
             params: config.map_or_else(Vec::new, |config| {
-                values(
-                    &mut self
-                        .spec
-                        .problem
-                        .params
-                        .iter()
-                        .map(|q| q.name.as_str())
-                        .zip(config.iter().copied()),
-                )
+                let names = self.spec.problem.params.iter().map(|q| q.name.as_str());
+                names
+                    .zip(config)
+                    .enumerate()
+                    .map(|(i, (name, &v))| HostValue::new(name, &self.spec.codec.value(i, v)))
+                    .collect()
             }),
-            constants: values(
-                &mut self
-                    .spec
-                    .problem
-                    .constants
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), *v)),
-            ),
+            constants: self
+                .spec
+                .problem
+                .constants
+                .iter()
+                .map(|(name, v)| HostValue::new(name, v))
+                .collect(),
         }
     }
 

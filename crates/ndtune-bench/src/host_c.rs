@@ -9,6 +9,7 @@
 //! function that crashes cannot take the worker with it, and no foreign code is loaded into
 //! ndtune.
 
+use ndtune_core::Value;
 use ndtune_spec::ElemType;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
@@ -56,7 +57,7 @@ static const ndtune_value *values(size_t n) {
     }
     return v;
 }
-static const size_t SIZE[] = { 1, 1, 2, 2, 4, 4, 8, 8, 4, 8 };
+static const size_t SIZE[] = { 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8 };
 int main(void) {
     ndtune_args a;
     a.num_buffers = number();
@@ -154,13 +155,18 @@ pub struct HostValue {
 }
 
 impl HostValue {
-    /// An integer value: `-D NAME=value`.
-    pub fn integer(name: &str, value: i64) -> HostValue {
+    /// `value` as C gets it: its kind, as an integer and a real where it is a number, and as
+    /// the text `-D NAME=text` passes.
+    pub fn new(name: &str, value: &Value) -> HostValue {
         HostValue {
             name: name.to_string(),
-            kind: 0, // NDTUNE_INTEGER
-            integer: value,
-            real: value as f64,
+            kind: match value {
+                Value::Int(_) => 0,  // NDTUNE_INTEGER
+                Value::Real(_) => 1, // NDTUNE_REAL
+                Value::Text(_) => 2, // NDTUNE_TEXT
+            },
+            integer: value.as_int().unwrap_or(0),
+            real: value.as_f64().unwrap_or(0.0),
             text: value.to_string(),
         }
     }
@@ -395,7 +401,7 @@ mod tests {
                 bytes: &s,
             }],
             params: vec![],
-            constants: vec![HostValue::integer("K", 10)],
+            constants: vec![HostValue::new("K", &Value::Int(10))],
         };
         let out = reference(&src, "add", &args).unwrap();
         assert_eq!(floats(&out[1]), vec![11.5, 12.5, 13.5]);

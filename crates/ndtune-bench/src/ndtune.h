@@ -16,7 +16,7 @@
 /* OpenCL C element types. */
 typedef enum {
     NDTUNE_CHAR, NDTUNE_UCHAR, NDTUNE_SHORT, NDTUNE_USHORT, NDTUNE_INT, NDTUNE_UINT,
-    NDTUNE_LONG, NDTUNE_ULONG, NDTUNE_FLOAT, NDTUNE_DOUBLE
+    NDTUNE_LONG, NDTUNE_ULONG, NDTUNE_HALF, NDTUNE_FLOAT, NDTUNE_DOUBLE
 } ndtune_type;
 
 /* A buffer argument, in [[args]] order. `data` holds, for a reference, the contents the kernel
@@ -31,10 +31,11 @@ typedef struct {
     const void *initial;
 } ndtune_buffer;
 
-/* A scalar argument's value, in the member of its type: the bytes the kernel gets. */
+/* A scalar argument's value, in the member of its type: the bytes the kernel gets (a half's
+   IEEE binary16 bits in `h`; C99 has no half type). */
 typedef union {
     signed char c; unsigned char uc; short s; unsigned short us; int i; unsigned int ui;
-    long long l; unsigned long long ul; float f; double d;
+    long long l; unsigned long long ul; unsigned short h; float f; double d;
 } ndtune_scalar_value;
 
 typedef struct {

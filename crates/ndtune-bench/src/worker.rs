@@ -16,7 +16,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Job {
     pub spec: PathBuf,
-    pub overrides: BTreeMap<String, i64>,
+    pub overrides: BTreeMap<String, ndtune_core::Value>,
     /// Index of the device in `ndtune devices` order.
     pub device: usize,
     /// Sub-device K of N equal partitions of that device, if one.

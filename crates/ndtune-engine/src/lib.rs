@@ -34,7 +34,7 @@ use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, Outcome, Timing};
+use ndtune_core::{Codec, Config, Outcome, Timing};
 use ndtune_device::DeviceType;
 use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
 use ndtune_space::problem::Pruning;
@@ -153,7 +153,7 @@ impl<F: FnMut(Event<'_>)> Observer for F {
 pub struct Campaign<'a> {
     pub spec: &'a Spec,
     /// Constants replaced on the command line (`--set`), passed on to the workers.
-    pub overrides: &'a BTreeMap<String, i64>,
+    pub overrides: &'a BTreeMap<String, ndtune_core::Value>,
     pub device: &'a ClDevice,
     /// How the device is named in messages.
     pub label: &'a str,
@@ -192,7 +192,7 @@ impl Campaign<'_> {
             .map_or_else(Vec::new, |l| self.pruning.hints(l));
         // Walked without listing it: any space the pruner counts can be tuned.
         let space = ValidSpace::new(self.pruning.space);
-        let names = space.names().to_vec();
+        let codec = space.codec();
         let group = group(spec, &source, self.device, self.store)?;
         let existing: HashMap<Config, Outcome> = self
             .store
@@ -229,7 +229,7 @@ impl Campaign<'_> {
             .transpose()
             .map_err(|e| stopped(e.0))?;
         let warm = if self.options.warm_start {
-            let points = warm_points(self.store, &group, &names)?;
+            let points = warm_points(self.store, &group, &codec)?;
             observer.event(Event::Warning(format!(
                 "warm start: {} configurations that did best for this kernel elsewhere come first",
                 points.len()
@@ -280,7 +280,7 @@ impl Campaign<'_> {
             }),
             store: self.store,
             group,
-            names: &names,
+            codec: &codec,
             existing,
             observer,
             best_ms: None,
@@ -312,7 +312,7 @@ impl Campaign<'_> {
                 spec,
                 self.label,
                 &self.options.strategy,
-                &names,
+                &codec,
                 &trace,
                 (declared, valid),
                 time,
@@ -336,15 +336,11 @@ pub fn group(
     })
 }
 
-/// The [`WARM_POINTS`] configurations (as points over `names`) that did best, by geometric
+/// The [`WARM_POINTS`] configurations (as points of `codec`) that did best, by geometric
 /// mean of time relative to each campaign's best, in the store's other campaigns of the same
 /// kernel source (other devices, other constants) over the same parameters
 /// ([`ndtune_search::warm_start`]).
-pub fn warm_points(
-    store: &Store,
-    group: &Group,
-    names: &[String],
-) -> Result<Vec<Point>, StoreError> {
+pub fn warm_points(store: &Store, group: &Group, codec: &Codec) -> Result<Vec<Point>, StoreError> {
     let mut others = Vec::new();
     for g in store.groups()? {
         if g == *group || g.kernel != group.kernel || g.source_hash != group.source_hash {
@@ -353,7 +349,7 @@ pub fn warm_points(
         let records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
         let entries = records.into_iter().map(|r| (r.key.config, r.outcome));
         // Campaigns over other parameters (another spec of the same source) cannot say.
-        if let Ok(recorded) = Recorded::from_configs(names.to_vec(), entries) {
+        if let Ok(recorded) = Recorded::from_configs(codec.clone(), entries) {
             others.push(recorded);
         }
     }

@@ -7,7 +7,7 @@ use crate::share::{Claims, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::supervisor::Supervisor;
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Codec, Config, Outcome};
 use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::{HashMap, HashSet};
@@ -32,8 +32,8 @@ pub(crate) struct Live<'a> {
     pub build_key: BuildKey<'a>,
     pub store: &'a Store,
     pub group: Group,
-    /// The space's parameter names, in the order of a point's values.
-    pub names: &'a [String],
+    /// How the space's points hold configurations.
+    pub codec: &'a Codec,
     pub existing: HashMap<Config, Outcome>,
     pub observer: &'a mut dyn Observer,
     pub best_ms: Option<f64>,
@@ -56,7 +56,7 @@ pub(crate) struct Live<'a> {
 impl Live<'_> {
     /// `point` as a configuration.
     fn config(&self, point: &[i64]) -> Config {
-        config_of(self.names, point)
+        self.codec.config(point)
     }
 
     fn key(&self, config: &Config) -> ResultKey {
@@ -73,8 +73,8 @@ impl Live<'_> {
     /// back the configurations claimed and not measured.
     pub fn finish(mut self) -> TimeSpent {
         if let Some(claims) = &mut self.claims {
-            let names = self.names;
-            if let Err(e) = claims.release_all(self.store, &self.group, |p| config_of(names, p)) {
+            let codec = self.codec;
+            if let Err(e) = claims.release_all(self.store, &self.group, |p| codec.config(p)) {
                 self.observer.event(Event::Warning(format!(
                     "cannot give back unmeasured claims (they expire after the lease): {e}"
                 )));
@@ -229,12 +229,12 @@ impl Live<'_> {
     /// campaign has to stop.
     fn top_up(&mut self) -> Option<()> {
         let claims = self.claims.as_mut()?;
-        let (names, existing) = (self.names, &self.existing);
+        let (codec, existing) = (self.codec, &self.existing);
         let topped = claims.top_up(
             self.store,
             &self.group,
-            |p| existing.contains_key(&config_of(names, p)),
-            |p| config_of(names, p),
+            |p| existing.contains_key(&codec.config(p)),
+            |p| codec.config(p),
         );
         if let Err(e) = topped {
             return self.stop(format!("cannot claim a configuration: {e}"));
@@ -307,11 +307,6 @@ impl Live<'_> {
         self.stopped = Some(why);
         None
     }
-}
-
-/// `point` (values in `names`' order) as a configuration.
-fn config_of(names: &[String], point: &[i64]) -> Config {
-    names.iter().cloned().zip(point.iter().copied()).collect()
 }
 
 impl Evaluator for Live<'_> {

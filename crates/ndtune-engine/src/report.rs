@@ -4,7 +4,7 @@
 //! size, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
-use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
+use ndtune_core::{Codec, Config, Outcome, OutcomeKind, Timing};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
 use serde::Serialize;
@@ -177,7 +177,7 @@ pub(crate) fn report(
     spec: &Spec,
     label: &str,
     strategy: &str,
-    names: &[String],
+    codec: &Codec,
     trace: &Trace,
     (declared, pruned): (u128, u128),
     time: TimeSpent,
@@ -189,8 +189,7 @@ pub(crate) fn report(
     }
     *outcomes.entry(OutcomeKind::Pruned.as_str()).or_default() += declared - pruned;
     let reused = trace.steps.iter().filter(|s| s.reused).count();
-    let config =
-        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
+    let config = |p: &Vec<i64>| -> Config { codec.config(p) };
     let mut failures: BTreeMap<&'static str, Vec<Failure>> = BTreeMap::new();
     for step in &trace.steps {
         if let Some(reason) = step.outcome.reason() {
@@ -252,6 +251,6 @@ pub(crate) fn report(
         verified: spec.verify.is_some(),
         hints: Vec::new(),
         time,
-        names: names.to_vec(),
+        names: codec.names().to_vec(),
     }
 }

@@ -47,8 +47,8 @@ pub fn read(store: &Store) -> Result<Collected, StoreError> {
             .records(&g.device, &g.kernel, &g.source_hash, &g.constants)?
             .into_iter()
             .filter_map(|r| {
-                let c = r.key.config.get("WG_C").copied()?;
-                let w = r.key.config.get("WG_R").copied()?;
+                let c = r.key.config.get("WG_C")?.as_int()?;
+                let w = r.key.config.get("WG_R")?.as_int()?;
                 Some(((c as u64, w as u64), r.outcome))
             })
             .collect();

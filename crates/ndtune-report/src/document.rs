@@ -146,7 +146,7 @@ pub(crate) fn ms(x: f64) -> String {
     }
 }
 
-pub(crate) fn constants(c: &BTreeMap<String, i64>) -> String {
+pub(crate) fn constants(c: &ndtune_core::Constants) -> String {
     c.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
@@ -734,7 +734,7 @@ fn selector(label: &str) -> &str {
 }
 
 /// ` N=128` (with a leading space), or nothing.
-pub(crate) fn with_constants(c: &BTreeMap<String, i64>) -> String {
+pub(crate) fn with_constants(c: &ndtune_core::Constants) -> String {
     c.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 

@@ -55,7 +55,7 @@ pub struct SpaceRow {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
     #[serde(default)]
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     pub declared: u128,
     /// Within the device's per-dimension work-item limits (Erdem Table 1).
     pub bounded: u128,
@@ -78,7 +78,7 @@ pub struct Removal {
 #[derive(Deserialize)]
 struct SpaceStudy {
     device: String,
-    constants: BTreeMap<String, i64>,
+    constants: ndtune_core::Constants,
     space: SpaceBody,
 }
 
@@ -96,7 +96,7 @@ struct SpaceBody {
 pub struct Campaign {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     /// A collected stencil scenario (`ndtune collect`), drawn as a work-group heatmap rather
     /// than as a tuning campaign.
     pub collected: bool,
@@ -158,7 +158,7 @@ impl Report {
     pub fn read(store: &Store) -> Result<Report, Error> {
         let spaces: Vec<Named<SpaceStudy>> = studies(store, "space")?;
         // Collected scenarios all run the stencil skeleton: name them by stencil and dataset.
-        let names: BTreeMap<(String, String, BTreeMap<String, i64>), String> = store
+        let names: BTreeMap<(String, String, ndtune_core::Constants), String> = store
             .scenarios()?
             .into_iter()
             .filter_map(|(g, info)| {
@@ -169,7 +169,7 @@ impl Report {
                 ))
             })
             .collect();
-        let name = |device: &str, kernel: &str, constants: &BTreeMap<String, i64>| {
+        let name = |device: &str, kernel: &str, constants: &ndtune_core::Constants| {
             names
                 .get(&(device.to_string(), kernel.to_string(), constants.clone()))
                 .cloned()
@@ -383,7 +383,7 @@ mod tests {
             device: fp.clone(),
             kernel: "gemm".into(),
             source_hash: "h".into(),
-            constants: [("N".to_string(), 64)].into(),
+            constants: ndtune_core::int_config([("N", 64)]),
         };
         for (tx, outcome) in [
             (1, measured(4.0)),
@@ -391,7 +391,7 @@ mod tests {
             (4, measured(2.0)),
             (8, Outcome::Refused { error: "-5".into() }),
         ] {
-            let cfg: Config = [("TX".to_string(), tx)].into();
+            let cfg: Config = ndtune_core::int_config([("TX", tx)]);
             store.insert(&record(&gemm, cfg, outcome)).unwrap();
         }
         store
@@ -406,7 +406,7 @@ mod tests {
             .unwrap();
         let stencil = Group {
             kernel: "sobel".into(),
-            constants: [("ROWS".to_string(), 64)].into(),
+            constants: ndtune_core::int_config([("ROWS", 64)]),
             ..gemm
         };
         store
@@ -437,7 +437,7 @@ mod tests {
                 },
             ),
         ] {
-            let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), r)].into();
+            let cfg: Config = ndtune_core::int_config([("WG_C", c), ("WG_R", r)]);
             store.insert(&record(&stencil, cfg, outcome)).unwrap();
         }
         store
@@ -468,7 +468,7 @@ mod tests {
         );
         assert_eq!(gemm.measured(), 3);
         assert_eq!(gemm.outcomes[&OutcomeKind::Refused], 1);
-        assert_eq!(gemm.best, Some(([("TX".to_string(), 2)].into(), 1.0)));
+        assert_eq!(gemm.best, Some((ndtune_core::int_config([("TX", 2)]), 1.0)));
         assert_eq!(gemm.speedups(), Some((4.0, 2.0)));
         assert!(r.splits.is_empty() && r.learning.is_empty());
     }
@@ -525,7 +525,7 @@ mod tests {
                 "feature_names": [], "features": []});
             store.put_scenario(&g, &info).unwrap();
             for (c, ms) in [(2, 1.0), (4, 1.0 + i as f64)] {
-                let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), 2)].into();
+                let cfg: Config = ndtune_core::int_config([("WG_C", c), ("WG_R", 2)]);
                 store.insert(&record(&g, cfg, measured(ms))).unwrap();
             }
         }

@@ -2,10 +2,11 @@
 //! and its pruning for one device, several devices, or none.
 
 use crate::domain::Domain;
-use crate::expr::{Expr, ExprError};
+use crate::expr::{Dialect, Expr, ExprError};
 use crate::platform::{self, Launch, Limits, Model, Rule};
 use crate::resolve::{resolve, Node, Scope, Type};
 use crate::space::{Constraint, Param, Space, Stats};
+use ndtune_core::Constants;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -28,9 +29,11 @@ pub struct LaunchDecl {
 #[derive(Debug, Clone, Default)]
 pub struct Problem {
     pub params: Vec<ParamDecl>,
-    pub constants: BTreeMap<String, i64>,
-    /// Application constraints (expression sources).
+    pub constants: Constants,
+    /// Application constraints (expression sources, C dialect).
     pub constraints: Vec<String>,
+    /// Application constraints written as Kernel Tuner restrictions (Python dialect).
+    pub restrictions: Vec<String>,
     pub launch: Option<LaunchDecl>,
     /// The platform model that prunes the launch (`[space] platform`).
     pub platform: Model,
@@ -51,6 +54,7 @@ pub struct Target {
 pub enum Location {
     Param(String),
     Constraint(usize),
+    Restriction(usize),
     Global(usize),
     Local(usize),
     LocalMem,
@@ -62,6 +66,7 @@ impl fmt::Display for Location {
         match self {
             Location::Param(p) => write!(f, "[params] {p}"),
             Location::Constraint(i) => write!(f, "[space] constraints[{i}]"),
+            Location::Restriction(i) => write!(f, "[space] restrictions[{i}]"),
             Location::Global(d) => write!(f, "[launch] global[{d}]"),
             Location::Local(d) => write!(f, "[launch] local[{d}]"),
             Location::LocalMem => write!(f, "[launch] local_mem"),
@@ -88,7 +93,7 @@ impl std::error::Error for ProblemError {}
 /// What a constraint of a pruned space is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// The application constraint with this index.
+    /// The application constraint with this index (constraints first, then restrictions).
     User(usize),
     /// A rule of the platform model.
     Platform(Rule),
@@ -180,17 +185,27 @@ impl Pruning {
 }
 
 impl Problem {
-    fn scope(&self, device: Option<&BTreeMap<String, i64>>) -> Scope {
+    /// The scope of expressions over `params` (the resolved parameters: their codings).
+    fn scope_of(&self, params: &[Param], device: Option<&BTreeMap<String, i64>>) -> Scope {
         Scope {
-            params: self.params.iter().map(|p| p.name.clone()).collect(),
+            params: params.iter().map(|p| p.name.clone()).collect(),
+            codings: params.iter().map(|p| p.coding.clone()).collect(),
             constants: self.constants.clone(),
             device: device.cloned(),
         }
     }
 
+    /// The scope of expressions, with the parameters resolved.
+    pub fn scope(&self, device: Option<&BTreeMap<String, i64>>) -> Result<Scope, ProblemError> {
+        Ok(self.scope_of(&self.resolve_params()?, device))
+    }
+
     /// Resolves every domain.
     pub fn resolve_params(&self) -> Result<Vec<Param>, ProblemError> {
-        let scope = self.scope(None);
+        let scope = Scope {
+            constants: self.constants.clone(),
+            ..Scope::default()
+        };
         let mut seen = std::collections::HashSet::new();
         self.params
             .iter()
@@ -211,9 +226,11 @@ impl Problem {
                             .into(),
                     ));
                 }
+                let (values, coding) = p.domain.values(&scope).map_err(err)?;
                 Ok(Param {
                     name: p.name.clone(),
-                    values: p.domain.values(&scope).map_err(err)?,
+                    values,
+                    coding,
                 })
             })
             .collect()
@@ -259,16 +276,33 @@ impl Problem {
         }))
     }
 
-    /// Parses every application constraint (no name resolution: see [`Problem::prune`]).
-    fn parsed_constraints(&self) -> Result<Vec<Expr>, ProblemError> {
-        self.constraints
+    /// Every application constraint: the constraints, then the restrictions, each with its
+    /// source and location.
+    pub fn user_constraints(&self) -> impl Iterator<Item = (&str, Dialect, Location)> {
+        let constraints = self
+            .constraints
             .iter()
             .enumerate()
-            .map(|(i, src)| {
-                Expr::parse(src).map_err(|e| ProblemError {
-                    location: Location::Constraint(i),
-                    message: e.to_string(),
-                })
+            .map(|(i, s)| (s.as_str(), Dialect::C, Location::Constraint(i)));
+        let restrictions = self
+            .restrictions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), Dialect::Python, Location::Restriction(i)));
+        constraints.chain(restrictions)
+    }
+
+    /// Parses every application constraint (no name resolution: see [`Problem::prune`]), with
+    /// its source and location.
+    fn parsed_constraints(&self) -> Result<Vec<(Expr, &str, Location)>, ProblemError> {
+        self.user_constraints()
+            .map(|(src, dialect, location)| {
+                Expr::parse_in(src, dialect)
+                    .map(|e| (e, src, location.clone()))
+                    .map_err(|e| ProblemError {
+                        location,
+                        message: e.to_string(),
+                    })
             })
             .collect()
     }
@@ -287,26 +321,26 @@ impl Problem {
             targets.iter().map(Some).collect()
         };
         let several = targets.len() > 1;
-        for (i, (expr, src)) in user.iter().zip(&self.constraints).enumerate() {
+        for (i, (expr, src, location)) in user.iter().enumerate() {
             let per_device = expr.names().iter().any(|(n, _)| n.starts_with("device."));
             let instances: &[Option<&Target>] = if per_device { &device_scopes } else { &[None] };
             for (t, target) in instances.iter().enumerate() {
-                let scope = self.scope(target.map(|t| &t.properties));
+                let scope = self.scope_of(&params, target.map(|t| &t.properties));
                 let node = resolve(expr, src, &scope, Type::Bool).map_err(|e| ProblemError {
-                    location: Location::Constraint(i),
+                    location: location.clone(),
                     message: e.to_string(),
                 })?;
                 let label = match target {
                     Some(tg) if several && per_device => format!("[{}] {src}", tg.label),
-                    _ => src.clone(),
+                    _ => src.to_string(),
                 };
                 constraints.push(Constraint { label, node });
                 origins.push((Origin::User(i), target.map(|_| t)));
             }
         }
-        let launch = self.launch(&self.scope(None))?;
+        let launch = self.launch(&self.scope_of(&params, None))?;
         if let Some(launch) = &launch {
-            let scope = self.scope(None);
+            let scope = self.scope_of(&params, None);
             for (t, target) in targets.iter().enumerate() {
                 for (rule, expr) in platform::constraints(launch, &target.limits, self.platform) {
                     let node: Node = resolve(&expr, "", &scope, Type::Bool)
@@ -398,32 +432,36 @@ impl Problem {
     /// Checks every expression (syntax, names, types) without a device: `device.*` names are
     /// checked against the known property names. Domains are resolved too.
     pub fn check(&self) -> Result<(), ProblemError> {
-        self.resolve_params()?;
+        let params = self.resolve_params()?;
         let any_device: BTreeMap<String, i64> = ndtune_device::PROPERTY_NAMES
             .iter()
             .map(|n| (n.to_string(), 1))
             .collect();
-        let scope = self.scope(Some(&any_device));
-        for (i, (e, src)) in self
-            .parsed_constraints()?
-            .iter()
-            .zip(&self.constraints)
-            .enumerate()
-        {
-            resolve(e, src, &scope, Type::Bool).map_err(|e| ProblemError {
-                location: Location::Constraint(i),
+        let scope = self.scope_of(&params, Some(&any_device));
+        for (e, src, location) in self.parsed_constraints()? {
+            resolve(&e, src, &scope, Type::Bool).map_err(|e| ProblemError {
+                location,
                 message: e.to_string(),
             })?;
         }
-        self.launch(&self.scope(None))?;
+        self.launch(&self.scope_of(&params, None))?;
         Ok(())
     }
 
-    /// Resolves an integer expression over parameters and constants (argument lengths, scalar
-    /// values): the node reads parameter values in declaration order.
+    /// Resolves an integer expression over parameters and constants (argument lengths, sizes):
+    /// the node reads parameter values in declaration order.
     pub fn int_expr(&self, src: &str) -> Result<Node, ExprError> {
+        self.typed_expr(src, Type::Int)
+    }
+
+    /// Resolves an expression of type `ty` over parameters and constants (a real context
+    /// computes in double precision: see [`crate::resolve`]).
+    pub fn typed_expr(&self, src: &str, ty: Type) -> Result<Node, ExprError> {
         let e = Expr::parse(src)?;
-        resolve(&e, src, &self.scope(None), Type::Int)
+        let scope = self
+            .scope(None)
+            .map_err(|e| ExprError::new(e.to_string(), src, 0..0))?;
+        resolve(&e, src, &scope, ty)
     }
 }
 
@@ -436,9 +474,12 @@ mod tests {
         let problem = Problem {
             params: vec![ParamDecl {
                 name: "WG".into(),
-                domain: Domain::Pow2 { start: 1, end: 64 },
+                domain: Domain::Pow2 {
+                    start: "1".into(),
+                    end: "64".into(),
+                },
             }],
-            constants: [("N".to_string(), n)].into(),
+            constants: [("N".to_string(), ndtune_core::Value::Int(n))].into(),
             launch: Some(LaunchDecl {
                 global: vec!["N".into()],
                 local: vec!["WG".into()],

@@ -22,6 +22,7 @@ pub use validate::{
 };
 
 use ndtune_core::text::line_col;
+use ndtune_core::{Codec, Value};
 use ndtune_space::problem::{Location, Problem, ProblemError};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -34,6 +35,8 @@ pub struct Spec {
     pub path: PathBuf,
     pub kernel: Kernel,
     pub problem: Problem,
+    /// The parameters, in declaration order, and how points hold their values.
+    pub codec: Codec,
     pub args: Vec<Arg>,
     pub verify: Option<Verify>,
     pub measure: Measure,
@@ -75,6 +78,58 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// The largest spec file read, in bytes.
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
+
+/// Reads a text file of at most `limit` bytes: a larger file, a special file that never ends
+/// (`/dev/zero`), NUL bytes and bytes that are not UTF-8 are errors naming the file (and the
+/// line), never an unbounded read.
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, SpecError> {
+    use std::io::Read;
+    let err = |line: usize, column: usize, message: String| SpecError {
+        path: path.display().to_string(),
+        line,
+        column,
+        message,
+    };
+    let file =
+        std::fs::File::open(path).map_err(|e| err(0, 0, format!("cannot read the {what}: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err(0, 0, format!("cannot read the {what}: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(err(
+            0,
+            0,
+            format!(
+                "the {what} is larger than {} MiB; ndtune reads at most that",
+                limit >> 20
+            ),
+        ));
+    }
+    let at = |offset: usize, message: String| {
+        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = offset
+            - bytes[..offset]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
+        err(line, column, message)
+    };
+    let text = String::from_utf8(bytes.clone()).map_err(|e| {
+        at(
+            e.utf8_error().valid_up_to(),
+            format!("the {what} is not UTF-8 text"),
+        )
+    })?;
+    if let Some(nul) = text.find('\0') {
+        return Err(at(nul, format!("the {what} holds a NUL byte")));
+    }
+    Ok(text)
+}
+
 impl Spec {
     /// Reads and validates a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
@@ -83,13 +138,8 @@ impl Spec {
 
     /// Reads and validates a spec file, with some `[constants]` replaced (`--set N=256`).
     /// Constants defined from a replaced one follow it; an unknown name is an error.
-    pub fn load_with(path: &Path, overrides: &BTreeMap<String, i64>) -> Result<Spec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
-            path: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read the spec file: {e}"),
-        })?;
+    pub fn load_with(path: &Path, overrides: &BTreeMap<String, Value>) -> Result<Spec, SpecError> {
+        let text = read_text(path, MAX_SPEC_BYTES, "spec file")?;
         Spec::parse_with(&text, path, overrides)
     }
 
@@ -102,7 +152,7 @@ impl Spec {
     pub fn parse_with(
         text: &str,
         path: &Path,
-        overrides: &BTreeMap<String, i64>,
+        overrides: &BTreeMap<String, Value>,
     ) -> Result<Spec, SpecError> {
         let shown = path.display().to_string();
         let raw: raw::RawSpec = toml::from_str(text).map_err(|e| {
@@ -159,18 +209,23 @@ impl Spec {
 mod tests;
 
 impl Spec {
-    /// The OpenCL build options of one configuration (values in parameter declaration order):
-    /// the spec's own options, then `-D NAME=VALUE` for each constant and parameter that the
-    /// kernel source mentions (`used`, from [`source_names`]). A parameter used only in
-    /// `[launch]` is no define, so configurations differing only there share one build.
-    pub fn build_options(&self, used: &HashSet<String>, config: &[i64]) -> String {
+    /// The OpenCL build options of one configuration (a point: values in parameter
+    /// declaration order): the spec's own options, then `-D NAME=VALUE` for each constant and
+    /// parameter that the kernel source mentions (`used`, from [`source_names`]), each value as
+    /// it reads in C (`64`, `0.5`, `float`). A parameter used only in `[launch]` is no define,
+    /// so configurations differing only there share one build.
+    pub fn build_options(&self, used: &HashSet<String>, point: &[i64]) -> String {
         let params = self
-            .problem
-            .params
+            .codec
+            .names()
             .iter()
-            .map(|p| p.name.as_str())
-            .zip(config.iter().copied());
-        let consts = self.problem.constants.iter().map(|(k, v)| (k.as_str(), *v));
+            .enumerate()
+            .map(|(p, name)| (name.as_str(), self.codec.value(p, point[p])));
+        let consts = self
+            .problem
+            .constants
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()));
         let mut opts = self.kernel.build_options.join(" ");
         for (name, value) in consts.chain(params).filter(|(n, _)| used.contains(*n)) {
             opts.push_str(&format!(" -D {name}={value}"));

@@ -1,6 +1,7 @@
 //! Bad input gets a clear error naming file, line and column; good input validates.
 
-use crate::{ArgKind, Init, Reference, Spec};
+use crate::{ArgKind, ElemType, Init, Reference, Spec};
+use ndtune_core::Value;
 use std::path::Path;
 
 fn parse(text: &str) -> Result<Spec, String> {
@@ -148,7 +149,7 @@ runs = 3
 "#;
     let s = Spec::parse(text, Path::new("/x/m.toml")).unwrap();
     assert_eq!(s.kernel.source.as_deref(), Some(Path::new("/x/matmul.cl")));
-    assert_eq!(s.problem.constants["NN"], 4096);
+    assert_eq!(s.problem.constants["NN"], Value::Int(4096));
     assert_eq!(s.args.len(), 4);
     assert!(matches!(
         s.args[0].kind,
@@ -158,7 +159,7 @@ runs = 3
         }
     ));
     let v = s.verify.unwrap();
-    assert!(matches!(v.reference, Some(Reference::Config(ref c)) if c["S"] == 8));
+    assert!(matches!(v.reference, Some(Reference::Config(ref c)) if c["S"] == Value::Int(8)));
     assert_eq!(
         (s.measure.warmup, s.measure.runs, s.measure.best_of),
         (1, 3, 3)
@@ -184,13 +185,13 @@ fn constants_can_be_overridden_and_dependents_follow() {
     let text = format!(
         "{HEAD}[constants]\nN = 64\nNN = \"N * N\"\n[params]\nX = {{ divisors = \"N\" }}\n"
     );
-    let over = [("N".to_string(), 8)].into_iter().collect();
+    let over = [("N".to_string(), Value::Int(8))].into_iter().collect();
     let s = Spec::parse_with(&text, Path::new("t.toml"), &over).unwrap();
     assert_eq!(
-        (s.problem.constants["N"], s.problem.constants["NN"]),
-        (8, 64)
+        (&s.problem.constants["N"], &s.problem.constants["NN"]),
+        (&Value::Int(8), &Value::Int(64))
     );
-    let bad = [("M".to_string(), 8)].into_iter().collect();
+    let bad = [("M".to_string(), Value::Int(8))].into_iter().collect();
     let e = Spec::parse_with(&text, Path::new("t.toml"), &bad)
         .unwrap_err()
         .to_string();
@@ -280,6 +281,136 @@ fn inits_from_files_copies_and_distributions_are_checked() {
     assert!(
         e.contains("init is random, bits, zeros, ones, iota, a number, { npy = ")
             && e.contains("not a table with `gauss`"),
+        "{e}"
+    );
+}
+
+/// A scalar argument `a` of `ty` with `value` (TOML), in a spec with constant N = 4.
+fn scalar(ty: &str, value: &str) -> Result<Spec, String> {
+    Spec::parse(
+        &format!(
+            "{HEAD}[constants]\nN = 4\n[params]\nX = [1, 2]\n[[args]]\nname = \"a\"\nkind = \"scalar\"\ntype = \"{ty}\"\nvalue = {value}\n"
+        ),
+        Path::new("s.toml"),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn scalar_value(spec: &Spec, point: &[i64]) -> Value {
+    let ArgKind::Scalar { value, .. } = &spec.args[0].kind else {
+        panic!("a scalar")
+    };
+    value.value(point).unwrap()
+}
+
+#[test]
+fn scalars_take_their_type_and_never_change_silently() {
+    let s = scalar("float", "0.5").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Real(0.5));
+    // A real argument computes in double precision: 1 / 2 is 0.5, not 0.
+    let s = scalar("float", "\"1 / 2\"").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Real(0.5));
+    let s = scalar("double", "\"X / N\"").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Real(0.25));
+    let s = scalar("int", "\"N / 2\"").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Int(2));
+    let e = scalar("int", "\"1 / 2\"").unwrap_err();
+    assert!(
+        e.contains("[[args]] a value") && e.contains("not exact"),
+        "{e}"
+    );
+    let e = scalar("int", "0.5").unwrap_err();
+    assert!(
+        e.contains("real number 0.5") && e.contains("s.toml:"),
+        "{e}"
+    );
+    let e = scalar("uchar", "300").unwrap_err();
+    assert!(e.contains("300 does not fit a uchar (0 to 255)"), "{e}");
+    let e = scalar("half", "1e6").unwrap_err();
+    assert!(e.contains("does not fit a half"), "{e}");
+    let e = scalar("uint", "-1").unwrap_err();
+    assert!(e.contains("does not fit a uint"), "{e}");
+    assert_eq!(
+        ElemType::Half.scalar_bytes(&Value::Real(0.5)).unwrap(),
+        half::f16::from_f32(0.5).to_ne_bytes()
+    );
+    assert_eq!(
+        ElemType::Short.scalar_bytes(&Value::Int(-2)).unwrap(),
+        (-2i16).to_ne_bytes()
+    );
+    let e = scalar("int", "true").unwrap_err();
+    assert!(e.contains("a number or an expression string"), "{e}");
+}
+
+#[test]
+fn parameters_may_be_reals_and_identifiers_and_bounds_use_constants() {
+    let text = format!(
+        "{HEAD}[constants]\nN = 64\nMODE = \"'fast'\"\n[params]\nTYPE = [\"float\", \"half\"]\nALPHA = [0.5, 1.0]\nWG = {{ pow2 = [1, \"N / 4\"] }}\nV = {{ range = [1, \"N // 16\"] }}\n[space]\nconstraints = [\"TYPE == 'float' or WG <= 8\"]\nrestrictions = [\"WG / V >= 2 and MODE == 'fast'\"]\n"
+    );
+    let s = Spec::parse(&text, Path::new("p.toml")).unwrap();
+    assert_eq!(s.problem.constants["MODE"], Value::from("fast"));
+    let pruning = s.problem.prune(&[]).unwrap();
+    // TYPE 2 x ALPHA 2 x WG {1..16} 5 x V {1..4} 4 = 80 declared.
+    assert_eq!(pruning.stats.declared, 80);
+    let used: std::collections::HashSet<String> = ["TYPE", "ALPHA", "WG", "N"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    // Points hold the index of an identifier or a real, and the integer of an integer.
+    assert_eq!(
+        s.build_options(&used, &[1, 1, 8, 2]),
+        "-D N=64 -D TYPE=half -D ALPHA=1.0 -D WG=8"
+    );
+    let count = |c: &str| {
+        let t = text.replace("TYPE == 'float' or WG <= 8", c);
+        Spec::parse(&t, Path::new("p.toml")).map(|s| s.problem.prune(&[]).unwrap().stats.pruned)
+    };
+    // WG / V >= 2 in Python: real division.
+    assert_eq!(
+        count("true").unwrap(),
+        2 * 2
+            * [1, 2, 4, 8, 16]
+                .iter()
+                .map(|wg: &i64| (1..=4).filter(|v| *wg as f64 / *v as f64 >= 2.0).count() as u128)
+                .sum::<u128>()
+    );
+    let e = count("TYPE == 'double'").unwrap_err().to_string();
+    assert!(
+        e.contains("'double' is not one of `TYPE`'s values (float, half)") && e.contains("p.toml:"),
+        "{e}"
+    );
+    let e = Spec::parse(
+        &text.replace("\"float\", \"half\"", "\"float\", 2"),
+        Path::new("p.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("mixes identifiers and numbers"), "{e}");
+    let e = Spec::parse(
+        &text.replace("[0.5, 1.0]", "[true, false]"),
+        Path::new("p.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("write 0 and 1"), "{e}");
+}
+
+#[test]
+fn spec_files_are_read_with_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Spec::load(Path::new("/dev/zero")).unwrap_err().to_string();
+    assert!(e.contains("NUL byte") || e.contains("larger than"), "{e}");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, b"[kernel]\nname = \"k\"\n# \xff\xfe\n").unwrap();
+    let e = Spec::load(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.toml:3:3: the spec file is not UTF-8 text"),
+        "{e}"
+    );
+    std::fs::write(&bad, b"[kernel]\nname = \"k\0\"\n").unwrap();
+    let e = Spec::load(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.toml:2:10: the spec file holds a NUL byte"),
         "{e}"
     );
 }

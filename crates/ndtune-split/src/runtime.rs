@@ -347,11 +347,8 @@ impl CoExecutor {
                         others.push(None);
                     }
                     ArgKind::Scalar { ty, value } => {
-                        let v = value.eval(c).ok_or_else(|| {
-                            invalid(format!("{what} value overflows for configuration {c:?}"))
-                        })?;
-                        let bytes = ndtune_bench::data::scalar_bytes(*ty, v)
-                            .map_err(|e| invalid(format!("{what} value: {e}")))?;
+                        let bytes = ndtune_bench::evaluate::scalar_bytes(*ty, value, c, &what)
+                            .map_err(|e| invalid(e.0))?;
                         others.push(Some(Other::Scalar(bytes)));
                     }
                     ArgKind::Local { bytes } => others.push(Some(Other::Local(eval(

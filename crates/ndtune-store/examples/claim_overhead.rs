@@ -43,11 +43,11 @@ fn run(name: &str, location: &str, workers: usize, configs: usize) {
             .unwrap(),
         kernel: "bench".into(),
         source_hash: "0123456789abcdef".into(),
-        constants: [("N".to_string(), 1024)].into(),
+        constants: ndtune_core::int_config([("N", 1024)]),
     };
     drop(store);
     let order: Vec<Config> = (0..configs as i64)
-        .map(|x| [("X".to_string(), x), ("Y".to_string(), x % 7)].into())
+        .map(|x| ndtune_core::int_config([("X", x), ("Y", x % 7)]))
         .collect();
     let started = Instant::now();
     // Per worker: (claim time, complete time) of each configuration it took.

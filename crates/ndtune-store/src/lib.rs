@@ -29,8 +29,8 @@
 //!     device: "0123456789abcdef".into(),
 //!     kernel: "gemm".into(),
 //!     source_hash: ndtune_store::source_hash("kernel void gemm() {}"),
-//!     constants: [("N".to_string(), 1024)].into(),
-//!     config: [("TX".to_string(), 16)].into(),
+//!     constants: ndtune_core::int_config([("N", 1024)]),
+//!     config: ndtune_core::int_config([("TX", 16)]),
 //! };
 //! let record = Record {
 //!     key: key.clone(),
@@ -65,10 +65,9 @@ pub use location::Location;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use store::Store;
 
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Config, Constants, Outcome};
 #[cfg(doc)]
 use ndtune_device::DeviceProfile;
-use std::collections::BTreeMap;
 
 /// The version of ndtune this crate belongs to; recorded with every record it writes.
 pub const NDTUNE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -94,7 +93,7 @@ pub struct ResultKey {
     /// [`source_hash`] of the kernel source.
     pub source_hash: String,
     /// The problem's constants (sizes and other fixed defines), by name.
-    pub constants: BTreeMap<String, i64>,
+    pub constants: Constants,
     pub config: Config,
 }
 
@@ -127,7 +126,7 @@ pub struct Group {
     pub device: String,
     pub kernel: String,
     pub source_hash: String,
-    pub constants: BTreeMap<String, i64>,
+    pub constants: Constants,
 }
 
 /// A result that is not one configuration's: a co-execution study, a learning evaluation. The

@@ -225,7 +225,7 @@ impl Store {
         device: &str,
         kernel: &str,
         source_hash: &str,
-        constants: &BTreeMap<String, i64>,
+        constants: &ndtune_core::Constants,
     ) -> Result<Vec<Record>, StoreError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM results WHERE {GROUP_IS} ORDER BY id");
         let params = [
@@ -451,8 +451,8 @@ mod tests {
                 device: "d".into(),
                 kernel: "k".into(),
                 source_hash: "h".into(),
-                constants: [("N".to_string(), 64)].into(),
-                config: [("X".to_string(), 4)].into(),
+                constants: ndtune_core::int_config([("N", 64)]),
+                config: ndtune_core::int_config([("X", 4)]),
             },
             outcome: Outcome::Measured(Timing::new(vec![1.5, 1.25], 1)),
             ndtune_version: "0.0.1".into(),

@@ -15,8 +15,8 @@ fn key(kernel: &str, n: i64, x: i64) -> ResultKey {
         device: "0123456789abcdef".into(),
         kernel: kernel.into(),
         source_hash: source_hash(kernel),
-        constants: [("N".to_string(), n), ("M".to_string(), 2)].into(),
-        config: [("X".to_string(), x), ("Y".to_string(), -x)].into(),
+        constants: ndtune_core::int_config([("N", n), ("M", 2)]),
+        config: ndtune_core::int_config([("X", x), ("Y", -x)]),
     }
 }
 

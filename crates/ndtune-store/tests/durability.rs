@@ -17,8 +17,8 @@ fn key(i: i64) -> ResultKey {
         device: "0123456789abcdef".into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 1024)].into(),
-        config: [("I".to_string(), i), ("TX".to_string(), i % 7)].into(),
+        constants: ndtune_core::int_config([("N", 1024)]),
+        config: ndtune_core::int_config([("I", i), ("TX", i % 7)]),
     }
 }
 

@@ -13,8 +13,8 @@ fn key(kernel: &str, n: i64, x: i64) -> ResultKey {
         device: "0123456789abcdef".into(),
         kernel: kernel.into(),
         source_hash: source_hash(kernel),
-        constants: [("N".to_string(), n), ("M".to_string(), 2)].into(),
-        config: [("X".to_string(), x), ("Y".to_string(), -x)].into(),
+        constants: ndtune_core::int_config([("N", n), ("M", 2)]),
+        config: ndtune_core::int_config([("X", x), ("Y", -x)]),
     }
 }
 
@@ -187,7 +187,10 @@ fn records_and_groups_separate_device_kernel_source_and_constants() {
     let got = store
         .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
         .unwrap();
-    let configs: Vec<i64> = got.iter().map(|r| r.key.config["X"]).collect();
+    let configs: Vec<i64> = got
+        .iter()
+        .map(|r| r.key.config["X"].as_int().unwrap())
+        .collect();
     assert_eq!(configs, [0, 1, 2]);
     assert!(got.iter().all(|r| r.key.group() == g));
     let none = store
@@ -359,8 +362,8 @@ fn a_store_built_with_the_v1_ddl_opens_and_keeps_its_data() {
         device: "0123456789abcdef".into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 64)].into(),
-        config: [("X".to_string(), 2)].into(),
+        constants: ndtune_core::int_config([("N", 64)]),
+        config: ndtune_core::int_config([("X", 2)]),
     };
     let got = store.get(&key).unwrap().unwrap();
     assert_eq!(

@@ -1,6 +1,7 @@
 //! The command line, with clap derive.
 
 use clap::{Args, Parser, Subcommand};
+use ndtune_core::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -119,15 +120,38 @@ pub struct SpaceArgs {
 }
 
 /// `NAME=VALUE`, replacing a spec constant.
-pub fn parse_set(s: &str) -> Result<(String, i64), String> {
+pub fn parse_set(s: &str) -> Result<(String, Value), String> {
     let (name, value) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
-    let value = value
-        .trim()
-        .parse::<i64>()
-        .map_err(|_| format!("`{value}` in `{s}` is not an integer"))?;
-    Ok((name.trim().to_string(), value))
+    Ok((name.trim().to_string(), parse_value(value.trim())?))
+}
+
+/// A value as written on the command line: an integer, a real number (`0.5`, `1e-3`) or an
+/// identifier (`float`).
+pub fn parse_value(text: &str) -> Result<Value, String> {
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Value::Int(v));
+    }
+    if let Ok(v) = text.parse::<f64>() {
+        return if v.is_finite() {
+            Ok(Value::Real(v))
+        } else {
+            Err(format!("`{text}` is not a finite number"))
+        };
+    }
+    let identifier = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+        && !text.starts_with(|c: char| c.is_ascii_digit());
+    if identifier {
+        Ok(Value::Text(text.to_string()))
+    } else {
+        Err(format!(
+            "`{text}` is not an integer, a real number or an identifier"
+        ))
+    }
 }
 
 /// A duration as people write it: `90s`, `10m`, `1h 30m`; a bare number is seconds.
@@ -229,7 +253,7 @@ pub struct CampaignArgs {
     pub seed: u64,
     /// Replace a spec constant, e.g. `--set N=256` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-    pub set: Vec<(String, i64)>,
+    pub set: Vec<(String, Value)>,
     /// Build worker processes that compile configurations ahead of measurement (default: the
     /// machine's cores less one); 1 builds each configuration in the measurement worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -268,10 +292,10 @@ pub struct ShowArgs {
     pub device: Option<String>,
     /// Replace a spec constant, e.g. `--set N=256` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set, requires = "spec")]
-    pub set: Vec<(String, i64)>,
+    pub set: Vec<(String, Value)>,
     /// The configuration, or part of it: `--config WG=64,TS=8` (every result without).
     #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_set)]
-    pub config: Vec<(String, i64)>,
+    pub config: Vec<(String, Value)>,
     /// Print a JSON array.
     #[arg(long)]
     pub json: bool,

@@ -331,7 +331,7 @@ fn dataset(
     entries: impl Iterator<Item = (Config, ndtune_core::Outcome)>,
     path: &Path,
 ) -> Result<Dataset> {
-    let recorded = Recorded::from_configs(names, entries)
+    let recorded = Recorded::infer(names, entries.collect())
         .with_context(|| format!("{}: {id} is not a space", path.display()))?;
     let optimum_ms = recorded
         .space()

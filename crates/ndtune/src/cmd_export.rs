@@ -17,10 +17,10 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     )?;
     match args.format.as_str() {
         "kt" => {
-            let mut values: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+            let mut values: BTreeMap<String, BTreeSet<ndtune_core::Value>> = BTreeMap::new();
             for r in &records {
                 for (k, v) in &r.key.config {
-                    values.entry(k.clone()).or_default().insert(*v);
+                    values.entry(k.clone()).or_default().insert(v.clone());
                 }
             }
             let header = KtHeader {

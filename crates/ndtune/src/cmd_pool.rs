@@ -10,6 +10,7 @@ use crate::targets;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
+use ndtune_core::Value;
 use ndtune_engine::Share;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -25,7 +26,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 pub fn run(
     args: &TuneArgs,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     devices: &[ClDevice],
     store: &Store,
 ) -> Result<()> {
@@ -182,7 +183,7 @@ struct Worker {
 fn spawn_worker(
     args: &TuneArgs,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     device: &ClDevice,
     id: &str,
     workers: usize,

@@ -139,13 +139,8 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         None => None,
     };
     let rec = load(path, kernel.as_deref(), args.device.as_deref())?;
-    let points: Vec<Vec<i64>> = rec
-        .entries
-        .iter()
-        .map(|(c, _)| rec.names.iter().map(|n| c[n]).collect())
-        .collect();
-    let space = Candidates::new(rec.names.clone(), points)?;
-    let mut recorded = Recorded::from_configs(rec.names.clone(), rec.entries.iter().cloned())?;
+    let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?;
+    let space: Candidates = recorded.space().clone();
     let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let run = ndtune_search::Run {
         budget: ndtune_search::Budget {

@@ -5,7 +5,7 @@
 use crate::cli::ShowArgs;
 use crate::cmd_tune::show_constants;
 use anyhow::{bail, Result};
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Config, Constants, Outcome};
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Record, Store};
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use std::time::{Duration, UNIX_EPOCH};
 struct Selection {
     kernel: Option<String>,
     /// A spec's source hash and constants, where a spec was given.
-    source: Option<(String, BTreeMap<String, i64>)>,
+    source: Option<(String, Constants)>,
     device: Option<String>,
     config: Config,
 }
@@ -50,7 +50,7 @@ pub fn run(args: &ShowArgs) -> Result<()> {
     };
     let mut names: Option<Vec<String>> = None;
     if let Some(path) = &args.spec {
-        let overrides: BTreeMap<String, i64> = args.set.iter().cloned().collect();
+        let overrides: Constants = args.set.iter().cloned().collect();
         let spec = Spec::load_with(path, &overrides)?;
         let source = spec.kernel_source()?.unwrap_or_default();
         selection.kernel = Some(spec.kernel.name.clone());

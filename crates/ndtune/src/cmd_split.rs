@@ -9,6 +9,7 @@ use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
+use ndtune_core::Value;
 use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
@@ -26,7 +27,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .spec
         .as_ref()
         .expect("clap requires SPEC without --plan-only");
-    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
+    let overrides: BTreeMap<String, Value> = args.campaign.set.iter().cloned().collect();
     let spec = Spec::load_with(spec_path, &overrides)?;
     let split = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(
@@ -87,14 +88,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             }
         }
         let (config, timing) = best.expect("tuned above");
-        let values: Vec<i64> = names
-            .iter()
-            .map(|n| {
-                config.get(n).copied().ok_or_else(|| {
-                    anyhow!("{label}: the stored best configuration has no `{n}`; re-tune")
-                })
-            })
-            .collect::<Result<_>>()?;
+        let values: Vec<i64> = spec.codec.point(&config).map_err(|e| {
+            anyhow!("{label}: the stored best configuration does not fit the spec ({e}); re-tune")
+        })?;
         rows.push(DeviceRow {
             device: label.clone(),
             config,

@@ -121,7 +121,7 @@ mod tests {
                 device: "0123456789abcdef".into(),
                 kernel: "gemm".into(),
                 source_hash: "aaaabbbbccccdddd".into(),
-                constants: [("N".to_string(), 1024)].into(),
+                constants: ndtune_core::int_config([("N", 1024)]),
             },
             results: 12,
             measured_twice: 0,

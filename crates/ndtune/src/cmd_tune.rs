@@ -7,7 +7,7 @@ use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, OutcomeKind};
+use ndtune_core::{Config, OutcomeKind, Value};
 use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share};
 
 use ndtune_space::problem::Target;
@@ -29,7 +29,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .spec
         .as_ref()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
-    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
+    let overrides: BTreeMap<String, Value> = args.campaign.set.iter().cloned().collect();
     let spec = Spec::load_with(spec_path, &overrides)?;
     spec.kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
@@ -131,7 +131,7 @@ pub(crate) fn tune_device(
     campaign: &CampaignArgs,
     timeout: Option<f64>,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     device: &ClDevice,
     label: &str,
     store: &Store,
@@ -263,7 +263,7 @@ pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static st
 }
 
 /// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
-pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
+pub(crate) fn show_constants(constants: &BTreeMap<String, Value>) -> String {
     constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
@@ -271,7 +271,12 @@ pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
 pub(crate) fn show_config(names: &[String], config: &Config) -> String {
     names
         .iter()
-        .map(|n| format!("{n}={}", config.get(n).map_or("?".into(), i64::to_string)))
+        .map(|n| {
+            format!(
+                "{n}={}",
+                config.get(n).map_or("?".into(), ToString::to_string)
+            )
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

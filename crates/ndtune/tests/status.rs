@@ -16,12 +16,12 @@ fn group(device: &str) -> Group {
         device: device.into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 64)].into(),
+        constants: ndtune_core::int_config([("N", 64)]),
     }
 }
 
 fn config(x: i64) -> Config {
-    [("X".to_string(), x)].into()
+    ndtune_core::int_config([("X", x)])
 }
 
 fn record(g: &Group, c: &Config) -> Record {
