@@ -401,7 +401,11 @@ mod tests {
                 bytes: &s,
             }],
             params: vec![],
-            constants: vec![HostValue::new("K", &Value::Int(10))],
+            constants: vec![
+                HostValue::new("K", &Value::Int(10)),
+                HostValue::new("R", &Value::Real(0.5)),
+                HostValue::new("T", &Value::Text("float".into())),
+            ],
         };
         let out = reference(&src, "add", &args).unwrap();
         assert_eq!(floats(&out[1]), vec![11.5, 12.5, 13.5]);
@@ -410,7 +414,7 @@ mod tests {
         // A check says why, and a function of the old signature does not compile.
         std::fs::write(
             &src,
-            "#include \"ndtune.h\"\n#include <stdio.h>\nint sums(const ndtune_args *a, char *m, size_t n) {\n  const float *y = a->buffers[1].data;\n  if (y[0] != 1.0f) { snprintf(m, n, \"y[0] is %g\", y[0]); return 1; }\n  return 0;\n}\n",
+            "#include \"ndtune.h\"\n#include <stdio.h>\nint sums(const ndtune_args *a, char *m, size_t n) {\n  const float *y = a->buffers[1].data;\n  const ndtune_value *r = ndtune_value_named(a, \"R\"), *t = ndtune_value_named(a, \"T\");\n  if (r->kind != NDTUNE_REAL || r->f != 0.5 || t->kind != NDTUNE_TEXT || strcmp(t->text, \"float\")) return 2;\n  if (y[0] != 1.0f) { snprintf(m, n, \"y[0] is %g\", y[0]); return 1; }\n  return 0;\n}\n",
         )
         .unwrap();
         assert_eq!(
