@@ -20,9 +20,9 @@ use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{source_names, Access, ArgKind, ElemType, HostFunction, Reference, Spec};
+use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -88,20 +88,19 @@ pub struct Cost {
 pub struct Bench {
     spec: Spec,
     device: ClDevice,
-    source: String,
+    /// The kernel's files and headers; only the constants and parameters they mention become
+    /// defines, so configurations that differ in launch-only parameters share one build.
+    source: KernelSource,
     session: Session,
     seed: u64,
     global: Vec<Node>,
     local: Vec<Node>,
-    /// Names (constants and parameters) the kernel source mentions: only these become defines,
-    /// so configurations that differ in launch-only parameters share one build.
-    used_names: HashSet<String>,
     /// Expected outputs, by what they depend on.
     references: HashMap<ReferenceKey, Rc<Expected>>,
     /// How many references were computed (the next one's id).
     computed_references: u64,
-    /// A reference kernel's source and the names it mentions (its defines).
-    reference_source: Option<(String, HashSet<String>)>,
+    /// A reference kernel's source, with the headers it includes.
+    reference_source: Option<KernelSource>,
     /// Inputs as uploaded once, by (argument, bytes).
     pristine: RefCell<HashMap<(usize, usize), Rc<DeviceBuffer>>>,
     /// Device buffers of earlier configurations for arguments the kernel may write, by
@@ -192,6 +191,21 @@ pub fn scalar_bytes(
         .map_err(|e| Fatal(format!("{what} value for configuration {config:?}: {e}")))
 }
 
+/// Why a buffer of `len` elements of `ty` cannot be allocated on `device`, if it cannot: more
+/// bytes than `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, the largest single allocation the driver accepts
+/// (`clCreateBuffer` refuses it with `CL_INVALID_BUFFER_SIZE`), or than a 64-bit size holds.
+fn buffer_too_large(device: &ClDevice, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+    let limit = device.profile.max_mem_alloc_size;
+    match len.checked_mul(ty.size()).map(|b| b as u64) {
+        Some(bytes) if bytes <= limit => None,
+        Some(bytes) => Some(format!(
+            "{len} elements of {} are {bytes} bytes, more than the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE of {limit} bytes",
+            ty.name()
+        )),
+        None => Some(format!("{len} elements of {} overflow a 64-bit size", ty.name())),
+    }
+}
+
 fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
     let v = eval(node, config, what)?;
     usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
@@ -218,18 +232,17 @@ impl Bench {
         let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
         let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
-        let used_names = source_names(&source);
         let reference_source = match spec.verify.as_ref().and_then(|v| v.reference.as_ref()) {
-            Some(Reference::Kernel { source, name, .. }) => {
-                let text = std::fs::read_to_string(source).map_err(|e| {
-                    Fatal(format!(
-                        "[verify] reference kernel `{name}` ({}): {e}",
-                        source.display()
-                    ))
-                })?;
-                let names = source_names(&text);
-                Some((text, names))
-            }
+            Some(Reference::Kernel { source, name, .. }) => Some(
+                KernelSource::read(std::slice::from_ref(source), &spec.kernel.include_dirs)
+                    .map_err(|e| {
+                        Fatal(format!(
+                            "[verify] reference kernel `{name}` ({}): {}",
+                            source.display(),
+                            e.message
+                        ))
+                    })?,
+            ),
             _ => None,
         };
         let halves = spec.args.iter().find(|a| {
@@ -252,6 +265,24 @@ impl Bench {
                 )));
             }
         }
+        // A buffer whose size is the same for every configuration and that the device cannot
+        // hold stops the campaign before any memory is taken for it.
+        for a in &spec.args {
+            if let ArgKind::Buffer { ty, len, .. } = &a.kind {
+                let mut vars = Vec::new();
+                len.vars(&mut vars);
+                if let (true, Some(n)) = (vars.is_empty(), len.eval(&[])) {
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    if let Some(why) = buffer_too_large(device, *ty, n) {
+                        return Err(Fatal(format!(
+                            "{}: [[args]] {}: {why}; no configuration can run",
+                            spec.path.display(),
+                            a.name
+                        )));
+                    }
+                }
+            }
+        }
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
@@ -261,7 +292,6 @@ impl Bench {
             seed,
             global,
             local,
-            used_names,
             references: HashMap::new(),
             computed_references: 0,
             reference_source,
@@ -279,10 +309,27 @@ impl Bench {
         })
     }
 
-    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device.
+    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device, after
+    /// checking that the spec and its files still make the campaign's setup.
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
-        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
+        let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
+        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(fatal)?;
+        if let Some(source) = spec.kernel_source().map_err(fatal)? {
+            let now = spec.setup(&source, job.seed).map_err(fatal)?.digest;
+            if now != job.setup {
+                return Err(Fatal(format!(
+                    "{}: the spec or a file it names changed since the campaign started (setup {}, now {now}): results measured now would not be the campaign's; start it again",
+                    spec.path.display(),
+                    job.setup
+                )));
+            }
+        }
         Bench::new(spec, &job.open_device()?, job.seed)
+    }
+
+    /// Why a buffer of `len` elements of `ty` cannot be allocated on this device, if it cannot.
+    fn too_large(&self, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+        buffer_too_large(&self.device, ty, len)
     }
 
     /// Whether outputs are compared on the device (the default on a GPU with double precision)
@@ -299,7 +346,7 @@ impl Bench {
 
     /// Build options of a configuration of the tuned kernel.
     fn options(&self, config: &[i64]) -> String {
-        self.spec.build_options(&self.used_names, config)
+        self.spec.build_options(&self.source, config)
     }
 
     /// How many times a reference's outputs were computed so far (once per set of the values
@@ -336,7 +383,7 @@ impl Bench {
         if let Some(path) = binary {
             if let Ok(bytes) = std::fs::read(path) {
                 let options = self.options(config);
-                self.session.add_binary(&self.source, &options, &bytes);
+                self.session.add_binary(&self.source.text, &options, &bytes);
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
@@ -356,7 +403,7 @@ impl Bench {
     /// kept (see [`Session::binary`]).
     pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, ClError> {
         let options = self.options(config);
-        self.session.binary(&self.source, &options)
+        self.session.binary(&self.source.text, &options)
     }
 
     /// Loads `binary` for a configuration and launches it once, untimed and unverified, then
@@ -365,7 +412,7 @@ impl Bench {
     /// in a build worker, rather than in the measurement. Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
         let options = self.options(config);
-        self.session.add_binary(&self.source, &options, binary);
+        self.session.add_binary(&self.source.text, &options, binary);
         if let Ok(p) = self.prepare(config) {
             if let Ok((kernel, global, local)) = self.ready(config, &p) {
                 let _ = self.launch(&kernel, &global, &local);
@@ -452,6 +499,11 @@ impl Bench {
                     ty, len, access, ..
                 } => {
                     let len = size(len, config, &format!("{what} len"))?;
+                    if let Some(why) = self.too_large(*ty, len) {
+                        return Err(RunError::Outcome(Outcome::Refused {
+                            error: format!("{what}: {why}"),
+                        }));
+                    }
                     let cached = self.host_data.borrow().get(&(i, len)).cloned();
                     let data = match cached {
                         Some(data) => data,
@@ -522,7 +574,7 @@ impl Bench {
         let started = Instant::now();
         let built = self
             .session
-            .kernel(&self.source, &self.spec.kernel.name, &options);
+            .kernel(&self.source.text, &self.spec.kernel.name, &options);
         self.build_ms
             .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
         let kernel = match built {
@@ -643,10 +695,10 @@ impl Bench {
             Reference::Builtin(_) | Reference::Config(_) => {}
             Reference::Host(_) => key.scalars = p.scalars.clone(),
             Reference::Kernel { global, .. } => {
-                let (_, names) = self.reference_source.as_ref().expect("read in new");
+                let source = self.reference_source.as_ref().expect("read in new");
                 key.scalars = p.scalars.clone();
                 key.locals = p.locals.clone();
-                key.options = self.spec.build_options(names, config);
+                key.options = self.spec.build_options(source, config);
                 key.global = global
                     .as_deref()
                     .unwrap_or(&self.global)
@@ -854,10 +906,12 @@ impl Bench {
         key: &ReferenceKey,
     ) -> Result<Buffers, Fatal> {
         let what = format!("[verify] reference kernel `{name}` ({})", path.display());
-        let (source, _) = self.reference_source.as_ref().expect("read in new");
+        let source = self.reference_source.as_ref().expect("read in new");
         let fail = |e: ClError| Fatal(format!("{what}: {e}"));
         let mut session = Session::new(&self.device).map_err(fail)?;
-        let kernel = session.kernel(source, name, &key.options).map_err(fail)?;
+        let kernel = session
+            .kernel(&source.text, name, &key.options)
+            .map_err(fail)?;
         let data: BTreeMap<&str, &HostData> = p
             .inputs
             .iter()

@@ -266,6 +266,7 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
         &[
             "kernel",
             "constants",
+            "setup",
             "measured",
             "best configuration",
             "best ms",
@@ -286,6 +287,10 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
                 vec![
                     c.kernel.clone(),
                     constants(&c.constants),
+                    match &c.earlier {
+                        Some(e) => format!("{} (earlier than {})", c.setup, e.newest),
+                        None => c.setup.clone(),
+                    },
                     c.measured().to_string(),
                     c.best
                         .as_ref()

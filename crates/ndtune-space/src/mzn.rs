@@ -39,7 +39,7 @@ pub fn platform_model() -> String {
          forall(d in index_set(local))(1 <= local[d] /\\ local[d] <= device_max_work_item_sizes[d])\n  \
          /\\ product(local) <= device_max_work_group_size\n  \
          /\\ forall(d in index_set(local))(global[d] mod local[d] = 0)\n  \
-         /\\ local_mem <= device_local_mem_size;\n\n\
+         /\\ 0 <= local_mem /\\ local_mem <= device_local_mem_size;\n\n\
          % The seed's model (the default): also eq. 3, at least as many work-groups as compute units,\n\
          % the product of the per-dimension group counts (the paper typesets a sum; its text means the\n\
          % total).\n\

@@ -7,7 +7,7 @@ use crate::cmd_tune::show_constants;
 use anyhow::{bail, Result};
 use ndtune_core::{Config, Constants, Outcome};
 use ndtune_spec::Spec;
-use ndtune_store::{Group, Record, Store};
+use ndtune_store::{Group, Record};
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -41,7 +41,7 @@ impl Selection {
 }
 
 pub fn run(args: &ShowArgs) -> Result<()> {
-    let store = Store::open(&args.store.db)?;
+    let store = args.store.open_read_only()?;
     let mut selection = Selection {
         kernel: args.kernel.clone(),
         source: None,
@@ -52,7 +52,7 @@ pub fn run(args: &ShowArgs) -> Result<()> {
     if let Some(path) = &args.spec {
         let overrides: Constants = args.set.iter().cloned().collect();
         let spec = Spec::load_with(path, &overrides)?;
-        let source = spec.kernel_source()?.unwrap_or_default();
+        let source = spec.kernel_source()?.map(|s| s.text).unwrap_or_default();
         selection.kernel = Some(spec.kernel.name.clone());
         selection.source = Some((
             ndtune_store::source_hash(&source),
@@ -79,11 +79,12 @@ pub fn run(args: &ShowArgs) -> Result<()> {
     let mut held = Vec::new();
     for g in store.groups()? {
         let device_name = devices.get(&g.device).cloned().unwrap_or_default();
-        let records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
+        let records = store.records(&g)?;
         held.push(format!(
-            "`{}`{} on {device_name}: {} results",
+            "`{}`{} on {device_name}, setup {}: {} results",
             g.kernel,
             show_constants(&g.constants),
+            g.setup,
             records.len()
         ));
         if selection.group(&g, &device_name) {

@@ -25,6 +25,8 @@ struct Removal {
 #[derive(Serialize)]
 pub(crate) struct Report {
     kernel: String,
+    /// The constants the spec was read with (`--set` applied).
+    constants: ndtune_core::Constants,
     device: Option<String>,
     declared: u128,
     bounded: u128,
@@ -78,6 +80,7 @@ pub(crate) fn report(
 ) -> Report {
     Report {
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
         device,
         declared: p.stats.declared,
         bounded: p.bounded,
@@ -108,7 +111,8 @@ pub(crate) fn report(
 }
 
 pub fn run(args: &SpaceArgs) -> Result<()> {
-    let spec = Spec::load(&args.spec)?;
+    let overrides = args.constants.single().map_err(anyhow::Error::msg)?;
+    let spec = Spec::load_with(&args.spec, &overrides)?;
     let needs_device = spec.problem.launch.is_some()
         || spec
             .problem
@@ -225,7 +229,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
 /// how many would remain without it, and how to keep what the platform model removed.
 pub(crate) fn empty_space(spec: &Spec, label: &str, pruning: &Pruning) -> anyhow::Error {
     let mut why: Vec<String> = pruning
-        .emptied_by()
+        .emptied_by(&spec.problem)
         .into_iter()
         .map(|(c, removed, without)| {
             format!("  {c}\n    removed {removed}; without it {without} configurations remain")

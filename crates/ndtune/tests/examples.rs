@@ -68,3 +68,11 @@ fn the_two_stage_reduction_tunes_and_its_host_check_passes() {
     let d = tune_all("reduction-final.toml", &[]);
     assert_eq!(d["pruned"], 9);
 }
+
+#[test]
+fn a_gemm_of_several_files_with_an_include_directory_tunes_and_verifies() {
+    let d = tune_all("gemm-multi.toml", &["N=64"]);
+    // 18 configurations; tiles of 16 make 16 work-groups, too few for eq. 3 beyond 16 cores.
+    assert!(d["pruned"].as_u64().unwrap() >= 12, "{d}");
+    assert_eq!(d["constants"]["N"], 64);
+}
