@@ -574,6 +574,39 @@ fn a_reference_file_is_part_of_the_setup() {
     );
 }
 
+#[test]
+fn a_host_check_and_an_input_file_are_part_of_the_setup() {
+    let spec = TUNED
+        .replace("init = \"random\"", "init = { npy = \"x.npy\" }")
+        .replace(
+            "[measure]",
+            "[verify]\noutputs = [\"x\"]\ncheck = { host = \"check.c\", function = \"c\" }\n[measure]",
+        );
+    let with = |npy: &'static str, check: &'static str| {
+        let mut files = GEMM_FILES.to_vec();
+        files.push(("x.npy", npy));
+        files.push(("check.c", check));
+        setup_of(&spec, &files, 1)
+    };
+    let base = with("one", "int c;");
+    assert_ne!(
+        with("two", "int c;").digest,
+        base.digest,
+        "the input's bytes"
+    );
+    assert_ne!(
+        with("one", "int c; ").digest,
+        base.digest,
+        "the check's source"
+    );
+    assert_eq!(with("one", "int c;"), base);
+    // Drawn from no seed: the seed does not matter.
+    let mut files = GEMM_FILES.to_vec();
+    files.push(("x.npy", "one"));
+    files.push(("check.c", "int c;"));
+    assert_eq!(setup_of(&spec, &files, 2), base);
+}
+
 /// A scalar argument `a` of `ty` with `value` (TOML), in a spec with constant N = 4.
 fn scalar(ty: &str, value: &str) -> Result<Spec, String> {
     Spec::parse(
