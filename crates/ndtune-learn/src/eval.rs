@@ -8,7 +8,7 @@
 //! Algorithm 2's self-correction only ever return legal sizes, so validity after fallback is 100%.
 
 use crate::data::Data;
-use crate::models::{Classifier, ClassifierKind, Regressor};
+use crate::models::{Classifier, ClassifierKind, ModelError, Regressor};
 use crate::oracle::{analyse, Status, Wg, EXPERT};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -52,7 +52,7 @@ impl Protocol {
     }
 
     /// The (training, test) scenario index sets.
-    pub fn folds(self, data: &Data, seed: u64) -> Vec<(Vec<usize>, Vec<usize>)> {
+    pub fn folds(self, data: &Data, seed: u64) -> Vec<Fold> {
         let n = data.scenarios.len();
         match self {
             Protocol::Cv10 => {
@@ -82,8 +82,11 @@ impl Protocol {
     }
 }
 
+/// A fold: the training and the test scenarios' indices.
+pub type Fold = (Vec<usize>, Vec<usize>);
+
 /// One fold per distinct key: its scenarios are the test set, all others the training set.
-fn leave_one_out<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<(Vec<usize>, Vec<usize>)> {
+fn leave_one_out<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<Fold> {
     let keys: Vec<&str> = keys.collect();
     let distinct: BTreeSet<&str> = keys.iter().copied().collect();
     distinct
@@ -313,22 +316,150 @@ fn first_legal(facts: &Facts, ranking: &[Wg], s: usize) -> Wg {
         .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"))
 }
 
-/// Evaluates `methods` on `data` under `protocol`.
-pub fn evaluate(data: &Data, protocol: Protocol, methods: &[Method], seed: u64) -> Report {
+/// Why an evaluation could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{protocol} has no fold with both training and test scenarios: {why}")]
+    NoFolds { protocol: &'static str, why: String },
+    #[error("fold {fold} of {folds}: {source}")]
+    Model {
+        fold: usize,
+        folds: usize,
+        source: ModelError,
+    },
+}
+
+/// Where an evaluation is: reported before each model is trained and tested on a fold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step<'a> {
+    /// Steps done so far, of `total` (one per fold and model).
+    pub done: usize,
+    pub total: usize,
+    /// The fold, from 1, of `folds`.
+    pub fold: usize,
+    pub folds: usize,
+    /// What is trained and tested: a classifier's name, `forest-runtime`, `forest-speedup` or
+    /// `baseline`.
+    pub model: &'a str,
+}
+
+/// What one step of a fold trains and tests: a classifier with all its fallbacks, a regressor
+/// or the baseline (indices into the methods).
+enum Unit {
+    Classifier(ClassifierKind, Vec<(usize, Fallback)>),
+    Regressor { speedup: bool, method: usize },
+    Baseline(usize),
+}
+
+impl Unit {
+    fn of(methods: &[Method]) -> Vec<Unit> {
+        let mut units: Vec<Unit> = Vec::new();
+        for (m, method) in methods.iter().enumerate() {
+            match *method {
+                Method::Classify(kind, fallback) => {
+                    let known = units.iter_mut().find_map(|u| match u {
+                        Unit::Classifier(k, list) if *k == kind => Some(list),
+                        _ => None,
+                    });
+                    match known {
+                        Some(list) => list.push((m, fallback)),
+                        None => units.push(Unit::Classifier(kind, vec![(m, fallback)])),
+                    }
+                }
+                Method::RegressRuntime => units.push(Unit::Regressor {
+                    speedup: false,
+                    method: m,
+                }),
+                Method::RegressSpeedup => units.push(Unit::Regressor {
+                    speedup: true,
+                    method: m,
+                }),
+                Method::Baseline => units.push(Unit::Baseline(m)),
+            }
+        }
+        units
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Unit::Classifier(kind, _) => kind.name(),
+            Unit::Regressor { speedup: false, .. } => "forest-runtime",
+            Unit::Regressor { speedup: true, .. } => "forest-speedup",
+            Unit::Baseline(_) => "baseline",
+        }
+    }
+}
+
+/// Why `protocol` has no usable fold on `data`.
+fn no_folds(protocol: Protocol, data: &Data) -> EvalError {
+    let n = data.scenarios.len();
+    let distinct = |what: &str, key: fn(&crate::data::Scenario) -> &str| {
+        let keys: BTreeSet<&str> = data.scenarios.iter().map(key).collect();
+        format!(
+            "it leaves out one {what} at a time and needs scenarios of at least 2; the data has {} ({})",
+            keys.len(),
+            keys.into_iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let why = match protocol {
+        Protocol::Cv10 => format!("it needs at least 2 scenarios; the data has {n}"),
+        Protocol::SyntheticReal => {
+            let synthetic = data
+                .scenarios
+                .iter()
+                .filter(|s| s.kernel.starts_with("syn"))
+                .count();
+            format!(
+                "it trains on the kernels named `syn*` and tests on the others; the data has {synthetic} scenarios of synthetic kernels and {} of others",
+                n - synthetic
+            )
+        }
+        Protocol::LooDevice => distinct("device", |s| &s.device),
+        Protocol::LooKernel => distinct("kernel", |s| &s.kernel),
+        Protocol::LooDataset => distinct("dataset", |s| &s.dataset),
+    };
+    EvalError::NoFolds {
+        protocol: protocol.name(),
+        why,
+    }
+}
+
+/// Evaluates `methods` on `data` under `protocol`; `progress` hears of every step (a model
+/// trained and tested on a fold) before it starts. Folds without training or test scenarios
+/// are skipped; none left is an error.
+pub fn evaluate(
+    data: &Data,
+    protocol: Protocol,
+    methods: &[Method],
+    seed: u64,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Result<Report, EvalError> {
     let facts = Facts::new(data);
-    let folds = protocol.folds(data, seed);
+    let folds: Vec<(usize, Fold)> = protocol
+        .folds(data, seed)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (train, test))| !train.is_empty() && !test.is_empty())
+        .collect();
+    if folds.is_empty() {
+        return Err(no_folds(protocol, data));
+    }
+    let units = Unit::of(methods);
+    let total = folds.len() * units.len();
     // Per method: per test scenario (chosen, predicted, micros).
     let mut outcomes: Vec<Vec<Choice>> = vec![Vec::new(); methods.len()];
     let mut baseline_choice: HashMap<usize, Wg> = HashMap::new();
-    for (fold, (train, test)) in folds.iter().enumerate() {
-        if train.is_empty() || test.is_empty() {
-            continue;
-        }
+    for (done_folds, (fold, (train, test))) in folds.iter().enumerate() {
+        let failed = |source: ModelError| EvalError::Model {
+            fold: done_folds + 1,
+            folds: folds.len(),
+            source,
+        };
         let rank = ranking(&facts, train);
         for &s in test {
             baseline_choice.insert(s, first_legal(&facts, &rank, s));
         }
-        let fold_seed = seed ^ (fold as u64).wrapping_mul(0x9E37_79B9);
+        let fold_seed = seed ^ (*fold as u64).wrapping_mul(0x9E37_79B9);
         // Classes: the training oracles.
         let classes: Vec<Wg> = train
             .iter()
@@ -344,55 +475,52 @@ pub fn evaluate(data: &Data, protocol: Protocol, methods: &[Method], seed: u64) 
             .iter()
             .map(|&s| classes.binary_search(&facts.oracle[s].0).expect("a class"))
             .collect();
-        let mut classifiers: HashMap<ClassifierKind, Classifier> = HashMap::new();
-        let mut runtime_model = None;
-        let mut speedup_model = None;
-        for (m, method) in methods.iter().enumerate() {
-            match *method {
-                Method::Classify(kind, fallback) => {
-                    let c = classifiers.entry(kind).or_insert_with(|| {
-                        Classifier::fit(kind, &x, &y, fold_seed).expect("training data is valid")
-                    });
-                    let mut rng = ChaCha8Rng::seed_from_u64(fold_seed ^ 0x5EED);
-                    for &s in test {
-                        let started = Instant::now();
-                        let predicted = classes[c.predict(&data.scenarios[s].features)];
-                        let chosen = if facts.legal(s, predicted) {
-                            predicted
-                        } else {
-                            fallback_choice(&facts, &rank, s, predicted, fallback, &mut rng)
-                        };
-                        let us = started.elapsed().as_secs_f64() * 1e6;
-                        outcomes[m].push((s, chosen, Some(predicted), us));
+        for (u, unit) in units.iter().enumerate() {
+            progress(Step {
+                done: done_folds * units.len() + u,
+                total,
+                fold: done_folds + 1,
+                folds: folds.len(),
+                model: unit.name(),
+            });
+            match unit {
+                Unit::Classifier(kind, fallbacks) => {
+                    let c = Classifier::fit(*kind, &x, &y, fold_seed).map_err(failed)?;
+                    for &(m, fallback) in fallbacks {
+                        let mut rng = ChaCha8Rng::seed_from_u64(fold_seed ^ 0x5EED);
+                        for &s in test {
+                            let started = Instant::now();
+                            let predicted =
+                                classes[c.predict(&data.scenarios[s].features).map_err(failed)?];
+                            let chosen = if facts.legal(s, predicted) {
+                                predicted
+                            } else {
+                                fallback_choice(&facts, &rank, s, predicted, fallback, &mut rng)
+                            };
+                            let us = started.elapsed().as_secs_f64() * 1e6;
+                            outcomes[m].push((s, chosen, Some(predicted), us));
+                        }
                     }
                 }
-                Method::RegressRuntime | Method::RegressSpeedup => {
-                    let speed = *method == Method::RegressSpeedup;
-                    let slot = if speed {
-                        &mut speedup_model
-                    } else {
-                        &mut runtime_model
-                    };
-                    let model = slot.get_or_insert_with(|| {
-                        let (rx, ry) = regression_rows(data, &facts, train, &rank, speed);
-                        Regressor::fit(&rx, &ry, fold_seed).expect("training data is valid")
-                    });
-                    let candidates: Vec<Wg> = rank.clone();
+                &Unit::Regressor { speedup, method } => {
+                    let (rx, ry) = regression_rows(data, &facts, train, &rank, speedup);
+                    let model = Regressor::fit(&rx, &ry, fold_seed).map_err(failed)?;
                     for &s in test {
                         let started = Instant::now();
                         let (chosen, first) = algorithm2(
-                            model,
+                            &model,
                             &data.scenarios[s].features,
-                            &candidates,
+                            &rank,
                             &facts,
                             s,
-                            speed,
-                        );
+                            speedup,
+                        )
+                        .map_err(failed)?;
                         let us = started.elapsed().as_secs_f64() * 1e6;
-                        outcomes[m].push((s, chosen, Some(first), us));
+                        outcomes[method].push((s, chosen, Some(first), us));
                     }
                 }
-                Method::Baseline => {
+                &Unit::Baseline(m) => {
                     for &s in test {
                         let started = Instant::now();
                         let chosen = first_legal(&facts, &rank, s);
@@ -409,12 +537,9 @@ pub fn evaluate(data: &Data, protocol: Protocol, methods: &[Method], seed: u64) 
         .map(|(method, rows)| summarise(*method, rows, &facts, &baseline_choice))
         .collect();
     let all = analyse(data.scenarios.len(), &data.observations);
-    Report {
+    Ok(Report {
         protocol: protocol.name().into(),
-        folds: folds
-            .iter()
-            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-            .count(),
+        folds: folds.len(),
         scenarios: data.scenarios.len(),
         results,
         baseline: all.baseline.map(|b| BaselineSummary {
@@ -422,7 +547,7 @@ pub fn evaluate(data: &Data, protocol: Protocol, methods: &[Method], seed: u64) 
             performance_geomean: b.performance,
         }),
         mean_spread: all.mean_spread,
-    }
+    })
 }
 
 fn fallback_choice(
@@ -489,9 +614,9 @@ fn algorithm2(
     facts: &Facts,
     s: usize,
     speedup: bool,
-) -> (Wg, Wg) {
+) -> Result<(Wg, Wg), ModelError> {
     let rows: Vec<Vec<f64>> = candidates.iter().map(|&w| with_size(features, w)).collect();
-    let predicted = model.predict_many(&rows);
+    let predicted = model.predict_many(&rows)?;
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     order.sort_by(|&a, &b| {
         let (pa, pb) = (predicted[a], predicted[b]);
@@ -507,7 +632,7 @@ fn algorithm2(
         .map(|&i| candidates[i])
         .find(|&w| facts.legal(s, w))
         .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"));
-    (chosen, first)
+    Ok((chosen, first))
 }
 
 fn summarise(
@@ -647,7 +772,7 @@ mod tests {
     #[test]
     fn classifiers_learn_the_oracle_and_every_choice_is_legal() {
         let d = data();
-        let report = evaluate(&d, Protocol::Cv10, &Method::all(), 3);
+        let report = evaluate(&d, Protocol::Cv10, &Method::all(), 3, &mut |_| {}).unwrap();
         assert_eq!(report.results.len(), Method::all().len());
         for r in &report.results {
             assert_eq!(r.scenarios, 24, "{r:?}");
@@ -668,5 +793,61 @@ mod tests {
         let p = base.performance_geomean;
         assert!(p > 0.5 && p < 0.8, "{base:?}");
         assert!(tree.speedup_over_baseline_median >= 1.0);
+    }
+
+    #[test]
+    fn a_protocol_without_a_usable_fold_is_an_error_that_says_why() {
+        let mut one = data();
+        one.scenarios.truncate(1);
+        one.observations.retain(|o| o.scenario == 0);
+        let e = evaluate(&one, Protocol::Cv10, &[Method::Baseline], 1, &mut |_| {}).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cv10 has no fold with both training and test scenarios: it needs at least 2 scenarios; the data has 1"
+        );
+        let mut d = data();
+        for s in &mut d.scenarios {
+            s.device = "gpu".into();
+        }
+        let e = evaluate(&d, Protocol::LooDevice, &[Method::Baseline], 1, &mut |_| {}).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("needs scenarios of at least 2; the data has 1 (`gpu`)"),
+            "{e}"
+        );
+        let e = evaluate(
+            &one,
+            Protocol::SyntheticReal,
+            &[Method::Baseline],
+            1,
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("the data has 1 scenarios of synthetic kernels and 0 of others"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn progress_hears_of_every_fold_and_model_in_order() {
+        let mut steps = Vec::new();
+        let methods = [
+            Method::Classify(ClassifierKind::DecisionTree, Fallback::Baseline),
+            Method::Baseline,
+            Method::Classify(ClassifierKind::DecisionTree, Fallback::Random),
+        ];
+        evaluate(&data(), Protocol::LooDevice, &methods, 1, &mut |s| {
+            steps.push((s.done, s.total, s.fold, s.folds, s.model.to_string()))
+        })
+        .unwrap();
+        let expected: Vec<(usize, usize, usize, usize, String)> = vec![
+            (0, 4, 1, 2, "tree".into()),
+            (1, 4, 1, 2, "baseline".into()),
+            (2, 4, 2, 2, "tree".into()),
+            (3, 4, 2, 2, "baseline".into()),
+        ];
+        assert_eq!(steps, expected);
     }
 }

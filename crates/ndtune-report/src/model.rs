@@ -600,7 +600,7 @@ mod tests {
                 });
             }
         }
-        let eval = evaluate(&data, Protocol::Cv10, &[Method::Baseline], 1);
+        let eval = evaluate(&data, Protocol::Cv10, &[Method::Baseline], 1, &mut |_| {}).unwrap();
         store
             .put_study(&study(
                 "learn",
