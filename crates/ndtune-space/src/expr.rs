@@ -340,11 +340,8 @@ fn lex(src: &str) -> Result<Vec<Token>, ExprError> {
             });
             continue;
         }
-        let two = if i + 1 < bytes.len() {
-            &src[i..i + 2]
-        } else {
-            ""
-        };
+        // `get`: the next two bytes may cut a multi-byte character (found by fuzzing).
+        let two = src.get(i..i + 2).unwrap_or("");
         let (tok, len) = match two {
             "==" => (Tok::Op(BinOp::Eq), 2),
             "!=" => (Tok::Op(BinOp::Ne), 2),
