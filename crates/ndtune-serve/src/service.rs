@@ -13,7 +13,9 @@
 //! feature the model uses within the model file's [`Reach`]. Observations in the store that fail
 //! the same check are skipped at start, counted by reason. A model trained again replaces the
 //! one serving only once it passed [`Model::check`]; the outcome of the last retraining, the
-//! observations rejected and failed predictions are in [`Service::health`].
+//! observations rejected and failed predictions are in `/v1/health`. A lock whose holder
+//! panicked is taken over as it is (every update under a lock is a single step), so one failed
+//! request never fails the ones after it.
 
 use crate::limits::{LimitOverrides, Limits};
 use crate::metrics::Metrics;
@@ -26,7 +28,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 /// The model predictions use now.
@@ -341,7 +343,10 @@ impl Service {
 
     /// Observations received so far (the store's included).
     pub fn observation_count(&self) -> usize {
-        self.observations.lock().expect("observations lock").len()
+        self.observations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// A legal local size for `req`'s scenario.
@@ -425,7 +430,7 @@ impl Service {
     }
 
     fn remember(&self, id: &str, known: Known) {
-        let mut recent = self.recent.lock().expect("recent lock");
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         if recent.scenarios.contains_key(id) {
             return;
         }
@@ -449,7 +454,7 @@ impl Service {
             ObservedScenario::Id(id) => self
                 .recent
                 .lock()
-                .expect("recent lock")
+                .unwrap_or_else(PoisonError::into_inner)
                 .scenarios
                 .get(id)
                 .cloned()
@@ -513,7 +518,7 @@ impl Service {
             Some(store) => Some(
                 store
                     .lock()
-                    .expect("store lock")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .add_observation(&observation)
                     .map_err(|e| Refusal::internal(format!("cannot store the observation: {e}")))?,
             ),
@@ -521,7 +526,10 @@ impl Service {
         };
         let scenario = observation.scenario.clone();
         let observations = {
-            let mut all = self.observations.lock().expect("observations lock");
+            let mut all = self
+                .observations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             all.push(observation);
             all.len()
         };
@@ -538,7 +546,7 @@ impl Service {
     /// Counts a rejected observation; the refusal (400) that answers it.
     fn reject(&self, r: Rejection) -> Refusal {
         self.metrics.reject(r.reason);
-        let mut rejected = self.rejected.lock().expect("rejected lock");
+        let mut rejected = self.rejected.lock().unwrap_or_else(PoisonError::into_inner);
         *rejected.sent.entry(r.reason).or_default() += 1;
         rejected.last = Some(r.message.clone());
         Refusal::bad_request(format!("not learnt from: {}", r.message))
@@ -546,12 +554,18 @@ impl Service {
 
     /// The observations not learnt from so far.
     pub fn rejected(&self) -> Rejected {
-        self.rejected.lock().expect("rejected lock").clone()
+        self.rejected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// How the last retraining went (none yet: `None`).
     pub fn last_retrain(&self) -> Option<RetrainResult> {
-        self.last_retrain.lock().expect("retrain lock").clone()
+        self.last_retrain
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Starts a retraining thread if enough observations are new to the model and to the last
@@ -573,9 +587,25 @@ impl Service {
         }
         let service = self.clone();
         std::thread::spawn(move || {
-            let result = service.retrain();
+            // A panic in training (a library's bug) fails this retraining, not all later ones.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| service.retrain()))
+                    .unwrap_or_else(|_| {
+                        service.metrics.retrain_failures.inc();
+                        RetrainResult {
+                            result: "failed",
+                            message: "training again panicked, the model in use serves on".into(),
+                            observations: service.observation_count(),
+                            observed_scenarios: 0,
+                            seconds: 0.0,
+                            at_uptime_s: service.uptime_s(),
+                        }
+                    });
             eprintln!("serve: {}", result.message);
-            *service.last_retrain.lock().expect("retrain lock") = Some(result);
+            *service
+                .last_retrain
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(result);
             service.retraining.store(false, Ordering::Release);
             // Observations that arrived while it trained.
             service.maybe_retrain();
@@ -588,8 +618,11 @@ impl Service {
             let current = self.current.load();
             (current.base.clone(), current.reach.clone())
         };
-        let observations: Vec<Observation> =
-            self.observations.lock().expect("observations lock").clone();
+        let observations: Vec<Observation> = self
+            .observations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         self.attempted.store(observations.len(), Ordering::Release);
         // Accepted for this model file; a file reloaded since may reach less far.
         let rows: Vec<TrainingRow> = training_rows(&base.feature_names, &observations)
@@ -618,7 +651,7 @@ impl Service {
                 );
             }
         };
-        let _swapping = self.update.lock().expect("update lock");
+        let _swapping = self.update.lock().unwrap_or_else(PoisonError::into_inner);
         if !Arc::ptr_eq(&self.current.load().base, &base) {
             return result(
                 "dropped",
@@ -648,7 +681,10 @@ impl Service {
 
     /// Loads the model file again and swaps it in; on failure keeps the model in use.
     pub fn reload(self: &Arc<Self>) -> Result<u64, String> {
-        *self.file_seen.lock().expect("file lock") = file_version(&self.model_path);
+        *self
+            .file_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = file_version(&self.model_path);
         let model = match Model::load(&self.model_path) {
             Ok(m) => Arc::new(m),
             Err(e) => {
@@ -657,7 +693,7 @@ impl Service {
             }
         };
         let version = {
-            let _swapping = self.update.lock().expect("update lock");
+            let _swapping = self.update.lock().unwrap_or_else(PoisonError::into_inner);
             let version = self.next_version.fetch_add(1, Ordering::Relaxed);
             let reach = Arc::new(model.reach());
             self.current.store(Arc::new(Current::new(
@@ -680,7 +716,12 @@ impl Service {
     /// or the file written in place.
     pub fn model_file_changed(&self) -> bool {
         let now = file_version(&self.model_path);
-        now.is_some() && now != *self.file_seen.lock().expect("file lock")
+        now.is_some()
+            && now
+                != *self
+                    .file_seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether observations are written to a store.
