@@ -148,7 +148,16 @@ pub fn learn_csv(text: &str) -> Result<(), String> {
     .chain([Method::Baseline])
     .collect();
     for protocol in [Protocol::Cv10, Protocol::LooDevice, Protocol::SyntheticReal] {
-        if let Ok(report) = evaluate(&data, protocol, &methods, 1, &mut |_| {}) {
+        if let Ok(report) = evaluate(
+            &data,
+            protocol,
+            &methods,
+            &ndtune_learn::eval::Options {
+                jobs: 2,
+                ..Default::default()
+            },
+            &mut |_| {},
+        ) {
             for r in &report.results {
                 ensure(
                     r.performance.iter().all(|p| p.is_finite() && *p > 0.0),

@@ -6,7 +6,7 @@ use crate::cli::{
 };
 use anyhow::{anyhow, bail, Context, Result};
 use ndtune_learn::data::Data;
-use ndtune_learn::eval::{evaluate, Fallback, Method, Protocol, Step};
+use ndtune_learn::eval::{evaluate, Fallback, Method, Options, Protocol, Step};
 use ndtune_learn::features::{kernel_features, scenario_features, Dataset};
 use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
@@ -173,8 +173,8 @@ impl EvalProgress {
                 bar.set_message(what);
             }
             EvalProgress::Lines(started) => eprintln!(
-                "learn eval: step {}/{} at {:.1} s: {what}",
-                step.done + 1,
+                "learn eval: {}/{} steps done at {:.1} s; starting {what}",
+                step.done,
                 step.total,
                 started.elapsed().as_secs_f64()
             ),
@@ -273,7 +273,17 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
     let store = a.db.as_deref().map(ndtune_store::Store::open).transpose()?;
     let report = {
         let mut progress = EvalProgress::new();
-        let report = evaluate(&data, protocol, &methods, a.seed, &mut |step| {
+        let jobs = match a.jobs {
+            Some(0) => bail!("--jobs 0: at least one model must be trained at a time"),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let options = Options {
+            seed: a.seed,
+            jobs,
+            max_training: a.max_training.0,
+        };
+        let report = evaluate(&data, protocol, &methods, &options, &mut |step| {
             progress.step(step)
         });
         progress.finish();
@@ -316,6 +326,25 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
             b.size[0],
             b.size[1],
             100.0 * b.performance_geomean
+        );
+    }
+    let mut sampled: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| r.trained_on < report.training_scenarios)
+        .map(|r| r.model.as_str())
+        .collect();
+    sampled.dedup();
+    if let Some(r) = report
+        .results
+        .iter()
+        .find(|r| r.trained_on < report.training_scenarios)
+    {
+        println!(
+            "{} trained on a sample of {} of the up to {} training scenarios of a fold (--max-training all: on all)",
+            sampled.join(", "),
+            r.trained_on,
+            report.training_scenarios
         );
     }
     println!(

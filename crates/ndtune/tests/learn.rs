@@ -408,6 +408,8 @@ fn eval_shows_its_progress_per_fold_and_model_on_stderr() {
             "loo-kernel",
             "--models",
             "tree,baseline",
+            "--jobs",
+            "1",
         ])
         .output()
         .unwrap();
@@ -415,12 +417,13 @@ fn eval_shows_its_progress_per_fold_and_model_on_stderr() {
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("learn eval: step"))
+        .filter(|l| l.starts_with("learn eval: "))
         .collect();
     assert_eq!(lines.len(), 4, "{err}");
     assert!(
-        lines[0].starts_with("learn eval: step 1/4 at ") && lines[0].ends_with("fold 1/2: tree"),
+        lines[0].starts_with("learn eval: 0/4 steps done at ")
+            && lines[0].ends_with("; starting fold 1/2: tree"),
         "{err}"
     );
-    assert!(lines[3].ends_with("fold 2/2: baseline"), "{err}");
+    assert!(lines[3].ends_with("starting fold 2/2: baseline"), "{err}");
 }
