@@ -45,8 +45,6 @@ pub fn spec(text: &str) -> Result<(), String> {
 /// three device properties.
 fn scope() -> Scope {
     Scope {
-        params: vec!["X".into(), "Y".into(), "Z".into()],
-        constants: [("N".to_string(), 1024), ("M".to_string(), -3)].into(),
         device: Some(
             [
                 ("max_work_group_size".to_string(), 1024),
@@ -55,6 +53,7 @@ fn scope() -> Scope {
             ]
             .into(),
         ),
+        ..Scope::ints(&["X", "Y", "Z"], &[("N", 1024), ("M", -3)])
     }
 }
 
