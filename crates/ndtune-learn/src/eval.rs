@@ -990,17 +990,13 @@ mod tests {
 
     #[test]
     fn a_protocol_without_a_usable_fold_is_an_error_that_says_why() {
+        let fails = |d: &Data, p| {
+            evaluate(d, p, &[Method::Baseline], &opts(1, 1), &mut |_| {}).unwrap_err()
+        };
         let mut one = data();
         one.scenarios.truncate(1);
         one.observations.retain(|o| o.scenario == 0);
-        let e = evaluate(
-            &one,
-            Protocol::Cv10,
-            &[Method::Baseline],
-            &opts(1, 1),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let e = fails(&one, Protocol::Cv10);
         assert_eq!(
             e.to_string(),
             "cv10 has no fold with both training and test scenarios: it needs at least 2 scenarios; the data has 1"
@@ -1009,27 +1005,13 @@ mod tests {
         for s in &mut d.scenarios {
             s.device = "gpu".into();
         }
-        let e = evaluate(
-            &d,
-            Protocol::LooDevice,
-            &[Method::Baseline],
-            &opts(1, 1),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let e = fails(&d, Protocol::LooDevice);
         assert!(
             e.to_string()
                 .ends_with("needs scenarios of at least 2; the data has 1 (`gpu`)"),
             "{e}"
         );
-        let e = evaluate(
-            &one,
-            Protocol::SyntheticReal,
-            &[Method::Baseline],
-            &opts(1, 1),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let e = fails(&one, Protocol::SyntheticReal);
         assert!(
             e.to_string()
                 .ends_with("the data has 1 scenarios of synthetic kernels and 0 of others"),
