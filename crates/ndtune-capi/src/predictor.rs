@@ -260,6 +260,7 @@ impl Local {
         let p = self
             .model
             .predict_row(&self.row, |wg| limits.allows(wg))
+            .map_err(|e| model_error(e.to_string()))?
             .ok_or_else(|| {
                 Failure::new(
                     Status::NDTUNE_ERR_NO_LEGAL_SIZE,

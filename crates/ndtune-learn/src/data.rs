@@ -1,9 +1,11 @@
 //! Training data: the long CSV that `ndtune collect --export` writes (docs/collect.md), or any
 //! CSV in that format. One row per (scenario, work-group size); the `f_*` columns are the
 //! scenario's features and must agree on every row of a scenario. Errors name the file, the line
-//! and the column.
+//! and the column. Features may be any finite number (see `crate::models` for how extreme ones
+//! are scaled); work-group sides must be integers in [`WG_SIDE`] and the run times of measured
+//! rows numbers in [`RUNTIME_MS`].
 
-use crate::oracle::{Observation, Status, Wg};
+use crate::oracle::{Observation, Status, Wg, RUNTIME_MS, WG_SIDE};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -42,17 +44,21 @@ pub enum DataError {
     MissingColumn { path: PathBuf, column: String },
     #[error("{path}: no feature columns (f_*)")]
     NoFeatures { path: PathBuf },
-    #[error("{path}:{line}: column `{column}`: `{value}` is not a number")]
-    NotNumeric {
+    #[error("{path}:{line}:{col}: column `{column}`: `{value}` is not {expected}")]
+    BadValue {
         path: PathBuf,
         line: u64,
+        /// 1-based column number.
+        col: usize,
         column: String,
         value: String,
+        expected: &'static str,
     },
-    #[error("{path}:{line}: column `status`: `{value}` is none of measured, refused, illegal, wrong_result, build_failed, crashed, timed_out")]
+    #[error("{path}:{line}:{col}: column `status`: `{value}` is none of measured, refused, illegal, wrong_result, build_failed, crashed, timed_out")]
     BadStatus {
         path: PathBuf,
         line: u64,
+        col: usize,
         value: String,
     },
     #[error("{path}:{line}: scenario `{scenario}`: `{column}` differs from its first row")]
@@ -136,17 +142,39 @@ impl Data {
         for record in csv.records() {
             let record = record.map_err(csv_err)?;
             let line = record.position().map_or(0, |pos| pos.line());
+            let bad = |i: usize, expected: &'static str| DataError::BadValue {
+                path: p(),
+                line,
+                col: i + 1,
+                column: header[i].clone(),
+                value: record.get(i).unwrap_or("").to_string(),
+                expected,
+            };
             let number = |i: usize| -> Result<f64, DataError> {
-                let v = record.get(i).unwrap_or("");
-                v.trim()
-                    .parse::<f64>()
+                let v = record.get(i).unwrap_or("").trim();
+                match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() => Ok(x),
+                    Ok(_) => Err(bad(i, "a finite number")),
+                    Err(_) => Err(bad(i, "a number")),
+                }
+            };
+            let side = |i: usize| -> Result<u64, DataError> {
+                let v = record.get(i).unwrap_or("").trim();
+                v.parse::<u64>()
                     .ok()
-                    .filter(|x| x.is_finite())
-                    .ok_or_else(|| DataError::NotNumeric {
-                        path: p(),
-                        line,
-                        column: header[i].clone(),
-                        value: v.to_string(),
+                    .filter(|s| WG_SIDE.contains(s))
+                    .ok_or_else(|| bad(i, "a work-group size: an integer from 1 to 4294967295"))
+            };
+            let runtime_ms = |i: usize| -> Result<f64, DataError> {
+                let v = record.get(i).unwrap_or("").trim();
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|t| RUNTIME_MS.contains(t))
+                    .ok_or_else(|| {
+                        bad(
+                            i,
+                            "the run time of a measured size: milliseconds from 1e-9 to 1e12",
+                        )
                     })
             };
             let field = |i: usize| record.get(i).unwrap_or("").to_string();
@@ -200,12 +228,13 @@ impl Data {
                 DataError::BadStatus {
                     path: p(),
                     line,
+                    col: status_col + 1,
                     value: field(status_col),
                 }
             })?;
-            let wg: Wg = (number(wg_c)? as u64, number(wg_r)? as u64);
+            let wg: Wg = (side(wg_c)?, side(wg_r)?);
             let runtime_ms = match st {
-                Status::Measured => Some(number(runtime)?),
+                Status::Measured => Some(runtime_ms(runtime)?),
                 _ => None,
             };
             data.observations.push(Observation {
@@ -265,11 +294,14 @@ mod tests {
             "t.csv: no column `runtime_ms` (the format is in docs/collect.md)"
         );
         let e = read(&format!("{HEAD}s1,gpu,k,d,1,x2,8,8,0.5,measured\n")).unwrap_err();
-        assert_eq!(e.to_string(), "t.csv:2: column `f_b`: `x2` is not a number");
+        assert_eq!(
+            e.to_string(),
+            "t.csv:2:6: column `f_b`: `x2` is not a number"
+        );
         let e = read(&format!("{HEAD}s1,gpu,k,d,1,2,8,8,0.5,fast\n")).unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("t.csv:2: column `status`: `fast`"),
+                .starts_with("t.csv:2:10: column `status`: `fast`"),
             "{e}"
         );
         let e = read(&format!(
@@ -287,9 +319,54 @@ mod tests {
         );
         let e = read(&format!("{HEAD}s1,gpu,k,d,1,2,8,8,,measured\n")).unwrap_err();
         assert!(
-            e.to_string().contains("`runtime_ms`: `` is not a number"),
+            e.to_string()
+                .contains("t.csv:2:9: column `runtime_ms`: `` is not the run time"),
             "{e}"
         );
         assert!(matches!(read(HEAD), Err(DataError::Empty { .. })));
+    }
+
+    #[test]
+    fn sizes_run_times_and_features_out_of_their_domain_are_refused_where_they_are() {
+        let row = |f_b: &str, c: &str, r: &str, ms: &str| {
+            read(&format!("{HEAD}s1,gpu,k,d,1,{f_b},{c},{r},{ms},measured\n"))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        for (c, r, col) in [
+            ("0", "8", 7),
+            ("-4", "8", 7),
+            ("32.5", "8", 7),
+            ("8", "4294967296", 8),
+        ] {
+            let e = row("2", c, r, "0.5").unwrap_err();
+            assert!(
+                e.starts_with(&format!("t.csv:2:{col}: column `wg_"))
+                    && e.contains("is not a work-group size"),
+                "{c}x{r}: {e}"
+            );
+        }
+        for ms in ["0", "-1", "1e-300", "1e300", "inf", "NaN"] {
+            let e = row("2", "8", "8", ms).unwrap_err();
+            assert!(
+                e.starts_with("t.csv:2:9: column `runtime_ms`") && e.contains("1e-9 to 1e12"),
+                "{ms}: {e}"
+            );
+        }
+        for f in ["inf", "-inf", "NaN", "1e309"] {
+            let e = row(f, "8", "8", "0.5").unwrap_err();
+            assert_eq!(
+                e,
+                format!("t.csv:2:6: column `f_b`: `{f}` is not a finite number"),
+            );
+        }
+        // Extreme but finite features are data (scaled by the models).
+        assert_eq!(row("1e308", "8", "8", "0.5"), Ok(()));
+        assert_eq!(row("-1.7976931348623157e308", "8", "8", "1e12"), Ok(()));
+        // A refused size needs no run time.
+        assert!(read(&format!(
+            "{HEAD}s1,gpu,k,d,1,2,8,8,0.5,measured\ns1,gpu,k,d,1,2,16,16,-3,refused\n"
+        ))
+        .is_ok());
     }
 }

@@ -8,7 +8,7 @@
 //! Algorithm 2's self-correction only ever return legal sizes, so validity after fallback is 100%.
 
 use crate::data::Data;
-use crate::models::{Classifier, ClassifierKind, Regressor};
+use crate::models::{Classifier, ClassifierKind, ModelError, Regressor};
 use crate::oracle::{analyse, Status, Wg, EXPERT};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -52,7 +52,7 @@ impl Protocol {
     }
 
     /// The (training, test) scenario index sets.
-    pub fn folds(self, data: &Data, seed: u64) -> Vec<(Vec<usize>, Vec<usize>)> {
+    pub fn folds(self, data: &Data, seed: u64) -> Vec<Fold> {
         let n = data.scenarios.len();
         match self {
             Protocol::Cv10 => {
@@ -82,8 +82,11 @@ impl Protocol {
     }
 }
 
+/// A fold: the training and the test scenarios' indices.
+pub type Fold = (Vec<usize>, Vec<usize>);
+
 /// One fold per distinct key: its scenarios are the test set, all others the training set.
-fn leave_one_out<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<(Vec<usize>, Vec<usize>)> {
+fn leave_one_out<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<Fold> {
     let keys: Vec<&str> = keys.collect();
     let distinct: BTreeSet<&str> = keys.iter().copied().collect();
     distinct
@@ -181,6 +184,10 @@ pub struct MethodResult {
     pub speedup_over_expert_median: Option<f64>,
     /// Mean time to choose, features given, in microseconds.
     pub predict_us: f64,
+    /// The most training scenarios it was trained on in a fold: fewer than the fold's where
+    /// [`Options::max_training`] cut them to a sample (0 in evaluations kept before it existed).
+    #[serde(default)]
+    pub trained_on: usize,
     /// Per test scenario, ascending: oracle time / chosen size's time (Fig. 4's distribution).
     #[serde(default)]
     pub performance: Vec<f64>,
@@ -214,6 +221,12 @@ pub struct Report {
     pub protocol: String,
     pub folds: usize,
     pub scenarios: usize,
+    /// The most training scenarios a fold has.
+    #[serde(default)]
+    pub training_scenarios: usize,
+    /// [`Options::max_training`] of the evaluation.
+    #[serde(default)]
+    pub max_training: Option<usize>,
     pub results: Vec<MethodResult>,
     pub baseline: Option<BaselineSummary>,
     /// Mean of each scenario's slowest over fastest legal time: what any choice can gain.
@@ -313,116 +326,411 @@ fn first_legal(facts: &Facts, ranking: &[Wg], s: usize) -> Wg {
         .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"))
 }
 
-/// Evaluates `methods` on `data` under `protocol`.
-pub fn evaluate(data: &Data, protocol: Protocol, methods: &[Method], seed: u64) -> Report {
-    let facts = Facts::new(data);
-    let folds = protocol.folds(data, seed);
-    // Per method: per test scenario (chosen, predicted, micros).
-    let mut outcomes: Vec<Vec<Choice>> = vec![Vec::new(); methods.len()];
-    let mut baseline_choice: HashMap<usize, Wg> = HashMap::new();
-    for (fold, (train, test)) in folds.iter().enumerate() {
-        if train.is_empty() || test.is_empty() {
-            continue;
+/// Why an evaluation could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{protocol} has no fold with both training and test scenarios: {why}")]
+    NoFolds { protocol: &'static str, why: String },
+    #[error("fold {fold} of {folds}: {source}")]
+    Model {
+        fold: usize,
+        folds: usize,
+        source: ModelError,
+    },
+}
+
+/// Where an evaluation is: reported before each model is trained and tested on a fold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step<'a> {
+    /// Steps done so far, of `total` (one per fold and model).
+    pub done: usize,
+    pub total: usize,
+    /// The fold, from 1, of `folds`.
+    pub fold: usize,
+    pub folds: usize,
+    /// What is trained and tested: a classifier's name, `forest-runtime`, `forest-speedup` or
+    /// `baseline`.
+    pub model: &'a str,
+}
+
+/// What one step of a fold trains and tests: a classifier with all its fallbacks, a regressor
+/// or the baseline (indices into the methods).
+enum Unit {
+    Classifier(ClassifierKind, Vec<(usize, Fallback)>),
+    Regressor { speedup: bool, method: usize },
+    Baseline(usize),
+}
+
+impl Unit {
+    fn of(methods: &[Method]) -> Vec<Unit> {
+        let mut units: Vec<Unit> = Vec::new();
+        for (m, method) in methods.iter().enumerate() {
+            match *method {
+                Method::Classify(kind, fallback) => {
+                    let known = units.iter_mut().find_map(|u| match u {
+                        Unit::Classifier(k, list) if *k == kind => Some(list),
+                        _ => None,
+                    });
+                    match known {
+                        Some(list) => list.push((m, fallback)),
+                        None => units.push(Unit::Classifier(kind, vec![(m, fallback)])),
+                    }
+                }
+                Method::RegressRuntime => units.push(Unit::Regressor {
+                    speedup: false,
+                    method: m,
+                }),
+                Method::RegressSpeedup => units.push(Unit::Regressor {
+                    speedup: true,
+                    method: m,
+                }),
+                Method::Baseline => units.push(Unit::Baseline(m)),
+            }
         }
-        let rank = ranking(&facts, train);
-        for &s in test {
-            baseline_choice.insert(s, first_legal(&facts, &rank, s));
+        units
+    }
+
+    /// Whether it trains on a sample where a fold has over [`Options::max_training`]
+    /// scenarios: the models whose training time grows fastest with the scenarios (quadratically
+    /// for the SVM; the regressors' rows are scenarios times sizes).
+    fn samples(&self) -> bool {
+        matches!(
+            self,
+            Unit::Classifier(ClassifierKind::Logistic | ClassifierKind::Svm, _)
+                | Unit::Regressor { .. }
+        )
+    }
+
+    /// The methods whose choices it makes.
+    fn methods(&self) -> Vec<usize> {
+        match self {
+            Unit::Classifier(_, fallbacks) => fallbacks.iter().map(|&(m, _)| m).collect(),
+            &Unit::Regressor { method, .. } | &Unit::Baseline(method) => vec![method],
         }
-        let fold_seed = seed ^ (fold as u64).wrapping_mul(0x9E37_79B9);
-        // Classes: the training oracles.
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Unit::Classifier(kind, _) => kind.name(),
+            Unit::Regressor { speedup: false, .. } => "forest-runtime",
+            Unit::Regressor { speedup: true, .. } => "forest-speedup",
+            Unit::Baseline(_) => "baseline",
+        }
+    }
+}
+
+/// Why `protocol` has no usable fold on `data`.
+fn no_folds(protocol: Protocol, data: &Data) -> EvalError {
+    let n = data.scenarios.len();
+    let distinct = |what: &str, key: fn(&crate::data::Scenario) -> &str| {
+        let keys: BTreeSet<&str> = data.scenarios.iter().map(key).collect();
+        format!(
+            "it leaves out one {what} at a time and needs scenarios of at least 2; the data has {} ({})",
+            keys.len(),
+            keys.into_iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let why = match protocol {
+        Protocol::Cv10 => format!("it needs at least 2 scenarios; the data has {n}"),
+        Protocol::SyntheticReal => {
+            let synthetic = data
+                .scenarios
+                .iter()
+                .filter(|s| s.kernel.starts_with("syn"))
+                .count();
+            format!(
+                "it trains on the kernels named `syn*` and tests on the others; the data has {synthetic} scenarios of synthetic kernels and {} of others",
+                n - synthetic
+            )
+        }
+        Protocol::LooDevice => distinct("device", |s| &s.device),
+        Protocol::LooKernel => distinct("kernel", |s| &s.kernel),
+        Protocol::LooDataset => distinct("dataset", |s| &s.dataset),
+    };
+    EvalError::NoFolds {
+        protocol: protocol.name(),
+        why,
+    }
+}
+
+/// How an evaluation runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Seed of the folds, the random fallback, the samples and the models.
+    pub seed: u64,
+    /// Steps (a model trained and tested on a fold) run at once, each on its own thread.
+    pub jobs: usize,
+    /// The most training scenarios of a fold that logistic regression, the SVM and the
+    /// regressors train on: a fold with more trains them on a random sample of this many
+    /// (seeded; the other models, the ranking and the fallbacks use them all). `None`: all.
+    pub max_training: Option<usize>,
+}
+
+/// [`Options::max_training`] by default: on a 100 MB CSV of 1,120 scenarios, cv10 then finishes
+/// in 24 minutes on a loaded 2-core machine (BENCHMARKS.md); the shipped data's folds are all
+/// below it.
+pub const MAX_TRAINING: usize = 300;
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            seed: 1,
+            jobs: 1,
+            max_training: Some(MAX_TRAINING),
+        }
+    }
+}
+
+/// What every model of one fold trains on and is tested on.
+struct FoldSet {
+    train: Vec<usize>,
+    /// Positions in `train` of the sample the models that sample train on (all where the fold
+    /// is within the limit).
+    sample: Vec<usize>,
+    test: Vec<usize>,
+    /// The training sizes, best fixed choice first.
+    rank: Vec<Wg>,
+    /// The classes (the training oracles), and the training rows and their classes.
+    classes: Vec<Wg>,
+    x: Vec<Vec<f64>>,
+    y: Vec<usize>,
+    seed: u64,
+}
+
+impl FoldSet {
+    fn new(
+        facts: &Facts,
+        data: &Data,
+        index: usize,
+        (train, test): Fold,
+        options: &Options,
+    ) -> FoldSet {
+        let seed = options.seed ^ (index as u64).wrapping_mul(0x9E37_79B9);
+        let mut sample: Vec<usize> = (0..train.len()).collect();
+        if let Some(max) = options.max_training.filter(|&m| m < train.len()) {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5A3F1E);
+            for i in 0..max {
+                sample.swap(i, rng.random_range(i..train.len()));
+            }
+            sample.truncate(max);
+            sample.sort_unstable();
+        }
+        let rank = ranking(facts, &train);
         let classes: Vec<Wg> = train
             .iter()
             .map(|&s| facts.oracle[s].0)
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let x: Vec<Vec<f64>> = train
+        let x = train
             .iter()
             .map(|&s| data.scenarios[s].features.clone())
             .collect();
-        let y: Vec<usize> = train
+        let y = train
             .iter()
             .map(|&s| classes.binary_search(&facts.oracle[s].0).expect("a class"))
             .collect();
-        let mut classifiers: HashMap<ClassifierKind, Classifier> = HashMap::new();
-        let mut runtime_model = None;
-        let mut speedup_model = None;
-        for (m, method) in methods.iter().enumerate() {
-            match *method {
-                Method::Classify(kind, fallback) => {
-                    let c = classifiers.entry(kind).or_insert_with(|| {
-                        Classifier::fit(kind, &x, &y, fold_seed).expect("training data is valid")
-                    });
-                    let mut rng = ChaCha8Rng::seed_from_u64(fold_seed ^ 0x5EED);
-                    for &s in test {
-                        let started = Instant::now();
-                        let predicted = classes[c.predict(&data.scenarios[s].features)];
-                        let chosen = if facts.legal(s, predicted) {
-                            predicted
-                        } else {
-                            fallback_choice(&facts, &rank, s, predicted, fallback, &mut rng)
-                        };
-                        let us = started.elapsed().as_secs_f64() * 1e6;
-                        outcomes[m].push((s, chosen, Some(predicted), us));
-                    }
-                }
-                Method::RegressRuntime | Method::RegressSpeedup => {
-                    let speed = *method == Method::RegressSpeedup;
-                    let slot = if speed {
-                        &mut speedup_model
+        FoldSet {
+            train,
+            sample,
+            test,
+            rank,
+            classes,
+            x,
+            y,
+            seed,
+        }
+    }
+}
+
+/// One method's choice for one test scenario.
+type Chosen = (usize, Choice);
+
+/// Trains `unit` on fold `f` and chooses a size for each of its test scenarios.
+fn run_unit(
+    data: &Data,
+    facts: &Facts,
+    f: &FoldSet,
+    unit: &Unit,
+) -> Result<Vec<Chosen>, ModelError> {
+    let mut out = Vec::new();
+    match unit {
+        Unit::Classifier(kind, fallbacks) => {
+            let c = if unit.samples() && f.sample.len() < f.train.len() {
+                let x: Vec<Vec<f64>> = f.sample.iter().map(|&i| f.x[i].clone()).collect();
+                let y: Vec<usize> = f.sample.iter().map(|&i| f.y[i]).collect();
+                Classifier::fit(*kind, &x, &y, f.seed)?
+            } else {
+                Classifier::fit(*kind, &f.x, &f.y, f.seed)?
+            };
+            for &(m, fallback) in fallbacks {
+                let mut rng = ChaCha8Rng::seed_from_u64(f.seed ^ 0x5EED);
+                for &s in &f.test {
+                    let started = Instant::now();
+                    let predicted = f.classes[c.predict(&data.scenarios[s].features)?];
+                    let chosen = if facts.legal(s, predicted) {
+                        predicted
                     } else {
-                        &mut runtime_model
+                        fallback_choice(facts, &f.rank, s, predicted, fallback, &mut rng)
                     };
-                    let model = slot.get_or_insert_with(|| {
-                        let (rx, ry) = regression_rows(data, &facts, train, &rank, speed);
-                        Regressor::fit(&rx, &ry, fold_seed).expect("training data is valid")
-                    });
-                    let candidates: Vec<Wg> = rank.clone();
-                    for &s in test {
-                        let started = Instant::now();
-                        let (chosen, first) = algorithm2(
-                            model,
-                            &data.scenarios[s].features,
-                            &candidates,
-                            &facts,
-                            s,
-                            speed,
-                        );
-                        let us = started.elapsed().as_secs_f64() * 1e6;
-                        outcomes[m].push((s, chosen, Some(first), us));
-                    }
-                }
-                Method::Baseline => {
-                    for &s in test {
-                        let started = Instant::now();
-                        let chosen = first_legal(&facts, &rank, s);
-                        let us = started.elapsed().as_secs_f64() * 1e6;
-                        outcomes[m].push((s, chosen, Some(rank[0]), us));
-                    }
+                    let us = started.elapsed().as_secs_f64() * 1e6;
+                    out.push((m, (s, chosen, Some(predicted), us)));
                 }
             }
+        }
+        &Unit::Regressor { speedup, method } => {
+            let sampled: Vec<usize> = f.sample.iter().map(|&i| f.train[i]).collect();
+            let (rx, ry) = regression_rows(data, facts, &sampled, &f.rank, speedup);
+            let model = Regressor::fit(&rx, &ry, f.seed)?;
+            for &s in &f.test {
+                let started = Instant::now();
+                let (chosen, first) = algorithm2(
+                    &model,
+                    &data.scenarios[s].features,
+                    &f.rank,
+                    facts,
+                    s,
+                    speedup,
+                )?;
+                let us = started.elapsed().as_secs_f64() * 1e6;
+                out.push((method, (s, chosen, Some(first), us)));
+            }
+        }
+        &Unit::Baseline(m) => {
+            for &s in &f.test {
+                let started = Instant::now();
+                let chosen = first_legal(facts, &f.rank, s);
+                let us = started.elapsed().as_secs_f64() * 1e6;
+                out.push((m, (s, chosen, Some(f.rank[0]), us)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What a worker of [`evaluate`] says: a step started, or finished with its choices.
+enum Event {
+    Started(usize),
+    Finished(usize, Result<Vec<Chosen>, ModelError>),
+}
+
+/// Evaluates `methods` on `data` under `protocol`. Each model is trained and tested on each fold
+/// as one step; [`Options::jobs`] steps run at once (each on its own thread, so the prediction
+/// times are measured beside the others: 1 measures them alone), and the results are the same
+/// for any number. `progress` hears of every step as it starts. Folds without training or test
+/// scenarios are skipped; none left is an error.
+pub fn evaluate(
+    data: &Data,
+    protocol: Protocol,
+    methods: &[Method],
+    options: &Options,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Result<Report, EvalError> {
+    let facts = Facts::new(data);
+    let jobs = options.jobs;
+    let folds: Vec<FoldSet> = protocol
+        .folds(data, options.seed)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (train, test))| !train.is_empty() && !test.is_empty())
+        .map(|(i, fold)| FoldSet::new(&facts, data, i, fold, options))
+        .collect();
+    if folds.is_empty() {
+        return Err(no_folds(protocol, data));
+    }
+    let units = Unit::of(methods);
+    // Step t is unit t % units of fold t / units: fold by fold, as the progress reads.
+    let total = folds.len() * units.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<Vec<Chosen>, ModelError>>> =
+        (0..total).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let (events, heard) = std::sync::mpsc::channel();
+        for _ in 0..jobs.clamp(1, total) {
+            let events = events.clone();
+            let (next, folds, units, facts) = (&next, &folds, &units, &facts);
+            scope.spawn(move || loop {
+                let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if t >= total {
+                    break;
+                }
+                let _ = events.send(Event::Started(t));
+                let fold = &folds[t / units.len()];
+                let result = run_unit(data, facts, fold, &units[t % units.len()]);
+                let failed = result.is_err();
+                let _ = events.send(Event::Finished(t, result));
+                if failed {
+                    // No step starts after a failure: the evaluation fails anyway.
+                    next.store(total, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        drop(events);
+        let mut done = 0;
+        for event in heard {
+            match event {
+                Event::Started(t) => progress(Step {
+                    done,
+                    total,
+                    fold: t / units.len() + 1,
+                    folds: folds.len(),
+                    model: units[t % units.len()].name(),
+                }),
+                Event::Finished(t, result) => {
+                    done += 1;
+                    results[t] = Some(result);
+                }
+            }
+        }
+    });
+    // Per method: per test scenario (chosen, predicted, micros), in step order.
+    let mut outcomes: Vec<Vec<Choice>> = vec![Vec::new(); methods.len()];
+    for (t, result) in results.into_iter().enumerate() {
+        let failed = |source| EvalError::Model {
+            fold: t / units.len() + 1,
+            folds: folds.len(),
+            source,
+        };
+        // A step that never ran follows a failed one, which comes first in step order.
+        for (m, choice) in result.unwrap_or(Ok(Vec::new())).map_err(failed)? {
+            outcomes[m].push(choice);
+        }
+    }
+    let baseline_choice: HashMap<usize, Wg> = folds
+        .iter()
+        .flat_map(|f| f.test.iter().map(|&s| (s, first_legal(&facts, &f.rank, s))))
+        .collect();
+    let training = folds.iter().map(|f| f.train.len()).max().unwrap_or(0);
+    let sampled = folds.iter().map(|f| f.sample.len()).max().unwrap_or(0);
+    let mut trained_on = vec![training; methods.len()];
+    for unit in units.iter().filter(|u| u.samples()) {
+        for m in unit.methods() {
+            trained_on[m] = sampled;
         }
     }
     let results = methods
         .iter()
         .zip(&outcomes)
-        .map(|(method, rows)| summarise(*method, rows, &facts, &baseline_choice))
+        .zip(trained_on)
+        .map(|((method, rows), trained_on)| MethodResult {
+            trained_on,
+            ..summarise(*method, rows, &facts, &baseline_choice)
+        })
         .collect();
     let all = analyse(data.scenarios.len(), &data.observations);
-    Report {
+    Ok(Report {
         protocol: protocol.name().into(),
-        folds: folds
-            .iter()
-            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-            .count(),
+        folds: folds.len(),
         scenarios: data.scenarios.len(),
+        training_scenarios: training,
+        max_training: options.max_training,
         results,
         baseline: all.baseline.map(|b| BaselineSummary {
             size: [b.wg.0, b.wg.1],
             performance_geomean: b.performance,
         }),
         mean_spread: all.mean_spread,
-    }
+    })
 }
 
 fn fallback_choice(
@@ -489,9 +797,9 @@ fn algorithm2(
     facts: &Facts,
     s: usize,
     speedup: bool,
-) -> (Wg, Wg) {
+) -> Result<(Wg, Wg), ModelError> {
     let rows: Vec<Vec<f64>> = candidates.iter().map(|&w| with_size(features, w)).collect();
-    let predicted = model.predict_many(&rows);
+    let predicted = model.predict_many(&rows)?;
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     order.sort_by(|&a, &b| {
         let (pa, pb) = (predicted[a], predicted[b]);
@@ -507,7 +815,7 @@ fn algorithm2(
         .map(|&i| candidates[i])
         .find(|&w| facts.legal(s, w))
         .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"));
-    (chosen, first)
+    Ok((chosen, first))
 }
 
 fn summarise(
@@ -552,6 +860,7 @@ fn summarise(
         speedup_over_baseline_median,
         speedup_over_expert_median,
         predict_us: us / n,
+        trained_on: 0,
         // Sorted by the quantiles and medians above.
         performance: perf,
         speedups_over_baseline: over_base,
@@ -577,6 +886,14 @@ mod tests {
     use super::*;
     use crate::data::Scenario;
     use crate::oracle::Observation;
+
+    fn opts(seed: u64, jobs: usize) -> Options {
+        Options {
+            seed,
+            jobs,
+            ..Options::default()
+        }
+    }
 
     /// Scenarios of two kinds: feature 0 says which size is fastest (8x8 or 64x2); 32x32 is
     /// refused on the GPU ones; the `syn*` kernels and the others share both kinds.
@@ -647,7 +964,8 @@ mod tests {
     #[test]
     fn classifiers_learn_the_oracle_and_every_choice_is_legal() {
         let d = data();
-        let report = evaluate(&d, Protocol::Cv10, &Method::all(), 3);
+        let report =
+            evaluate(&d, Protocol::Cv10, &Method::all(), &opts(3, 2), &mut |_| {}).unwrap();
         assert_eq!(report.results.len(), Method::all().len());
         for r in &report.results {
             assert_eq!(r.scenarios, 24, "{r:?}");
@@ -668,5 +986,115 @@ mod tests {
         let p = base.performance_geomean;
         assert!(p > 0.5 && p < 0.8, "{base:?}");
         assert!(tree.speedup_over_baseline_median >= 1.0);
+    }
+
+    #[test]
+    fn a_protocol_without_a_usable_fold_is_an_error_that_says_why() {
+        let fails = |d: &Data, p| {
+            evaluate(d, p, &[Method::Baseline], &opts(1, 1), &mut |_| {}).unwrap_err()
+        };
+        let mut one = data();
+        one.scenarios.truncate(1);
+        one.observations.retain(|o| o.scenario == 0);
+        let e = fails(&one, Protocol::Cv10);
+        assert_eq!(
+            e.to_string(),
+            "cv10 has no fold with both training and test scenarios: it needs at least 2 scenarios; the data has 1"
+        );
+        let mut d = data();
+        for s in &mut d.scenarios {
+            s.device = "gpu".into();
+        }
+        let e = fails(&d, Protocol::LooDevice);
+        assert!(
+            e.to_string()
+                .ends_with("needs scenarios of at least 2; the data has 1 (`gpu`)"),
+            "{e}"
+        );
+        let e = fails(&one, Protocol::SyntheticReal);
+        assert!(
+            e.to_string()
+                .ends_with("the data has 1 scenarios of synthetic kernels and 0 of others"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn steps_run_at_once_give_the_results_of_steps_run_one_by_one() {
+        let d = data();
+        let methods = Method::all();
+        let one = evaluate(&d, Protocol::Cv10, &methods, &opts(5, 1), &mut |_| {}).unwrap();
+        let mut started = 0;
+        let four = evaluate(&d, Protocol::Cv10, &methods, &opts(5, 4), &mut |_| {
+            started += 1
+        })
+        .unwrap();
+        assert_eq!(started, 10 * 8, "a step per fold and model");
+        for (a, b) in one.results.iter().zip(&four.results) {
+            let figures = |r: &MethodResult| {
+                (
+                    r.accuracy,
+                    r.validity,
+                    r.performance.clone(),
+                    r.speedups_over_baseline.clone(),
+                    r.speedups_over_expert.clone(),
+                )
+            };
+            assert_eq!(figures(a), figures(b), "{} {}", a.model, a.fallback);
+        }
+    }
+
+    #[test]
+    fn the_slow_models_train_on_a_seeded_sample_of_a_large_fold() {
+        let d = data();
+        let methods = [
+            Method::Classify(ClassifierKind::Logistic, Fallback::Baseline),
+            Method::Classify(ClassifierKind::DecisionTree, Fallback::Baseline),
+            Method::RegressRuntime,
+        ];
+        let options = Options {
+            max_training: Some(8),
+            ..opts(2, 2)
+        };
+        let report = evaluate(&d, Protocol::Cv10, &methods, &options, &mut |_| {}).unwrap();
+        // cv10 of 24 scenarios: 21 or 22 train a fold.
+        assert_eq!(report.training_scenarios, 22);
+        let trained: Vec<usize> = report.results.iter().map(|r| r.trained_on).collect();
+        assert_eq!(trained, [8, 22, 8]);
+        let again = evaluate(&d, Protocol::Cv10, &methods, &options, &mut |_| {}).unwrap();
+        for (a, b) in report.results.iter().zip(&again.results) {
+            assert_eq!(a.performance, b.performance, "the sample is seeded");
+        }
+        let all = Options {
+            max_training: None,
+            ..opts(2, 2)
+        };
+        let report = evaluate(&d, Protocol::Cv10, &methods, &all, &mut |_| {}).unwrap();
+        assert!(report.results.iter().all(|r| r.trained_on == 22));
+    }
+
+    #[test]
+    fn progress_hears_of_every_fold_and_model_in_order() {
+        let mut steps = Vec::new();
+        let methods = [
+            Method::Classify(ClassifierKind::DecisionTree, Fallback::Baseline),
+            Method::Baseline,
+            Method::Classify(ClassifierKind::DecisionTree, Fallback::Random),
+        ];
+        evaluate(
+            &data(),
+            Protocol::LooDevice,
+            &methods,
+            &opts(1, 1),
+            &mut |s| steps.push((s.done, s.total, s.fold, s.folds, s.model.to_string())),
+        )
+        .unwrap();
+        let expected: Vec<(usize, usize, usize, usize, String)> = vec![
+            (0, 4, 1, 2, "tree".into()),
+            (1, 4, 1, 2, "baseline".into()),
+            (2, 4, 2, 2, "tree".into()),
+            (3, 4, 2, 2, "baseline".into()),
+        ];
+        assert_eq!(steps, expected);
     }
 }

@@ -3,7 +3,9 @@
 //! choice first (for the nearest-neighbour fallback), and its training rows (so that it can be
 //! trained again with what programs observed later: online learning). The file has a format
 //! version; a file of another version, or features other than the scenario's, is refused with a
-//! clear error.
+//! clear error. Every model is checked before it is used, trained or loaded ([`Model::check`]):
+//! it must predict a size it knows for each of its own training rows. Its [`Reach`] says how far
+//! beyond its training data a scenario may lie for the model to learn from it.
 
 use crate::data::Data;
 use crate::eval::{fixed_ranking, oracles};
@@ -47,6 +49,8 @@ pub enum LoadError {
     NotAModel { path: PathBuf, message: String },
     #[error("{path}: model format {found}, but this ndtune reads format {FORMAT}: train the model again")]
     Format { path: PathBuf, found: u32 },
+    #[error("{path}: a broken model: {message}")]
+    Broken { path: PathBuf, message: String },
 }
 
 /// A prediction and how it was reached.
@@ -120,7 +124,7 @@ impl Model {
             .map(|t| classes.binary_search(&t.oracle).expect("a class"))
             .collect();
         let classifier = Classifier::fit(kind, &x, &y, seed)?;
-        Ok(Model {
+        let model = Model {
             format: FORMAT,
             ndtune_version: env!("CARGO_PKG_VERSION").to_string(),
             feature_names,
@@ -128,14 +132,67 @@ impl Model {
             ranking,
             classifier,
             training,
-        })
+        };
+        model.check().map_err(|message| ModelError::Fit {
+            model: kind.name(),
+            message: format!("the trained model does not check out: {message}"),
+        })?;
+        Ok(model)
+    }
+
+    /// Whether the model is sound: its parts agree in their widths and classes (every class a
+    /// work-group size of two positive sides), its statistics are finite, and it predicts one of
+    /// its classes for each of its training rows. A trained model that fails is not used; a
+    /// file that fails is refused.
+    pub fn check(&self) -> Result<(), String> {
+        let width = self.feature_names.len();
+        if width == 0 {
+            return Err("no features".into());
+        }
+        self.classifier.check(width)?;
+        if self.classes.is_empty() || self.classes.iter().any(|&(c, r)| c == 0 || r == 0) {
+            return Err("its classes are not work-group sizes".into());
+        }
+        if let Some(&c) = self.classifier.classes().last() {
+            if c >= self.classes.len() {
+                return Err(format!(
+                    "the classifier knows class {c} of {}",
+                    self.classes.len()
+                ));
+            }
+        }
+        if self.training.is_empty() {
+            return Err("no training rows".into());
+        }
+        if let Some(i) = self
+            .training
+            .iter()
+            .position(|t| t.features.len() != width || t.features.iter().any(|v| !v.is_finite()))
+        {
+            return Err(format!("training row {i} is not {width} finite numbers"));
+        }
+        // What smartcore's models hold is only seen by using them; a corrupt file may make
+        // them panic rather than fail.
+        let rows: Vec<Vec<f64>> = self.training.iter().map(|t| t.features.clone()).collect();
+        let predicted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.classifier.predict_many(&rows)
+        }))
+        .map_err(|_| "predicting its own training rows panicked".to_string())?
+        .map_err(|e| format!("predicting its own training rows: {e}"))?;
+        match predicted.iter().position(|&c| c >= self.classes.len()) {
+            Some(i) => Err(format!("training row {i} predicts an unknown class")),
+            None => Ok(()),
+        }
+    }
+
+    /// The range of each feature that the model can learn from (see [`Reach`]).
+    pub fn reach(&self) -> Reach {
+        Reach::of(&self.training, self.feature_names.len())
     }
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(
-            path,
-            serde_json::to_string(self).expect("a model serialises"),
-        )
+        let text = serde_json::to_string(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, text)
     }
 
     pub fn load(path: &Path) -> Result<Model, LoadError> {
@@ -159,7 +216,12 @@ impl Model {
             }
             None => return Err(not_a_model("no `format` field".into())),
         }
-        serde_json::from_value(value).map_err(|e| not_a_model(e.to_string()))
+        let model: Model = serde_json::from_value(value).map_err(|e| not_a_model(e.to_string()))?;
+        model.check().map_err(|message| LoadError::Broken {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        Ok(model)
     }
 
     /// The predicted size for a scenario with `features` (named, in any order); `legal` says
@@ -191,23 +253,34 @@ impl Model {
             ));
         }
         let row: Vec<f64> = features.iter().map(|(_, v)| *v).collect();
-        Ok(self.predict_row(&row, legal))
+        self.predict_row(&row, legal).map_err(|e| e.to_string())
     }
 
-    /// [`Model::predict`] for a row of values already in [`Model::feature_names`] order.
-    pub fn predict_row(&self, row: &[f64], legal: impl Fn(Wg) -> bool) -> Option<Prediction> {
-        let wg = self.classes[self.classifier.predict(row)];
+    /// [`Model::predict`] for a row of values already in [`Model::feature_names`] order: none
+    /// where no size it knows is legal; an error where the row is not of the model's width or
+    /// not finite, or the classifier fails.
+    pub fn predict_row(
+        &self,
+        row: &[f64],
+        legal: impl Fn(Wg) -> bool,
+    ) -> Result<Option<Prediction>, ModelError> {
+        let class = self.classifier.predict(row)?;
+        let wg = *self.classes.get(class).ok_or_else(|| ModelError::Predict {
+            model: self.classifier.kind().name(),
+            message: format!("class {class} of {}", self.classes.len()),
+        })?;
         if legal(wg) {
-            return Some(Prediction {
+            return Ok(Some(Prediction {
                 wg,
                 fell_back: false,
-            });
+            }));
         }
         let d = |w: &Wg| {
             let (dc, dr) = (w.0 as f64 - wg.0 as f64, w.1 as f64 - wg.1 as f64);
             dc * dc + dr * dr
         };
-        self.ranking
+        Ok(self
+            .ranking
             .iter()
             .copied()
             .filter(|&w| legal(w))
@@ -215,6 +288,63 @@ impl Model {
             .map(|wg| Prediction {
                 wg,
                 fell_back: true,
+            }))
+    }
+}
+
+/// How far beyond its training data a scenario may lie for a model to learn from it, as a
+/// multiple of the largest magnitude a feature has in the training rows (at least 1).
+pub const REACH: f64 = 10.0;
+
+/// The range of each feature that a model learns from: its training rows' range widened on
+/// both sides by [`REACH`] times the largest magnitude there (at least 1), except that a feature
+/// never negative in training stays at or above 0. A scenario outside it (a feature of 1e308,
+/// say) would dominate the standardisation of every feature it is trained with again and move
+/// the answers for every other scenario, so the service does not learn from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reach {
+    bounds: Vec<(f64, f64)>,
+}
+
+impl Reach {
+    /// The reach of `rows` (finite, `width` features each).
+    pub fn of(rows: &[TrainingRow], width: usize) -> Reach {
+        let bounds = (0..width)
+            .map(|j| {
+                let (lo, hi) = rows
+                    .iter()
+                    .filter_map(|r| r.features.get(j))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                        (lo.min(v), hi.max(v))
+                    });
+                if lo > hi {
+                    return (f64::NEG_INFINITY, f64::INFINITY);
+                }
+                let margin = REACH * lo.abs().max(hi.abs()).max(1.0);
+                let floor = if lo >= 0.0 { 0.0 } else { lo - margin };
+                (floor, hi + margin)
             })
+            .collect();
+        Reach { bounds }
+    }
+
+    /// The bounds of feature `j`.
+    pub fn bounds(&self, j: usize) -> Option<(f64, f64)> {
+        self.bounds.get(j).copied()
+    }
+
+    /// Whether `value` of feature `j` is outside its bounds (or not finite).
+    pub fn outside_at(&self, j: usize, value: f64) -> bool {
+        self.bounds
+            .get(j)
+            .is_some_and(|&(lo, hi)| !(value.is_finite() && lo <= value && value <= hi))
+    }
+
+    /// The first feature of `row` (in the model's order) outside its bounds (or not finite),
+    /// with the bounds.
+    pub fn outside(&self, row: &[f64]) -> Option<(usize, (f64, f64))> {
+        (0..row.len().min(self.bounds.len()))
+            .find(|&j| self.outside_at(j, row[j]))
+            .map(|j| (j, self.bounds[j]))
     }
 }

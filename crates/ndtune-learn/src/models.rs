@@ -14,8 +14,8 @@
 //! let x: Vec<Vec<f64>> = (0..20).map(|i| vec![i as f64, 1.0]).collect();
 //! let y: Vec<usize> = (0..20).map(|i| if i < 10 { 3 } else { 7 }).collect();
 //! let tree = Classifier::fit(ClassifierKind::DecisionTree, &x, &y, 1).unwrap();
-//! assert_eq!(tree.predict(&[2.0, 1.0]), 3);
-//! assert_eq!(tree.predict(&[17.0, 1.0]), 7);
+//! assert_eq!(tree.predict(&[2.0, 1.0]).unwrap(), 3);
+//! assert_eq!(tree.predict(&[17.0, 1.0]).unwrap(), 7);
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,9 @@ pub const SVM_C: f64 = 1.0;
 pub const SVM_EPOCHS: usize = 2;
 /// Variance added to every feature of every class by naive Bayes, in standardised units.
 pub const BAYES_VAR_SMOOTHING: f64 = 1e-2;
+/// The largest standardised value a model sees: a feature further than this many standard
+/// deviations of the training set from its mean counts as this far (see [`Scaler`]).
+pub const MAX_STANDARD_SCORE: f64 = 1e3;
 
 /// Classifier kinds of Cummins et al. §4.1 (the Weka classifier each stands for in
 /// parentheses).
@@ -130,6 +133,13 @@ pub enum ModelError {
         model: &'static str,
         message: String,
     },
+    #[error("a row of {len} features for a model trained on {expected}")]
+    Width { len: usize, expected: usize },
+    #[error("the {model} could not predict: {message}")]
+    Predict {
+        model: &'static str,
+        message: String,
+    },
 }
 
 type Matrix = DenseMatrix<f64>;
@@ -182,7 +192,7 @@ impl Classifier {
         let model = if k == 1 {
             ClassModel::Constant
         } else {
-            let z = scaler.matrix(x);
+            let z = scaler.matrix(x)?;
             let fail = |e: Failed| ModelError::Fit {
                 model: kind.name(),
                 message: e.to_string(),
@@ -208,7 +218,7 @@ impl Classifier {
                     )
                 }
                 ClassifierKind::NaiveBayes => {
-                    let (z2, labels2) = mirrored(&scaler, x, &labels);
+                    let (z2, labels2) = mirrored(&scaler, x, &labels)?;
                     let params = GaussianNBParameters::default();
                     ClassModel::Bayes(GaussianNB::fit(&z2, &labels2, params).map_err(fail)?)
                 }
@@ -218,9 +228,7 @@ impl Classifier {
                         LogisticRegression::fit(&z, &labels, params).map_err(fail)?,
                     )
                 }
-                ClassifierKind::Svm => {
-                    ClassModel::Svm(fit_svm(&scaler, x, &labels, k, seed).map_err(fail)?)
-                }
+                ClassifierKind::Svm => ClassModel::Svm(fit_svm(&scaler, x, &labels, k, seed)?),
             }
         };
         Ok(Classifier {
@@ -231,25 +239,43 @@ impl Classifier {
         })
     }
 
-    /// The class of one row.
-    ///
-    /// # Panics
-    /// If the row's width differs from the training rows' or a value is not finite (`fit`
-    /// refuses such rows too).
-    pub fn predict(&self, x: &[f64]) -> usize {
-        self.classes[self.labels_of(vec![self.scaler.apply(x)])[0] as usize]
+    /// The class of one row: an error where the row's width differs from the training rows', a
+    /// value is not finite, or the model (a corrupt file) cannot predict.
+    pub fn predict(&self, x: &[f64]) -> Result<usize, ModelError> {
+        let labels = self.labels_of(vec![self.scaler.apply(x, 0)?])?;
+        self.class_of(labels[0])
     }
 
     /// The class of each row (see [`Classifier::predict`]).
-    pub fn predict_many(&self, x: &[Vec<f64>]) -> Vec<usize> {
+    pub fn predict_many(&self, x: &[Vec<f64>]) -> Result<Vec<usize>, ModelError> {
         if x.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        let z = x.iter().map(|row| self.scaler.apply(row)).collect();
-        self.labels_of(z)
+        let z = self.scaler.apply_all(x)?;
+        self.labels_of(z)?
             .into_iter()
-            .map(|l| self.classes[l as usize])
+            .map(|l| self.class_of(l))
             .collect()
+    }
+
+    /// The caller's class of a label.
+    fn class_of(&self, label: u32) -> Result<usize, ModelError> {
+        self.classes
+            .get(label as usize)
+            .copied()
+            .ok_or_else(|| self.failed(format!("label {label} of {} classes", self.classes.len())))
+    }
+
+    fn failed(&self, message: String) -> ModelError {
+        ModelError::Predict {
+            model: self.kind.name(),
+            message,
+        }
+    }
+
+    /// The number of features it was trained on.
+    pub fn width(&self) -> usize {
+        self.scaler.width()
     }
 
     pub fn kind(&self) -> ClassifierKind {
@@ -262,20 +288,57 @@ impl Classifier {
     }
 
     /// The labels of standardised rows (at least one).
-    fn labels_of(&self, z: Vec<Vec<f64>>) -> Labels {
+    fn labels_of(&self, z: Vec<Vec<f64>>) -> Result<Labels, ModelError> {
         let predicted = match &self.model {
-            ClassModel::Constant => return vec![0; z.len()],
+            ClassModel::Constant => return Ok(vec![0; z.len()]),
             ClassModel::Svm(planes) => {
-                return z.iter().map(|row| best_plane(planes, row)).collect()
+                return z
+                    .iter()
+                    .map(|row| {
+                        best_plane(planes, row)
+                            .ok_or_else(|| self.failed("a decision value is not a number".into()))
+                    })
+                    .collect()
             }
             ClassModel::Tree(m) => m.predict(&matrix(z)),
             ClassModel::Forest(m) => m.predict(&matrix(z)),
             ClassModel::Bayes(m) => m.predict(&matrix(z)),
             ClassModel::Logistic(m) => m.predict(&matrix(z)),
         };
-        // The scaler let only finite rows of the training width through, and those are all
-        // that smartcore's predictions can fail on.
-        predicted.expect("a fitted model predicts finite rows")
+        predicted.map_err(|e| self.failed(e.to_string()))
+    }
+
+    /// Whether its own parameters are sound for rows of `width` features: the scaler's
+    /// statistics finite and positive, the SVM's hyperplanes (one per class, finite) and, for a
+    /// model trained on one class, that class alone. What smartcore's models hold is checked by
+    /// predicting (see [`crate::model::Model::check`]).
+    pub fn check(&self, width: usize) -> Result<(), String> {
+        self.scaler.check(width)?;
+        if self.classes.is_empty() || self.classes.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("its classes are not distinct and ascending".into());
+        }
+        match &self.model {
+            ClassModel::Constant if self.classes.len() != 1 => Err(format!(
+                "a constant model of {} classes",
+                self.classes.len()
+            )),
+            ClassModel::Svm(planes) => {
+                if planes.len() != self.classes.len() {
+                    return Err(format!(
+                        "{} hyperplanes for {} classes",
+                        planes.len(),
+                        self.classes.len()
+                    ));
+                }
+                match planes.iter().find(|p| {
+                    p.w.len() != width || !p.b.is_finite() || p.w.iter().any(|w| !w.is_finite())
+                }) {
+                    Some(_) => Err(format!("a hyperplane that is not {width} finite numbers")),
+                    None => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -301,7 +364,7 @@ impl Regressor {
             .with_m((scaler.width() / 3).max(1))
             .with_seed(seed);
         let forest =
-            RandomForestRegressor::fit(&scaler.matrix(x), &y.to_vec(), params).map_err(|e| {
+            RandomForestRegressor::fit(&scaler.matrix(x)?, &y.to_vec(), params).map_err(|e| {
                 ModelError::Fit {
                     model: "random-forest regressor",
                     message: e.to_string(),
@@ -310,26 +373,24 @@ impl Regressor {
         Ok(Regressor { scaler, forest })
     }
 
-    /// The prediction for one row.
-    ///
-    /// # Panics
-    /// If the row's width differs from the training rows' or a value is not finite.
-    pub fn predict(&self, x: &[f64]) -> f64 {
-        self.values_of(matrix(vec![self.scaler.apply(x)]))[0]
+    /// The prediction for one row (errors as [`Classifier::predict`]).
+    pub fn predict(&self, x: &[f64]) -> Result<f64, ModelError> {
+        Ok(self.values_of(matrix(vec![self.scaler.apply(x, 0)?]))?[0])
     }
 
     /// The prediction for each row (see [`Regressor::predict`]).
-    pub fn predict_many(&self, x: &[Vec<f64>]) -> Vec<f64> {
+    pub fn predict_many(&self, x: &[Vec<f64>]) -> Result<Vec<f64>, ModelError> {
         if x.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        self.values_of(self.scaler.matrix(x))
+        self.values_of(matrix(self.scaler.apply_all(x)?))
     }
 
-    fn values_of(&self, z: Matrix) -> Vec<f64> {
-        self.forest
-            .predict(&z)
-            .expect("a fitted forest predicts finite rows")
+    fn values_of(&self, z: Matrix) -> Result<Vec<f64>, ModelError> {
+        self.forest.predict(&z).map_err(|e| ModelError::Predict {
+            model: "random-forest regressor",
+            message: e.to_string(),
+        })
     }
 }
 
@@ -364,7 +425,11 @@ fn check_features(x: &[Vec<f64>], targets: usize) -> Result<(), ModelError> {
     Ok(())
 }
 
-/// Per-column standardisation with the training set's mean and standard deviation.
+/// Per-column standardisation with the training set's mean and standard deviation. Any finite
+/// value is fine: statistics that would overflow (values near the largest `f64`) are computed on
+/// the column divided by its largest magnitude, and a standardised value beyond
+/// [`MAX_STANDARD_SCORE`] is clamped to it, so every model sees finite numbers of a bounded size
+/// (a naive Bayes likelihood of a value 1e308 away from every class mean would be NaN).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Scaler {
     mean: Vec<f64>,
@@ -374,24 +439,30 @@ struct Scaler {
 impl Scaler {
     /// Statistics of checked rows (non-empty, rectangular, finite).
     fn fit(x: &[Vec<f64>]) -> Scaler {
-        let n = x.len() as f64;
         let width = x[0].len();
-        let mean: Vec<f64> = (0..width)
-            .map(|j| x.iter().map(|row| row[j]).sum::<f64>() / n)
-            .collect();
-        let scale = (0..width)
+        let (mean, scale) = (0..width)
             .map(|j| {
-                let var = x.iter().map(|row| (row[j] - mean[j]).powi(2)).sum::<f64>() / n;
-                let sd = var.sqrt();
+                let column: Vec<f64> = x.iter().map(|row| row[j]).collect();
+                let (mean, sd) = match mean_and_sd(&column) {
+                    (mean, sd) if mean.is_finite() && sd.is_finite() => (mean, sd),
+                    _ => {
+                        // Only values near f64::MAX overflow: their largest magnitude is >= 1.
+                        let big = column.iter().fold(0f64, |m, v| m.max(v.abs()));
+                        let scaled: Vec<f64> = column.iter().map(|v| v / big).collect();
+                        let (mean, sd) = mean_and_sd(&scaled);
+                        (mean * big, sd * big)
+                    }
+                };
                 // A constant column keeps scale 1: dividing by a spread that is only rounding
                 // error would blow that error up to values of order 1.
-                if sd.is_finite() && sd > 1e-12 * mean[j].abs().max(1.0) {
+                let scale = if sd > 1e-12 * mean.abs().max(1.0) {
                     sd
                 } else {
                     1.0
-                }
+                };
+                (mean, scale)
             })
-            .collect();
+            .unzip();
         Scaler { mean, scale }
     }
 
@@ -399,29 +470,64 @@ impl Scaler {
         self.mean.len()
     }
 
-    /// One standardised row; panics on a row the model cannot have been trained on.
-    fn apply(&self, row: &[f64]) -> Vec<f64> {
-        assert_eq!(
-            row.len(),
-            self.width(),
-            "a row of {} features for a model trained on {}",
-            row.len(),
-            self.width()
-        );
-        assert!(
-            row.iter().all(|v| v.is_finite()),
-            "a row with a non-finite feature"
-        );
-        row.iter()
+    /// Statistics a model can have been trained with.
+    fn check(&self, width: usize) -> Result<(), String> {
+        if self.mean.len() != width || self.scale.len() != width {
+            return Err(format!(
+                "the scaler has {} means and {} scales for {width} features",
+                self.mean.len(),
+                self.scale.len()
+            ));
+        }
+        if self.mean.iter().any(|m| !m.is_finite())
+            || self.scale.iter().any(|s| !(s.is_finite() && *s > 0.0))
+        {
+            return Err("the scaler's statistics are not finite and positive".into());
+        }
+        Ok(())
+    }
+
+    /// Row `row` (named so in errors) standardised and clamped to [`MAX_STANDARD_SCORE`]; an
+    /// error where its width is not the training rows' or a value is not finite.
+    fn apply(&self, values: &[f64], row: usize) -> Result<Vec<f64>, ModelError> {
+        if values.len() != self.width() {
+            return Err(ModelError::Width {
+                len: values.len(),
+                expected: self.width(),
+            });
+        }
+        if let Some((col, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(ModelError::NonFinite { row, col, value });
+        }
+        // `v - m` of two finite numbers may overflow to an infinity, never to NaN.
+        Ok(values
+            .iter()
             .zip(self.mean.iter().zip(&self.scale))
-            .map(|(v, (m, s))| (v - m) / s)
+            .map(|(v, (m, s))| ((v - m) / s).clamp(-MAX_STANDARD_SCORE, MAX_STANDARD_SCORE))
+            .collect())
+    }
+
+    /// Every row standardised (see [`Scaler::apply`]).
+    fn apply_all(&self, x: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, ModelError> {
+        x.iter()
+            .enumerate()
+            .map(|(i, row)| self.apply(row, i))
             .collect()
     }
 
     /// The standardised matrix of checked rows.
-    fn matrix(&self, x: &[Vec<f64>]) -> Matrix {
-        matrix(x.iter().map(|row| self.apply(row)).collect())
+    fn matrix(&self, x: &[Vec<f64>]) -> Result<Matrix, ModelError> {
+        Ok(matrix(self.apply_all(x)?))
     }
+}
+
+/// The mean and the population standard deviation of a non-empty column (infinite or NaN where
+/// the sums overflow).
+fn mean_and_sd(column: &[f64]) -> (f64, f64) {
+    let n = column.len() as f64;
+    let mean = column.iter().sum::<f64>() / n;
+    let var = column.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
 }
 
 /// Rows (at least one, all the same width) as a smartcore matrix, column-major as smartcore
@@ -445,18 +551,22 @@ fn matrix(z: Vec<Vec<f64>>) -> Matrix {
 /// any device feature of a class seen on one device) has variance 0 there, which makes that
 /// class's likelihood NaN and the class unpredictable. The mirrored pair keeps every class
 /// mean and class proportion and adds exactly the smoothing to every variance.
-fn mirrored(scaler: &Scaler, x: &[Vec<f64>], labels: &[u32]) -> (Matrix, Labels) {
+fn mirrored(
+    scaler: &Scaler,
+    x: &[Vec<f64>],
+    labels: &[u32],
+) -> Result<(Matrix, Labels), ModelError> {
     let delta = BAYES_VAR_SMOOTHING.sqrt();
     let mut rows = Vec::with_capacity(2 * x.len());
     let mut doubled = Vec::with_capacity(2 * x.len());
     for (row, &label) in x.iter().zip(labels) {
-        let z = scaler.apply(row);
+        let z = scaler.apply(row, doubled.len() / 2)?;
         for sign in [1.0, -1.0] {
             rows.push(z.iter().map(|v| v + sign * delta).collect());
             doubled.push(label);
         }
     }
-    (matrix(rows), doubled)
+    Ok((matrix(rows), doubled))
 }
 
 /// A linear decision function `w . z + b` over standardised features.
@@ -472,16 +582,20 @@ impl Hyperplane {
     }
 }
 
-/// The label whose hyperplane gives the largest value (the lowest label on a tie).
-fn best_plane(planes: &[Hyperplane], z: &[f64]) -> u32 {
+/// The label whose hyperplane gives the largest value (the lowest label on a tie); none where a
+/// value is NaN.
+fn best_plane(planes: &[Hyperplane], z: &[f64]) -> Option<u32> {
     let mut best = (0, f64::NEG_INFINITY);
     for (label, plane) in planes.iter().enumerate() {
         let v = plane.value(z);
+        if v.is_nan() {
+            return None;
+        }
         if v > best.1 {
             best = (label, v);
         }
     }
-    best.0 as u32
+    Some(best.0 as u32)
 }
 
 /// One linear SVM per label against all the others (smartcore's SVC is binary).
@@ -499,11 +613,11 @@ fn fit_svm(
     labels: &[u32],
     k: usize,
     seed: u64,
-) -> Result<Vec<Hyperplane>, Failed> {
+) -> Result<Vec<Hyperplane>, ModelError> {
     let width = scaler.width();
     let repeats = width.div_ceil(x.len()).max(1);
     let rows: Vec<Vec<f64>> = (0..repeats).flat_map(|_| x.iter().cloned()).collect();
-    let z = scaler.matrix(&rows);
+    let z = scaler.matrix(&rows)?;
     let probe: Vec<Vec<f64>> = std::iter::once(vec![0.0; width])
         .chain((0..width).map(|j| {
             let mut e = vec![0.0; width];
@@ -517,13 +631,19 @@ fn fit_svm(
         .with_c(SVM_C / repeats as f64)
         .with_epoch(SVM_EPOCHS)
         .with_seed(Some(seed));
+    let fail = |e: Failed| ModelError::Fit {
+        model: ClassifierKind::Svm.name(),
+        message: e.to_string(),
+    };
     (0..k as u32)
         .map(|class| {
             // Label 1 is the class: smartcore's decision value is positive for the larger label.
             let ovr: Labels = (0..repeats)
                 .flat_map(|_| labels.iter().map(|&l| u32::from(l == class)))
                 .collect();
-            let values = SVC::fit(&z, &ovr, &params)?.decision_function(&probe)?;
+            let values = SVC::fit(&z, &ovr, &params)
+                .and_then(|svc| svc.decision_function(&probe))
+                .map_err(fail)?;
             let b = values[0];
             Ok(Hyperplane {
                 w: values[1..].iter().map(|v| v - b).collect(),

@@ -14,6 +14,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// A work-group size (columns, rows).
 pub type Wg = (u64, u64);
 
+/// The sides a work-group size may have: positive, and small enough that the product of two and
+/// any arithmetic on it stay exact (OpenCL's limits are far below).
+pub const WG_SIDE: std::ops::RangeInclusive<u64> = 1..=u32::MAX as u64;
+
+/// The run times in milliseconds a measurement may have: positive, from a picosecond to 30
+/// years, so that the ratio of two (a speedup, a performance relative to the oracle) is finite.
+pub const RUNTIME_MS: std::ops::RangeInclusive<f64> = 1e-9..=1e12;
+
 /// How one size fared in one scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

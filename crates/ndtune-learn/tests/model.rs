@@ -37,13 +37,16 @@ fn a_trained_model_keeps_its_rows_and_predicts_its_oracles() {
         vec![(8, 8), (8, 8), (16, 4), (16, 4), (32, 8), (32, 8)]
     );
     for t in &model.training {
-        let p = model.predict_row(&t.features, |_| true).unwrap();
+        let p = model.predict_row(&t.features, |_| true).unwrap().unwrap();
         assert_eq!((p.wg, p.fell_back), (t.oracle, false));
     }
     // 32x8 illegal: the nearest legal size the model knows.
-    let p = model.predict_row(&[9.0, 0.0], |w| w != (32, 8)).unwrap();
+    let p = model
+        .predict_row(&[9.0, 0.0], |w| w != (32, 8))
+        .unwrap()
+        .unwrap();
     assert_eq!((p.wg, p.fell_back), ((16, 4), true));
-    assert_eq!(model.predict_row(&[9.0, 0.0], |_| false), None);
+    assert_eq!(model.predict_row(&[9.0, 0.0], |_| false).unwrap(), None);
 }
 
 #[test]
@@ -65,16 +68,31 @@ fn retraining_adds_new_scenarios_and_sizes_and_replaces_known_ones() {
     assert_eq!(again.training.len(), 8, "s1, s1b replaced, two rows added");
     assert!(again.classes.contains(&(64, 4)) && again.ranking.contains(&(64, 4)));
     assert_eq!(
-        again.predict_row(&[20.0, 0.0], |_| true).unwrap().wg,
+        again
+            .predict_row(&[20.0, 0.0], |_| true)
+            .unwrap()
+            .unwrap()
+            .wg,
         (64, 4)
     );
     assert_eq!(
-        again.predict_row(&[1.0, 0.0], |_| true).unwrap().wg,
+        again
+            .predict_row(&[1.0, 0.0], |_| true)
+            .unwrap()
+            .unwrap()
+            .wg,
         (16, 4)
     );
     assert_eq!(again.classifier.kind(), ClassifierKind::DecisionTree);
     // The original is untouched.
-    assert_eq!(model.predict_row(&[1.0, 0.0], |_| true).unwrap().wg, (8, 8));
+    assert_eq!(
+        model
+            .predict_row(&[1.0, 0.0], |_| true)
+            .unwrap()
+            .unwrap()
+            .wg,
+        (8, 8)
+    );
 }
 
 #[test]
@@ -87,8 +105,60 @@ fn a_saved_model_loads_back_and_predicts_the_same() {
     assert_eq!(loaded.training, model.training);
     for x in [0.0, 3.0, 5.5, 11.0] {
         assert_eq!(
-            loaded.predict_row(&[x, 0.0], |_| true),
-            model.predict_row(&[x, 0.0], |_| true)
+            loaded.predict_row(&[x, 0.0], |_| true).unwrap(),
+            model.predict_row(&[x, 0.0], |_| true).unwrap()
         );
     }
+}
+
+#[test]
+fn a_model_file_that_does_not_check_out_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    let model = Model::train(&data(), ClassifierKind::Svm, 3).unwrap();
+    model.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let broken = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = json.clone();
+        edit(&mut v);
+        std::fs::write(&path, v.to_string()).unwrap();
+        Model::load(&path).unwrap_err().to_string()
+    };
+    let e = broken(&|v| v["classifier"]["scaler"]["scale"][0] = 0.0.into());
+    assert!(
+        e.contains("m.json: a broken model: the scaler's statistics"),
+        "{e}"
+    );
+    let e = broken(&|v| v["classes"] = serde_json::json!([[8, 8]]));
+    assert!(e.contains("the classifier knows class"), "{e}");
+    let e = broken(&|v| v["classes"][0] = serde_json::json!([0, 8]));
+    assert!(e.contains("its classes are not work-group sizes"), "{e}");
+    let e = broken(&|v| v["training"][2]["features"] = serde_json::json!([1.0]));
+    assert!(e.contains("training row 2 is not 2 finite numbers"), "{e}");
+    let e = broken(&|v| {
+        v["classifier"]["model"]["Svm"][0]["w"] = serde_json::json!([1.0]);
+    });
+    assert!(
+        e.contains("a hyperplane that is not 2 finite numbers"),
+        "{e}"
+    );
+    // The file as saved loads.
+    json["ndtune_version"] = "0.0.0".into();
+    std::fs::write(&path, json.to_string()).unwrap();
+    assert!(Model::load(&path).is_ok());
+}
+
+#[test]
+fn the_reach_of_a_model_widens_its_training_range_by_ten_times_its_magnitude() {
+    let model = Model::train(&data(), ClassifierKind::DecisionTree, 1).unwrap();
+    let reach = model.reach();
+    // f_a from 1 to 9.5: up to 9.5 + 95; never negative in training: not below 0.
+    assert_eq!(reach.bounds(0), Some((0.0, 104.5)));
+    // f_b always 0: magnitude at least 1.
+    assert_eq!(reach.bounds(1), Some((0.0, 10.0)));
+    assert_eq!(reach.outside(&[100.0, 10.0]), None);
+    assert_eq!(reach.outside(&[1e308, 0.0]), Some((0, (0.0, 104.5))));
+    assert_eq!(reach.outside(&[1.0, -1.0]), Some((1, (0.0, 10.0))));
+    assert_eq!(reach.outside(&[f64::NAN, 0.0]), Some((0, (0.0, 104.5))));
 }

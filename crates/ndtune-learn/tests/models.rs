@@ -72,8 +72,8 @@ fn every_kind_learns_three_separable_classes() {
         let model = Classifier::fit(kind, &x, &y, 7).unwrap();
         assert_eq!(model.kind(), kind);
         assert_eq!(model.classes(), [0, 1, 2]);
-        let predicted = model.predict_many(&tx);
-        let single: Vec<usize> = tx.iter().map(|row| model.predict(row)).collect();
+        let predicted = model.predict_many(&tx).unwrap();
+        let single: Vec<usize> = tx.iter().map(|row| model.predict(row).unwrap()).collect();
         assert_eq!(predicted, single, "{kind}: predict and predict_many agree");
         let acc = accuracy(&predicted, &ty);
         assert!(acc >= 0.9, "{kind}: held-out accuracy {acc}");
@@ -88,7 +88,7 @@ fn class_ids_need_not_be_contiguous() {
     for kind in ClassifierKind::ALL {
         let model = Classifier::fit(kind, &x, &y, 7).unwrap();
         assert_eq!(model.classes(), ids);
-        let predicted = model.predict_many(&tx);
+        let predicted = model.predict_many(&tx).unwrap();
         assert!(
             predicted.iter().all(|p| ids.contains(p)),
             "{kind}: {predicted:?}"
@@ -105,13 +105,17 @@ fn one_class_gives_a_constant_classifier() {
     let (tx, _) = blobs(&[0, 1, 2], 9, 3, 6);
     for kind in ClassifierKind::ALL {
         let model = Classifier::fit(kind, &x, &y, 7).unwrap();
-        assert_eq!(model.predict_many(&tx), vec![5; tx.len()], "{kind}");
-        assert_eq!(model.predict(&tx[4]), 5, "{kind}");
-        assert!(model.predict_many(&[]).is_empty());
+        assert_eq!(
+            model.predict_many(&tx).unwrap(),
+            vec![5; tx.len()],
+            "{kind}"
+        );
+        assert_eq!(model.predict(&tx[4]).unwrap(), 5, "{kind}");
+        assert!(model.predict_many(&[]).unwrap().is_empty());
     }
     // A single row is a training set too.
     let model = Classifier::fit(ClassifierKind::Svm, &x[..1], &[9], 7).unwrap();
-    assert_eq!(model.predict(&tx[0]), 9);
+    assert_eq!(model.predict(&tx[0]).unwrap(), 9);
 }
 
 /// The shape of real data: more features than training rows, most classes seen once or
@@ -140,7 +144,7 @@ fn few_rows_many_features_and_classes_seen_once() {
     assert!(x.len() < 117);
     for kind in ClassifierKind::ALL {
         let model = Classifier::fit(kind, &x, &y, 3).unwrap();
-        let predicted = model.predict_many(&centers);
+        let predicted = model.predict_many(&centers).unwrap();
         let truth: Vec<usize> = (0..classes).map(|c| c * 2).collect();
         // A single tree cannot tell 12 classes apart with at least 2 rows per leaf and 18 rows.
         if kind != ClassifierKind::DecisionTree {
@@ -207,10 +211,49 @@ fn bad_training_data_is_refused() {
 }
 
 #[test]
-#[should_panic(expected = "a row of 3 features for a model trained on 2")]
-fn predicting_a_row_of_another_width_panics() {
+fn predicting_a_row_of_another_width_or_not_finite_is_an_error() {
     let model = Classifier::fit(ClassifierKind::DecisionTree, &[vec![1.0, 2.0]], &[0], 1).unwrap();
-    model.predict(&[1.0, 2.0, 3.0]);
+    assert_eq!(
+        model.predict(&[1.0, 2.0, 3.0]).unwrap_err().to_string(),
+        "a row of 3 features for a model trained on 2"
+    );
+    assert_eq!(
+        model.predict(&[1.0, f64::NAN]).unwrap_err().to_string(),
+        "feature 1 of row 0 is not finite (NaN)"
+    );
+}
+
+/// Features of any finite size, in training and in prediction, give every kind of model a
+/// finite answer: statistics that would overflow are scaled, standardised values clamped.
+#[test]
+fn extreme_but_finite_features_never_break_a_model() {
+    let (mut x, y) = blobs(&[1, 4, 9], 90, 2, 61);
+    let (tx, ty) = blobs(&[1, 4, 9], 60, 2, 62);
+    // One training row with a feature near f64::MAX, one near its negative.
+    x[0][2] = 1e308;
+    x[1][3] = -f64::MAX;
+    for kind in ClassifierKind::ALL {
+        let model = Classifier::fit(kind, &x, &y, 7).unwrap();
+        // The classes still come out of the features that separate them.
+        let predicted = model.predict_many(&tx).unwrap();
+        assert!(accuracy(&predicted, &ty) > 0.8, "{kind}: {predicted:?}");
+        for extreme in [1e308, -1e308, f64::MAX, f64::MIN_POSITIVE, -f64::MAX] {
+            let mut row = tx[0].clone();
+            row.iter_mut().for_each(|v| *v = extreme);
+            let c = model.predict(&row).unwrap();
+            assert!([1, 4, 9].contains(&c), "{kind}: {extreme} gave {c}");
+        }
+    }
+    let (rx, ry) = linear_target(100, 63);
+    let mut rx = rx;
+    rx[0][0] = 1e308;
+    let model = Regressor::fit(&rx, &ry, 5).unwrap();
+    for v in model
+        .predict_many(&[vec![1e308; 5], vec![-1e308; 5], vec![0.5; 5]])
+        .unwrap()
+    {
+        assert!(v.is_finite(), "{v}");
+    }
 }
 
 /// y = 2 x0 + x1 on [0, 1]^2, with three noise features.
@@ -239,14 +282,14 @@ fn the_regressor_fits_a_simple_function() {
     let (x, y) = linear_target(300, 21);
     let (tx, ty) = linear_target(100, 22);
     let model = Regressor::fit(&x, &y, 5).unwrap();
-    let predicted = model.predict_many(&tx);
-    let single: Vec<f64> = tx.iter().map(|row| model.predict(row)).collect();
+    let predicted = model.predict_many(&tx).unwrap();
+    let single: Vec<f64> = tx.iter().map(|row| model.predict(row).unwrap()).collect();
     assert_eq!(predicted, single);
     let r2 = r_squared(&predicted, &ty);
     assert!(r2 > 0.8, "held-out R^2 {r2}");
     // A constant target and a single row are fine.
     let constant = Regressor::fit(&x[..1], &[3.5], 5).unwrap();
-    assert_eq!(constant.predict(&tx[0]), 3.5);
+    assert_eq!(constant.predict(&tx[0]).unwrap(), 3.5);
 }
 
 #[test]
@@ -258,19 +301,26 @@ fn serde_round_trips_give_identical_predictions() {
         let json = serde_json::to_string(&model).unwrap();
         let back: Classifier = serde_json::from_str(&json).unwrap();
         assert_eq!(back.kind(), kind);
-        assert_eq!(back.predict_many(&tx), model.predict_many(&tx), "{kind}");
+        assert_eq!(
+            back.predict_many(&tx).unwrap(),
+            model.predict_many(&tx).unwrap(),
+            "{kind}"
+        );
         assert_eq!(serde_json::to_string(&back).unwrap(), json, "{kind}");
     }
     let constant = Classifier::fit(ClassifierKind::Logistic, &x[..3], &[6, 6, 6], 7).unwrap();
     let back: Classifier =
         serde_json::from_str(&serde_json::to_string(&constant).unwrap()).unwrap();
-    assert_eq!(back.predict(&tx[0]), 6);
+    assert_eq!(back.predict(&tx[0]).unwrap(), 6);
 
     let (rx, ry) = linear_target(200, 33);
     let (trx, _) = linear_target(50, 34);
     let model = Regressor::fit(&rx, &ry, 5).unwrap();
     let back: Regressor = serde_json::from_str(&serde_json::to_string(&model).unwrap()).unwrap();
-    assert_eq!(back.predict_many(&trx), model.predict_many(&trx));
+    assert_eq!(
+        back.predict_many(&trx).unwrap(),
+        model.predict_many(&trx).unwrap()
+    );
 }
 
 #[test]
@@ -324,7 +374,7 @@ fn models_at_campaign_size() {
         let model = Classifier::fit(kind, &x, &y, 1).unwrap();
         let fit = start.elapsed();
         let start = Instant::now();
-        let predicted: Vec<usize> = tx.iter().map(|row| model.predict(row)).collect();
+        let predicted: Vec<usize> = tx.iter().map(|row| model.predict(row).unwrap()).collect();
         let per_row = start.elapsed() / tx.len() as u32;
         let json = serde_json::to_string(&model).unwrap().len();
         println!(
@@ -337,10 +387,10 @@ fn models_at_campaign_size() {
     let model = Regressor::fit(&x, &yr, 1).unwrap();
     let fit = start.elapsed();
     let start = Instant::now();
-    let _: Vec<f64> = tx.iter().map(|row| model.predict(row)).collect();
+    let _: Vec<f64> = tx.iter().map(|row| model.predict(row).unwrap()).collect();
     let per_row = start.elapsed() / tx.len() as u32;
     let start = Instant::now();
-    model.predict_many(&tx);
+    model.predict_many(&tx).unwrap();
     let batched = start.elapsed() / tx.len() as u32;
     println!("regressor fit {fit:>10.2?}  predict {per_row:>9.2?}/row, {batched:.2?}/row batched");
 }

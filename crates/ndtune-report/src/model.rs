@@ -703,7 +703,14 @@ mod tests {
                 });
             }
         }
-        let eval = evaluate(&data, Protocol::Cv10, &[Method::Baseline], 1);
+        let eval = evaluate(
+            &data,
+            Protocol::Cv10,
+            &[Method::Baseline],
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap();
         store
             .put_study(&study(
                 "learn",

@@ -3,8 +3,10 @@
 //! SIGINT shut down gracefully) and the model file watch.
 //!
 //! Every refusal is a JSON `{"error": "..."}` with a 4xx status: a body that is not JSON (400), a
-//! body of the wrong shape (422 where it parses but does not fit), a body over the limit (413), a
-//! client too slow to send its body (408); a client too slow to send its headers is disconnected.
+//! body of the wrong shape (422 where it parses but does not fit), a body over the limit (413, at
+//! once where its `Content-Length` says so), a client too slow to send its body (408), no route
+//! (404), a wrong method (405); a client too slow to send its headers is disconnected. A handler
+//! that fails or panics answers 500 with the same body, and is counted.
 
 use crate::scenario::ScenarioRequest;
 use crate::service::{ObservedRun, ObservedScenario, Refusal, Service};
@@ -15,6 +17,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures_util::FutureExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -22,7 +25,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, UnixListener};
-use tower_http::timeout::TimeoutLayer;
 
 /// Where the service listens.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,13 +103,76 @@ pub fn router(service: Arc<Service>, options: &HttpOptions) -> Router {
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(options.max_body))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
+        .layer(middleware::from_fn_with_state(
+            options.max_body,
+            refuse_oversized,
+        ))
+        .layer(middleware::from_fn_with_state(
             options.request_timeout,
+            answer_in_time,
+        ))
+        .layer(middleware::from_fn_with_state(
+            service.clone(),
+            contain_panics,
         ))
         .layer(middleware::from_fn_with_state(service.clone(), measure))
         .with_state(service)
+}
+
+/// 413 before the body is read where `Content-Length` says it is over the limit (the body
+/// limit alone would wait for it, or for the request timeout).
+async fn refuse_oversized(State(max_body): State<usize>, req: Request, next: Next) -> Response {
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    match announced {
+        Some(n) if n > max_body as u64 => Refusal {
+            status: 413,
+            message: format!(
+                "a request body of {n} bytes is over the length limit of {max_body} bytes (--max-body)"
+            ),
+        }
+        .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
+/// 408 where the answer is not ready within `--request-timeout` (a body that does not arrive).
+async fn answer_in_time(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => Refusal {
+            status: 408,
+            message: format!(
+                "no answer within {:.1} s (--request-timeout): the request body did not arrive in time",
+                limit.as_secs_f64()
+            ),
+        }
+        .into_response(),
+    }
+}
+
+/// A handler that panics answers 500 `{"error": ...}` (rather than dropping the connection) and
+/// is counted (`ndtune_panics_total`, `/v1/health`).
+async fn contain_panics(State(service): State<Arc<Service>>, req: Request, next: Next) -> Response {
+    match std::panic::AssertUnwindSafe(next.run(req))
+        .catch_unwind()
+        .await
+    {
+        Ok(response) => response,
+        Err(panic) => {
+            service.metrics.panics.inc();
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Refusal::internal(format!("the service failed on this request: {what}")).into_response()
+        }
+    }
 }
 
 /// Counts every answer by endpoint and status, with its latency.
@@ -139,7 +204,7 @@ async fn predict(
         let s = service.clone();
         tokio::task::spawn_blocking(move || s.predict(&req, started))
             .await
-            .map_err(|e| Refusal::internal(e.to_string()))?
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     } else {
         service.predict(&req, started)
     }?;
@@ -195,27 +260,37 @@ async fn observe(
         let s = service.clone();
         tokio::task::spawn_blocking(move || s.observe(&scenario, &run))
             .await
-            .map_err(|e| Refusal::internal(e.to_string()))?
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     } else {
         service.observe(&scenario, &run)
     }?;
     Ok(Json(answer).into_response())
 }
 
+/// `ok`, or `degraded` while the model in use fails predictions; the model serving and where it
+/// came from, the observations learnt from and rejected (by reason), the last retraining's
+/// result, failed predictions and panics.
 async fn health(State(service): State<Arc<Service>>) -> Response {
     let current = service.current();
+    let failures = current.failures.load(std::sync::atomic::Ordering::Relaxed);
+    let panics = service.metrics.panics.get();
     Json(serde_json::json!({
-        "status": "ok",
+        "status": if failures == 0 { "ok" } else { "degraded" },
         "model": {
             "path": service.model_path(),
             "kind": current.model.classifier.kind().name(),
             "version": current.version,
+            "origin": current.origin(),
             "features": current.model.feature_names.len(),
             "classes": current.model.classes.len(),
             "training_rows": current.model.training.len(),
             "learnt_observations": current.learnt,
+            "failed_predictions": failures,
         },
         "observations": service.observation_count(),
+        "rejected_observations": service.rejected(),
+        "last_retrain": service.last_retrain(),
+        "panics": panics,
         "uptime_s": service.uptime_s(),
     }))
     .into_response()
@@ -230,6 +305,17 @@ async fn metrics(State(service): State<Arc<Service>>) -> Response {
         service.metrics.encode(),
     )
         .into_response()
+}
+
+async fn method_not_allowed(req: Request) -> Refusal {
+    Refusal {
+        status: 405,
+        message: format!(
+            "method {} is not allowed on {}: POST /v1/predict, POST /v1/observe, GET /v1/health, GET /metrics",
+            req.method(),
+            req.uri().path()
+        ),
+    }
 }
 
 async fn not_found(req: Request) -> Refusal {

@@ -1,5 +1,6 @@
 //! The service's Prometheus metrics (prometheus-client): requests by endpoint and status, their
-//! latency, the model version, observations, retrainings and reloads.
+//! latency, the model version, observations (and those rejected), failed predictions, panics,
+//! retrainings and reloads.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -19,6 +20,11 @@ pub struct EndpointLabels {
     pub endpoint: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
 /// Latency buckets in seconds: fine below a millisecond, where predictions are.
 const LATENCY_BUCKETS: [f64; 14] = [
     25e-6, 50e-6, 100e-6, 200e-6, 300e-6, 500e-6, 750e-6, 1e-3, 2e-3, 5e-3, 10e-3, 50e-3, 0.25, 1.0,
@@ -34,6 +40,9 @@ pub struct Metrics {
     pub latency: Family<EndpointLabels, Histogram, fn() -> Histogram>,
     pub model_version: Gauge,
     pub observations: Counter,
+    pub rejected: Family<ReasonLabels, Counter>,
+    pub prediction_failures: Counter,
+    pub panics: Counter,
     pub retrains: Counter,
     pub retrain_failures: Counter,
     pub reloads: Counter,
@@ -49,6 +58,9 @@ impl Metrics {
         );
         let model_version = Gauge::default();
         let observations = Counter::default();
+        let rejected = Family::<ReasonLabels, Counter>::default();
+        let prediction_failures = Counter::default();
+        let panics = Counter::default();
         let retrains = Counter::default();
         let retrain_failures = Counter::default();
         let reloads = Counter::default();
@@ -68,6 +80,21 @@ impl Metrics {
             "observations",
             "Observations received",
             observations.clone(),
+        );
+        registry.register(
+            "observations_rejected",
+            "Observations not learnt from, by reason (sent, or found in the store at start)",
+            rejected.clone(),
+        );
+        registry.register(
+            "prediction_failures",
+            "Predictions the model in use could not make (answered 500)",
+            prediction_failures.clone(),
+        );
+        registry.register(
+            "panics",
+            "Requests whose handler panicked (answered 500)",
+            panics.clone(),
         );
         registry.register(
             "retrains",
@@ -91,11 +118,23 @@ impl Metrics {
             latency,
             model_version,
             observations,
+            rejected,
+            prediction_failures,
+            panics,
             retrains,
             retrain_failures,
             reloads,
             reload_failures,
         }
+    }
+
+    /// Counts one observation not learnt from.
+    pub fn reject(&self, reason: &str) {
+        self.rejected
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
+            })
+            .inc();
     }
 
     /// Counts one answered request.

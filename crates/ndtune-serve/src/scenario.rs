@@ -9,7 +9,7 @@ use ndtune_learn::features::{dataset_features, device_features, kernel_features,
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::limits::LimitOverrides;
 
@@ -113,7 +113,7 @@ impl Resolver {
                     && !self
                         .kernels
                         .read()
-                        .expect("kernels lock")
+                        .unwrap_or_else(PoisonError::into_inner)
                         .contains_key(&kernel_hash(k.source.as_deref().unwrap_or(""), &k.options))
             })
     }
@@ -187,14 +187,19 @@ impl Resolver {
         match (&kernel.source, &kernel.hash) {
             (Some(source), None) => {
                 let hash = kernel_hash(source, &kernel.options);
-                if let Some(hit) = self.kernels.read().expect("kernels lock").get(&hash) {
+                if let Some(hit) = self
+                    .kernels
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&hash)
+                {
                     return Ok((hash, hit.clone()));
                 }
                 let values = Arc::new(
                     kernel_features(source, &kernel.options)
                         .map_err(|e| ScenarioError::Invalid(format!("`kernel`: {e}")))?,
                 );
-                let mut kernels = self.kernels.write().expect("kernels lock");
+                let mut kernels = self.kernels.write().unwrap_or_else(PoisonError::into_inner);
                 if kernels.len() < MAX_KERNELS {
                     kernels.insert(hash.clone(), values.clone());
                 }
@@ -203,7 +208,7 @@ impl Resolver {
             (None, Some(hash)) => self
                 .kernels
                 .read()
-                .expect("kernels lock")
+                .unwrap_or_else(PoisonError::into_inner)
                 .get(hash)
                 .map(|v| (hash.clone(), v.clone()))
                 .ok_or_else(|| {

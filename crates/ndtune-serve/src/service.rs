@@ -7,19 +7,28 @@
 //! from the model file's own training rows (its `base`) and adds one row per observed scenario:
 //! the local size with the lowest mean runtime observed there. A retraining that finishes after
 //! the model file was reloaded is dropped, so it never overwrites a newer file.
+//!
+//! Online learning never takes an observation that could poison the model ([`Service::observe`]):
+//! its run time must be a plausible measurement, its local size legal in its scenario, and each
+//! feature the model uses within the model file's [`Reach`]. Observations in the store that fail
+//! the same check are skipped at start, counted by reason. A model trained again replaces the
+//! one serving only once it passed [`Model::check`]; the outcome of the last retraining, the
+//! observations rejected and failed predictions are in `/v1/health`. A lock whose holder
+//! panicked is taken over as it is (every update under a lock is a single step), so one failed
+//! request never fails the ones after it.
 
-use crate::limits::Limits;
+use crate::limits::{LimitOverrides, Limits};
 use crate::metrics::Metrics;
 use crate::scenario::{scenario_id, Resolver, ScenarioError, ScenarioRequest};
 use arc_swap::ArcSwap;
-use ndtune_learn::model::{Model, TrainingRow};
-use ndtune_learn::oracle::Wg;
+use ndtune_learn::model::{Model, Reach, TrainingRow};
+use ndtune_learn::oracle::{Wg, RUNTIME_MS, WG_SIDE};
 use ndtune_store::{Observation, Store};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 /// The model predictions use now.
@@ -27,10 +36,76 @@ pub struct Current {
     pub model: Arc<Model>,
     /// The model as loaded from its file: what retraining starts from.
     pub base: Arc<Model>,
+    /// The base model's reach: what the service learns from.
+    pub reach: Arc<Reach>,
     /// Counts every model swapped in since the service started, from 1.
     pub version: u64,
     /// How many observations (the first ones, in order of arrival) it learnt from.
     pub learnt: usize,
+    /// Predictions this model could not make.
+    pub failures: AtomicU64,
+}
+
+impl Current {
+    fn new(
+        model: Arc<Model>,
+        base: Arc<Model>,
+        reach: Arc<Reach>,
+        version: u64,
+        learnt: usize,
+    ) -> Current {
+        Current {
+            model,
+            base,
+            reach,
+            version,
+            learnt,
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the model is the file's as loaded, or trained again with observations.
+    pub fn origin(&self) -> &'static str {
+        if Arc::ptr_eq(&self.model, &self.base) {
+            "file"
+        } else {
+            "retrained"
+        }
+    }
+}
+
+/// Why an observation is not learnt from: a short reason (a metric label) and the whole story.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// `runtime_out_of_range`, `local_not_legal`, `limits_unknown` or `feature_out_of_reach`.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Observations not learnt from so far.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Rejected {
+    /// Refused when sent, by reason.
+    pub sent: BTreeMap<&'static str, u64>,
+    /// Skipped in the store at start, by reason.
+    pub stored: BTreeMap<&'static str, u64>,
+    /// The last one's message.
+    pub last: Option<String>,
+}
+
+/// How the last retraining went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetrainResult {
+    /// `swapped` (the new model serves), `failed` (training or its check failed: the model in
+    /// use serves on) or `dropped` (the model file was reloaded meanwhile).
+    pub result: &'static str,
+    pub message: String,
+    /// Observations it was trained with, and observed scenarios among its rows.
+    pub observations: usize,
+    pub observed_scenarios: usize,
+    pub seconds: f64,
+    /// When it finished, in seconds since the service started.
+    pub at_uptime_s: f64,
 }
 
 /// What the service is configured with.
@@ -107,6 +182,11 @@ pub struct PredictResponse {
     /// and ignored (absent when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored_features: Vec<String>,
+    /// Features the model uses whose values lie beyond its reach (far outside its training
+    /// data): the answer extrapolates, and an observation of this scenario would be refused
+    /// (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub features_out_of_reach: Vec<String>,
 }
 
 /// The answer to `/v1/observe`.
@@ -135,10 +215,17 @@ pub enum ObservedScenario {
     Request(Box<ScenarioRequest>),
 }
 
-/// Scenario ids predicted recently, with their features, so observations can name them by id.
+/// A scenario as predicted: its features and the limits its size was legal under.
+struct Known {
+    features: BTreeMap<String, f64>,
+    limits: Limits,
+}
+
+/// Scenario ids predicted recently, with their features and limits, so observations can name
+/// them by id.
 #[derive(Default)]
 struct Recent {
-    features: HashMap<String, Arc<BTreeMap<String, f64>>>,
+    scenarios: HashMap<String, Arc<Known>>,
     order: VecDeque<String>,
 }
 
@@ -151,8 +238,13 @@ pub struct Service {
     next_version: AtomicU64,
     resolver: Resolver,
     store: Option<Mutex<Store>>,
+    /// The observations accepted (those that passed the check), in order of arrival.
     observations: Mutex<Vec<Observation>>,
+    rejected: Mutex<Rejected>,
     retraining: AtomicBool,
+    /// How many observations the last retraining started with (0 after a reload).
+    attempted: AtomicUsize,
+    last_retrain: Mutex<Option<RetrainResult>>,
     retrain_after: usize,
     recent: Mutex<Recent>,
     model_path: PathBuf,
@@ -164,29 +256,66 @@ pub struct Service {
 }
 
 impl Service {
-    /// Loads the model and any observations the store holds.
+    /// Loads the model and the observations the store holds that it can learn from (the others
+    /// are skipped, counted by reason).
     pub fn new(options: Options) -> Result<Arc<Service>, String> {
         let file_seen = file_version(&options.model_path);
         let model = Arc::new(Model::load(&options.model_path).map_err(|e| e.to_string())?);
-        let observations = match &options.store {
+        let reach = Arc::new(model.reach());
+        let metrics = Metrics::new();
+        let mut rejected = Rejected::default();
+        let mut observations = Vec::new();
+        let stored = match &options.store {
             Some(store) => store.observations().map_err(|e| e.to_string())?,
             None => Vec::new(),
         };
-        let metrics = Metrics::new();
+        for o in stored {
+            let limits = Limits::from_features(
+                |n| o.features.iter().find(|(k, _)| k == n).map(|(_, v)| *v),
+                &LimitOverrides::default(),
+            );
+            let features: BTreeMap<String, f64> = o.features.iter().cloned().collect();
+            match admit(
+                &model,
+                &reach,
+                &features,
+                limits.as_ref().ok(),
+                o.local,
+                o.runtime_ms,
+            ) {
+                Ok(()) => observations.push(o),
+                Err(r) => {
+                    metrics.reject(r.reason);
+                    *rejected.stored.entry(r.reason).or_default() += 1;
+                    rejected.last =
+                        Some(format!("stored observation {}: {}", o.scenario, r.message));
+                }
+            }
+        }
+        if !rejected.stored.is_empty() {
+            eprintln!(
+                "serve: {} observations in the store skipped: the model cannot learn from them ({})",
+                rejected.stored.values().sum::<u64>(),
+                rejected
+                    .stored
+                    .iter()
+                    .map(|(reason, n)| format!("{reason}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         metrics.model_version.set(1);
         let service = Arc::new(Service {
-            current: ArcSwap::from_pointee(Current {
-                model: model.clone(),
-                base: model,
-                version: 1,
-                learnt: 0,
-            }),
+            current: ArcSwap::from_pointee(Current::new(model.clone(), model, reach, 1, 0)),
             update: Mutex::new(()),
             next_version: AtomicU64::new(2),
             resolver: Resolver::new(options.devices),
             store: options.store.map(Mutex::new),
             observations: Mutex::new(observations),
+            rejected: Mutex::new(rejected),
             retraining: AtomicBool::new(false),
+            attempted: AtomicUsize::new(0),
+            last_retrain: Mutex::new(None),
             retrain_after: options.retrain_after.max(1),
             recent: Mutex::default(),
             model_path: options.model_path,
@@ -214,7 +343,10 @@ impl Service {
 
     /// Observations received so far (the store's included).
     pub fn observation_count(&self) -> usize {
-        self.observations.lock().expect("observations lock").len()
+        self.observations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// A legal local size for `req`'s scenario.
@@ -252,17 +384,37 @@ impl Service {
             .collect::<Result<Vec<f64>, Refusal>>()?;
         let limits = Limits::from_features(|n| resolved.features.get(n).copied(), &req.limits)
             .map_err(Refusal::bad_request)?;
-        let p = model
-            .predict_row(&row, |w| limits.allows(w))
-            .ok_or_else(|| {
-                Refusal::unprocessable(format!(
-                    "no work-group size the model knows is legal here ({} sizes known; limits {})",
-                    model.ranking.len(),
-                    serde_json::to_string(&limits).expect("limits serialise")
-                ))
-            })?;
+        let predicted = model.predict_row(&row, |w| limits.allows(w)).map_err(|e| {
+            current.failures.fetch_add(1, Ordering::Relaxed);
+            self.metrics.prediction_failures.inc();
+            Refusal::internal(format!(
+                "the model in use (version {}) cannot predict this scenario: {e}",
+                current.version
+            ))
+        })?;
+        let features_out_of_reach: Vec<String> = model
+            .feature_names
+            .iter()
+            .zip(&row)
+            .enumerate()
+            .filter(|(j, (_, v))| current.reach.outside_at(*j, **v))
+            .map(|(_, (n, _))| n.clone())
+            .collect();
+        let p = predicted.ok_or_else(|| {
+            Refusal::unprocessable(format!(
+                "no work-group size the model knows is legal here ({} sizes known; limits {})",
+                model.ranking.len(),
+                serde_json::to_string(&limits).expect("limits serialise")
+            ))
+        })?;
         let id = scenario_id(&resolved.features);
-        self.remember(&id, resolved.features);
+        self.remember(
+            &id,
+            Known {
+                features: resolved.features,
+                limits,
+            },
+        );
         Ok(PredictResponse {
             local: [p.wg.0, p.wg.1],
             model: model.classifier.kind().name().to_string(),
@@ -273,35 +425,37 @@ impl Service {
             kernel_hash: resolved.kernel_hash,
             limits,
             ignored_features,
+            features_out_of_reach,
         })
     }
 
-    fn remember(&self, id: &str, features: BTreeMap<String, f64>) {
-        let mut recent = self.recent.lock().expect("recent lock");
-        if recent.features.contains_key(id) {
+    fn remember(&self, id: &str, known: Known) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.scenarios.contains_key(id) {
             return;
         }
         if recent.order.len() == RECENT {
             if let Some(old) = recent.order.pop_front() {
-                recent.features.remove(&old);
+                recent.scenarios.remove(&old);
             }
         }
         recent.order.push_back(id.to_string());
-        recent.features.insert(id.to_string(), Arc::new(features));
+        recent.scenarios.insert(id.to_string(), Arc::new(known));
     }
 
-    /// Records what a client measured; trains again in the background once enough arrived.
+    /// Records what a client measured, if the model can learn from it (see [`admit`]: a refusal
+    /// is counted by reason); trains again in the background once enough arrived.
     pub fn observe(
         self: &Arc<Self>,
         scenario: &ObservedScenario,
         run: &ObservedRun,
     ) -> Result<ObserveResponse, Refusal> {
-        let features: Arc<BTreeMap<String, f64>> = match scenario {
+        let known: Arc<Known> = match scenario {
             ObservedScenario::Id(id) => self
                 .recent
                 .lock()
-                .expect("recent lock")
-                .features
+                .unwrap_or_else(PoisonError::into_inner)
+                .scenarios
                 .get(id)
                 .cloned()
                 .ok_or_else(|| {
@@ -309,21 +463,53 @@ impl Service {
                         "unknown scenario `{id}`: predict it first, or send the scenario itself"
                     ))
                 })?,
-            ObservedScenario::Request(req) => Arc::new(self.resolver.resolve(req)?.features),
+            ObservedScenario::Request(req) => {
+                let features = self.resolver.resolve(req)?.features;
+                let limits = Limits::from_features(|n| features.get(n).copied(), &req.limits)
+                    .map_err(|e| {
+                        self.reject(Rejection {
+                            reason: "limits_unknown",
+                            message: format!("cannot check `local`: {e}"),
+                        })
+                    })?;
+                Arc::new(Known { features, limits })
+            }
         };
         if run.local.contains(&0) {
-            return Err(Refusal::bad_request("`local`: both sizes must be positive"));
+            return Err(self.reject(Rejection {
+                reason: "local_not_legal",
+                message: "`local`: both sizes must be positive".into(),
+            }));
         }
         if let Some(t) = run.runtime_ms {
             if !(t.is_finite() && t > 0.0) {
-                return Err(Refusal::bad_request(format!(
-                    "`runtime_ms`: {t} is not a positive number of milliseconds"
-                )));
+                return Err(self.reject(Rejection {
+                    reason: "runtime_out_of_range",
+                    message: format!("`runtime_ms`: {t} is not a positive number of milliseconds"),
+                }));
             }
         }
+        let current = self.current.load();
+        admit(
+            &current.base,
+            &current.reach,
+            &known.features,
+            Some(&known.limits),
+            run.local,
+            run.runtime_ms,
+        )
+        .map_err(|r| {
+            let mut refusal = self.reject(r);
+            refusal.status = 422;
+            refusal
+        })?;
         let observation = Observation {
-            scenario: scenario_id(&features),
-            features: features.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            scenario: scenario_id(&known.features),
+            features: known
+                .features
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
             local: run.local,
             runtime_ms: run.runtime_ms,
             received_at: ndtune_store::now_ms(),
@@ -332,7 +518,7 @@ impl Service {
             Some(store) => Some(
                 store
                     .lock()
-                    .expect("store lock")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .add_observation(&observation)
                     .map_err(|e| Refusal::internal(format!("cannot store the observation: {e}")))?,
             ),
@@ -340,7 +526,10 @@ impl Service {
         };
         let scenario = observation.scenario.clone();
         let observations = {
-            let mut all = self.observations.lock().expect("observations lock");
+            let mut all = self
+                .observations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             all.push(observation);
             all.len()
         };
@@ -354,9 +543,40 @@ impl Service {
         })
     }
 
-    /// Starts a retraining thread if enough observations are new to the model and none runs.
+    /// Counts a rejected observation; the refusal (400) that answers it.
+    fn reject(&self, r: Rejection) -> Refusal {
+        self.metrics.reject(r.reason);
+        let mut rejected = self.rejected.lock().unwrap_or_else(PoisonError::into_inner);
+        *rejected.sent.entry(r.reason).or_default() += 1;
+        rejected.last = Some(r.message.clone());
+        Refusal::bad_request(format!("not learnt from: {}", r.message))
+    }
+
+    /// The observations not learnt from so far.
+    pub fn rejected(&self) -> Rejected {
+        self.rejected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How the last retraining went (none yet: `None`).
+    pub fn last_retrain(&self) -> Option<RetrainResult> {
+        self.last_retrain
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Starts a retraining thread if enough observations are new to the model and to the last
+    /// attempt (a failed one is not repeated for every observation that follows), and none runs.
     fn maybe_retrain(self: &Arc<Self>) {
-        let pending = self.observation_count() - self.current.load().learnt;
+        let since = self
+            .current
+            .load()
+            .learnt
+            .max(self.attempted.load(Ordering::Acquire));
+        let pending = self.observation_count().saturating_sub(since);
         if pending < self.retrain_after
             || self
                 .retraining
@@ -367,57 +587,104 @@ impl Service {
         }
         let service = self.clone();
         std::thread::spawn(move || {
-            service.retrain();
+            // A panic in training (a library's bug) fails this retraining, not all later ones.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| service.retrain()))
+                    .unwrap_or_else(|_| {
+                        service.metrics.retrain_failures.inc();
+                        RetrainResult {
+                            result: "failed",
+                            message: "training again panicked, the model in use serves on".into(),
+                            observations: service.observation_count(),
+                            observed_scenarios: 0,
+                            seconds: 0.0,
+                            at_uptime_s: service.uptime_s(),
+                        }
+                    });
+            eprintln!("serve: {}", result.message);
+            *service
+                .last_retrain
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(result);
             service.retraining.store(false, Ordering::Release);
             // Observations that arrived while it trained.
             service.maybe_retrain();
         });
     }
 
-    fn retrain(&self) {
+    fn retrain(&self) -> RetrainResult {
         let started = Instant::now();
-        let base = self.current.load().base.clone();
-        let observations: Vec<Observation> =
-            self.observations.lock().expect("observations lock").clone();
-        let rows = training_rows(&base.feature_names, &observations);
+        let (base, reach) = {
+            let current = self.current.load();
+            (current.base.clone(), current.reach.clone())
+        };
+        let observations: Vec<Observation> = self
+            .observations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.attempted.store(observations.len(), Ordering::Release);
+        // Accepted for this model file; a file reloaded since may reach less far.
+        let rows: Vec<TrainingRow> = training_rows(&base.feature_names, &observations)
+            .into_iter()
+            .filter(|r| reach.outside(&r.features).is_none())
+            .collect();
+        let result = |result: &'static str, message: String| RetrainResult {
+            result,
+            message,
+            observations: observations.len(),
+            observed_scenarios: rows.len(),
+            seconds: started.elapsed().as_secs_f64(),
+            at_uptime_s: self.uptime_s(),
+        };
+        // Trained, and checked (Model::check) before it can serve.
         let retrained = match base.retrained(&rows, self.seed) {
             Ok(m) => m,
             Err(e) => {
                 self.metrics.retrain_failures.inc();
-                eprintln!(
-                    "serve: training again on {} observations failed: {e}",
-                    observations.len()
+                return result(
+                    "failed",
+                    format!(
+                        "training again on {} observations failed, the model in use serves on: {e}",
+                        observations.len()
+                    ),
                 );
-                return;
             }
         };
-        let _swapping = self.update.lock().expect("update lock");
+        let _swapping = self.update.lock().unwrap_or_else(PoisonError::into_inner);
         if !Arc::ptr_eq(&self.current.load().base, &base) {
-            eprintln!(
-                "serve: a retrained model was dropped: the model file was reloaded meanwhile"
+            return result(
+                "dropped",
+                "a retrained model was dropped: the model file was reloaded meanwhile".into(),
             );
-            return;
         }
         let version = self.next_version.fetch_add(1, Ordering::Relaxed);
-        self.current.store(Arc::new(Current {
-            model: Arc::new(retrained),
+        self.current.store(Arc::new(Current::new(
+            Arc::new(retrained),
             base,
+            reach,
             version,
-            learnt: observations.len(),
-        }));
+            observations.len(),
+        )));
         self.metrics.model_version.set(version as i64);
         self.metrics.retrains.inc();
-        eprintln!(
-            "serve: model version {version}: trained again with {} observed scenarios ({} observations) in {:.2} s",
-            rows.len(),
-            observations.len(),
-            started.elapsed().as_secs_f64()
-        );
+        result(
+            "swapped",
+            format!(
+                "model version {version}: trained again with {} observed scenarios ({} observations) in {:.2} s",
+                rows.len(),
+                observations.len(),
+                started.elapsed().as_secs_f64()
+            ),
+        )
     }
 
     /// Loads the model file again and swaps it in; on failure keeps the model in use.
     pub fn reload(self: &Arc<Self>) -> Result<u64, String> {
-        *self.file_seen.lock().expect("file lock") = file_version(&self.model_path);
+        *self
+            .file_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = file_version(&self.model_path);
         let model = match Model::load(&self.model_path) {
             Ok(m) => Arc::new(m),
             Err(e) => {
@@ -426,14 +693,17 @@ impl Service {
             }
         };
         let version = {
-            let _swapping = self.update.lock().expect("update lock");
+            let _swapping = self.update.lock().unwrap_or_else(PoisonError::into_inner);
             let version = self.next_version.fetch_add(1, Ordering::Relaxed);
-            self.current.store(Arc::new(Current {
-                model: model.clone(),
-                base: model,
+            let reach = Arc::new(model.reach());
+            self.current.store(Arc::new(Current::new(
+                model.clone(),
+                model,
+                reach,
                 version,
-                learnt: 0,
-            }));
+                0,
+            )));
+            self.attempted.store(0, Ordering::Release);
             version
         };
         self.metrics.model_version.set(version as i64);
@@ -446,7 +716,12 @@ impl Service {
     /// or the file written in place.
     pub fn model_file_changed(&self) -> bool {
         let now = file_version(&self.model_path);
-        now.is_some() && now != *self.file_seen.lock().expect("file lock")
+        now.is_some()
+            && now
+                != *self
+                    .file_seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether observations are written to a store.
@@ -456,6 +731,68 @@ impl Service {
 
     pub fn model_path(&self) -> &std::path::Path {
         &self.model_path
+    }
+}
+
+/// Whether a model can learn from an observation of `local` in a scenario with `features` and
+/// `limits` (none: the features do not give them, for an observation kept from before): a run
+/// time in [`RUNTIME_MS`] (or none: refused), sides in [`WG_SIDE`] legal under the limits, and
+/// every feature the model uses within its reach.
+pub fn admit(
+    model: &Model,
+    reach: &Reach,
+    features: &BTreeMap<String, f64>,
+    limits: Option<&Limits>,
+    local: [u64; 2],
+    runtime_ms: Option<f64>,
+) -> Result<(), Rejection> {
+    if let Some(t) = runtime_ms.filter(|t| !RUNTIME_MS.contains(t)) {
+        return Err(Rejection {
+            reason: "runtime_out_of_range",
+            message: format!(
+                "`runtime_ms` {t} is no measured run time (milliseconds from {:e} to {:e})",
+                RUNTIME_MS.start(),
+                RUNTIME_MS.end()
+            ),
+        });
+    }
+    let wg = (local[0], local[1]);
+    if !(WG_SIDE.contains(&wg.0) && WG_SIDE.contains(&wg.1))
+        || limits.is_some_and(|l| !l.allows(wg))
+    {
+        return Err(Rejection {
+            reason: "local_not_legal",
+            message: format!(
+                "`local` {}x{} cannot run in this scenario{}",
+                wg.0,
+                wg.1,
+                limits.map_or(String::new(), |l| format!(
+                    " (limits {})",
+                    serde_json::to_string(l).unwrap_or_default()
+                ))
+            ),
+        });
+    }
+    // A feature the observation lacks makes it teach nothing (see `training_rows`), not harm.
+    let beyond = model
+        .feature_names
+        .iter()
+        .enumerate()
+        .find_map(|(j, name)| {
+            let value = *features.get(name)?;
+            reach
+                .outside_at(j, value)
+                .then(|| (name, value, reach.bounds(j)))
+        });
+    match beyond {
+        Some((name, value, Some((lo, hi)))) => Err(Rejection {
+            reason: "feature_out_of_reach",
+            message: format!(
+                "feature `{name}` = {value} is beyond what the model can learn from ({lo} to {hi}: its training range widened by {} times its largest magnitude)",
+                ndtune_learn::model::REACH
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -601,6 +601,7 @@ fn lex(src: &str) -> Result<Vec<Token>, ExprError> {
             });
             continue;
         }
+        // `get`: the next two bytes may cut a multi-byte character (found by fuzzing).
         let two = src.get(i..i + 2).unwrap_or("");
         let (tok, len) = match two {
             "==" => (Tok::Op(BinOp::Eq), 2),

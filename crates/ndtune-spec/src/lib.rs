@@ -181,11 +181,17 @@ impl Spec {
         let shown = path.display().to_string();
         let raw: raw::RawSpec = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
+            let message = e.message().trim_end().replace('\n', "; ");
             SpecError {
                 path: shown.clone(),
                 line,
                 column,
-                message: e.message().trim_end().replace('\n', "; "),
+                // toml names no cause for some characters (a bare carriage return: fuzzing).
+                message: if message.is_empty() {
+                    "not valid TOML here".into()
+                } else {
+                    message
+                },
             }
         })?;
         validate::spec(raw, text, path, overrides)

@@ -139,11 +139,12 @@ pub struct Border {
 
 impl Border {
     /// Bytes of the `__local` tile of a `wc x wr` work-group (columns x rows) with this border,
-    /// in elements of `element_bytes`.
+    /// in elements of `element_bytes`; `u64::MAX` where that does not fit (sizes and borders a
+    /// client sent the prediction service, say), which no local memory holds.
     pub fn tile_bytes(&self, element_bytes: u64, wc: u64, wr: u64) -> u64 {
-        (wr + u64::from(self.north + self.south))
-            * (wc + u64::from(self.west + self.east))
-            * element_bytes
+        let rows = wr.saturating_add(u64::from(self.north) + u64::from(self.south));
+        let cols = wc.saturating_add(u64::from(self.west) + u64::from(self.east));
+        rows.saturating_mul(cols).saturating_mul(element_bytes)
     }
 }
 
@@ -433,6 +434,10 @@ mod tests {
         };
         s.input = Elem::Double;
         assert_eq!(s.tile_bytes(4, 4), 5 * 9 * 8);
+        s.border.north = u32::MAX;
+        s.border.south = u32::MAX;
+        assert_eq!(s.border.tile_bytes(u64::MAX, 1, 1), u64::MAX);
+        assert_eq!(s.tile_bytes(u64::MAX, 2), u64::MAX);
     }
 
     #[test]

@@ -18,19 +18,25 @@ pub struct CltuneTable {
 
 /// Reads a CLTune CSV file; errors name the file and the line.
 pub fn read_cltune_csv(path: &Path) -> Result<CltuneTable, KtError> {
-    let invalid = |message: String| KtError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
     let bytes = std::fs::read(path).map_err(|source| KtError::Io {
         path: path.to_path_buf(),
         source,
     })?;
+    parse_cltune_csv(&bytes, path)
+}
+
+/// A CLTune CSV from the bytes of its file (plain or gzipped); `path` names it in errors.
+pub fn parse_cltune_csv(bytes: &[u8], path: &Path) -> Result<CltuneTable, KtError> {
+    let invalid = |message: String| KtError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
     let mut text = String::new();
     let read = if bytes.starts_with(&[0x1f, 0x8b]) {
-        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text)
+        flate2::read::GzDecoder::new(bytes).read_to_string(&mut text)
     } else {
-        (&bytes[..]).read_to_string(&mut text)
+        let mut plain = bytes;
+        plain.read_to_string(&mut text)
     };
     read.map_err(|e| invalid(format!("not a CSV text file: {e}")))?;
     let mut lines = text.lines().enumerate();

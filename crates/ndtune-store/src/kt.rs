@@ -94,7 +94,14 @@ pub struct KtCache {
 
 /// Reads a Kernel Tuner cache file, gzipped or plain JSON.
 pub fn read_kt_cache(path: &Path) -> Result<KtCache, KtError> {
-    let text = read_text(path)?;
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    parse_kt_cache(&bytes, path)
+}
+
+/// A Kernel Tuner cache from the bytes of its file (gzipped or plain JSON); `path` names it in
+/// errors.
+pub fn parse_kt_cache(bytes: &[u8], path: &Path) -> Result<KtCache, KtError> {
+    let text = read_text(bytes, path)?;
     let raw = parse_cache(&text).map_err(|source| KtError::Json {
         path: path.to_path_buf(),
         source,
@@ -133,16 +140,15 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> KtError + '_ {
     }
 }
 
-fn read_text(path: &Path) -> Result<String, KtError> {
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+fn read_text(bytes: &[u8], path: &Path) -> Result<String, KtError> {
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut text = String::new();
-        flate2::read::GzDecoder::new(&bytes[..])
+        flate2::read::GzDecoder::new(bytes)
             .read_to_string(&mut text)
             .map_err(io_error(path))?;
         return Ok(text);
     }
-    String::from_utf8(bytes)
+    String::from_utf8(bytes.to_vec())
         .map_err(|_| invalid(path, "not a Kernel Tuner cache file: not UTF-8 text"))
 }
 

@@ -587,6 +587,14 @@ pub struct LearnEvalArgs {
     /// Seed of the folds, the random fallback and the forests.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Models trained and tested at once, each on a core (default: the cores); 1 measures
+    /// prediction times with nothing else running.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The most training scenarios of a fold that logistic regression, the SVM and the
+    /// regressors train on (a seeded sample where a fold has more), or `all`.
+    #[arg(long, value_name = "N|all", default_value = "300", value_parser = max_training)]
+    pub max_training: MaxTraining,
     /// Also keep the evaluation in this results store, for `ndtune report`.
     #[arg(
         long,
@@ -700,6 +708,22 @@ pub struct BenchStrategiesArgs {
     /// Draw the mean fraction of the optimum per budget as SVG.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// `--max-training`: a number of scenarios, or none for `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxTraining(pub Option<usize>);
+
+fn max_training(s: &str) -> Result<MaxTraining, String> {
+    match s.trim() {
+        "all" => Ok(MaxTraining(None)),
+        n => match n.parse::<usize>() {
+            Ok(n) if n >= 2 => Ok(MaxTraining(Some(n))),
+            _ => Err(format!(
+                "`{s}`: a number of scenarios (at least 2), or `all`"
+            )),
+        },
+    }
 }
 
 #[cfg(test)]

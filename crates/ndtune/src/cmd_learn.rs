@@ -6,7 +6,7 @@ use crate::cli::{
 };
 use anyhow::{anyhow, bail, Context, Result};
 use ndtune_learn::data::Data;
-use ndtune_learn::eval::{evaluate, Fallback, Method, Protocol};
+use ndtune_learn::eval::{evaluate, Fallback, Method, Options, Protocol, Step};
 use ndtune_learn::features::{kernel_features, scenario_features, Dataset};
 use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
@@ -139,6 +139,55 @@ fn features(a: &LearnFeaturesArgs) -> Result<()> {
     Ok(())
 }
 
+/// The progress of `learn eval` on stderr, a step per fold and model: a bar on a terminal,
+/// otherwise a line per step (a log shows where a long evaluation is).
+enum EvalProgress {
+    Bar(indicatif::ProgressBar),
+    Lines(std::time::Instant),
+}
+
+impl EvalProgress {
+    fn new() -> EvalProgress {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return EvalProgress::Lines(std::time::Instant::now());
+        }
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        bar.set_prefix("learn eval");
+        EvalProgress::Bar(bar)
+    }
+
+    fn step(&mut self, step: Step<'_>) {
+        let what = format!("fold {}/{}: {}", step.fold, step.folds, step.model);
+        match self {
+            EvalProgress::Bar(bar) => {
+                bar.set_length(step.total as u64);
+                bar.set_position(step.done as u64);
+                bar.set_message(what);
+            }
+            EvalProgress::Lines(started) => eprintln!(
+                "learn eval: {}/{} steps done at {:.1} s; starting {what}",
+                step.done,
+                step.total,
+                started.elapsed().as_secs_f64()
+            ),
+        }
+    }
+
+    fn finish(&self) {
+        if let EvalProgress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 /// The profile of the device arguments (device 0 when none is given).
 fn one_profile(args: &crate::cli::DeviceArgs) -> Result<ndtune_device::DeviceProfile> {
     crate::targets::resolve(args, true)?
@@ -222,7 +271,24 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
     }
     // Opened first: a store that cannot be used fails before the evaluation, not after it.
     let store = a.db.as_deref().map(ndtune_store::Store::open).transpose()?;
-    let report = evaluate(&data, protocol, &methods, a.seed);
+    let report = {
+        let mut progress = EvalProgress::new();
+        let jobs = match a.jobs {
+            Some(0) => bail!("--jobs 0: at least one model must be trained at a time"),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let options = Options {
+            seed: a.seed,
+            jobs,
+            max_training: a.max_training.0,
+        };
+        let report = evaluate(&data, protocol, &methods, &options, &mut |step| {
+            progress.step(step)
+        });
+        progress.finish();
+        report.with_context(|| a.data.display().to_string())?
+    };
     if let Some(store) = &store {
         let data_name = a.data.file_name().unwrap_or(a.data.as_os_str());
         let models = a
@@ -260,6 +326,25 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
             b.size[0],
             b.size[1],
             100.0 * b.performance_geomean
+        );
+    }
+    let mut sampled: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| r.trained_on < report.training_scenarios)
+        .map(|r| r.model.as_str())
+        .collect();
+    sampled.dedup();
+    if let Some(r) = report
+        .results
+        .iter()
+        .find(|r| r.trained_on < report.training_scenarios)
+    {
+        println!(
+            "{} trained on a sample of {} of the up to {} training scenarios of a fold (--max-training all: on all)",
+            sampled.join(", "),
+            r.trained_on,
+            report.training_scenarios
         );
     }
     println!(

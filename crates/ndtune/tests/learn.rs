@@ -229,3 +229,201 @@ fn a_trained_model_predicts_a_legal_size_and_other_versions_are_refused() {
         "{err}"
     );
 }
+
+/// Four scenarios (two devices, two kernels) of three sizes each, in the collect format, with
+/// `edit` applied to the rows (`(line number, row)`, the header being line 1).
+fn small_csv(edit: impl Fn(usize, String) -> String) -> String {
+    let mut text =
+        String::from("scenario,device,kernel,dataset,f_a,f_b,wg_c,wg_r,runtime_ms,status\n");
+    let mut line = 2;
+    for s in 0..4 {
+        for (i, (c, r)) in [(8, 8), (16, 4), (32, 8)].into_iter().enumerate() {
+            let ms = 1.0 + ((s + i) % 3) as f64;
+            let row = format!(
+                "s{s},dev{},k{},64x64,{},{},{c},{r},{ms},measured",
+                s % 2,
+                s / 2,
+                s as f64 * 1.5,
+                (s % 2) * 10
+            );
+            text += &edit(line, row);
+            text.push('\n');
+            line += 1;
+        }
+    }
+    text
+}
+
+/// Runs `learn eval` and `learn train` on `csv`: both must fail with `message`, no panic.
+fn both_refuse(dir: &Path, csv: &str, message: &str) {
+    let path = write(dir, "bad.csv", csv);
+    let out = dir.join("m.json");
+    for args in [
+        vec![
+            "learn",
+            "eval",
+            "--data",
+            &path,
+            "--models",
+            "bayes,baseline",
+        ],
+        vec![
+            "learn",
+            "train",
+            "--data",
+            &path,
+            "--model",
+            "bayes",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let err = fails(&args);
+        assert!(err.contains(message), "{args:?}: `{err}` lacks `{message}`");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn bad_values_are_refused_with_file_line_and_column_by_eval_and_train() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let on_line = |n: usize, edit: &dyn Fn(&str) -> String| {
+        small_csv(|line, row| if line == n { edit(&row) } else { row })
+    };
+    // Run times of zero or less, or beyond any measurement.
+    for ms in ["0", "-1", "1e300"] {
+        let csv = on_line(4, &|row| {
+            row.replace(",3,measured", &format!(",{ms},measured"))
+        });
+        both_refuse(
+            d,
+            &csv,
+            &format!("bad.csv:4:9: column `runtime_ms`: `{ms}` is not the run time"),
+        );
+    }
+    // Work-group sizes of 0, -4, 32.5.
+    for side in ["0", "-4", "32.5"] {
+        let csv = on_line(5, &|row| row.replace(",8,8,", &format!(",{side},8,")));
+        both_refuse(
+            d,
+            &csv,
+            &format!("bad.csv:5:7: column `wg_c`: `{side}` is not a work-group size"),
+        );
+    }
+    // NaN and infinities anywhere.
+    for value in ["NaN", "inf", "-inf"] {
+        let csv = on_line(3, &|row| row.replacen(",0,", &format!(",{value},"), 1));
+        both_refuse(
+            d,
+            &csv,
+            &format!("bad.csv:3:5: column `f_a`: `{value}` is not a finite number"),
+        );
+    }
+}
+
+#[test]
+fn extreme_features_are_scaled_and_too_little_data_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A feature of 1e308 (naive Bayes once predicted NaN on it and panicked).
+    let csv = write(
+        d,
+        "extreme.csv",
+        &small_csv(|_, row| {
+            row.replacen(",1.5,10,", ",1e308,10,", 1)
+                .replacen(",3,0,", ",-1e308,0,", 1)
+        }),
+    );
+    for protocol in ["cv10", "loo-device"] {
+        let v = json(&[
+            "learn",
+            "eval",
+            "--data",
+            &csv,
+            "--protocol",
+            protocol,
+            "--models",
+            "bayes,logistic,svm,baseline",
+            "--json",
+        ]);
+        for r in v["results"].as_array().unwrap() {
+            let p = r["performance_geomean"].as_f64().unwrap();
+            assert!(p > 0.0 && p <= 1.0, "{r}");
+        }
+    }
+    let model = d.join("m.json");
+    common::ndtune()
+        .args([
+            "learn", "train", "--model", "bayes", "--data", &csv, "--out",
+        ])
+        .arg(&model)
+        .assert()
+        .success();
+
+    // One scenario, or one device for loo-device: no fold can train and test.
+    let one = write(
+        d,
+        "one.csv",
+        &small_csv(|line, row| if line <= 4 { row } else { String::new() }),
+    );
+    let one = one.as_str();
+    let err = fails(&["learn", "eval", "--data", one]);
+    assert!(
+        err.contains("one.csv: cv10 has no fold with both training and test scenarios: it needs at least 2 scenarios; the data has 1"),
+        "{err}"
+    );
+    let err = fails(&[
+        "learn",
+        "eval",
+        "--data",
+        &csv,
+        "--protocol",
+        "synthetic-real",
+    ]);
+    assert!(
+        err.contains("the data has 0 scenarios of synthetic kernels and 4 of others"),
+        "{err}"
+    );
+    let row = write(
+        d,
+        "row.csv",
+        "scenario,device,kernel,dataset,f_a,wg_c,wg_r,runtime_ms,status\ns,d,k,x,1,8,8,1,measured\n",
+    );
+    let err = fails(&["learn", "eval", "--data", &row, "--protocol", "loo-device"]);
+    assert!(err.contains("the data has 1 (`d`)"), "{err}");
+}
+
+#[test]
+fn eval_shows_its_progress_per_fold_and_model_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write(dir.path(), "s.csv", &small_csv(|_, row| row));
+    let out = common::ndtune()
+        .args([
+            "learn",
+            "eval",
+            "--data",
+            &csv,
+            "--protocol",
+            "loo-kernel",
+            "--models",
+            "tree,baseline",
+            "--jobs",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("learn eval: "))
+        .collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(
+        lines[0].starts_with("learn eval: 0/4 steps done at ")
+            && lines[0].ends_with("; starting fold 1/2: tree"),
+        "{err}"
+    );
+    assert!(lines[3].ends_with("starting fold 2/2: baseline"), "{err}");
+}

@@ -16,23 +16,23 @@ use std::time::{Duration, Instant};
 /// A decision tree trained once on the shipped CSV (fast to train and to load).
 fn model() -> PathBuf {
     static MODEL: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("tree.json");
-            let csv = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../data/stencils-2026-11-21/stencils-h100-xeon.csv.gz");
-            ndtune()
-                .args(["learn", "train", "--model", "tree", "--out"])
-                .arg(&path)
-                .arg("--data")
-                .arg(csv)
-                .assert()
-                .success();
-            (dir, path)
-        })
-        .1
-        .clone()
+    MODEL.get_or_init(|| trained("tree")).1.clone()
+}
+
+/// A classifier of `kind` trained on the shipped CSV, in a folder of its own.
+fn trained(kind: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{kind}.json"));
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/stencils-2026-11-21/stencils-h100-xeon.csv.gz");
+    ndtune()
+        .args(["learn", "train", "--model", kind, "--out"])
+        .arg(&path)
+        .arg("--data")
+        .arg(csv)
+        .assert()
+        .success();
+    (dir, path)
 }
 
 /// A running `ndtune serve`, stopped with SIGTERM when dropped.
@@ -439,7 +439,13 @@ fn bad_requests_get_a_4xx_and_a_message_and_the_service_carries_on() {
             "{method} {path}: `{e}` lacks `{message}`"
         );
     }
-    assert_eq!(raw("GET", "/v1/predict", b"").status, 405);
+    let wrong_method = raw("GET", "/v1/predict", b"");
+    assert_eq!(wrong_method.status, 405);
+    assert!(
+        error(&wrong_method).contains("method GET is not allowed on /v1/predict"),
+        "{}",
+        error(&wrong_method)
+    );
     // Observations of a bad local size or runtime, for a scenario it predicted.
     let (_, p) = server.post("/v1/predict", &scenario("gtx-titan", [1; 4], "float"));
     for (body, message) in [
@@ -519,6 +525,184 @@ fn observations_are_stored_and_learnt_from_in_the_background_and_after_a_restart
     assert_eq!(h["model"]["training_rows"], 141);
 }
 
+/// The features `ndtune learn features` computes for a generated stencil on the GTX Titan.
+fn stencil_features() -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    ndtune()
+        .args(["stencil", "gen", "--seed", "3", "--count", "1", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let stencil = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".stencil.toml"))
+        .unwrap();
+    json(&[
+        "learn",
+        "features",
+        stencil.to_str().unwrap(),
+        "--size",
+        "1024x512",
+        "--profile",
+        "gtx-titan",
+        "--json",
+    ])
+}
+
+/// Issue 22's poisoned observations: with naive Bayes, features near ±1e308 once made the
+/// handler panic, and three observations of them a retrained model that panicked on every
+/// prediction while health said `ok`, also after a restart with the store. Now such a request is
+/// answered (flagged as beyond the model's reach), the observations are refused and counted,
+/// normal predictions are unchanged, and the store's copies of such observations (as an older
+/// ndtune kept them) are skipped at start with a count.
+#[test]
+fn poisoned_observations_are_refused_and_predictions_stay_unchanged_also_after_a_restart() {
+    let (_dir, bayes) = trained("bayes");
+    let bayes = bayes.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let db_arg = db.to_str().unwrap();
+    let start = || {
+        Server::start(&[
+            "--model",
+            bayes,
+            "--listen",
+            "127.0.0.1:0",
+            "--db",
+            db_arg,
+            "--retrain-after",
+            "3",
+        ])
+    };
+    let normal = json!({ "features": stencil_features() });
+    let mut extreme = normal.clone();
+    for (i, (_, v)) in extreme["features"]
+        .as_object_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        *v = json!(if i % 2 == 0 { 1.7e308 } else { -1.7e308 });
+    }
+    // The limits of the GTX Titan, so that the legality check does not read the extremes.
+    extreme["limits"] = json!({"max_work_group_size": 1024, "max_work_item_sizes": [1024, 1024],
+        "local_mem_size": 49152, "border": [1, 1, 1, 1], "input_bytes": 4});
+
+    let server = start();
+    let (status, before) = server.post("/v1/predict", &normal);
+    assert_eq!(status, 200, "{before}");
+    assert!(before.get("features_out_of_reach").is_none(), "{before}");
+    let (status, wild) = server.post("/v1/predict", &extreme);
+    assert_eq!(status, 200, "{wild}");
+    assert!(within(&wild, local(&wild)), "{wild}");
+    assert_eq!(
+        wild["features_out_of_reach"].as_array().unwrap().len(),
+        117,
+        "{wild}"
+    );
+    for _ in 0..3 {
+        let (status, v) = server.post(
+            "/v1/observe",
+            &json!({"scenario": extreme, "local": [16, 16], "runtime_ms": 0.5}),
+        );
+        assert_eq!(status, 422, "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("is beyond what the model can learn from"),
+            "{v}"
+        );
+    }
+    let (status, v) = server.post(
+        "/v1/observe",
+        &json!({"scenario": wild["scenario"], "local": [16, 16], "runtime_ms": 1e-300}),
+    );
+    assert_eq!(status, 422, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("no measured run time"),
+        "{v}"
+    );
+    let h = server.health();
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["observations"], 0, "{h}");
+    assert_eq!(
+        h["rejected_observations"]["sent"],
+        json!({"feature_out_of_reach": 3, "runtime_out_of_range": 1}),
+        "{h}"
+    );
+    assert_eq!(h["last_retrain"], Value::Null, "{h}");
+    assert_eq!(h["model"]["version"], 1, "{h}");
+    let (status, after) = server.post("/v1/predict", &normal);
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(local(&after), local(&before));
+    assert!(server
+        .metrics()
+        .contains("ndtune_observations_rejected_total{reason=\"feature_out_of_reach\"} 3"));
+    assert!(server.stop().success());
+
+    // An older ndtune kept such observations: the store now holds three.
+    let store = ndtune_store::Store::open(&db).unwrap();
+    let features: Vec<(String, f64)> = extreme["features"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap()))
+        .collect();
+    for local in [[16, 16], [8, 8], [32, 4]] {
+        store
+            .add_observation(&ndtune_store::Observation {
+                scenario: "poison".into(),
+                features: features.clone(),
+                local,
+                runtime_ms: Some(1.0),
+                received_at: 0,
+            })
+            .unwrap();
+    }
+    drop(store);
+    let again = start();
+    let h = again.health();
+    assert_eq!(
+        (&h["observations"], &h["model"]["version"], &h["status"]),
+        (&json!(0), &json!(1), &json!("ok")),
+        "{h}"
+    );
+    assert_eq!(
+        h["rejected_observations"]["stored"],
+        json!({"feature_out_of_reach": 3}),
+        "{h}"
+    );
+    assert!(
+        again.log().contains("3 observations in the store skipped"),
+        "{}",
+        again.log()
+    );
+    let (status, v) = again.post("/v1/predict", &extreme);
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = again.post("/v1/predict", &normal);
+    assert_eq!((status, local(&v)), (200, local(&before)), "{v}");
+    // Good observations are learnt from: the retrained model passed its check and serves.
+    for (local, ms) in [([16, 16], 3.0), ([8, 8], 2.0), ([32, 4], 1.0)] {
+        let (status, o) = again.post(
+            "/v1/observe",
+            &json!({"scenario": v["scenario"], "local": local, "runtime_ms": ms}),
+        );
+        assert_eq!(status, 200, "{o}");
+    }
+    let h = again.wait_for_version(2);
+    assert_eq!(h["last_retrain"]["result"], "swapped", "{h}");
+    assert_eq!(h["model"]["origin"], "retrained", "{h}");
+    assert_eq!(h["model"]["training_rows"], 141, "{h}");
+    let (status, v) = again.post("/v1/predict", &normal);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(again.health()["status"], "ok");
+}
+
 #[test]
 fn a_replaced_model_file_is_reloaded_a_broken_one_is_not_and_sighup_reloads() {
     let dir = tempfile::tempdir().unwrap();
@@ -590,6 +774,40 @@ fn slow_clients_time_out_while_others_are_served() {
     let n = trickle.read(&mut answer).unwrap();
     let answer = String::from_utf8_lossy(&answer[..n]);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("{\"error\":\"no answer within 1.0 s (--request-timeout)"),
+        "{answer}"
+    );
+    assert_eq!(server.health()["status"], "ok");
+}
+
+#[test]
+fn a_body_announced_over_the_limit_gets_413_at_once() {
+    // The default request timeout is 10 s: the answer must come long before it.
+    let server = Server::tcp(&[]);
+    let mut huge = std::net::TcpStream::connect(server.host_port()).unwrap();
+    let started = Instant::now();
+    huge.write_all(
+        b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n{",
+    )
+    .unwrap();
+    huge.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut answer = vec![0; 4096];
+    let n = huge.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "413 took {:?}",
+        started.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.contains(
+            "{\"error\":\"a request body of 100000000000 bytes is over the length limit of 1048576 bytes (--max-body)\"}"
+        ),
+        "{answer}"
+    );
     assert_eq!(server.health()["status"], "ok");
 }
 

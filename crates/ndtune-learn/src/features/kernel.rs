@@ -66,7 +66,11 @@ pub fn kernel_features(
     hasher.update(source);
     hasher.update(build_options);
     let key: [u8; 32] = hasher.finalize().into();
-    if let Some(hit) = cache().lock().expect("cache lock").get(&key) {
+    if let Some(hit) = cache()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+    {
         return Ok(hit.clone());
     }
     // Compiled without the lock held, so that threads extracting different kernels run clang in
@@ -78,7 +82,7 @@ pub fn kernel_features(
     let features = named(&stats);
     cache()
         .lock()
-        .expect("cache lock")
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(key, features.clone());
     Ok(features)
 }
