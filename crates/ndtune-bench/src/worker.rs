@@ -23,6 +23,9 @@ pub struct Job {
     pub sub: Option<(usize, usize)>,
     /// Seed of the input data.
     pub seed: u64,
+    /// Read the energy the device draws over the timed runs (the campaign's metrics need it).
+    #[serde(default)]
+    pub energy: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

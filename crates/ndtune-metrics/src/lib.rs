@@ -267,7 +267,11 @@ impl Metrics {
                 ..scope.clone()
             };
             resolve(&expr, &def.expr, &scope, Type::Real).map_err(|mut e| {
-                if e.message.starts_with("unknown name") {
+                let guessed = e
+                    .help
+                    .as_deref()
+                    .is_some_and(|h| h.starts_with("did you mean"));
+                if e.message.starts_with("unknown name") && !guessed {
                     e.help = Some(help_names(&scope, &defs.metrics[..i]));
                 }
                 err(e.to_string())

@@ -142,8 +142,8 @@ fn bad_definitions_say_what_and_where() {
         e.contains("did you mean `time`?") || e.contains("a metric uses the measured time"),
         "{e}"
     );
-    let e = err(&[("a", "1"), ("b", "c + 1")], "a");
-    assert!(e.contains("metric `b`: unknown name `c`"), "{e}");
+    let e = err(&[("a", "1"), ("b", "nothing + 1")], "a");
+    assert!(e.contains("metric `b`: unknown name `nothing`"), "{e}");
     assert!(e.contains("the metrics defined before it (a)"), "{e}");
     assert!(err(&[("a", "1"), ("a", "2")], "a").contains("metric `a`: is defined twice"));
     assert!(err(&[("TS", "1")], "TS").contains("metric `TS`: `TS` is a parameter"));

@@ -11,7 +11,10 @@
 //!   [`Store::heartbeat`], [`Store::release`], [`Store::campaign_status`]);
 //! - the identities it keys records by: [`fingerprint`] of a device profile, [`source_hash`]
 //!   of a kernel source;
-//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results);
+//! - what each campaign optimises: its metrics and objective, as definitions
+//!   ([`Store::put_metrics`]), never as values;
+//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches with their metrics
+//!   and objective, T4 results);
 //! - with the `testing` feature, [`testing::PgServer`]: a throwaway PostgreSQL server for tests.
 //!
 //! It stores the vocabulary of `ndtune-core` ([`Config`], [`Outcome`]) and `ndtune-device`
@@ -63,7 +66,7 @@ pub use error::StoreError;
 pub use identity::{fingerprint, source_hash};
 pub use location::Location;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use store::Store;
+pub use store::{Store, METRICS_STUDY};
 
 use ndtune_core::{Config, Constants, Outcome};
 #[cfg(doc)]
