@@ -183,7 +183,6 @@ impl Meter {
                 "power samples"
             }
         );
-        drop(gpu);
         Ok(Meter {
             nvml,
             index,
