@@ -23,6 +23,10 @@ pub struct Job {
     pub sub: Option<(usize, usize)>,
     /// Seed of the input data.
     pub seed: u64,
+    /// The digest of the campaign's setup ([`ndtune_spec::Spec::setup`]): a worker that reads
+    /// the spec and its files differently (edited since the campaign started) refuses to
+    /// measure, so that no result is stored under a setup it was not measured with.
+    pub setup: String,
     /// Read the energy the device draws over the timed runs (the campaign's metrics need it).
     #[serde(default)]
     pub energy: bool,

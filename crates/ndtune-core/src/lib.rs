@@ -6,6 +6,8 @@
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
 //!   the mean of the best 5 of 10 runs), with the [`Energy`] the device drew where it was read.
+//! - [`setup`]: what a result was measured under besides device, constants and configuration,
+//!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
 //! - [`tools`]: where the external tools ndtune runs (clang) are.
 //!
@@ -16,6 +18,7 @@
 //! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
 //! ```
 
+pub mod setup;
 pub mod text;
 pub mod tools;
 mod value;

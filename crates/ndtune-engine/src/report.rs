@@ -25,6 +25,16 @@ pub struct Best {
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// Results of the same kernel source with the same constants on the same device under another
+/// setup: a campaign of its own, not reused.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherSetup {
+    pub setup: String,
+    pub results: u64,
+    /// What differs from that setup to this campaign's, one `path: old -> new` line each.
+    pub differences: Vec<String>,
+}
+
 /// One of the best configurations by the objective.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranked {
@@ -145,6 +155,10 @@ impl TimeSpent {
 pub struct DeviceReport {
     pub device: String,
     pub kernel: String,
+    /// The problem's constants.
+    pub constants: ndtune_core::Constants,
+    /// The digest of the campaign's setup.
+    pub setup: String,
     pub strategy: String,
     pub best: Option<Best>,
     pub outcomes: BTreeMap<&'static str, u128>,
@@ -152,6 +166,8 @@ pub struct DeviceReport {
     pub evaluated: usize,
     /// Configurations read back from the store.
     pub reused: usize,
+    /// Results of this problem under other setups, which were not reused.
+    pub not_reused: Vec<OtherSetup>,
     pub declared: u128,
     pub pruned: u128,
     /// Measured configurations whose work-group exceeds the build's queried
@@ -258,11 +274,14 @@ pub(crate) fn report(
     DeviceReport {
         device: label.to_string(),
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
+        setup: String::new(),
         strategy: strategy.to_string(),
         best,
         outcomes,
         evaluated: trace.steps.len() - reused,
         reused,
+        not_reused: Vec::new(),
         declared,
         pruned,
         above_queried_work_group: trace

@@ -276,6 +276,7 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
         &[
             "kernel",
             "constants",
+            "setup",
             "measured",
             "objective",
             "best configuration",
@@ -297,6 +298,10 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
                 vec![
                     c.kernel.clone(),
                     constants(&c.constants),
+                    match &c.earlier {
+                        Some(e) => format!("{} (earlier than {})", c.setup, e.newest),
+                        None => c.setup.clone(),
+                    },
                     c.measured().to_string(),
                     format!("{}, {}", c.label(), c.objective.direction()),
                     c.best

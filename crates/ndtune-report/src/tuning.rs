@@ -68,9 +68,18 @@ fn title((n, d, c): &Tuned) -> String {
     format!("{} ({})", short(&(*n, *d, *c)), d.name)
 }
 
-/// What figure titles say: kernel, constants and the device's number.
+/// What figure titles say: kernel, constants and the device's number (and the setup of an
+/// earlier campaign).
 fn short((n, _, c): &Tuned) -> String {
-    format!("{}{} on device {n}", c.kernel, with_constants(&c.constants))
+    let earlier = match c.earlier {
+        Some(_) => format!(", earlier campaign (setup {})", c.setup),
+        None => String::new(),
+    };
+    format!(
+        "{}{} on device {n}{earlier}",
+        c.kernel,
+        with_constants(&c.constants)
+    )
 }
 
 /// `measured 20, refused 3`.
@@ -108,6 +117,15 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
     } else {
         format!(" Objective: {}, {}.", c.label(), c.objective.direction())
     };
+    if let Some(e) = &c.earlier {
+        b.para(format!(
+            "An earlier campaign: this kernel with these constants was tuned on this device again \
+             under setup {}, which did not reuse these results. From this campaign's setup to \
+             that one: {}.",
+            e.newest,
+            e.differences.join("; ")
+        ));
+    }
     b.para(format!(
         "{n} configurations evaluated: {}.{objective}{best}",
         outcome_counts(c)
@@ -516,7 +534,10 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
 fn across(b: &mut Builder, tuned: &[Tuned]) {
     b.heading(3, "tuning-across", "Across devices");
     let mut groups: BTreeMap<(String, String, String), Vec<&Tuned>> = BTreeMap::new();
-    for t in tuned.iter().filter(|t| t.2.best.is_some()) {
+    for t in tuned
+        .iter()
+        .filter(|t| t.2.best.is_some() && t.2.earlier.is_none())
+    {
         let objective = format!("{}, {}", t.2.label(), t.2.objective.direction());
         groups
             .entry((t.2.kernel.clone(), constants(&t.2.constants), objective))
@@ -677,6 +698,7 @@ mod tests {
                             device: fp.clone(),
                             kernel: "k".into(),
                             source_hash: "h".into(),
+                            setup: "5e7a5e7a5e7a5e7a".into(),
                             constants: ndtune_core::int_config([("N", 64)]),
                             config: cfg.clone(),
                         },
@@ -880,6 +902,8 @@ mod tests {
         Campaign {
             kernel: "k".into(),
             constants: Default::default(),
+            setup: String::new(),
+            earlier: None,
             collected: false,
             objective,
             units: Default::default(),

@@ -38,7 +38,7 @@ pub fn platform_model() -> String {
          /\\ product(local) <= device_max_work_group_size\n  \
          /\\ forall(d in index_set(local))(global[d] mod local[d] = 0)\n  \
          /\\ product(d in index_set(local))(global[d] div local[d]) >= device_compute_units\n  \
-         /\\ local_mem <= device_local_mem_size;\n",
+         /\\ 0 <= local_mem /\\ local_mem <= device_local_mem_size;\n",
     );
     s
 }

@@ -123,15 +123,20 @@ impl Pruning {
         Space::new(self.params.clone(), rest).count()
     }
 
-    /// Explains an empty space: each constraint that removed configurations, with what would be
-    /// left without it alone.
-    pub fn emptied_by(&self) -> Vec<(String, u128, u128)> {
+    /// Explains an empty space: each constraint that removed configurations (with the values
+    /// of the constants it names: a constant is often the culprit), with what would be left
+    /// without it alone.
+    pub fn emptied_by(&self, problem: &Problem) -> Vec<(String, u128, u128)> {
         self.stats
             .removed
             .iter()
             .enumerate()
             .filter(|(_, r)| **r > 0)
-            .map(|(c, r)| (self.space.labels()[c].clone(), *r, self.count_without(c)))
+            .map(|(c, r)| {
+                let label = &self.space.labels()[c];
+                let named = problem.constants_in(label);
+                (format!("{label}{named}"), *r, self.count_without(c))
+            })
             .collect()
     }
 }
@@ -204,28 +209,60 @@ impl Problem {
                 ),
             });
         }
-        let parse = |src: &str, location: Location| -> Result<Expr, ProblemError> {
-            let wrap = |e: ExprError| ProblemError {
+        // A size that is the same for every configuration must make sense by itself: a
+        // non-positive global or local size (or negative local memory) is the spec's error, not
+        // a reason to empty the space in silence.
+        let parse = |src: &str, location: Location, least: i64| -> Result<Expr, ProblemError> {
+            let err = |message: String| ProblemError {
                 location: location.clone(),
-                message: e.to_string(),
+                message,
             };
-            let e = Expr::parse(src).map_err(wrap)?;
-            resolve(&e, src, scope, Type::Int).map_err(wrap)?;
+            let e = Expr::parse(src).map_err(|e| err(e.to_string()))?;
+            let node = resolve(&e, src, scope, Type::Int).map_err(|e| err(e.to_string()))?;
+            if let Node::Const(v) = node {
+                if v < least {
+                    let what = if least == 0 { "local memory" } else { "a size" };
+                    return Err(err(format!(
+                        "`{src}` is {v}{}: {what} must be at least {least}",
+                        self.constants_in(src)
+                    )));
+                }
+            }
             Ok(e)
         };
         Ok(Some(Launch {
             global: (0..dims)
-                .map(|d| parse(&l.global[d], Location::Global(d)))
+                .map(|d| parse(&l.global[d], Location::Global(d), 1))
                 .collect::<Result<_, _>>()?,
             local: (0..dims)
-                .map(|d| parse(&l.local[d], Location::Local(d)))
+                .map(|d| parse(&l.local[d], Location::Local(d), 1))
                 .collect::<Result<_, _>>()?,
             local_mem: l
                 .local_mem
                 .as_deref()
-                .map(|s| parse(s, Location::LocalMem))
+                .map(|s| parse(s, Location::LocalMem, 0))
                 .transpose()?,
         }))
+    }
+
+    /// ` (N = -5, M = 3)`: the constants a text names, with their values; nothing where it
+    /// names none.
+    pub fn constants_in(&self, text: &str) -> String {
+        let mut seen: Vec<String> = Vec::new();
+        let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+        for n in words {
+            if let Some(v) = self.constants.get(n) {
+                let shown = format!("{n} = {v}");
+                if !seen.contains(&shown) {
+                    seen.push(shown);
+                }
+            }
+        }
+        if seen.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", seen.join(", "))
+        }
     }
 
     /// Every application constraint: the constraints, then the restrictions, each with its

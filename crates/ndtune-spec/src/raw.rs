@@ -28,9 +28,13 @@ pub struct RawSpec {
 #[serde(deny_unknown_fields)]
 pub struct RawKernel {
     pub name: Spanned<String>,
-    pub source: Option<Spanned<String>>,
+    /// A file name or a list of them (checked in validation, for clear errors).
+    pub source: Option<Spanned<toml::Value>>,
     #[serde(default)]
-    pub build_options: Vec<String>,
+    pub include_dirs: Vec<Spanned<String>>,
+    /// Strings, or tables `{ option = "...", when = "EXPR" }` (checked in validation).
+    #[serde(default)]
+    pub build_options: Vec<Spanned<toml::Value>>,
 }
 
 /// A number or an expression string (`global = [1024, "N / VW"]`, `value = 0.5`).

@@ -1,7 +1,7 @@
 //! Stage two: the raw spec checked and turned into typed values.
 
 use crate::raw::{NumOrExpr, RawArg, RawSpec};
-use crate::{SpanKey, Spec, SpecError};
+use crate::{BuildOption, SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
 use ndtune_core::{Codec, Constants, Value};
 use ndtune_metrics::{Definitions, MetricDef, Metrics, Objective, Place};
@@ -18,9 +18,13 @@ use toml::Spanned;
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub name: String,
-    /// The source file, resolved relative to the spec file.
-    pub source: Option<PathBuf>,
-    pub build_options: Vec<String>,
+    /// The source files, resolved relative to the spec file: the compiler gets them as one
+    /// text, in this order ([`crate::KernelSource`]). Empty where the spec names none.
+    pub sources: Vec<PathBuf>,
+    /// Directories searched for `#include`d headers after the sources' own, resolved relative
+    /// to the spec file.
+    pub include_dirs: Vec<PathBuf>,
+    pub build_options: Vec<BuildOption>,
 }
 
 /// OpenCL C element types of buffers and scalars.
@@ -149,6 +153,13 @@ pub enum Init {
     /// Random 0s and 1s (cells of a cellular automaton, masks).
     Bits,
     Value(f64),
+}
+
+impl Init {
+    /// Whether the data depends on the seed (`--seed`).
+    pub fn is_seeded(&self) -> bool {
+        matches!(self, Init::Random | Init::Bits)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,14 +323,11 @@ pub(crate) fn spec(
         spans: HashMap::new(),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    if let Some(src) = &raw.kernel.source {
-        cx.spans
-            .insert(SpanKey::Section("kernel.source"), src.span());
-    }
     let kernel = Kernel {
         name: raw.kernel.name.get_ref().clone(),
-        source: raw.kernel.source.as_ref().map(|s| dir.join(s.get_ref())),
-        build_options: raw.kernel.build_options.clone(),
+        sources: sources(&mut cx, &raw, dir)?,
+        include_dirs: include_dirs(&cx, &raw, dir)?,
+        build_options: Vec::new(),
     };
     if kernel.name.trim().is_empty() {
         return Err(cx.err(&raw.kernel.name.span(), "[kernel] name is empty"));
@@ -387,12 +395,19 @@ pub(crate) fn spec(
         params.iter().map(|p| p.name.clone()).collect(),
         params.iter().map(|p| p.coding.clone()).collect(),
     );
+    spec.kernel.build_options = raw
+        .kernel
+        .build_options
+        .iter()
+        .map(|o| build_option(&cx, &spec.problem, o))
+        .collect::<Result<_, _>>()?;
     spec.args = raw
         .args
         .iter()
         .map(|a| arg(&cx, &spec.problem, a))
         .collect::<Result<_, _>>()?;
     if let Some(v) = &raw.verify {
+        spec.spans.insert(SpanKey::Section("verify"), v.span());
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
     }
     if let Some(m) = &raw.measure {
@@ -404,6 +419,97 @@ pub(crate) fn spec(
         spec.split = Some(split(&cx, &spec, sp)?);
     }
     Ok(spec)
+}
+
+/// `[kernel] source`: a file name or a list of them, relative to the spec file.
+fn sources(cx: &mut Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, SpecError> {
+    let Some(source) = &raw.kernel.source else {
+        return Ok(Vec::new());
+    };
+    let span = source.span();
+    let wrong = || {
+        cx.err(
+            &span,
+            "[kernel] source is a file name or a list of file names (concatenated in order)",
+        )
+    };
+    let names: Vec<&str> = match source.get_ref() {
+        toml::Value::String(s) => vec![s],
+        toml::Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|v| v.as_str().ok_or_else(wrong))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(wrong()),
+    };
+    // Errors reading a file point at the list, the only span toml keeps for its items.
+    for i in 0..names.len() {
+        cx.spans.insert(SpanKey::Source(i), span.clone());
+    }
+    Ok(names.iter().map(|n| dir.join(n)).collect())
+}
+
+/// `[kernel] include_dirs`: directories relative to the spec file, which must exist.
+fn include_dirs(cx: &Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, SpecError> {
+    raw.kernel
+        .include_dirs
+        .iter()
+        .map(|d| {
+            let path = dir.join(d.get_ref());
+            if path.is_dir() {
+                Ok(path)
+            } else {
+                Err(cx.err(
+                    &d.span(),
+                    format!(
+                        "[kernel] include_dirs: `{}` is not a directory ({})",
+                        d.get_ref(),
+                        path.display()
+                    ),
+                ))
+            }
+        })
+        .collect()
+}
+
+/// One entry of `[kernel] build_options`: `"-opt"`, `"-DX={NAME}"` or
+/// `{ option = "...", when = "EXPR" }`.
+fn build_option(
+    cx: &Ctx,
+    problem: &Problem,
+    o: &Spanned<toml::Value>,
+) -> Result<BuildOption, SpecError> {
+    const FORMS: &str = r#"an entry is "-option" or { option = "-option", when = "EXPR" }"#;
+    let at = |m: String| cx.err(&o.span(), format!("[kernel] build_options: {m}"));
+    let (text, when) = match o.get_ref() {
+        toml::Value::String(s) => (s.as_str(), None),
+        toml::Value::Table(t) => {
+            if let Some(bad) = t.keys().find(|k| !["option", "when"].contains(&k.as_str())) {
+                return Err(at(format!("unknown key `{bad}`; {FORMS}")));
+            }
+            let Some(text) = t.get("option").and_then(toml::Value::as_str) else {
+                return Err(at("a table entry needs `option = \"-option\"`".into()));
+            };
+            let when = match t.get("when") {
+                None => None,
+                Some(toml::Value::String(w)) => Some(
+                    problem
+                        .typed_expr(w, ndtune_space::resolve::Type::Bool)
+                        .map_err(|e| at(format!("when = \"{w}\": {e}")))?,
+                ),
+                Some(other) => {
+                    return Err(at(format!(
+                        "`when` is a condition in quotes, such as \"MAD == 1\", not {other}"
+                    )))
+                }
+            };
+            (text, when)
+        }
+        other => return Err(at(format!("{FORMS}, not {other}"))),
+    };
+    let known = |name: &str| {
+        problem.constants.contains_key(name) || problem.params.iter().any(|p| p.name == name)
+    };
+    BuildOption::parse(text, when, known).map_err(|m| at(format!("`{text}`: {m}")))
 }
 
 fn constants(

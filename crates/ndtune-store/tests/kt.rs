@@ -129,6 +129,7 @@ fn records_of(cache: &KtCache) -> Vec<Record> {
                 device: "a100a100a100a100".into(),
                 kernel: cache.header.kernel_name.clone(),
                 source_hash: "0000000000000000".into(),
+                setup: "0000000000000000".into(),
                 constants: BTreeMap::new(),
                 config: config.clone(),
             },

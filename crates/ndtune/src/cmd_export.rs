@@ -1,25 +1,26 @@
-//! `ndtune export`: one recorded campaign as a Kernel Tuner cache or as T4 results JSON, each
-//! configuration with its metric values (computed now from its measurements, with the
-//! definitions the campaign was last tuned with and those of the command line) and the
-//! objective.
+//! `ndtune export`: one recorded campaign (selected by kernel, device, constants and setup) as a
+//! Kernel Tuner cache or as T4 results JSON, each configuration with its metric values (computed
+//! now from its measurements, with the definitions the campaign was last tuned with and those of
+//! the command line) and the objective.
 
 use crate::cli::ExportArgs;
-use crate::cmd_replay::select_group;
+use crate::select::{select, Criteria};
 use anyhow::{anyhow, Result};
 use ndtune_metrics::{Definitions, Inputs, Metrics};
 use ndtune_space::resolve::Scope;
 use ndtune_store::kt::{self, KtHeader, MetricValues, T4Metrics};
-use ndtune_store::Store;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    let store = Store::open(&args.store.db)?;
-    let (group, device_name, records) = select_group(
-        &store,
-        store.path(),
-        args.kernel.as_deref(),
-        args.device.as_deref(),
-    )?;
+    let store = args.store.open_read_only()?;
+    let c = &args.campaign;
+    let criteria = Criteria {
+        kernel: c.kernel.as_deref(),
+        device: c.device.as_deref(),
+        constants: c.constants.single().map_err(anyhow::Error::msg)?,
+        setup: c.setup.as_deref(),
+    };
+    let (group, device_name, records) = select(&store, store.path(), &criteria)?;
     let mut values: BTreeMap<String, BTreeSet<ndtune_core::Value>> = BTreeMap::new();
     for r in &records {
         for (k, v) in &r.key.config {

@@ -9,14 +9,12 @@ use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
-use ndtune_core::Value;
 use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Report};
 use ndtune_split::{plan_with, Device, Plan, Residue};
-use ndtune_store::{Store, Study as StoredStudy};
-use std::collections::BTreeMap;
+use ndtune_store::Study as StoredStudy;
 use std::time::Duration;
 
 pub fn run(args: &SplitArgs) -> Result<()> {
@@ -27,7 +25,11 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .spec
         .as_ref()
         .expect("clap requires SPEC without --plan-only");
-    let overrides: BTreeMap<String, Value> = args.campaign.set.iter().cloned().collect();
+    let overrides = args
+        .campaign
+        .constants
+        .single()
+        .map_err(anyhow::Error::msg)?;
     let spec = Spec::load_with(spec_path, &overrides)?;
     let split = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(
@@ -49,7 +51,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
     let labels: Vec<String> = devices.iter().map(targets::label).collect();
 
-    let store = Store::open(&args.campaign.store.db)?;
+    let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
@@ -58,7 +60,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let mut rows = Vec::new();
     let mut members = Vec::new();
     for (device, label) in devices.iter().zip(&labels) {
-        let g = group(&spec, &source, device, &store)?;
+        let g = group(&spec, &source, args.campaign.seed, device, &store)?;
         let mut best = best_recorded(&store, &g)?;
         if best.is_none() {
             progress.println(format!(

@@ -60,12 +60,7 @@ fn records(db: &Path) -> usize {
         .groups()
         .unwrap()
         .iter()
-        .map(|g| {
-            store
-                .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-                .unwrap()
-                .len()
-        })
+        .map(|g| store.records(&g).unwrap().len())
         .sum()
 }
 

@@ -100,14 +100,7 @@ fn typed_values_reach_the_kernel_exactly() {
     assert!(best["SCALE"] == 1.0 || best["SCALE"] == 2.5, "{best}");
     let store = ndtune_store::Store::open(&db).unwrap();
     let group = &store.groups().unwrap()[0];
-    let records = store
-        .records(
-            &group.device,
-            &group.kernel,
-            &group.source_hash,
-            &group.constants,
-        )
-        .unwrap();
+    let records = store.records(group).unwrap();
     let scales: std::collections::BTreeSet<String> = records
         .iter()
         .map(|r| ndtune_core::config_key(&r.key.config))
@@ -146,4 +139,45 @@ fn values_that_do_not_fit_are_refused_before_anything_runs() {
             store.groups().unwrap().is_empty()
         }
     );
+}
+
+#[test]
+fn a_buffer_the_device_cannot_hold_stops_the_campaign_before_memory_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "k.cl",
+        "__kernel void k(__global float *y) { y[get_global_id(0)] = 1.0f; }\n",
+    );
+    let spec = write(
+        dir.path(),
+        "k.toml",
+        r#"
+[kernel]
+name = "k"
+source = "k.cl"
+[constants]
+N = 1_000_000_000_000
+[params]
+WG = [1, 2]
+[launch]
+global = [64]
+local = ["WG"]
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+"#,
+    );
+    let started = std::time::Instant::now();
+    let db = dir.path().join("t.db");
+    let e = fails(&["tune", &spec, "--db", db.to_str().unwrap(), "--device", "0"]);
+    assert!(
+        e.contains("[[args]] y: 1000000000000 elements of float are 4000000000000 bytes")
+            && e.contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
+        "{e}"
+    );
+    assert!(started.elapsed().as_secs() < 60, "refused up front");
 }
