@@ -60,7 +60,7 @@ fn records(db: &Path) -> usize {
         .groups()
         .unwrap()
         .iter()
-        .map(|g| store.records(&g).unwrap().len())
+        .map(|g| store.records(g).unwrap().len())
         .sum()
 }
 
