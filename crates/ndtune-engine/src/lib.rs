@@ -37,7 +37,8 @@ mod report;
 pub mod share;
 
 pub use report::{
-    Best, DeviceReport, EnergyReport, ObjectiveReport, OtherSetup, Ranked, TimeSpent,
+    Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,
+    FAILURES_LISTED,
 };
 pub use share::Share;
 
@@ -203,6 +204,11 @@ impl Campaign<'_> {
             kernel: kernel.clone(),
             why,
         };
+        let hints = spec
+            .problem
+            .launch
+            .as_ref()
+            .map_or_else(Vec::new, |l| self.pruning.hints(l));
         // Walked without listing it: any space the pruner counts can be tuned.
         let space = ValidSpace::new(self.pruning.space);
         let codec = space.codec();
@@ -345,6 +351,7 @@ impl Campaign<'_> {
         );
         report.setup = setup;
         report.not_reused = not_reused;
+        report.hints = hints;
         Ok(report)
     }
 }
