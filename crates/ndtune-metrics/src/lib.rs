@@ -220,6 +220,26 @@ impl Metrics {
         }
     }
 
+    /// Checks `defs` against recorded results (a store's campaign, a Kernel Tuner cache):
+    /// parameters `names` typed by the values `configs` hold, `constants`, and `recorded`
+    /// metric values ([`Metrics::check`]).
+    pub fn check_recorded<'a>(
+        defs: Definitions,
+        names: Vec<String>,
+        configs: impl IntoIterator<Item = &'a Config>,
+        constants: &Constants,
+        recorded: &[String],
+    ) -> Result<Metrics, MetricError> {
+        let codec = ndtune_core::Codec::infer(names.clone(), configs);
+        let scope = Scope {
+            params: names,
+            codings: codec.codings().to_vec(),
+            constants: constants.clone(),
+            device: None,
+        };
+        Metrics::check(defs, &scope, recorded)
+    }
+
     /// Checks `defs` against a problem's names: `scope`'s parameters and constants, the
     /// measured quantities, the metrics defined before each one, and `recorded`: values
     /// recorded with every configuration (a Kernel Tuner cache's metrics), which metrics may

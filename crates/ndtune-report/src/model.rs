@@ -8,11 +8,10 @@
 //! with what differs from the newest, never merged with it.
 
 use crate::Error;
-use ndtune_core::{Codec, Config, OutcomeKind};
+use ndtune_core::{Config, OutcomeKind};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::oracle::{analyse, Analysis, Observation, Status, Wg};
 use ndtune_metrics::{Inputs, Metrics, Objective};
-use ndtune_space::resolve::Scope;
 use ndtune_store::{Store, UnixMs};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -340,7 +339,7 @@ fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
 
 /// The metrics and objective a campaign was last tuned with (the time where none were
 /// recorded), checked against its parameters and constants.
-fn campaign_metrics(
+pub fn campaign_metrics(
     store: &Store,
     g: &ndtune_store::Group,
     records: &[ndtune_store::Record],
@@ -352,14 +351,8 @@ fn campaign_metrics(
         .first()
         .map(|r| r.key.config.keys().cloned().collect())
         .unwrap_or_default();
-    let codec = Codec::infer(names.clone(), records.iter().map(|r| &r.key.config));
-    let scope = Scope {
-        params: names,
-        codings: codec.codings().to_vec(),
-        constants: g.constants.clone(),
-        device: None,
-    };
-    Metrics::check(defs, &scope, &[]).map_err(|e| Error::Study {
+    let configs = records.iter().map(|r| &r.key.config);
+    Metrics::check_recorded(defs, names, configs, &g.constants, &[]).map_err(|e| Error::Study {
         store: store.path().to_path_buf(),
         kind: ndtune_store::METRICS_STUDY.into(),
         name: g.kernel.clone(),

@@ -7,7 +7,6 @@ use crate::cli::ExportArgs;
 use crate::select::{select, Criteria};
 use anyhow::{anyhow, Result};
 use ndtune_metrics::{Definitions, Inputs, Metrics};
-use ndtune_space::resolve::Scope;
 use ndtune_store::kt::{self, KtHeader, MetricValues, T4Metrics};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,19 +27,14 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         }
     }
     let names: Vec<String> = values.keys().cloned().collect();
-    let codec = ndtune_core::Codec::infer(names.clone(), records.iter().map(|r| &r.key.config));
     let objective = args.metrics.objective().map_err(|e| anyhow!(e))?;
     let defs = store
         .metrics(&group)?
         .unwrap_or_default()
         .with(args.metrics.metrics.clone(), objective);
-    let scope = Scope {
-        params: names.clone(),
-        codings: codec.codings().to_vec(),
-        constants: group.constants.clone(),
-        device: None,
-    };
-    let metrics = Metrics::check(defs, &scope, &[]).map_err(|e| anyhow!("export: {e}"))?;
+    let configs = records.iter().map(|r| &r.key.config);
+    let metrics = Metrics::check_recorded(defs, names.clone(), configs, &group.constants, &[])
+        .map_err(|e| anyhow!("export: {e}"))?;
     let metric_values: MetricValues = records
         .iter()
         .filter_map(|r| {

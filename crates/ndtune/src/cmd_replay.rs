@@ -6,10 +6,9 @@ use crate::cli::{MetricArgs, TuneArgs};
 use crate::cmd_tune::{outcome_counts, show_config};
 use crate::select::{select, Criteria};
 use anyhow::{anyhow, Result};
-use ndtune_core::{Codec, Config, Constants, Outcome, OutcomeKind};
+use ndtune_core::{Config, Constants, Outcome, OutcomeKind};
 use ndtune_metrics::{Definitions, Inputs, Metrics, Objective};
 use ndtune_search::{Candidates, Recorded};
-use ndtune_space::resolve::Scope;
 use ndtune_store::kt::MetricValues;
 use ndtune_store::{kt, Store};
 use serde::Serialize;
@@ -40,13 +39,6 @@ impl Recording {
             .definitions
             .clone()
             .with(args.metrics.clone(), objective);
-        let codec = Codec::infer(self.names.clone(), self.entries.iter().map(|(c, _)| c));
-        let scope = Scope {
-            params: self.names.clone(),
-            codings: codec.codings().to_vec(),
-            constants: self.constants.clone(),
-            device: None,
-        };
         let mut recorded: Vec<String> = self
             .recorded
             .values()
@@ -55,7 +47,15 @@ impl Recording {
             .collect();
         recorded.sort();
         recorded.dedup();
-        Metrics::check(defs, &scope, &recorded).map_err(|e| anyhow!("{}: {e}", self.label))
+        let configs = self.entries.iter().map(|(c, _)| c);
+        Metrics::check_recorded(
+            defs,
+            self.names.clone(),
+            configs,
+            &self.constants,
+            &recorded,
+        )
+        .map_err(|e| anyhow!("{}: {e}", self.label))
     }
 
     /// What one recorded configuration's metrics are computed from.

@@ -197,6 +197,32 @@ fn an_objective_picks_what_its_metric_says_and_travels_through_kernel_tuner_cach
         [("time", "ms"), ("gflops", "GFLOP/s"), ("penalised", "")]
     );
 
+    // `show` gives one result's metrics with their units, computed with the last run's formulas.
+    let shown = json(&[
+        "show",
+        "--db",
+        db,
+        "--kernel",
+        "work",
+        "--config",
+        "WG=8,SLOW=16",
+        "--json",
+    ]);
+    let metrics = shown[0]["metrics"].as_array().unwrap();
+    let names: Vec<(&str, Option<&str>)> = metrics
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap(), m["unit"].as_str()))
+        .collect();
+    assert_eq!(names, [("gflops", Some("GFLOP/s")), ("penalised", None)]);
+    let ms = shown[0]["score_ms"].as_f64().unwrap();
+    let gflops = metrics[0]["value"].as_f64().unwrap();
+    assert!((gflops - 2.0 * 65536.0 / ms / 1e6).abs() <= 1e-12 * gflops);
+    assert_eq!(
+        metrics[1]["value"].as_f64().unwrap(),
+        gflops,
+        "SLOW = 16 is not penalised"
+    );
+
     // A metric the command line gets wrong says which and where.
     let err = fails(&["tune", &spec, "--db", db, "--metric", "x=2 * N / tiem"]);
     assert!(
