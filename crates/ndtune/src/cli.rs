@@ -130,6 +130,15 @@ pub struct Set {
     pub values: Vec<Value>,
 }
 
+/// `NAME=VALUE`, one value as [`parse_value`] reads it (`show --set`, `show --config`).
+pub fn parse_assignment(s: &str) -> Result<(String, Value), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    let value = parse_value(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
+    Ok((name.trim().to_string(), value))
+}
+
 /// `NAME=VALUE` or `NAME=V1,V2,...`, each value as [`parse_value`] reads it.
 pub fn parse_set(s: &str) -> Result<Set, String> {
     let (name, values) = s
@@ -459,10 +468,10 @@ pub struct ShowArgs {
     #[arg(long, value_name = "SEL")]
     pub device: Option<String>,
     /// Replace a spec constant, e.g. `--set N=256` (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set, requires = "spec")]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_assignment, requires = "spec")]
     pub set: Vec<(String, Value)>,
     /// The configuration, or part of it: `--config WG=64,TS=8` (every result without).
-    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_set)]
+    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_assignment)]
     pub config: Vec<(String, Value)>,
     /// Print a JSON array.
     #[arg(long)]
@@ -817,6 +826,23 @@ mod tests {
         assert!(parse_duration("soon")
             .unwrap_err()
             .contains("`soon` is not a duration"));
+    }
+
+    #[test]
+    fn show_reads_one_value_per_name() {
+        let cli = Cli::try_parse_from(["ndtune", "show", "--kernel", "k", "--config", "WG=8,TS=2"])
+            .unwrap();
+        let Command::Show(args) = cli.command else {
+            panic!("show")
+        };
+        assert_eq!(
+            args.config,
+            [
+                ("WG".to_string(), Value::Int(8)),
+                ("TS".to_string(), Value::Int(2))
+            ]
+        );
+        assert!(parse_assignment("WG").unwrap_err().contains("NAME=VALUE"));
     }
 
     #[test]
