@@ -5,7 +5,7 @@
 
 use ndtune_bench::supervisor::Evaluation;
 use ndtune_core::{Codec, Config, Constants, Outcome, OutcomeKind};
-use ndtune_metrics::{Inputs, Metrics, Values, MEASURED};
+use ndtune_metrics::{Inputs, Metrics, Values};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
 use serde::Serialize;
@@ -300,15 +300,7 @@ pub(crate) fn report(
         objective: value(values),
         metrics: values.shown(),
     });
-    let mut units: BTreeMap<String, String> = MEASURED
-        .iter()
-        .map(|(n, u)| (n.to_string(), u.to_string()))
-        .collect();
-    for m in &metrics.definitions().metrics {
-        if let Some(u) = &m.unit {
-            units.insert(m.name.clone(), u.clone());
-        }
-    }
+    let units = metrics.units();
     DeviceReport {
         device: label.to_string(),
         kernel: spec.kernel.name.clone(),

@@ -361,6 +361,20 @@ impl Metrics {
         out
     }
 
+    /// The unit of every measured quantity and of each metric that has one, by name.
+    pub fn units(&self) -> BTreeMap<String, String> {
+        MEASURED
+            .iter()
+            .map(|(n, u)| (n.to_string(), u.to_string()))
+            .chain(
+                self.defs
+                    .metrics
+                    .iter()
+                    .filter_map(|m| Some((m.name.clone(), m.unit.clone()?))),
+            )
+            .collect()
+    }
+
     /// The unit of a metric or measured quantity, where known.
     pub fn unit(&self, name: &str) -> Option<&str> {
         if let Some(m) = self.defs.metrics.iter().find(|m| m.name == name) {

@@ -385,15 +385,7 @@ fn campaign(
         });
     }
     measured.sort_by(|a, b| a.2.total_cmp(&b.2));
-    let mut units: BTreeMap<String, String> = ndtune_metrics::MEASURED
-        .iter()
-        .map(|(n, u)| (n.to_string(), u.to_string()))
-        .collect();
-    for m in &metrics.definitions().metrics {
-        if let Some(u) = &m.unit {
-            units.insert(m.name.clone(), u.clone());
-        }
-    }
+    let units = metrics.units();
     Campaign {
         kernel: g.kernel.clone(),
         constants: g.constants.clone(),
