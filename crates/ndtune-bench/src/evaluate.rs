@@ -18,7 +18,7 @@ use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
-use ndtune_core::{Advice, Outcome, Timing};
+use ndtune_core::{Advice, Energy, Outcome, Timing};
 use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
@@ -119,6 +119,8 @@ pub struct Bench {
     verify_ms: Cell<f64>,
     /// Initial buffer contents by (argument, length): generated once.
     host_data: RefCell<HashMap<(usize, usize), Rc<HostData>>>,
+    /// The device's power source, where the energy is measured ([`Bench::measure_energy`]).
+    meter: Option<ndtune_energy::Meter>,
 }
 
 /// One buffer's initial contents, as bytes for the device and as values for references.
@@ -307,7 +309,17 @@ impl Bench {
             prepare_ms: Cell::new(0.0),
             verify_ms: Cell::new(0.0),
             host_data: RefCell::new(HashMap::new()),
+            meter: None,
         })
+    }
+
+    /// Measures the energy from now on: each measured configuration's timing keeps the
+    /// [`Energy`] the device drew over its timed runs. A device without a power source is an
+    /// error saying why.
+    pub fn measure_energy(&mut self) -> Result<(), Fatal> {
+        let meter = crate::energy::meter(&self.device).map_err(|e| Fatal(e.to_string()))?;
+        self.meter = Some(meter);
+        Ok(())
     }
 
     /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device, after
@@ -325,7 +337,11 @@ impl Bench {
                 )));
             }
         }
-        Bench::new(spec, &job.open_device()?, job.seed)
+        let mut bench = Bench::new(spec, &job.open_device()?, job.seed)?;
+        if job.energy {
+            bench.measure_energy()?;
+        }
+        Ok(bench)
     }
 
     /// Why a buffer of `len` elements of `ty` cannot be allocated on this device, if it cannot.
@@ -977,11 +993,44 @@ impl Bench {
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }
-        let times = (0..m.runs)
-            .map(|_| self.launch(&kernel, &global, &local))
-            .collect::<Result<Vec<_>, _>>()?;
+        let timed = || {
+            (0..m.runs)
+                .map(|_| self.launch(&kernel, &global, &local))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let (times, energy) = match &self.meter {
+            None => (timed()?, None),
+            Some(meter) => {
+                // The window: the timed runs, then more runs while it is shorter than
+                // `energy_ms`, so that the power source can tell.
+                let window = std::time::Duration::from_secs_f64(m.energy_ms / 1e3);
+                let (runs, drawn) = meter.measure(|| {
+                    let started = Instant::now();
+                    let times = timed()?;
+                    let mut runs = times.len() as u32;
+                    while started.elapsed() < window {
+                        self.launch(&kernel, &global, &local)?;
+                        runs += 1;
+                    }
+                    Ok::<_, RunError>((times, runs))
+                });
+                let (times, runs) = runs?;
+                let drawn =
+                    drawn.map_err(|why| Fatal(format!("the energy of {config:?}: {why}")))?;
+                let energy = Energy {
+                    joules: drawn.joules / f64::from(runs),
+                    watts: drawn.watts(),
+                    runs,
+                    window_ms: drawn.window_ms,
+                    samples: drawn.samples,
+                    source: drawn.source.to_string(),
+                };
+                (times, Some(energy))
+            }
+        };
         let mut timing = Timing::new(times, m.best_of as usize);
         timing.advice = self.advice.get();
+        timing.energy = energy;
         Ok(Outcome::Measured(timing))
     }
 }

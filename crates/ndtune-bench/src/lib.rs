@@ -6,7 +6,8 @@
 //!   reference ([`host_c`]), a reference kernel or a reference configuration's outputs) and by
 //!   its C host check ([`host_c`]), and times
 //!   the runs of `[measure]` with OpenCL profiling events; on a GPU it compares the outputs on
-//!   the device ([`device_check`]).
+//!   the device ([`device_check`]). Where a campaign's metrics need it, it also reads the
+//!   energy the device draws over the timed runs ([`energy`]).
 //! - [`worker`] is that process's protocol (JSON lines on stdin/stdout), shared with the build
 //!   workers; [`process`] runs such a child.
 //! - [`supervisor::Supervisor`] runs the worker, times each evaluation out, records a crash or a
@@ -22,6 +23,7 @@ pub mod builder;
 pub mod children;
 pub mod data;
 pub mod device_check;
+pub mod energy;
 pub mod evaluate;
 pub mod host_c;
 pub mod process;

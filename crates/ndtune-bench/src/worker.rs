@@ -27,6 +27,9 @@ pub struct Job {
     /// the spec and its files differently (edited since the campaign started) refuses to
     /// measure, so that no result is stored under a setup it was not measured with.
     pub setup: String,
+    /// Read the energy the device draws over the timed runs (the campaign's metrics need it).
+    #[serde(default)]
+    pub energy: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

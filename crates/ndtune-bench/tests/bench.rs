@@ -349,6 +349,7 @@ fn a_worker_refuses_a_spec_whose_files_changed_since_the_campaign_started() {
         sub: None,
         seed: 7,
         setup: setup.digest.clone(),
+        energy: false,
     };
     assert!(Bench::open(&job).is_ok());
     // The random input follows the seed: another seed is another setup.

@@ -412,6 +412,66 @@ impl ClDevice {
         self.device.id()
     }
 
+    /// Where the device sits on the PCI bus, where its driver tells it: `cl_khr_pci_bus_info`,
+    /// else NVIDIA's `cl_nv_device_attribute_query` (`CL_DEVICE_PCI_BUS_ID_NV`,
+    /// `CL_DEVICE_PCI_SLOT_ID_NV` and, on newer drivers, `CL_DEVICE_PCI_DOMAIN_ID_NV`).
+    pub fn pci_address(&self) -> Option<ndtune_device::PciAddress> {
+        const PCI_BUS_INFO_KHR: u32 = 0x410F;
+        const PCI_BUS_ID_NV: u32 = 0x4008;
+        const PCI_SLOT_ID_NV: u32 = 0x4009;
+        const PCI_DOMAIN_ID_NV: u32 = 0x400A;
+        let has = |ext: &str| self.profile.extensions.iter().any(|e| e == ext);
+        let words = |param: u32| -> Option<Vec<u32>> {
+            let bytes = opencl3::device::get_device_data(self.id(), param).ok()?;
+            Some(
+                bytes
+                    .chunks_exact(4)
+                    .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+                    .collect(),
+            )
+        };
+        if has("cl_khr_pci_bus_info") {
+            if let Some(&[domain, bus, device, _function]) = words(PCI_BUS_INFO_KHR).as_deref() {
+                return Some(ndtune_device::PciAddress {
+                    domain: Some(domain),
+                    bus,
+                    device,
+                });
+            }
+        }
+        if !has("cl_nv_device_attribute_query") {
+            return None;
+        }
+        let one = |param| words(param).and_then(|w| w.first().copied());
+        Some(ndtune_device::PciAddress {
+            domain: one(PCI_DOMAIN_ID_NV),
+            bus: one(PCI_BUS_ID_NV)?,
+            device: one(PCI_SLOT_ID_NV)?,
+        })
+    }
+
+    /// How many devices of the same name come before this one on its platform: with the name,
+    /// what tells this device apart in another library's list where no PCI address is known.
+    pub fn same_name_before(&self) -> usize {
+        let Ok(platforms) = enumerate_devices() else {
+            return 0;
+        };
+        let Some((_, _, _, ids)) = platforms
+            .into_iter()
+            .find(|(i, ..)| *i == self.platform_index)
+        else {
+            return 0;
+        };
+        ids.iter()
+            .take_while(|&&id| id != self.device.id())
+            .filter(|&&id| {
+                Device::new(id)
+                    .name()
+                    .is_ok_and(|n| clean(n) == self.profile.name)
+            })
+            .count()
+    }
+
     /// The `opencl3` handle of the device's platform.
     pub fn platform(&self) -> &Platform {
         &self.platform

@@ -5,7 +5,7 @@
 //! - [`Outcome`]: how the evaluation of one configuration ended. Every configuration ends as
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
-//!   the mean of the best 5 of 10 runs).
+//!   the mean of the best 5 of 10 runs), with the [`Energy`] the device drew where it was read.
 //! - [`setup`]: what a result was measured under besides device, constants and configuration,
 //!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
@@ -42,6 +42,28 @@ pub struct Timing {
     /// What the driver's queries said of this build, where they were asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<Advice>,
+    /// What the device drew while the runs were timed, where a power source could tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<Energy>,
+}
+
+/// The energy a device drew over a window of back-to-back runs of one configuration: the timed
+/// runs, followed by more of the same runs where those were too short for the power source to
+/// tell (a window of at least `[measure] energy_ms`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Energy {
+    /// Joules per run: the window's energy over the runs in it.
+    pub joules: f64,
+    /// Mean power over the window, in watts: its energy over its duration.
+    pub watts: f64,
+    /// Runs in the window.
+    pub runs: u32,
+    /// The window's wall time, in milliseconds.
+    pub window_ms: f64,
+    /// Power samples read during the window.
+    pub samples: u32,
+    /// Where the energy came from, e.g. `nvml energy counter` or `nvml power samples`.
+    pub source: String,
 }
 
 /// What `clGetKernelWorkGroupInfo` says of one build. Advice, not limits: a driver may launch
@@ -70,6 +92,7 @@ impl Timing {
             times_ms,
             best_of,
             advice: None,
+            energy: None,
         }
     }
 

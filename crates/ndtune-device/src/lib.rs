@@ -3,8 +3,9 @@
 //!
 //! This crate owns [`DeviceProfile`] (serialised with OpenCL's own names, lower-case),
 //! the built-in profiles of the seed papers' devices ([`builtin`]), the `device.*` properties
-//! that constraint expressions may name ([`DeviceProfile::properties`]) and device selectors
-//! ([`Selector`]). It never links OpenCL: `ndtune-cl` fills profiles from live devices.
+//! that constraint expressions may name ([`DeviceProfile::properties`]), device selectors
+//! ([`Selector`]) and PCI addresses ([`PciAddress`]). It never links OpenCL: `ndtune-cl` fills
+//! profiles from live devices.
 //!
 //! ```
 //! let hd = ndtune_device::builtin::find("HD4600").unwrap();
@@ -13,8 +14,10 @@
 //! ```
 
 pub mod builtin;
+mod pci;
 mod profile;
 mod selector;
 
+pub use pci::PciAddress;
 pub use profile::{DeviceProfile, DeviceType, ProfileError, PROPERTY_NAMES};
 pub use selector::{Selector, SelectorError};

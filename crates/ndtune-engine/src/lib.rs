@@ -25,6 +25,10 @@
 //!   ([`DeviceReport::not_reused`]).
 //! - With [`Options::warm_start`], the strategy first measures the configurations that did
 //!   best for the same kernel on other devices, constants and setups in the store.
+//! - The spec's metrics and objective ([`ndtune_metrics::Metrics`]) make each measurement's
+//!   cost for the strategy, rank the report, and are kept in the store as definitions
+//!   ([`Store::put_metrics`]); where they need the energy, the workers measure it, and a device
+//!   without a power source is an error before anything is measured.
 //!
 //! It never parses a command line and never prints.
 
@@ -32,7 +36,10 @@ mod live;
 mod report;
 pub mod share;
 
-pub use report::{Best, DeviceReport, Failure, OtherSetup, Ranked, TimeSpent, FAILURES_LISTED};
+pub use report::{
+    Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,
+    FAILURES_LISTED,
+};
 pub use share::Share;
 
 use live::Live;
@@ -43,6 +50,7 @@ use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
 use ndtune_core::{Codec, Config, Outcome, Timing};
 use ndtune_device::DeviceType;
+use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
 use ndtune_space::problem::Pruning;
 use ndtune_spec::{KernelSource, Spec};
@@ -138,12 +146,12 @@ pub enum Event<'a> {
     /// The campaign starts and evaluates at most `total` configurations.
     Started { total: usize },
     /// One configuration was evaluated now or read back from the store (`reused`); the best
-    /// measured time so far.
+    /// value of the objective so far (the time, by default).
     Evaluated {
         config: &'a Config,
         outcome: &'a Outcome,
         reused: bool,
-        best_ms: Option<f64>,
+        best: Option<f64>,
     },
     /// Something worth knowing that does not stop the campaign.
     Warning(String),
@@ -205,10 +213,16 @@ impl Campaign<'_> {
         let space = ValidSpace::new(self.pruning.space);
         let codec = space.codec();
         let group = group(spec, &source, self.options.seed, self.device, self.store)?;
+        let metrics = &spec.metrics;
+        let energy = energy_report(self.device, metrics)
+            .map_err(|why| CampaignError::Spec(format!("{label}: {why}; nothing was measured")))?;
+        self.store.put_metrics(&group, metrics.definitions())?;
         let existing: HashMap<Config, Outcome> = self
             .store
             .records(&group)?
             .into_iter()
+            // A result measured without the energy its metrics now need is measured again.
+            .filter(|r| !energy.measured || !lacks_energy(&r.outcome))
             .map(|r| (r.key.config, r.outcome))
             .collect();
         let not_reused = other_setups(self.store, &group)?;
@@ -219,6 +233,7 @@ impl Campaign<'_> {
             device: self.device.index,
             sub: self.device.sub,
             seed: self.options.seed,
+            energy: energy.measured,
             setup: group.setup.clone(),
         };
         // A CPU device measures with the build workers stopped; they prime what they build
@@ -238,7 +253,7 @@ impl Campaign<'_> {
             .transpose()
             .map_err(|e| stopped(e.0))?;
         let warm = if self.options.warm_start {
-            let points = warm_points(self.store, &group, &codec)?;
+            let points = warm_points(self.store, &group, &codec, metrics)?;
             observer.event(Event::Warning(format!(
                 "warm start: {} configurations that did best for this kernel elsewhere come first",
                 points.len()
@@ -296,7 +311,8 @@ impl Campaign<'_> {
             codec: &codec,
             existing,
             observer,
-            best_ms: None,
+            metrics,
+            best: None,
             time: TimeSpent {
                 build_jobs: self.options.build_jobs,
                 ..TimeSpent::default()
@@ -317,17 +333,20 @@ impl Campaign<'_> {
         };
         let trace = strategy.search(&space, &mut live, &run);
         let stopped_early = live.stopped.take();
+        let constants = live.group.constants.clone();
         let time = live.finish();
         if let Some(why) = stopped_early {
             return Err(stopped(why));
         }
         let mut report = report::report(
             spec,
+            &constants,
             self.label,
             &self.options.strategy,
             &codec,
             &trace,
             (declared, valid),
+            energy,
             time,
         );
         report.setup = setup;
@@ -335,6 +354,39 @@ impl Campaign<'_> {
         report.hints = hints;
         Ok(report)
     }
+}
+
+/// Whether `device` has a power source and whether the campaign measures the energy (its
+/// metrics need it); an error naming the metrics that need it where the device has none.
+fn energy_report(device: &ClDevice, metrics: &Metrics) -> Result<EnergyReport, String> {
+    let needing = metrics.needing_energy();
+    match ndtune_bench::energy::meter(device) {
+        Ok(meter) => Ok(EnergyReport {
+            available: true,
+            measured: !needing.is_empty(),
+            detail: meter.describe().to_string(),
+        }),
+        Err(why) if needing.is_empty() => Ok(EnergyReport {
+            available: false,
+            measured: false,
+            detail: why.to_string(),
+        }),
+        Err(why) => Err(format!(
+            "{why}; and {} `{}` {} them",
+            if needing.len() == 1 {
+                "the metric"
+            } else {
+                "the metrics"
+            },
+            needing.join("`, `"),
+            if needing.len() == 1 { "needs" } else { "need" }
+        )),
+    }
+}
+
+/// A measurement without the energy.
+fn lacks_energy(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Measured(t) if t.energy.is_none())
 }
 
 /// The store's campaign of a spec's kernel read from `source` on a device, with input data
@@ -375,11 +427,17 @@ pub fn other_setups(store: &Store, group: &Group) -> Result<Vec<OtherSetup>, Sto
         .collect()
 }
 
-/// The [`WARM_POINTS`] configurations (as points of `codec`) that did best, by geometric
-/// mean of time relative to each campaign's best, in the store's other campaigns of the same
+/// The [`WARM_POINTS`] configurations (as points of `codec`) that did best by `metrics`'
+/// objective (the geometric mean of each one's cost relative to each campaign's best, its
+/// metrics computed with that campaign's constants), in the store's other campaigns of the same
 /// kernel (other devices, constants, setups or sources) over the same parameters
 /// ([`ndtune_search::warm_start`]): a prior of where to look, never a result reused.
-pub fn warm_points(store: &Store, group: &Group, codec: &Codec) -> Result<Vec<Point>, StoreError> {
+pub fn warm_points(
+    store: &Store,
+    group: &Group,
+    codec: &Codec,
+    metrics: &Metrics,
+) -> Result<Vec<Point>, StoreError> {
     let mut others = Vec::new();
     for g in store.groups()? {
         if g == *group || g.kernel != group.kernel {
@@ -389,7 +447,8 @@ pub fn warm_points(store: &Store, group: &Group, codec: &Codec) -> Result<Vec<Po
         let entries = records.into_iter().map(|r| (r.key.config, r.outcome));
         // Campaigns over other parameters (another spec of the same source) cannot say.
         if let Ok(recorded) = Recorded::from_configs(codec.clone(), entries) {
-            others.push(recorded);
+            let constants = &g.constants;
+            others.push(recorded.costed(|c, o| metrics.cost(&Inputs::new(constants, c, o))));
         }
     }
     let others: Vec<&Recorded> = others.iter().collect();

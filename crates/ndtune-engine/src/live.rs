@@ -8,6 +8,7 @@ use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_core::{Codec, Config, Outcome};
+use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::{HashMap, HashSet};
@@ -36,7 +37,10 @@ pub(crate) struct Live<'a> {
     pub codec: &'a Codec,
     pub existing: HashMap<Config, Outcome>,
     pub observer: &'a mut dyn Observer,
-    pub best_ms: Option<f64>,
+    /// The campaign's metrics and objective: what a measurement costs.
+    pub metrics: &'a Metrics,
+    /// The best value of the objective measured so far.
+    pub best: Option<f64>,
     pub time: TimeSpent,
     /// Whether the user was told that no build worker could start.
     pub unavailable_told: bool,
@@ -178,16 +182,12 @@ impl Live<'_> {
         if let Some(guard) = &mut self.guard {
             guard.measured(point);
         }
-        if let Some(ms) = outcome.score_ms().filter(|ms| ms.is_finite()) {
-            if self.best_ms.is_none_or(|b| ms < b) {
-                self.best_ms = Some(ms);
-            }
-        }
+        self.note_best(config, &outcome);
         self.observer.event(Event::Evaluated {
             config,
             outcome: &outcome,
             reused: false,
-            best_ms: self.best_ms,
+            best: self.best,
         });
         Some(outcome)
     }
@@ -320,11 +320,12 @@ impl Live<'_> {
         match self.store.get(&self.key(config)) {
             Ok(Some(record)) => {
                 self.existing.insert(config.clone(), record.outcome.clone());
+                self.note_best(config, &record.outcome);
                 self.observer.event(Event::Evaluated {
                     config,
                     outcome: &record.outcome,
                     reused: true,
-                    best_ms: self.best_ms,
+                    best: self.best,
                 });
                 Some(Some(record.outcome))
             }
@@ -368,6 +369,19 @@ impl Live<'_> {
         }
     }
 
+    /// Keeps the objective's value of an evaluated configuration if it is the best so far.
+    fn note_best(&mut self, config: &Config, outcome: &Outcome) {
+        let inputs = Inputs::new(&self.group.constants, config, outcome);
+        if let Some(v) = self.metrics.evaluate(&inputs).objective {
+            if self
+                .best
+                .is_none_or(|b| self.metrics.objective().better(v, b))
+            {
+                self.best = Some(v);
+            }
+        }
+    }
+
     fn stop<T>(&mut self, why: String) -> Option<T> {
         self.stopped = Some(why);
         None
@@ -375,6 +389,12 @@ impl Live<'_> {
 }
 
 impl Evaluator for Live<'_> {
+    fn cost(&self, point: &[i64], outcome: &Outcome) -> Option<f64> {
+        let config = self.config(point);
+        self.metrics
+            .cost(&Inputs::new(&self.group.constants, &config, outcome))
+    }
+
     fn will_ask(&mut self, points: &[Point]) {
         self.announce(points, true);
     }
@@ -386,20 +406,22 @@ impl Evaluator for Live<'_> {
     fn evaluate(&mut self, point: &[i64]) -> Evaluated {
         let config = self.config(point);
         if let Some(outcome) = self.existing.get(&config) {
+            let outcome = outcome.clone();
             if self.measured_ahead.remove(&config) {
                 return Evaluated {
-                    outcome: outcome.clone(),
+                    outcome,
                     reused: false,
                 };
             }
+            self.note_best(&config, &outcome);
             self.observer.event(Event::Evaluated {
                 config: &config,
-                outcome,
+                outcome: &outcome,
                 reused: true,
-                best_ms: self.best_ms,
+                best: self.best,
             });
             return Evaluated {
-                outcome: outcome.clone(),
+                outcome,
                 reused: true,
             };
         }

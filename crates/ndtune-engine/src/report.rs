@@ -1,15 +1,17 @@
-//! A campaign's report: the best configuration and the fastest few, outcome counts, the first
-//! few failures of each class with why, whether outputs were verified, how to keep what the
-//! platform model removed, how many configurations ran beyond the driver's queried work-group
-//! size, and where the time went.
+//! A campaign's report: the objective, the best configuration by it and the best few, outcome
+//! counts, the first few failures of each class with why, whether outputs were verified, how to
+//! keep what the platform model removed, how many configurations ran beyond the driver's queried
+//! work-group size, whether the energy could be measured, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
-use ndtune_core::{Codec, Config, Outcome, OutcomeKind, Timing};
+use ndtune_core::{Codec, Config, Constants, Outcome, OutcomeKind};
+use ndtune_metrics::{Inputs, Metrics, Values};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// The best configuration by the objective.
 #[derive(Debug, Clone, Serialize)]
 pub struct Best {
     pub config: Config,
@@ -17,10 +19,11 @@ pub struct Best {
     pub median_ms: f64,
     pub min_ms: f64,
     pub rel_spread: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gflops: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gbytes_per_s: Option<f64>,
+    /// The objective's value (the time where it is the objective).
+    pub objective: f64,
+    /// The energy and power where they were measured, and every metric with a value.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// One failed configuration and why, in one line ([`Outcome::reason`]).
@@ -43,10 +46,45 @@ pub struct OtherSetup {
     pub differences: Vec<String>,
 }
 
+/// One of the best configurations by the objective.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranked {
     pub config: Config,
     pub time_ms: f64,
+    /// The objective's value.
+    pub objective: f64,
+}
+
+/// What the campaign optimised.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectiveReport {
+    pub metric: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    pub higher_is_better: bool,
+}
+
+impl ObjectiveReport {
+    /// The objective of `metrics`, with its unit.
+    pub fn of(metrics: &Metrics) -> ObjectiveReport {
+        let o = metrics.objective();
+        ObjectiveReport {
+            metric: o.metric.clone(),
+            unit: metrics.unit(&o.metric).map(str::to_string),
+            higher_is_better: o.higher_is_better,
+        }
+    }
+}
+
+/// Whether the device's energy and power could be read, and how or why not.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnergyReport {
+    /// The device has a power source ([`ndtune_energy::Meter`]).
+    pub available: bool,
+    /// This campaign measured the energy (its metrics need it).
+    pub measured: bool,
+    /// The source (`NVML GPU 0 at ...`), or why there is none.
+    pub detail: String,
 }
 
 /// Where the wall time of the configurations evaluated now went, in seconds.
@@ -146,8 +184,11 @@ pub struct DeviceReport {
     /// Measured configurations whose work-group exceeds the build's queried
     /// `CL_KERNEL_WORK_GROUP_SIZE`: the driver launched them all the same.
     pub above_queried_work_group: usize,
-    /// The fastest measured configurations, fastest first.
-    pub fastest: Vec<Ranked>,
+    pub objective: ObjectiveReport,
+    /// The unit of each measured quantity and metric that has one.
+    pub units: BTreeMap<String, String>,
+    /// The best measured configurations by the objective (at most five), best first.
+    pub top: Vec<Ranked>,
     /// Per failed outcome class (build_failed, refused, wrong_result, crashed, timed_out), the
     /// first [`FAILURES_LISTED`] configurations in the order evaluated, with why.
     pub failures: BTreeMap<&'static str, Vec<Failure>>,
@@ -155,6 +196,7 @@ pub struct DeviceReport {
     pub verified: bool,
     /// How to keep what the platform model removed ([`ndtune_space::problem::Pruning::hints`]).
     pub hints: Vec<String>,
+    pub energy: EnergyReport,
     pub time: TimeSpent,
     /// The spec's parameter names, in declaration order.
     #[serde(skip)]
@@ -186,18 +228,33 @@ impl DeviceReport {
     pub fn best_ms(&self) -> Option<f64> {
         self.best.as_ref().map(|b| b.time_ms)
     }
+
+    /// A value of the objective with the precision of a table (its unit is in
+    /// [`DeviceReport::objective`]).
+    pub fn format_objective(value: f64) -> String {
+        if value != 0.0 && (value.abs() >= 1e5 || value.abs() < 1e-3) {
+            format!("{value:.4e}")
+        } else {
+            format!("{value:.4}")
+        }
+    }
 }
 
-/// The per-device summary of a run's trace.
+/// The per-device summary of a run's trace: its measured configurations ranked by the
+/// objective's cost, their metrics computed from their measurements.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn report(
     spec: &Spec,
+    constants: &Constants,
     label: &str,
     strategy: &str,
     codec: &Codec,
     trace: &Trace,
     (declared, pruned): (u128, u128),
+    energy: EnergyReport,
     time: TimeSpent,
 ) -> DeviceReport {
+    let metrics: &Metrics = &spec.metrics;
     let mut outcomes: BTreeMap<&'static str, u128> =
         OutcomeKind::ALL.iter().map(|k| (k.as_str(), 0)).collect();
     for step in &trace.steps {
@@ -218,29 +275,32 @@ pub(crate) fn report(
             }
         }
     }
-    let mut measured: Vec<(&Vec<i64>, &Timing)> = trace
+    // Measured configurations with an objective's value, by its cost (best first).
+    let mut ranked: Vec<(Config, &ndtune_core::Timing, Values, f64)> = trace
         .steps
         .iter()
-        .filter_map(|s| match &s.outcome {
-            Outcome::Measured(t) if t.score_ms().is_finite() => Some((&s.point, t)),
-            _ => None,
+        .filter_map(|s| {
+            let Outcome::Measured(t) = &s.outcome else {
+                return None;
+            };
+            let config = codec.config(&s.point);
+            let values = metrics.evaluate(&Inputs::new(constants, &config, &s.outcome));
+            let cost = metrics.objective().cost(values.objective?)?;
+            Some((config, t, values, cost))
         })
         .collect();
-    measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
-    let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
-        expr.as_ref()
-            .and_then(|n| n.eval(p))
-            .map(|units| units as f64 / (ms * 1e6))
-    };
-    let best = measured.first().map(|(p, t)| Best {
-        config: config(p),
+    ranked.sort_by(|a, b| a.3.total_cmp(&b.3));
+    let value = |v: &Values| v.objective.expect("ranked configurations have a value");
+    let best = ranked.first().map(|(config, t, values, _)| Best {
+        config: config.clone(),
         time_ms: t.score_ms(),
         median_ms: t.median_ms(),
         min_ms: t.min_ms(),
         rel_spread: t.rel_spread(),
-        gflops: rate(&spec.measure.flops, p, t.score_ms()),
-        gbytes_per_s: rate(&spec.measure.bytes, p, t.score_ms()),
+        objective: value(values),
+        metrics: values.shown(),
     });
+    let units = metrics.units();
     DeviceReport {
         device: label.to_string(),
         kernel: spec.kernel.name.clone(),
@@ -254,18 +314,26 @@ pub(crate) fn report(
         not_reused: Vec::new(),
         declared,
         pruned,
-        above_queried_work_group: measured
+        above_queried_work_group: trace
+            .steps
             .iter()
-            .filter(|(_, t)| t.advice.is_some_and(|a| a.exceeded()))
+            .filter(|s| match &s.outcome {
+                Outcome::Measured(t) => t.advice.is_some_and(|a| a.exceeded()),
+                _ => false,
+            })
             .count(),
-        fastest: measured
+        objective: ObjectiveReport::of(metrics),
+        units,
+        top: ranked
             .iter()
             .take(5)
-            .map(|(p, t)| Ranked {
-                config: config(p),
+            .map(|(config, t, values, _)| Ranked {
+                config: config.clone(),
                 time_ms: t.score_ms(),
+                objective: value(values),
             })
             .collect(),
+        energy,
         failures,
         verified: spec.verify.is_some(),
         hints: Vec::new(),

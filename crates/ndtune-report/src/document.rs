@@ -146,6 +146,16 @@ pub(crate) fn ms(x: f64) -> String {
     }
 }
 
+/// Any value (an objective's, a metric's) with about 4 significant digits: a time as
+/// [`ms`] writes it, very small or very large values in scientific notation.
+pub(crate) fn value(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e6) {
+        format!("{x:.3e}")
+    } else {
+        ms(x)
+    }
+}
+
 pub(crate) fn constants(c: &ndtune_core::Constants) -> String {
     c.iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -268,8 +278,9 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
             "constants",
             "setup",
             "measured",
+            "objective",
             "best configuration",
-            "best ms",
+            "best",
             "over median",
             "over worst",
             "other outcomes",
@@ -292,10 +303,11 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
                         None => c.setup.clone(),
                     },
                     c.measured().to_string(),
+                    format!("{}, {}", c.label(), c.objective.direction()),
                     c.best
                         .as_ref()
                         .map_or("none".into(), |(cfg, _)| config(cfg)),
-                    c.best.as_ref().map_or("-".into(), |(_, t)| ms(*t)),
+                    c.best.as_ref().map_or("-".into(), |(_, v)| c.show(*v)),
                     times(median),
                     times(worst),
                     others.join(", "),

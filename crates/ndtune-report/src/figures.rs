@@ -1,7 +1,7 @@
 //! The figures, as data ready to draw ([`Figure`]) and drawn with plotters on any backend: SVG for
 //! the HTML page, PNG for Markdown. Text uses the embedded DejaVu Sans ([`FONT`]), registered with
-//! plotters so that no system font is needed. Times spanning orders of magnitude are drawn on a
-//! log axis (values in `ln` space, labels in ms).
+//! plotters so that no system font is needed. Times and other values of an objective spanning
+//! orders of magnitude are drawn on a log axis (values in `ln` space, labels in their unit).
 
 use ndtune_core::OutcomeKind;
 use plotters::coord::Shift;
@@ -138,37 +138,45 @@ pub struct Distribution {
     pub clip: Option<f64>,
 }
 
-/// A tuning campaign's convergence: every measured time in evaluation order and the best found so
-/// far (the running minimum), as Kernel Tuner's and most autotuners' first picture.
+/// A tuning campaign's convergence: every measured value of its objective (the time, by
+/// default) in evaluation order and the best found so far, as Kernel Tuner's and most
+/// autotuners' first picture.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Convergence {
     pub title: String,
+    /// What the values are, with their unit: `time (ms)`, `gflops (GFLOP/s)`.
+    pub axis: String,
     /// Evaluations in all: the x axis runs from 1 to it.
     pub evaluations: usize,
-    /// (evaluation, ms) of measured evaluations drawn as dots (a subsample where there are many).
+    /// (evaluation, value) of measured evaluations drawn as dots (a subsample where there are
+    /// many).
     pub measured: Vec<(usize, f64)>,
     /// Evaluations that were refused or failed, ticked along the bottom (a subsample likewise).
     pub failed: Vec<usize>,
-    /// (evaluation, best ms so far) at each improvement, in order.
+    /// (evaluation, best value so far) at each improvement, in order.
     pub best: Vec<(usize, f64)>,
 }
 
-/// The distribution of a campaign's measured times (bins over the log of the time) and the count
-/// of each outcome.
+/// The distribution of a campaign's measured values of its objective (bins over their log) and
+/// the count of each outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Histogram {
     pub title: String,
-    /// (low ms, high ms, configurations), bins of equal width in `ln` space, ascending.
+    /// What the values are, with their unit.
+    pub axis: String,
+    /// (low, high, configurations), bins of equal width in `ln` space, ascending.
     pub bins: Vec<(f64, f64, usize)>,
     /// Every outcome that occurred, with its count.
     pub outcomes: Vec<(OutcomeKind, usize)>,
 }
 
-/// Small multiples: per tuning parameter, per value, the best and the median measured time of the
-/// configurations with that value.
+/// Small multiples: per tuning parameter, per value, the best and the median measured value of
+/// the objective over the configurations with that value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Effects {
     pub title: String,
+    /// What the values are, with their unit.
+    pub axis: String,
     pub panels: Vec<Effect>,
 }
 
@@ -176,7 +184,7 @@ pub struct Effects {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Effect {
     pub param: String,
-    /// Per value, ascending: its label and (best, median) ms, `None` where nothing was measured.
+    /// Per value, ascending: its label and (best, median), `None` where nothing was measured.
     pub values: Vec<(String, Option<(f64, f64)>)>,
 }
 
@@ -686,7 +694,7 @@ impl Convergence {
         chart
             .configure_mesh()
             .x_desc("evaluation, in the order run")
-            .y_desc("time (ms, log scale)")
+            .y_desc(format!("{}, log scale", self.axis))
             .x_label_formatter(&|v| whole(*v).map_or(String::new(), |i| i.to_string()))
             .y_label_formatter(&|v| ms_label(v.exp()))
             .label_style(font(11))
@@ -764,7 +772,7 @@ impl Histogram {
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_desc("measured time (ms, log scale)")
+            .x_desc(format!("measured {}, log scale", self.axis))
             .y_desc("configurations")
             .x_label_formatter(&|v| ms_label(v.exp()))
             .y_label_formatter(&|v| whole(*v).map_or(String::new(), |i| i.to_string()))
@@ -840,7 +848,7 @@ impl Effects {
                         .map_or(String::new(), |i| panel.values[i as usize].0.clone())
                 })
                 .y_label_formatter(&|v| ms_label(v.exp()))
-                .y_desc("ms")
+                .y_desc(self.axis.as_str())
                 .label_style(font(10))
                 .axis_desc_style(font(11))
                 .light_line_style(WHITE)
@@ -919,6 +927,7 @@ mod tests {
             }),
             Figure::Convergence(Convergence {
                 title: "c".into(),
+                axis: "time (ms)".into(),
                 evaluations: 4,
                 measured: vec![(1, 3.0), (2, 1.0), (4, 2.0)],
                 failed: vec![3],
@@ -926,11 +935,13 @@ mod tests {
             }),
             Figure::Histogram(Histogram {
                 title: "t".into(),
+                axis: "time (ms)".into(),
                 bins: vec![(1.0, 2.0, 2), (2.0, 4.0, 0), (4.0, 8.0, 1)],
                 outcomes: vec![(OutcomeKind::Measured, 3), (OutcomeKind::Refused, 1)],
             }),
             Figure::Effects(Effects {
                 title: "e".into(),
+                axis: "gflops (GFLOP/s)".into(),
                 panels: ["A", "B", "C", "D"]
                     .iter()
                     .map(|p| Effect {

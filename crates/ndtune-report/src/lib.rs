@@ -6,7 +6,8 @@
 //!   ([`model`]): per device the pruned spaces that were tuned (studies of kind `space`, which
 //!   tuning records) and each campaign's best configuration; the collected work-group scenarios
 //!   with the oracle analysis of `ndtune-learn`; the co-execution (`split`) and learning (`learn`)
-//!   studies;
+//!   studies; each campaign's objective and metrics, computed from its measurements with the
+//!   definitions its last run kept in the store;
 //! - the layout of the page ([`document`]): sections, tables, captions, and which figures; its
 //!   tuning section (`tuning`): per campaign the convergence in evaluation order, the
 //!   distribution of measured times with the outcomes counted, the effect of each parameter, and

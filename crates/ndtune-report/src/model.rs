@@ -1,15 +1,17 @@
 //! What a report shows, read from a store into plain structs ([`Report::read`]): per device the
 //! pruned spaces that were tuned and each campaign's evaluations in the order run, with its best,
-//! median and worst configuration; the collected work-group scenarios with the oracle analysis;
-//! the co-execution and learning studies. A kernel tuned again with the same constants on the
-//! same device under another setup (a changed source, build options, arguments, verification or
-//! measurement) is a campaign of its own: the earlier ones are shown as such, with what differs
-//! from the newest, never merged with it.
+//! median and worst configuration by the campaign's objective (its metrics computed now from the
+//! measurements, with the definitions of its last run); the collected work-group scenarios with
+//! the oracle analysis; the co-execution and learning studies. A kernel tuned again with the same
+//! constants on the same device under another setup (a changed source, build options, arguments,
+//! verification or measurement) is a campaign of its own: the earlier ones are shown as such,
+//! with what differs from the newest, never merged with it.
 
 use crate::Error;
-use ndtune_core::{Config, Outcome, OutcomeKind};
+use ndtune_core::{Config, OutcomeKind};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::oracle::{analyse, Analysis, Observation, Status, Wg};
+use ndtune_metrics::{Inputs, Metrics, Objective};
 use ndtune_store::{Store, UnixMs};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -108,14 +110,20 @@ pub struct Campaign {
     /// A collected stencil scenario (`ndtune collect`), drawn as a work-group heatmap rather
     /// than as a tuning campaign.
     pub collected: bool,
+    /// What the campaign optimised (the time, minimised, unless its last run said otherwise).
+    pub objective: Objective,
+    /// The units of the objective and of the best's metrics, where known.
+    pub units: BTreeMap<String, String>,
     /// Every evaluation, in the order run (by `started_at`).
     pub evaluations: Vec<Evaluation>,
     pub outcomes: BTreeMap<OutcomeKind, usize>,
-    /// The fastest measured configuration and its time.
+    /// The best measured configuration by the objective, and its value.
     pub best: Option<(Config, f64)>,
-    /// The median and the slowest measured time.
-    pub median_ms: Option<f64>,
-    pub worst_ms: Option<f64>,
+    /// The best configuration's energy, power and metrics, where they have values.
+    pub best_metrics: BTreeMap<String, f64>,
+    /// The median and the worst measured value of the objective.
+    pub median: Option<f64>,
+    pub worst: Option<f64>,
 }
 
 /// A campaign superseded by a newer one of the same kernel source, constants and device.
@@ -132,8 +140,8 @@ pub struct Earlier {
 pub struct Evaluation {
     pub config: Config,
     pub outcome: OutcomeKind,
-    /// The measured time (measured outcomes with a finite score).
-    pub ms: Option<f64>,
+    /// The objective's value (measured outcomes where it has a positive, finite one).
+    pub value: Option<f64>,
 }
 
 impl Campaign {
@@ -145,10 +153,39 @@ impl Campaign {
             .unwrap_or(0)
     }
 
-    /// How much faster the best is than the worst and than the median configuration.
+    /// Whether the objective is the time, minimised.
+    pub fn by_time(&self) -> bool {
+        self.objective == Objective::time()
+    }
+
+    /// The objective with its unit: `time (ms)`, `gflops (GFLOP/s)`.
+    pub fn label(&self) -> String {
+        self.labelled(&self.objective.metric)
+    }
+
+    /// A metric with its unit, where known.
+    pub fn labelled(&self, metric: &str) -> String {
+        match self.units.get(metric) {
+            Some(unit) => format!("{metric} ({unit})"),
+            None => metric.to_string(),
+        }
+    }
+
+    /// A value of the objective with its unit: `1.234 ms`, `1948 GFLOP/s`.
+    pub fn show(&self, value: f64) -> String {
+        let number = crate::document::value(value);
+        match self.units.get(&self.objective.metric) {
+            Some(unit) => format!("{number} {unit}"),
+            None => number,
+        }
+    }
+
+    /// How many times better the best is than the worst and than the median configuration
+    /// (for the time: how much faster).
     pub fn speedups(&self) -> Option<(f64, f64)> {
-        let best = self.best.as_ref()?.1;
-        Some((self.worst_ms? / best, self.median_ms? / best))
+        let o = &self.objective;
+        let best = o.cost(self.best.as_ref()?.1)?;
+        Some((o.cost(self.worst?)? / best, o.cost(self.median?)? / best))
     }
 }
 
@@ -287,7 +324,8 @@ fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
     for g in store.groups()?.into_iter().filter(|g| g.device == device) {
         let mut records = store.records(&g)?;
         records.sort_by_key(|r| (r.started_at, r.finished_at));
-        let mut c = campaign(&g, records);
+        let metrics = campaign_metrics(store, &g, &records)?;
+        let mut c = campaign(&g, records, &metrics);
         c.earlier = store
             .newest_other(&g)?
             .map(|(newest, differences)| Earlier {
@@ -299,38 +337,69 @@ fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
     Ok(out)
 }
 
-/// One campaign from its records, in the order run.
-fn campaign(g: &ndtune_store::Group, records: Vec<ndtune_store::Record>) -> Campaign {
+/// The metrics and objective a campaign was last tuned with (the time where none were
+/// recorded), checked against its parameters and constants.
+pub fn campaign_metrics(
+    store: &Store,
+    g: &ndtune_store::Group,
+    records: &[ndtune_store::Record],
+) -> Result<Metrics, Error> {
+    let Some(defs) = store.metrics(g)? else {
+        return Ok(Metrics::time());
+    };
+    let names: Vec<String> = records
+        .first()
+        .map(|r| r.key.config.keys().cloned().collect())
+        .unwrap_or_default();
+    let configs = records.iter().map(|r| &r.key.config);
+    Metrics::check_recorded(defs, names, configs, &g.constants, &[]).map_err(|e| Error::Study {
+        store: store.path().to_path_buf(),
+        kind: ndtune_store::METRICS_STUDY.into(),
+        name: g.kernel.clone(),
+        detail: e.to_string(),
+    })
+}
+
+/// One campaign from its records, in the order run, ranked by `metrics`' objective.
+fn campaign(
+    g: &ndtune_store::Group,
+    records: Vec<ndtune_store::Record>,
+    metrics: &Metrics,
+) -> Campaign {
+    let objective = metrics.objective().clone();
     let mut outcomes = BTreeMap::new();
-    let mut measured: Vec<(Config, f64)> = Vec::new();
+    let mut measured: Vec<(Config, f64, f64, BTreeMap<String, f64>)> = Vec::new();
     let mut evaluations = Vec::with_capacity(records.len());
     for r in records {
         *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
-        let ms = match &r.outcome {
-            Outcome::Measured(t) if t.score_ms().is_finite() => Some(t.score_ms()),
-            _ => None,
-        };
-        if let Some(t) = ms {
-            measured.push((r.key.config.clone(), t));
+        let values = metrics.evaluate(&Inputs::new(&g.constants, &r.key.config, &r.outcome));
+        let value = values.objective.filter(|v| objective.cost(*v).is_some());
+        if let Some(v) = value {
+            let cost = objective.cost(v).expect("filtered");
+            measured.push((r.key.config.clone(), v, cost, values.shown()));
         }
         evaluations.push(Evaluation {
             config: r.key.config,
             outcome: r.outcome.kind(),
-            ms,
+            value,
         });
     }
-    measured.sort_by(|a, b| a.1.total_cmp(&b.1));
+    measured.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let units = metrics.units();
     Campaign {
         kernel: g.kernel.clone(),
         constants: g.constants.clone(),
         setup: g.setup.clone(),
         earlier: None,
         collected: false,
+        objective,
+        units,
         evaluations,
         outcomes,
-        median_ms: measured.get(measured.len() / 2).map(|m| m.1),
-        worst_ms: measured.last().map(|m| m.1),
-        best: measured.into_iter().next(),
+        median: measured.get(measured.len() / 2).map(|m| m.1),
+        worst: measured.last().map(|m| m.1),
+        best_metrics: measured.first().map(|m| m.3.clone()).unwrap_or_default(),
+        best: measured.into_iter().next().map(|m| (m.0, m.1)),
     }
 }
 
@@ -384,7 +453,7 @@ mod tests {
     use super::*;
     use crate::document::{document, Block};
     use crate::figures::{Cell, Figure};
-    use ndtune_core::Timing;
+    use ndtune_core::{Outcome, Timing};
     use ndtune_learn::data::{Data, Scenario as LearnScenario};
     use ndtune_learn::eval::{evaluate, Method, Protocol};
     use ndtune_store::{Group, Record, ResultKey, Study};
@@ -510,6 +579,8 @@ mod tests {
         assert_eq!(gemm.outcomes[&OutcomeKind::Refused], 1);
         assert_eq!(gemm.best, Some((ndtune_core::int_config([("TX", 2)]), 1.0)));
         assert_eq!(gemm.speedups(), Some((4.0, 2.0)));
+        assert!(gemm.by_time());
+        assert_eq!(gemm.label(), "time (ms)");
         assert!(r.splits.is_empty() && r.learning.is_empty());
     }
 

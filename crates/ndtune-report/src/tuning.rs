@@ -1,15 +1,17 @@
 //! The tuning section of the page: per tuned campaign (kernel, constants, device) its
 //! convergence in the order the configurations were evaluated, the distribution of its measured
-//! times with every outcome counted, and the effect of each parameter (per value the best and the
-//! median time, as small multiples; a heatmap where there are exactly two parameters); then, per
-//! kernel tuned on several devices, a comparison across them. Every figure has alt text and its
-//! numbers are in a table, so the page reads without the figures.
+//! values with every outcome counted, and the effect of each parameter (per value the best and the
+//! median value, as small multiples; a heatmap where there are exactly two parameters); then, per
+//! kernel tuned on several devices, a comparison across them. Values are those of the campaign's
+//! objective (the time, unless its last run named a metric), and every title, axis and table
+//! says which, with its unit. Every figure has alt text and its numbers are in a table, so the
+//! page reads without the figures.
 //!
 //! A campaign of thousands of evaluations keeps the page small: its convergence draws at most
 //! [`MAX_POINTS`] points (every improvement among them) and says so; the other figures and every
 //! table are aggregates of all evaluations.
 
-use crate::document::{config, constants, median, ms, times, with_constants, Builder};
+use crate::document::{config, constants, median, times, with_constants, Builder};
 use crate::figures::{
     Bar, BarKind, Bars, Cell, Convergence, Effect, Effects, Figure, Heatmap, Histogram,
 };
@@ -22,7 +24,7 @@ use std::collections::BTreeMap;
 pub const MAX_POINTS: usize = 400;
 /// The most values of either parameter for which the two-parameter heatmap is drawn.
 pub const MAX_HEATMAP_VALUES: usize = 40;
-/// Bins of the distribution of measured times.
+/// Bins of the distribution of measured values.
 const BINS: usize = 24;
 
 /// A tuned campaign with its device and the device's number on the page (1-based).
@@ -47,10 +49,13 @@ pub(crate) fn section(b: &mut Builder, r: &Report) {
         return;
     }
     b.para(
-        "Per kernel and device: the best time found against the evaluations in the order they \
-         ran (the campaign's convergence), the distribution of the measured times with every \
-         outcome counted, and the effect of each parameter: for each of its values, the best and \
-         the median time of the configurations with that value.",
+        "Per kernel and device: the best value of the campaign's objective found against the \
+         evaluations in the order they ran (the campaign's convergence), the distribution of the \
+         measured values with every outcome counted, and the effect of each parameter: for each \
+         of its values, the best and the median value of the configurations with that value. The \
+         objective is the time unless the campaign's last run named another (`ndtune tune \
+         --objective`, `[objective]`); its metrics are computed from the stored measurements with \
+         the formulas of that run.",
     );
     for (k, t) in tuned.iter().enumerate() {
         campaign(b, k + 1, t);
@@ -91,16 +96,26 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
     b.heading(3, &format!("tuning-{k}"), title(t));
     let name = short(t);
     let n = c.evaluations.len();
+    let (better, worse) = if c.by_time() {
+        ("faster", "slowest")
+    } else {
+        ("better", "worst")
+    };
     let best = match &c.best {
-        Some((cfg, t)) => format!(
-            " The best is {} at {} ms, {} faster than the median and {} than the slowest \
+        Some((cfg, v)) => format!(
+            " The best is {} at {}, {} {better} than the median and {} than the {worse} \
              measured configuration.",
             config(cfg),
-            ms(*t),
+            c.show(*v),
             times(c.speedups().map(|s| s.1)),
             times(c.speedups().map(|s| s.0))
         ),
         None => String::new(),
+    };
+    let objective = if c.by_time() {
+        String::new()
+    } else {
+        format!(" Objective: {}, {}.", c.label(), c.objective.direction())
     };
     if let Some(e) = &c.earlier {
         b.para(format!(
@@ -112,9 +127,25 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
         ));
     }
     b.para(format!(
-        "{n} configurations evaluated: {}.{best}",
+        "{n} configurations evaluated: {}.{objective}{best}",
         outcome_counts(c)
     ));
+    if !c.best_metrics.is_empty() {
+        b.para("The best configuration's energy, power and metrics:");
+        b.table(
+            &["metric", "value"],
+            c.best_metrics
+                .iter()
+                .map(|(name, v)| {
+                    let unit = c.units.get(name).map_or(String::new(), |u| format!(" {u}"));
+                    vec![
+                        name.clone(),
+                        format!("{}{unit}", crate::document::value(*v)),
+                    ]
+                })
+                .collect(),
+        );
+    }
     if c.best.is_none() {
         b.missing(
             "No configuration was measured, so there is nothing to draw: the counts above say \
@@ -127,14 +158,16 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
     effects(b, &name, c);
 }
 
-/// (evaluation number from 1, best ms so far) at each improvement.
-fn improvements(evaluations: &[Evaluation]) -> Vec<(usize, f64)> {
-    let mut best = f64::INFINITY;
+/// (evaluation number from 1, best value so far) at each improvement of the objective.
+fn improvements(c: &Campaign) -> Vec<(usize, f64)> {
+    let mut best: Option<f64> = None;
     let mut out = Vec::new();
-    for (i, e) in evaluations.iter().enumerate() {
-        if let Some(t) = e.ms.filter(|t| *t < best) {
-            best = t;
-            out.push((i + 1, t));
+    for (i, e) in c.evaluations.iter().enumerate() {
+        if let Some(v) = e.value {
+            if best.is_none_or(|b| c.objective.better(v, b)) {
+                best = Some(v);
+                out.push((i + 1, v));
+            }
         }
     }
     out
@@ -156,18 +189,18 @@ fn subsample<T: Copy>(items: &[T], max: usize, keep: impl Fn(&T) -> bool) -> Vec
 
 fn convergence(b: &mut Builder, name: &str, c: &Campaign) {
     let n = c.evaluations.len();
-    let best = improvements(&c.evaluations);
+    let best = improvements(c);
     let measured: Vec<(usize, f64)> = c
         .evaluations
         .iter()
         .enumerate()
-        .filter_map(|(i, e)| e.ms.map(|t| (i + 1, t)))
+        .filter_map(|(i, e)| e.value.map(|t| (i + 1, t)))
         .collect();
     let failed: Vec<usize> = c
         .evaluations
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.ms.is_none() && e.outcome != OutcomeKind::Pruned)
+        .filter(|(_, e)| e.value.is_none() && e.outcome != OutcomeKind::Pruned)
         .map(|(i, _)| i + 1)
         .collect();
     let drawn = subsample(&measured, MAX_POINTS, |p| best.contains(p));
@@ -176,13 +209,14 @@ fn convergence(b: &mut Builder, name: &str, c: &Campaign) {
     let shown: Vec<String> = best
         .iter()
         .take(12)
-        .map(|(i, t)| format!("{} ms at {i}", ms(*t)))
+        .map(|(i, t)| format!("{} at {i}", c.show(*t)))
         .collect();
     let alt = format!(
-        "Convergence of {name}: the best time fell {} times over {n} evaluations, to {} ms at \
+        "Convergence of {name}: the best {} improved {} times over {n} evaluations, to {} at \
          evaluation {last_i} ({}{}).",
+        c.label(),
         best.len(),
-        ms(last_t),
+        c.show(last_t),
         shown.join(", "),
         if best.len() > shown.len() {
             ", ..."
@@ -192,16 +226,20 @@ fn convergence(b: &mut Builder, name: &str, c: &Campaign) {
     );
     b.figure(
         Figure::Convergence(Convergence {
-            title: format!("{name}: convergence"),
+            title: format!("{name}: convergence of {}", c.objective.metric),
+            axis: c.label(),
             evaluations: n,
             measured: drawn.clone(),
             failed: drawn_failed.clone(),
             best,
         }),
         alt,
-        "Every measured configuration's time (dots) in the order evaluated, and the best found \
-         so far (the line, a dot at each improvement); refused or failed evaluations are ticked \
-         along the bottom. The time axis is logarithmic.",
+        format!(
+            "Every measured configuration's {} (dots) in the order evaluated, and the best found \
+             so far (the line, a dot at each improvement); refused or failed evaluations are \
+             ticked along the bottom. The axis is logarithmic.",
+            c.label()
+        ),
     );
     if drawn.len() < measured.len() || drawn_failed.len() < failed.len() {
         b.para(format!(
@@ -218,7 +256,7 @@ fn convergence(b: &mut Builder, name: &str, c: &Campaign) {
 }
 
 fn histogram(b: &mut Builder, name: &str, c: &Campaign) {
-    let mut times: Vec<f64> = c.evaluations.iter().filter_map(|e| e.ms).collect();
+    let mut times: Vec<f64> = c.evaluations.iter().filter_map(|e| e.value).collect();
     times.sort_by(f64::total_cmp);
     let (lo, hi) = (times[0], times[times.len() - 1]);
     let (a, z) = if hi > lo {
@@ -242,30 +280,35 @@ fn histogram(b: &mut Builder, name: &str, c: &Campaign) {
     }
     let q = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
     let alt = format!(
-        "Distribution of the {} measured times of {name}: from {} to {} ms, quartiles {}, {} and \
-         {} ms. Outcomes: {}.",
+        "Distribution of the {} measured values of {} of {name}: from {} to {}, quartiles {}, {} \
+         and {}. Outcomes: {}.",
         times.len(),
-        ms(lo),
-        ms(hi),
-        ms(q(0.25)),
-        ms(q(0.5)),
-        ms(q(0.75)),
+        c.label(),
+        c.show(lo),
+        c.show(hi),
+        c.show(q(0.25)),
+        c.show(q(0.5)),
+        c.show(q(0.75)),
         outcome_counts(c)
     );
     b.figure(
         Figure::Histogram(Histogram {
-            title: format!("{name}: measured times"),
+            title: format!("{name}: measured {}", c.objective.metric),
+            axis: c.label(),
             bins,
             outcomes: c.outcomes.iter().map(|(k, n)| (*k, *n)).collect(),
         }),
         alt,
-        "How many configurations ran in each band of time (bands of equal width on a \
-         logarithmic axis), and how many evaluations ended in each outcome: measured, refused \
-         by the driver, or failed (build, wrong result, crash, timeout).",
+        format!(
+            "How many configurations measured in each band of {} (bands of equal width on a \
+             logarithmic axis), and how many evaluations ended in each outcome: measured, \
+             refused by the driver, or failed (build, wrong result, crash, timeout).",
+            c.label()
+        ),
     );
 }
 
-/// Per parameter, per value (ascending): evaluations, measured times.
+/// Per parameter, per value (ascending): evaluations, measured values of the objective.
 type ByValue = BTreeMap<String, BTreeMap<Value, (usize, Vec<f64>)>>;
 
 fn by_value(c: &Campaign) -> ByValue {
@@ -278,15 +321,19 @@ fn by_value(c: &Campaign) -> ByValue {
                 .entry(v.clone())
                 .or_default();
             slot.0 += 1;
-            slot.1.extend(e.ms);
+            slot.1.extend(e.value);
         }
     }
     out
 }
 
-fn best_and_median(times: &[f64]) -> Option<(f64, f64)> {
-    let best = times.iter().copied().fold(f64::INFINITY, f64::min);
-    Some((best, median(times)?))
+/// The best (by the objective) and the median of some values.
+fn best_and_median(c: &Campaign, values: &[f64]) -> Option<(f64, f64)> {
+    let best = values
+        .iter()
+        .copied()
+        .reduce(|a, b| if c.objective.better(b, a) { b } else { a })?;
+    Some((best, median(values)?))
 }
 
 fn effects(b: &mut Builder, name: &str, c: &Campaign) {
@@ -300,21 +347,22 @@ fn effects(b: &mut Builder, name: &str, c: &Campaign) {
             param: p.clone(),
             values: values
                 .iter()
-                .map(|(v, (_, t))| (v.to_string(), best_and_median(t)))
+                .map(|(v, (_, t))| (v.to_string(), best_and_median(c, t)))
                 .collect(),
         })
         .collect();
     let alt = format!(
-        "Effect of each parameter on {name}, the value with the best time: {}.",
+        "Effect of each parameter on {name}, the value with the best {}: {}.",
+        c.label(),
         panels
             .iter()
             .map(|p| {
                 p.values
                     .iter()
                     .filter_map(|(v, x)| x.map(|x| (v, x.0)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .reduce(|a, b| if c.objective.better(b.1, a.1) { b } else { a })
                     .map_or(format!("{} -", p.param), |(v, t)| {
-                        format!("{}={v} ({} ms)", p.param, ms(t))
+                        format!("{}={v} ({})", p.param, c.show(t))
                     })
             })
             .collect::<Vec<_>>()
@@ -322,14 +370,22 @@ fn effects(b: &mut Builder, name: &str, c: &Campaign) {
     );
     b.figure(
         Figure::Effects(Effects {
-            title: format!("{name}: effect of each parameter"),
+            title: format!("{name}: effect of each parameter on {}", c.objective.metric),
+            axis: c.label(),
             panels,
         }),
         alt,
-        "One panel per parameter: for each of its values, the best (blue) and the median \
-         (orange) measured time of the configurations with that value; one logarithmic time \
-         axis for all panels, so that the parameters compare. Where the lines are flat, the \
-         parameter matters little.",
+        format!(
+            "One panel per parameter: for each of its values, the best (blue) and the median \
+             (orange) measured {} of the configurations with that value; one logarithmic axis \
+             for all panels, so that the parameters compare. Where the lines are flat, the \
+             parameter matters little.",
+            c.label()
+        ),
+    );
+    let (best_head, median_head) = (
+        format!("best {}", c.label()),
+        format!("median {}", c.label()),
     );
     b.table(
         &[
@@ -337,21 +393,21 @@ fn effects(b: &mut Builder, name: &str, c: &Campaign) {
             "value",
             "evaluated",
             "measured",
-            "best ms",
-            "median ms",
+            &best_head,
+            &median_head,
         ],
         params
             .iter()
             .flat_map(|(p, values)| {
                 values.iter().map(move |(v, (n, t))| {
-                    let bm = best_and_median(t);
+                    let bm = best_and_median(c, t);
                     vec![
                         p.clone(),
                         v.to_string(),
                         n.to_string(),
                         t.len().to_string(),
-                        bm.map_or("-".into(), |x| ms(x.0)),
-                        bm.map_or("-".into(), |x| ms(x.1)),
+                        bm.map_or("-".into(), |x| crate::document::value(x.0)),
+                        bm.map_or("-".into(), |x| crate::document::value(x.1)),
                     ]
                 })
             })
@@ -385,22 +441,29 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
         }
     }
     let (best_cfg, best) = c.best.clone().expect("something was measured");
-    let worst = c.worst_ms.unwrap_or(best);
-    let span = (worst / best).ln();
+    let worst = c.worst.unwrap_or(best);
+    let cost = |v: f64| c.objective.cost(v).expect("measured values have a cost");
+    let span = (cost(worst) / cost(best)).ln();
     let cells: Vec<Cell> = ys
         .iter()
         .flat_map(|y| xs.iter().map(move |x| (x.clone(), y.clone())))
         .map(|key| {
             let es = cell.get(&key).map_or(&[][..], Vec::as_slice);
-            let t = es.iter().filter_map(|e| e.ms).fold(f64::INFINITY, f64::min);
-            if t.is_finite() {
+            let best_here = es.iter().filter_map(|e| e.value).reduce(|a, b| {
+                if c.objective.better(b, a) {
+                    b
+                } else {
+                    a
+                }
+            });
+            if let Some(t) = best_here {
                 Cell::Value {
                     shade: if span > 0.0 {
-                        1.0 - (t / best).ln() / span
+                        1.0 - (cost(t) / cost(best)).ln() / span
                     } else {
                         1.0
                     },
-                    text: ms(t),
+                    text: crate::document::value(t),
                 }
             } else if es.iter().any(|e| e.outcome == OutcomeKind::Refused) {
                 Cell::Refused
@@ -423,12 +486,13 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
     };
     let count = |f: fn(&Cell) -> bool| cells.iter().filter(|c| f(c)).count();
     let alt = format!(
-        "Best time of {name} per pair of {px} (across, {} values) and {py} (down, {} values): the \
-         best is {} at {} ms; {} pairs measured, {} refused, {} failed, {} not evaluated.",
+        "Best {} of {name} per pair of {px} (across, {} values) and {py} (down, {} values): the \
+         best is {} at {}; {} pairs measured, {} refused, {} failed, {} not evaluated.",
+        c.label(),
         xs.len(),
         ys.len(),
         config(&best_cfg),
-        ms(best),
+        c.show(best),
         count(|c| matches!(c, Cell::Value { .. })),
         count(|c| *c == Cell::Refused),
         count(|c| *c == Cell::Failed),
@@ -445,29 +509,38 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
             circled,
             circled_label: "best".into(),
             illegal_label: "pruned or not evaluated".into(),
-            scale: (format!("{:.2}x slower", worst / best), "best".into()),
+            scale: (
+                format!(
+                    "{:.2}x {}",
+                    cost(worst) / cost(best),
+                    if c.by_time() { "slower" } else { "worse" }
+                ),
+                "best".into(),
+            ),
         }),
         alt,
         format!(
-            "The time of each pair of {px} and {py}, like the work-group heatmaps of Cummins et \
-             al. 2016, Fig. 1. Colour: performance relative to the best on a logarithmic scale \
-             (yellow: the best, dark: the slowest; cells show ms); grey ×: refused by the driver; \
-             red !: failed; struck out: pruned or not evaluated; circled: the best."
+            "The best {} of each pair of {px} and {py}, like the work-group heatmaps of Cummins \
+             et al. 2016, Fig. 1. Colour: relative to the best on a logarithmic scale (yellow: \
+             the best, dark: the worst); grey ×: refused by the driver; red !: failed; struck \
+             out: pruned or not evaluated; circled: the best.",
+            c.label()
         ),
     );
 }
 
-/// Per kernel and constants tuned on several devices: best and median time per device, and how
-/// each device's best configuration does on the others.
+/// Per kernel, constants and objective tuned on several devices: best and median value per
+/// device, and how each device's best configuration does on the others.
 fn across(b: &mut Builder, tuned: &[Tuned]) {
     b.heading(3, "tuning-across", "Across devices");
-    let mut groups: BTreeMap<(String, String), Vec<&Tuned>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String, String), Vec<&Tuned>> = BTreeMap::new();
     for t in tuned
         .iter()
         .filter(|t| t.2.best.is_some() && t.2.earlier.is_none())
     {
+        let objective = format!("{}, {}", t.2.label(), t.2.objective.direction());
         groups
-            .entry((t.2.kernel.clone(), constants(&t.2.constants)))
+            .entry((t.2.kernel.clone(), constants(&t.2.constants), objective))
             .or_default()
             .push(t);
     }
@@ -479,12 +552,14 @@ fn across(b: &mut Builder, tuned: &[Tuned]) {
         );
         return;
     }
-    for ((kernel, consts), ts) in groups {
+    for ((kernel, consts, _), ts) in groups {
         let label = if consts.is_empty() {
             kernel.clone()
         } else {
             format!("{kernel} {consts}")
         };
+        let first = ts[0].2;
+        let axis = first.label();
         let bars: Vec<Bar> = ts
             .iter()
             .flat_map(|(n, _, c)| {
@@ -497,20 +572,20 @@ fn across(b: &mut Builder, tuned: &[Tuned]) {
                     },
                     Bar {
                         label: format!("device {n}\nmedian"),
-                        value: c.median_ms.unwrap_or(best),
+                        value: c.median.unwrap_or(best),
                         kind: BarKind::Median,
                     },
                 ]
             })
             .collect();
         let alt = format!(
-            "{label} across {} devices, best and median time: {}.",
+            "{label} across {} devices, best and median {axis}: {}.",
             ts.len(),
             ts.iter()
                 .map(|(n, _, c)| format!(
-                    "device {n} {} and {} ms",
-                    ms(c.best.as_ref().expect("measured").1),
-                    c.median_ms.map_or("-".into(), ms)
+                    "device {n} {} and {}",
+                    c.show(c.best.as_ref().expect("measured").1),
+                    c.median.map_or("-".into(), |m| c.show(m))
                 ))
                 .collect::<Vec<_>>()
                 .join("; ")
@@ -518,17 +593,24 @@ fn across(b: &mut Builder, tuned: &[Tuned]) {
         b.figure(
             Figure::Bars(Bars {
                 title: format!("{label}: across devices"),
-                y_label: "time (ms)".into(),
+                y_label: axis.clone(),
                 bars,
             }),
             alt,
-            "Per device, the best time tuning found (dark) and the median measured time (light).",
+            format!(
+                "Per device, the best {axis} tuning found (dark) and the median measured one \
+                 (light)."
+            ),
         );
-        // How each device's best configuration does on every device: its time there, and how
-        // much slower than that device's own best.
-        let mut head: Vec<String> = ["device", "best configuration", "best ms", "median ms"]
-            .map(String::from)
-            .to_vec();
+        // How each device's best configuration does on every device: its value there, and how
+        // much worse than that device's own best.
+        let mut head: Vec<String> = [
+            "device".to_string(),
+            "best configuration".to_string(),
+            format!("best {axis}"),
+            format!("median {axis}"),
+        ]
+        .to_vec();
         head.extend(ts.iter().map(|(n, _, _)| format!("on device {n}")));
         let rows = ts
             .iter()
@@ -537,18 +619,23 @@ fn across(b: &mut Builder, tuned: &[Tuned]) {
                 let mut row = vec![
                     format!("{n}: {}", d.name),
                     config(&cfg),
-                    ms(best),
-                    c.median_ms.map_or("-".into(), ms),
+                    crate::document::value(best),
+                    c.median.map_or("-".into(), crate::document::value),
                 ];
                 row.extend(ts.iter().map(|(_, _, other)| {
                     let there = other
                         .evaluations
                         .iter()
                         .find(|e| e.config == cfg)
-                        .map(|e| (e.outcome, e.ms));
+                        .map(|e| (e.outcome, e.value));
                     let own = other.best.as_ref().expect("measured").1;
+                    let o = &other.objective;
                     match there {
-                        Some((_, Some(t))) => format!("{} ms ({})", ms(t), times(Some(t / own))),
+                        Some((_, Some(t))) => format!(
+                            "{} ({})",
+                            other.show(t),
+                            times(o.cost(t).zip(o.cost(own)).map(|(t, own)| t / own))
+                        ),
                         Some((k, None)) => k.as_str().replace('_', " "),
                         None => "not evaluated".into(),
                     }
@@ -558,8 +645,8 @@ fn across(b: &mut Builder, tuned: &[Tuned]) {
             .collect();
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         b.para(format!(
-            "Each device's best configuration of {label} on every device: its time there and how \
-             much slower it is than that device's own best (1.00x: the same)."
+            "Each device's best configuration of {label} on every device: its {axis} there and \
+             how much worse it is than that device's own best (1.00x: the same)."
         ));
         b.table(&head, rows);
     }
@@ -749,25 +836,99 @@ mod tests {
         assert!(page.contains("role=\"img\" aria-label=\"Convergence of k N=64 on device 1"));
     }
 
-    fn eval(ms: Option<f64>) -> Evaluation {
+    #[test]
+    fn a_campaign_with_an_objective_is_drawn_and_ranked_by_it_with_its_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        // Time grows with X, and a rate of X * X / time with it: its best is the slowest.
+        let xs: &[i64] = &[1, 2, 4, 8];
+        let store = tuned(dir.path(), &["gt550m"], &[("X", xs)], |_, c| {
+            Some(c["X"].as_int().unwrap() as f64)
+        });
+        let g = store.groups().unwrap().remove(0);
+        let defs = ndtune_metrics::Definitions {
+            metrics: vec![ndtune_metrics::MetricDef::new(
+                "rate",
+                "X * X / time",
+                Some("X/ms"),
+            )],
+            objective: ndtune_metrics::Objective {
+                metric: "rate".into(),
+                higher_is_better: true,
+            },
+        };
+        store.put_metrics(&g, &defs).unwrap();
+        let r = Report::read(&store).unwrap();
+        let c = &r.devices[0].campaigns[0];
+        assert_eq!(c.best, Some((ndtune_core::int_config([("X", 8)]), 8.0)));
+        assert_eq!((c.worst, c.label()), (Some(1.0), "rate (X/ms)".to_string()));
+        assert_eq!(
+            c.speedups(),
+            Some((8.0, 4.0)),
+            "best / worst and best / median rate"
+        );
+        assert_eq!(c.best_metrics["rate"], 8.0);
+        let doc = document(&r);
+        let Some((_, Figure::Convergence(conv))) = doc.figures().next() else {
+            panic!("a convergence first")
+        };
+        assert_eq!(conv.axis, "rate (X/ms)");
+        // Evaluated from X = 8 down: the first is the best, a running maximum.
+        assert_eq!(conv.best, vec![(1, 8.0)]);
+        let page = crate::html::render(&doc).unwrap();
+        assert!(
+            page.contains("Objective: rate (X/ms), higher is better."),
+            "objective named"
+        );
+        assert!(page.contains("at 8.000 X/ms"), "the best with its unit");
+        assert!(
+            page.contains("<th>best rate (X/ms)</th>"),
+            "tables say which values"
+        );
+    }
+
+    fn eval(value: Option<f64>) -> Evaluation {
         Evaluation {
             config: Default::default(),
-            outcome: if ms.is_some() {
+            outcome: if value.is_some() {
                 OutcomeKind::Measured
             } else {
                 OutcomeKind::Refused
             },
-            ms,
+            value,
+        }
+    }
+
+    fn campaign(objective: ndtune_metrics::Objective, values: &[Option<f64>]) -> Campaign {
+        Campaign {
+            kernel: "k".into(),
+            constants: Default::default(),
+            setup: String::new(),
+            earlier: None,
+            collected: false,
+            objective,
+            units: Default::default(),
+            evaluations: values.iter().copied().map(eval).collect(),
+            outcomes: Default::default(),
+            best: None,
+            best_metrics: Default::default(),
+            median: None,
+            worst: None,
         }
     }
 
     #[test]
-    fn improvements_are_the_running_minimum_in_evaluation_order() {
-        let e: Vec<Evaluation> = [Some(3.0), None, Some(4.0), Some(1.0), Some(1.0), Some(0.5)]
-            .into_iter()
-            .map(eval)
-            .collect();
-        assert_eq!(improvements(&e), vec![(1, 3.0), (4, 1.0), (6, 0.5)]);
+    fn improvements_are_the_running_best_in_evaluation_order() {
+        let values = [Some(3.0), None, Some(4.0), Some(1.0), Some(1.0), Some(0.5)];
+        let by_time = campaign(ndtune_metrics::Objective::time(), &values);
+        assert_eq!(improvements(&by_time), vec![(1, 3.0), (4, 1.0), (6, 0.5)]);
+        let rate = ndtune_metrics::Objective {
+            metric: "gflops".into(),
+            higher_is_better: true,
+        };
+        assert_eq!(
+            improvements(&campaign(rate, &values)),
+            vec![(1, 3.0), (3, 4.0)]
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! - [`SearchSpace`]: what a strategy may know about a space, implemented by [`Candidates`] (a
 //!   listed space: replay) and by [`ValidSpace`] (any pruned space, counted and ranked, never
 //!   listed), with [`neighbours`] (Hamming and adjacent) drawn from it.
-//! - [`Evaluator`]: the one way a strategy learns how a point performs. Live evaluation on a
-//!   device lives elsewhere; [`Recorded`] replays recorded outcomes (tests, `--replay`).
+//! - [`Evaluator`]: the one way a strategy learns how a point performs: its outcome and its
+//!   cost ([`Evaluator::cost`]: the time by default, or what the user's objective makes it; a
+//!   strategy only ever minimises a positive cost). Live evaluation on a device lives
+//!   elsewhere; [`Recorded`] replays recorded outcomes (tests, `--replay`).
 //! - [`Strategy`] and its implementations, picked by name with [`by_name`] (see
 //!   [`STRATEGY_NAMES`]): exhaustive, random, simulated annealing (adjacent steps, or wide moves),
 //!   a genetic algorithm, iterated and multi-start local search, and a tree-ensemble surrogate
@@ -73,6 +75,19 @@ pub trait Evaluator {
     fn will_ask(&mut self, points: &[Point]) {
         self.upcoming(points)
     }
+
+    /// What strategies minimise for an evaluated point: a positive, finite cost, lower is
+    /// better: the objective's value, or its reciprocal where higher is better
+    /// (`ndtune_metrics::Objective::cost`). `None`, the worst cost, for a failure and for a
+    /// measurement whose objective has no value. By default the time: the score in ms.
+    fn cost(&self, _point: &[i64], outcome: &Outcome) -> Option<f64> {
+        time_cost(outcome)
+    }
+}
+
+/// The default cost ([`Evaluator::cost`]): a measured score in ms, positive and finite.
+pub fn time_cost(outcome: &Outcome) -> Option<f64> {
+    outcome.score_ms().filter(|ms| ms.is_finite() && *ms > 0.0)
 }
 
 /// The result of one evaluation.
@@ -136,6 +151,8 @@ pub struct Step {
     pub outcome: Outcome,
     /// Copied from [`Evaluated::reused`].
     pub reused: bool,
+    /// [`Evaluator::cost`] of the outcome.
+    pub cost: Option<f64>,
 }
 
 /// The evaluations of one run, in order.
@@ -145,16 +162,14 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// The fastest measured point and its score in ms; the earliest on ties. Only
-    /// [`Outcome::Measured`] with a finite score counts, never a failure.
+    /// The point of the lowest cost and its cost (with the default objective: the fastest and
+    /// its score in ms); the earliest on ties. A failure has no cost and is never the best.
     pub fn best(&self) -> Option<(&Point, f64)> {
         let mut best: Option<(&Point, f64)> = None;
         for step in &self.steps {
-            let Some(score) = step.outcome.score_ms().filter(|s| s.is_finite()) else {
-                continue;
-            };
-            if best.is_none_or(|(_, b)| score < b) {
-                best = Some((&step.point, score));
+            let Some(cost) = step.cost else { continue };
+            if best.is_none_or(|(_, b)| cost < b) {
+                best = Some((&step.point, cost));
             }
         }
         best
@@ -169,6 +184,7 @@ mod tests {
     fn step(point: i64, outcome: Outcome) -> Step {
         Step {
             point: vec![point],
+            cost: time_cost(&outcome),
             outcome,
             reused: false,
         }
@@ -198,5 +214,7 @@ mod tests {
         };
         assert_eq!(failures.best(), None);
         assert_eq!(Trace::default().best(), None);
+        assert_eq!(time_cost(&Outcome::Crashed { detail: "".into() }), None);
+        assert_eq!(time_cost(&ms(0.0)), None, "a cost is positive");
     }
 }

@@ -1,12 +1,12 @@
 //! Replaying recorded outcomes, and scoring strategies against a replay.
 
 use crate::strategy::{by_name, Exhaustive, UnknownStrategy};
-use crate::{Candidates, Evaluated, Evaluator, InvalidSpace, Point, Strategy};
+use crate::{time_cost, Candidates, Evaluated, Evaluator, InvalidSpace, Point, Strategy};
 use ndtune_core::{Codec, Config, Outcome};
 use std::fmt;
 
 /// Recorded outcomes replayed as an evaluator: a recorded point evaluates to its outcome, marked
-/// reused.
+/// reused, and costs its time, or what [`Recorded::costed`] made it cost.
 ///
 /// A point the recording lacks evaluates to `Outcome::Pruned { constraint: "not in the
 /// recording" }`, not reused: a brute-force recording covers every valid point, so a point
@@ -16,6 +16,8 @@ use std::fmt;
 pub struct Recorded {
     space: Candidates,
     outcomes: Vec<Outcome>,
+    /// Each point's cost, where [`Recorded::costed`] set them; else its time.
+    costs: Option<Vec<Option<f64>>>,
 }
 
 /// The constraint named by the outcome of a point that a [`Recorded`] lacks.
@@ -31,6 +33,7 @@ impl Recorded {
         Ok(Recorded {
             space: Candidates::new(names, points)?,
             outcomes,
+            costs: None,
         })
     }
 
@@ -48,6 +51,7 @@ impl Recorded {
         Ok(Recorded {
             space: Candidates::with_codec(codec, points)?,
             outcomes,
+            costs: None,
         })
     }
 
@@ -69,6 +73,30 @@ impl Recorded {
     pub fn outcome(&self, point: &[i64]) -> Option<&Outcome> {
         self.space.index_of(point).map(|i| &self.outcomes[i])
     }
+
+    /// This recording with each configuration's cost given by `cost` (an objective's, see
+    /// [`Evaluator::cost`]) instead of its time.
+    pub fn costed(mut self, cost: impl Fn(&Config, &Outcome) -> Option<f64>) -> Recorded {
+        let costs = self
+            .space
+            .points()
+            .iter()
+            .zip(&self.outcomes)
+            .map(|(p, o)| cost(&self.space.config(p), o))
+            .collect();
+        self.costs = Some(costs);
+        self
+    }
+
+    /// The cost of a recorded point ([`Evaluator::cost`]); `None` for a failure or a point the
+    /// recording lacks.
+    pub fn cost_of(&self, point: &[i64]) -> Option<f64> {
+        let i = self.space.index_of(point)?;
+        match &self.costs {
+            Some(costs) => costs[i],
+            None => time_cost(&self.outcomes[i]),
+        }
+    }
 }
 
 impl Evaluator for Recorded {
@@ -86,6 +114,10 @@ impl Evaluator for Recorded {
             },
         }
     }
+
+    fn cost(&self, point: &[i64], _outcome: &Outcome) -> Option<f64> {
+        self.cost_of(point)
+    }
 }
 
 /// How close a strategy got to the optimum over several seeds.
@@ -93,9 +125,10 @@ impl Evaluator for Recorded {
 pub struct Summary {
     pub strategy: &'static str,
     pub budget: Option<usize>,
-    /// The best score among the candidates, found by evaluating them all.
+    /// The lowest cost among the candidates (the time, by default), found by evaluating them
+    /// all.
     pub optimum_ms: f64,
-    /// For seeds 0, 1, ...: optimum / best score found, 1.0 when the run found the optimum and
+    /// For seeds 0, 1, ...: optimum / best cost found, 1.0 when the run found the optimum and
     /// 0.0 when it measured nothing.
     pub relative: Vec<f64>,
 }
@@ -248,6 +281,33 @@ mod tests {
             missing.unwrap_err(),
             InvalidSpace::UnknownParameter("B".into())
         );
+    }
+
+    #[test]
+    fn a_costed_recording_makes_strategies_follow_the_objective() {
+        // Times 1, 2, 4 ms; a "rate" of X / time is highest for X = 4 (1.0), lowest for X = 1.
+        let entries = [(vec![1], ms(1.0)), (vec![2], ms(2.0)), (vec![4], ms(4.0))];
+        let mut fastest = Recorded::from_points(vec!["X".into()], entries.clone()).unwrap();
+        let space = fastest.space().clone();
+        let by_time = Exhaustive.run(&space, &mut fastest, None);
+        assert_eq!(by_time.best(), Some((&vec![1], 1.0)));
+        let rate = |c: &Config, o: &Outcome| {
+            let x = c["X"].as_f64()?;
+            let rate = x * x / o.score_ms()?;
+            Some(1.0 / rate)
+        };
+        let mut by_rate = Recorded::from_points(vec!["X".into()], entries)
+            .unwrap()
+            .costed(rate);
+        let trace = Exhaustive.run(&space, &mut by_rate, None);
+        assert_eq!(trace.best(), Some((&vec![4], 0.25)));
+        assert_eq!(trace.steps[0].cost, Some(1.0));
+        let crashed = by_rate.evaluate(&[5]);
+        assert_eq!(by_rate.cost(&[5], &crashed.outcome), None, "not recorded");
+        let summary = evaluate_strategy("exhaustive", &space, &mut by_rate, Some(1), 1).unwrap();
+        assert_eq!((summary.optimum_ms, summary.relative), (0.25, vec![0.25]));
+        // A warm start ranks by the cost too.
+        assert_eq!(crate::warm_start(&[&by_rate], 1), vec![vec![4]]);
     }
 
     #[test]

@@ -3,7 +3,6 @@
 
 use crate::space::{Draws, SearchSpace};
 use crate::{Evaluator, Point, Run, Step, Trace};
-use ndtune_core::Outcome;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ pub(crate) struct Session<'a> {
     budget: usize,
     started: Instant,
     time: Option<Duration>,
-    /// The cost of every point evaluated (see [`cost_of`]).
+    /// The cost of every point evaluated: ln of the evaluator's cost, +inf for a failure.
     costs: HashMap<Point, f64>,
     trace: Trace,
     /// Made on the first call of [`Session::fresh`].
@@ -119,14 +118,16 @@ impl<'a> Session<'a> {
             return None;
         }
         let evaluated = self.eval.evaluate(point);
-        let cost = cost_of(&evaluated.outcome);
-        self.costs.insert(point.clone(), cost);
+        let cost = self.eval.cost(point, &evaluated.outcome);
+        let log_cost = cost.map_or(f64::INFINITY, f64::ln);
+        self.costs.insert(point.clone(), log_cost);
         self.trace.steps.push(Step {
             point: point.clone(),
             outcome: evaluated.outcome,
             reused: evaluated.reused,
+            cost,
         });
-        Some(cost)
+        Some(log_cost)
     }
 
     /// A uniformly random point not evaluated yet; `None` when every point was.
@@ -199,25 +200,3 @@ impl<'a> Session<'a> {
 
 /// How many points [`Session::evaluate_in_order`] announces ahead.
 pub(crate) const WINDOW: usize = 1024;
-
-/// ln(score in ms) of a measured outcome, +inf for anything else: failures are information (the
-/// worst cost), never an error.
-pub(crate) fn cost_of(outcome: &Outcome) -> f64 {
-    outcome
-        .score_ms()
-        .filter(|ms| *ms >= 0.0)
-        .map_or(f64::INFINITY, f64::ln)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failures_cost_more_than_any_measurement() {
-        let measured = Outcome::Measured(ndtune_core::Timing::new(vec![1e9], 1));
-        let crashed = Outcome::Crashed { detail: "".into() };
-        assert!(cost_of(&measured) < cost_of(&crashed));
-        assert_eq!(cost_of(&crashed), f64::INFINITY);
-    }
-}

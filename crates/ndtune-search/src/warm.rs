@@ -6,21 +6,14 @@ use std::collections::HashMap;
 
 /// The `count` points that did best across `others` (recordings over the same parameter names,
 /// in the same order): each point scores the geometric mean, over the recordings that measured
-/// it, of its time over that recording's best time; a failure there counts as [`FAILED_RATIO`].
+/// it, of its cost (its time, or the objective's cost the recording was [`Recorded::costed`]
+/// with) over that recording's best cost; a failure there counts as [`FAILED_RATIO`].
 /// Only points measured in at least half of the recordings qualify. Best first; ties by point.
 pub fn warm_start(others: &[&Recorded], count: usize) -> Vec<Point> {
     let mut logs: HashMap<&Point, (f64, usize)> = HashMap::new();
     for rec in others {
         let space = rec.space();
-        let scores: Vec<Option<f64>> = space
-            .points()
-            .iter()
-            .map(|p| {
-                rec.outcome(p)
-                    .and_then(|o| o.score_ms())
-                    .filter(|s| *s > 0.0)
-            })
-            .collect();
+        let scores: Vec<Option<f64>> = space.points().iter().map(|p| rec.cost_of(p)).collect();
         let Some(best) = scores.iter().flatten().copied().reduce(f64::min) else {
             continue;
         };

@@ -28,11 +28,12 @@ pub use options::BuildOption;
 pub use sources::{source_names, KernelSource};
 pub use validate::{
     Access, Arg, ArgKind, ElemType, HostFunction, Init, Kernel, Measure, Reference, Split,
-    SplitBuffer, Verify,
+    SplitBuffer, Verify, BYTES_METRIC, FLOPS_METRIC,
 };
 
 use ndtune_core::text::line_col;
 use ndtune_core::{Codec, Value};
+use ndtune_metrics::{Definitions, MetricError, Metrics};
 use ndtune_space::problem::{Location, Problem, ProblemError};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -50,6 +51,9 @@ pub struct Spec {
     pub args: Vec<Arg>,
     pub verify: Option<Verify>,
     pub measure: Measure,
+    /// `[metrics]` and `[objective]` (with `[measure]`'s rates as the first metrics): what the
+    /// campaign optimises and shows beside the time.
+    pub metrics: Metrics,
     /// `[split]`: how buffers follow a split of the NDRange (co-execution).
     pub split: Option<Split>,
     text: String,
@@ -219,6 +223,17 @@ impl Spec {
     /// An error about `[split]`, placed at that section (or at the file where it has none).
     pub fn split_error(&self, message: String) -> SpecError {
         self.error_at(&SpanKey::Section("split"), message)
+    }
+
+    /// Replaces the spec's metrics and objective with `defs` (the spec's own, with those of the
+    /// command line: [`Definitions::with`]), checked against the spec's names.
+    pub fn set_metrics(&mut self, defs: Definitions) -> Result<(), MetricError> {
+        let scope = self
+            .problem
+            .scope(None)
+            .expect("the parameters resolved when the spec was validated");
+        self.metrics = Metrics::check(defs, &scope, &[])?;
+        Ok(())
     }
 
     /// The kernel's OpenCL source, where the spec names one: its files concatenated, with

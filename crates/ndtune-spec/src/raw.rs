@@ -18,6 +18,10 @@ pub struct RawSpec {
     pub verify: Option<Spanned<RawVerify>>,
     pub measure: Option<Spanned<RawMeasure>>,
     pub split: Option<Spanned<RawSplit>>,
+    /// User metrics, in order: name = expression (or `{ expr, unit }`).
+    #[serde(default)]
+    pub metrics: IndexMap<String, Spanned<RawMetric>>,
+    pub objective: Option<Spanned<RawObjective>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,6 +89,64 @@ impl<'de> Deserialize<'de> for NumOrExpr {
     }
 }
 
+/// A metric: an expression string, or `{ expr = "...", unit = "GFLOP/s" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetricTable {
+    pub expr: String,
+    pub unit: Option<String>,
+}
+
+/// `[metrics] NAME = ...` as written.
+#[derive(Debug, Clone)]
+pub struct RawMetric {
+    pub expr: String,
+    pub unit: Option<String>,
+}
+
+/// Accepts an expression string or a `{ expr, unit }` table, and says so when it finds
+/// anything else.
+impl<'de> Deserialize<'de> for RawMetric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawMetric;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "an expression string such as \"2 * N * N * N / time / 1e6\", or { expr = \"...\", unit = \"GFLOP/s\" }",
+                )
+            }
+            fn visit_str<E>(self, v: &str) -> Result<RawMetric, E> {
+                Ok(RawMetric {
+                    expr: v.to_string(),
+                    unit: None,
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RawMetric, A::Error> {
+                let t =
+                    RawMetricTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawMetric {
+                    expr: t.expr,
+                    unit: t.unit,
+                })
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// `[objective]`: what strategies optimise.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObjective {
+    pub metric: String,
+    /// Kernel Tuner's `objective_higher_is_better`; needed for a metric of the user's.
+    pub higher_is_better: Option<bool>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLaunch {
@@ -137,6 +199,8 @@ pub struct RawMeasure {
     pub best_of: Option<u32>,
     pub flops: Option<Spanned<NumOrExpr>>,
     pub bytes: Option<Spanned<NumOrExpr>>,
+    /// The least duration of the window the energy is measured over, in ms.
+    pub energy_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -764,3 +764,73 @@ fn sizes_that_cannot_be_are_errors_naming_the_constants() {
     )
     .is_ok());
 }
+
+const METRICS: &str = "[kernel]\nname = \"k\"\n[constants]\nN = 100\n[params]\nTS = [1, 2]\n\
+[measure]\nflops = \"2 * N\"\n[metrics]\nper_ts = \"gflops / TS\"\nhalf = { expr = \"1 / 2\", unit = \"x\" }\n";
+
+#[test]
+fn metrics_and_the_objective_are_checked_where_they_are_written() {
+    use ndtune_core::{int_config, Outcome, Timing};
+    let spec = parse(&format!(
+        "{METRICS}[objective]\nmetric = \"per_ts\"\nhigher_is_better = true\n"
+    ))
+    .unwrap();
+    let m = &spec.metrics;
+    let names: Vec<&str> = m
+        .definitions()
+        .metrics
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(names, ["gflops", "per_ts", "half"]);
+    assert_eq!(m.describe_objective(), "per_ts, higher is better");
+    assert_eq!(m.label("gflops"), "gflops (GFLOP/s)");
+    let outcome = Outcome::Measured(Timing::new(vec![0.5], 1));
+    let config = int_config([("TS", 2)]);
+    let constants = spec.problem.constants.clone();
+    let v = m.evaluate(&ndtune_metrics::Inputs::new(&constants, &config, &outcome));
+    assert_eq!(
+        (v.get("gflops"), v.get("per_ts"), v.get("half")),
+        (Some(4e-4), Some(2e-4), Some(0.5))
+    );
+    // The time stays the objective by default.
+    assert!(parse(METRICS).unwrap().metrics.objective().metric == "time");
+
+    let e = parse(&METRICS.replace("gflops / TS", "gflops / TSS")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:10:10: [metrics] metric `per_ts`: unknown name `TSS` (column 10)"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `TS`?"), "{e}");
+    let e = parse(&format!("{METRICS}[objective]\nmetric = \"per_ts\"\n")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:12:1: [objective] metric `per_ts`: say whether more is better"),
+        "{e}"
+    );
+    let e = parse(&format!(
+        "{METRICS}[objective]\nmetric = \"gflop\"\nhigher_is_better = true\n"
+    ))
+    .unwrap_err();
+    assert!(
+        e.starts_with("t.toml:12:1: [objective] objective `gflop`: is no metric; the metrics are: time, energy_j, power_w, gflops, per_ts, half"),
+        "{e}"
+    );
+    let e = parse(&METRICS.replace("unit = \"x\"", "units = \"x\"")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:11:") && e.contains("unknown field `units`"),
+        "{e}"
+    );
+    let e = parse(&METRICS.replace("half = {", "TS = {")).unwrap_err();
+    assert!(
+        e.contains("[metrics] metric `TS`: `TS` is a parameter"),
+        "{e}"
+    );
+    let e = parse(&METRICS.replace("\"2 * N\"", "\"2 * M\"")).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:8:9: [measure] flops: unknown name `M`"),
+        "{e}"
+    );
+    // The energy objective needs no direction: lower is better.
+    let spec = parse(&format!("{METRICS}[objective]\nmetric = \"energy_j\"\n")).unwrap();
+    assert_eq!(spec.metrics.needing_energy(), ["energy_j"]);
+}

@@ -4,6 +4,7 @@ use crate::raw::{NumOrExpr, RawArg, RawSpec};
 use crate::{BuildOption, SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
 use ndtune_core::{Codec, Constants, Value};
+use ndtune_metrics::{Definitions, MetricDef, Metrics, Objective, Place};
 use ndtune_space::domain::Domain;
 use ndtune_space::expr::Expr;
 use ndtune_space::platform::Model;
@@ -257,16 +258,22 @@ pub struct Verify {
 }
 
 /// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up
-/// (where a verification run comes first, it is that warm-up).
-/// `flops` and `bytes` (expressions over parameters and constants) give GFLOP/s and GB/s.
+/// (where a verification run comes first, it is that warm-up). `flops` and `bytes` are
+/// metrics ([`FLOPS_METRIC`], [`BYTES_METRIC`]), not part of the measurement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measure {
     pub warmup: u32,
     pub runs: u32,
     pub best_of: u32,
-    pub flops: Option<Node>,
-    pub bytes: Option<Node>,
+    /// Where the energy is measured: the least duration, in ms, of the window of runs it is
+    /// measured over (the timed runs, followed by more runs while the window is shorter).
+    pub energy_ms: f64,
 }
+
+/// The metric `[measure] flops = "EXPR"` defines: `(EXPR) / time / 1e6`, in GFLOP/s.
+pub const FLOPS_METRIC: &str = "gflops";
+/// The metric `[measure] bytes = "EXPR"` defines: `(EXPR) / time / 1e6`, in GB/s.
+pub const BYTES_METRIC: &str = "gbytes_per_s";
 
 impl Default for Measure {
     fn default() -> Self {
@@ -274,8 +281,7 @@ impl Default for Measure {
             warmup: 1,
             runs: 10,
             best_of: 5,
-            flops: None,
-            bytes: None,
+            energy_ms: 200.0,
         }
     }
 }
@@ -419,6 +425,7 @@ pub(crate) fn spec(
         args: vec![],
         verify: None,
         measure: Measure::default(),
+        metrics: Metrics::time(),
         split: None,
         text: text.to_string(),
         spans: std::mem::take(&mut cx.spans),
@@ -448,6 +455,7 @@ pub(crate) fn spec(
     if let Some(m) = &raw.measure {
         spec.measure = measure(&cx, &spec.problem, m)?;
     }
+    spec.metrics = metrics(&cx, &raw, &spec.problem)?;
     if let Some(sp) = &raw.split {
         spec.spans.insert(SpanKey::Section("split"), sp.span());
         spec.split = Some(split(&cx, &spec, sp)?);
@@ -1113,6 +1121,73 @@ fn host_function(
     })
 }
 
+/// `[metrics]` and `[objective]`, with the rates of `[measure]` (`flops`, `bytes`) as the first
+/// metrics, checked against the problem's names; errors point at the definition.
+fn metrics(cx: &Ctx, raw: &RawSpec, problem: &Problem) -> Result<Metrics, SpecError> {
+    let mut defs = Definitions::default();
+    let mut spans = Vec::new();
+    if let Some(m) = &raw.measure {
+        let m = m.get_ref();
+        for (value, name, unit) in [
+            (&m.flops, FLOPS_METRIC, "GFLOP/s"),
+            (&m.bytes, BYTES_METRIC, "GB/s"),
+        ] {
+            if let Some(v) = value {
+                defs.metrics.push(MetricDef::new(
+                    name,
+                    &format!("({}) / time / 1e6", v.get_ref().source()),
+                    Some(unit),
+                ));
+                spans.push(v.span());
+            }
+        }
+    }
+    for (name, m) in &raw.metrics {
+        let r = m.get_ref();
+        defs.metrics.push(MetricDef {
+            name: name.clone(),
+            expr: r.expr.clone(),
+            unit: r.unit.clone(),
+        });
+        spans.push(m.span());
+    }
+    let objective_span = raw.objective.as_ref().map_or(0..0, |o| o.span());
+    if let Some(o) = &raw.objective {
+        let r = o.get_ref();
+        let higher_is_better = r
+            .higher_is_better
+            .or_else(|| Objective::default_direction(&r.metric))
+            .ok_or_else(|| {
+                cx.err(
+                    &o.span(),
+                    format!(
+                        "[objective] metric `{}`: say whether more is better, `higher_is_better = true` (GFLOP/s) or `false` (joules); ndtune does not guess",
+                        r.metric
+                    ),
+                )
+            })?;
+        defs.objective = Objective {
+            metric: r.metric.clone(),
+            higher_is_better,
+        };
+    }
+    let scope = problem
+        .scope(None)
+        .map_err(|e| cx.err(&(0..0), e.to_string()))?;
+    Metrics::check(defs, &scope, &[]).map_err(|e| {
+        let span = match e.place {
+            Place::Metric(i) => spans[i].clone(),
+            Place::Objective => objective_span,
+        };
+        let section = match e.place {
+            Place::Metric(i) if i < spans.len() - raw.metrics.len() => "[measure]",
+            Place::Metric(_) => "[metrics]",
+            Place::Objective => "[objective]",
+        };
+        cx.err(&span, format!("{section} {e}"))
+    })
+}
+
 fn measure(
     cx: &Ctx,
     problem: &Problem,
@@ -1123,20 +1198,26 @@ fn measure(
     let out = Measure {
         warmup: r.warmup.unwrap_or(d.warmup),
         runs: r.runs.unwrap_or(d.runs),
-        flops: r
-            .flops
-            .as_ref()
-            .map(|e| expr(cx, problem, "[measure] flops", e))
-            .transpose()?,
-        bytes: r
-            .bytes
-            .as_ref()
-            .map(|e| expr(cx, problem, "[measure] bytes", e))
-            .transpose()?,
         best_of: r
             .best_of
             .unwrap_or(r.runs.map_or(d.best_of, |runs| runs.min(d.best_of))),
+        energy_ms: r.energy_ms.unwrap_or(d.energy_ms),
     };
+    if !(out.energy_ms.is_finite() && (0.0..=60_000.0).contains(&out.energy_ms)) {
+        return Err(cx.err(
+            &m.span(),
+            format!(
+                "[measure] energy_ms is a duration of 0 to 60000 ms, not {}",
+                out.energy_ms
+            ),
+        ));
+    }
+    // Rates are metrics; their expressions are checked there, as integers as before.
+    for (key, e) in [("flops", &r.flops), ("bytes", &r.bytes)] {
+        if let Some(e) = e {
+            expr(cx, problem, &format!("[measure] {key}"), e)?;
+        }
+    }
     if out.runs == 0 || out.best_of == 0 || out.best_of > out.runs {
         return Err(cx.err(
             &m.span(),

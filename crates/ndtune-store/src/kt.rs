@@ -17,9 +17,17 @@
 //! `"ndtune_outcome"` field of each entry, which reading prefers: a cache written by ndtune reads
 //! back to the same outcomes. Kernel Tuner ignores fields it does not know. Cache files may be
 //! gzipped, and may be left open as Kernel Tuner leaves them while it tunes (no closing braces).
+//!
+//! Metrics travel as Kernel Tuner's do: each entry carries every metric's value under the
+//! metric's name (`"GFLOP/s": 1948.2`), and the header names the `"objective"`. Reading keeps
+//! every numeric field of an entry that is neither a parameter nor one of Kernel Tuner's own
+//! ([`KtCache::metrics`]). ndtune also writes `"objective_higher_is_better"` and, under
+//! `"ndtune_metrics"`, the metrics' definitions, which reading gives back
+//! ([`KtHeader::objective_higher_is_better`], [`KtHeader::metrics`]).
 
 use crate::{Record, UnixMs};
 use ndtune_core::{config_key, Config, Outcome, Timing, Value as ParamValue};
+use ndtune_metrics::MetricDef;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +42,23 @@ pub const T4_SCHEMA_VERSION: &str = "1.0.0";
 
 /// The entry field holding ndtune's own outcome.
 const NDTUNE_OUTCOME: &str = "ndtune_outcome";
+
+/// The fields of an entry that Kernel Tuner itself writes besides the parameters; any other
+/// number is a metric's value.
+const KT_FIELDS: [&str; 9] = [
+    "time",
+    "times",
+    "compile_time",
+    "verification_time",
+    "benchmark_time",
+    "strategy_time",
+    "framework_time",
+    "timestamp",
+    NDTUNE_OUTCOME,
+];
+
+/// Each configuration's metric values, by metric name.
+pub type MetricValues = BTreeMap<Config, BTreeMap<String, f64>>;
 
 /// Why a Kernel Tuner file could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +95,15 @@ pub struct KtHeader {
     pub tune_params_keys: Vec<String>,
     /// Each parameter's values.
     pub tune_params: BTreeMap<String, Vec<ParamValue>>,
+    /// What the cache was tuned for: Kernel Tuner's `"objective"` (`"time"` where it names
+    /// none).
+    pub objective: String,
+    /// Whether higher is better for the objective, where the cache says (ndtune writes it;
+    /// Kernel Tuner's caches do not).
+    pub objective_higher_is_better: Option<bool>,
+    /// The definitions of the metrics whose values the entries carry, where ndtune wrote the
+    /// cache.
+    pub metrics: Vec<MetricDef>,
 }
 
 impl KtHeader {
@@ -85,11 +119,14 @@ impl KtHeader {
     }
 }
 
-/// A Kernel Tuner cache file: its header and the outcome of every configuration in it.
+/// A Kernel Tuner cache file: its header, the outcome of every configuration in it and the
+/// metric values recorded with each.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KtCache {
     pub header: KtHeader,
     pub entries: BTreeMap<Config, Outcome>,
+    /// The metric values of each configuration that has any.
+    pub metrics: MetricValues,
 }
 
 /// Reads a Kernel Tuner cache file, gzipped or plain JSON.
@@ -107,12 +144,20 @@ pub fn parse_kt_cache(bytes: &[u8], path: &Path) -> Result<KtCache, KtError> {
         source,
     })?;
     let header = read_header(path, &raw)?;
-    let entries = raw
-        .cache
-        .iter()
-        .map(|(key, entry)| read_entry(path, &header.tune_params_keys, key, entry))
-        .collect::<Result<_, _>>()?;
-    Ok(KtCache { header, entries })
+    let mut entries = BTreeMap::new();
+    let mut metrics = MetricValues::new();
+    for (key, entry) in &raw.cache {
+        let (config, outcome, values) = read_entry(path, &header.tune_params_keys, key, entry)?;
+        if !values.is_empty() {
+            metrics.insert(config.clone(), values);
+        }
+        entries.insert(config, outcome);
+    }
+    Ok(KtCache {
+        header,
+        entries,
+        metrics,
+    })
 }
 
 #[derive(Deserialize)]
@@ -123,6 +168,12 @@ struct RawCache {
     problem_size: Value,
     tune_params_keys: Vec<String>,
     tune_params: Map<String, Value>,
+    #[serde(default)]
+    objective: Option<String>,
+    #[serde(default)]
+    objective_higher_is_better: Option<bool>,
+    #[serde(default)]
+    ndtune_metrics: Vec<MetricDef>,
     cache: Map<String, Value>,
 }
 
@@ -187,6 +238,9 @@ fn read_header(path: &Path, raw: &RawCache) -> Result<KtHeader, KtError> {
         problem_size: raw.problem_size.clone(),
         tune_params_keys: raw.tune_params_keys.clone(),
         tune_params,
+        objective: raw.objective.clone().unwrap_or_else(|| "time".into()),
+        objective_higher_is_better: raw.objective_higher_is_better,
+        metrics: raw.ndtune_metrics.clone(),
     })
 }
 
@@ -209,12 +263,13 @@ fn param_value(path: &Path, param: &str, value: &Value) -> Result<ParamValue, Kt
     })
 }
 
+/// One entry: its configuration, its outcome and its metric values.
 fn read_entry(
     path: &Path,
     keys: &[String],
     key: &str,
     entry: &Value,
-) -> Result<(Config, Outcome), KtError> {
+) -> Result<(Config, Outcome, BTreeMap<String, f64>), KtError> {
     let at = |message: String| invalid(path, format!("cache entry \"{key}\": {message}"));
     let entry = entry
         .as_object()
@@ -226,7 +281,12 @@ fn read_entry(
             .ok_or_else(|| at(format!("lacks parameter `{name}`")))?;
         config.insert(name.clone(), param_value(path, name, value)?);
     }
-    Ok((config, entry_outcome(entry).map_err(at)?))
+    let metrics = entry
+        .iter()
+        .filter(|(field, _)| !keys.contains(field) && !KT_FIELDS.contains(&field.as_str()))
+        .filter_map(|(field, v)| Some((field.clone(), v.as_f64().filter(|x| x.is_finite())?)))
+        .collect();
+    Ok((config, entry_outcome(entry).map_err(at)?, metrics))
 }
 
 fn entry_outcome(entry: &Map<String, Value>) -> Result<Outcome, String> {
@@ -260,10 +320,16 @@ fn error_outcome(name: &str) -> Result<Outcome, String> {
 }
 
 /// Writes `records` as a Kernel Tuner cache file (plain JSON, closed the way Kernel Tuner closes
-/// it, so Kernel Tuner can also resume from it). Every record's configuration must have exactly
-/// the parameters of `header.tune_params_keys`. Kernel Tuner's overhead timings, which ndtune
-/// does not record, are written as 0; the timestamp is the record's `finished_at`.
-pub fn write_kt_cache(path: &Path, header: &KtHeader, records: &[Record]) -> Result<(), KtError> {
+/// it, so Kernel Tuner can also resume from it), each entry with its configuration's `metrics`
+/// values. Every record's configuration must have exactly the parameters of
+/// `header.tune_params_keys`. Kernel Tuner's overhead timings, which ndtune does not record,
+/// are written as 0; the timestamp is the record's `finished_at`.
+pub fn write_kt_cache(
+    path: &Path,
+    header: &KtHeader,
+    records: &[Record],
+    metrics: &MetricValues,
+) -> Result<(), KtError> {
     if records.is_empty() {
         // Kernel Tuner cannot append to a closed cache that has no entry.
         return Err(invalid(path, "no records to write to a Kernel Tuner cache"));
@@ -276,10 +342,20 @@ pub fn write_kt_cache(path: &Path, header: &KtHeader, records: &[Record]) -> Res
             None => Err(invalid(path, format!("tune_params lacks `{name}`"))),
         })
         .collect::<Result<_, _>>()?;
+    let no_values = BTreeMap::new();
+    for name in metrics.values().flat_map(BTreeMap::keys) {
+        if KT_FIELDS.contains(&name.as_str()) || header.tune_params_keys.contains(name) {
+            return Err(invalid(
+                path,
+                format!("metric `{name}` has the name of a field of the cache's entries"),
+            ));
+        }
+    }
     let mut keys = BTreeSet::new();
     let mut cache = Vec::with_capacity(records.len());
     for record in records {
-        let (key, entry) = cache_entry(path, &header.tune_params_keys, record)?;
+        let values = metrics.get(&record.key.config).unwrap_or(&no_values);
+        let (key, entry) = cache_entry(path, &header.tune_params_keys, record, values)?;
         if !keys.insert(key.clone()) {
             return Err(invalid(path, format!("two records of configuration {key}")));
         }
@@ -292,7 +368,9 @@ pub fn write_kt_cache(path: &Path, header: &KtHeader, records: &[Record]) -> Res
         problem_size: &header.problem_size,
         tune_params_keys: &header.tune_params_keys,
         tune_params: InOrder(tune_params),
-        objective: "time",
+        objective: &header.objective,
+        objective_higher_is_better: header.objective_higher_is_better,
+        ndtune_metrics: &header.metrics,
         cache: InOrder(cache),
     };
     let mut text = serde_json::to_string(&file).expect("a cache serialises");
@@ -319,7 +397,11 @@ struct CacheFile<'a> {
     problem_size: &'a Value,
     tune_params_keys: &'a [String],
     tune_params: InOrder<&'a str, &'a Vec<ParamValue>>,
-    objective: &'static str,
+    objective: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    objective_higher_is_better: Option<bool>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    ndtune_metrics: &'a [MetricDef],
     cache: InOrder<String, CacheEntry<'a>>,
 }
 
@@ -336,6 +418,8 @@ struct CacheEntry<'a> {
     strategy_time: f64,
     framework_time: f64,
     timestamp: String,
+    #[serde(flatten)]
+    metrics: &'a BTreeMap<String, f64>,
     ndtune_outcome: &'a Outcome,
 }
 
@@ -343,6 +427,7 @@ fn cache_entry<'a>(
     path: &Path,
     keys: &'a [String],
     record: &'a Record,
+    metrics: &'a BTreeMap<String, f64>,
 ) -> Result<(String, CacheEntry<'a>), KtError> {
     let config = &record.key.config;
     let params: Vec<(&str, &ParamValue)> = keys
@@ -374,6 +459,7 @@ fn cache_entry<'a>(
         strategy_time: 0.0,
         framework_time: 0.0,
         timestamp: utc_text(record.finished_at),
+        metrics,
         ndtune_outcome: &record.outcome,
     };
     Ok((key, entry))
@@ -415,15 +501,25 @@ fn kt_time(outcome: &Outcome) -> (Value, Option<&[f64]>) {
     }
 }
 
+/// What T4 results say besides the records: the objective, each configuration's metric values
+/// and their units.
+#[derive(Debug, Clone, Copy)]
+pub struct T4Metrics<'a> {
+    pub objective: &'a str,
+    pub values: &'a MetricValues,
+    /// Units by metric name, where known.
+    pub units: &'a BTreeMap<String, String>,
+}
+
 /// Writes `records` in the T4 results schema ([`T4_SCHEMA_VERSION`]): one result per record with
-/// its `timestamp` (`finished_at`), `configuration`, `objectives` (`["time"]`), `times.runtimes`
-/// (every run in ms; empty unless measured), `invalidity`, `correctness` (0 for a wrong result,
-/// else 1, as Kernel Tuner writes it) and `measurements` (`time`: ndtune's score in ms, for
-/// measured configurations only).
-pub fn write_t4(path: &Path, records: &[Record]) -> Result<(), KtError> {
+/// its `timestamp` (`finished_at`), `configuration`, `objectives` (`[objective]`),
+/// `times.runtimes` (every run in ms; empty unless measured), `invalidity`, `correctness` (0 for
+/// a wrong result, else 1, as Kernel Tuner writes it) and `measurements` (for measured
+/// configurations only: `time`, ndtune's score in ms, then each metric's value with its unit).
+pub fn write_t4(path: &Path, records: &[Record], metrics: T4Metrics) -> Result<(), KtError> {
     let doc = T4File {
         schema_version: T4_SCHEMA_VERSION,
-        results: records.iter().map(t4_result).collect(),
+        results: records.iter().map(|r| t4_result(r, metrics)).collect(),
     };
     let text = serde_json::to_string_pretty(&doc).expect("T4 results serialise");
     std::fs::write(path, text).map_err(io_error(path))
@@ -439,11 +535,11 @@ struct T4File<'a> {
 struct T4Result<'a> {
     timestamp: String,
     configuration: &'a Config,
-    objectives: [&'static str; 1],
+    objectives: [&'a str; 1],
     times: T4Times<'a>,
     invalidity: &'static str,
     correctness: u8,
-    measurements: Vec<T4Measurement>,
+    measurements: Vec<T4Measurement<'a>>,
 }
 
 #[derive(Serialize)]
@@ -452,19 +548,19 @@ struct T4Times<'a> {
 }
 
 #[derive(Serialize)]
-struct T4Measurement {
-    name: &'static str,
+struct T4Measurement<'a> {
+    name: &'a str,
     value: f64,
-    unit: &'static str,
+    unit: &'a str,
 }
 
-fn t4_result(record: &Record) -> T4Result<'_> {
+fn t4_result<'a>(record: &'a Record, metrics: T4Metrics<'a>) -> T4Result<'a> {
     let outcome = &record.outcome;
     let runtimes: &[f64] = match outcome {
         Outcome::Measured(t) => &t.times_ms,
         _ => &[],
     };
-    let measurements = outcome
+    let mut measurements: Vec<T4Measurement> = outcome
         .score_ms()
         .map(|value| T4Measurement {
             name: "time",
@@ -473,10 +569,19 @@ fn t4_result(record: &Record) -> T4Result<'_> {
         })
         .into_iter()
         .collect();
+    if !measurements.is_empty() {
+        if let Some(values) = metrics.values.get(&record.key.config) {
+            measurements.extend(values.iter().map(|(name, value)| T4Measurement {
+                name,
+                value: *value,
+                unit: metrics.units.get(name).map_or("", String::as_str),
+            }));
+        }
+    }
     T4Result {
         timestamp: utc_text(record.finished_at),
         configuration: &record.key.config,
-        objectives: ["time"],
+        objectives: [metrics.objective],
         times: T4Times { runtimes },
         invalidity: t4_invalidity(outcome),
         correctness: u8::from(!matches!(outcome, Outcome::WrongResult { .. })),

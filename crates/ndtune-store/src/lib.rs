@@ -15,7 +15,10 @@
 //!   reused only by a campaign of the same setup, and results of other setups of the same
 //!   kernel source, constants and device are its other campaigns ([`Store::other_setups`],
 //!   [`Store::newest_other`]);
-//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results);
+//! - what each campaign optimises: its metrics and objective, as definitions
+//!   ([`Store::put_metrics`]), never as values;
+//! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches with their metrics
+//!   and objective, T4 results);
 //! - with the `testing` feature, [`testing::PgServer`]: a throwaway PostgreSQL server for tests.
 //!
 //! It stores the vocabulary of `ndtune-core` ([`Config`], [`Outcome`]) and `ndtune-device`
@@ -70,7 +73,7 @@ pub use identity::{fingerprint, source_hash};
 pub use location::Location;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use setups::SetupRecord;
-pub use store::{Store, RECONNECT_FOR};
+pub use store::{Store, METRICS_STUDY, RECONNECT_FOR};
 
 use ndtune_core::{Config, Constants, Outcome};
 #[cfg(doc)]

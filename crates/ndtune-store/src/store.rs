@@ -6,6 +6,7 @@ use crate::location::Location;
 use crate::{fingerprint, Group, Observation, Record, ResultKey, Study};
 use ndtune_core::{config_key, Config, Outcome, OutcomeKind};
 use ndtune_device::DeviceProfile;
+use ndtune_metrics::Definitions;
 use serde::de::DeserializeOwned;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
@@ -45,6 +46,9 @@ pub struct Store {
     /// transaction is run again.
     in_transaction: Cell<bool>,
 }
+
+/// The kind of the studies that keep a campaign's metrics and objective ([`Store::put_metrics`]).
+pub const METRICS_STUDY: &str = "metrics";
 
 /// The columns a [`Record`] is read from, in [`Store::record`]'s order.
 const RECORD_COLUMNS: &str = "device, kernel, source_hash, setup, constants, config, \
@@ -439,6 +443,31 @@ impl Store {
             .collect()
     }
 
+    /// Records the metrics and objective `group` was tuned with (replacing what was recorded):
+    /// definitions, never values, so reports and exports compute every value from the
+    /// measurements with the formulas of the campaign's last run. Kept as a study of kind
+    /// [`METRICS_STUDY`] named by the group's JSON.
+    pub fn put_metrics(&self, group: &Group, defs: &Definitions) -> Result<(), StoreError> {
+        self.put_study(&Study {
+            kind: METRICS_STUDY.into(),
+            name: to_json(group),
+            body: serde_json::to_value(defs).expect("definitions serialise"),
+            created_at: crate::now_ms(),
+        })
+    }
+
+    /// The metrics and objective `group` was last tuned with; `None` where none were recorded
+    /// (campaigns of an ndtune before metrics: the time, minimised).
+    pub fn metrics(&self, group: &Group) -> Result<Option<Definitions>, StoreError> {
+        let rows = self.query(
+            "SELECT body FROM studies WHERE kind = ?1 AND name = ?2",
+            &[METRICS_STUDY.into(), to_json(group).into()],
+        )?;
+        rows.first()
+            .map(|r| self.parse(&self.cell(r.text(0))?, "metrics"))
+            .transpose()
+    }
+
     /// Records what a program measured at run time; returns its id (the order of arrival).
     pub fn add_observation(&self, o: &Observation) -> Result<i64, StoreError> {
         let features: serde_json::Map<String, serde_json::Value> = o
@@ -679,6 +708,26 @@ mod tests {
         let status = store.campaign_status(&legacy_group()).unwrap();
         assert_eq!((status.results, status.measured_twice), (1, 0));
         assert_eq!(status.workers[0].done, 1);
+    }
+
+    #[test]
+    fn a_campaign_keeps_the_definitions_of_its_last_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.ndtune")).unwrap();
+        let group = legacy_group();
+        assert_eq!(store.metrics(&group).unwrap(), None);
+        let mut defs = Definitions::default();
+        defs.metrics
+            .push(ndtune_metrics::MetricDef::new("rate", "N / time", None));
+        store.put_metrics(&group, &defs).unwrap();
+        defs.metrics[0].expr = "2 * N / time".into();
+        store.put_metrics(&group, &defs).unwrap();
+        assert_eq!(store.metrics(&group).unwrap(), Some(defs));
+        let other = Group {
+            kernel: "other".into(),
+            ..group
+        };
+        assert_eq!(store.metrics(&other).unwrap(), None);
     }
 
     #[test]

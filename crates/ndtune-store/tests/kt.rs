@@ -2,7 +2,9 @@
 
 use ndtune_core::Value;
 use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
-use ndtune_store::kt::{read_kt_cache, write_kt_cache, write_t4, KtCache, KtError, KtHeader};
+use ndtune_store::kt::{
+    read_kt_cache, write_kt_cache, write_t4, KtCache, KtError, KtHeader, MetricValues, T4Metrics,
+};
 use ndtune_store::{Record, ResultKey};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,6 +77,16 @@ fn reads_a_real_kernel_tuner_cache() {
     };
     assert_eq!((t.times_ms.len(), t.best_of), (32, 32));
     assert_eq!(t.times_ms[0], 3.976191997528076);
+    // Its metric, as Kernel Tuner recorded it; the objective, as the header names it.
+    assert_eq!(
+        cache.metrics[&first],
+        BTreeMap::from([("GFLOP/s".to_string(), 1948.1569950129526)])
+    );
+    assert_eq!(cache.metrics.len(), 4201, "every measured configuration");
+    assert_eq!(
+        (h.objective.as_str(), h.objective_higher_is_better),
+        ("time", None)
+    );
     assert!(
         (t.score_ms() - 3.8753279224038124).abs() < 1e-12,
         "{}",
@@ -134,13 +146,14 @@ fn a_written_cache_reads_back_the_same() {
     let cache = read_kt_cache(&a100_cache()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("A100.json");
-    write_kt_cache(&out, &cache.header, &records_of(&cache)).unwrap();
+    write_kt_cache(&out, &cache.header, &records_of(&cache), &cache.metrics).unwrap();
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(
         text.ends_with("}\n}"),
         "Kernel Tuner tells a closed cache by its end"
     );
     assert!(text.contains(r#""16,1,1,1,0,0,0,1,15,15":{"block_size_x":16,"block_size_y":1,"#));
+    assert!(text.contains(r#""GFLOP/s":1948.1569950129526,"ndtune_outcome""#));
     assert_eq!(read_kt_cache(&out).unwrap(), cache);
 
     // Kernel Tuner reopens a cache for appending by cutting its last "}\n}" and adding ",".
@@ -160,6 +173,9 @@ fn outcomes_kernel_tuner_lacks_round_trip_too() {
             ("TX".into(), ints(&[1, 2, 4, 8])),
             ("A".into(), ints(&[-1, 0])),
         ]),
+        objective: "time".into(),
+        objective_higher_is_better: None,
+        metrics: vec![],
     };
     let outcomes = [
         Outcome::Measured(Timing::new(vec![3.0, 1.0, 2.0], 1)),
@@ -192,10 +208,11 @@ fn outcomes_kernel_tuner_lacks_round_trip_too() {
                 )
             })
             .collect(),
+        metrics: MetricValues::new(),
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("gemm.json");
-    write_kt_cache(&out, &header, &records_of(&cache)).unwrap();
+    write_kt_cache(&out, &header, &records_of(&cache), &cache.metrics).unwrap();
     assert_eq!(read_kt_cache(&out).unwrap(), cache);
 
     let json: serde_json::Value =
@@ -225,18 +242,37 @@ fn writing_refuses_configurations_that_do_not_match_the_parameters() {
             problem_size: serde_json::json!("callable"),
             tune_params_keys: vec!["X".into()],
             tune_params: BTreeMap::from([("X".into(), ints(&[1]))]),
+            objective: "time".into(),
+            objective_higher_is_better: None,
+            metrics: vec![],
         },
         entries: BTreeMap::from([(
             config(&[("X", 1), ("Y", 2)]),
             Outcome::TimedOut { seconds: 1.0 },
         )]),
+        metrics: MetricValues::new(),
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.json");
-    let err = write_kt_cache(&out, &cache.header, &records_of(&cache)).unwrap_err();
+    let none = MetricValues::new();
+    let err = write_kt_cache(&out, &cache.header, &records_of(&cache), &none).unwrap_err();
     assert!(err.to_string().contains(r#"{"X":1,"Y":2}"#), "{err}");
-    let err = write_kt_cache(&out, &cache.header, &[]).unwrap_err();
+    let err = write_kt_cache(&out, &cache.header, &[], &none).unwrap_err();
     assert!(err.to_string().contains("no records"), "{err}");
+    let clash = MetricValues::from([(
+        config(&[("X", 1)]),
+        BTreeMap::from([("compile_time".to_string(), 1.0)]),
+    )]);
+    let one = KtCache {
+        entries: BTreeMap::from([(config(&[("X", 1)]), Outcome::TimedOut { seconds: 1.0 })]),
+        ..cache
+    };
+    let err = write_kt_cache(&out, &one.header, &records_of(&one), &clash).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("metric `compile_time` has the name of a field"),
+        "{err}"
+    );
 }
 
 fn small_cache(values: &str) -> String {
@@ -316,16 +352,36 @@ fn t4_results_hold_every_record_with_its_validity() {
             problem_size: serde_json::Value::Null,
             tune_params_keys: vec!["X".into()],
             tune_params: BTreeMap::new(),
+            objective: "time".into(),
+            objective_higher_is_better: None,
+            metrics: vec![],
         },
         entries: outcomes
             .iter()
             .enumerate()
             .map(|(i, o)| (config(&[("X", i as i64)]), o.clone()))
             .collect(),
+        metrics: MetricValues::new(),
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t4.json");
-    write_t4(&out, &records_of(&cache)).unwrap();
+    let values = MetricValues::from([
+        (
+            config(&[("X", 0)]),
+            BTreeMap::from([("gflops".to_string(), 8.0)]),
+        ),
+        (
+            config(&[("X", 1)]),
+            BTreeMap::from([("gflops".to_string(), 9.0)]),
+        ),
+    ]);
+    let units = BTreeMap::from([("gflops".to_string(), "GFLOP/s".to_string())]);
+    let metrics = T4Metrics {
+        objective: "gflops",
+        values: &values,
+        units: &units,
+    };
+    write_t4(&out, &records_of(&cache), metrics).unwrap();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(doc["schema_version"], "1.0.0");
@@ -362,21 +418,71 @@ fn t4_results_hold_every_record_with_its_validity() {
     );
     let measured = &results[0];
     assert_eq!(measured["configuration"], serde_json::json!({"X": 0}));
-    assert_eq!(measured["objectives"], serde_json::json!(["time"]));
+    assert_eq!(measured["objectives"], serde_json::json!(["gflops"]));
     assert_eq!(
         measured["times"]["runtimes"],
         serde_json::json!([4.0, 1.0, 2.0, 3.0])
     );
     assert_eq!(
         measured["measurements"],
-        serde_json::json!([{"name": "time", "value": 1.5, "unit": "ms"}])
+        serde_json::json!([{"name": "time", "value": 1.5, "unit": "ms"},
+            {"name": "gflops", "value": 8.0, "unit": "GFLOP/s"}])
     );
     assert_eq!(measured["correctness"], 1);
     assert_eq!(results[4]["correctness"], 0);
-    assert_eq!(results[1]["measurements"], serde_json::json!([]));
+    assert_eq!(
+        results[1]["measurements"],
+        serde_json::json!([]),
+        "no value without a measurement"
+    );
     assert_eq!(results[1]["times"]["runtimes"], serde_json::json!([]));
 }
 
 fn ints(v: &[i64]) -> Vec<ndtune_core::Value> {
     v.iter().map(|&x| x.into()).collect()
+}
+
+#[test]
+fn metrics_and_the_objective_travel_with_the_cache() {
+    let header = KtHeader {
+        device_name: "pocl-cpu".into(),
+        kernel_name: "gemm".into(),
+        problem_size: serde_json::json!({"N": 64}),
+        tune_params_keys: vec!["TX".into()],
+        tune_params: BTreeMap::from([("TX".into(), ints(&[1, 2]))]),
+        objective: "gflops".into(),
+        objective_higher_is_better: Some(true),
+        metrics: vec![ndtune_metrics::MetricDef::new(
+            "gflops",
+            "2 * N**3 / time / 1e6",
+            Some("GFLOP/s"),
+        )],
+    };
+    let cache = KtCache {
+        header: header.clone(),
+        entries: BTreeMap::from([
+            (
+                config(&[("TX", 1)]),
+                Outcome::Measured(Timing::new(vec![2.0], 1)),
+            ),
+            (
+                config(&[("TX", 2)]),
+                Outcome::Refused { error: "-5".into() },
+            ),
+        ]),
+        metrics: MetricValues::from([(
+            config(&[("TX", 1)]),
+            BTreeMap::from([("gflops".to_string(), 0.262144)]),
+        )]),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gemm.json");
+    write_kt_cache(&out, &header, &records_of(&cache), &cache.metrics).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(json["objective"], "gflops");
+    assert_eq!(json["objective_higher_is_better"], true);
+    assert_eq!(json["cache"]["1"]["gflops"], 0.262144);
+    assert!(json["cache"]["2"].get("gflops").is_none());
+    assert_eq!(read_kt_cache(&out).unwrap(), cache);
 }

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use ndtune_core::{Constants, Value};
+use ndtune_metrics::{MetricDef, Objective};
 use ndtune_store::{Store, StoreError};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -227,6 +228,64 @@ pub fn parse_value(text: &str) -> Result<Value, String> {
     }
 }
 
+/// `NAME=EXPR` or `NAME[UNIT]=EXPR`: a metric on the command line.
+pub fn parse_metric(s: &str) -> Result<MetricDef, String> {
+    let (head, expr) = s.split_once('=').ok_or_else(|| {
+        format!("`{s}` is not NAME=EXPR (or NAME[UNIT]=EXPR), e.g. gflops[GFLOP/s]=2*N**3/time/1e6")
+    })?;
+    let head = head.trim();
+    let (name, unit) = match head.strip_suffix(']').and_then(|h| h.split_once('[')) {
+        Some((name, unit)) => (name.trim(), Some(unit.trim())),
+        None => (head, None),
+    };
+    Ok(MetricDef::new(
+        name,
+        expr.trim(),
+        unit.filter(|u| !u.is_empty()),
+    ))
+}
+
+/// Metrics and the objective given on the command line (`tune`, `tune --replay`, `export`).
+#[derive(Args, Clone, Default)]
+pub struct MetricArgs {
+    /// A metric, `NAME=EXPR` or `NAME[UNIT]=EXPR`: an expression of the measured `time` (ms),
+    /// `energy_j` and `power_w`, the constants, the parameters and earlier metrics, e.g.
+    /// `gflops[GFLOP/s]=2*N**3/time/1e6`; after the spec's, replacing one of the same name
+    /// (repeatable).
+    #[arg(long = "metric", value_name = "NAME=EXPR", value_parser = parse_metric)]
+    pub metrics: Vec<MetricDef>,
+    /// What strategies optimise and reports rank by: `time` (the default), `energy_j`,
+    /// `power_w` or a metric.
+    #[arg(long, value_name = "NAME")]
+    pub objective: Option<String>,
+    /// Higher is better for --objective (Kernel Tuner's objective_higher_is_better).
+    #[arg(long, requires = "objective", conflicts_with = "minimize")]
+    pub maximize: bool,
+    /// Lower is better for --objective (the default for time, energy_j and power_w).
+    #[arg(long, requires = "objective")]
+    pub minimize: bool,
+}
+
+impl MetricArgs {
+    /// The objective given, with its direction: said, or lower is better for the measured
+    /// quantities; a metric of the user's needs --maximize or --minimize.
+    pub fn objective(&self) -> Result<Option<Objective>, String> {
+        let Some(metric) = &self.objective else {
+            return Ok(None);
+        };
+        let said = (self.maximize || self.minimize).then_some(self.maximize);
+        let higher_is_better = said
+            .or_else(|| Objective::default_direction(metric))
+            .ok_or_else(|| {
+                format!("--objective {metric}: say --maximize (GFLOP/s) or --minimize (joules); ndtune does not guess")
+            })?;
+        Ok(Some(Objective {
+            metric: metric.clone(),
+            higher_is_better,
+        }))
+    }
+}
+
 /// A duration as people write it: `90s`, `10m`, `1h 30m`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(seconds) = s.trim().parse::<f64>() {
@@ -263,6 +322,8 @@ pub struct TuneArgs {
     pub search: SearchArgs,
     #[command(flatten)]
     pub share: ShareArgs,
+    #[command(flatten)]
+    pub metrics: MetricArgs,
 }
 
 /// How long a live search goes on and where it starts (`tune`).
@@ -371,6 +432,9 @@ pub struct ExportArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub campaign: SelectArgs,
+    /// Metrics and objective besides (or instead of) those the campaign was tuned with.
+    #[command(flatten)]
+    pub metrics: MetricArgs,
 }
 
 /// Which recorded campaign of a store (`export`, `tune --replay`).
@@ -786,5 +850,58 @@ mod tests {
         assert!(parse_duration("soon")
             .unwrap_err()
             .contains("`soon` is not a duration"));
+    }
+
+    #[test]
+    fn show_reads_one_value_per_name() {
+        let cli = Cli::try_parse_from(["ndtune", "show", "--kernel", "k", "--config", "WG=8,TS=2"])
+            .unwrap();
+        let Command::Show(args) = cli.command else {
+            panic!("show")
+        };
+        assert_eq!(
+            args.config,
+            [
+                ("WG".to_string(), Value::Int(8)),
+                ("TS".to_string(), Value::Int(2))
+            ]
+        );
+        assert!(parse_assignment("WG").unwrap_err().contains("NAME=VALUE"));
+    }
+
+    #[test]
+    fn metrics_and_objectives_read_as_people_write_them() {
+        let m = parse_metric("gflops[GFLOP/s] = 2 * N**3 / time / 1e6").unwrap();
+        assert_eq!(
+            m,
+            MetricDef::new("gflops", "2 * N**3 / time / 1e6", Some("GFLOP/s"))
+        );
+        assert_eq!(parse_metric("e=energy_j").unwrap().unit, None);
+        assert!(parse_metric("gflops").unwrap_err().contains("NAME=EXPR"));
+        let args = |objective: &str, maximize: bool, minimize: bool| MetricArgs {
+            objective: Some(objective.into()),
+            maximize,
+            minimize,
+            ..MetricArgs::default()
+        };
+        assert_eq!(
+            args("gflops", true, false).objective().unwrap(),
+            Some(Objective {
+                metric: "gflops".into(),
+                higher_is_better: true
+            })
+        );
+        assert!(
+            !args("energy_j", false, false)
+                .objective()
+                .unwrap()
+                .unwrap()
+                .higher_is_better
+        );
+        assert!(args("gflops", false, false)
+            .objective()
+            .unwrap_err()
+            .contains("say --maximize"));
+        assert_eq!(MetricArgs::default().objective(), Ok(None));
     }
 }

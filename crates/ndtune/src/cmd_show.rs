@@ -1,11 +1,14 @@
 //! `ndtune show`: stored results printed whole, selected by kernel (or spec), device and
 //! configuration: the full outcome (the whole build log, every run time, the driver's advice, the
-//! whole mismatch or check message), when it was evaluated and by which ndtune.
+//! whole mismatch or check message), the energy where it was measured, the campaign's metrics
+//! with their units (computed now from the measurement, with the definitions of its last run),
+//! when it was evaluated and by which ndtune.
 
 use crate::cli::ShowArgs;
 use crate::cmd_tune::show_constants;
 use anyhow::{bail, Result};
 use ndtune_core::{Config, Constants, Outcome};
+use ndtune_metrics::{Inputs, Metrics};
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Record};
 use std::collections::BTreeMap;
@@ -94,12 +97,16 @@ pub fn run(args: &ShowArgs) -> Result<()> {
             records.len()
         ));
         if selection.group(&g, &device_name) {
-            shown.extend(
-                records
-                    .into_iter()
-                    .filter(|r| selection.record(r))
-                    .map(|r| (device_name.clone(), r)),
-            );
+            let metrics = ndtune_report::model::campaign_metrics(&store, &g, &records)?;
+            let rows: Vec<(String, Record, Vec<Metric>)> = records
+                .into_iter()
+                .filter(|r| selection.record(r))
+                .map(|r| {
+                    let values = metric_values(&metrics, &g.constants, &r);
+                    (device_name.clone(), r, values)
+                })
+                .collect();
+            shown.extend(rows);
         }
     }
     if shown.is_empty() {
@@ -113,17 +120,17 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         );
     }
     if args.json {
-        let all: Vec<serde_json::Value> = shown.iter().map(|(d, r)| json(d, r)).collect();
+        let all: Vec<serde_json::Value> = shown.iter().map(|(d, r, m)| json(d, r, m)).collect();
         println!("{}", serde_json::to_string_pretty(&all)?);
     } else {
-        for (i, (device_name, r)) in shown.iter().enumerate() {
+        for (i, (device_name, r, metrics)) in shown.iter().enumerate() {
             if i > 0 {
                 println!();
             }
             let names = names
                 .clone()
                 .unwrap_or_else(|| r.key.config.keys().cloned().collect());
-            print(device_name, r, &names);
+            print(device_name, r, &names, metrics);
         }
     }
     Ok(())
@@ -135,7 +142,30 @@ fn when(ms: ndtune_store::UnixMs) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-fn json(device_name: &str, r: &Record) -> serde_json::Value {
+/// A metric's value for one result, with its unit where known.
+#[derive(serde::Serialize)]
+struct Metric {
+    name: String,
+    value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unit: Option<String>,
+}
+
+/// The measured energy and power and every metric with a value for `r`, by `metrics`.
+fn metric_values(metrics: &Metrics, constants: &Constants, r: &Record) -> Vec<Metric> {
+    metrics
+        .evaluate(&Inputs::new(constants, &r.key.config, &r.outcome))
+        .shown()
+        .into_iter()
+        .map(|(name, value)| Metric {
+            unit: metrics.unit(&name).map(str::to_string),
+            name,
+            value,
+        })
+        .collect()
+}
+
+fn json(device_name: &str, r: &Record, metrics: &[Metric]) -> serde_json::Value {
     serde_json::json!({
         "kernel": r.key.kernel,
         "device": device_name,
@@ -145,6 +175,7 @@ fn json(device_name: &str, r: &Record) -> serde_json::Value {
         "config": r.key.config,
         "outcome": r.outcome,
         "score_ms": r.outcome.score_ms(),
+        "metrics": metrics,
         "ndtune_version": r.ndtune_version,
         "started_at": when(r.started_at),
         "finished_at": when(r.finished_at),
@@ -159,7 +190,7 @@ fn block(heading: &str, text: &str) {
     }
 }
 
-fn print(device_name: &str, r: &Record, names: &[String]) {
+fn print(device_name: &str, r: &Record, names: &[String], metrics: &[Metric]) {
     let k = &r.key;
     println!(
         "`{}` {} on {device_name}",
@@ -195,6 +226,22 @@ fn print(device_name: &str, r: &Record, names: &[String]) {
                     "  advice      CL_KERNEL_WORK_GROUP_SIZE {}, CL_KERNEL_LOCAL_MEM_SIZE {} bytes; a work-group of {} work-items was launched",
                     a.work_group_size, a.local_mem_bytes, a.launched_work_group
                 );
+            }
+            if let Some(e) = &t.energy {
+                println!(
+                    "  energy      {:.6} J per run, {:.1} W: {} runs over {:.1} ms, {} power samples, from the {}",
+                    e.joules, e.watts, e.runs, e.window_ms, e.samples, e.source
+                );
+            }
+            if !metrics.is_empty() {
+                let shown: Vec<String> = metrics
+                    .iter()
+                    .map(|m| match &m.unit {
+                        Some(unit) => format!("{} {:.6} {unit}", m.name, m.value),
+                        None => format!("{} {:.6}", m.name, m.value),
+                    })
+                    .collect();
+                println!("  metrics     {}", shown.join(", "));
             }
         }
         Outcome::Pruned { constraint } => println!("  constraint  {constraint}"),

@@ -3,7 +3,7 @@
 //! happens; resume from the store; sweep over constants (`--set N=256,512`: a campaign per
 //! value); or replay recorded results (`--replay`).
 
-use crate::cli::{CampaignArgs, SearchArgs, TuneArgs};
+use crate::cli::{CampaignArgs, MetricArgs, SearchArgs, TuneArgs};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -38,7 +38,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let specs = sweep
         .iter()
         .map(|overrides| {
-            let spec = Spec::load_with(spec_path, overrides)?;
+            let mut spec = Spec::load_with(spec_path, overrides)?;
+            apply_metrics(&mut spec, &args.metrics)?;
             spec.kernel_source()?.ok_or_else(|| {
                 anyhow!("{}: [kernel] source is needed to tune", spec.path.display())
             })?;
@@ -137,6 +138,22 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         bail!("{}", why.join("\n"));
     }
     Ok(())
+}
+
+/// Adds the command line's metrics and objective to the spec's (a metric of the same name
+/// replaces the spec's), checked against the spec's names.
+pub(crate) fn apply_metrics(spec: &mut Spec, args: &MetricArgs) -> Result<()> {
+    let objective = args.objective().map_err(|e| anyhow!(e))?;
+    if args.metrics.is_empty() && objective.is_none() {
+        return Ok(());
+    }
+    let defs = spec
+        .metrics
+        .definitions()
+        .clone()
+        .with(args.metrics.clone(), objective);
+    spec.set_metrics(defs)
+        .map_err(|e| anyhow!("--metric/--objective: {e}"))
 }
 
 /// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
@@ -242,12 +259,19 @@ pub(crate) fn tune_device(
             .progress_chars("=> "),
     );
     bar.set_prefix(label.to_string());
+    let objective = &spec.metrics.objective().metric;
+    let unit = spec.metrics.unit(objective).unwrap_or_default();
+    let named = if spec.metrics.is_time() {
+        String::new()
+    } else {
+        format!("{objective} ")
+    };
     let mut observer = |event: Event<'_>| match event {
         Event::Started { total } => bar.set_length(total as u64),
-        Event::Evaluated { best_ms, .. } => {
+        Event::Evaluated { best, .. } => {
             bar.inc(1);
-            if let Some(ms) = best_ms {
-                bar.set_message(format!("best {ms:.4} ms"));
+            if let Some(v) = best {
+                bar.set_message(format!("best {named}{v:.4} {unit}"));
             }
         }
         Event::Warning(message) => {
@@ -383,22 +407,41 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         r.evaluated + r.reused,
         r.pruned
     );
+    let by_time = r.objective.metric == "time" && !r.objective.higher_is_better;
+    if !by_time {
+        let unit = r
+            .objective
+            .unit
+            .as_ref()
+            .map_or(String::new(), |u| format!(" ({u})"));
+        let direction = if r.objective.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        };
+        println!(
+            "  objective  {}{unit}, {direction} is better",
+            r.objective.metric
+        );
+    }
     match &r.best {
         Some(b) => {
-            let mut rates = String::new();
-            if let Some(g) = b.gflops {
-                rates.push_str(&format!(", {g:.2} GFLOP/s"));
-            }
-            if let Some(g) = b.gbytes_per_s {
-                rates.push_str(&format!(", {g:.2} GB/s"));
-            }
+            let shown: Vec<String> = b
+                .metrics
+                .iter()
+                .map(|(name, v)| {
+                    let unit = r.units.get(name).map_or(String::new(), |u| format!(" {u}"));
+                    format!(", {name} {v:.4}{unit}")
+                })
+                .collect();
             println!(
-                "  best       {}: {:.4} ms (median {:.4}, min {:.4}, spread {:.1}%){rates}",
+                "  best       {}: {:.4} ms (median {:.4}, min {:.4}, spread {:.1}%){}",
                 show_config(&r.names, &b.config),
                 b.time_ms,
                 b.median_ms,
                 b.min_ms,
-                b.rel_spread * 100.0
+                b.rel_spread * 100.0,
+                shown.concat()
             );
         }
         None => println!("  best       none: no configuration was measured and verified"),
@@ -476,11 +519,36 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
             r.above_queried_work_group
         );
     }
-    if r.fastest.len() > 1 {
+    let energy = if r.energy.measured {
+        format!("measured through {}", r.energy.detail)
+    } else if r.energy.available {
+        format!(
+            "not measured (no metric needs it); available through {}",
+            r.energy.detail
+        )
+    } else {
+        r.energy.detail.clone()
+    };
+    println!("  energy     {energy}");
+    if r.top.len() > 1 && by_time {
         println!("  fastest    {:>10}  configuration", "ms");
-        for f in &r.fastest {
+        for f in &r.top {
             println!(
                 "             {:>10.4}  {}",
+                f.time_ms,
+                show_config(&r.names, &f.config)
+            );
+        }
+    } else if r.top.len() > 1 {
+        let label = match &r.objective.unit {
+            Some(unit) => format!("{} ({unit})", r.objective.metric),
+            None => r.objective.metric.clone(),
+        };
+        println!("  top        {label:>16}  {:>10}  configuration", "ms");
+        for f in &r.top {
+            println!(
+                "             {:>16}  {:>10.4}  {}",
+                DeviceReport::format_objective(f.objective),
                 f.time_ms,
                 show_config(&r.names, &f.config)
             );

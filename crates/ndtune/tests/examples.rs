@@ -43,7 +43,8 @@ fn matmul_tunes_and_verifies() {
     let d = tune_all("matmul.toml", &["N=64"]);
     // Tiles 1 to 32: a 64x64 tile would leave one work-group for two compute units (eq. 3).
     assert_eq!(d["pruned"], 6);
-    assert!(d["best"]["gflops"].as_f64().unwrap() > 0.0);
+    assert!(d["best"]["metrics"]["gflops"].as_f64().unwrap() > 0.0);
+    assert_eq!(d["units"]["gflops"], "GFLOP/s");
 }
 
 #[test]

@@ -282,9 +282,9 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
     assert!(err.contains("--worker measures on one device"), "{err}");
 }
 
-/// The configurations a campaign measured, fastest first.
+/// The configurations a campaign measured, best (fastest) first.
 fn ranked(report: &serde_json::Value) -> Vec<BTreeMap<String, i64>> {
-    report["fastest"]
+    report["top"]
         .as_array()
         .unwrap()
         .iter()

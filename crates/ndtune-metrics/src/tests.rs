@@ -1,0 +1,229 @@
+use super::*;
+use ndtune_core::{int_config, Coding, Energy, Timing};
+use std::sync::Arc;
+
+fn scope() -> Scope {
+    let mut s = Scope::ints(&["TS", "V"], &[("N", 1000)]);
+    s.params.push("TYPE".into());
+    s.codings = vec![
+        Coding::Int,
+        Coding::Int,
+        Coding::Table(Arc::from(vec![Value::from("float"), Value::from("half")])),
+    ];
+    s
+}
+
+fn defs(metrics: &[(&str, &str)], objective: &str, higher: bool) -> Definitions {
+    Definitions {
+        metrics: metrics
+            .iter()
+            .map(|(n, e)| MetricDef::new(n, e, None))
+            .collect(),
+        objective: Objective {
+            metric: objective.into(),
+            higher_is_better: higher,
+        },
+    }
+}
+
+fn measured(ms: f64, energy: Option<(f64, f64)>) -> Outcome {
+    let mut t = Timing::new(vec![ms], 1);
+    t.energy = energy.map(|(joules, watts)| Energy {
+        joules,
+        watts,
+        runs: 10,
+        window_ms: 100.0,
+        samples: 20,
+        source: "test".into(),
+    });
+    Outcome::Measured(t)
+}
+
+fn config(ts: i64, ty: &str) -> Config {
+    let mut c = int_config([("TS", ts), ("V", 2)]);
+    c.insert("TYPE".into(), Value::from(ty));
+    c
+}
+
+#[test]
+fn metrics_are_real_expressions_of_the_measurements_constants_parameters_and_earlier_metrics() {
+    let m = Metrics::check(
+        defs(
+            &[
+                ("gflops", "2 * N * N * N / time / 1e6"),
+                ("half", "1 / 2"),
+                ("per_lane", "gflops / V / (TYPE == 'half' ? 2 : 1)"),
+            ],
+            "per_lane",
+            true,
+        ),
+        &scope(),
+        &[],
+    )
+    .unwrap();
+    let constants = int_config([("N", 1000)]);
+    let outcome = measured(4.0, None);
+    let c = config(16, "half");
+    let v = m.evaluate(&Inputs::new(&constants, &c, &outcome));
+    assert_eq!(v.get("gflops"), Some(500.0));
+    assert_eq!(v.get("half"), Some(0.5), "`/` divides exactly");
+    assert_eq!(v.get("per_lane"), Some(125.0));
+    assert_eq!(v.get("time"), Some(4.0));
+    assert_eq!(v.objective, Some(125.0));
+    assert_eq!(
+        m.cost(&Inputs::new(&constants, &c, &outcome)),
+        Some(1.0 / 125.0)
+    );
+    assert!(m.needing_energy().is_empty());
+    // A failure has no values at all.
+    let refused = Outcome::Refused {
+        error: "-54".into(),
+    };
+    let v = m.evaluate(&Inputs::new(&constants, &c, &refused));
+    assert_eq!((v.get("gflops"), v.objective), (None, None));
+}
+
+#[test]
+fn energy_and_power_are_metrics_where_they_were_measured() {
+    let m = Metrics::check(
+        defs(
+            &[
+                ("gflops", "2 * N**3 / time / 1e6"),
+                ("gflops_per_w", "gflops / power_w"),
+            ],
+            "energy_j",
+            false,
+        ),
+        &scope(),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(m.needing_energy(), ["gflops_per_w", "energy_j"]);
+    assert_eq!(m.label("energy_j"), "energy_j (J)");
+    assert_eq!(m.describe_objective(), "energy_j (J), lower is better");
+    let constants = int_config([("N", 1000)]);
+    let c = config(8, "float");
+    let with = measured(2.0, Some((0.5, 250.0)));
+    let v = m.evaluate(&Inputs::new(&constants, &c, &with));
+    assert_eq!(v.get("gflops_per_w"), Some(4.0));
+    assert_eq!(v.objective, Some(0.5));
+    assert_eq!(
+        v.shown().into_iter().collect::<Vec<_>>(),
+        [
+            ("energy_j".to_string(), 0.5),
+            ("gflops".to_string(), 1000.0),
+            ("gflops_per_w".to_string(), 4.0),
+            ("power_w".to_string(), 250.0)
+        ]
+    );
+    // Without a power source the energy metrics have no value, the others do.
+    let without = measured(2.0, None);
+    let v = m.evaluate(&Inputs::new(&constants, &c, &without));
+    assert_eq!(
+        (v.get("gflops"), v.get("gflops_per_w")),
+        (Some(1000.0), None)
+    );
+    assert_eq!(m.cost(&Inputs::new(&constants, &c, &without)), None);
+}
+
+#[test]
+fn bad_definitions_say_what_and_where() {
+    let err = |metrics: &[(&str, &str)], objective: &str| {
+        Metrics::check(defs(metrics, objective, true), &scope(), &[])
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(&[("gflops", "2 * N / tiem")], "gflops");
+    assert!(
+        e.starts_with("metric `gflops`: unknown name `tiem` (column 9)"),
+        "{e}"
+    );
+    assert!(
+        e.contains("did you mean `time`?") || e.contains("a metric uses the measured time"),
+        "{e}"
+    );
+    let e = err(&[("a", "1"), ("b", "nothing + 1")], "a");
+    assert!(e.contains("metric `b`: unknown name `nothing`"), "{e}");
+    assert!(e.contains("the metrics defined before it (a)"), "{e}");
+    assert!(err(&[("a", "1"), ("a", "2")], "a").contains("metric `a`: is defined twice"));
+    assert!(err(&[("TS", "1")], "TS").contains("metric `TS`: `TS` is a parameter"));
+    assert!(err(&[("N", "1")], "N").contains("`N` is a constant"));
+    assert!(err(&[("time", "1")], "time").contains("`time` is measured"));
+    assert!(err(&[("x", "TYPE + 1")], "x").contains("takes identifiers"));
+    assert!(err(&[("x", "2 * (N")], "x").starts_with("metric `x`: "));
+    let e = err(&[("gflops", "1 / time")], "gflop");
+    assert_eq!(
+        e,
+        "objective `gflop`: is no metric; the metrics are: time, energy_j, power_w, gflops"
+    );
+    // A measured quantity's name taken by a parameter is ambiguous in a metric.
+    let mut s = scope();
+    s.params.push("time".into());
+    let e = Metrics::check(defs(&[("x", "1 / time")], "x", true), &s, &[]).unwrap_err();
+    assert!(e.to_string().contains("cannot tell them apart"), "{e}");
+}
+
+#[test]
+fn recorded_values_can_be_the_objective_and_feed_metrics() {
+    let recorded = vec!["GFLOP/s".to_string(), "nvml_power".to_string()];
+    let m = Metrics::check(
+        defs(&[("per_watt", "nvml_power / 2")], "GFLOP/s", true),
+        &scope(),
+        &recorded,
+    )
+    .unwrap();
+    let values: BTreeMap<String, f64> = [
+        ("GFLOP/s".to_string(), 400.0),
+        ("nvml_power".to_string(), 100.0),
+    ]
+    .into();
+    let constants = int_config([("N", 1000)]);
+    let c = config(8, "float");
+    let outcome = measured(1.0, None);
+    let inputs = Inputs::new(&constants, &c, &outcome).recorded(Some(&values));
+    let v = m.evaluate(&inputs);
+    assert_eq!((v.objective, v.get("per_watt")), (Some(400.0), Some(50.0)));
+}
+
+#[test]
+fn costs_are_positive_and_lower_is_better_either_way() {
+    let max = Objective {
+        metric: "gflops".into(),
+        higher_is_better: true,
+    };
+    assert_eq!(max.cost(4.0), Some(0.25));
+    assert!(max.better(5.0, 4.0));
+    assert_eq!(Objective::time().cost(4.0), Some(4.0));
+    assert!(Objective::time().better(3.0, 4.0));
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(max.cost(bad), None);
+        assert_eq!(Objective::time().cost(bad), None);
+    }
+    assert_eq!(Objective::default_direction("energy_j"), Some(false));
+    assert_eq!(Objective::default_direction("gflops"), None);
+    assert!(Metrics::time().is_time());
+}
+
+#[test]
+fn definitions_merge_with_those_of_the_command_line() {
+    let spec = defs(&[("a", "1"), ("b", "2")], "time", false);
+    let merged = spec.with(
+        vec![
+            MetricDef::new("b", "3", Some("x")),
+            MetricDef::new("c", "4", None),
+        ],
+        Some(Objective {
+            metric: "c".into(),
+            higher_is_better: true,
+        }),
+    );
+    let names: Vec<(&str, &str)> = merged
+        .metrics
+        .iter()
+        .map(|m| (m.name.as_str(), m.expr.as_str()))
+        .collect();
+    assert_eq!(names, [("a", "1"), ("b", "3"), ("c", "4")]);
+    assert_eq!(merged.objective.metric, "c");
+    let json = serde_json::to_string(&merged).unwrap();
+    assert_eq!(serde_json::from_str::<Definitions>(&json).unwrap(), merged);
+}
