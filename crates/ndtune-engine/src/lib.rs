@@ -18,9 +18,13 @@
 //!   the store with workers on other devices or machines ([`share`]).
 //! - With [`Options::warm_start`], the strategy first measures the configurations that did
 //!   best for the same kernel source on other devices and constants in the store.
+//! - The driver's advice on each build (`CL_KERNEL_WORK_GROUP_SIZE`, `CL_KERNEL_LOCAL_MEM_SIZE`)
+//!   is kept per define set, so the strategy learns which launches go beyond it before they are
+//!   measured ([`ndtune_search::Evaluator::exceeds_advice`]).
 //!
 //! It never parses a command line and never prints.
 
+mod advice;
 mod live;
 mod report;
 pub mod share;
@@ -246,6 +250,20 @@ impl Campaign<'_> {
             .try_into()
             .unwrap_or(usize::MAX);
         observer.event(Event::Started { total });
+        let mut advice = advice::AdviceBook::for_spec(
+            spec,
+            ndtune_spec::source_names(&source),
+            self.device.profile.local_mem_size,
+        );
+        for (config, outcome) in &existing {
+            if let Some(point) = names
+                .iter()
+                .map(|n| config.get(n).copied())
+                .collect::<Option<Vec<i64>>>()
+            {
+                advice.note(&point, outcome);
+            }
+        }
         let mut live = Live {
             supervisor: Supervisor::new(
                 self.options.processes.command("__worker"),
@@ -288,6 +306,7 @@ impl Campaign<'_> {
             claims,
             measured_ahead: Default::default(),
             promised: Vec::new(),
+            advice,
         };
         let run = Run {
             budget: Budget {

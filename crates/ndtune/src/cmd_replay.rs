@@ -123,6 +123,9 @@ struct Found {
 struct ReplayReport {
     replay: String,
     strategy: String,
+    /// What `--strategy auto` chose, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auto: Option<String>,
     budget: Option<usize>,
     configurations: usize,
     evaluations: usize,
@@ -146,12 +149,11 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         .collect();
     let space = Candidates::new(rec.names.clone(), points)?;
     let mut recorded = Recorded::from_configs(rec.names.clone(), rec.entries.iter().cloned())?;
-    let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
+    let resolved =
+        crate::cmd_tune::resolve_strategy(&args.campaign, args.search.time, space.len() as u128);
+    let mut strategy = ndtune_search::by_name(&resolved.strategy, args.campaign.seed)?;
     let run = ndtune_search::Run {
-        budget: ndtune_search::Budget {
-            evaluations: args.campaign.budget,
-            time: args.search.time,
-        },
+        budget: resolved.budget,
         warm: Vec::new(),
     };
     let trace = strategy.search(&space, &mut recorded, &run);
@@ -176,8 +178,9 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     }
     let report = ReplayReport {
         replay: rec.label,
-        strategy: args.campaign.strategy.clone(),
-        budget: args.campaign.budget,
+        strategy: resolved.strategy,
+        auto: resolved.auto.as_ref().map(ToString::to_string),
+        budget: resolved.budget.evaluations,
         configurations: space.len(),
         evaluations: trace.steps.len(),
         relative_performance: match (&best, &optimum) {
@@ -191,6 +194,9 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
+    }
+    if let Some(why) = &report.auto {
+        println!("strategy auto: {why}");
     }
     println!(
         "replay of {}: {} strategy, {} of {} configurations evaluated",
