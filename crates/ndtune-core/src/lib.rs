@@ -1,10 +1,13 @@
 //! ndtune's shared vocabulary, used by the tuner, the store, the strategies and the reports:
 //!
-//! - [`Config`]: one launch configuration, parameter name to value.
+//! - [`Config`]: one launch configuration, parameter name to [`Value`] (an integer, a real or
+//!   an identifier); [`Codec`]: how a point of the search space holds those values.
 //! - [`Outcome`]: how the evaluation of one configuration ended. Every configuration ends as
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
 //!   the mean of the best 5 of 10 runs).
+//! - [`setup`]: what a result was measured under besides device, constants and configuration,
+//!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
 //! - [`tools`]: where the external tools ndtune runs (clang) are.
 //!
@@ -15,19 +18,19 @@
 //! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
 //! ```
 
+pub mod setup;
 pub mod text;
 pub mod tools;
+mod value;
+
+pub use value::{int_config, Codec, CodecError, Coding, Config, Constants, Value};
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
-
-/// One configuration: parameter name to value, ordered by name (a canonical form for keys).
-pub type Config = BTreeMap<String, i64>;
 
 /// Canonical text of a configuration (`{"A":1,"B":2}`, keys sorted): the store's key.
 pub fn config_key(config: &Config) -> String {
-    serde_json::to_string(config).expect("a map of integers serialises")
+    serde_json::to_string(config).expect("a map of values serialises")
 }
 
 /// Run times of one configuration under a protocol that scores the mean of the best `best_of`.
@@ -232,6 +235,32 @@ impl Outcome {
         }
     }
 
+    /// Why a configuration failed, in one line: the compiler's first error line, the driver's
+    /// error, the first mismatch (index, expected, got) or the check's message, how the worker
+    /// died, the deadline. `None` for measured and pruned configurations.
+    pub fn reason(&self) -> Option<String> {
+        let first_line = |text: &str| {
+            text.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("(no message)")
+                .to_string()
+        };
+        match self {
+            Outcome::Measured(_) | Outcome::Pruned { .. } => None,
+            Outcome::BuildFailed { log } => Some(
+                log.lines()
+                    .map(str::trim)
+                    .find(|l| l.to_ascii_lowercase().contains("error"))
+                    .map_or_else(|| first_line(log), str::to_string),
+            ),
+            Outcome::Refused { error } => Some(first_line(error)),
+            Outcome::WrongResult { detail } => Some(first_line(detail)),
+            Outcome::Crashed { detail } => Some(first_line(detail)),
+            Outcome::TimedOut { seconds } => Some(format!("no outcome within {seconds} s")),
+        }
+    }
+
     /// The score of a measured configuration; `None` for every other outcome (never the best).
     pub fn score_ms(&self) -> Option<f64> {
         match self {
@@ -315,10 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_gives_the_first_line_of_its_reason() {
+        let build = Outcome::BuildFailed {
+            log: "\n<source>:3:2: warning: unused\n<source>:5:2: error: this mode does not build\n#error\n".into(),
+        };
+        assert_eq!(
+            build.reason().unwrap(),
+            "<source>:5:2: error: this mode does not build"
+        );
+        let crashed = Outcome::Crashed {
+            detail: "killed by signal 11 (SIGSEGV)\nlast lines: ...".into(),
+        };
+        assert_eq!(crashed.reason().unwrap(), "killed by signal 11 (SIGSEGV)");
+        assert_eq!(
+            Outcome::TimedOut { seconds: 5.0 }.reason().unwrap(),
+            "no outcome within 5 s"
+        );
+        assert_eq!(Outcome::Measured(Timing::new(vec![1.0], 1)).reason(), None);
+    }
+
+    #[test]
     fn config_keys_are_canonical() {
-        let a: Config = [("B".to_string(), 2), ("A".to_string(), 1)]
-            .into_iter()
-            .collect();
+        let a = int_config([("B", 2), ("A", 1)]);
         assert_eq!(config_key(&a), r#"{"A":1,"B":2}"#);
     }
 }

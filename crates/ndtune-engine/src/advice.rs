@@ -5,7 +5,7 @@
 //! their launch, and a launch beyond the advice is likely to be refused.
 
 use ndtune_core::{Advice, Outcome};
-use ndtune_spec::Spec;
+use ndtune_spec::{KernelSource, Spec};
 use std::collections::HashMap;
 
 /// A configuration's (a point's) value of something, or `None` where it has none.
@@ -39,11 +39,11 @@ impl<'a> AdviceBook<'a> {
         }
     }
 
-    /// The book for a spec's campaign on a device with `device_local_mem` bytes of local memory;
-    /// `used` are the names the kernel source mentions (those passed as defines).
+    /// The book for a spec's campaign of `source` on a device with `device_local_mem` bytes of
+    /// local memory.
     pub fn for_spec(
         spec: &'a Spec,
-        used: std::collections::HashSet<String>,
+        source: &'a KernelSource,
         device_local_mem: u64,
     ) -> AdviceBook<'a> {
         let launch = spec.problem.launch.as_ref();
@@ -56,7 +56,7 @@ impl<'a> AdviceBook<'a> {
             .and_then(|l| l.local_mem.as_ref())
             .and_then(|e| spec.problem.int_expr(e).ok());
         AdviceBook::new(
-            Box::new(move |p| spec.build_options(&used, p)),
+            Box::new(move |p| spec.build_options(source, p)),
             Box::new(move |p| {
                 if local.is_empty() {
                     return None;

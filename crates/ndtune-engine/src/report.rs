@@ -1,8 +1,10 @@
-//! A campaign's report: the best configuration and the fastest few, outcome counts, how many
-//! configurations ran beyond the driver's queried work-group size, and where the time went.
+//! A campaign's report: the best configuration and the fastest few, outcome counts, the first
+//! few failures of each class with why, whether outputs were verified, how to keep what the
+//! platform model removed, how many configurations ran beyond the driver's queried work-group
+//! size, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
-use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
+use ndtune_core::{Codec, Config, Outcome, OutcomeKind, Timing};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
 use serde::Serialize;
@@ -19,6 +21,26 @@ pub struct Best {
     pub gflops: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s: Option<f64>,
+}
+
+/// One failed configuration and why, in one line ([`Outcome::reason`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub config: Config,
+    pub reason: String,
+}
+
+/// How many failed configurations of each outcome class a report lists.
+pub const FAILURES_LISTED: usize = 3;
+
+/// Results of the same kernel source with the same constants on the same device under another
+/// setup: a campaign of its own, not reused.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherSetup {
+    pub setup: String,
+    pub results: u64,
+    /// What differs from that setup to this campaign's, one `path: old -> new` line each.
+    pub differences: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -106,6 +128,10 @@ impl TimeSpent {
 pub struct DeviceReport {
     pub device: String,
     pub kernel: String,
+    /// The problem's constants.
+    pub constants: ndtune_core::Constants,
+    /// The digest of the campaign's setup.
+    pub setup: String,
     pub strategy: String,
     pub best: Option<Best>,
     pub outcomes: BTreeMap<&'static str, u128>,
@@ -113,6 +139,8 @@ pub struct DeviceReport {
     pub evaluated: usize,
     /// Configurations read back from the store.
     pub reused: usize,
+    /// Results of this problem under other setups, which were not reused.
+    pub not_reused: Vec<OtherSetup>,
     pub declared: u128,
     pub pruned: u128,
     /// Measured configurations whose work-group exceeds the build's queried
@@ -120,6 +148,13 @@ pub struct DeviceReport {
     pub above_queried_work_group: usize,
     /// The fastest measured configurations, fastest first.
     pub fastest: Vec<Ranked>,
+    /// Per failed outcome class (build_failed, refused, wrong_result, crashed, timed_out), the
+    /// first [`FAILURES_LISTED`] configurations in the order evaluated, with why.
+    pub failures: BTreeMap<&'static str, Vec<Failure>>,
+    /// Whether outputs were checked (`[verify]`); without, results are timed only.
+    pub verified: bool,
+    /// How to keep what the platform model removed ([`ndtune_space::problem::Pruning::hints`]).
+    pub hints: Vec<String>,
     pub time: TimeSpent,
     /// The spec's parameter names, in declaration order.
     #[serde(skip)]
@@ -140,6 +175,13 @@ impl DeviceReport {
         )
     }
 
+    /// Whether nothing could be measured: an empty space, or every configuration failed.
+    pub fn measured_nothing(&self) -> bool {
+        self.outcomes
+            .get(OutcomeKind::Measured.as_str())
+            .is_none_or(|&n| n == 0)
+    }
+
     /// The best configuration's time, where one was measured.
     pub fn best_ms(&self) -> Option<f64> {
         self.best.as_ref().map(|b| b.time_ms)
@@ -151,7 +193,7 @@ pub(crate) fn report(
     spec: &Spec,
     label: &str,
     strategy: &str,
-    names: &[String],
+    codec: &Codec,
     trace: &Trace,
     (declared, pruned): (u128, u128),
     time: TimeSpent,
@@ -163,6 +205,19 @@ pub(crate) fn report(
     }
     *outcomes.entry(OutcomeKind::Pruned.as_str()).or_default() += declared - pruned;
     let reused = trace.steps.iter().filter(|s| s.reused).count();
+    let config = |p: &Vec<i64>| -> Config { codec.config(p) };
+    let mut failures: BTreeMap<&'static str, Vec<Failure>> = BTreeMap::new();
+    for step in &trace.steps {
+        if let Some(reason) = step.outcome.reason() {
+            let listed = failures.entry(step.outcome.kind().as_str()).or_default();
+            if listed.len() < FAILURES_LISTED {
+                listed.push(Failure {
+                    config: config(&step.point),
+                    reason,
+                });
+            }
+        }
+    }
     let mut measured: Vec<(&Vec<i64>, &Timing)> = trace
         .steps
         .iter()
@@ -172,8 +227,6 @@ pub(crate) fn report(
         })
         .collect();
     measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
-    let config =
-        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
     let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
         expr.as_ref()
             .and_then(|n| n.eval(p))
@@ -191,11 +244,14 @@ pub(crate) fn report(
     DeviceReport {
         device: label.to_string(),
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
+        setup: String::new(),
         strategy: strategy.to_string(),
         best,
         outcomes,
         evaluated: trace.steps.len() - reused,
         reused,
+        not_reused: Vec::new(),
         declared,
         pruned,
         above_queried_work_group: measured
@@ -210,7 +266,10 @@ pub(crate) fn report(
                 time_ms: t.score_ms(),
             })
             .collect(),
+        failures,
+        verified: spec.verify.is_some(),
+        hints: Vec::new(),
         time,
-        names: names.to_vec(),
+        names: codec.names().to_vec(),
     }
 }

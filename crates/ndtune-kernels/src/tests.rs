@@ -1,7 +1,7 @@
 use super::*;
 
-fn consts(kv: &[(&str, i64)]) -> BTreeMap<String, i64> {
-    kv.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+fn consts(kv: &[(&str, i64)]) -> Constants {
+    ndtune_core::int_config(kv.iter().copied())
 }
 
 fn bufs(kv: &[(&str, Vec<f64>)]) -> Buffers {
@@ -223,7 +223,7 @@ fn cnn_naive(
     out
 }
 
-fn cnn_consts(c_in: i64, c_out: i64, h: i64, w: i64) -> BTreeMap<String, i64> {
+fn cnn_consts(c_in: i64, c_out: i64, h: i64, w: i64) -> Constants {
     consts(&[("C_IN", c_in), ("C_OUT", c_out), ("H", h), ("W", w)])
 }
 

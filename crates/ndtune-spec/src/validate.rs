@@ -1,11 +1,14 @@
 //! Stage two: the raw spec checked and turned into typed values.
 
-use crate::raw::{IntOrExpr, RawArg, RawSpec};
-use crate::{SpanKey, Spec, SpecError};
+use crate::raw::{NumOrExpr, RawArg, RawSpec};
+use crate::{BuildOption, SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
+use ndtune_core::{Codec, Constants, Value};
 use ndtune_space::domain::Domain;
+use ndtune_space::expr::Expr;
+use ndtune_space::platform::Model;
 use ndtune_space::problem::{LaunchDecl, Location, ParamDecl, Problem};
-use ndtune_space::resolve::Node;
+use ndtune_space::resolve::{check_exact_divisions, resolve, resolve_constant, Node, Type};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -15,9 +18,13 @@ use toml::Spanned;
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub name: String,
-    /// The source file, resolved relative to the spec file.
-    pub source: Option<PathBuf>,
-    pub build_options: Vec<String>,
+    /// The source files, resolved relative to the spec file: the compiler gets them as one
+    /// text, in this order ([`crate::KernelSource`]). Empty where the spec names none.
+    pub sources: Vec<PathBuf>,
+    /// Directories searched for `#include`d headers after the sources' own, resolved relative
+    /// to the spec file.
+    pub include_dirs: Vec<PathBuf>,
+    pub build_options: Vec<BuildOption>,
 }
 
 /// OpenCL C element types of buffers and scalars.
@@ -31,12 +38,14 @@ pub enum ElemType {
     UInt,
     Long,
     ULong,
+    /// Half precision: buffers and scalars where the device has `cl_khr_fp16`.
+    Half,
     Float,
     Double,
 }
 
 impl ElemType {
-    pub const ALL: [(&'static str, ElemType); 10] = [
+    pub const ALL: [(&'static str, ElemType); 11] = [
         ("char", ElemType::Char),
         ("uchar", ElemType::UChar),
         ("short", ElemType::Short),
@@ -45,6 +54,7 @@ impl ElemType {
         ("uint", ElemType::UInt),
         ("long", ElemType::Long),
         ("ulong", ElemType::ULong),
+        ("half", ElemType::Half),
         ("float", ElemType::Float),
         ("double", ElemType::Double),
     ];
@@ -53,16 +63,91 @@ impl ElemType {
     pub fn size(self) -> usize {
         match self {
             ElemType::Char | ElemType::UChar => 1,
-            ElemType::Short | ElemType::UShort => 2,
+            ElemType::Short | ElemType::UShort | ElemType::Half => 2,
             ElemType::Int | ElemType::UInt | ElemType::Float => 4,
             ElemType::Long | ElemType::ULong | ElemType::Double => 8,
         }
     }
+
+    /// The OpenCL C name.
+    pub fn name(self) -> &'static str {
+        ElemType::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// Whether values of the type are real numbers (`half`, `float`, `double`).
+    pub fn is_real(self) -> bool {
+        matches!(self, ElemType::Half | ElemType::Float | ElemType::Double)
+    }
+
+    /// The smallest and largest value of an integer type.
+    fn int_range(self) -> (i128, i128) {
+        match self {
+            ElemType::Char => (i8::MIN as i128, i8::MAX as i128),
+            ElemType::UChar => (0, u8::MAX as i128),
+            ElemType::Short => (i16::MIN as i128, i16::MAX as i128),
+            ElemType::UShort => (0, u16::MAX as i128),
+            ElemType::Int => (i32::MIN as i128, i32::MAX as i128),
+            ElemType::UInt => (0, u32::MAX as i128),
+            ElemType::Long => (i64::MIN as i128, i64::MAX as i128),
+            ElemType::ULong => (0, u64::MAX as i128),
+            _ => (0, 0),
+        }
+    }
+
+    /// A scalar argument's bytes, as the kernel receives it (host byte order): an integer type
+    /// takes integers within its range, a real type numbers within its range (rounded to its
+    /// precision). Anything else is an error saying why.
+    pub fn scalar_bytes(self, value: &Value) -> Result<Vec<u8>, String> {
+        if self.is_real() {
+            let v = value
+                .as_f64()
+                .ok_or_else(|| format!("{value} is not a number"))?;
+            let max = match self {
+                ElemType::Half => 65504.0,
+                ElemType::Float => f32::MAX as f64,
+                _ => f64::MAX,
+            };
+            if !v.is_finite() || v.abs() > max {
+                return Err(format!("{v:?} does not fit a {}", self.name()));
+            }
+            return Ok(match self {
+                ElemType::Half => half::f16::from_f64(v).to_ne_bytes().to_vec(),
+                ElemType::Float => (v as f32).to_ne_bytes().to_vec(),
+                _ => v.to_ne_bytes().to_vec(),
+            });
+        }
+        let v = match value {
+            Value::Int(v) => *v as i128,
+            other => {
+                return Err(format!(
+                    "{other} is {}, and a {} takes integers",
+                    other.kind_name(),
+                    self.name()
+                ))
+            }
+        };
+        let (lo, hi) = self.int_range();
+        if v < lo || v > hi {
+            return Err(format!("{v} does not fit a {} ({lo} to {hi})", self.name()));
+        }
+        let bytes = v.to_ne_bytes();
+        // The low bytes of the two's complement, in host order.
+        Ok(if cfg!(target_endian = "little") {
+            bytes[..self.size()].to_vec()
+        } else {
+            bytes[16 - self.size()..].to_vec()
+        })
+    }
 }
 
-/// How a buffer is filled before a launch (deterministically, from a seed for `Random`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a buffer is filled before a launch: deterministically, the random ones from a stream
+/// seeded by `--seed` and the argument's position (docs/spec.md, "Inputs").
+#[derive(Debug, Clone, PartialEq)]
 pub enum Init {
+    /// Floats uniform in [-1, 1); unsigned integers uniform in 0..=15, signed in -8..=7.
     Random,
     Zeros,
     Ones,
@@ -70,6 +155,27 @@ pub enum Init {
     /// Random 0s and 1s (cells of a cellular automaton, masks).
     Bits,
     Value(f64),
+    /// Floats uniform in [low, high); integers uniform in low..=high.
+    Uniform {
+        low: f64,
+        high: f64,
+    },
+    /// Normally distributed (integers: rounded to the nearest, saturated at the type's limits).
+    Normal {
+        mean: f64,
+        std_dev: f64,
+    },
+    /// The elements of a NumPy `.npy` file (resolved relative to the spec), in C order.
+    Npy(PathBuf),
+    /// The initial contents of another buffer argument of the same type, by name.
+    Copy(String),
+}
+
+impl Init {
+    /// Whether the data depends on the seed (`--seed`).
+    pub fn is_seeded(&self) -> bool {
+        matches!(self, Init::Random | Init::Bits)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +200,8 @@ pub enum ArgKind {
         init: Init,
         access: Access,
     },
+    /// `value` is resolved in the type's own arithmetic: real for `half`, `float` and
+    /// `double` (`1 / 2` is 0.5), 64-bit integers otherwise.
     Scalar {
         ty: ElemType,
         value: Node,
@@ -107,7 +215,7 @@ pub enum ArgKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reference {
     /// The outputs of this configuration (Cummins' gold standard), parameter values by name.
-    Config(BTreeMap<String, i64>),
+    Config(BTreeMap<String, Value>),
     /// A host reference built into ndtune (`builtin:NAME`).
     Builtin(String),
     /// A reference kernel: source file, kernel name and, where it differs from the tuned
@@ -118,17 +226,30 @@ pub enum Reference {
         name: String,
         global: Option<Vec<Node>>,
     },
-    /// A host reference in C, compiled with clang: `void FUNCTION(void **buffers, const long
-    /// long *scalars)` gets every buffer argument (in `[[args]]` order, with the contents the
-    /// device starts from) and every scalar argument's value, and fills the outputs.
-    Host { source: PathBuf, function: String },
+    /// A host reference in C, compiled with clang: `void FUNCTION(const ndtune_args *args)`
+    /// gets every buffer argument (in `[[args]]` order, with the contents the device starts
+    /// from), every scalar argument's value in its type and the constants, and fills the
+    /// outputs (docs/spec.md, "Host functions").
+    Host(HostFunction),
 }
 
-/// `[verify]`.
+/// A function of a C file, run on the host (`{ host = "file.c", function = "f" }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostFunction {
+    /// The C file, resolved relative to the spec file.
+    pub source: PathBuf,
+    pub function: String,
+}
+
+/// `[verify]`: the outputs compared with a reference, decided by a host check, or both.
 #[derive(Debug, Clone)]
 pub struct Verify {
     pub outputs: Vec<String>,
-    pub reference: Reference,
+    pub reference: Option<Reference>,
+    /// `int FUNCTION(const ndtune_args *args, char *message, size_t size)`: gets the inputs,
+    /// the outputs, the scalars, the constants and the configuration's parameter values, and
+    /// returns 0 where the outputs are right, else fills `message` with why.
+    pub check: Option<HostFunction>,
     /// Relative tolerance.
     pub rtol: f64,
     /// Absolute tolerance.
@@ -138,7 +259,7 @@ pub struct Verify {
 /// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up
 /// (where a verification run comes first, it is that warm-up).
 /// `flops` and `bytes` (expressions over parameters and constants) give GFLOP/s and GB/s.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Measure {
     pub warmup: u32,
     pub runs: u32,
@@ -218,7 +339,7 @@ pub(crate) fn spec(
     raw: RawSpec,
     text: &str,
     path: &Path,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
 ) -> Result<Spec, SpecError> {
     let mut cx = Ctx {
         text,
@@ -226,14 +347,11 @@ pub(crate) fn spec(
         spans: HashMap::new(),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    if let Some(src) = &raw.kernel.source {
-        cx.spans
-            .insert(SpanKey::Section("kernel.source"), src.span());
-    }
     let kernel = Kernel {
         name: raw.kernel.name.get_ref().clone(),
-        source: raw.kernel.source.as_ref().map(|s| dir.join(s.get_ref())),
-        build_options: raw.kernel.build_options.clone(),
+        sources: sources(&mut cx, &raw, dir)?,
+        include_dirs: include_dirs(&cx, &raw, dir)?,
+        build_options: Vec::new(),
     };
     if kernel.name.trim().is_empty() {
         return Err(cx.err(&raw.kernel.name.span(), "[kernel] name is empty"));
@@ -259,6 +377,21 @@ pub(crate) fn spec(
             cx.record(Location::Constraint(i), c.span());
             problem.constraints.push(c.get_ref().clone());
         }
+        for (i, c) in space.restrictions.iter().enumerate() {
+            cx.record(Location::Restriction(i), c.span());
+            problem.restrictions.push(c.get_ref().clone());
+        }
+        if let Some(p) = &space.platform {
+            problem.platform = Model::parse(p.get_ref()).ok_or_else(|| {
+                cx.err(
+                    &p.span(),
+                    format!(
+                        "[space] platform is \"erdem\" (eq. 1-3, the default) or \"legal\" (only what the device enforces), not `{}`",
+                        p.get_ref()
+                    ),
+                )
+            })?;
+        }
     }
     if let Some(launch) = &raw.launch {
         cx.record(Location::Launch, launch.span());
@@ -281,6 +414,7 @@ pub(crate) fn spec(
     let mut spec = Spec {
         path: path.to_path_buf(),
         kernel,
+        codec: Codec::default(),
         problem,
         args: vec![],
         verify: None,
@@ -290,12 +424,25 @@ pub(crate) fn spec(
         spans: std::mem::take(&mut cx.spans),
     };
     spec.problem.check().map_err(|e| spec.locate(&e))?;
+    let params = spec.problem.resolve_params().map_err(|e| spec.locate(&e))?;
+    spec.codec = Codec::new(
+        params.iter().map(|p| p.name.clone()).collect(),
+        params.iter().map(|p| p.coding.clone()).collect(),
+    );
+    spec.kernel.build_options = raw
+        .kernel
+        .build_options
+        .iter()
+        .map(|o| build_option(&cx, &spec.problem, o))
+        .collect::<Result<_, _>>()?;
     spec.args = raw
         .args
         .iter()
-        .map(|a| arg(&cx, &spec.problem, a))
+        .map(|a| arg(&cx, &spec.problem, a, dir))
         .collect::<Result<_, _>>()?;
+    check_copies(&cx, &raw, &spec.args)?;
     if let Some(v) = &raw.verify {
+        spec.spans.insert(SpanKey::Section("verify"), v.span());
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
     }
     if let Some(m) = &raw.measure {
@@ -308,11 +455,102 @@ pub(crate) fn spec(
     Ok(spec)
 }
 
+/// `[kernel] source`: a file name or a list of them, relative to the spec file.
+fn sources(cx: &mut Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, SpecError> {
+    let Some(source) = &raw.kernel.source else {
+        return Ok(Vec::new());
+    };
+    let span = source.span();
+    let wrong = || {
+        cx.err(
+            &span,
+            "[kernel] source is a file name or a list of file names (concatenated in order)",
+        )
+    };
+    let names: Vec<&str> = match source.get_ref() {
+        toml::Value::String(s) => vec![s],
+        toml::Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|v| v.as_str().ok_or_else(wrong))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(wrong()),
+    };
+    // Errors reading a file point at the list, the only span toml keeps for its items.
+    for i in 0..names.len() {
+        cx.spans.insert(SpanKey::Source(i), span.clone());
+    }
+    Ok(names.iter().map(|n| dir.join(n)).collect())
+}
+
+/// `[kernel] include_dirs`: directories relative to the spec file, which must exist.
+fn include_dirs(cx: &Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, SpecError> {
+    raw.kernel
+        .include_dirs
+        .iter()
+        .map(|d| {
+            let path = dir.join(d.get_ref());
+            if path.is_dir() {
+                Ok(path)
+            } else {
+                Err(cx.err(
+                    &d.span(),
+                    format!(
+                        "[kernel] include_dirs: `{}` is not a directory ({})",
+                        d.get_ref(),
+                        path.display()
+                    ),
+                ))
+            }
+        })
+        .collect()
+}
+
+/// One entry of `[kernel] build_options`: `"-opt"`, `"-DX={NAME}"` or
+/// `{ option = "...", when = "EXPR" }`.
+fn build_option(
+    cx: &Ctx,
+    problem: &Problem,
+    o: &Spanned<toml::Value>,
+) -> Result<BuildOption, SpecError> {
+    const FORMS: &str = r#"an entry is "-option" or { option = "-option", when = "EXPR" }"#;
+    let at = |m: String| cx.err(&o.span(), format!("[kernel] build_options: {m}"));
+    let (text, when) = match o.get_ref() {
+        toml::Value::String(s) => (s.as_str(), None),
+        toml::Value::Table(t) => {
+            if let Some(bad) = t.keys().find(|k| !["option", "when"].contains(&k.as_str())) {
+                return Err(at(format!("unknown key `{bad}`; {FORMS}")));
+            }
+            let Some(text) = t.get("option").and_then(toml::Value::as_str) else {
+                return Err(at("a table entry needs `option = \"-option\"`".into()));
+            };
+            let when = match t.get("when") {
+                None => None,
+                Some(toml::Value::String(w)) => Some(
+                    problem
+                        .typed_expr(w, ndtune_space::resolve::Type::Bool)
+                        .map_err(|e| at(format!("when = \"{w}\": {e}")))?,
+                ),
+                Some(other) => {
+                    return Err(at(format!(
+                        "`when` is a condition in quotes, such as \"MAD == 1\", not {other}"
+                    )))
+                }
+            };
+            (text, when)
+        }
+        other => return Err(at(format!("{FORMS}, not {other}"))),
+    };
+    let known = |name: &str| {
+        problem.constants.contains_key(name) || problem.params.iter().any(|p| p.name == name)
+    };
+    BuildOption::parse(text, when, known).map_err(|m| at(format!("`{text}`: {m}")))
+}
+
 fn constants(
     cx: &Ctx,
     raw: &RawSpec,
-    overrides: &BTreeMap<String, i64>,
-) -> Result<BTreeMap<String, i64>, SpecError> {
+    overrides: &BTreeMap<String, Value>,
+) -> Result<Constants, SpecError> {
     if let Some(unknown) = overrides.keys().find(|k| !raw.constants.contains_key(*k)) {
         let known: Vec<&str> = raw.constants.keys().map(String::as_str).collect();
         return Err(cx.err(
@@ -323,46 +561,52 @@ fn constants(
             ),
         ));
     }
-    let mut out = BTreeMap::new();
+    let mut out = Constants::new();
     for (name, value) in &raw.constants {
         if let Some(v) = overrides.get(name) {
-            out.insert(name.clone(), *v);
+            out.insert(name.clone(), v.clone());
             continue;
         }
-        let probe = Problem {
+        let scope = ndtune_space::resolve::Scope {
             constants: out.clone(),
-            ..Problem::default()
+            ..Default::default()
         };
         let src = value.get_ref().source();
-        let v = probe
-            .int_expr(&src)
-            .map_err(|e| cx.err(&value.span(), format!("[constants] {name}: {e}")))?
-            .eval(&[])
-            .ok_or_else(|| {
-                cx.err(
-                    &value.span(),
-                    format!("[constants] {name}: divides by zero or overflows"),
-                )
-            })?;
-        out.insert(name.clone(), v);
+        let at = |e: ndtune_space::expr::ExprError| {
+            cx.err(&value.span(), format!("[constants] {name}: {e}"))
+        };
+        let e = Expr::parse(&src).map_err(at)?;
+        out.insert(
+            name.clone(),
+            resolve_constant(&e, &src, &scope).map_err(at)?,
+        );
     }
     Ok(out)
 }
 
-fn int_pair(
+/// A bound of a range or pow2 domain: an integer, or an expression string over constants.
+fn bound(cx: &Ctx, span: &Range<usize>, what: &str, v: &toml::Value) -> Result<String, SpecError> {
+    match v {
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::String(e) => Ok(e.clone()),
+        other => Err(cx.err(
+            span,
+            format!(
+                "{what}: a bound is an integer or an expression over the constants, not {other}"
+            ),
+        )),
+    }
+}
+
+fn bound_pair(
     cx: &Ctx,
     span: &Range<usize>,
     what: &str,
     v: &toml::Value,
-) -> Result<(i64, i64), SpecError> {
-    match v
-        .as_array()
-        .map(|a| a.iter().map(toml::Value::as_integer).collect::<Vec<_>>())
-    {
-        Some(items) if items.len() == 2 && items.iter().all(Option::is_some) => {
-            Ok((items[0].unwrap_or_default(), items[1].unwrap_or_default()))
-        }
-        _ => Err(cx.err(span, format!("{what} takes two integers [first, last]"))),
+) -> Result<(String, String), SpecError> {
+    match v.as_array().map(Vec::as_slice) {
+        Some([a, b]) => Ok((bound(cx, span, what, a)?, bound(cx, span, what, b)?)),
+        _ => Err(cx.err(span, format!("{what} takes two bounds [first, last]"))),
     }
 }
 
@@ -373,12 +617,19 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
         toml::Value::Array(items) => items
             .iter()
             .map(|v| {
-                v.as_integer()
-                    .ok_or_else(|| at(format!("values must be integers, found `{v}`")))
+                list_value(v).ok_or_else(|| {
+                    at(format!(
+                        "values are integers, real numbers or identifiers (strings), not `{v}`{}",
+                        if v.is_bool() { " (write 0 and 1)" } else { "" }
+                    ))
+                })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Domain::List),
-        toml::Value::Integer(v) => Ok(Domain::List(vec![*v])),
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_) => Ok(
+            Domain::List(vec![list_value(value.get_ref())
+                .ok_or_else(|| at("a single value must be finite".into()))?]),
+        ),
         toml::Value::Table(t) => {
             let keys: Vec<&str> = t.keys().map(String::as_str).collect();
             let kinds: Vec<&str> = keys
@@ -400,19 +651,17 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
             }
             match kinds[0] {
                 "range" => {
-                    let (start, end) =
-                        int_pair(cx, &span, &format!("[params] {name}: range"), &t["range"])?;
+                    let what = format!("[params] {name}: range");
+                    let (start, end) = bound_pair(cx, &span, &what, &t["range"])?;
                     let step = match t.get("step") {
-                        None => 1,
-                        Some(s) => s
-                            .as_integer()
-                            .ok_or_else(|| at("step must be an integer".into()))?,
+                        None => "1".to_string(),
+                        Some(s) => bound(cx, &span, &format!("[params] {name}: step"), s)?,
                     };
                     Ok(Domain::Range { start, end, step })
                 }
                 "pow2" => {
-                    let (start, end) =
-                        int_pair(cx, &span, &format!("[params] {name}: pow2"), &t["pow2"])?;
+                    let what = format!("[params] {name}: pow2");
+                    let (start, end) = bound_pair(cx, &span, &what, &t["pow2"])?;
                     Ok(Domain::Pow2 { start, end })
                 }
                 _ => match &t["divisors"] {
@@ -429,11 +678,21 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
     }
 }
 
+/// A value of a listed domain: an integer, a finite real or an identifier.
+fn list_value(v: &toml::Value) -> Option<Value> {
+    match v {
+        toml::Value::Integer(i) => Some(Value::Int(*i)),
+        toml::Value::Float(f) if f.is_finite() => Some(Value::Real(*f)),
+        toml::Value::String(s) => Some(Value::Text(s.clone())),
+        _ => None,
+    }
+}
+
 fn expr(
     cx: &Ctx,
     problem: &Problem,
     what: &str,
-    v: &Spanned<IntOrExpr>,
+    v: &Spanned<NumOrExpr>,
 ) -> Result<Node, SpecError> {
     problem
         .int_expr(&v.get_ref().source())
@@ -460,7 +719,132 @@ fn elem_type(
         })
 }
 
-fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecError> {
+/// `init` as written: a name, a number, or a table with one key (`npy`, `copy`, `uniform`,
+/// `normal`).
+fn init(
+    cx: &Ctx,
+    span: &Range<usize>,
+    what: &str,
+    v: Option<&toml::Value>,
+    dir: &Path,
+) -> Result<Init, SpecError> {
+    const FORMS: &str = "random, bits, zeros, ones, iota, a number, { npy = \"file.npy\" }, { copy = \"ARG\" }, { uniform = [low, high] } or { normal = [mean, std_dev] }";
+    let err = |m: String| cx.err(span, format!("{what}: {m}"));
+    let pair = |key: &str, v: &toml::Value| -> Result<(f64, f64), SpecError> {
+        let numbers: Option<Vec<f64>> = v.as_array().map(|items| {
+            items
+                .iter()
+                .filter_map(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
+                .collect()
+        });
+        match numbers.as_deref() {
+            Some(&[a, b]) if v.as_array().is_some_and(|i| i.len() == 2) => Ok((a, b)),
+            _ => Err(err(format!("init.{key} takes two numbers, not {v}"))),
+        }
+    };
+    Ok(match v {
+        None => Init::Zeros,
+        Some(toml::Value::String(s)) => match s.as_str() {
+            "random" => Init::Random,
+            "zeros" => Init::Zeros,
+            "ones" => Init::Ones,
+            "iota" => Init::Iota,
+            "bits" => Init::Bits,
+            _ => return Err(err(format!("init is {FORMS}, not `{s}`"))),
+        },
+        Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
+        Some(toml::Value::Float(v)) => Init::Value(*v),
+        Some(toml::Value::Table(t)) if t.len() == 1 => {
+            let (key, value) = t.iter().next().expect("one entry");
+            match (key.as_str(), value) {
+                ("npy", toml::Value::String(file)) => Init::Npy(dir.join(file)),
+                ("copy", toml::Value::String(arg)) => Init::Copy(arg.clone()),
+                ("uniform", v) => {
+                    let (low, high) = pair(key, v)?;
+                    if !(low.is_finite() && high.is_finite() && low <= high) {
+                        return Err(err(format!(
+                            "init.uniform needs finite bounds with low <= high, not [{low}, {high}]"
+                        )));
+                    }
+                    Init::Uniform { low, high }
+                }
+                ("normal", v) => {
+                    let (mean, std_dev) = pair(key, v)?;
+                    if !(mean.is_finite() && std_dev.is_finite() && std_dev >= 0.0) {
+                        return Err(err(format!(
+                            "init.normal needs a finite mean and standard deviation >= 0, not [{mean}, {std_dev}]"
+                        )));
+                    }
+                    Init::Normal { mean, std_dev }
+                }
+                ("npy" | "copy", other) => {
+                    return Err(err(format!("init.{key} takes a name, not {other}")))
+                }
+                _ => return Err(err(format!("init is {FORMS}, not a table with `{key}`"))),
+            }
+        }
+        Some(v) => return Err(err(format!("init is {FORMS}, not {v}"))),
+    })
+}
+
+/// Checks every `init = { copy = "ARG" }`: the source is another buffer of the same type, and
+/// copies do not go round in a circle.
+fn check_copies(cx: &Ctx, raw: &RawSpec, args: &[Arg]) -> Result<(), SpecError> {
+    let copy_of = |i: usize| match &args[i].kind {
+        ArgKind::Buffer {
+            init: Init::Copy(from),
+            ..
+        } => Some(from.as_str()),
+        _ => None,
+    };
+    for (i, a) in args.iter().enumerate() {
+        let Some(from) = copy_of(i) else { continue };
+        let span = raw.args[i].span();
+        let what = format!("[[args]] {}", a.name);
+        let ArgKind::Buffer { ty, .. } = a.kind else {
+            unreachable!("only buffers have an init")
+        };
+        let Some(j) = args.iter().position(|b| b.name == from) else {
+            return Err(cx.err(&span, format!("{what}: init.copy: no argument `{from}`")));
+        };
+        match args[j].kind {
+            ArgKind::Buffer { ty: source, .. } if source == ty => {}
+            ArgKind::Buffer { ty: source, .. } => {
+                return Err(cx.err(
+                    &span,
+                    format!(
+                        "{what}: init.copy: `{from}` holds {}, not {}: a copy keeps the type",
+                        source.name(),
+                        ty.name()
+                    ),
+                ))
+            }
+            _ => {
+                return Err(cx.err(
+                    &span,
+                    format!("{what}: init.copy: `{from}` is not a buffer"),
+                ))
+            }
+        }
+    }
+    // Every source exists now: a chain of copies longer than the arguments goes round.
+    let source = |i: usize| copy_of(i).and_then(|from| args.iter().position(|b| b.name == from));
+    for (i, a) in args.iter().enumerate() {
+        let mut at = Some(i);
+        for _ in 0..=args.len() {
+            at = at.and_then(source);
+        }
+        if at.is_some() {
+            return Err(cx.err(
+                &raw.args[i].span(),
+                format!("[[args]] {}: init.copy goes round in a circle", a.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<Arg, SpecError> {
     let span = a.span();
     let r = a.get_ref();
     let what = format!("[[args]] {}", r.name);
@@ -469,38 +853,16 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
         span: &Range<usize>,
         what: &str,
         kind: &str,
-        field: &'a Option<Spanned<IntOrExpr>>,
+        field: &'a Option<Spanned<NumOrExpr>>,
         key: &str,
-    ) -> Result<&'a Spanned<IntOrExpr>, SpecError> {
+    ) -> Result<&'a Spanned<NumOrExpr>, SpecError> {
         field
             .as_ref()
             .ok_or_else(|| cx.err(span, format!("{what}: a {kind} argument needs `{key}`")))
     }
     let kind = match r.kind.as_str() {
         "buffer" => {
-            let init = match &r.init {
-                None => Init::Zeros,
-                Some(toml::Value::String(s)) => match s.as_str() {
-                    "random" => Init::Random,
-                    "zeros" => Init::Zeros,
-                    "ones" => Init::Ones,
-                    "iota" => Init::Iota,
-                    "bits" => Init::Bits,
-                    _ => {
-                        return Err(cx.err(
-                            &span,
-                            format!(
-                                "{what}: init is random, bits, zeros, ones, iota or a number, not `{s}`"
-                            ),
-                        ))
-                    }
-                },
-                Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
-                Some(toml::Value::Float(v)) => Init::Value(*v),
-                Some(v) => {
-                    return Err(cx.err(&span, format!("{what}: init cannot be {}", v.type_str())))
-                }
-            };
+            let init = init(cx, &span, &what, r.init.as_ref(), dir)?;
             let access = match r.access.as_deref() {
                 None | Some("read_write") => Access::ReadWrite,
                 Some("read") => Access::Read,
@@ -524,15 +886,14 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
                 access,
             }
         }
-        "scalar" => ArgKind::Scalar {
-            ty: elem_type(cx, &span, &what, r.ty.as_deref())?,
-            value: expr(
-                cx,
-                problem,
-                &format!("{what} value"),
-                need(cx, &span, &what, &r.kind, &r.value, "value")?,
-            )?,
-        },
+        "scalar" => {
+            let ty = elem_type(cx, &span, &what, r.ty.as_deref())?;
+            let value = need(cx, &span, &what, &r.kind, &r.value, "value")?;
+            ArgKind::Scalar {
+                ty,
+                value: scalar_value(cx, problem, &what, ty, value)?,
+            }
+        }
         "local" => ArgKind::Local {
             bytes: expr(
                 cx,
@@ -552,6 +913,36 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
         name: r.name.clone(),
         kind,
     })
+}
+
+/// A scalar argument's value, resolved in its type's arithmetic; an integer division of
+/// constants that is not exact is an error, and so is a constant value that does not fit the
+/// type (one that depends on parameters is checked for each configuration).
+fn scalar_value(
+    cx: &Ctx,
+    problem: &Problem,
+    what: &str,
+    ty: ElemType,
+    v: &Spanned<NumOrExpr>,
+) -> Result<Node, SpecError> {
+    let src = v.get_ref().source();
+    let at = |m: String| cx.err(&v.span(), format!("{what} value: {m}"));
+    let scope = problem.scope(None).map_err(|e| at(e.to_string()))?;
+    let e = Expr::parse(&src).map_err(|e| at(e.to_string()))?;
+    let want = if ty.is_real() { Type::Real } else { Type::Int };
+    let node = resolve(&e, &src, &scope, want).map_err(|e| at(e.to_string()))?;
+    if !ty.is_real() {
+        check_exact_divisions(&e, &src, &scope).map_err(|e| at(e.to_string()))?;
+    }
+    let mut vars = Vec::new();
+    node.vars(&mut vars);
+    if vars.is_empty() {
+        let value = node
+            .value(&[])
+            .ok_or_else(|| at("divides by zero or overflows".into()))?;
+        ty.scalar_bytes(&value).map_err(at)?;
+    }
+    Ok(node)
 }
 
 fn verify(
@@ -582,33 +973,79 @@ fn verify(
             }
         }
     }
-    let reference = match &r.reference {
+    let reference = r
+        .reference
+        .as_ref()
+        .map(|value| reference(cx, spec, &span, value, dir))
+        .transpose()?;
+    let check = match &r.check {
+        None => None,
+        Some(toml::Value::Table(t)) if t.contains_key("host") => {
+            Some(host_function(cx, &span, "check", t, dir)?)
+        }
+        Some(_) => {
+            return Err(cx.err(
+                &span,
+                "[verify] check is { host = \"file.c\", function = \"...\" }",
+            ))
+        }
+    };
+    if reference.is_none() && check.is_none() {
+        return Err(cx.err(&span, "[verify] needs a reference, a check, or both"));
+    }
+    let rtol = r.tolerance.unwrap_or(1e-4);
+    let atol = r.atol.unwrap_or(1e-6);
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+    }
+    Ok(Verify {
+        outputs: r.outputs.clone(),
+        reference,
+        check,
+        rtol,
+        atol,
+    })
+}
+
+/// `[verify] reference` as written.
+fn reference(
+    cx: &Ctx,
+    spec: &Spec,
+    span: &Range<usize>,
+    value: &toml::Value,
+    dir: &Path,
+) -> Result<Reference, SpecError> {
+    Ok(match value {
         toml::Value::String(s) => match s.strip_prefix("builtin:") {
             Some(name) => Reference::Builtin(name.to_string()),
-            None => return Err(cx.err(&span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
+            None => return Err(cx.err(span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
         },
         toml::Value::Table(t) if t.contains_key("config") => {
             let Some(cfg) = t["config"].as_table() else {
-                return Err(cx.err(&span, "[verify] reference.config is a table of parameter values"));
+                return Err(cx.err(span, "[verify] reference.config is a table of parameter values"));
             };
             let mut values = BTreeMap::new();
             for (k, val) in cfg {
                 if !spec.problem.params.iter().any(|p| &p.name == k) {
-                    return Err(cx.err(&span, format!("[verify] reference.config: `{k}` is not a parameter")));
+                    return Err(cx.err(span, format!("[verify] reference.config: `{k}` is not a parameter")));
                 }
-                let n = val.as_integer().ok_or_else(|| cx.err(&span, format!("[verify] reference.config.{k} must be an integer")))?;
+                let n = list_value(val).ok_or_else(|| cx.err(span, format!("[verify] reference.config.{k} must be one of the parameter's values")))?;
+                let slot = spec.codec.names().iter().position(|p| p == k).unwrap_or(0);
+                if spec.codec.codings()[slot].encode(&n).is_none() {
+                    return Err(cx.err(span, format!("[verify] reference.config.{k} = {n} is {}, not a value `{k}` can take", n.kind_name())));
+                }
                 values.insert(k.clone(), n);
             }
             if let Some(missing) = spec.problem.params.iter().find(|p| !values.contains_key(&p.name)) {
-                return Err(cx.err(&span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
+                return Err(cx.err(span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
             }
             Reference::Config(values)
         }
         toml::Value::Table(t) if t.contains_key("kernel") => {
-            let source = t["kernel"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.kernel is a file name"))?;
+            let source = t["kernel"].as_str().ok_or_else(|| cx.err(span, "[verify] reference.kernel is a file name"))?;
             let name = t.get("name").and_then(|n| n.as_str()).unwrap_or(&spec.kernel.name);
             if let Some(bad) = t.keys().find(|k| !["kernel", "name", "global"].contains(&k.as_str())) {
-                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
+                return Err(cx.err(span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
             }
             let global = match t.get("global") {
                 None => None,
@@ -623,11 +1060,11 @@ fn verify(
                             };
                             spec.problem
                                 .int_expr(&src)
-                                .map_err(|e| cx.err(&span, format!("[verify] reference.global: {e}")))
+                                .map_err(|e| cx.err(span, format!("[verify] reference.global: {e}")))
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
-                Some(_) => return Err(cx.err(&span, "[verify] reference.global is a list of 1 to 3 sizes")),
+                Some(_) => return Err(cx.err(span, "[verify] reference.global is a list of 1 to 3 sizes")),
             };
             Reference::Kernel {
                 source: dir.join(source),
@@ -635,33 +1072,44 @@ fn verify(
                 global,
             }
         }
-        toml::Value::Table(t) if t.contains_key("host") => {
-            let source = t["host"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.host is a C file name"))?;
-            if let Some(bad) = t.keys().find(|k| !["host", "function"].contains(&k.as_str())) {
-                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (host, function)")));
-            }
-            let function = match t.get("function") {
-                None => "ndtune_reference".to_string(),
-                Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
-                Some(other) => return Err(cx.err(&span, format!("[verify] reference.function must be a C function name, not {other}"))),
-            };
-            Reference::Host {
-                source: dir.join(source),
-                function,
-            }
-        }
-        _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
-    };
-    let rtol = r.tolerance.unwrap_or(1e-4);
-    let atol = r.atol.unwrap_or(1e-6);
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+        toml::Value::Table(t) if t.contains_key("host") => Reference::Host(host_function(cx, span, "reference", t, dir)?),
+        _ => return Err(cx.err(span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
+    })
+}
+
+/// `{ host = "file.c", function = "f" }` of `[verify] key`.
+fn host_function(
+    cx: &Ctx,
+    span: &Range<usize>,
+    key: &str,
+    t: &toml::map::Map<String, toml::Value>,
+    dir: &Path,
+) -> Result<HostFunction, SpecError> {
+    let source = t["host"]
+        .as_str()
+        .ok_or_else(|| cx.err(span, format!("[verify] {key}.host is a C file name")))?;
+    if let Some(bad) = t
+        .keys()
+        .find(|k| !["host", "function"].contains(&k.as_str()))
+    {
+        return Err(cx.err(
+            span,
+            format!("[verify] {key}: unknown key `{bad}` (host, function)"),
+        ));
     }
-    Ok(Verify {
-        outputs: r.outputs.clone(),
-        reference,
-        rtol,
-        atol,
+    let function = match t.get("function") {
+        None => format!("ndtune_{key}"),
+        Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
+        Some(other) => {
+            return Err(cx.err(
+                span,
+                format!("[verify] {key}.function must be a C function name, not {other}"),
+            ))
+        }
+    };
+    Ok(HostFunction {
+        source: dir.join(source),
+        function,
     })
 }
 
@@ -750,7 +1198,7 @@ fn split(cx: &Ctx, spec: &Spec, sp: &Spanned<crate::raw::RawSplit>) -> Result<Sp
                 )
             })?;
         let b = b.get_ref();
-        let halo = |e: &Option<Spanned<IntOrExpr>>, key: &str| match e {
+        let halo = |e: &Option<Spanned<NumOrExpr>>, key: &str| match e {
             Some(e) => expr(cx, &spec.problem, &format!("{what} {key}"), e),
             None => spec
                 .problem

@@ -1,14 +1,15 @@
 //! `ndtune tune`: measure a spec's pruned space on one or more live devices with a search
 //! strategy, through a supervised worker process, keeping every outcome in the store as it
-//! happens; resume from the store; or replay recorded results (`--replay`).
+//! happens; resume from the store; sweep over constants (`--set N=256,512`: a campaign per
+//! value); or replay recorded results (`--replay`).
 
 use crate::cli::{CampaignArgs, SearchArgs, TuneArgs};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, OutcomeKind};
-use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share};
+use ndtune_core::{Config, Constants, OutcomeKind};
+use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share};
 use ndtune_search::{AutoChoice, Budget};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -29,15 +30,33 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .spec
         .as_ref()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
-    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
-    let spec = Spec::load_with(spec_path, &overrides)?;
-    spec.kernel_source()?
-        .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
+    let sweep = args
+        .campaign
+        .constants
+        .sweep()
+        .map_err(anyhow::Error::msg)?;
+    // Every combination's spec is checked before anything is measured.
+    let specs = sweep
+        .iter()
+        .map(|overrides| {
+            let spec = Spec::load_with(spec_path, overrides)?;
+            spec.kernel_source()?.ok_or_else(|| {
+                anyhow!("{}: [kernel] source is needed to tune", spec.path.display())
+            })?;
+            Ok(spec)
+        })
+        .collect::<Result<Vec<Spec>>>()?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let devices = targets::live_devices(args.device.as_deref())?;
-    let store = Store::open(&args.campaign.store.db)?;
+    let store = args.campaign.store.open()?;
     if args.share.pool {
-        return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
+        let ([spec], [overrides]) = (specs.as_slice(), sweep.as_slice()) else {
+            bail!(
+                "--pool runs one campaign, and --set gives {} combinations of values: start a pool for each",
+                sweep.len()
+            );
+        };
+        return crate::cmd_pool::run(args, spec, overrides, &devices, &store);
     }
     if args.share.worker && devices.len() > 1 {
         bail!(
@@ -51,54 +70,156 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let mut reports = Vec::new();
-    for device in &devices {
-        let share = args.share.worker.then(|| Share {
-            worker: args
-                .share
-                .worker_id
-                .clone()
-                .unwrap_or_else(|| default_worker_id(device)),
-            lease: args.share.lease,
-            location: args.campaign.store.db.clone().into(),
-        });
-        reports.push(tune_device(
-            &args.campaign,
-            args.timeout,
-            &spec,
-            &overrides,
-            device,
-            &targets::label(device),
-            &store,
-            &progress,
-            &args.search,
-            share,
-        )?);
+    for (spec, overrides) in specs.iter().zip(&sweep) {
+        for device in &devices {
+            let share = args.share.worker.then(|| Share {
+                worker: args
+                    .share
+                    .worker_id
+                    .clone()
+                    .unwrap_or_else(|| default_worker_id(device)),
+                lease: args.share.lease,
+                location: args.campaign.store.db.clone().into(),
+            });
+            reports.push(tune_device(
+                &args.campaign,
+                args.timeout,
+                spec,
+                overrides,
+                device,
+                &targets::label(device),
+                &store,
+                &progress,
+                &args.search,
+                share,
+            )?);
+        }
     }
+    // A sweep ends with the best of each of its campaigns.
+    let swept: Option<Vec<Swept>> = (sweep.len() > 1).then(|| {
+        reports
+            .iter()
+            .map(|r| Swept {
+                constants: r.constants.clone(),
+                device: r.device.clone(),
+                setup: r.setup.clone(),
+                best: r.best.clone(),
+            })
+            .collect()
+    });
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "devices": reports }))?
-        );
+        let mut out = serde_json::json!({ "devices": reports });
+        if let Some(swept) = &swept {
+            out["sweep"] = serde_json::to_value(swept)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for r in &reports {
             print_report(r, store.path());
+        }
+        if let Some(swept) = &swept {
+            print_sweep(swept, &reports[0].names);
         }
         println!(
             "pictures of this campaign: ndtune report --db {} --out report.html",
             store.path().display()
         );
     }
+    // Reports come in sweep order, each spec's devices in turn.
+    let tuned = specs
+        .iter()
+        .flat_map(|spec| devices.iter().map(move |device| (spec, device)));
+    let why: Vec<String> = reports
+        .iter()
+        .zip(tuned)
+        .filter_map(|(r, (spec, device))| nothing_measured(spec, r, device))
+        .collect();
+    if !why.is_empty() {
+        bail!("{}", why.join("\n"));
+    }
     Ok(())
 }
 
+/// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
+/// failed), where that is so: a campaign that measured something exits 0, however much else
+/// failed.
+pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
+    if !r.measured_nothing() {
+        return None;
+    }
+    if r.pruned == 0 {
+        let target = Target::from_profile(&r.device, &device.profile);
+        return Some(match spec.problem.prune(&[target]) {
+            Ok(pruning) => crate::cmd_space::empty_space(spec, &r.device, &pruning).to_string(),
+            Err(e) => spec.locate(&e).to_string(),
+        });
+    }
+    // A budget that ran out before the first configuration (`--time 0s`) is what was asked.
+    let tried = r.evaluated + r.reused;
+    (tried > 0).then(|| {
+        format!(
+            "nothing could be measured on {}: all {tried} configurations evaluated failed ({}); the first of each kind are listed above",
+            r.device,
+            outcome_counts(&r.outcomes)
+        )
+    })
+}
+
+/// How long the claims of a campaign of its own outlive its last heartbeat (`--lease` is a
+/// worker's).
+const GUARD_LEASE: Duration = Duration::from_secs(60);
+
+/// One campaign of a sweep over constants, as its closing table shows it.
+#[derive(serde::Serialize)]
+struct Swept {
+    constants: Constants,
+    device: String,
+    setup: String,
+    best: Option<Best>,
+}
+
+/// The closing table of a sweep: each campaign's constants, device and best configuration.
+fn print_sweep(swept: &[Swept], names: &[String]) {
+    println!("sweep: the best of each of its {} campaigns", swept.len());
+    let rows: Vec<[String; 4]> = swept
+        .iter()
+        .map(|s| {
+            let (config, ms) = match &s.best {
+                Some(b) => (show_config(names, &b.config), format!("{:.4}", b.time_ms)),
+                None => ("none measured".into(), "-".into()),
+            };
+            [
+                show_constants(&s.constants).trim_start().to_string(),
+                s.device.clone(),
+                ms,
+                config,
+            ]
+        })
+        .collect();
+    let header = ["constants", "device", "ms", "best configuration"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for r in std::iter::once(header.map(String::from)).chain(rows) {
+        println!("  {:w0$}  {:w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
+    }
+}
+
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
-/// a progress bar; the report of the campaign.
+/// a progress bar; the report of the campaign. Without `share` (a worker's), the campaign claims
+/// what it measures as `host:pid:device`, so that another process tuning the same campaign in
+/// the same store never measures it too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_device(
     campaign: &CampaignArgs,
     timeout: Option<f64>,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &Constants,
     device: &ClDevice,
     label: &str,
     store: &Store,
@@ -113,7 +234,7 @@ pub(crate) fn tune_device(
     let source = spec
         .kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
-    let group = ndtune_engine::group(spec, &source, device, store)?;
+    let group = ndtune_engine::group(spec, &source, campaign.seed, device, store)?;
     record_space(spec, label, &pruning, &group, store)?;
     let resolved = resolve_strategy(campaign, search.time, pruning.stats.pruned);
     if let Some(choice) = &resolved.auto {
@@ -151,6 +272,11 @@ pub(crate) fn tune_device(
             budget: resolved.budget.evaluations,
             time: resolved.budget.time,
             warm_start: search.warm_start,
+            guard: share.is_none().then(|| Share {
+                worker: default_worker_id(device),
+                lease: GUARD_LEASE,
+                location: campaign.store.db.clone().into(),
+            }),
             share,
             seed: campaign.seed,
             timeout: timeout.map(Duration::from_secs_f64),
@@ -270,7 +396,7 @@ pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static st
 }
 
 /// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
-pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
+pub(crate) fn show_constants(constants: &Constants) -> String {
     constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
@@ -278,16 +404,22 @@ pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
 pub(crate) fn show_config(names: &[String], config: &Config) -> String {
     names
         .iter()
-        .map(|n| format!("{n}={}", config.get(n).map_or("?".into(), i64::to_string)))
+        .map(|n| {
+            format!(
+                "{n}={}",
+                config.get(n).map_or("?".into(), ToString::to_string)
+            )
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
 
 pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
     println!(
-        "{} — `{}` ({} strategy, {} of {} valid configurations)",
+        "{} — `{}`{} ({} strategy, {} of {} valid configurations)",
         r.device,
         r.kernel,
+        show_constants(&r.constants),
         r.strategy,
         r.evaluated + r.reused,
         r.pruned
@@ -313,12 +445,47 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         None => println!("  best       none: no configuration was measured and verified"),
     }
     println!("  outcomes   {}", outcome_counts(&r.outcomes));
+    for (kind, failed) in &r.failures {
+        let more = r.outcomes.get(kind).copied().unwrap_or(0) as usize - failed.len();
+        for (i, f) in failed.iter().enumerate() {
+            let head = if i == 0 { *kind } else { "" };
+            println!(
+                "  {head:<13}{}: {}",
+                show_config(&r.names, &f.config),
+                f.reason
+            );
+        }
+        if more > 0 {
+            println!("  {:<13}... and {more} more (ndtune show --config NAME=VALUE,... prints one whole)", "");
+        }
+    }
+    if !r.verified {
+        println!("  verified   nothing: the spec has no [verify], so outputs were not checked");
+    }
+    for h in &r.hints {
+        println!("  hint       {h}");
+    }
     println!(
-        "  evaluated  {} now, {} reused from {}",
+        "  evaluated  {} now, {} reused from {} (setup {})",
         r.evaluated,
         r.reused,
-        db.display()
+        db.display(),
+        r.setup
     );
+    for other in &r.not_reused {
+        let mut what = other.differences.clone();
+        if what.len() > 3 {
+            let more = what.len() - 2;
+            what.truncate(2);
+            what.push(format!("{more} more differences"));
+        }
+        println!(
+            "  not reused {} results of this kernel source, constants and device under setup {}: {}",
+            other.results,
+            other.setup,
+            what.join("; ")
+        );
+    }
     if r.evaluated > 0 {
         let t = &r.time;
         println!(

@@ -14,6 +14,7 @@ mod cmd_pool;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_serve;
+mod cmd_show;
 mod cmd_space;
 mod cmd_split;
 mod cmd_status;
@@ -21,6 +22,7 @@ mod cmd_stencil;
 mod cmd_tune;
 mod kernel_check;
 mod output;
+mod select;
 mod targets;
 
 use clap::Parser;
@@ -34,11 +36,19 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = cli::Cli::parse();
+    // A campaign stopped by SIGTERM, SIGINT or SIGHUP ends its worker processes and keeps what
+    // it measured (ndtune_bench::children).
+    if let cli::Command::Tune(_) | cli::Command::Collect(_) | cli::Command::Split(_) = cli.command {
+        if let Err(e) = ndtune_bench::children::end_with_signals() {
+            eprintln!("error: cannot handle SIGTERM and SIGINT: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ndtune_bench::children::stopping_status().map_or(ExitCode::FAILURE, ExitCode::from)
         }
     }
 }
@@ -49,6 +59,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Space(args) => cmd_space::run(&args),
         cli::Command::Tune(args) => cmd_tune::run(&args),
         cli::Command::Export(args) => cmd_export::run(&args),
+        cli::Command::Show(args) => cmd_show::run(&args),
         cli::Command::Split(args) => cmd_split::run(&args),
         cli::Command::Stencil(cmd) => cmd_stencil::run(&cmd),
         cli::Command::Collect(args) => cmd_collect::run(&args),
