@@ -238,8 +238,8 @@ pub(crate) fn tune_device(
     record_space(spec, label, &pruning, &group, store)?;
     let resolved = resolve_strategy(campaign, search.time, pruning.stats.pruned);
     if let Some(choice) = &resolved.auto {
-        // Not shown with --json (and in pool workers): the report names the strategy.
-        let _ = progress.println(format!("{label}: strategy auto: {choice}"));
+        // On stderr, so that it shows in a log too and never mixes with --json's output.
+        progress.suspend(|| eprintln!("{label}: strategy auto: {choice}"));
     }
     let bar = progress.add(ProgressBar::new(0));
     bar.set_style(
