@@ -359,7 +359,7 @@ mod tests {
         };
         let grad = objective(&diff2, n, &ys, &h, true).unwrap().1.unwrap();
         let eps = 1e-5;
-        for i in 0..3 {
+        for (i, analytic) in grad.iter().enumerate() {
             let shift = |e: f64| {
                 let mut h = h.clone();
                 if i < 2 {
@@ -371,9 +371,8 @@ mod tests {
             };
             let numeric = (shift(eps) - shift(-eps)) / (2.0 * eps);
             assert!(
-                (numeric - grad[i]).abs() < 1e-4 * (1.0 + numeric.abs()),
-                "parameter {i}: {numeric} against {}",
-                grad[i]
+                (numeric - analytic).abs() < 1e-4 * (1.0 + numeric.abs()),
+                "parameter {i}: {numeric} against {analytic}"
             );
         }
     }
