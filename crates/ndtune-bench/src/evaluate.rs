@@ -636,10 +636,7 @@ impl Bench {
             ))),
             _ => RunError::Outcome(Outcome::Refused {
                 error: match self.advice.get() {
-                    Some(a) => format!(
-                        "{e} (a work-group of {} work-items; the build's CL_KERNEL_WORK_GROUP_SIZE is {}, its CL_KERNEL_LOCAL_MEM_SIZE {} bytes)",
-                        a.launched_work_group, a.work_group_size, a.local_mem_bytes
-                    ),
+                    Some(a) => a.refusal(&e.to_string()),
                     None => e.to_string(),
                 },
             }),

@@ -84,7 +84,33 @@ impl Advice {
     pub fn exceeded(&self) -> bool {
         self.launched_work_group > self.work_group_size
     }
+
+    /// The error text of a refused launch: the driver's error, then this advice (read back by
+    /// [`Advice::of_refusal`]).
+    pub fn refusal(&self, error: &str) -> String {
+        format!(
+            "{error} {REFUSAL_ADVICE}{} work-items; the build's CL_KERNEL_WORK_GROUP_SIZE is {}, its CL_KERNEL_LOCAL_MEM_SIZE {} bytes)",
+            self.launched_work_group, self.work_group_size, self.local_mem_bytes
+        )
+    }
+
+    /// The advice a refused launch's error text carries ([`Advice::refusal`]), if it does.
+    pub fn of_refusal(text: &str) -> Option<Advice> {
+        let (_, rest) = text.rsplit_once(REFUSAL_ADVICE)?;
+        let (launched, rest) =
+            rest.split_once(" work-items; the build's CL_KERNEL_WORK_GROUP_SIZE is ")?;
+        let (work_group, rest) = rest.split_once(", its CL_KERNEL_LOCAL_MEM_SIZE ")?;
+        let local_mem = rest.strip_suffix(" bytes)")?;
+        Some(Advice {
+            work_group_size: work_group.parse().ok()?,
+            local_mem_bytes: local_mem.parse().ok()?,
+            launched_work_group: launched.parse().ok()?,
+        })
+    }
 }
+
+/// Where a refusal's text gives the advice ([`Advice::refusal`]).
+const REFUSAL_ADVICE: &str = "(a work-group of ";
 
 impl Timing {
     pub fn new(times_ms: Vec<f64>, best_of: usize) -> Timing {
@@ -222,6 +248,16 @@ impl Outcome {
         }
     }
 
+    /// The driver's advice on this outcome's build, where it was asked: a measurement keeps it
+    /// in its timing, a refusal in its error text.
+    pub fn advice(&self) -> Option<Advice> {
+        match self {
+            Outcome::Measured(t) => t.advice,
+            Outcome::Refused { error } => Advice::of_refusal(error),
+            _ => None,
+        }
+    }
+
     /// Why a configuration failed, in one line: the compiler's first error line, the driver's
     /// error, the first mismatch (index, expected, got) or the check's message, how the worker
     /// died, the deadline. `None` for measured and pruned configurations.
@@ -304,6 +340,30 @@ mod tests {
         }
         assert_eq!(all[0].score_ms(), Some(1.0));
         assert_eq!(all[3].score_ms(), None);
+    }
+
+    #[test]
+    fn a_refusal_carries_the_advice_in_its_text() {
+        let advice = Advice {
+            work_group_size: 768,
+            local_mem_bytes: 4096,
+            launched_work_group: 1024,
+        };
+        let text = advice.refusal("CL_OUT_OF_RESOURCES (launch (1024, 1, 1))");
+        assert_eq!(
+            text,
+            "CL_OUT_OF_RESOURCES (launch (1024, 1, 1)) (a work-group of 1024 work-items; the build's CL_KERNEL_WORK_GROUP_SIZE is 768, its CL_KERNEL_LOCAL_MEM_SIZE 4096 bytes)"
+        );
+        let refused = Outcome::Refused { error: text };
+        assert_eq!(refused.advice(), Some(advice));
+        assert!(refused.advice().unwrap().exceeded());
+        let plain = Outcome::Refused {
+            error: "CL_INVALID_WORK_GROUP_SIZE".into(),
+        };
+        assert_eq!(plain.advice(), None);
+        let mut timing = Timing::new(vec![1.0], 1);
+        timing.advice = Some(advice);
+        assert_eq!(Outcome::Measured(timing).advice(), Some(advice));
     }
 
     #[test]

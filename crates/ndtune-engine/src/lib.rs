@@ -29,9 +29,13 @@
 //!   cost for the strategy, rank the report, and are kept in the store as definitions
 //!   ([`Store::put_metrics`]); where they need the energy, the workers measure it, and a device
 //!   without a power source is an error before anything is measured.
+//! - The driver's advice on each build (`CL_KERNEL_WORK_GROUP_SIZE`, `CL_KERNEL_LOCAL_MEM_SIZE`)
+//!   is kept per define set, so the strategy learns which launches go beyond it before they are
+//!   measured ([`ndtune_search::Evaluator::exceeds_advice`]).
 //!
 //! It never parses a command line and never prints.
 
+mod advice;
 mod live;
 mod report;
 pub mod share;
@@ -279,6 +283,13 @@ impl Campaign<'_> {
             .try_into()
             .unwrap_or(usize::MAX);
         observer.event(Event::Started { total });
+        let mut advice =
+            advice::AdviceBook::for_spec(spec, &source, self.device.profile.local_mem_size);
+        for (config, outcome) in &existing {
+            if let Ok(point) = codec.point(config) {
+                advice.note(&point, outcome);
+            }
+        }
         let mut live = Live {
             supervisor: Supervisor::new(
                 self.options.processes.command("__worker"),
@@ -323,6 +334,7 @@ impl Campaign<'_> {
             guard,
             measured_ahead: Default::default(),
             promised: Vec::new(),
+            advice,
         };
         let run = Run {
             budget: Budget {

@@ -3,6 +3,7 @@
 //! store at once, and accounts the time. In a shared campaign it measures only what it claimed;
 //! in a campaign of its own with a guard, only what it could claim (see [`crate::share`]).
 
+use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
@@ -57,6 +58,8 @@ pub(crate) struct Live<'a> {
     /// Points the strategy promised to ask for ([`Evaluator::will_ask`]), not measured yet,
     /// with their build keys.
     pub promised: Vec<(String, Point)>,
+    /// The driver's advice per build, from every outcome seen.
+    pub advice: AdviceBook<'a>,
 }
 
 impl Live<'_> {
@@ -403,7 +406,20 @@ impl Evaluator for Live<'_> {
         self.announce(points, false);
     }
 
+    fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
+        self.advice.exceeds(point)
+    }
+
     fn evaluate(&mut self, point: &[i64]) -> Evaluated {
+        let evaluated = self.evaluate_here(point);
+        self.advice.note(point, &evaluated.outcome);
+        evaluated
+    }
+}
+
+impl Live<'_> {
+    /// [`Evaluator::evaluate`]: from the store, or measured now.
+    fn evaluate_here(&mut self, point: &[i64]) -> Evaluated {
         let config = self.config(point);
         if let Some(outcome) = self.existing.get(&config) {
             let outcome = outcome.clone();

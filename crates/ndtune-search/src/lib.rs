@@ -35,6 +35,7 @@
 //! ```
 
 mod candidates;
+mod gp;
 mod recorded;
 mod session;
 mod space;
@@ -46,7 +47,8 @@ pub use ndtune_space::lazy::ValidSpace;
 pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECORDED};
 pub use space::{neighbours, Neighbourhood, SearchSpace};
 pub use strategy::{
-    by_name, Anneal, Exhaustive, Genetic, LocalSearch, RandomSampling, Surrogate, UnknownStrategy,
+    auto_choice, by_name, Anneal, Auto, AutoChoice, Bayes, Exhaustive, Genetic, LocalSearch,
+    RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET, AUTO_EXHAUSTIVE_UP_TO, AUTO_STRATEGY,
     STRATEGY_NAMES,
 };
 pub use warm::{warm_start, FAILED_RATIO, WARM_POINTS};
@@ -74,6 +76,16 @@ pub trait Evaluator {
     /// starts promise; adaptive strategies only hint.
     fn will_ask(&mut self, points: &[Point]) {
         self.upcoming(points)
+    }
+
+    /// What the driver's advice says of `point` before it is measured: `Some(true)` where the
+    /// work-group it launches is above its build's `CL_KERNEL_WORK_GROUP_SIZE` (or its local
+    /// memory, the build's own with the declared, above the device's), as queried when another
+    /// configuration of the same build was evaluated; `Some(false)` where it is within; `None`
+    /// where the evaluator does not know. A launch beyond the advice is likely, not certain,
+    /// to be refused (NVIDIA's driver launches some): strategies take it as a prior.
+    fn exceeds_advice(&mut self, _point: &[i64]) -> Option<bool> {
+        None
     }
 
     /// What strategies minimise for an evaluated point: a positive, finite cost, lower is
@@ -124,6 +136,13 @@ pub trait Strategy {
     fn name(&self) -> &'static str;
 
     fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace;
+
+    /// Whether the strategy's choices never depend on its evaluation budget, so that the
+    /// first N evaluations of a run with a larger budget are the run with budget N (a
+    /// benchmark of several budgets may run it once).
+    fn anytime(&self) -> bool {
+        false
+    }
 
     /// [`Strategy::search`] with at most `budget` evaluations (`None`: the strategy's default)
     /// and no warm start.

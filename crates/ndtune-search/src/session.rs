@@ -3,6 +3,7 @@
 
 use crate::space::{Draws, SearchSpace};
 use crate::{Evaluator, Point, Run, Step, Trace};
+use ndtune_core::Outcome;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -130,6 +131,31 @@ impl<'a> Session<'a> {
         Some(log_cost)
     }
 
+    /// How likely `point` is to be refused at launch, from the driver's advice
+    /// ([`Evaluator::exceeds_advice`]): 0 where the evaluator knows of no excess, else the
+    /// share of this run's launches beyond their advice that were refused, starting from a
+    /// prior of [`REFUSED_BEYOND_ADVICE`] (as many pseudo-launches as [`ADVICE_PRIOR_WEIGHT`]).
+    pub fn refusal_risk(&mut self, point: &[i64]) -> f64 {
+        if self.eval.exceeds_advice(point) != Some(true) {
+            return 0.0;
+        }
+        let (mut refused, mut beyond) = (0.0, 0.0);
+        for step in &self.trace.steps {
+            if step.outcome.advice().is_some_and(|a| a.exceeded()) {
+                beyond += 1.0;
+                if matches!(step.outcome, Outcome::Refused { .. }) {
+                    refused += 1.0;
+                }
+            }
+        }
+        (refused + REFUSED_BEYOND_ADVICE * ADVICE_PRIOR_WEIGHT) / (beyond + ADVICE_PRIOR_WEIGHT)
+    }
+
+    /// Whether `point` is more likely refused than not ([`Session::refusal_risk`]).
+    pub fn likely_refused(&mut self, point: &[i64]) -> bool {
+        self.refusal_risk(point) > 0.5
+    }
+
     /// A uniformly random point not evaluated yet; `None` when every point was.
     pub fn fresh(&mut self, rng: &mut ChaCha8Rng) -> Option<Point> {
         let len = self.space.len();
@@ -150,6 +176,12 @@ impl<'a> Session<'a> {
     /// those evaluated already and those past the budget.
     pub fn upcoming(&mut self, points: impl IntoIterator<Item = Point>) {
         self.announce(points, false);
+    }
+
+    /// Tells the evaluator that these points will be evaluated next whatever the outcomes
+    /// ([`Evaluator::will_ask`]), leaving out those evaluated already and those past the budget.
+    pub fn promise(&mut self, points: impl IntoIterator<Item = Point>) {
+        self.announce(points, true);
     }
 
     /// [`Session::upcoming`], as a hint or, with `promise`, as [`Evaluator::will_ask`].
@@ -197,6 +229,11 @@ impl<'a> Session<'a> {
         self.trace
     }
 }
+
+/// The prior chance that a launch beyond the driver's advice is refused
+/// ([`Session::refusal_risk`]), and its weight in launches.
+pub(crate) const REFUSED_BEYOND_ADVICE: f64 = 0.9;
+pub(crate) const ADVICE_PRIOR_WEIGHT: f64 = 4.0;
 
 /// How many points [`Session::evaluate_in_order`] announces ahead.
 pub(crate) const WINDOW: usize = 1024;

@@ -402,9 +402,11 @@ impl StoreArgs {
 pub struct CampaignArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Search strategy: exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls,
-    /// mls-adjacent or forest (docs/tuning.md, "Strategies").
-    #[arg(long, default_value = "exhaustive")]
+    /// Search strategy: auto, exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent,
+    /// mls, mls-adjacent, forest or bo (docs/tuning.md, "Strategies"). `auto` measures a space
+    /// of up to 200 configurations whole and searches a larger one with `bo` (100 evaluations
+    /// unless --budget or --time says otherwise).
+    #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// At most this many configurations per device.
     #[arg(long, value_name = "N")]
@@ -748,7 +750,7 @@ pub struct BenchStrategiesArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "random,anneal,anneal-jump,ga,ils,ils-adjacent,mls,mls-adjacent,forest"
+        default_value = "random,anneal,anneal-jump,ga,ils,ils-adjacent,mls,mls-adjacent,forest,bo"
     )]
     pub strategies: Vec<String>,
     /// Evaluation budgets.

@@ -184,11 +184,19 @@ fn bench(
                                     .expect("checked")
                                     .search(space, &mut eval, &run)
                             };
+                            let long = one(largest);
+                            // A strategy whose choices do not depend on the budget runs once.
+                            let anytime = by_name(name, seed).expect("checked").anytime();
                             let fractions: Vec<f64> = budgets
                                 .iter()
-                                .map(|&b| fraction(d.optimum_ms, &one(b)))
+                                .map(|&b| {
+                                    if anytime {
+                                        fraction(d.optimum_ms, &long, b)
+                                    } else {
+                                        fraction(d.optimum_ms, &one(b), b)
+                                    }
+                                })
                                 .collect();
-                            let long = one(largest);
                             let to = |target: f64| reached(d.optimum_ms, &long, target);
                             SeedResult {
                                 fractions,
@@ -229,9 +237,15 @@ fn bench(
     }
 }
 
-/// optimum / best of the trace, 0 where it measured nothing.
-fn fraction(optimum_ms: f64, trace: &Trace) -> f64 {
-    trace.best().map_or(0.0, |(_, ms)| optimum_ms / ms)
+/// optimum / best of the trace's first `budget` evaluations, 0 where they measured nothing.
+fn fraction(optimum_ms: f64, trace: &Trace, budget: usize) -> f64 {
+    trace
+        .steps
+        .iter()
+        .take(budget)
+        .filter_map(|s| s.outcome.score_ms().filter(|ms| ms.is_finite()))
+        .reduce(f64::min)
+        .map_or(0.0, |ms| optimum_ms / ms)
 }
 
 /// After how many evaluations the best so far is within `target` of the optimum.

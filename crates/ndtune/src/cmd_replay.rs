@@ -142,6 +142,9 @@ struct Found {
 struct ReplayReport {
     replay: String,
     strategy: String,
+    /// What `--strategy auto` chose, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auto: Option<String>,
     budget: Option<usize>,
     objective: ndtune_engine::ObjectiveReport,
     configurations: usize,
@@ -175,12 +178,11 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let cost = |c: &Config, o: &Outcome| metrics.objective().cost(value(c, o)?);
     let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?.costed(cost);
     let space: Candidates = recorded.space().clone();
-    let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
+    let resolved =
+        crate::cmd_tune::resolve_strategy(&args.campaign, args.search.time, space.len() as u128);
+    let mut strategy = ndtune_search::by_name(&resolved.strategy, args.campaign.seed)?;
     let run = ndtune_search::Run {
-        budget: ndtune_search::Budget {
-            evaluations: args.campaign.budget,
-            time: args.search.time,
-        },
+        budget: resolved.budget,
         warm: Vec::new(),
     };
     let trace = strategy.search(&space, &mut recorded, &run);
@@ -210,8 +212,9 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let objective = metrics.objective();
     let report = ReplayReport {
         replay: rec.label.clone(),
-        strategy: args.campaign.strategy.clone(),
-        budget: args.campaign.budget,
+        strategy: resolved.strategy,
+        auto: resolved.auto.as_ref().map(ToString::to_string),
+        budget: resolved.budget.evaluations,
         objective: ndtune_engine::ObjectiveReport::of(&metrics),
         configurations: space.len(),
         evaluations: trace.steps.len(),
@@ -229,6 +232,9 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
+    }
+    if let Some(why) = &report.auto {
+        println!("strategy auto: {why}");
     }
     println!(
         "replay of {}: {} strategy, {} of {} configurations evaluated",

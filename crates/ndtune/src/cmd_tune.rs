@@ -10,6 +10,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, OutcomeKind};
 use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share};
+use ndtune_search::{AutoChoice, Budget};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store};
@@ -252,6 +253,11 @@ pub(crate) fn tune_device(
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
     let group = ndtune_engine::group(spec, &source, campaign.seed, device, store)?;
     record_space(spec, label, &pruning, &group, store)?;
+    let resolved = resolve_strategy(campaign, search.time, pruning.stats.pruned);
+    if let Some(choice) = &resolved.auto {
+        // On stderr, so that it shows in a log too and never mixes with --json's output.
+        progress.suspend(|| eprintln!("{label}: strategy auto: {choice}"));
+    }
     let bar = progress.add(ProgressBar::new(0));
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
@@ -286,9 +292,9 @@ pub(crate) fn tune_device(
         pruning,
         store,
         options: Options {
-            strategy: campaign.strategy.clone(),
-            budget: campaign.budget,
-            time: search.time,
+            strategy: resolved.strategy,
+            budget: resolved.budget.evaluations,
+            time: resolved.budget.time,
             warm_start: search.warm_start,
             guard: share.is_none().then(|| Share {
                 worker: default_worker_id(device),
@@ -308,6 +314,41 @@ pub(crate) fn tune_device(
     .run(&mut observer);
     bar.finish();
     Ok(report?)
+}
+
+/// The strategy and budget a search runs with.
+pub(crate) struct Resolved {
+    pub strategy: String,
+    pub budget: Budget,
+    /// What `--strategy auto` chose, to tell the user.
+    pub auto: Option<AutoChoice>,
+}
+
+/// The strategy and budget of a search of a pruned space of `valid` configurations:
+/// `--strategy auto` (the default) resolved ([`ndtune_search::auto_choice`]); any other
+/// strategy as given.
+pub(crate) fn resolve_strategy(
+    campaign: &CampaignArgs,
+    time: Option<Duration>,
+    valid: u128,
+) -> Resolved {
+    let given = Budget {
+        evaluations: campaign.budget,
+        time,
+    };
+    if campaign.strategy != "auto" {
+        return Resolved {
+            strategy: campaign.strategy.clone(),
+            budget: given,
+            auto: None,
+        };
+    }
+    let choice = ndtune_search::auto_choice(valid, given);
+    Resolved {
+        strategy: choice.strategy.to_string(),
+        budget: choice.budget,
+        auto: Some(choice),
+    }
 }
 
 /// A worker's name where none is given: `host:pid:device` (the device's selector).

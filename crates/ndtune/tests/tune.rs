@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use ndtune_search::{AUTO_BUDGET, AUTO_EXHAUSTIVE_UP_TO, AUTO_STRATEGY};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -422,4 +423,57 @@ fn sub_devices_are_tuned_each_in_its_own_worker() {
         "0:1/2,0:1/2",
     ]);
     assert!(err.contains("named twice"), "{err}");
+}
+
+#[test]
+fn tune_without_a_strategy_searches_millions_of_configurations_within_its_default_budget() {
+    // 6 work-groups x 200 x 200 x 20 values of parameters the kernel never reads (no define,
+    // so they share a build) x 2 loop lengths: 9.6 million valid configurations.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "work.cl", KERNEL);
+    let spec = write(
+        dir.path(),
+        "many.toml",
+        &format!(
+            r#"
+[kernel]
+name = "work"
+source = "work.cl"
+[constants]
+N = 4096
+[params]
+WG = [1, 2, 4, 8, 16, 32]
+A = {{ range = [1, 200] }}
+B = {{ range = [1, 200] }}
+C = {{ range = [1, 20] }}
+SLOW = [1, 2]
+[launch]
+global = ["N"]
+local = ["WG"]
+{XY_ARGS}
+[measure]
+warmup = 0
+runs = 1
+"#
+        ),
+    );
+    let db = dir.path().join("many.db");
+    let out = ndtune()
+        .args(["tune", &spec, "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "strategy auto: {AUTO_STRATEGY}, at most {AUTO_BUDGET} evaluations: 9600000 configurations are too many to measure all (more than {AUTO_EXHAUSTIVE_UP_TO})"
+        )) && stderr.contains("--strategy NAME") && stderr.contains("--budget N"),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &report["devices"][0];
+    assert_eq!(d["strategy"], AUTO_STRATEGY);
+    assert_eq!(d["pruned"].as_u64(), Some(9_600_000));
+    assert_eq!(d["evaluated"].as_u64(), Some(AUTO_BUDGET as u64), "{d}");
+    assert_eq!(stored(&db), AUTO_BUDGET, "each evaluation stored once");
 }

@@ -21,7 +21,8 @@ use rand_chacha::ChaCha8Rng;
 ///   T1 = 0.005. A step 10% slower (Δcost 0.095) is taken with probability 0.62 at first, 0.05
 ///   half-way and about 0 at the end.
 /// - Start: the best warm-start point, else a random point. Restart: when every neighbour of the
-///   current point has been evaluated, from a random point not evaluated yet.
+///   current point has been evaluated (or is likely refused at launch, by the driver's advice:
+///   [`crate::Evaluator::exceeds_advice`]), from a random point not evaluated yet.
 ///
 /// The default budget is min(points, 100).
 #[derive(Debug, Clone, Copy)]
@@ -46,10 +47,12 @@ impl Strategy for Anneal {
         while !session.done() {
             let temperature = T0 * (T1 / T0).powf(session.progress());
             let next = current.as_ref().and_then(|(at, _)| {
-                let fresh: Vec<Point> = neighbours(space, at, Neighbourhood::Adjacent)
+                let mut fresh: Vec<Point> = neighbours(space, at, Neighbourhood::Adjacent)
                     .into_iter()
                     .filter(|n| !session.seen(n))
                     .collect();
+                // Never a step the driver's advice says is likely refused.
+                fresh.retain(|n| !session.likely_refused(n));
                 let chosen = fresh.choose(&mut rng).cloned();
                 // The chosen neighbour first, the others after it: the walk may go there next.
                 let others = fresh

@@ -54,7 +54,9 @@ impl Strategy for Genetic {
                     break;
                 }
                 let child = breed(space, &population, &mut rng);
-                if let Some(c) = child.filter(|c| !session.seen(c) && !children.contains(c)) {
+                // Children the driver's advice says are likely refused are not worth one.
+                let child = child.filter(|c| !session.seen(c) && !children.contains(c));
+                if let Some(c) = child.filter(|c| !session.likely_refused(c)) {
                     children.push(c);
                 }
             }

@@ -15,7 +15,8 @@ use rand_chacha::ChaCha8Rng;
 ///   in the neighbourhood and climb again from there;
 /// - multi-start (`mls`): climb again from a random point not evaluated yet.
 ///
-/// Neighbours measured before cost nothing. When perturbations keep landing on measured points
+/// Neighbours measured before cost nothing; those the driver's advice says are likely refused
+/// at launch are skipped ([`crate::Evaluator::exceeds_advice`]). When perturbations keep landing on measured points
 /// without measuring anything new, the search restarts from a random point instead, so it ends
 /// only at its budget or when every point has been measured. Starts from the best warm-start
 /// point where there is one. The default budget is min(points, 100).
@@ -106,6 +107,9 @@ impl LocalSearch {
         for n in around {
             let c = match session.cost(&n) {
                 Some(c) => c,
+                // A refusal is never an improvement: skip what the driver's advice says it
+                // would refuse (learnt as the neighbours are measured).
+                None if session.likely_refused(&n) => continue,
                 None => match session.evaluate(&n) {
                     Some(c) => c,
                     None => return Step::Done,

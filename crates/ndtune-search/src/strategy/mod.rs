@@ -1,11 +1,15 @@
 //! The strategies and their names.
 
 mod anneal;
+mod auto;
+mod bayes;
 mod genetic;
 mod local;
 mod surrogate;
 
 pub use anneal::{Anneal, AnnealJump};
+pub use auto::{auto_choice, Auto, AutoChoice, AUTO_BUDGET, AUTO_EXHAUSTIVE_UP_TO, AUTO_STRATEGY};
+pub use bayes::Bayes;
 pub use genetic::Genetic;
 pub use local::LocalSearch;
 pub use surrogate::Surrogate;
@@ -18,7 +22,8 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The names [`by_name`] knows.
-pub const STRATEGY_NAMES: [&str; 10] = [
+pub const STRATEGY_NAMES: [&str; 12] = [
+    "auto",
     "exhaustive",
     "random",
     "anneal",
@@ -29,9 +34,11 @@ pub const STRATEGY_NAMES: [&str; 10] = [
     "mls",
     "mls-adjacent",
     "forest",
+    "bo",
 ];
 
-/// The strategy called `name`; `seed` drives its randomness (ignored by `exhaustive`).
+/// The strategy called `name`; `seed` drives its randomness (ignored by `exhaustive`). `auto`
+/// picks one by the space's size ([`auto_choice`]).
 pub fn by_name(name: &str, seed: u64) -> Result<Box<dyn Strategy>, UnknownStrategy> {
     let local = |iterated, neighbourhood| {
         Box::new(LocalSearch {
@@ -41,6 +48,7 @@ pub fn by_name(name: &str, seed: u64) -> Result<Box<dyn Strategy>, UnknownStrate
         }) as Box<dyn Strategy>
     };
     match name {
+        "auto" => Ok(Box::new(Auto { seed })),
         "exhaustive" => Ok(Box::new(Exhaustive)),
         "random" => Ok(Box::new(RandomSampling { seed })),
         "anneal" => Ok(Box::new(Anneal { seed })),
@@ -51,6 +59,7 @@ pub fn by_name(name: &str, seed: u64) -> Result<Box<dyn Strategy>, UnknownStrate
         "mls" => Ok(local(false, Neighbourhood::Hamming)),
         "mls-adjacent" => Ok(local(false, Neighbourhood::Adjacent)),
         "forest" => Ok(Box::new(Surrogate { seed })),
+        "bo" => Ok(Box::new(Bayes { seed })),
         _ => Err(UnknownStrategy(name.to_string())),
     }
 }
@@ -72,6 +81,36 @@ impl fmt::Display for UnknownStrategy {
 
 impl std::error::Error for UnknownStrategy {}
 
+/// E[max(0, incumbent − cost)] for a cost predicted normal with `mean` and `sd` (minimising).
+fn expected_improvement(mean: f64, sd: f64, incumbent: f64) -> f64 {
+    let gain = incumbent - mean;
+    if !gain.is_finite() {
+        return if gain > 0.0 { f64::INFINITY } else { 0.0 };
+    }
+    if sd < 1e-12 {
+        return gain.max(0.0);
+    }
+    let z = gain / sd;
+    let density = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    gain * normal_cdf(z) + sd * density
+}
+
+/// The standard normal distribution function (erf after Abramowitz and Stegun 7.1.26, error
+/// below 1.5e-7).
+fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.3275911 * x);
+    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+        + 0.254829592)
+        * t;
+    let erf = 1.0 - poly * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
+}
+
 /// The random generator of a run: the same seed gives the same run.
 fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
@@ -85,6 +124,10 @@ pub struct Exhaustive;
 impl Strategy for Exhaustive {
     fn name(&self) -> &'static str {
         "exhaustive"
+    }
+
+    fn anytime(&self) -> bool {
+        true
     }
 
     fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
@@ -115,6 +158,10 @@ impl Strategy for RandomSampling {
         "random"
     }
 
+    fn anytime(&self) -> bool {
+        true
+    }
+
     fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
         let mut rng = rng(self.seed);
         let mut session = Session::new(space, eval, run, usize::MAX);
@@ -135,7 +182,7 @@ mod tests {
         let err = by_name("genetic", 1).err().unwrap();
         assert_eq!(
             err.to_string(),
-            "unknown strategy `genetic`; valid: exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls, mls-adjacent, forest"
+            "unknown strategy `genetic`; valid: auto, exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls, mls-adjacent, forest, bo"
         );
     }
 }

@@ -2,7 +2,7 @@
 //! subsampling, SMAC-style) predicts the cost of unmeasured valid points, and the model's best
 //! predictions are measured, interleaved with random points.
 
-use super::rng;
+use super::{expected_improvement, rng};
 use crate::session::Session;
 use crate::space::{neighbours, Neighbourhood};
 use crate::{Evaluator, Point, Run, SearchSpace, Strategy, Trace};
@@ -35,8 +35,9 @@ use std::collections::{HashMap, HashSet};
 ///   the good region early, the expected improvement leaves it for a better one later), and
 ///   dropping the random point late did better than keeping it.
 ///
-/// Each batch is announced to the evaluator before it is measured. The default budget is
-/// min(points, 100).
+/// Candidates that the driver's advice says are likely refused at launch are left out
+/// ([`crate::Evaluator::exceeds_advice`]). Each batch is announced to the evaluator before it
+/// is measured. The default budget is min(points, 100).
 #[derive(Debug, Clone, Copy)]
 pub struct Surrogate {
     pub seed: u64,
@@ -135,6 +136,8 @@ fn proposals(session: &mut Session, model: &Model, rng: &mut ChaCha8Rng) -> Vec<
     // A set's order is not deterministic: sort before scoring, so ties break the same way.
     let mut pool: Vec<Point> = pool.into_iter().collect();
     pool.sort_unstable();
+    // Launches beyond the driver's advice would likely be refused: not worth a measurement.
+    pool.retain(|p| !session.likely_refused(p));
     let scored: Vec<(Prediction, Point)> = pool
         .into_iter()
         .map(|p| (predict(model, space, &mut predicted, &p), p))
@@ -201,29 +204,9 @@ impl Acquisition {
                 if !pred.mean.is_finite() {
                     return f64::INFINITY;
                 }
-                let sd = pred.sd.max(1e-9);
-                let gain = incumbent - pred.mean;
-                let z = gain / sd;
-                let density = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
-                -(gain * normal_cdf(z) + sd * density)
+                -expected_improvement(pred.mean, pred.sd.max(1e-9), incumbent)
             }
         }
-    }
-}
-
-/// The standard normal distribution function (erf after Abramowitz and Stegun 7.1.26, error
-/// below 1.5e-7).
-fn normal_cdf(z: f64) -> f64 {
-    let x = z.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.3275911 * x);
-    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
-        + 0.254829592)
-        * t;
-    let erf = 1.0 - poly * (-x * x).exp();
-    if z >= 0.0 {
-        0.5 * (1.0 + erf)
-    } else {
-        0.5 * (1.0 - erf)
     }
 }
 
