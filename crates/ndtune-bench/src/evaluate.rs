@@ -14,6 +14,7 @@
 
 use crate::data::{from_bytes, initial_values, to_bytes};
 use crate::device_check::{self, DeviceCheck};
+use crate::race::Limits;
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
@@ -82,6 +83,8 @@ pub struct Bench {
     device_check: RefCell<Option<DeviceCheck>>,
     /// What the driver's query said of the build of the configuration being evaluated.
     advice: Cell<Option<Advice>>,
+    /// When the timing of the configuration being evaluated stops early (racing).
+    race: Option<Limits>,
     build_ms: Cell<f64>,
     launch_ms: Cell<f64>,
     reference_ms: Cell<f64>,
@@ -187,6 +190,7 @@ impl Bench {
             readback: RefCell::new(HashMap::new()),
             device_check: RefCell::new(device_check::suits(device).then(DeviceCheck::new)),
             advice: Cell::new(None),
+            race: None,
             build_ms: Cell::new(0.0),
             launch_ms: Cell::new(0.0),
             reference_ms: Cell::new(0.0),
@@ -232,13 +236,15 @@ impl Bench {
     /// Evaluates one configuration (values in parameter declaration order) and says where the
     /// time went. `binary`: a file with the program binary a build worker made for this
     /// configuration's build options, loaded instead of compiling (compiled from source where
-    /// the file cannot be read or the driver rejects it).
+    /// the file cannot be read or the driver rejects it). `race`: when its timing stops early.
     pub fn evaluate_costed(
         &mut self,
         config: &[i64],
         binary: Option<&std::path::Path>,
+        race: Option<&Limits>,
     ) -> Result<(Outcome, Cost), Fatal> {
         let started = Instant::now();
+        self.race = race.cloned();
         self.build_ms.set(0.0);
         self.launch_ms.set(0.0);
         self.reference_ms.set(0.0);
@@ -251,7 +257,9 @@ impl Bench {
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
-        let outcome = self.evaluate(config)?;
+        let outcome = self.evaluate(config);
+        self.race = None;
+        let outcome = outcome?;
         let cost = Cost {
             build_ms: self.build_ms.get(),
             launch_ms: self.launch_ms.get(),
@@ -728,15 +736,19 @@ impl Bench {
                 });
             }
         }
-        let m = &self.spec.measure;
+        let (runs, best_of) = (self.spec.measure.runs, self.spec.measure.best_of);
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }
-        let times = (0..m.runs)
-            .map(|_| self.launch(&kernel, &global, &local))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut timing = Timing::new(times, m.best_of as usize);
+        let mut times = Vec::with_capacity(runs as usize);
+        let mut raced = None;
+        while times.len() < runs as usize && raced.is_none() {
+            times.push(self.launch(&kernel, &global, &local)?);
+            raced = self.race.as_ref().and_then(|r| r.stop(&times, runs));
+        }
+        let mut timing = Timing::new(times, best_of as usize);
         timing.advice = self.advice.get();
+        timing.raced = raced;
         Ok(Outcome::Measured(timing))
     }
 }

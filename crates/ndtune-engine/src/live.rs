@@ -1,14 +1,16 @@
 //! The live evaluator a strategy talks to: it reuses what the store holds, plans builds ahead
-//! from the strategy's lookahead, measures in the supervised worker, commits every outcome to the
-//! store at once, and accounts the time. In a shared campaign it measures only what it claimed
-//! (see [`crate::share`]).
+//! from the strategy's lookahead, measures in the supervised worker (racing against the best so
+//! far), commits every outcome to the store at once, and accounts the time. In a shared
+//! campaign it measures only what it claimed (see [`crate::share`]).
 
 use crate::share::{Claims, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
+use ndtune_bench::race::{Limits, Noise};
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_core::{Config, Outcome};
 use ndtune_search::{Evaluated, Evaluator, Point};
+use ndtune_spec::Race;
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -36,7 +38,7 @@ pub(crate) struct Live<'a> {
     pub names: &'a [String],
     pub existing: HashMap<Config, Outcome>,
     pub observer: &'a mut dyn Observer,
-    pub best_ms: Option<f64>,
+    pub racing: Racing,
     pub time: TimeSpent,
     /// Whether the user was told that no build worker could start.
     pub unavailable_told: bool,
@@ -51,6 +53,31 @@ pub(crate) struct Live<'a> {
     /// Points the strategy promised to ask for ([`Evaluator::will_ask`]), not measured yet,
     /// with their build keys.
     pub promised: Vec<(String, Point)>,
+}
+
+/// What racing knows: the rule, the protocol's runs, the measurement noise seen so far and the
+/// best score of the configurations the campaign evaluated.
+pub(crate) struct Racing {
+    pub rule: Option<Race>,
+    pub runs: u32,
+    pub noise: Noise,
+    pub best_ms: Option<f64>,
+}
+
+impl Racing {
+    /// The limits of the next evaluation, where racing can stop it.
+    fn limits(&self) -> Option<Limits> {
+        self.noise.limits(self.rule?, self.best_ms?, self.runs)
+    }
+
+    /// A configuration of the campaign ended as `outcome`: the best so far may move.
+    fn note(&mut self, outcome: &Outcome) {
+        if let Some(ms) = outcome.score_ms().filter(|ms| ms.is_finite()) {
+            if self.best_ms.is_none_or(|b| ms < b) {
+                self.best_ms = Some(ms);
+            }
+        }
+    }
 }
 
 impl Live<'_> {
@@ -69,9 +96,11 @@ impl Live<'_> {
         }
     }
 
-    /// The time account, with the build workers' own time and the worker start-up added. Gives
-    /// back the configurations claimed and not measured.
-    pub fn finish(mut self) -> TimeSpent {
+    /// Ends the campaign that started at `started`: gives back the configurations claimed and
+    /// not measured, keeps the build times in the store, stops the workers; the time account
+    /// of the whole campaign.
+    pub fn finish(mut self, started: Instant) -> TimeSpent {
+        let ending = Instant::now();
         if let Some(claims) = &mut self.claims {
             let names = self.names;
             if let Err(e) = claims.release_all(self.store, &self.group, |p| config_of(names, p)) {
@@ -82,7 +111,27 @@ impl Live<'_> {
         }
         let mut time = self.time;
         time.startup_s = self.supervisor.startup_s;
-        time.build_workers_s = self.pool.as_ref().map_or(0.0, BuildPool::busy_s);
+        time.startup_waited_s = self.supervisor.startup_waited_s;
+        if let Some(pool) = &self.pool {
+            time.build_workers_s = pool.busy_s();
+            let kept = crate::build_history::save(
+                self.store,
+                &self.group,
+                self.names,
+                &pool.build_times(),
+            );
+            if let Err(e) = kept {
+                self.observer.event(Event::Warning(format!(
+                    "cannot keep the build times in the store: {e}"
+                )));
+            }
+        }
+        drop(self.pool.take());
+        self.supervisor.stop();
+        time.close(
+            ending.elapsed().as_secs_f64(),
+            started.elapsed().as_secs_f64(),
+        );
         time
     }
 
@@ -124,13 +173,19 @@ impl Live<'_> {
         if let Some(pool) = pool {
             pool.pause();
         }
-        let evaluated = self.supervisor.evaluate(point, binary.as_deref());
+        let limits = self.racing.limits();
+        let evaluated = self
+            .supervisor
+            .evaluate(point, binary.as_deref(), limits.as_ref());
         if let Some(pool) = pool {
             pool.resume();
         }
         match evaluated {
             Ok(e) => {
                 self.time.add(&e, wait_s);
+                if let Outcome::Measured(t) = &e.outcome {
+                    self.racing.noise.add(t);
+                }
                 Some(e.outcome)
             }
             Err(fatal) => {
@@ -147,6 +202,7 @@ impl Live<'_> {
     fn measure_and_record(&mut self, point: &[i64], config: &Config) -> Option<Outcome> {
         let started_at = ndtune_store::now_ms();
         let outcome = self.measure(point)?;
+        let writing = Instant::now();
         let record = Record {
             key: self.key(config),
             outcome: outcome.clone(),
@@ -158,20 +214,17 @@ impl Live<'_> {
             Some(claims) => self.store.complete(&claims.share.worker, &record).map(drop),
             None => self.store.insert(&record),
         };
+        self.time.store_s += writing.elapsed().as_secs_f64();
         if let Err(e) = stored {
             self.stopped = Some(format!("cannot record a result: {e}"));
             return None;
         }
-        if let Some(ms) = outcome.score_ms().filter(|ms| ms.is_finite()) {
-            if self.best_ms.is_none_or(|b| ms < b) {
-                self.best_ms = Some(ms);
-            }
-        }
+        self.racing.note(&outcome);
         self.observer.event(Event::Evaluated {
             config,
             outcome: &outcome,
             reused: false,
-            best_ms: self.best_ms,
+            best_ms: self.racing.best_ms,
         });
         Some(outcome)
     }
@@ -181,14 +234,21 @@ impl Live<'_> {
     /// this one measures what it claimed ahead, or waits. `None` when the campaign has to stop.
     fn evaluate_shared(&mut self, point: &[i64], config: &Config) -> Option<(Outcome, bool)> {
         loop {
-            match self.store.get(&self.key(config)) {
+            let reading = Instant::now();
+            let stored = self.store.get(&self.key(config));
+            self.time.store_s += reading.elapsed().as_secs_f64();
+            match stored {
                 Ok(Some(record)) => {
                     self.existing.insert(config.clone(), record.outcome.clone());
+                    self.racing.note(&record.outcome);
+                    if let Outcome::Measured(t) = &record.outcome {
+                        self.racing.noise.add(t);
+                    }
                     self.observer.event(Event::Evaluated {
                         config,
                         outcome: &record.outcome,
                         reused: true,
-                        best_ms: self.best_ms,
+                        best_ms: self.racing.best_ms,
                     });
                     return Some((record.outcome, true));
                 }
@@ -332,14 +392,16 @@ impl Evaluator for Live<'_> {
                     reused: false,
                 };
             }
+            let outcome = outcome.clone();
+            self.racing.note(&outcome);
             self.observer.event(Event::Evaluated {
                 config: &config,
-                outcome,
+                outcome: &outcome,
                 reused: true,
-                best_ms: self.best_ms,
+                best_ms: self.racing.best_ms,
             });
             return Evaluated {
-                outcome: outcome.clone(),
+                outcome,
                 reused: true,
             };
         }

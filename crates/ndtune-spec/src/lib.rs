@@ -17,7 +17,8 @@ pub mod raw;
 mod validate;
 
 pub use validate::{
-    Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Split, SplitBuffer, Verify,
+    Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Race, Reference, Split, SplitBuffer,
+    Verify,
 };
 
 use ndtune_core::text::line_col;

@@ -90,6 +90,9 @@ pub struct RawMeasure {
     pub warmup: Option<u32>,
     pub runs: Option<u32>,
     pub best_of: Option<u32>,
+    pub race: Option<bool>,
+    pub race_margin: Option<Spanned<f64>>,
+    pub race_confidence: Option<Spanned<f64>>,
     pub flops: Option<Spanned<IntOrExpr>>,
     pub bytes: Option<Spanned<IntOrExpr>>,
 }

@@ -1,6 +1,6 @@
 //! Bad input gets a clear error naming file, line and column; good input validates.
 
-use crate::{ArgKind, Init, Reference, Spec};
+use crate::{ArgKind, Init, Race, Reference, Spec};
 use std::path::Path;
 
 fn parse(text: &str) -> Result<Spec, String> {
@@ -163,6 +163,28 @@ runs = 3
         (s.measure.warmup, s.measure.runs, s.measure.best_of),
         (1, 3, 3)
     );
+    assert_eq!(
+        s.measure.race,
+        Some(Race::default()),
+        "racing is on by default"
+    );
+}
+
+#[test]
+fn racing_is_set_or_turned_off_in_measure() {
+    let base = format!("{HEAD}[params]\nX = [1]\n");
+    let s = Spec::parse(
+        &format!("{base}[measure]\nrace_margin = 2.0\nrace_confidence = 0.999\n"),
+        Path::new("/x/r.toml"),
+    )
+    .unwrap();
+    assert_eq!(s.measure.race, Some(Race::new(2.0, 0.999).unwrap()));
+    let s = Spec::parse(
+        &format!("{base}[measure]\nrace = false\n"),
+        Path::new("/x/r.toml"),
+    )
+    .unwrap();
+    assert_eq!(s.measure.race, None);
 }
 
 #[test]
@@ -175,6 +197,16 @@ fn verify_and_measure_are_checked() {
     assert!(e.contains("must be a buffer the kernel writes"), "{e}");
     let e = parse(&format!("{base}[measure]\nruns = 3\nbest_of = 5\n")).unwrap_err();
     assert!(e.contains("best_of <= runs"), "{e}");
+    let e = parse(&format!("{base}[measure]\nrace_confidence = 1.5\n")).unwrap_err();
+    assert!(
+        e.contains("race_confidence must be between 0 and 1") && e.contains(":12:"),
+        "{e}"
+    );
+    let e = parse(&format!(
+        "{base}[measure]\nrace = false\nrace_margin = 1.0\n"
+    ))
+    .unwrap_err();
+    assert!(e.contains("nothing to set"), "{e}");
     let e = parse(&format!("{HEAD}[params]\nX = [1]\n[[args]]\nname = \"A\"\nkind = \"buffer\"\ntype = \"flaot\"\nlen = 4\n")).unwrap_err();
     assert!(e.contains("unknown type `flaot`"), "{e}");
 }

@@ -5,7 +5,7 @@
 //! engine into the store. `--summary` derives W_legal, W_safe, the oracles, the baseline and the
 //! expert's standing; `--export` writes the long CSV that `ndtune learn` reads.
 
-use crate::cli::{CampaignArgs, CollectArgs, SearchArgs, StoreArgs};
+use crate::cli::{CampaignArgs, CollectArgs, RaceArgs, SearchArgs, StoreArgs};
 use crate::cmd_tune::{outcome_counts, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
@@ -140,6 +140,11 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             seed: args.seed,
             set: vec![],
             build_jobs: None,
+            // Learning needs every size's time by the protocol, not only the best's.
+            race: RaceArgs {
+                race: Some(false),
+                ..RaceArgs::default()
+            },
         };
         let report = tune_device(
             &campaign,
@@ -152,7 +157,9 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             &progress,
             &SearchArgs::default(),
             None,
-        )?;
+            None,
+        )?
+        .report;
         let (evaluated, per_s, overhead) = report.throughput();
         // On stderr: stdout is the summary (or its JSON).
         eprintln!(

@@ -4,18 +4,20 @@
 
 use crate::cli::{CampaignArgs, SearchArgs, TuneArgs};
 use crate::targets;
+use crate::wall::Wall;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, OutcomeKind};
-use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share};
+use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share, Worker};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub fn run(args: &TuneArgs) -> Result<()> {
+    let mut wall = Wall::new();
     if let Some(path) = &args.replay {
         if args.search.warm_start || args.share.worker || args.share.pool {
             bail!(
@@ -29,28 +31,53 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .as_ref()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
     let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
+    wall.lap();
     let spec = Spec::load_with(spec_path, &overrides)?;
     spec.kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
-    let devices = targets::live_devices(args.device.as_deref())?;
-    let store = Store::open(&args.campaign.store.db)?;
-    if args.share.pool {
-        return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
-    }
-    if args.share.worker && devices.len() > 1 {
+    let race = args
+        .campaign
+        .race
+        .rule(spec.measure.race)
+        .map_err(|e| anyhow!(e))?;
+    wall.spec_s += wall.lap();
+    let picked = targets::pick_live(args.device.as_deref())?;
+    if args.share.worker && picked.len() > 1 {
         bail!(
             "--worker measures on one device, --device {} names {}: start a worker per device, or use --pool",
             args.device.as_deref().unwrap_or_default(),
-            devices.len()
+            picked.len()
         );
+    }
+    // Each device's measurement worker starts now, while its device is opened and its space
+    // pruned here (a pool's workers are processes of their own).
+    let mut workers: Vec<Option<Worker>> = Vec::new();
+    for p in &picked {
+        workers.push(if args.share.pool {
+            None
+        } else {
+            let job =
+                ndtune_engine::job(&spec.path, &overrides, (p.index, p.sub), args.campaign.seed);
+            Some(Worker::start(
+                job,
+                &options(&args.campaign, args.timeout, &args.search, race, None)?,
+            ))
+        });
+    }
+    let devices = targets::open_picked(&picked)?;
+    wall.discovery_s += wall.lap();
+    let store = Store::open(&args.campaign.store.db)?;
+    wall.store_s += wall.lap();
+    if args.share.pool {
+        return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
     }
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let mut reports = Vec::new();
-    for device in &devices {
+    for (device, worker) in devices.iter().zip(workers) {
         let share = args.share.worker.then(|| Share {
             worker: args
                 .share
@@ -60,7 +87,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             lease: args.share.lease,
             location: args.campaign.store.db.clone().into(),
         });
-        reports.push(tune_device(
+        let report = tune_device(
             &args.campaign,
             args.timeout,
             &spec,
@@ -71,17 +98,24 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             &progress,
             &args.search,
             share,
-        )?);
+            worker,
+        )?;
+        wall.lap();
+        wall.prune_s += report.prune_s;
+        wall.campaigns_s += report.report.time.campaign_s;
+        reports.push(report.report);
     }
+    let wall = wall.close();
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "devices": reports }))?
+            serde_json::to_string_pretty(&serde_json::json!({ "devices": reports, "time": wall }))?
         );
     } else {
         for r in &reports {
             print_report(r, store.path());
         }
+        println!("{}", wall.line());
         println!(
             "pictures of this campaign: ndtune report --db {} --out report.html",
             store.path().display()
@@ -90,8 +124,40 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
+/// A campaign's report, with the time its device's space took to prune and record.
+pub(crate) struct Tuned {
+    pub report: DeviceReport,
+    pub prune_s: f64,
+}
+
+/// The engine's options for a campaign from the command line.
+fn options(
+    campaign: &CampaignArgs,
+    timeout: Option<f64>,
+    search: &SearchArgs,
+    race: Option<ndtune_spec::Race>,
+    share: Option<Share>,
+) -> Result<Options> {
+    Ok(Options {
+        strategy: campaign.strategy.clone(),
+        budget: campaign.budget,
+        time: search.time,
+        warm_start: search.warm_start,
+        share,
+        seed: campaign.seed,
+        timeout: timeout.map(Duration::from_secs_f64),
+        build_jobs: campaign
+            .build_jobs
+            .map_or_else(ndtune_engine::default_build_jobs, usize::from),
+        race,
+        processes: Processes::current_exe()
+            .context("cannot find the ndtune executable to start workers")?,
+    })
+}
+
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
-/// a progress bar; the report of the campaign.
+/// a progress bar; the report of the campaign. `worker`: its measurement worker, if started
+/// ahead ([`Worker::start`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_device(
     campaign: &CampaignArgs,
@@ -104,7 +170,13 @@ pub(crate) fn tune_device(
     progress: &MultiProgress,
     search: &SearchArgs,
     share: Option<Share>,
-) -> Result<DeviceReport> {
+    worker: Option<Worker>,
+) -> Result<Tuned> {
+    let pruning_started = Instant::now();
+    let race = campaign
+        .race
+        .rule(spec.measure.race)
+        .map_err(|e| anyhow!(e))?;
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(label, &device.profile)])
@@ -114,6 +186,7 @@ pub(crate) fn tune_device(
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
     let group = ndtune_engine::group(spec, &source, device, store)?;
     record_space(spec, label, &pruning, &group, store)?;
+    let prune_s = pruning_started.elapsed().as_secs_f64();
     let bar = progress.add(ProgressBar::new(0));
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
@@ -140,24 +213,15 @@ pub(crate) fn tune_device(
         label,
         pruning,
         store,
-        options: Options {
-            strategy: campaign.strategy.clone(),
-            budget: campaign.budget,
-            time: search.time,
-            warm_start: search.warm_start,
-            share,
-            seed: campaign.seed,
-            timeout: timeout.map(Duration::from_secs_f64),
-            build_jobs: campaign
-                .build_jobs
-                .map_or_else(ndtune_engine::default_build_jobs, usize::from),
-            processes: Processes::current_exe()
-                .context("cannot find the ndtune executable to start workers")?,
-        },
+        options: options(campaign, timeout, search, race, share)?,
+        worker,
     }
     .run(&mut observer);
     bar.finish();
-    Ok(report?)
+    Ok(Tuned {
+        report: report?,
+        prune_s,
+    })
 }
 
 /// A worker's name where none is given: `host:pid:device` (the device's selector).
@@ -278,30 +342,40 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         r.reused,
         db.display()
     );
-    if r.evaluated > 0 {
-        let t = &r.time;
+    let t = &r.time;
+    println!(
+        "  time       {:.2} s: setup {:.2} s, worker start {:.2} s ({:.2} s waited for), \
+         reference {:.2} s, builds {:.2} s, launches {:.2} s, overhead {:.2} ms per configuration, \
+         store {:.2} s, strategy {:.2} s, shutdown {:.2} s",
+        t.campaign_s,
+        t.setup_s,
+        t.startup_s,
+        t.startup_waited_s,
+        t.reference_s,
+        t.build_s,
+        t.launch_s,
+        t.overhead_ms_per_config,
+        t.store_s,
+        t.search_s,
+        t.shutdown_s
+    );
+    if t.raced > 0 {
         println!(
-            "  time       {:.2} s: worker start {:.2} s, reference {:.2} s, builds {:.2} s, launches {:.2} s, \
-             overhead {:.2} ms per configuration",
-            t.total_s + t.startup_s + t.lost_s,
-            t.startup_s,
-            t.reference_s,
-            t.build_s,
-            t.launch_s,
-            t.overhead_ms_per_config
+            "             racing stopped {} configurations that could not be the best, sparing {} timed runs",
+            t.raced, t.runs_spared
         );
-        if t.build_jobs > 1 {
-            println!(
-                "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
-                t.build_jobs, t.build_workers_s, t.build_s
-            );
-        }
-        if t.lost_s > 0.0 {
-            println!(
-                "             {:.2} s waiting for evaluations that crashed or timed out",
-                t.lost_s
-            );
-        }
+    }
+    if t.build_jobs > 1 && r.evaluated > 0 {
+        println!(
+            "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
+            t.build_jobs, t.build_workers_s, t.build_s
+        );
+    }
+    if t.lost_s > 0.0 {
+        println!(
+            "             {:.2} s waiting for evaluations that crashed or timed out",
+            t.lost_s
+        );
     }
     if r.above_queried_work_group > 0 {
         println!(
