@@ -6,10 +6,11 @@
 //!
 //! What a configuration costs besides its build and its launches is kept small: each input is
 //! uploaded once per campaign (per argument and size); a buffer the kernel only reads
-//! (`access = "read"`) is used as it is, one it may write gets a device-side copy of the pristine
-//! contents; only the outputs named in `[verify]` are compared: on a GPU by a kernel on the device
-//! ([`crate::device_check`]), elsewhere read back into pinned host memory and compared on every
-//! core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
+//! (`access = "read"`) is used as it is, one it may write is restored on the device (filled where
+//! it starts as one value repeated, else a copy of the pristine contents); only the outputs named
+//! in `[verify]` are compared: on a GPU by a kernel on the device ([`crate::device_check`]), on a
+//! CPU device mapped where it lies, elsewhere read back into pinned host memory; on the host on
+//! every core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
 use crate::data::{from_bytes, initial_values, to_bytes};
@@ -18,8 +19,9 @@ use crate::race::Limits;
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
+use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
-use ndtune_spec::{source_names, Access, ArgKind, Reference, Spec};
+use ndtune_spec::{source_names, Access, ArgKind, ElemType, Init, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -77,7 +79,8 @@ pub struct Bench {
     /// Device buffers of earlier configurations for arguments the kernel may write, by
     /// (argument, bytes): reused (the pristine contents copied in) instead of allocated again.
     spare: RefCell<HashMap<(usize, usize), Vec<DeviceBuffer>>>,
-    /// Pinned host memory that outputs are read back into, by (argument, bytes).
+    /// Pinned host memory that outputs are read back into, by (argument, bytes) (not on a CPU
+    /// device: there outputs are mapped).
     readback: RefCell<HashMap<(usize, usize), PinnedHost>>,
     /// Where outputs are compared on the device (see [`Bench::check_on_device`]).
     device_check: RefCell<Option<DeviceCheck>>,
@@ -331,27 +334,38 @@ impl Bench {
 
     /// Argument `i`'s buffer for one configuration: the input uploaded once (kept for every
     /// configuration) where the kernel only reads it, else a buffer of this configuration's
-    /// with the input copied in on the device.
-    fn hold(&self, i: usize, access: Access, data: &HostData) -> Result<Held, ClError> {
+    /// restored on the device: filled where its contents are one value repeated (`init` zeros,
+    /// ones or a number), the input copied in otherwise.
+    fn hold(
+        &self,
+        i: usize,
+        (access, init, ty): (Access, Init, ElemType),
+        data: &HostData,
+    ) -> Result<Held, ClError> {
         let key = (i, data.bytes.len());
-        let input = match self.pristine.borrow().get(&key) {
-            Some(b) => Rc::clone(b),
-            None => Rc::new(self.session.buffer(&data.bytes)?),
-        };
-        self.pristine
-            .borrow_mut()
-            .entry(key)
-            .or_insert_with(|| Rc::clone(&input));
         if access == Access::Read {
-            return Ok(Held::Input(input));
+            return Ok(Held::Input(self.pristine(key, data)?));
         }
         let reused = self.spare.borrow_mut().get_mut(&key).and_then(Vec::pop);
         let mut own = match reused {
             Some(b) => b,
-            None => self.session.buffer(&data.bytes)?,
+            None => self.session.alloc(data.bytes.len())?,
         };
-        self.session.copy(&input, &mut own)?;
+        match uniform(init) {
+            Some(v) => self.session.fill(&mut own, &to_bytes(ty, &[v]))?,
+            None => self.session.copy(&*self.pristine(key, data)?, &mut own)?,
+        }
         Ok(Held::Own(own))
+    }
+
+    /// The input `data` of argument and size `key` on the device, uploaded the first time.
+    fn pristine(&self, key: (usize, usize), data: &HostData) -> Result<Rc<DeviceBuffer>, ClError> {
+        if let Some(b) = self.pristine.borrow().get(&key) {
+            return Ok(Rc::clone(b));
+        }
+        let input = Rc::new(self.session.buffer(&data.bytes)?);
+        self.pristine.borrow_mut().insert(key, Rc::clone(&input));
+        Ok(input)
     }
 
     /// Allocates and fills the arguments of a configuration.
@@ -384,7 +398,7 @@ impl Bench {
                             },
                         ));
                     p.lens.push(len);
-                    let held = self.hold(i, *access, &data);
+                    let held = self.hold(i, (*access, *init, *ty), &data);
                     buffer = Some(held.map_err(|e| RunError::Outcome(refused(&e)))?);
                     p.inputs.push((arg.name.clone(), data));
                 }
@@ -535,18 +549,24 @@ impl Bench {
                 }
             }
             drop(device_check);
-            let mut readback = self.readback.borrow_mut();
-            let host = match readback.entry((i, buffer.len())) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(self.session.pinned(buffer.len()).map_err(failed)?)
-                }
+            let compare = |got: &[u8]| compare_bytes(name, want, ty, got, verify.rtol, verify.atol);
+            // A CPU device's buffer is host memory: compared where it lies, nothing copied.
+            let compared = if self.device.profile.device_type == DeviceType::Cpu {
+                self.session.map_read(buffer, compare).map_err(failed)?
+            } else {
+                let mut readback = self.readback.borrow_mut();
+                let host = match readback.entry((i, buffer.len())) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(self.session.pinned(buffer.len()).map_err(failed)?)
+                    }
+                };
+                self.session
+                    .read_into(buffer, 0, host.as_mut_slice())
+                    .map_err(failed)?;
+                compare(host.as_slice())
             };
-            self.session
-                .read_into(buffer, 0, host.as_mut_slice())
-                .map_err(failed)?;
-            if let Err(m) = compare_bytes(name, want, ty, host.as_slice(), verify.rtol, verify.atol)
-            {
+            if let Err(m) = compared {
                 return Ok(Some(m));
             }
         }
@@ -750,6 +770,16 @@ impl Bench {
         timing.advice = self.advice.get();
         timing.raced = raced;
         Ok(Outcome::Measured(timing))
+    }
+}
+
+/// The one value a buffer starts filled with, where its `init` is uniform.
+fn uniform(init: Init) -> Option<f64> {
+    match init {
+        Init::Zeros => Some(0.0),
+        Init::Ones => Some(1.0),
+        Init::Value(v) => Some(v),
+        Init::Random | Init::Iota | Init::Bits => None,
     }
 }
 

@@ -14,8 +14,12 @@ pub fn conv2d(inputs: &Buffers, constants: &BTreeMap<String, i64>) -> Result<Buf
     };
     let (w, h) = (args.constant("W", 1)?, args.constant("H", 1)?);
     let (fw, fh) = (args.constant("FW", 1)?, args.constant("FH", 1)?);
-    let iw = w.checked_add(fw - 1).ok_or("builtin:conv2d: W + FW - 1 overflows")?;
-    let ih = h.checked_add(fh - 1).ok_or("builtin:conv2d: H + FH - 1 overflows")?;
+    let iw = w
+        .checked_add(fw - 1)
+        .ok_or("builtin:conv2d: W + FW - 1 overflows")?;
+    let ih = h
+        .checked_add(fh - 1)
+        .ok_or("builtin:conv2d: H + FH - 1 overflows")?;
     let input = args.buffer(
         "in",
         args.product(&[ih, iw], "(H + FH - 1) * (W + FW - 1)")?,

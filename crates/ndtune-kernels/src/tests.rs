@@ -365,9 +365,14 @@ fn conv2d_by_hand_and_threaded_matches_naive() {
     // Large enough for threads: each output against a naive sum.
     let (w, h, f) = (300usize, 200usize, 9usize);
     let (iw, ih) = (w + f - 1, h + f - 1);
-    let image: Vec<f64> = (0..iw * ih).map(|i| ((i * 7919) % 97) as f64 - 48.0).collect();
+    let image: Vec<f64> = (0..iw * ih)
+        .map(|i| ((i * 7919) % 97) as f64 - 48.0)
+        .collect();
     let filter: Vec<f64> = (0..f * f).map(|i| (i % 5) as f64 - 2.0).collect();
-    let inputs = Buffers::from([("in".to_string(), image.clone()), ("filter".to_string(), filter.clone())]);
+    let inputs = Buffers::from([
+        ("in".to_string(), image.clone()),
+        ("filter".to_string(), filter.clone()),
+    ]);
     let out = conv2d(&inputs, &c(w as i64, h as i64, f as i64, f as i64)).unwrap();
     for (y, x) in [(0, 0), (h - 1, w - 1), (123, 45)] {
         let mut want = 0.0;
@@ -379,5 +384,8 @@ fn conv2d_by_hand_and_threaded_matches_naive() {
         assert_eq!(out["out"][y * w + x], want);
     }
     let e = r(&inputs, &c(301, 200, 9, 9)).unwrap_err();
-    assert!(e.contains("buffer `in` has") && e.contains("(H + FH - 1) * (W + FW - 1)"), "{e}");
+    assert!(
+        e.contains("buffer `in` has") && e.contains("(H + FH - 1) * (W + FW - 1)"),
+        "{e}"
+    );
 }

@@ -30,9 +30,9 @@ fn spec(dir: &Path) -> String {
 name = "work"
 source = "work.cl"
 [constants]
-N = 8192
+N = 4096
 [params]
-W = {{ range = [1, 40] }}
+W = {{ range = [1, 30] }}
 [launch]
 global = ["N"]
 local = ["64"]
@@ -75,14 +75,17 @@ fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing(
     // With racing (on by default).
     let raced = tune(&spec, &db, &[]);
     let d = &raced["devices"][0];
-    assert_eq!(d["outcomes"]["measured"], 40, "{d}");
+    assert_eq!(d["outcomes"]["measured"], 30, "{d}");
     let stopped: Vec<i64> = timings(&db)
         .into_iter()
         .filter(|(_, t)| t.raced.is_some())
         .map(|(w, t)| {
             let r = t.raced.unwrap();
             assert!(t.times_ms.len() < 10 && r.planned == 10, "W = {w}: {t:?}");
-            assert!(t.min_ms() > r.limit_ms && r.limit_ms > r.best_ms, "W = {w}: {t:?}");
+            assert!(
+                t.min_ms() > r.limit_ms && r.limit_ms > r.best_ms,
+                "W = {w}: {t:?}"
+            );
             assert_eq!((r.margin, r.confidence), (0.5, 0.99));
             w
         })
@@ -104,9 +107,12 @@ fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing(
     let full = tune(&spec, &db, &["--race", "off"]);
     let f = &full["devices"][0];
     assert_eq!(f["evaluated"], stopped.len(), "{f}");
-    assert_eq!(f["reused"], 40 - stopped.len(), "{f}");
+    assert_eq!(f["reused"], 30 - stopped.len(), "{f}");
     assert_eq!(f["time"]["raced"], 0);
-    assert_eq!(f["best"], d["best"], "the same best configuration and score");
+    assert_eq!(
+        f["best"], d["best"],
+        "the same best configuration and score"
+    );
     assert!(timings(&db)
         .values()
         .all(|t| t.raced.is_none() && t.times_ms.len() == 10));
@@ -124,8 +130,20 @@ fn racing_settings_are_checked_where_they_are_given() {
     let db = dir.path().join("x.db");
     let db = db.to_str().unwrap();
     let err = fails(&["tune", &spec, "--db", db, "--race-confidence", "1"]);
-    assert!(err.contains("--race-confidence must be between 0 and 1"), "{err}");
-    let err = fails(&["tune", &spec, "--db", db, "--race", "off", "--race-margin", "1"]);
+    assert!(
+        err.contains("--race-confidence must be between 0 and 1"),
+        "{err}"
+    );
+    let err = fails(&[
+        "tune",
+        &spec,
+        "--db",
+        db,
+        "--race",
+        "off",
+        "--race-margin",
+        "1",
+    ]);
     assert!(err.contains("nothing to set"), "{err}");
     let err = fails(&["tune", &spec, "--db", db, "--race", "maybe"]);
     assert!(err.contains("say `on` or `off`"), "{err}");
