@@ -56,6 +56,9 @@ pub struct Builder {
     bench: Bench,
     /// A configuration and its binary to prime after answering `Built`.
     primer: Option<(Vec<i64>, Vec<u8>)>,
+    /// Where builds are primed (a CPU device), configurations that share build options but not
+    /// launch sizes come one by one: their binaries, by build options, built once.
+    binaries: HashMap<String, Vec<u8>>,
 }
 
 impl Service for Builder {
@@ -66,6 +69,7 @@ impl Service for Builder {
         Ok(Builder {
             bench: Bench::open(job)?,
             primer: None,
+            binaries: HashMap::new(),
         })
     }
 
@@ -84,7 +88,12 @@ impl Service for Builder {
     }
 
     fn handle(&mut self, r: BuildRequest) -> Result<BuildResponse, Fatal> {
-        match self.bench.binary(&r.config) {
+        let options = self.bench.build_options(&r.config);
+        let built = match self.binaries.get(&options) {
+            Some(binary) => Ok(binary.clone()),
+            None => self.bench.binary(&r.config),
+        };
+        match built {
             Ok(binary) => {
                 // Written aside and renamed, so a reader never sees half a binary.
                 let partial = r.out.with_extension("partial");
@@ -92,6 +101,7 @@ impl Service for Builder {
                     .and_then(|()| std::fs::rename(&partial, &r.out))
                     .map_err(|e| Fatal(format!("cannot write {}: {e}", r.out.display())))?;
                 if r.prime {
+                    self.binaries.insert(options, binary.clone());
                     self.primer = Some((r.config, binary));
                 }
                 Ok(BuildResponse::Built)

@@ -281,16 +281,22 @@ impl Bench {
         self.session.binary(&self.source, &options)
     }
 
-    /// Loads `binary` for a configuration and launches it once, untimed and unverified, then
-    /// lets the program go: a driver that compiles at the first launch (PoCL specialises a
-    /// kernel for each work-group size then, and caches the result on disk) does that work here,
-    /// in a build worker, rather than in the measurement. Errors are left to the measurement.
+    /// The build options of a configuration (its build key on a GPU).
+    pub fn build_options(&self, config: &[i64]) -> String {
+        self.options(config)
+    }
+
+    /// Loads `binary` for a configuration and launches one work-group of it, untimed and
+    /// unverified, then lets the program go: a driver that compiles at the first launch (PoCL
+    /// specialises a kernel for each work-group size then, whatever the global size, and caches
+    /// the result on disk) does that work here, in a build worker, rather than in the
+    /// measurement; one work-group runs, not the whole range. Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
         let options = self.options(config);
         self.session.add_binary(&self.source, &options, binary);
         if let Ok(p) = self.prepare(config) {
-            if let Ok((kernel, global, local)) = self.ready(config, &p) {
-                let _ = self.launch(&kernel, &global, &local);
+            if let Ok((kernel, _, local)) = self.ready(config, &p) {
+                let _ = self.launch(&kernel, &local, &local);
             }
             self.recycle(p);
         }
