@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Per-configuration overhead against buffer size: `ndtune tune bench/spaces/transpose.toml` (12
+# Per-configuration overhead against buffer size: `ndtune tune ${SPEC:-bench/spaces/transpose.toml}` (12
 # configurations, every run timed) at each N, on a fresh store each time; prints MiB per buffer,
 # the overhead per configuration (besides builds, launches and references) and its parts.
 #   bench/overhead.sh [DEVICE] [SIZES]       # e.g. bench/overhead.sh nvidia "1024 2048 4096 8192"
@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '%6s %8s %12s %12s %12s %10s\n' N MiB "ovh ms/cfg" "prep ms/cfg" "verify ms" "launch s"
 for n in $sizes; do
-  "$ndtune" tune bench/spaces/transpose.toml --set "N=$n" --device "$device" --db "$tmp/$n.db" \
+  "$ndtune" tune ${SPEC:-bench/spaces/transpose.toml} --set "N=$n" --device "$device" --db "$tmp/$n.db" \
     --json > "$tmp/$n.json"
   python3 - "$tmp/$n.json" "$n" <<'PY'
 import json, sys

@@ -220,26 +220,6 @@ impl Session {
         Ok(DeviceBuffer { buffer, len })
     }
 
-    /// Fills a whole buffer with `pattern` repeated (1, 2, 4 or 8 bytes: one element) on the
-    /// device and waits: a restore that writes without reading a copy.
-    pub fn fill(&self, buffer: &mut DeviceBuffer, pattern: &[u8]) -> Result<(), ClError> {
-        if !matches!(pattern.len(), 1 | 2 | 4 | 8) || !buffer.len.is_multiple_of(pattern.len()) {
-            return Err(ClError::InvalidInput {
-                what: "fill pattern (1, 2, 4 or 8 bytes dividing the buffer)",
-            });
-        }
-        if buffer.len == 0 {
-            return Ok(());
-        }
-        // SAFETY: the pattern outlives the call (OpenCL copies it); the range is the buffer.
-        let event = unsafe {
-            self.queue
-                .enqueue_fill_buffer(&mut buffer.buffer, pattern, 0, buffer.len, &[])
-        }
-        .map_err(api("clEnqueueFillBuffer"))?;
-        event.wait().map_err(api("clWaitForEvents"))
-    }
-
     /// Calls `f` with a whole buffer's bytes, mapped for reading: on a device that works in the
     /// host's memory (a CPU device) they are the buffer itself, with nothing copied.
     pub fn map_read<T>(
