@@ -3,7 +3,7 @@
 # configurations, every run timed) at each N, on a fresh store each time; prints MiB per buffer,
 # the overhead per configuration (besides builds, launches and references) and its parts.
 #   bench/overhead.sh [DEVICE] [SIZES]       # e.g. bench/overhead.sh nvidia "1024 2048 4096 8192"
-# NDTUNE: the binary (default target/release/ndtune, built if missing).
+# NDTUNE: the binary (default target/release/ndtune, built if missing); SPEC: another spec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=${1:-0}
