@@ -10,7 +10,8 @@
 //!   that hangs is killed at the deadline (`timed_out`); the next build starts a new worker.
 //! - On a CPU device the builders compete with the kernel being timed for the same cores, so
 //!   the campaign stops them ([`BuildPool::pause`], SIGSTOP) while it measures and lets them go
-//!   on (SIGCONT) in between; time stopped does not count towards a build's deadline.
+//!   on (SIGCONT) in between; time stopped does not count towards a build's deadline. A build
+//!   worker ends with its campaign even while stopped ([`crate::children`]).
 
 use crate::evaluate::Bench;
 use crate::evaluate::Fatal;
@@ -460,6 +461,15 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                 }),
                 false,
             ),
+            Err(Silence::Interrupted(why)) => {
+                // The campaign stops: no outcome of this build, and no more builds.
+                let mut s = shared.lock();
+                s.pids.remove(&slot);
+                s.running.remove(&key);
+                s.broken.get_or_insert_with(|| why.clone());
+                shared.changed.notify_all();
+                return;
+            }
         };
         if let (Built::Binary(path), Some(cache)) = (&built, &shared.cache) {
             cache.keep(&key, path);
@@ -543,6 +553,7 @@ fn start(shared: &Shared, slot: usize) -> Result<LineProcess, String> {
         Ok(Ok(BuildResponse::Fatal(why))) => Err(format!("a build worker did not start: {why}")),
         Ok(_) => Err("a build worker did not say it was ready".into()),
         Err(Silence::Died(why)) => Err(format!("a build worker did not start: it {why}")),
+        Err(Silence::Interrupted(why)) => Err(why.clone()),
         Err(Silence::Timeout) => Err("a build worker did not open the device in 120 s".into()),
     }
 }

@@ -25,8 +25,8 @@ pub fn initial_values(init: Init, ty: ElemType, len: usize, seed: u64, arg: usiz
                 .map(|_| {
                     let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
                     match ty {
-                        // Floats in [-1, 1); integers small enough that sums stay exact.
-                        ElemType::Float | ElemType::Double => unit * 2.0 - 1.0,
+                        // Reals in [-1, 1); integers small enough that sums stay exact.
+                        ElemType::Half | ElemType::Float | ElemType::Double => unit * 2.0 - 1.0,
                         ElemType::UChar | ElemType::UShort | ElemType::UInt | ElemType::ULong => {
                             (unit * 16.0).floor()
                         }
@@ -57,6 +57,7 @@ pub fn to_bytes(ty: ElemType, values: &[f64]) -> Vec<u8> {
             ElemType::UInt => out.extend((v as u32).to_ne_bytes()),
             ElemType::Long => out.extend((v as i64).to_ne_bytes()),
             ElemType::ULong => out.extend((v as u64).to_ne_bytes()),
+            ElemType::Half => out.extend(half::f16::from_f64(v).to_ne_bytes()),
             ElemType::Float => out.extend((v as f32).to_ne_bytes()),
             ElemType::Double => out.extend(v.to_ne_bytes()),
         }
@@ -80,6 +81,7 @@ pub fn elements(ty: ElemType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
         ElemType::UInt => u32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
         ElemType::Long => i64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
         ElemType::ULong => u64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
+        ElemType::Half => half::f16::from_ne_bytes([c[0], c[1]]).to_f64(),
         ElemType::Float => f32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
         ElemType::Double => f64::from_ne_bytes(c.try_into().expect("8 bytes")),
     })

@@ -21,9 +21,9 @@ use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
-use ndtune_spec::{source_names, Access, ArgKind, Reference, Spec};
+use ndtune_spec::{Access, ArgKind, ElemType, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -64,14 +64,13 @@ pub struct Cost {
 pub struct Bench {
     spec: Spec,
     device: ClDevice,
-    source: String,
+    /// The kernel's files and headers; only the constants and parameters they mention become
+    /// defines, so configurations that differ in launch-only parameters share one build.
+    source: KernelSource,
     session: Session,
     seed: u64,
     global: Vec<Node>,
     local: Vec<Node>,
-    /// Names (constants and parameters) the kernel source mentions: only these become defines,
-    /// so configurations that differ in launch-only parameters share one build.
-    used_names: HashSet<String>,
     /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
     references: HashMap<Vec<usize>, Rc<Buffers>>,
     /// Inputs as uploaded once, by (argument, bytes).
@@ -150,6 +149,38 @@ fn eval(node: &Node, config: &[i64], what: &str) -> Result<i64, Fatal> {
     })
 }
 
+/// A scalar argument's bytes for one configuration: its value in its type, or why it has none
+/// (it divides by zero, or does not fit the type).
+pub fn scalar_bytes(
+    ty: ndtune_spec::ElemType,
+    value: &Node,
+    config: &[i64],
+    what: &str,
+) -> Result<Vec<u8>, Fatal> {
+    let v = value.value(config).ok_or_else(|| {
+        Fatal(format!(
+            "{what} value divides by zero or overflows for configuration {config:?}"
+        ))
+    })?;
+    ty.scalar_bytes(&v)
+        .map_err(|e| Fatal(format!("{what} value for configuration {config:?}: {e}")))
+}
+
+/// Why a buffer of `len` elements of `ty` cannot be allocated on `device`, if it cannot: more
+/// bytes than `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, the largest single allocation the driver accepts
+/// (`clCreateBuffer` refuses it with `CL_INVALID_BUFFER_SIZE`), or than a 64-bit size holds.
+fn buffer_too_large(device: &ClDevice, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+    let limit = device.profile.max_mem_alloc_size;
+    match len.checked_mul(ty.size()).map(|b| b as u64) {
+        Some(bytes) if bytes <= limit => None,
+        Some(bytes) => Some(format!(
+            "{len} elements of {} are {bytes} bytes, more than the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE of {limit} bytes",
+            ty.name()
+        )),
+        None => Some(format!("{len} elements of {} overflow a 64-bit size", ty.name())),
+    }
+}
+
 fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
     let v = eval(node, config, what)?;
     usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
@@ -176,7 +207,44 @@ impl Bench {
         let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
         let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
-        let used_names = source_names(&source);
+        let halves = spec.args.iter().find(|a| {
+            matches!(
+                a.kind,
+                ArgKind::Buffer {
+                    ty: ElemType::Half,
+                    ..
+                } | ArgKind::Scalar {
+                    ty: ElemType::Half,
+                    ..
+                }
+            )
+        });
+        if let Some(a) = halves {
+            if !device.profile.extensions.iter().any(|e| e == "cl_khr_fp16") {
+                return Err(Fatal(format!(
+                    "[[args]] {} is a half, and {} has no cl_khr_fp16",
+                    a.name, device.profile.name
+                )));
+            }
+        }
+        // A buffer whose size is the same for every configuration and that the device cannot
+        // hold stops the campaign before any memory is taken for it.
+        for a in &spec.args {
+            if let ArgKind::Buffer { ty, len, .. } = &a.kind {
+                let mut vars = Vec::new();
+                len.vars(&mut vars);
+                if let (true, Some(n)) = (vars.is_empty(), len.eval(&[])) {
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    if let Some(why) = buffer_too_large(device, *ty, n) {
+                        return Err(Fatal(format!(
+                            "{}: [[args]] {}: {why}; no configuration can run",
+                            spec.path.display(),
+                            a.name
+                        )));
+                    }
+                }
+            }
+        }
         let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
@@ -186,7 +254,6 @@ impl Bench {
             seed,
             global,
             local,
-            used_names,
             references: HashMap::new(),
             pristine: RefCell::new(HashMap::new()),
             spare: RefCell::new(HashMap::new()),
@@ -203,10 +270,27 @@ impl Bench {
         })
     }
 
-    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device.
+    /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device, after
+    /// checking that the spec and its files still make the campaign's setup.
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
-        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| Fatal(e.to_string()))?;
+        let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
+        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(fatal)?;
+        if let Some(source) = spec.kernel_source().map_err(fatal)? {
+            let now = spec.setup(&source, job.seed).map_err(fatal)?.digest;
+            if now != job.setup {
+                return Err(Fatal(format!(
+                    "{}: the spec or a file it names changed since the campaign started (setup {}, now {now}): results measured now would not be the campaign's; start it again",
+                    spec.path.display(),
+                    job.setup
+                )));
+            }
+        }
         Bench::new(spec, &job.open_device()?, job.seed)
+    }
+
+    /// Why a buffer of `len` elements of `ty` cannot be allocated on this device, if it cannot.
+    fn too_large(&self, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+        buffer_too_large(&self.device, ty, len)
     }
 
     /// Whether outputs are compared on the device (the default on a GPU with double precision)
@@ -223,7 +307,7 @@ impl Bench {
 
     /// Build options of a configuration of the tuned kernel.
     fn options(&self, config: &[i64]) -> String {
-        self.spec.build_options(&self.used_names, config)
+        self.spec.build_options(&self.source, config)
     }
 
     /// How many distinct programs were built so far.
@@ -256,7 +340,7 @@ impl Bench {
         if let Some(path) = binary {
             if let Ok(bytes) = std::fs::read(path) {
                 let options = self.options(config);
-                self.session.add_binary(&self.source, &options, &bytes);
+                self.session.add_binary(&self.source.text, &options, &bytes);
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
@@ -278,7 +362,7 @@ impl Bench {
     /// kept (see [`Session::binary`]).
     pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, ClError> {
         let options = self.options(config);
-        self.session.binary(&self.source, &options)
+        self.session.binary(&self.source.text, &options)
     }
 
     /// The build options of a configuration (its build key on a GPU).
@@ -293,7 +377,7 @@ impl Bench {
     /// measurement; one work-group runs, not the whole range. Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
         let options = self.options(config);
-        self.session.add_binary(&self.source, &options, binary);
+        self.session.add_binary(&self.source.text, &options, binary);
         if let Ok(p) = self.prepare(config) {
             if let Ok((kernel, _, local)) = self.ready(config, &p) {
                 let _ = self.launch(&kernel, &local, &local);
@@ -387,6 +471,11 @@ impl Bench {
                     access,
                 } => {
                     let len = size(len, config, &format!("{what} len"))?;
+                    if let Some(why) = self.too_large(*ty, len) {
+                        return Err(RunError::Outcome(Outcome::Refused {
+                            error: format!("{what}: {why}"),
+                        }));
+                    }
                     let data =
                         Rc::clone(self.host_data.borrow_mut().entry((i, len)).or_insert_with(
                             || {
@@ -402,10 +491,7 @@ impl Bench {
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
-                    scalar = to_bytes(
-                        *ty,
-                        &[eval(value, config, &format!("{what} value"))? as f64],
-                    );
+                    scalar = scalar_bytes(*ty, value, config, &what)?;
                 }
                 ArgKind::Local { bytes } => local = size(bytes, config, &format!("{what} bytes"))?,
             }
@@ -455,7 +541,7 @@ impl Bench {
         let started = Instant::now();
         let built = self
             .session
-            .kernel(&self.source, &self.spec.kernel.name, &options);
+            .kernel(&self.source.text, &self.spec.kernel.name, &options);
         self.build_ms
             .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
         let kernel = match built {
@@ -597,13 +683,11 @@ impl Bench {
                 f(&inputs, &self.spec.problem.constants).map_err(Fatal)?
             }
             Reference::Config(values) => {
-                let reference: Vec<i64> = self
+                let reference = self
                     .spec
-                    .problem
-                    .params
-                    .iter()
-                    .map(|q| values[&q.name])
-                    .collect();
+                    .codec
+                    .point(values)
+                    .map_err(|e| Fatal(format!("[verify] reference.config {values:?}: {e}")))?;
                 let fail = |why: String| {
                     Fatal(format!("the reference configuration {values:?} failed ({why}); nothing was measured"))
                 };
@@ -653,7 +737,14 @@ impl Bench {
         let buffers: Vec<&[u8]> = p.inputs.iter().map(|(_, d)| &d.bytes[..]).collect();
         let mut scalars = Vec::new();
         for a in &self.spec.args {
-            if let ArgKind::Scalar { value, .. } = &a.kind {
+            if let ArgKind::Scalar { ty, value } = &a.kind {
+                if ty.is_real() {
+                    return Err(Fatal(format!(
+                        "[[args]] {}: a host reference receives integer scalars as `long long`, and this one is a {}",
+                        a.name,
+                        ty.name()
+                    )));
+                }
                 scalars.push(eval(value, config, &format!("[[args]] {} value", a.name))?);
             }
         }
@@ -691,16 +782,20 @@ impl Bench {
         global: Option<&[Node]>,
     ) -> Result<Buffers, Fatal> {
         let what = format!("[verify] reference kernel `{name}` ({})", path.display());
-        let source = std::fs::read_to_string(path).map_err(|e| Fatal(format!("{what}: {e}")))?;
+        let source = KernelSource::read(
+            std::slice::from_ref(&path.to_path_buf()),
+            &self.spec.kernel.include_dirs,
+        )
+        .map_err(|e| Fatal(format!("{what}: {}", e.message)))?;
         let global = global
             .unwrap_or(&self.global)
             .iter()
             .map(|n| size(n, config, "[verify] reference global"))
             .collect::<Result<Vec<_>, _>>()?;
-        let options = self.spec.build_options(&source_names(&source), config);
+        let options = self.spec.build_options(&source, config);
         let fail = |e: ClError| Fatal(format!("{what}: {e}"));
         let mut session = Session::new(&self.device).map_err(fail)?;
-        let kernel = session.kernel(&source, name, &options).map_err(fail)?;
+        let kernel = session.kernel(&source.text, name, &options).map_err(fail)?;
         let data: BTreeMap<&str, &HostData> = p
             .inputs
             .iter()

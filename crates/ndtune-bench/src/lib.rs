@@ -14,10 +14,13 @@
 //!   computes from the campaign's best score and measurement noise, compared in the worker).
 //! - [`builder::BuildPool`] compiles define sets ahead of measurement in build worker processes,
 //!   so that builds run in parallel and, on a GPU, while the worker measures.
+//! - [`children`] makes every such child process end with its campaign, however it ends
+//!   (SIGKILL, SIGTERM, Ctrl-C, a panic, a normal exit).
 //!
 //! The store, the strategies and the command line are elsewhere; this crate only measures.
 
 pub mod builder;
+pub mod children;
 pub mod data;
 pub mod device_check;
 pub mod evaluate;

@@ -1,7 +1,9 @@
 //! A child process that speaks one JSON line each way (the measurement worker, a build worker):
 //! started with a first line, asked with [`LineProcess::ask`] under a deadline, and described in
-//! words when it dies (its exit status or signal and the tail of its stderr).
+//! words when it dies (its exit status or signal and the tail of its stderr). It ends with the
+//! campaign ([`crate::children`]).
 
+use crate::children::{self, OnEnd};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -20,6 +22,8 @@ pub enum Silence {
     Timeout,
     /// The child closed its output or died; why, in words.
     Died(String),
+    /// The campaign is stopping ([`children::stopping`]) and ended the child; why, in words.
+    Interrupted(String),
 }
 
 /// A running child with its stdout read line by line on a thread of its own.
@@ -31,13 +35,14 @@ pub struct LineProcess {
 }
 
 impl LineProcess {
-    /// Starts `command` with piped stdio and writes `first` as its first line.
+    /// Starts `command` with piped stdio, as a child that ends with the campaign (SIGKILL: it
+    /// may be stopped), and writes `first` as its first line.
     pub fn spawn(mut command: Command, first: &str) -> Result<LineProcess, String> {
-        let mut child = command
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+            .stderr(Stdio::piped());
+        let mut child = children::spawn(command, OnEnd::Kill)
             .map_err(|e| format!("cannot start the process: {e}"))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
@@ -67,8 +72,13 @@ impl LineProcess {
             lines,
             stderr,
         };
-        p.send(first)
-            .map_err(|_| format!("the process {}", p.death()))?;
+        if p.send(first).is_err() {
+            return Err(match p.silence() {
+                Silence::Interrupted(why) => why,
+                Silence::Died(why) => format!("the process {why}"),
+                Silence::Timeout => "the process did not take its first line".into(),
+            });
+        }
         Ok(p)
     }
 
@@ -87,7 +97,15 @@ impl LineProcess {
         match self.lines.recv_timeout(deadline) {
             Ok(line) => Ok(line),
             Err(RecvTimeoutError::Timeout) => Err(Silence::Timeout),
-            Err(RecvTimeoutError::Disconnected) => Err(Silence::Died(self.death())),
+            Err(RecvTimeoutError::Disconnected) => Err(self.silence()),
+        }
+    }
+
+    /// The child is gone: interrupted where the campaign is stopping, else dead (and why).
+    fn silence(&mut self) -> Silence {
+        match children::stopping() {
+            Some(why) => Silence::Interrupted(why),
+            None => Silence::Died(self.death()),
         }
     }
 
@@ -107,7 +125,7 @@ impl LineProcess {
                 .recv_timeout(SLICE.min(deadline.saturating_sub(spent)))
             {
                 Ok(line) => return Ok(line),
-                Err(RecvTimeoutError::Disconnected) => return Err(Silence::Died(self.death())),
+                Err(RecvTimeoutError::Disconnected) => return Err(self.silence()),
                 Err(RecvTimeoutError::Timeout) => {
                     if counts() {
                         spent += started.elapsed();
@@ -123,18 +141,19 @@ impl LineProcess {
     /// Writes `line` and waits at most `deadline` for the answer.
     pub fn ask(&mut self, line: &str, deadline: Duration) -> Result<String, Silence> {
         if self.send(line).is_err() {
-            return Err(Silence::Died(self.death()));
+            return Err(self.silence());
         }
         self.answer(deadline)
     }
 
     /// Writes `line` without waiting for an answer.
     pub fn tell(&mut self, line: &str) -> Result<(), Silence> {
-        self.send(line).map_err(|_| Silence::Died(self.death()))
+        self.send(line).map_err(|_| self.silence())
     }
 
     /// Waits for the child's end and says how it ended, with the tail of its stderr.
     fn death(&mut self) -> String {
+        children::reaped(self.child.id());
         let status = self.child.wait().ok();
         // Let the stderr reader drain what the dying child wrote.
         thread::sleep(Duration::from_millis(50));
@@ -145,6 +164,7 @@ impl LineProcess {
 /// Dropping kills the child and reaps it.
 impl Drop for LineProcess {
     fn drop(&mut self) {
+        children::reaped(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -154,24 +174,14 @@ fn exit_text(status: Option<ExitStatus>) -> String {
     use std::os::unix::process::ExitStatusExt;
     match status {
         Some(s) => match (s.code(), s.signal()) {
-            (_, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+            (_, Some(sig)) => format!(
+                "was killed by signal {sig} ({})",
+                children::signal_name(sig)
+            ),
             (Some(code), _) => format!("exited with status {code}"),
             _ => "ended".into(),
         },
         None => "ended".into(),
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        15 => "SIGTERM",
-        _ => "signal",
     }
 }
 

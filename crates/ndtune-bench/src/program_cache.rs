@@ -1,7 +1,8 @@
 //! Program binaries kept across campaigns, as PyOpenCL keeps its own: a build worker's binary of a
 //! define set is copied into `$NDTUNE_CACHE_DIR/programs` (default `$XDG_CACHE_HOME/ndtune` or
 //! `~/.cache/ndtune`), named by a hash of the device (name, platform, OpenCL and driver
-//! versions), the kernel source and the build options. A later campaign that needs the same
+//! versions), the kernel source with every header it includes ([`KernelSource::digest`]) and
+//! the build options. A later campaign that needs the same
 //! program takes the file instead of starting a build worker: on a GPU, where each build worker
 //! opens a context of its own on the device, a campaign whose programs are all cached starts none.
 //!
@@ -11,6 +12,7 @@
 
 use ndtune_core::text::hex;
 use ndtune_device::DeviceProfile;
+use ndtune_spec::KernelSource;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -25,7 +27,7 @@ pub struct ProgramCache {
 impl ProgramCache {
     /// The cache of `source`'s programs on `device`, in the folder the environment names; none
     /// where it is `off` or no folder can be made.
-    pub fn open(device: &DeviceProfile, source: &str) -> Option<ProgramCache> {
+    pub fn open(device: &DeviceProfile, source: &KernelSource) -> Option<ProgramCache> {
         let base = match std::env::var_os("NDTUNE_CACHE_DIR") {
             Some(d) if d == "off" => return None,
             Some(d) if !d.is_empty() => PathBuf::from(d),
@@ -43,7 +45,7 @@ impl ProgramCache {
             device.platform_name,
             device.version,
             device.driver_version,
-            hex(&Sha256::digest(source.as_bytes()))
+            source.digest()
         );
         Some(ProgramCache { dir, identity })
     }

@@ -1,6 +1,7 @@
 //! The supervisor: runs the worker process, gives each evaluation a deadline, and turns a worker
 //! that dies into a `crashed` outcome and one that does not answer in time into `timed_out`,
-//! restarting the worker for the next configuration.
+//! restarting the worker for the next configuration. A worker ended because the campaign stops
+//! ([`crate::children::stopping`]) is no outcome: the evaluation fails, as fatal.
 
 use crate::evaluate::{Cost, Fatal};
 use crate::process::{LineProcess, Silence};
@@ -122,6 +123,7 @@ impl Supervisor {
             Err(Silence::Died(why)) => {
                 return Err(Fatal(format!("the worker did not start: it {why}")))
             }
+            Err(Silence::Interrupted(why)) => return Err(Fatal(why)),
             Err(Silence::Timeout) => {
                 return Err(Fatal("the worker did not start: no answer in time".into()))
             }
@@ -188,6 +190,11 @@ impl Supervisor {
                 self.running = None;
                 let detail = format!("the worker {why}");
                 Ok(Evaluation::lost(Outcome::Crashed { detail }, started))
+            }
+            // Ended because the campaign stops: no outcome of the configuration.
+            Err(Silence::Interrupted(why)) => {
+                self.running = None;
+                Err(Fatal(why))
             }
         }
     }

@@ -17,13 +17,17 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub spec: PathBuf,
-    pub overrides: BTreeMap<String, i64>,
+    pub overrides: BTreeMap<String, ndtune_core::Value>,
     /// Index of the device in `ndtune devices` order.
     pub device: usize,
     /// Sub-device K of N equal partitions of that device, if one.
     pub sub: Option<(usize, usize)>,
     /// Seed of the input data.
     pub seed: u64,
+    /// The digest of the campaign's setup ([`ndtune_spec::Spec::setup`]): a worker that reads
+    /// the spec and its files differently (edited since the campaign started) refuses to
+    /// measure, so that no result is stored under a setup it was not measured with.
+    pub setup: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

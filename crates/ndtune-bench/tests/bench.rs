@@ -241,3 +241,32 @@ fn outputs_compared_on_the_device_give_the_hosts_verdicts_and_details() {
         assert!(on_device.compares_on_device() && !on_host.compares_on_device());
     }
 }
+
+#[test]
+fn a_worker_refuses_a_spec_whose_files_changed_since_the_campaign_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS);
+    let setup = s.setup(&s.kernel_source().unwrap().unwrap(), 7).unwrap();
+    let job = ndtune_bench::worker::Job {
+        spec: s.path.clone(),
+        overrides: Default::default(),
+        device: 0,
+        sub: None,
+        seed: 7,
+        setup: setup.digest.clone(),
+    };
+    assert!(Bench::open(&job).is_ok());
+    // The random input follows the seed: another seed is another setup.
+    let other_seed = ndtune_bench::worker::Job {
+        seed: 8,
+        ..job.clone()
+    };
+    assert!(Bench::open(&other_seed).is_err());
+    std::fs::write(dir.path().join("scale.cl"), KERNEL.replace("2.0f", "3.0f")).unwrap();
+    let err = Bench::open(&job).err().unwrap().0;
+    assert!(
+        err.contains("changed since the campaign started")
+            && err.contains(&format!("(setup {}, now ", setup.digest)),
+        "{err}"
+    );
+}

@@ -1,10 +1,13 @@
 //! ndtune's shared vocabulary, used by the tuner, the store, the strategies and the reports:
 //!
-//! - [`Config`]: one launch configuration, parameter name to value.
+//! - [`Config`]: one launch configuration, parameter name to [`Value`] (an integer, a real or
+//!   an identifier); [`Codec`]: how a point of the search space holds those values.
 //! - [`Outcome`]: how the evaluation of one configuration ended. Every configuration ends as
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
 //!   the mean of the best 5 of 10 runs); [`Raced`] where racing stopped its timing early.
+//! - [`setup`]: what a result was measured under besides device, constants and configuration,
+//!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
 //! - [`tools`]: where the external tools ndtune runs (clang) are.
 //!
@@ -15,19 +18,19 @@
 //! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
 //! ```
 
+pub mod setup;
 pub mod text;
 pub mod tools;
+mod value;
+
+pub use value::{int_config, Codec, CodecError, Coding, Config, Constants, Value};
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
-
-/// One configuration: parameter name to value, ordered by name (a canonical form for keys).
-pub type Config = BTreeMap<String, i64>;
 
 /// Canonical text of a configuration (`{"A":1,"B":2}`, keys sorted): the store's key.
 pub fn config_key(config: &Config) -> String {
-    serde_json::to_string(config).expect("a map of integers serialises")
+    serde_json::to_string(config).expect("a map of values serialises")
 }
 
 /// Run times of one configuration under a protocol that scores the mean of the best `best_of`.
@@ -303,9 +306,7 @@ mod tests {
 
     #[test]
     fn config_keys_are_canonical() {
-        let a: Config = [("B".to_string(), 2), ("A".to_string(), 1)]
-            .into_iter()
-            .collect();
+        let a = int_config([("B", 2), ("A", 1)]);
         assert_eq!(config_key(&a), r#"{"A":1,"B":2}"#);
     }
 }

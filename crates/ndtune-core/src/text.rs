@@ -1,5 +1,5 @@
 //! Text helpers: positions in text files (for errors that name a line and a column), and
-//! bytes written as hexadecimal (hashes in names and keys).
+//! bytes written as hexadecimal and short SHA-256 ids (hashes in names and keys).
 
 /// 1-based line and column (in characters) of a byte offset of `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -14,6 +14,12 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A 16-hex-digit id of `bytes`: the first 8 bytes of their SHA-256.
+pub fn short_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes)[..8])
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -22,6 +28,12 @@ mod tests {
         assert_eq!(super::line_col("ab\ncdé f", 3), (2, 1));
         assert_eq!(super::line_col("ab\ncdé f", 7), (2, 4));
         assert_eq!(super::line_col("ab", 99), (1, 3));
+    }
+
+    #[test]
+    fn short_sha256_is_the_start_of_sha256() {
+        // SHA-256("abc") = ba7816bf8f01cfea414140de5dae2223...
+        assert_eq!(super::short_sha256(b"abc"), "ba7816bf8f01cfea");
     }
 
     #[test]

@@ -22,9 +22,16 @@
 //! - Build times are kept in the store (a study of kind `builds` per kernel and device), so
 //!   that a later campaign starts the builds expected to take longest first.
 //! - With [`Options::share`], the campaign is one worker's part of a campaign shared through
-//!   the store with workers on other devices or machines ([`share`]).
+//!   the store with workers on other devices or machines ([`share`]); with [`Options::guard`],
+//!   a campaign of its own claims what it measures, so that two processes tuning one campaign
+//!   in one store never measure a configuration twice.
+//! - A campaign is a [`group`]: the kernel with its constants, measured under one setup (the
+//!   digest of everything else that can change a result, [`ndtune_spec::Spec::setup`]) on one
+//!   device. Results are reused only within it; results of the same kernel source, constants
+//!   and device under other setups are named in the report as not reused
+//!   ([`DeviceReport::not_reused`]).
 //! - With [`Options::warm_start`], the strategy first measures the configurations that did
-//!   best for the same kernel source on other devices and constants in the store.
+//!   best for the same kernel on other devices, constants and setups in the store.
 //!
 //! It never parses a command line and never prints.
 
@@ -33,7 +40,7 @@ mod live;
 mod report;
 pub mod share;
 
-pub use report::{Best, DeviceReport, Ranked, TimeSpent};
+pub use report::{Best, DeviceReport, OtherSetup, Ranked, TimeSpent};
 pub use share::Share;
 
 use live::Live;
@@ -43,14 +50,14 @@ use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, Outcome, Timing};
+use ndtune_core::{Codec, Config, Outcome, Timing};
 use ndtune_device::DeviceType;
 use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
 use ndtune_space::problem::Pruning;
-use ndtune_spec::{Race, Spec};
+use ndtune_spec::{KernelSource, Race, Spec};
 use ndtune_store::{Group, Store, StoreError};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -116,6 +123,10 @@ pub struct Options {
     pub warm_start: bool,
     /// Share the campaign with other workers through the store's claims.
     pub share: Option<Share>,
+    /// Without `share`: claim each configuration just before measuring it, as this worker, so
+    /// that another process tuning the same campaign in the same store never measures it too
+    /// (see [`share`]).
+    pub guard: Option<Share>,
     /// Seed of the strategy and of the input data.
     pub seed: u64,
     /// A fixed per-evaluation (and per-build) deadline; without it, deadlines adapt.
@@ -148,21 +159,27 @@ impl Worker {
     }
 }
 
-/// What a campaign's worker processes evaluate: `spec` (with `overrides`) on device `index`
-/// (sub-device `sub`) with input data from `seed`.
+/// What a campaign's worker processes evaluate: `spec` (with `overrides`, its kernel read
+/// as `source`) on device `index` (sub-device `sub`) with input data from `seed`, under the
+/// spec's setup.
 pub fn job(
-    spec: &Path,
-    overrides: &BTreeMap<String, i64>,
+    spec: &Spec,
+    source: &KernelSource,
+    overrides: &BTreeMap<String, ndtune_core::Value>,
     (index, sub): (usize, Option<(usize, usize)>),
     seed: u64,
-) -> Job {
-    Job {
-        spec: std::fs::canonicalize(spec).unwrap_or_else(|_| spec.to_path_buf()),
+) -> Result<Job, CampaignError> {
+    let setup = spec
+        .setup(source, seed)
+        .map_err(|e| CampaignError::Spec(e.to_string()))?;
+    Ok(Job {
+        spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
         overrides: overrides.clone(),
         device: index,
         sub,
         seed,
-    }
+        setup: setup.digest,
+    })
 }
 
 /// The default number of build jobs: the machine's cores less one (at least 1).
@@ -202,7 +219,7 @@ impl<F: FnMut(Event<'_>)> Observer for F {
 pub struct Campaign<'a> {
     pub spec: &'a Spec,
     /// Constants replaced on the command line (`--set`), passed on to the workers.
-    pub overrides: &'a BTreeMap<String, i64>,
+    pub overrides: &'a BTreeMap<String, ndtune_core::Value>,
     pub device: &'a ClDevice,
     /// How the device is named in messages.
     pub label: &'a str,
@@ -221,12 +238,22 @@ impl Campaign<'_> {
     pub fn run(self, observer: &mut dyn Observer) -> Result<DeviceReport, CampaignError> {
         let started = Instant::now();
         let spec = self.spec;
+        let source = spec
+            .kernel_source()
+            .map_err(|e| CampaignError::Spec(e.to_string()))?
+            .ok_or_else(|| {
+                CampaignError::Spec(format!(
+                    "{}: [kernel] source is needed to tune",
+                    spec.path.display()
+                ))
+            })?;
         let job = job(
-            &spec.path,
+            spec,
+            &source,
             self.overrides,
             (self.device.index, self.device.sub),
             self.options.seed,
-        );
+        )?;
         // The worker starts first: it opens its device while the campaign prepares.
         let mut supervisor = match self.worker {
             Some(w) if w.job == job => w.supervisor,
@@ -237,15 +264,6 @@ impl Campaign<'_> {
             ),
         };
         supervisor.start_ahead();
-        let source = spec
-            .kernel_source()
-            .map_err(|e| CampaignError::Spec(e.to_string()))?
-            .ok_or_else(|| {
-                CampaignError::Spec(format!(
-                    "{}: [kernel] source is needed to tune",
-                    spec.path.display()
-                ))
-            })?;
         let mut strategy = ndtune_search::by_name(&self.options.strategy, self.options.seed)?;
         let (declared, valid) = (self.pruning.stats.declared, self.pruning.stats.pruned);
         let (label, kernel) = (self.label, spec.kernel.name.clone());
@@ -256,17 +274,12 @@ impl Campaign<'_> {
         };
         // Walked without listing it: any space the pruner counts can be tuned.
         let space = ValidSpace::new(self.pruning.space);
-        let names = space.names().to_vec();
-        let group = group(spec, &source, self.device, self.store)?;
+        let codec = space.codec();
+        let group = group(spec, &source, self.options.seed, self.device, self.store)?;
         let race = self.options.race;
         let mut noise = Noise::default();
         let mut existing: HashMap<Config, Outcome> = HashMap::new();
-        for r in self.store.records(
-            &group.device,
-            &group.kernel,
-            &group.source_hash,
-            &group.constants,
-        )? {
+        for r in self.store.records(&group)? {
             if let Outcome::Measured(t) = &r.outcome {
                 // A timing raced under another rule (or none now) is measured again: its score
                 // is not what this campaign's protocol would store.
@@ -281,6 +294,8 @@ impl Campaign<'_> {
             }
             existing.insert(r.key.config, r.outcome);
         }
+        let not_reused = other_setups(self.store, &group)?;
+        let setup = group.setup.clone();
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile.device_type == DeviceType::Cpu;
@@ -293,13 +308,13 @@ impl Campaign<'_> {
                     self.options.timeout,
                     cpu,
                     ProgramCache::open(&self.device.profile, &source),
-                    &build_history::load(self.store, &group, &names),
+                    &build_history::load(self.store, &group, codec.names()),
                 )
             })
             .transpose()
             .map_err(|e| stopped(e.0))?;
         let warm = if self.options.warm_start {
-            let points = warm_points(self.store, &group, &names)?;
+            let points = warm_points(self.store, &group, &codec)?;
             observer.event(Event::Warning(format!(
                 "warm start: {} configurations that did best for this kernel elsewhere come first",
                 points.len()
@@ -314,6 +329,10 @@ impl Campaign<'_> {
             .clone()
             .map(|share| share::Claims::start(share, self.options.build_jobs))
             .transpose()?;
+        let guard = match (&claims, &self.options.guard) {
+            (None, Some(share)) => Some(share::Guard::start(share.clone())?),
+            _ => None,
+        };
         let total = self
             .options
             .budget
@@ -326,7 +345,7 @@ impl Campaign<'_> {
             pool,
             pause_builds: cpu,
             build_key: Box::new({
-                let used = ndtune_spec::source_names(&source);
+                let source = source.clone();
                 // On a CPU device a build is primed with its launch sizes: they are in the key.
                 let sizes: Vec<_> = spec
                     .problem
@@ -337,7 +356,7 @@ impl Campaign<'_> {
                     .filter_map(|e| spec.problem.int_expr(e).ok())
                     .collect();
                 move |point: &[i64]| {
-                    let mut key = spec.build_options(&used, point);
+                    let mut key = spec.build_options(&source, point);
                     for n in &sizes {
                         key.push_str(&format!("\u{0}{:?}", n.eval(point)));
                     }
@@ -346,7 +365,7 @@ impl Campaign<'_> {
             }),
             store: self.store,
             group,
-            names: &names,
+            codec: &codec,
             existing,
             observer,
             racing: live::Racing {
@@ -363,6 +382,7 @@ impl Campaign<'_> {
             unavailable_told: false,
             stopped: None,
             claims,
+            guard,
             measured_ahead: Default::default(),
             promised: Vec::new(),
         };
@@ -374,55 +394,78 @@ impl Campaign<'_> {
             warm,
         };
         let trace = strategy.search(&space, &mut live, &run);
-        if let Some(why) = live.stopped.take() {
+        let stopped_early = live.stopped.take();
+        let time = live.finish(started);
+        if let Some(why) = stopped_early {
             return Err(stopped(why));
         }
-        let time = live.finish(started);
-        Ok(report::report(
+        let mut report = report::report(
             spec,
             self.label,
             &self.options.strategy,
-            &names,
+            &codec,
             &trace,
             (declared, valid),
             time,
-        ))
+        );
+        report.setup = setup;
+        report.not_reused = not_reused;
+        Ok(report)
     }
 }
 
-/// The store's campaign of a spec's kernel on a device (registering the device).
+/// The store's campaign of a spec's kernel read from `source` on a device, with input data
+/// drawn with `seed`: its setup is [`Spec::setup`]'s. Registers the device and the setup.
 pub fn group(
     spec: &Spec,
-    source: &str,
+    source: &KernelSource,
+    seed: u64,
     device: &ClDevice,
     store: &Store,
-) -> Result<Group, StoreError> {
+) -> Result<Group, CampaignError> {
+    let setup = spec
+        .setup(source, seed)
+        .map_err(|e| CampaignError::Spec(e.to_string()))?;
+    store.put_setup(&setup)?;
     Ok(Group {
         device: store.put_device(&device.profile)?,
         kernel: spec.kernel.name.clone(),
-        source_hash: ndtune_store::source_hash(source),
+        source_hash: ndtune_store::source_hash(&source.text),
+        setup: setup.digest,
         constants: spec.problem.constants.clone(),
     })
 }
 
-/// The [`WARM_POINTS`] configurations (as points over `names`) that did best, by geometric
+/// The campaigns of `group`'s problem under other setups, with their results and what differs
+/// from their setup to `group`'s: results a campaign of `group` does not reuse.
+pub fn other_setups(store: &Store, group: &Group) -> Result<Vec<OtherSetup>, StoreError> {
+    store
+        .other_setups(group)?
+        .into_iter()
+        .map(|g| {
+            Ok(OtherSetup {
+                results: store.campaign_status(&g)?.results,
+                differences: store.setup_differences(&g.setup, &group.setup)?,
+                setup: g.setup,
+            })
+        })
+        .collect()
+}
+
+/// The [`WARM_POINTS`] configurations (as points of `codec`) that did best, by geometric
 /// mean of time relative to each campaign's best, in the store's other campaigns of the same
-/// kernel source (other devices, other constants) over the same parameters
-/// ([`ndtune_search::warm_start`]).
-pub fn warm_points(
-    store: &Store,
-    group: &Group,
-    names: &[String],
-) -> Result<Vec<Point>, StoreError> {
+/// kernel (other devices, constants, setups or sources) over the same parameters
+/// ([`ndtune_search::warm_start`]): a prior of where to look, never a result reused.
+pub fn warm_points(store: &Store, group: &Group, codec: &Codec) -> Result<Vec<Point>, StoreError> {
     let mut others = Vec::new();
     for g in store.groups()? {
-        if g == *group || g.kernel != group.kernel || g.source_hash != group.source_hash {
+        if g == *group || g.kernel != group.kernel {
             continue;
         }
-        let records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
+        let records = store.records(&g)?;
         let entries = records.into_iter().map(|r| (r.key.config, r.outcome));
         // Campaigns over other parameters (another spec of the same source) cannot say.
-        if let Ok(recorded) = Recorded::from_configs(names.to_vec(), entries) {
+        if let Ok(recorded) = Recorded::from_configs(codec.clone(), entries) {
             others.push(recorded);
         }
     }
@@ -433,7 +476,7 @@ pub fn warm_points(
 /// The fastest measured configuration of a campaign in the store, with its timing.
 pub fn best_recorded(store: &Store, g: &Group) -> Result<Option<(Config, Timing)>, StoreError> {
     let mut best: Option<(Config, Timing)> = None;
-    for r in store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)? {
+    for r in store.records(g)? {
         if let Outcome::Measured(t) = r.outcome {
             if t.score_ms().is_finite()
                 && best

@@ -1,14 +1,15 @@
 //! The live evaluator a strategy talks to: it reuses what the store holds, plans builds ahead
 //! from the strategy's lookahead, measures in the supervised worker (racing against the best so
 //! far), commits every outcome to the store at once, and accounts the time. In a shared
-//! campaign it measures only what it claimed (see [`crate::share`]).
+//! campaign it measures only what it claimed; in a campaign of its own with a guard, only what
+//! it could claim (see [`crate::share`]).
 
-use crate::share::{Claims, POLL};
+use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::race::{Limits, Noise};
 use ndtune_bench::supervisor::Supervisor;
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Codec, Config, Outcome};
 use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_spec::Race;
 use ndtune_store::{Group, Record, ResultKey, Store};
@@ -34,8 +35,8 @@ pub(crate) struct Live<'a> {
     pub build_key: BuildKey<'a>,
     pub store: &'a Store,
     pub group: Group,
-    /// The space's parameter names, in the order of a point's values.
-    pub names: &'a [String],
+    /// How the space's points hold configurations.
+    pub codec: &'a Codec,
     pub existing: HashMap<Config, Outcome>,
     pub observer: &'a mut dyn Observer,
     pub racing: Racing,
@@ -46,6 +47,8 @@ pub(crate) struct Live<'a> {
     pub stopped: Option<String>,
     /// This worker's claims, where the campaign is shared with other workers.
     pub claims: Option<Claims>,
+    /// The claims of a campaign of its own, where it guards against another process.
+    pub guard: Option<Guard>,
     /// Configurations this worker measured before the strategy asked for them (while another
     /// worker held the one it asked for, or while the build of the one it asked for was not
     /// done): fresh, not reused, when it does.
@@ -83,17 +86,11 @@ impl Racing {
 impl Live<'_> {
     /// `point` as a configuration.
     fn config(&self, point: &[i64]) -> Config {
-        config_of(self.names, point)
+        self.codec.config(point)
     }
 
     fn key(&self, config: &Config) -> ResultKey {
-        ResultKey {
-            device: self.group.device.clone(),
-            kernel: self.group.kernel.clone(),
-            source_hash: self.group.source_hash.clone(),
-            constants: self.group.constants.clone(),
-            config: config.clone(),
-        }
+        ResultKey::new(&self.group, config.clone())
     }
 
     /// Ends the campaign that started at `started`: gives back the configurations claimed and
@@ -101,13 +98,25 @@ impl Live<'_> {
     /// of the whole campaign.
     pub fn finish(mut self, started: Instant) -> TimeSpent {
         let ending = Instant::now();
-        if let Some(claims) = &mut self.claims {
-            let names = self.names;
-            if let Err(e) = claims.release_all(self.store, &self.group, |p| config_of(names, p)) {
-                self.observer.event(Event::Warning(format!(
-                    "cannot give back unmeasured claims (they expire after the lease): {e}"
-                )));
+        let codec = self.codec;
+        let held: Option<(&str, Vec<Point>)> = match (&mut self.claims, &mut self.guard) {
+            (Some(c), _) => {
+                let points = std::mem::take(&mut c.held).into();
+                Some((&c.share.worker, points))
             }
+            (None, Some(g)) => {
+                let points = g.take_held().into_iter().collect();
+                Some((&g.share.worker, points))
+            }
+            (None, None) => None,
+        };
+        let released = held.map_or(Ok(()), |(worker, points)| {
+            give_back(self.store, &self.group, worker, points, |p| codec.config(p))
+        });
+        if let Err(e) = released {
+            self.observer.event(Event::Warning(format!(
+                "cannot give back unmeasured claims (they expire after the lease): {e}"
+            )));
         }
         let mut time = self.time;
         time.startup_s = self.supervisor.startup_s;
@@ -117,7 +126,7 @@ impl Live<'_> {
             let kept = crate::build_history::save(
                 self.store,
                 &self.group,
-                self.names,
+                codec.names(),
                 &pool.build_times(),
             );
             if let Err(e) = kept {
@@ -210,14 +219,22 @@ impl Live<'_> {
             started_at,
             finished_at: ndtune_store::now_ms(),
         };
-        let stored = match &self.claims {
-            Some(claims) => self.store.complete(&claims.share.worker, &record).map(drop),
+        let claimed_by = match (&self.claims, &self.guard) {
+            (Some(claims), _) => Some(&claims.share.worker),
+            (None, Some(guard)) => Some(&guard.share.worker),
+            (None, None) => None,
+        };
+        let stored = match claimed_by {
+            Some(worker) => self.store.complete(worker, &record).map(drop),
             None => self.store.insert(&record),
         };
         self.time.store_s += writing.elapsed().as_secs_f64();
         if let Err(e) = stored {
             self.stopped = Some(format!("cannot record a result: {e}"));
             return None;
+        }
+        if let Some(guard) = &mut self.guard {
+            guard.measured(point);
         }
         self.racing.note(&outcome);
         self.observer.event(Event::Evaluated {
@@ -234,26 +251,8 @@ impl Live<'_> {
     /// this one measures what it claimed ahead, or waits. `None` when the campaign has to stop.
     fn evaluate_shared(&mut self, point: &[i64], config: &Config) -> Option<(Outcome, bool)> {
         loop {
-            let reading = Instant::now();
-            let stored = self.store.get(&self.key(config));
-            self.time.store_s += reading.elapsed().as_secs_f64();
-            match stored {
-                Ok(Some(record)) => {
-                    self.existing.insert(config.clone(), record.outcome.clone());
-                    self.racing.note(&record.outcome);
-                    if let Outcome::Measured(t) = &record.outcome {
-                        self.racing.noise.add(t);
-                    }
-                    self.observer.event(Event::Evaluated {
-                        config,
-                        outcome: &record.outcome,
-                        reused: true,
-                        best_ms: self.racing.best_ms,
-                    });
-                    return Some((record.outcome, true));
-                }
-                Ok(None) => {}
-                Err(e) => return self.stop(format!("cannot read the store: {e}")),
+            if let Some(outcome) = self.stored_elsewhere(config)? {
+                return Some((outcome, true));
             }
             let claims = self.claims.as_mut().expect("a shared campaign");
             let mine = claims.take(point)
@@ -289,12 +288,12 @@ impl Live<'_> {
     /// campaign has to stop.
     fn top_up(&mut self) -> Option<()> {
         let claims = self.claims.as_mut()?;
-        let (names, existing) = (self.names, &self.existing);
+        let (codec, existing) = (self.codec, &self.existing);
         let topped = claims.top_up(
             self.store,
             &self.group,
-            |p| existing.contains_key(&config_of(names, p)),
-            |p| config_of(names, p),
+            |p| existing.contains_key(&codec.config(p)),
+            |p| codec.config(p),
         );
         if let Err(e) = topped {
             return self.stop(format!("cannot claim a configuration: {e}"));
@@ -324,7 +323,74 @@ impl Live<'_> {
                 return Some(());
             };
             let (_, next) = self.promised.remove(i);
-            self.measure_ahead(&next)?;
+            if self.may_measure(&next)? {
+                self.measure_ahead(&next)?;
+            }
+        }
+    }
+
+    /// Whether this process may measure `point`: always, unless a guard says another process
+    /// holds it or measured it (see [`Guard::claim`]). `None` when the campaign has to stop.
+    fn may_measure(&mut self, point: &[i64]) -> Option<bool> {
+        let Some(guard) = &mut self.guard else {
+            return Some(true);
+        };
+        let codec = self.codec;
+        let next = self.promised.iter().map(|(_, p)| p);
+        match guard.claim(self.store, &self.group, point, next, |p| codec.config(p)) {
+            Ok(mine) => Some(mine),
+            Err(e) => self.stop(format!("cannot claim a configuration: {e}")),
+        }
+    }
+
+    /// In a campaign of its own: measures `point`, unless another process tuning the same
+    /// campaign in the store holds it; then its result once stored there (`true`: reused),
+    /// measuring what this one promised meanwhile, or waiting. `None` when the campaign has to
+    /// stop.
+    fn evaluate_alone(&mut self, point: &[i64], config: &Config) -> Option<(Outcome, bool)> {
+        loop {
+            if self.may_measure(point)? {
+                self.measure_built_ahead(point)?;
+                return self.measure_and_record(point, config).map(|o| (o, false));
+            }
+            if let Some(outcome) = self.stored_elsewhere(config)? {
+                return Some((outcome, true));
+            }
+            match self.promised.first().map(|(_, p)| p.clone()) {
+                Some(next) => {
+                    self.promised.remove(0);
+                    if self.may_measure(&next)? {
+                        self.measure_ahead(&next)?;
+                    }
+                }
+                None => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// The outcome another process stored for `config`, if any, as reused (told to the
+    /// observer); `None` when the campaign has to stop.
+    fn stored_elsewhere(&mut self, config: &Config) -> Option<Option<Outcome>> {
+        let reading = Instant::now();
+        let stored = self.store.get(&self.key(config));
+        self.time.store_s += reading.elapsed().as_secs_f64();
+        match stored {
+            Ok(Some(record)) => {
+                self.existing.insert(config.clone(), record.outcome.clone());
+                self.racing.note(&record.outcome);
+                if let Outcome::Measured(t) = &record.outcome {
+                    self.racing.noise.add(t);
+                }
+                self.observer.event(Event::Evaluated {
+                    config,
+                    outcome: &record.outcome,
+                    reused: true,
+                    best_ms: self.racing.best_ms,
+                });
+                Some(Some(record.outcome))
+            }
+            Ok(None) => Some(None),
+            Err(e) => self.stop(format!("cannot read the store: {e}")),
         }
     }
 
@@ -369,11 +435,6 @@ impl Live<'_> {
     }
 }
 
-/// `point` (values in `names`' order) as a configuration.
-fn config_of(names: &[String], point: &[i64]) -> Config {
-    names.iter().cloned().zip(point.iter().copied()).collect()
-}
-
 impl Evaluator for Live<'_> {
     fn will_ask(&mut self, points: &[Point]) {
         self.announce(points, true);
@@ -408,10 +469,7 @@ impl Evaluator for Live<'_> {
         let evaluated = match self.stopped {
             Some(_) => None,
             None if self.claims.is_some() => self.evaluate_shared(point, &config),
-            None => self
-                .measure_built_ahead(point)
-                .and_then(|()| self.measure_and_record(point, &config))
-                .map(|o| (o, false)),
+            None => self.evaluate_alone(point, &config),
         };
         match evaluated {
             Some((outcome, reused)) => Evaluated { outcome, reused },

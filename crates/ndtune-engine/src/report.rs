@@ -2,7 +2,7 @@
 //! configurations ran beyond the driver's queried work-group size, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
-use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
+use ndtune_core::{Codec, Config, Outcome, OutcomeKind, Timing};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
 use serde::Serialize;
@@ -19,6 +19,16 @@ pub struct Best {
     pub gflops: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s: Option<f64>,
+}
+
+/// Results of the same kernel source with the same constants on the same device under another
+/// setup: a campaign of its own, not reused.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherSetup {
+    pub setup: String,
+    pub results: u64,
+    /// What differs from that setup to this campaign's, one `path: old -> new` line each.
+    pub differences: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -148,6 +158,10 @@ impl TimeSpent {
 pub struct DeviceReport {
     pub device: String,
     pub kernel: String,
+    /// The problem's constants.
+    pub constants: ndtune_core::Constants,
+    /// The digest of the campaign's setup.
+    pub setup: String,
     pub strategy: String,
     pub best: Option<Best>,
     pub outcomes: BTreeMap<&'static str, u128>,
@@ -155,6 +169,8 @@ pub struct DeviceReport {
     pub evaluated: usize,
     /// Configurations read back from the store.
     pub reused: usize,
+    /// Results of this problem under other setups, which were not reused.
+    pub not_reused: Vec<OtherSetup>,
     pub declared: u128,
     pub pruned: u128,
     /// Measured configurations whose work-group exceeds the build's queried
@@ -193,7 +209,7 @@ pub(crate) fn report(
     spec: &Spec,
     label: &str,
     strategy: &str,
-    names: &[String],
+    codec: &Codec,
     trace: &Trace,
     (declared, pruned): (u128, u128),
     time: TimeSpent,
@@ -214,8 +230,7 @@ pub(crate) fn report(
         })
         .collect();
     measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
-    let config =
-        |p: &Vec<i64>| -> Config { names.iter().cloned().zip(p.iter().copied()).collect() };
+    let config = |p: &Vec<i64>| -> Config { codec.config(p) };
     let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
         expr.as_ref()
             .and_then(|n| n.eval(p))
@@ -233,11 +248,14 @@ pub(crate) fn report(
     DeviceReport {
         device: label.to_string(),
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
+        setup: String::new(),
         strategy: strategy.to_string(),
         best,
         outcomes,
         evaluated: trace.steps.len() - reused,
         reused,
+        not_reused: Vec::new(),
         declared,
         pruned,
         above_queried_work_group: measured
@@ -253,6 +271,6 @@ pub(crate) fn report(
             })
             .collect(),
         time,
-        names: names.to_vec(),
+        names: codec.names().to_vec(),
     }
 }

@@ -14,11 +14,16 @@
 //! A heartbeat thread with its own connection moves the deadlines of this worker's claims on
 //! every third of a lease, also while a long build or measurement runs. A worker that dies
 //! stops beating; its claims expire after a lease and another worker takes them over.
+//!
+//! A campaign of its own (a plain `ndtune tune`) claims too, with a [`Guard`]: each point just
+//! before it measures it, with the next points it promised to ask for, so that another process
+//! tuning the same campaign in the same store (a second `tune`, a worker) never measures them
+//! too; a point another process holds it takes from the store once measured there.
 
 use ndtune_core::Config;
 use ndtune_search::Point;
 use ndtune_store::{Group, Store, StoreError};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -118,18 +123,93 @@ impl Claims {
         }
         Ok(())
     }
+}
 
-    /// Gives back every point claimed and not measured, so other workers take them at once.
-    pub fn release_all(
+/// Gives back `worker`'s claims of `points` that it did not complete, so that other workers
+/// take them at once.
+pub(crate) fn give_back(
+    store: &Store,
+    group: &Group,
+    worker: &str,
+    points: impl IntoIterator<Item = Point>,
+    config: impl Fn(&[i64]) -> Config,
+) -> Result<(), StoreError> {
+    for point in points {
+        store.release(group, worker, &config(&point))?;
+    }
+    Ok(())
+}
+
+/// How many points a [`Guard`] claims at once: the one to measure now and the next ones promised.
+const GUARD_CHUNK: usize = 32;
+
+/// The claims of a campaign of its own (see the module's header).
+pub(crate) struct Guard {
+    pub share: Share,
+    /// Points claimed and not measured yet.
+    held: HashSet<Point>,
+    _heartbeat: Heartbeat,
+}
+
+impl Guard {
+    /// Starts the heartbeat (its own store connection) for `share`'s worker.
+    pub fn start(share: Share) -> Result<Guard, StoreError> {
+        let heartbeat = Heartbeat::start(&share)?;
+        Ok(Guard {
+            share,
+            held: HashSet::new(),
+            _heartbeat: heartbeat,
+        })
+    }
+
+    /// Whether this process may measure `point`: it holds it, or claims it now (with up to
+    /// [`GUARD_CHUNK`] − 1 of the points `next` that it does not hold, in one transaction).
+    /// `false`: another process holds it or measured it.
+    pub fn claim<'p>(
         &mut self,
         store: &Store,
         group: &Group,
+        point: &[i64],
+        next: impl Iterator<Item = &'p Point>,
         config: impl Fn(&[i64]) -> Config,
-    ) -> Result<(), StoreError> {
-        for point in std::mem::take(&mut self.held) {
-            store.release(group, &self.share.worker, &config(&point))?;
+    ) -> Result<bool, StoreError> {
+        if self.held.contains(point) {
+            return Ok(true);
         }
-        Ok(())
+        let points: Vec<Point> = std::iter::once(point.to_vec())
+            .chain(
+                next.filter(|p| p.as_slice() != point && !self.held.contains(*p))
+                    .take(GUARD_CHUNK - 1)
+                    .cloned(),
+            )
+            .collect();
+        let configs: Vec<Config> = points.iter().map(|p| config(p)).collect();
+        let claimed: HashSet<Config> = store
+            .claim_each(
+                group,
+                &self.share.worker,
+                &configs,
+                configs.len(),
+                self.share.lease,
+            )?
+            .into_iter()
+            .collect();
+        for (p, c) in points.into_iter().zip(&configs) {
+            if claimed.contains(c) {
+                self.held.insert(p);
+            }
+        }
+        Ok(self.held.contains(point))
+    }
+
+    /// `point` was measured and its claim completed.
+    pub fn measured(&mut self, point: &[i64]) {
+        self.held.remove(point);
+    }
+
+    /// The points claimed and not measured, forgotten here (to give them back, [`give_back`]).
+    pub fn take_held(&mut self) -> HashSet<Point> {
+        std::mem::take(&mut self.held)
     }
 }
 
@@ -147,7 +227,9 @@ impl Heartbeat {
         let (location, worker) = (share.location.clone(), share.worker.clone());
         let every = share.lease / 3;
         let thread = std::thread::spawn(move || {
-            let store = match Store::open(&location) {
+            // A beat that finds the connection broken connects again once; the next beat comes
+            // a third of a lease later anyway.
+            let store = match Store::open(&location).map(|s| s.reconnect_for(Duration::ZERO)) {
                 Ok(store) => {
                     let _ = ready.send(Ok(()));
                     store

@@ -1,7 +1,7 @@
 //! `builtin:cnn`: the CNN layer of `examples/cnn.toml` (the UCLA CS133 lab's convnet layer).
 
 use crate::{par_chunks, Args, Buffers};
-use std::collections::BTreeMap;
+use ndtune_core::Constants;
 
 /// The convolution window is `K x K`.
 const K: usize = 5;
@@ -19,7 +19,7 @@ const K: usize = 5;
 /// `out[o][py][px] = max over dy, dx in {0, 1} of relu(b[o] + sum_{c,p,q} w[o][c][p][q] *
 /// in[c][2 py + dy + p][2 px + dx + q])`. An odd `H` or `W` drops the last row or column of the
 /// convolution, as integer division says.
-pub fn cnn(inputs: &Buffers, constants: &BTreeMap<String, i64>) -> Result<Buffers, String> {
+pub fn cnn(inputs: &Buffers, constants: &Constants) -> Result<Buffers, String> {
     let args = Args {
         reference: "cnn",
         inputs,

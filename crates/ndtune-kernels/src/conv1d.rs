@@ -1,11 +1,11 @@
 //! `builtin:conv1d`: the 1D convolution of `examples/conv1d.toml`.
 
 use crate::{par_chunks, Args, Buffers};
-use std::collections::BTreeMap;
+use ndtune_core::Constants;
 
 /// `out[i] = sum_m in[i + m] * mask[m]` for `i < N`, `m < MASK`: buffers `in` (`N + MASK - 1`
 /// elements) and `mask` (`MASK`), constants `N` and `MASK`; returns `out` (`N`).
-pub fn conv1d(inputs: &Buffers, constants: &BTreeMap<String, i64>) -> Result<Buffers, String> {
+pub fn conv1d(inputs: &Buffers, constants: &Constants) -> Result<Buffers, String> {
     let args = Args {
         reference: "conv1d",
         inputs,

@@ -1,12 +1,12 @@
 //! `builtin:conv2d`: the 2D convolution of `examples/conv2d.toml`.
 
 use crate::{par_chunks, Args, Buffers};
-use std::collections::BTreeMap;
+use ndtune_core::Constants;
 
 /// `out[y][x] = sum_{fy, fx} in[y + fy][x + fx] * filter[fy][fx]` for `x < W`, `y < H`,
 /// `fx < FW`, `fy < FH`, row-major: buffers `in` (`(H + FH - 1) * (W + FW - 1)` elements) and
 /// `filter` (`FH * FW`), constants `W`, `H`, `FW` and `FH`; returns `out` (`H * W`).
-pub fn conv2d(inputs: &Buffers, constants: &BTreeMap<String, i64>) -> Result<Buffers, String> {
+pub fn conv2d(inputs: &Buffers, constants: &Constants) -> Result<Buffers, String> {
     let args = Args {
         reference: "conv2d",
         inputs,

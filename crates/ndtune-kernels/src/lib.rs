@@ -17,16 +17,16 @@
 //!
 //! ```
 //! use ndtune_kernels::{builtin, Buffers};
-//! use std::collections::BTreeMap;
 //! let matmul = builtin("matmul").unwrap();
 //! let mut inputs = Buffers::new();
 //! inputs.insert("A".into(), vec![1.0, 2.0, 3.0, 4.0]);
 //! inputs.insert("B".into(), vec![5.0, 6.0, 7.0, 8.0]);
-//! let constants = BTreeMap::from([("N".to_string(), 2)]);
+//! let constants = ndtune_core::int_config([("N", 2)]);
 //! let out = matmul(&inputs, &constants).unwrap();
 //! assert_eq!(out["C"], vec![19.0, 22.0, 43.0, 50.0]);
 //! ```
 
+use ndtune_core::Constants;
 use std::collections::BTreeMap;
 
 mod cnn;
@@ -45,8 +45,7 @@ pub type Buffers = BTreeMap<String, Vec<f64>>;
 
 /// A host reference: given the input buffers (every buffer argument, filled as the spec says) and
 /// the spec's constants, returns the expected output buffers by name.
-pub type Reference =
-    fn(inputs: &Buffers, constants: &BTreeMap<String, i64>) -> Result<Buffers, String>;
+pub type Reference = fn(inputs: &Buffers, constants: &Constants) -> Result<Buffers, String>;
 
 const BUILTINS: &[(&str, Reference)] = &[
     ("matmul", matmul),
@@ -70,18 +69,21 @@ pub fn builtin_names() -> &'static [&'static str] {
 pub(crate) struct Args<'a> {
     pub(crate) reference: &'static str,
     pub(crate) inputs: &'a Buffers,
-    pub(crate) constants: &'a BTreeMap<String, i64>,
+    pub(crate) constants: &'a Constants,
 }
 
 impl<'a> Args<'a> {
     /// A constant that must be at least `min`.
     pub(crate) fn constant(&self, name: &str, min: i64) -> Result<usize, String> {
         let r = self.reference;
-        let v = *self.constants.get(name).ok_or_else(|| {
+        let v = self.constants.get(name).ok_or_else(|| {
             format!(
                 "builtin:{r}: constant `{name}` is missing (define it in the spec's [constants])"
             )
         })?;
+        let v = v
+            .as_int()
+            .ok_or_else(|| format!("builtin:{r}: constant `{name}` must be an integer, not {v}"))?;
         if v < min {
             return Err(format!(
                 "builtin:{r}: constant `{name}` must be at least {min}, not {v}"

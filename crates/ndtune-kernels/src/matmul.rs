@@ -1,10 +1,10 @@
 //! `builtin:matmul`: the tiled matrix multiplication of `examples/matmul.toml`.
 
 use crate::{par_chunks, Args, Buffers};
-use std::collections::BTreeMap;
+use ndtune_core::Constants;
 
 /// `C = A * B` for `N x N` row-major matrices: buffers `A`, `B`, constant `N`; returns `C`.
-pub fn matmul(inputs: &Buffers, constants: &BTreeMap<String, i64>) -> Result<Buffers, String> {
+pub fn matmul(inputs: &Buffers, constants: &Constants) -> Result<Buffers, String> {
     let args = Args {
         reference: "matmul",
         inputs,

@@ -1,7 +1,7 @@
 use super::*;
 
-fn consts(kv: &[(&str, i64)]) -> BTreeMap<String, i64> {
-    kv.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+fn consts(kv: &[(&str, i64)]) -> Constants {
+    ndtune_core::int_config(kv.iter().copied())
 }
 
 fn bufs(kv: &[(&str, Vec<f64>)]) -> Buffers {
@@ -223,7 +223,7 @@ fn cnn_naive(
     out
 }
 
-fn cnn_consts(c_in: i64, c_out: i64, h: i64, w: i64) -> BTreeMap<String, i64> {
+fn cnn_consts(c_in: i64, c_out: i64, h: i64, w: i64) -> Constants {
     consts(&[("C_IN", c_in), ("C_OUT", c_out), ("H", h), ("W", w)])
 }
 
@@ -351,14 +351,7 @@ fn conv2d_by_hand_and_threaded_matches_naive() {
         ("in".to_string(), image),
         ("filter".to_string(), vec![1.0, 0.0, 0.0, 2.0]),
     ]);
-    let c = |w, h, fw, fh| {
-        BTreeMap::from([
-            ("W".to_string(), w),
-            ("H".to_string(), h),
-            ("FW".to_string(), fw),
-            ("FH".to_string(), fh),
-        ])
-    };
+    let c = |w, h, fw, fh| consts(&[("W", w), ("H", h), ("FW", fw), ("FH", fh)]);
     let out = r(&inputs, &c(3, 2, 2, 2)).unwrap();
     // out[y][x] = in[y][x] + 2 in[y + 1][x + 1], rows of 4.
     assert_eq!(out["out"], vec![10.0, 13.0, 16.0, 22.0, 25.0, 28.0]);

@@ -146,7 +146,7 @@ pub(crate) fn ms(x: f64) -> String {
     }
 }
 
-pub(crate) fn constants(c: &BTreeMap<String, i64>) -> String {
+pub(crate) fn constants(c: &ndtune_core::Constants) -> String {
     c.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
@@ -266,6 +266,7 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
         &[
             "kernel",
             "constants",
+            "setup",
             "measured",
             "best configuration",
             "best ms",
@@ -286,6 +287,10 @@ fn device(b: &mut Builder, i: usize, d: &DeviceSection) {
                 vec![
                     c.kernel.clone(),
                     constants(&c.constants),
+                    match &c.earlier {
+                        Some(e) => format!("{} (earlier than {})", c.setup, e.newest),
+                        None => c.setup.clone(),
+                    },
                     c.measured().to_string(),
                     c.best
                         .as_ref()
@@ -734,7 +739,7 @@ fn selector(label: &str) -> &str {
 }
 
 /// ` N=128` (with a leading space), or nothing.
-pub(crate) fn with_constants(c: &BTreeMap<String, i64>) -> String {
+pub(crate) fn with_constants(c: &ndtune_core::Constants) -> String {
     c.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 

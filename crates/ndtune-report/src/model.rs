@@ -1,7 +1,10 @@
 //! What a report shows, read from a store into plain structs ([`Report::read`]): per device the
 //! pruned spaces that were tuned and each campaign's evaluations in the order run, with its best,
 //! median and worst configuration; the collected work-group scenarios with the oracle analysis;
-//! the co-execution and learning studies.
+//! the co-execution and learning studies. A kernel tuned again with the same constants on the
+//! same device under another setup (a changed source, build options, arguments, verification or
+//! measurement) is a campaign of its own: the earlier ones are shown as such, with what differs
+//! from the newest, never merged with it.
 
 use crate::Error;
 use ndtune_core::{Config, Outcome, OutcomeKind};
@@ -55,7 +58,7 @@ pub struct SpaceRow {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
     #[serde(default)]
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
     pub declared: u128,
     /// Within the device's per-dimension work-item limits (Erdem Table 1).
     pub bounded: u128,
@@ -78,7 +81,7 @@ pub struct Removal {
 #[derive(Deserialize)]
 struct SpaceStudy {
     device: String,
-    constants: BTreeMap<String, i64>,
+    constants: ndtune_core::Constants,
     space: SpaceBody,
 }
 
@@ -91,12 +94,17 @@ struct SpaceBody {
     constraints: Vec<Removal>,
 }
 
-/// One (kernel, constants) tuned on a device: what its measurements say.
+/// One (kernel, constants) tuned on a device under one setup: what its measurements say.
 #[derive(Debug, Clone)]
 pub struct Campaign {
     /// The kernel, or the collected scenario's stencil and dataset.
     pub kernel: String,
-    pub constants: BTreeMap<String, i64>,
+    pub constants: ndtune_core::Constants,
+    /// The digest of its setup.
+    pub setup: String,
+    /// Where the same kernel and constants were tuned on this device under another setup
+    /// since: the newest campaign's setup and what differs from this one's to it.
+    pub earlier: Option<Earlier>,
     /// A collected stencil scenario (`ndtune collect`), drawn as a work-group heatmap rather
     /// than as a tuning campaign.
     pub collected: bool,
@@ -108,6 +116,15 @@ pub struct Campaign {
     /// The median and the slowest measured time.
     pub median_ms: Option<f64>,
     pub worst_ms: Option<f64>,
+}
+
+/// A campaign superseded by a newer one of the same kernel source, constants and device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Earlier {
+    /// The newest campaign's setup.
+    pub newest: String,
+    /// What differs from this campaign's setup to the newest's (`path: old -> new`).
+    pub differences: Vec<String>,
 }
 
 /// One configuration evaluated in a campaign.
@@ -156,9 +173,21 @@ pub struct Scenario {
 impl Report {
     /// Reads what a report shows from `store`.
     pub fn read(store: &Store) -> Result<Report, Error> {
-        let spaces: Vec<Named<SpaceStudy>> = studies(store, "space")?;
+        Report::read_selected(store, &BTreeMap::new())
+    }
+
+    /// Reads what a report shows from `store`, its tuning campaigns and pruned spaces only
+    /// those with these values of constants (`ndtune report --set N=256`).
+    pub fn read_selected(
+        store: &Store,
+        constants: &ndtune_core::Constants,
+    ) -> Result<Report, Error> {
+        let selected =
+            |of: &ndtune_core::Constants| constants.iter().all(|(k, v)| of.get(k) == Some(v));
+        let mut spaces: Vec<Named<SpaceStudy>> = studies(store, "space")?;
+        spaces.retain(|s| selected(&s.body.constants));
         // Collected scenarios all run the stencil skeleton: name them by stencil and dataset.
-        let names: BTreeMap<(String, String, BTreeMap<String, i64>), String> = store
+        let names: BTreeMap<(String, String, ndtune_core::Constants), String> = store
             .scenarios()?
             .into_iter()
             .filter_map(|(g, info)| {
@@ -169,7 +198,7 @@ impl Report {
                 ))
             })
             .collect();
-        let name = |device: &str, kernel: &str, constants: &BTreeMap<String, i64>| {
+        let name = |device: &str, kernel: &str, constants: &ndtune_core::Constants| {
             names
                 .get(&(device.to_string(), kernel.to_string(), constants.clone()))
                 .cloned()
@@ -182,6 +211,7 @@ impl Report {
                 .filter(|s| s.body.device == fingerprint)
                 .collect();
             let mut campaigns = campaigns(store, &fingerprint)?;
+            campaigns.retain(|c| selected(&c.constants));
             for c in &mut campaigns {
                 c.collected = names.contains_key(&(
                     fingerprint.clone(),
@@ -250,43 +280,58 @@ fn studies<T: DeserializeOwned>(store: &Store, kind: &str) -> Result<Vec<Named<T
         .collect()
 }
 
-/// Every campaign of the store on one device.
+/// Every campaign of the store on one device; campaigns of a kernel and constants that were
+/// tuned again under another setup are marked [`Earlier`] than the newest.
 fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
     let mut out = Vec::new();
     for g in store.groups()?.into_iter().filter(|g| g.device == device) {
-        let mut records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
+        let mut records = store.records(&g)?;
         records.sort_by_key(|r| (r.started_at, r.finished_at));
-        let mut outcomes = BTreeMap::new();
-        let mut measured: Vec<(Config, f64)> = Vec::new();
-        let mut evaluations = Vec::with_capacity(records.len());
-        for r in records {
-            *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
-            let ms = match &r.outcome {
-                Outcome::Measured(t) if t.score_ms().is_finite() => Some(t.score_ms()),
-                _ => None,
-            };
-            if let Some(t) = ms {
-                measured.push((r.key.config.clone(), t));
-            }
-            evaluations.push(Evaluation {
-                config: r.key.config,
-                outcome: r.outcome.kind(),
-                ms,
+        let mut c = campaign(&g, records);
+        c.earlier = store
+            .newest_other(&g)?
+            .map(|(newest, differences)| Earlier {
+                newest: newest.setup,
+                differences,
             });
-        }
-        measured.sort_by(|a, b| a.1.total_cmp(&b.1));
-        out.push(Campaign {
-            kernel: g.kernel,
-            constants: g.constants,
-            collected: false,
-            evaluations,
-            outcomes,
-            median_ms: measured.get(measured.len() / 2).map(|m| m.1),
-            worst_ms: measured.last().map(|m| m.1),
-            best: measured.into_iter().next(),
-        });
+        out.push(c);
     }
     Ok(out)
+}
+
+/// One campaign from its records, in the order run.
+fn campaign(g: &ndtune_store::Group, records: Vec<ndtune_store::Record>) -> Campaign {
+    let mut outcomes = BTreeMap::new();
+    let mut measured: Vec<(Config, f64)> = Vec::new();
+    let mut evaluations = Vec::with_capacity(records.len());
+    for r in records {
+        *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
+        let ms = match &r.outcome {
+            Outcome::Measured(t) if t.score_ms().is_finite() => Some(t.score_ms()),
+            _ => None,
+        };
+        if let Some(t) = ms {
+            measured.push((r.key.config.clone(), t));
+        }
+        evaluations.push(Evaluation {
+            config: r.key.config,
+            outcome: r.outcome.kind(),
+            ms,
+        });
+    }
+    measured.sort_by(|a, b| a.1.total_cmp(&b.1));
+    Campaign {
+        kernel: g.kernel.clone(),
+        constants: g.constants.clone(),
+        setup: g.setup.clone(),
+        earlier: None,
+        collected: false,
+        evaluations,
+        outcomes,
+        median_ms: measured.get(measured.len() / 2).map(|m| m.1),
+        worst_ms: measured.last().map(|m| m.1),
+        best: measured.into_iter().next(),
+    }
 }
 
 /// The collected scenarios with the oracle analysis, if the store holds any.
@@ -346,13 +391,7 @@ mod tests {
 
     fn record(group: &Group, config: Config, outcome: Outcome) -> Record {
         Record {
-            key: ResultKey {
-                device: group.device.clone(),
-                kernel: group.kernel.clone(),
-                source_hash: group.source_hash.clone(),
-                constants: group.constants.clone(),
-                config,
-            },
+            key: ResultKey::new(group, config),
             outcome,
             ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
             started_at: 0,
@@ -383,7 +422,8 @@ mod tests {
             device: fp.clone(),
             kernel: "gemm".into(),
             source_hash: "h".into(),
-            constants: [("N".to_string(), 64)].into(),
+            setup: "5e7a5e7a5e7a5e7a".into(),
+            constants: ndtune_core::int_config([("N", 64)]),
         };
         for (tx, outcome) in [
             (1, measured(4.0)),
@@ -391,7 +431,7 @@ mod tests {
             (4, measured(2.0)),
             (8, Outcome::Refused { error: "-5".into() }),
         ] {
-            let cfg: Config = [("TX".to_string(), tx)].into();
+            let cfg: Config = ndtune_core::int_config([("TX", tx)]);
             store.insert(&record(&gemm, cfg, outcome)).unwrap();
         }
         store
@@ -406,7 +446,7 @@ mod tests {
             .unwrap();
         let stencil = Group {
             kernel: "sobel".into(),
-            constants: [("ROWS".to_string(), 64)].into(),
+            constants: ndtune_core::int_config([("ROWS", 64)]),
             ..gemm
         };
         store
@@ -437,7 +477,7 @@ mod tests {
                 },
             ),
         ] {
-            let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), r)].into();
+            let cfg: Config = ndtune_core::int_config([("WG_C", c), ("WG_R", r)]);
             store.insert(&record(&stencil, cfg, outcome)).unwrap();
         }
         store
@@ -468,9 +508,71 @@ mod tests {
         );
         assert_eq!(gemm.measured(), 3);
         assert_eq!(gemm.outcomes[&OutcomeKind::Refused], 1);
-        assert_eq!(gemm.best, Some(([("TX".to_string(), 2)].into(), 1.0)));
+        assert_eq!(gemm.best, Some((ndtune_core::int_config([("TX", 2)]), 1.0)));
         assert_eq!(gemm.speedups(), Some((4.0, 2.0)));
         assert!(r.splits.is_empty() && r.learning.is_empty());
+    }
+
+    #[test]
+    fn a_kernel_tuned_again_under_another_setup_shows_the_earlier_campaign_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tuned_store(dir.path());
+        let old = ndtune_core::setup::Setup::new(serde_json::json!({"measure": {"runs": 10}}));
+        let new = ndtune_core::setup::Setup::new(serde_json::json!({"measure": {"runs": 20}}));
+        let gemm = store.groups().unwrap().remove(0);
+        assert_eq!(gemm.kernel, "gemm");
+        let (earlier, newest) = (
+            Group {
+                setup: old.digest.clone(),
+                ..gemm.clone()
+            },
+            Group {
+                setup: new.digest.clone(),
+                ..gemm.clone()
+            },
+        );
+        for (setup, group, ms, at) in [(&old, &earlier, 9.0, 5), (&new, &newest, 7.0, 50)] {
+            store.put_setup(setup).unwrap();
+            let mut r = record(group, ndtune_core::int_config([("TX", 1)]), measured(ms));
+            r.finished_at = at;
+            store.insert(&r).unwrap();
+        }
+        let r = Report::read(&store).unwrap();
+        let gemms: Vec<&Campaign> = r.devices[0]
+            .campaigns
+            .iter()
+            .filter(|c| c.kernel == "gemm")
+            .collect();
+        assert_eq!(gemms.len(), 3, "never merged");
+        let of = |g: &Group| gemms.iter().find(|c| c.setup == g.setup).unwrap();
+        assert_eq!(of(&newest).earlier, None);
+        assert_eq!(
+            of(&newest).best,
+            Some((ndtune_core::int_config([("TX", 1)]), 7.0))
+        );
+        assert_eq!(
+            of(&earlier).earlier,
+            Some(Earlier {
+                newest: new.digest.clone(),
+                differences: vec!["measure.runs: 10 -> 20".into()],
+            })
+        );
+        let legacy = of(&gemm).earlier.as_ref().unwrap();
+        assert_eq!(legacy.newest, new.digest);
+        let page = crate::html::render(&document(&r)).unwrap();
+        assert!(page.contains("An earlier campaign"), "the page says so");
+        assert!(page.contains("measure.runs: 10 -&gt; 20"));
+
+        // `--set` keeps the campaigns and spaces of those constants only.
+        let n = |v: i64| ndtune_core::int_config([("N", v)]);
+        let none = Report::read_selected(&store, &n(128)).unwrap();
+        assert!(none
+            .devices
+            .iter()
+            .all(|d| d.campaigns.iter().all(|c| c.collected)));
+        assert!(none.devices.iter().all(|d| d.spaces.is_empty()));
+        let some = Report::read_selected(&store, &n(64)).unwrap();
+        assert_eq!(some.devices[0].campaigns.len(), 3);
     }
 
     #[test]
@@ -518,6 +620,7 @@ mod tests {
                 device: fp.clone(),
                 kernel: format!("k{i:02}"),
                 source_hash: "h".into(),
+                setup: "5e7a5e7a5e7a5e7a".into(),
                 constants: BTreeMap::new(),
             };
             let info = serde_json::json!({"label": format!("k{i:02}"), "kernel": "k",
@@ -525,7 +628,7 @@ mod tests {
                 "feature_names": [], "features": []});
             store.put_scenario(&g, &info).unwrap();
             for (c, ms) in [(2, 1.0), (4, 1.0 + i as f64)] {
-                let cfg: Config = [("WG_C".to_string(), c), ("WG_R".to_string(), 2)].into();
+                let cfg: Config = ndtune_core::int_config([("WG_C", c), ("WG_R", 2)]);
                 store.insert(&record(&g, cfg, measured(ms))).unwrap();
             }
         }

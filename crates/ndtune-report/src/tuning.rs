@@ -15,6 +15,7 @@ use crate::figures::{
 };
 use crate::model::{Campaign, DeviceSection, Evaluation, Report};
 use ndtune_core::OutcomeKind;
+use ndtune_core::Value;
 use std::collections::BTreeMap;
 
 /// The most evaluations a convergence figure draws as points (measured, and refused or failed).
@@ -62,9 +63,18 @@ fn title((n, d, c): &Tuned) -> String {
     format!("{} ({})", short(&(*n, *d, *c)), d.name)
 }
 
-/// What figure titles say: kernel, constants and the device's number.
+/// What figure titles say: kernel, constants and the device's number (and the setup of an
+/// earlier campaign).
 fn short((n, _, c): &Tuned) -> String {
-    format!("{}{} on device {n}", c.kernel, with_constants(&c.constants))
+    let earlier = match c.earlier {
+        Some(_) => format!(", earlier campaign (setup {})", c.setup),
+        None => String::new(),
+    };
+    format!(
+        "{}{} on device {n}{earlier}",
+        c.kernel,
+        with_constants(&c.constants)
+    )
 }
 
 /// `measured 20, refused 3`.
@@ -92,6 +102,15 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
         ),
         None => String::new(),
     };
+    if let Some(e) = &c.earlier {
+        b.para(format!(
+            "An earlier campaign: this kernel with these constants was tuned on this device again \
+             under setup {}, which did not reuse these results. From this campaign's setup to \
+             that one: {}.",
+            e.newest,
+            e.differences.join("; ")
+        ));
+    }
     b.para(format!(
         "{n} configurations evaluated: {}.{best}",
         outcome_counts(c)
@@ -247,13 +266,17 @@ fn histogram(b: &mut Builder, name: &str, c: &Campaign) {
 }
 
 /// Per parameter, per value (ascending): evaluations, measured times.
-type ByValue = BTreeMap<String, BTreeMap<i64, (usize, Vec<f64>)>>;
+type ByValue = BTreeMap<String, BTreeMap<Value, (usize, Vec<f64>)>>;
 
 fn by_value(c: &Campaign) -> ByValue {
     let mut out: ByValue = BTreeMap::new();
     for e in &c.evaluations {
         for (p, v) in &e.config {
-            let slot = out.entry(p.clone()).or_default().entry(*v).or_default();
+            let slot = out
+                .entry(p.clone())
+                .or_default()
+                .entry(v.clone())
+                .or_default();
             slot.0 += 1;
             slot.1.extend(e.ms);
         }
@@ -353,12 +376,12 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
         ));
         return;
     }
-    let xs: Vec<i64> = xs.keys().copied().collect();
-    let ys: Vec<i64> = ys.keys().copied().collect();
-    let mut cell: BTreeMap<(i64, i64), Vec<&Evaluation>> = BTreeMap::new();
+    let xs: Vec<Value> = xs.keys().cloned().collect();
+    let ys: Vec<Value> = ys.keys().cloned().collect();
+    let mut cell: BTreeMap<(Value, Value), Vec<&Evaluation>> = BTreeMap::new();
     for e in &c.evaluations {
         if let (Some(x), Some(y)) = (e.config.get(px), e.config.get(py)) {
-            cell.entry((*x, *y)).or_default().push(e);
+            cell.entry((x.clone(), y.clone())).or_default().push(e);
         }
     }
     let (best_cfg, best) = c.best.clone().expect("something was measured");
@@ -366,7 +389,7 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
     let span = (worst / best).ln();
     let cells: Vec<Cell> = ys
         .iter()
-        .flat_map(|&y| xs.iter().map(move |&x| (x, y)))
+        .flat_map(|y| xs.iter().map(move |x| (x.clone(), y.clone())))
         .map(|key| {
             let es = cell.get(&key).map_or(&[][..], Vec::as_slice);
             let t = es.iter().filter_map(|e| e.ms).fold(f64::INFINITY, f64::min);
@@ -414,9 +437,9 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
     b.figure(
         Figure::Heatmap(Heatmap {
             title: format!("{name}: {px} x {py}"),
-            columns: xs.iter().map(i64::to_string).collect(),
+            columns: xs.iter().map(Value::to_string).collect(),
             x_label: px.clone(),
-            rows: ys.iter().map(i64::to_string).collect(),
+            rows: ys.iter().map(Value::to_string).collect(),
             y_label: py.clone(),
             cells,
             circled,
@@ -439,7 +462,10 @@ fn pair(b: &mut Builder, name: &str, c: &Campaign, params: &ByValue) {
 fn across(b: &mut Builder, tuned: &[Tuned]) {
     b.heading(3, "tuning-across", "Across devices");
     let mut groups: BTreeMap<(String, String), Vec<&Tuned>> = BTreeMap::new();
-    for t in tuned.iter().filter(|t| t.2.best.is_some()) {
+    for t in tuned
+        .iter()
+        .filter(|t| t.2.best.is_some() && t.2.earlier.is_none())
+    {
         groups
             .entry((t.2.kernel.clone(), constants(&t.2.constants)))
             .or_default()
@@ -562,7 +588,7 @@ mod tests {
                 .flat_map(|c| {
                     values.iter().map(move |v| {
                         let mut c = c.clone();
-                        c.insert(p.to_string(), *v);
+                        c.insert(p.to_string(), (*v).into());
                         c
                     })
                 })
@@ -585,7 +611,8 @@ mod tests {
                             device: fp.clone(),
                             kernel: "k".into(),
                             source_hash: "h".into(),
-                            constants: [("N".to_string(), 64)].into(),
+                            setup: "5e7a5e7a5e7a5e7a".into(),
+                            constants: ndtune_core::int_config([("N", 64)]),
                             config: cfg.clone(),
                         },
                         outcome,
@@ -614,7 +641,8 @@ mod tests {
             &["gt550m"],
             &[("X", xs), ("Y", &[1, 2, 4])],
             |_, c| {
-                let (x, y) = (c["X"], c["Y"]);
+                let int = |n: &str| c[n].as_int().unwrap();
+                let (x, y) = (int("X"), int("Y"));
                 (x * y <= 16).then(|| 1.0 + ((x - 4).abs() + (y - 2).abs()) as f64)
             },
         );
@@ -670,7 +698,8 @@ mod tests {
             &["gt550m", "hd4600"],
             &[("A", &v), ("B", &w), ("C", &[1, 2, 4])],
             |d, c| {
-                let x = (c["A"] * 7 + c["B"] * 13 + c["C"] * 5) % 97;
+                let int = |n: &str| c[n].as_int().unwrap();
+                let x = (int("A") * 7 + int("B") * 13 + int("C") * 5) % 97;
                 (x % 11 != 0).then(|| (d + 1) as f64 * (0.5 + x as f64 / 10.0))
             },
         );

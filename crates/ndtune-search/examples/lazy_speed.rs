@@ -43,11 +43,7 @@ fn main() {
 
 /// bench/spaces/huge-ranges.toml.
 fn huge_ranges() -> Problem {
-    let range = |end: i64| Domain::Range {
-        start: 1,
-        end,
-        step: 1,
-    };
+    let range = |end: i64| Domain::range(1, end, 1);
     Problem {
         params: [("X", 1_000_000), ("Y", 1_000_000_000), ("Z", 1_000_000)]
             .into_iter()

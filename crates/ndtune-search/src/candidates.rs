@@ -1,7 +1,7 @@
 //! The valid points of a space, as a strategy sees them.
 
 use crate::Point;
-use ndtune_core::Config;
+use ndtune_core::{Codec, CodecError, Config, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
@@ -13,7 +13,7 @@ use std::fmt;
 /// domain stays among values that some valid point uses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidates {
-    names: Vec<String>,
+    codec: Codec,
     domains: Vec<Vec<i64>>,
     points: Vec<Point>,
     index: HashMap<Point, usize>,
@@ -33,6 +33,21 @@ pub enum InvalidSpace {
     MissingParameter(String),
     /// A configuration with a parameter that is not one of the names.
     UnknownParameter(String),
+    /// A configuration with a value its parameter cannot take.
+    BadValue {
+        param: String,
+        value: Value,
+    },
+}
+
+impl From<CodecError> for InvalidSpace {
+    fn from(e: CodecError) -> Self {
+        match e {
+            CodecError::Missing(n) => InvalidSpace::MissingParameter(n),
+            CodecError::Unknown(n) => InvalidSpace::UnknownParameter(n),
+            CodecError::Value { param, value } => InvalidSpace::BadValue { param, value },
+        }
+    }
 }
 
 impl fmt::Display for InvalidSpace {
@@ -54,6 +69,12 @@ impl fmt::Display for InvalidSpace {
                     "a configuration sets `{n}`, which is not a parameter of the space"
                 )
             }
+            InvalidSpace::BadValue { param, value } => {
+                write!(
+                    f,
+                    "a configuration sets `{param}` to {value}, which it cannot take"
+                )
+            }
         }
     }
 }
@@ -61,9 +82,15 @@ impl fmt::Display for InvalidSpace {
 impl std::error::Error for InvalidSpace {}
 
 impl Candidates {
-    /// The space of `points`, each with one value per name in the same order; the domains are
-    /// derived from the points.
+    /// The space of `points` of integer parameters, each with one value per name in the same
+    /// order; the domains are derived from the points.
     pub fn new(names: Vec<String>, points: Vec<Point>) -> Result<Candidates, InvalidSpace> {
+        Candidates::with_codec(Codec::ints(names), points)
+    }
+
+    /// The space of `points` held as `codec` says.
+    pub fn with_codec(codec: Codec, points: Vec<Point>) -> Result<Candidates, InvalidSpace> {
+        let names = codec.names();
         let mut seen = BTreeSet::new();
         if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
             return Err(InvalidSpace::DuplicateName(dup.clone()));
@@ -89,7 +116,7 @@ impl Candidates {
             .map(|d| d.into_iter().collect())
             .collect();
         Ok(Candidates {
-            names,
+            codec,
             domains,
             points,
             index,
@@ -97,7 +124,12 @@ impl Candidates {
     }
 
     pub fn names(&self) -> &[String] {
-        &self.names
+        self.codec.names()
+    }
+
+    /// How the points hold configurations.
+    pub fn codec(&self) -> &Codec {
+        &self.codec
     }
 
     /// Each parameter's distinct values, ascending.
@@ -128,33 +160,13 @@ impl Candidates {
 
     /// `point` as a configuration, parameter name to value.
     pub fn config(&self, point: &[i64]) -> Config {
-        self.names
-            .iter()
-            .cloned()
-            .zip(point.iter().copied())
-            .collect()
+        self.codec.config(point)
     }
 
     /// `config` as a point in this space's parameter order (whether or not it is a candidate).
     pub fn point(&self, config: &Config) -> Result<Point, InvalidSpace> {
-        point_of(&self.names, config)
+        Ok(self.codec.point(config)?)
     }
-}
-
-/// `config`'s values in the order of `names`; it must set exactly those parameters.
-pub(crate) fn point_of(names: &[String], config: &Config) -> Result<Point, InvalidSpace> {
-    if let Some(extra) = config.keys().find(|k| !names.contains(k)) {
-        return Err(InvalidSpace::UnknownParameter(extra.clone()));
-    }
-    names
-        .iter()
-        .map(|n| {
-            config
-                .get(n)
-                .copied()
-                .ok_or_else(|| InvalidSpace::MissingParameter(n.clone()))
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -173,7 +185,7 @@ mod tests {
         assert_eq!(space.index_of(&[2, 3]), Some(1));
         assert!(!space.contains(&[2, 1]));
         let config = space.config(&[8, 3]);
-        assert_eq!(config, Config::from([("A".into(), 3), ("B".into(), 8)]));
+        assert_eq!(config, ndtune_core::int_config([("A", 3), ("B", 8)]));
         assert_eq!(space.point(&config), Ok(vec![8, 3]));
     }
 
@@ -196,7 +208,7 @@ mod tests {
             InvalidSpace::DuplicatePoint(vec![1])
         );
         let space = Candidates::new(names(&["A", "B"]), vec![]).unwrap();
-        let config = |kv: &[(&str, i64)]| kv.iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        let config = |kv: &[(&str, i64)]| ndtune_core::int_config(kv.iter().copied());
         assert_eq!(
             space.point(&config(&[("A", 1)])),
             Err(InvalidSpace::MissingParameter("B".into()))

@@ -1,9 +1,8 @@
 //! Replaying recorded outcomes, and scoring strategies against a replay.
 
-use crate::candidates::point_of;
 use crate::strategy::{by_name, Exhaustive, UnknownStrategy};
 use crate::{Candidates, Evaluated, Evaluator, InvalidSpace, Point, Strategy};
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Codec, Config, Outcome};
 use std::fmt;
 
 /// Recorded outcomes replayed as an evaluator: a recorded point evaluates to its outcome, marked
@@ -35,17 +34,31 @@ impl Recorded {
         })
     }
 
-    /// A recording of configurations, each setting exactly the parameters in `names`; points
-    /// take the order of `names`.
+    /// A recording of configurations, each setting exactly the parameters of `codec`, held
+    /// as `codec` says (give a live space's codec to compare points with that space's).
     pub fn from_configs(
-        names: Vec<String>,
+        codec: Codec,
         entries: impl IntoIterator<Item = (Config, Outcome)>,
     ) -> Result<Recorded, InvalidSpace> {
         let entries = entries
             .into_iter()
-            .map(|(config, outcome)| Ok((point_of(&names, &config)?, outcome)))
+            .map(|(config, outcome)| Ok((codec.point(&config)?, outcome)))
             .collect::<Result<Vec<_>, InvalidSpace>>()?;
-        Recorded::from_points(names, entries)
+        let (points, outcomes) = entries.into_iter().unzip();
+        Ok(Recorded {
+            space: Candidates::with_codec(codec, points)?,
+            outcomes,
+        })
+    }
+
+    /// A recording of configurations over `names`, held as their values suggest
+    /// ([`Codec::infer`]).
+    pub fn infer(
+        names: Vec<String>,
+        entries: Vec<(Config, Outcome)>,
+    ) -> Result<Recorded, InvalidSpace> {
+        let codec = Codec::infer(names, entries.iter().map(|(c, _)| c));
+        Recorded::from_configs(codec, entries)
     }
 
     /// Every recorded point, failures included, in the order recorded.
@@ -176,10 +189,34 @@ mod tests {
     }
 
     #[test]
+    fn identifiers_and_reals_are_held_as_indices() {
+        use ndtune_core::Value;
+        let config = |t: &str, a: f64| -> Config {
+            [
+                ("T".to_string(), Value::from(t)),
+                ("A".to_string(), Value::Real(a)),
+            ]
+            .into()
+        };
+        let recorded = Recorded::infer(
+            vec!["T".into(), "A".into()],
+            vec![
+                (config("half", 0.5), ms(2.0)),
+                (config("float", 2.5), ms(1.0)),
+            ],
+        )
+        .unwrap();
+        // Identifiers in the order they first appear, reals ascending: half = 0, float = 1;
+        // 0.5 = 0, 2.5 = 1.
+        assert_eq!(recorded.space().points(), &[vec![0, 0], vec![1, 1]]);
+        assert_eq!(recorded.space().config(&[1, 1]), config("float", 2.5));
+    }
+
+    #[test]
     fn replays_recorded_outcomes_and_prunes_the_rest() {
-        let config = |a: i64, b: i64| Config::from([("A".into(), a), ("B".into(), b)]);
+        let config = |a: i64, b: i64| ndtune_core::int_config([("A", a), ("B", b)]);
         let mut recorded = Recorded::from_configs(
-            vec!["B".into(), "A".into()],
+            Codec::ints(vec!["B".into(), "A".into()]),
             [
                 (config(1, 2), ms(5.0)),
                 (config(3, 4), Outcome::BuildFailed { log: "e".into() }),
@@ -203,8 +240,10 @@ mod tests {
                 reused: false
             }
         );
-        let missing =
-            Recorded::from_configs(vec!["A".into(), "C".into()], [(config(1, 2), ms(1.0))]);
+        let missing = Recorded::from_configs(
+            Codec::ints(vec!["A".into(), "C".into()]),
+            [(config(1, 2), ms(1.0))],
+        );
         assert_eq!(
             missing.unwrap_err(),
             InvalidSpace::UnknownParameter("B".into())

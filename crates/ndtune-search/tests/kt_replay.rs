@@ -12,8 +12,7 @@ fn read_kt_cache(path: &Path) -> Recorded {
     let cache = ndtune_store::kt::read_kt_cache(path).unwrap_or_else(|e| {
         panic!("the Kernel Tuner cache shipped in shared/data must be readable: {e}")
     });
-    Recorded::from_configs(cache.header.tune_params_keys.clone(), cache.entries)
-        .expect("the cache is a space")
+    Recorded::from_configs(cache.header.codec(), cache.entries).expect("the cache is a space")
 }
 
 #[test]

@@ -27,17 +27,13 @@ fn lazy(params: &[(&str, Domain)], constraints: &[&str]) -> ValidSpace {
 }
 
 fn range(start: i64, end: i64) -> Domain {
-    Domain::Range {
-        start,
-        end,
-        step: 1,
-    }
+    Domain::range(start, end, 1)
 }
 
 /// A Xgemm-like space: tiles, work-group sizes and vector widths coupled by divisibility and a
 /// work-group size limit; a few thousand valid points.
 fn tiles() -> ValidSpace {
-    let pow2 = |a, b| Domain::Pow2 { start: a, end: b };
+    let pow2 = Domain::pow2;
     lazy(
         &[
             ("MWG", pow2(16, 128)),
@@ -45,7 +41,7 @@ fn tiles() -> ValidSpace {
             ("MDIMC", pow2(8, 32)),
             ("NDIMC", pow2(8, 32)),
             ("VWM", pow2(1, 8)),
-            ("KWI", Domain::List(vec![2, 8])),
+            ("KWI", Domain::ints(&[2, 8])),
             ("UNROLL", range(0, 3)),
         ],
         &[

@@ -5,10 +5,12 @@
 //! fused into one closure, so a typical constraint evaluates in a few nanoseconds.
 
 use crate::expr::{BinOp, Func};
-use crate::resolve::{arith, compare, Node};
+use crate::resolve::{arith, compare, int_call, real_arith, real_call, to_int, Node, Type};
 
 /// A compiled integer expression over the parameter values; `None` = undefined.
 pub type IntFn = Box<dyn Fn(&[i64]) -> Option<i64> + Send + Sync>;
+/// A compiled real expression; `None` = undefined.
+pub type RealFn = Box<dyn Fn(&[i64]) -> Option<f64> + Send + Sync>;
 /// A compiled condition; `None` = undefined (the constraint is then false).
 pub type BoolFn = Box<dyn Fn(&[i64]) -> Option<bool> + Send + Sync>;
 /// A compiled constraint: defined and true.
@@ -69,6 +71,10 @@ pub fn int_fn(n: &Node) -> IntFn {
             let a = int_fn(a);
             Box::new(move |v| a(v)?.checked_neg())
         }
+        Node::BitNot(a) => {
+            let a = int_fn(a);
+            Box::new(move |v| Some(!a(v)?))
+        }
         Node::Bin(op, a, b) => {
             let op = *op;
             if let (Some(la), Some(lb)) = (leaf(a), leaf(b)) {
@@ -77,7 +83,8 @@ pub fn int_fn(n: &Node) -> IntFn {
                     BinOp::Sub => fused!(la, lb, |x, y| x.checked_sub(y)),
                     BinOp::Mul => fused!(la, lb, |x, y| x.checked_mul(y)),
                     BinOp::Div => fused!(la, lb, |x, y| x.checked_div(y)),
-                    _ => fused!(la, lb, |x, y| x.checked_rem(y)),
+                    BinOp::Rem => fused!(la, lb, |x, y| x.checked_rem(y)),
+                    _ => fused!(la, lb, |x, y| arith(op, x, y)),
                 };
             }
             let (a, b) = (int_fn(a), int_fn(b));
@@ -91,17 +98,62 @@ pub fn int_fn(n: &Node) -> IntFn {
         }
         Node::Call(f, args) => {
             let args: Vec<IntFn> = args.iter().map(int_fn).collect();
-            let min = *f == Func::Min;
+            let f = *f;
+            Box::new(move |v| int_call(f, args.iter().map(|a| a(v))))
+        }
+        Node::ToInt(f, a) => {
+            let (f, a) = (*f, real_fn(a));
+            Box::new(move |v| to_int(f, a(v)?))
+        }
+        Node::Cond(c, a, b) => {
+            let (c, a, b) = (bool_fn(c), int_fn(a), int_fn(b));
+            Box::new(move |v| if c(v)? { a(v) } else { b(v) })
+        }
+        other => unreachable!("type-checked: {other:?} is not an integer"),
+    }
+}
+
+/// Compiles a real node (an integer node is converted).
+pub fn real_fn(n: &Node) -> RealFn {
+    match n {
+        Node::Real(c) => {
+            let c = *c;
+            Box::new(move |_| Some(c))
+        }
+        Node::Lookup(i, table) => {
+            let (i, table) = (*i, table.clone());
             Box::new(move |v| {
-                let mut acc = args[0](v)?;
-                for a in &args[1..] {
-                    let x = a(v)?;
-                    acc = if min { acc.min(x) } else { acc.max(x) };
-                }
-                Some(acc)
+                usize::try_from(v[i])
+                    .ok()
+                    .and_then(|k| table.get(k).copied())
             })
         }
-        Node::Bool(_) | Node::Not(_) => unreachable!("type-checked: not an integer"),
+        Node::Undef => Box::new(|_| None),
+        Node::ToReal(a) => {
+            let a = int_fn(a);
+            Box::new(move |v| Some(a(v)? as f64))
+        }
+        Node::RNeg(a) => {
+            let a = real_fn(a);
+            Box::new(move |v| Some(-a(v)?))
+        }
+        Node::RBin(op, a, b) if !op.is_comparison() => {
+            let (op, a, b) = (*op, real_fn(a), real_fn(b));
+            Box::new(move |v| real_arith(op, a(v)?, b(v)?))
+        }
+        Node::RCall(f, args) => {
+            let args: Vec<RealFn> = args.iter().map(real_fn).collect();
+            let f = *f;
+            Box::new(move |v| real_call(f, args.iter().map(|a| a(v))))
+        }
+        Node::Cond(c, a, b) if a.ty() == Type::Real => {
+            let (c, a, b) = (bool_fn(c), real_fn(a), real_fn(b));
+            Box::new(move |v| if c(v)? { a(v) } else { b(v) })
+        }
+        other => {
+            let a = int_fn(other);
+            Box::new(move |v| Some(a(v)? as f64))
+        }
     }
 }
 
@@ -125,10 +177,18 @@ pub fn bool_fn(n: &Node) -> BoolFn {
             let (a, b) = (bool_fn(a), bool_fn(b));
             Box::new(move |v| Some(a(v)? || b(v)?))
         }
-        Node::Bin(op, a, b) if is_bool_operand(a) => {
+        Node::Bin(op, a, b) if a.ty() == Type::Bool => {
             // `==`/`!=` between two conditions.
             let (a, b, eq) = (bool_fn(a), bool_fn(b), *op == BinOp::Eq);
             Box::new(move |v| Some((a(v)? == b(v)?) == eq))
+        }
+        Node::RBin(op, a, b) => {
+            let (op, a, b) = (*op, real_fn(a), real_fn(b));
+            Box::new(move |v| Some(compare(op, a(v)?, b(v)?)))
+        }
+        Node::Cond(c, a, b) => {
+            let (c, a, b) = (bool_fn(c), bool_fn(a), bool_fn(b));
+            Box::new(move |v| if c(v)? { a(v) } else { b(v) })
         }
         Node::Bin(op, a, b) => {
             let op = *op;
@@ -159,18 +219,12 @@ pub fn bool_fn(n: &Node) -> BoolFn {
                 _ => Box::new(move |v| Some(compare(op, a(v)?, b(v)?))),
             }
         }
-        Node::Const(_) | Node::Var(_) | Node::Neg(_) | Node::Call(..) => {
-            unreachable!("type-checked: not a condition")
-        }
+        other => unreachable!("type-checked: {other:?} is not a condition"),
     }
 }
 
 fn is_bool_operand(n: &Node) -> bool {
-    match n {
-        Node::Bool(_) | Node::Not(_) => true,
-        Node::Bin(op, ..) => op.is_comparison() || op.is_logical(),
-        _ => false,
-    }
+    n.ty() == Type::Bool
 }
 
 /// Compiles a constraint: true only where it is defined and holds.
@@ -250,14 +304,14 @@ fn range(n: &Node, bounds: &Bounds) -> Option<(i128, i128)> {
                 _ => None,
             }
         }
-        Node::Call(_, args) => {
+        Node::Call(Func::Min | Func::Max, args) => {
             let rs = args
                 .iter()
                 .map(|a| range(a, bounds))
                 .collect::<Option<Vec<_>>>()?;
             Some((rs.iter().map(|r| r.0).min()?, rs.iter().map(|r| r.1).max()?))
         }
-        Node::Bool(_) | Node::Not(_) => None,
+        _ => None,
     }
 }
 
@@ -298,7 +352,7 @@ fn mono(n: &Node, x: usize, bounds: &Bounds) -> Mono {
             (Mono::Const, m) if nonneg(a, bounds) && positive(b, bounds) => m.flip(),
             _ => Mono::Unknown,
         },
-        Node::Call(_, args) => args
+        Node::Call(Func::Min | Func::Max, args) => args
             .iter()
             .map(|a| mono(a, x, bounds))
             .fold(Mono::Const, Mono::plus),
@@ -389,6 +443,13 @@ mod tests {
             "!(X == Y) && (X < 3) == (Y < 3)",
             "1000 / (X - Y) > Z",
             "-X < Y % 3",
+            "(X & Y) == 1 || (X | Z) > 2 || (X ^ Y) << 1 == 4",
+            "X // 2 == Y % 3 or X ** 2 > Y or -X // 3 == Z",
+            "(X > Y ? X : Y) >= Z",
+            "X * 0.5 > Y / 3 - 1",
+            "X / (Y - 1.0) < 2.5",
+            "int(X / 2.0) == floor(X * 0.5) and ceil(X / 3.0) >= round(X / 3.0)",
+            "abs(X - Y) <= 2 and not X in [1, 3]",
         ];
         for src in cases {
             let n = node(src);

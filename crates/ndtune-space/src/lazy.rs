@@ -194,6 +194,11 @@ impl ValidSpace {
         &self.names
     }
 
+    /// How this space's points hold configurations.
+    pub fn codec(&self) -> ndtune_core::Codec {
+        self.space.codec()
+    }
+
     pub fn params(&self) -> &[Param] {
         self.space.params()
     }
@@ -447,10 +452,7 @@ mod tests {
             .collect();
         let ps = params
             .iter()
-            .map(|(n, v)| Param {
-                name: n.to_string(),
-                values: v.clone(),
-            })
+            .map(|(n, v)| Param::ints(n.to_string(), v.clone()))
             .collect();
         ValidSpace::with_cache_rows(Space::new(ps, cons), rows)
     }

@@ -7,10 +7,14 @@
 //! toward zero), and each constraint `e` becomes `defined(e) /\ e`, where `defined` follows C's
 //! short-circuit evaluation, so a division by zero that ndtune evaluates makes the whole constraint
 //! false, as in ndtune (MiniZinc's own rule would make only the innermost condition false).
+//! Conditionals, `in`, `**` and `true`/`false` carry over too. What has no exact MiniZinc
+//! counterpart (real numbers, identifiers, `//`, Python's `%`, bitwise operators, the
+//! functions beyond `min`/`max`/`abs`) is refused with the constraint that uses it.
 
 use crate::domain::Values;
-use crate::expr::{BinOp, Expr, ExprKind, Func};
+use crate::expr::{BinOp, Dialect, Expr, ExprKind, Func};
 use crate::problem::{Location, Problem, ProblemError};
+use ndtune_core::{Coding, Value};
 use ndtune_device::{DeviceProfile, PROPERTY_NAMES};
 use std::fmt::Write;
 
@@ -34,7 +38,7 @@ pub fn platform_model() -> String {
          /\\ product(local) <= device_max_work_group_size\n  \
          /\\ forall(d in index_set(local))(global[d] mod local[d] = 0)\n  \
          /\\ product(d in index_set(local))(global[d] div local[d]) >= device_compute_units\n  \
-         /\\ local_mem <= device_local_mem_size;\n",
+         /\\ 0 <= local_mem /\\ local_mem <= device_local_mem_size;\n",
     );
     s
 }
@@ -75,21 +79,45 @@ pub fn problem_model(name: &str, problem: &Problem) -> Result<String, ProblemErr
         "% ndtune space model of kernel `{name}`: solve with platform.mzn and one device .dzn\n"
     );
     for (k, v) in &problem.constants {
-        let _ = writeln!(s, "int: k_{k} = {v};");
+        match v {
+            Value::Int(v) => {
+                let _ = writeln!(s, "int: k_{k} = {v};");
+            }
+            // A constant no constraint can use in MiniZinc is left out; one that is used is
+            // refused with that constraint (an unknown name to the translation).
+            _ => {
+                let _ = writeln!(s, "% constant {k} = {v} has no MiniZinc integer form");
+            }
+        }
     }
     for p in &params {
+        if let Coding::Table(_) = p.coding {
+            return Err(ProblemError {
+                location: Location::Param(p.name.clone()),
+                message: "a parameter of real or identifier values has no MiniZinc export".into(),
+            });
+        }
         let _ = writeln!(s, "var {}: p_{};", domain(&p.values), p.name);
     }
     let is_param = |n: &str| problem.params.iter().any(|p| p.name == n);
-    let parse = |src: &str, location: Location| {
-        Expr::parse(src).map_err(|e| ProblemError {
-            location,
-            message: e.to_string(),
-        })
+    let int_constant = |n: &str| matches!(problem.constants.get(n), Some(Value::Int(_)));
+    let names = Names {
+        is_param: &is_param,
+        int_constant: &int_constant,
     };
-    for (i, src) in problem.constraints.iter().enumerate() {
-        let e = parse(src, Location::Constraint(i))?;
-        let (value, defined) = translate(&e, &is_param);
+    let parse = |src: &str, dialect: Dialect, location: Location| {
+        let e = Expr::parse_in(src, dialect).map_err(|e| ProblemError {
+            location: location.clone(),
+            message: e.to_string(),
+        })?;
+        let t = translate(&e, &names).map_err(|message| ProblemError {
+            location,
+            message: format!("cannot be exported to MiniZinc: {message}"),
+        })?;
+        Ok::<_, ProblemError>(t)
+    };
+    for (src, dialect, location) in problem.user_constraints() {
+        let (value, defined) = parse(src, dialect, location)?;
         let _ = writeln!(s, "% {src}\nconstraint {};", and(&defined, &value));
     }
     if let Some(l) = &problem.launch {
@@ -97,12 +125,12 @@ pub fn problem_model(name: &str, problem: &Problem) -> Result<String, ProblemErr
             let parts = items
                 .iter()
                 .enumerate()
-                .map(|(d, src)| Ok(translate(&parse(src, loc(d))?, &is_param).0))
+                .map(|(d, src)| Ok(parse(src, Dialect::C, loc(d))?.0))
                 .collect::<Result<Vec<_>, ProblemError>>()?;
             Ok(format!("[{}]", parts.join(", ")))
         };
         let mem = match &l.local_mem {
-            Some(src) => translate(&parse(src, Location::LocalMem)?, &is_param).0,
+            Some(src) => parse(src, Dialect::C, Location::LocalMem)?.0,
             None => "0".to_string(),
         };
         let local = list(&l.local, Location::Local)?;
@@ -149,69 +177,152 @@ fn or(a: &str, b: &str) -> String {
     }
 }
 
-/// (value, definedness) of an expression in MiniZinc.
-fn translate(e: &Expr, is_param: &dyn Fn(&str) -> bool) -> (String, String) {
-    match &e.kind {
+/// How names translate: parameters and integer constants.
+struct Names<'a> {
+    is_param: &'a dyn Fn(&str) -> bool,
+    int_constant: &'a dyn Fn(&str) -> bool,
+}
+
+/// (value, definedness) of an expression in MiniZinc, or why it has none.
+fn translate(e: &Expr, names: &Names) -> Result<(String, String), String> {
+    let all = |args: &[Expr]| -> Result<(Vec<String>, String), String> {
+        let parts = args
+            .iter()
+            .map(|a| translate(a, names))
+            .collect::<Result<Vec<_>, String>>()?;
+        let defined = parts
+            .iter()
+            .fold("true".to_string(), |acc, p| and(&acc, &p.1));
+        Ok((parts.into_iter().map(|p| p.0).collect(), defined))
+    };
+    Ok(match &e.kind {
         ExprKind::Int(v) if *v < 0 => (format!("({v})"), "true".into()),
         ExprKind::Int(v) => (v.to_string(), "true".into()),
+        ExprKind::Bool(b) => (b.to_string(), "true".into()),
         ExprKind::Name(n) => {
             let name = if let Some(p) = n.strip_prefix("device.") {
                 format!("device_{p}")
-            } else if is_param(n) {
+            } else if (names.is_param)(n) {
                 format!("p_{n}")
-            } else {
+            } else if (names.int_constant)(n) {
                 format!("k_{n}")
+            } else {
+                return Err(format!("`{n}` is not an integer"));
             };
             (name, "true".into())
         }
         ExprKind::Neg(a) => {
-            let (v, d) = translate(a, is_param);
+            let (v, d) = translate(a, names)?;
             (format!("(-{v})"), d)
         }
         ExprKind::Not(a) => {
-            let (v, d) = translate(a, is_param);
+            let (v, d) = translate(a, names)?;
             (format!("(not {v})"), d)
         }
-        ExprKind::Call(f, args) => {
-            let parts: Vec<(String, String)> =
-                args.iter().map(|a| translate(a, is_param)).collect();
-            let values: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
-            let defined = parts
-                .iter()
-                .fold("true".to_string(), |acc, p| and(&acc, &p.1));
-            let f = if *f == Func::Min { "min" } else { "max" };
-            (format!("{f}([{}])", values.join(", ")), defined)
+        ExprKind::Call(f @ (Func::Min | Func::Max | Func::Abs), args) => {
+            let (values, defined) = all(args)?;
+            let text = match f {
+                Func::Abs => format!("abs({})", values[0]),
+                _ => format!("{}([{}])", f.name(), values.join(", ")),
+            };
+            (text, defined)
+        }
+        ExprKind::Cond(c, a, b) => {
+            let (vc, dc) = translate(c, names)?;
+            let (va, da) = translate(a, names)?;
+            let (vb, db) = translate(b, names)?;
+            let defined = and(&dc, &format!("(if {vc} then {da} else {db} endif)"));
+            (format!("(if {vc} then {va} else {vb} endif)"), defined)
+        }
+        ExprKind::In {
+            item,
+            list,
+            negated,
+        } => {
+            let (vi, di) = translate(item, names)?;
+            let (values, dl) = all(list)?;
+            let set = format!("{{{}}}", values.join(", "));
+            let test = format!("({vi} in {set})");
+            let value = if *negated {
+                format!("(not {test})")
+            } else {
+                test
+            };
+            (value, and(&di, &dl))
         }
         ExprKind::Bin(op, a, b) => {
-            let (va, da) = translate(a, is_param);
-            let (vb, db) = translate(b, is_param);
+            let (va, da) = translate(a, names)?;
+            let (vb, db) = translate(b, names)?;
             let sym = match op {
                 BinOp::Div => "div",
                 BinOp::Rem => "mod",
                 BinOp::Eq => "=",
                 BinOp::And => "/\\",
                 BinOp::Or => "\\/",
-                other => other.symbol(),
+                BinOp::Pow => "^",
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Ne => op.symbol(),
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => op.symbol(),
+                other => {
+                    return Err(format!(
+                        "`{}` has no exact MiniZinc counterpart here",
+                        other.symbol()
+                    ))
+                }
             };
             let defined = match op {
                 BinOp::And => and(&da, &or(&format!("(not {va})"), &db)),
                 BinOp::Or => and(&da, &or(&va, &db)),
                 BinOp::Div | BinOp::Rem => and(&and(&da, &db), &format!("({vb} != 0)")),
+                BinOp::Pow => and(&and(&da, &db), &format!("({vb} >= 0)")),
                 _ => and(&da, &db),
             };
             (format!("({va} {sym} {vb})"), defined)
         }
-    }
+        ExprKind::Real(v) => return Err(format!("the real number {v:?}")),
+        ExprKind::Str(v) => return Err(format!("the identifier '{v}'")),
+        ExprKind::BitNot(_) => return Err("`~` has no exact MiniZinc counterpart".into()),
+        ExprKind::Call(f, _) => {
+            return Err(format!(
+                "`{}()` has no exact MiniZinc counterpart",
+                f.name()
+            ))
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const NAMES: Names = Names {
+        is_param: &|_| true,
+        int_constant: &|_| true,
+    };
+
+    #[test]
+    fn what_has_no_minizinc_form_is_refused() {
+        for src in [
+            "X & 1 == 0",
+            "X // 2 > 1",
+            "X * 0.5 > 1",
+            "T == 'float'",
+            "sqrt(X) > 2",
+        ] {
+            let e = Expr::parse(src).unwrap();
+            assert!(translate(&e, &NAMES).is_err(), "{src}");
+        }
+        let e = Expr::parse("(X > 2 ? X : 2) == 2 and X in [1, 2]").unwrap();
+        let (v, _) = translate(&e, &NAMES).unwrap();
+        assert_eq!(
+            v,
+            "(((if (p_X > 2) then p_X else 2 endif) = 2) /\\ (p_X in {1, 2}))"
+        );
+    }
+
     #[test]
     fn short_circuit_definedness_is_kept() {
         let e = Expr::parse("X == 0 || Y / X > 1").unwrap();
-        let (v, d) = translate(&e, &|_| true);
+        let (v, d) = translate(&e, &NAMES).unwrap();
         assert_eq!(v, "((p_X = 0) \\/ ((p_Y div p_X) > 1))");
         assert_eq!(d, "((p_X = 0) \\/ (p_X != 0))");
     }
@@ -219,7 +330,11 @@ mod tests {
     #[test]
     fn names_are_prefixed_by_kind() {
         let e = Expr::parse("N % X <= device.local_mem_size").unwrap();
-        let (v, d) = translate(&e, &|n| n == "X");
+        let x_only = Names {
+            is_param: &|n| n == "X",
+            int_constant: &|_| true,
+        };
+        let (v, d) = translate(&e, &x_only).unwrap();
         assert_eq!(v, "((k_N mod p_X) <= device_local_mem_size)");
         assert_eq!(d, "(p_X != 0)");
     }

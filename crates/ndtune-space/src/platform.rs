@@ -7,7 +7,7 @@
 //! | eq. 1 | `local_x * local_y * local_z <= max_work_group_size` |
 //! | eq. 2 | `global_d % local_d == 0` |
 //! | eq. 3 | `(global_x / local_x) * (global_y / local_y) * ... >= compute_units` |
-//! | local memory (eq. 10-11) | `local_mem <= local_mem_size` |
+//! | local memory (eq. 10-11) | `0 <= local_mem <= local_mem_size` |
 //!
 //! Per-kernel limits (`clGetKernelWorkGroupInfo`) depend on each configuration's own build, so they
 //! are not part of this model: the `ndtune` command checks them build by build on live devices.
@@ -117,9 +117,14 @@ pub fn constraints(launch: &Launch, limits: &Limits) -> Vec<(Rule, Expr)> {
         Expr::bin(BinOp::Ge, groups, Expr::int(limits.compute_units)),
     ));
     if let Some(mem) = &launch.local_mem {
+        // Negative bytes are the spec's mistake for that configuration: never "fits".
         out.push((
             Rule::LocalMem,
-            Expr::bin(BinOp::Le, mem.clone(), Expr::int(limits.local_mem_size)),
+            Expr::bin(
+                BinOp::And,
+                Expr::bin(BinOp::Le, Expr::int(0), mem.clone()),
+                Expr::bin(BinOp::Le, mem.clone(), Expr::int(limits.local_mem_size)),
+            ),
         ));
     }
     out

@@ -2,10 +2,11 @@
 //! and its pruning for one device, several devices, or none.
 
 use crate::domain::Domain;
-use crate::expr::{Expr, ExprError};
+use crate::expr::{Dialect, Expr, ExprError};
 use crate::platform::{self, Launch, Limits, Rule};
 use crate::resolve::{resolve, Node, Scope, Type};
 use crate::space::{Constraint, Param, Space, Stats};
+use ndtune_core::Constants;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -28,9 +29,11 @@ pub struct LaunchDecl {
 #[derive(Debug, Clone, Default)]
 pub struct Problem {
     pub params: Vec<ParamDecl>,
-    pub constants: BTreeMap<String, i64>,
-    /// Application constraints (expression sources).
+    pub constants: Constants,
+    /// Application constraints (expression sources, C dialect).
     pub constraints: Vec<String>,
+    /// Application constraints written as Kernel Tuner restrictions (Python dialect).
+    pub restrictions: Vec<String>,
     pub launch: Option<LaunchDecl>,
 }
 
@@ -49,6 +52,7 @@ pub struct Target {
 pub enum Location {
     Param(String),
     Constraint(usize),
+    Restriction(usize),
     Global(usize),
     Local(usize),
     LocalMem,
@@ -60,6 +64,7 @@ impl fmt::Display for Location {
         match self {
             Location::Param(p) => write!(f, "[params] {p}"),
             Location::Constraint(i) => write!(f, "[space] constraints[{i}]"),
+            Location::Restriction(i) => write!(f, "[space] restrictions[{i}]"),
             Location::Global(d) => write!(f, "[launch] global[{d}]"),
             Location::Local(d) => write!(f, "[launch] local[{d}]"),
             Location::LocalMem => write!(f, "[launch] local_mem"),
@@ -86,7 +91,7 @@ impl std::error::Error for ProblemError {}
 /// What a constraint of a pruned space is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// The application constraint with this index.
+    /// The application constraint with this index (constraints first, then restrictions).
     User(usize),
     /// A rule of the platform model.
     Platform(Rule),
@@ -118,31 +123,46 @@ impl Pruning {
         Space::new(self.params.clone(), rest).count()
     }
 
-    /// Explains an empty space: each constraint that removed configurations, with what would be
-    /// left without it alone.
-    pub fn emptied_by(&self) -> Vec<(String, u128, u128)> {
+    /// Explains an empty space: each constraint that removed configurations (with the values
+    /// of the constants it names: a constant is often the culprit), with what would be left
+    /// without it alone.
+    pub fn emptied_by(&self, problem: &Problem) -> Vec<(String, u128, u128)> {
         self.stats
             .removed
             .iter()
             .enumerate()
             .filter(|(_, r)| **r > 0)
-            .map(|(c, r)| (self.space.labels()[c].clone(), *r, self.count_without(c)))
+            .map(|(c, r)| {
+                let label = &self.space.labels()[c];
+                let named = problem.constants_in(label);
+                (format!("{label}{named}"), *r, self.count_without(c))
+            })
             .collect()
     }
 }
 
 impl Problem {
-    fn scope(&self, device: Option<&BTreeMap<String, i64>>) -> Scope {
+    /// The scope of expressions over `params` (the resolved parameters: their codings).
+    fn scope_of(&self, params: &[Param], device: Option<&BTreeMap<String, i64>>) -> Scope {
         Scope {
-            params: self.params.iter().map(|p| p.name.clone()).collect(),
+            params: params.iter().map(|p| p.name.clone()).collect(),
+            codings: params.iter().map(|p| p.coding.clone()).collect(),
             constants: self.constants.clone(),
             device: device.cloned(),
         }
     }
 
+    /// The scope of expressions, with the parameters resolved.
+    pub fn scope(&self, device: Option<&BTreeMap<String, i64>>) -> Result<Scope, ProblemError> {
+        Ok(self.scope_of(&self.resolve_params()?, device))
+    }
+
     /// Resolves every domain.
     pub fn resolve_params(&self) -> Result<Vec<Param>, ProblemError> {
-        let scope = self.scope(None);
+        let scope = Scope {
+            constants: self.constants.clone(),
+            ..Scope::default()
+        };
         let mut seen = std::collections::HashSet::new();
         self.params
             .iter()
@@ -163,9 +183,11 @@ impl Problem {
                             .into(),
                     ));
                 }
+                let (values, coding) = p.domain.values(&scope).map_err(err)?;
                 Ok(Param {
                     name: p.name.clone(),
-                    values: p.domain.values(&scope).map_err(err)?,
+                    values,
+                    coding,
                 })
             })
             .collect()
@@ -187,40 +209,89 @@ impl Problem {
                 ),
             });
         }
-        let parse = |src: &str, location: Location| -> Result<Expr, ProblemError> {
-            let wrap = |e: ExprError| ProblemError {
+        // A size that is the same for every configuration must make sense by itself: a
+        // non-positive global or local size (or negative local memory) is the spec's error, not
+        // a reason to empty the space in silence.
+        let parse = |src: &str, location: Location, least: i64| -> Result<Expr, ProblemError> {
+            let err = |message: String| ProblemError {
                 location: location.clone(),
-                message: e.to_string(),
+                message,
             };
-            let e = Expr::parse(src).map_err(wrap)?;
-            resolve(&e, src, scope, Type::Int).map_err(wrap)?;
+            let e = Expr::parse(src).map_err(|e| err(e.to_string()))?;
+            let node = resolve(&e, src, scope, Type::Int).map_err(|e| err(e.to_string()))?;
+            if let Node::Const(v) = node {
+                if v < least {
+                    let what = if least == 0 { "local memory" } else { "a size" };
+                    return Err(err(format!(
+                        "`{src}` is {v}{}: {what} must be at least {least}",
+                        self.constants_in(src)
+                    )));
+                }
+            }
             Ok(e)
         };
         Ok(Some(Launch {
             global: (0..dims)
-                .map(|d| parse(&l.global[d], Location::Global(d)))
+                .map(|d| parse(&l.global[d], Location::Global(d), 1))
                 .collect::<Result<_, _>>()?,
             local: (0..dims)
-                .map(|d| parse(&l.local[d], Location::Local(d)))
+                .map(|d| parse(&l.local[d], Location::Local(d), 1))
                 .collect::<Result<_, _>>()?,
             local_mem: l
                 .local_mem
                 .as_deref()
-                .map(|s| parse(s, Location::LocalMem))
+                .map(|s| parse(s, Location::LocalMem, 0))
                 .transpose()?,
         }))
     }
 
-    /// Parses every application constraint (no name resolution: see [`Problem::prune`]).
-    fn parsed_constraints(&self) -> Result<Vec<Expr>, ProblemError> {
-        self.constraints
+    /// ` (N = -5, M = 3)`: the constants a text names, with their values; nothing where it
+    /// names none.
+    pub fn constants_in(&self, text: &str) -> String {
+        let mut seen: Vec<String> = Vec::new();
+        let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+        for n in words {
+            if let Some(v) = self.constants.get(n) {
+                let shown = format!("{n} = {v}");
+                if !seen.contains(&shown) {
+                    seen.push(shown);
+                }
+            }
+        }
+        if seen.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", seen.join(", "))
+        }
+    }
+
+    /// Every application constraint: the constraints, then the restrictions, each with its
+    /// source and location.
+    pub fn user_constraints(&self) -> impl Iterator<Item = (&str, Dialect, Location)> {
+        let constraints = self
+            .constraints
             .iter()
             .enumerate()
-            .map(|(i, src)| {
-                Expr::parse(src).map_err(|e| ProblemError {
-                    location: Location::Constraint(i),
-                    message: e.to_string(),
-                })
+            .map(|(i, s)| (s.as_str(), Dialect::C, Location::Constraint(i)));
+        let restrictions = self
+            .restrictions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), Dialect::Python, Location::Restriction(i)));
+        constraints.chain(restrictions)
+    }
+
+    /// Parses every application constraint (no name resolution: see [`Problem::prune`]), with
+    /// its source and location.
+    fn parsed_constraints(&self) -> Result<Vec<(Expr, &str, Location)>, ProblemError> {
+        self.user_constraints()
+            .map(|(src, dialect, location)| {
+                Expr::parse_in(src, dialect)
+                    .map(|e| (e, src, location.clone()))
+                    .map_err(|e| ProblemError {
+                        location,
+                        message: e.to_string(),
+                    })
             })
             .collect()
     }
@@ -239,26 +310,26 @@ impl Problem {
             targets.iter().map(Some).collect()
         };
         let several = targets.len() > 1;
-        for (i, (expr, src)) in user.iter().zip(&self.constraints).enumerate() {
+        for (i, (expr, src, location)) in user.iter().enumerate() {
             let per_device = expr.names().iter().any(|(n, _)| n.starts_with("device."));
             let instances: &[Option<&Target>] = if per_device { &device_scopes } else { &[None] };
             for (t, target) in instances.iter().enumerate() {
-                let scope = self.scope(target.map(|t| &t.properties));
+                let scope = self.scope_of(&params, target.map(|t| &t.properties));
                 let node = resolve(expr, src, &scope, Type::Bool).map_err(|e| ProblemError {
-                    location: Location::Constraint(i),
+                    location: location.clone(),
                     message: e.to_string(),
                 })?;
                 let label = match target {
                     Some(tg) if several && per_device => format!("[{}] {src}", tg.label),
-                    _ => src.clone(),
+                    _ => src.to_string(),
                 };
                 constraints.push(Constraint { label, node });
                 origins.push((Origin::User(i), target.map(|_| t)));
             }
         }
-        let launch = self.launch(&self.scope(None))?;
+        let launch = self.launch(&self.scope_of(&params, None))?;
         if let Some(launch) = &launch {
-            let scope = self.scope(None);
+            let scope = self.scope_of(&params, None);
             for (t, target) in targets.iter().enumerate() {
                 for (rule, expr) in platform::constraints(launch, &target.limits) {
                     let node: Node = resolve(&expr, "", &scope, Type::Bool)
@@ -334,31 +405,35 @@ impl Problem {
     /// Checks every expression (syntax, names, types) without a device: `device.*` names are
     /// checked against the known property names. Domains are resolved too.
     pub fn check(&self) -> Result<(), ProblemError> {
-        self.resolve_params()?;
+        let params = self.resolve_params()?;
         let any_device: BTreeMap<String, i64> = ndtune_device::PROPERTY_NAMES
             .iter()
             .map(|n| (n.to_string(), 1))
             .collect();
-        let scope = self.scope(Some(&any_device));
-        for (i, (e, src)) in self
-            .parsed_constraints()?
-            .iter()
-            .zip(&self.constraints)
-            .enumerate()
-        {
-            resolve(e, src, &scope, Type::Bool).map_err(|e| ProblemError {
-                location: Location::Constraint(i),
+        let scope = self.scope_of(&params, Some(&any_device));
+        for (e, src, location) in self.parsed_constraints()? {
+            resolve(&e, src, &scope, Type::Bool).map_err(|e| ProblemError {
+                location,
                 message: e.to_string(),
             })?;
         }
-        self.launch(&self.scope(None))?;
+        self.launch(&self.scope_of(&params, None))?;
         Ok(())
     }
 
-    /// Resolves an integer expression over parameters and constants (argument lengths, scalar
-    /// values): the node reads parameter values in declaration order.
+    /// Resolves an integer expression over parameters and constants (argument lengths, sizes):
+    /// the node reads parameter values in declaration order.
     pub fn int_expr(&self, src: &str) -> Result<Node, ExprError> {
+        self.typed_expr(src, Type::Int)
+    }
+
+    /// Resolves an expression of type `ty` over parameters and constants (a real context
+    /// computes in double precision: see [`crate::resolve`]).
+    pub fn typed_expr(&self, src: &str, ty: Type) -> Result<Node, ExprError> {
         let e = Expr::parse(src)?;
-        resolve(&e, src, &self.scope(None), Type::Int)
+        let scope = self
+            .scope(None)
+            .map_err(|e| ExprError::new(e.to_string(), src, 0..0))?;
+        resolve(&e, src, &scope, ty)
     }
 }

@@ -12,13 +12,27 @@
 use crate::compile::{cut_shapes, interval_halves, pred, tightens_with, Pred, Shape};
 use crate::domain::Values;
 use crate::resolve::Node;
+use ndtune_core::{Codec, Coding};
 use std::ops::ControlFlow;
 
-/// A parameter with its resolved values.
+/// A parameter with its resolved values: the point values in ascending order, and how they
+/// hold the parameter's own values (integers as they are, anything else as table indices).
 #[derive(Debug, Clone)]
 pub struct Param {
     pub name: String,
     pub values: Values,
+    pub coding: Coding,
+}
+
+impl Param {
+    /// An integer parameter.
+    pub fn ints(name: impl Into<String>, values: Values) -> Param {
+        Param {
+            name: name.into(),
+            values,
+            coding: Coding::Int,
+        }
+    }
 }
 
 /// A resolved constraint; `Var(i)` is parameter `i` in declaration order.
@@ -169,6 +183,14 @@ impl Space {
             free_from,
             rest,
         }
+    }
+
+    /// How points of this space hold configurations.
+    pub fn codec(&self) -> Codec {
+        Codec::new(
+            self.params.iter().map(|p| p.name.clone()).collect(),
+            self.params.iter().map(|p| p.coding.clone()).collect(),
+        )
     }
 
     pub fn params(&self) -> &[Param] {
@@ -524,10 +546,7 @@ mod tests {
             .collect();
         let ps = params
             .iter()
-            .map(|(n, v)| Param {
-                name: n.to_string(),
-                values: Values::Explicit(v.clone()),
-            })
+            .map(|(n, v)| Param::ints(n.to_string(), Values::Explicit(v.clone())))
             .collect();
         Space::new(ps, cons)
     }

@@ -85,7 +85,7 @@ proptest! {
         let params: Vec<Param> = names
             .iter()
             .zip(&domains)
-            .map(|(n, d)| Param { name: n.clone(), values: Values::Explicit(d.clone()) })
+            .map(|(n, d)| Param::ints(n.clone(), Values::Explicit(d.clone())))
             .collect();
 
         let mut brute = Vec::new();

@@ -5,6 +5,11 @@
 //! job: parameters, constraints and launch as an [`ndtune_space::problem::Problem`], typed
 //! arguments, verification and measurement. Every error names the file, line and column.
 //!
+//! [`Spec::kernel_source`] reads the kernel's files and the headers they include, bounded
+//! ([`sources`]); [`Spec::build_options`] gives one configuration's compiler options (with
+//! options that depend on parameters, [`BuildOption`]); [`Spec::setup`] describes and digests
+//! everything besides device, constants and configuration that can change a result.
+//!
 //! ```
 //! let spec = ndtune_spec::Spec::parse(
 //!     "[kernel]\nname = \"k\"\n[params]\nWG = { pow2 = [1, 256] }\n[space]\nconstraints = [\"WG >= 8\"]\n",
@@ -13,17 +18,23 @@
 //! assert_eq!(spec.problem.params[0].name, "WG");
 //! ```
 
+mod options;
 pub mod raw;
+mod setup;
+pub mod sources;
 mod validate;
 
+pub use options::BuildOption;
+pub use sources::{source_names, KernelSource};
 pub use validate::{
     Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Race, Reference, Split, SplitBuffer,
     Verify,
 };
 
 use ndtune_core::text::line_col;
+use ndtune_core::{Codec, Value};
 use ndtune_space::problem::{Location, Problem, ProblemError};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -34,6 +45,8 @@ pub struct Spec {
     pub path: PathBuf,
     pub kernel: Kernel,
     pub problem: Problem,
+    /// The parameters, in declaration order, and how points hold their values.
+    pub codec: Codec,
     pub args: Vec<Arg>,
     pub verify: Option<Verify>,
     pub measure: Measure,
@@ -48,6 +61,8 @@ pub struct Spec {
 enum SpanKey {
     Location(Location),
     Section(&'static str),
+    /// The `i`th file of `[kernel] source`.
+    Source(usize),
 }
 
 /// An error in a spec file, at a position.
@@ -75,6 +90,70 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// The largest spec file read, in bytes.
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
+
+/// Reads a regular file of at most `limit` bytes: a larger file and anything but a regular file
+/// (a directory, a device such as `/dev/zero` that never ends, a pipe) are errors naming the
+/// file, never an unbounded read.
+pub fn read_bytes(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, SpecError> {
+    use std::io::Read;
+    let err = |message: String| SpecError {
+        path: path.display().to_string(),
+        line: 0,
+        column: 0,
+        message,
+    };
+    let cannot = |e: std::io::Error| err(format!("cannot read the {what}: {e}"));
+    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+        return Err(err(format!(
+            "the {what} is not a regular file (a directory, a device or a pipe)"
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(err(format!(
+            "the {what} is larger than {} MiB; ndtune reads at most that",
+            limit >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Reads a text file of at most `limit` bytes ([`read_bytes`]): NUL bytes and bytes that are
+/// not UTF-8 are errors naming the file, line and column.
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, SpecError> {
+    let bytes = read_bytes(path, limit, what)?;
+    let at = |offset: usize, message: String| {
+        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = offset
+            - bytes[..offset]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
+        SpecError {
+            path: path.display().to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    let text = String::from_utf8(bytes.clone()).map_err(|e| {
+        at(
+            e.utf8_error().valid_up_to(),
+            format!("the {what} is not UTF-8 text"),
+        )
+    })?;
+    if let Some(nul) = text.find('\0') {
+        return Err(at(nul, format!("the {what} holds a NUL byte")));
+    }
+    Ok(text)
+}
+
 impl Spec {
     /// Reads and validates a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
@@ -83,13 +162,8 @@ impl Spec {
 
     /// Reads and validates a spec file, with some `[constants]` replaced (`--set N=256`).
     /// Constants defined from a replaced one follow it; an unknown name is an error.
-    pub fn load_with(path: &Path, overrides: &BTreeMap<String, i64>) -> Result<Spec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
-            path: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read the spec file: {e}"),
-        })?;
+    pub fn load_with(path: &Path, overrides: &BTreeMap<String, Value>) -> Result<Spec, SpecError> {
+        let text = read_text(path, MAX_SPEC_BYTES, "spec file")?;
         Spec::parse_with(&text, path, overrides)
     }
 
@@ -102,7 +176,7 @@ impl Spec {
     pub fn parse_with(
         text: &str,
         path: &Path,
-        overrides: &BTreeMap<String, i64>,
+        overrides: &BTreeMap<String, Value>,
     ) -> Result<Spec, SpecError> {
         let shown = path.display().to_string();
         let raw: raw::RawSpec = toml::from_str(text).map_err(|e| {
@@ -141,17 +215,21 @@ impl Spec {
         self.error_at(&SpanKey::Section("split"), message)
     }
 
-    /// The kernel's OpenCL source, where the spec names one.
-    pub fn kernel_source(&self) -> Result<Option<String>, SpecError> {
-        let Some(src) = &self.kernel.source else {
+    /// The kernel's OpenCL source, where the spec names one: its files concatenated, with
+    /// the headers they include ([`KernelSource::read`]). A file that cannot be read, is too
+    /// large, is no regular file or is not UTF-8 text is an error at `[kernel] source`.
+    pub fn kernel_source(&self) -> Result<Option<KernelSource>, SpecError> {
+        if self.kernel.sources.is_empty() {
             return Ok(None);
-        };
-        std::fs::read_to_string(src).map(Some).map_err(|e| {
-            self.error_at(
-                &SpanKey::Section("kernel.source"),
-                format!("cannot read kernel source {}: {e}", src.display()),
-            )
-        })
+        }
+        KernelSource::read(&self.kernel.sources, &self.kernel.include_dirs)
+            .map(Some)
+            .map_err(|e| {
+                self.error_at(
+                    &SpanKey::Source(e.file),
+                    format!("[kernel] source: {}", e.message),
+                )
+            })
     }
 }
 
@@ -159,31 +237,43 @@ impl Spec {
 mod tests;
 
 impl Spec {
-    /// The OpenCL build options of one configuration (values in parameter declaration order):
-    /// the spec's own options, then `-D NAME=VALUE` for each constant and parameter that the
-    /// kernel source mentions (`used`, from [`source_names`]). A parameter used only in
-    /// `[launch]` is no define, so configurations differing only there share one build.
-    pub fn build_options(&self, used: &HashSet<String>, config: &[i64]) -> String {
-        let params = self
-            .problem
-            .params
+    /// The OpenCL build options of one configuration of `source` (a point: values in parameter
+    /// declaration order): the spec's own options that apply to it, placeholders filled in;
+    /// `-I` for the directories headers are searched in; then `-D NAME=VALUE` for each constant
+    /// and parameter that the source or a header it includes mentions, each value as it reads
+    /// in C (`64`, `0.5`, `float`). A parameter used only in `[launch]` is no define, so
+    /// configurations differing only there share one build; configurations whose options
+    /// differ in any way never do.
+    pub fn build_options(&self, source: &KernelSource, point: &[i64]) -> String {
+        let value = |name: &str| self.value_text(name, point);
+        let mut opts: Vec<String> = self
+            .kernel
+            .build_options
             .iter()
-            .map(|p| p.name.as_str())
-            .zip(config.iter().copied());
-        let consts = self.problem.constants.iter().map(|(k, v)| (k.as_str(), *v));
-        let mut opts = self.kernel.build_options.join(" ");
-        for (name, value) in consts.chain(params).filter(|(n, _)| used.contains(*n)) {
-            opts.push_str(&format!(" -D {name}={value}"));
+            .filter_map(|o| o.for_config(point, value))
+            .collect();
+        if !source.include_options.is_empty() {
+            opts.push(source.include_options.clone());
         }
-        opts.trim_start().to_string()
+        let names = self.problem.constants.keys().chain(self.codec.names());
+        for name in names.filter(|n| source.mentions(n)) {
+            opts.push(format!("-D {name}={}", value(name)));
+        }
+        opts.retain(|o| !o.is_empty());
+        opts.join(" ")
     }
-}
 
-/// Every identifier-like word of an OpenCL C source: the names it may use as defines.
-pub fn source_names(source: &str) -> HashSet<String> {
-    source
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
-        .map(str::to_string)
-        .collect()
+    /// The value of a constant or parameter in a configuration, as it reads in C.
+    fn value_text(&self, name: &str, point: &[i64]) -> String {
+        if let Some(v) = self.problem.constants.get(name) {
+            return v.to_string();
+        }
+        let p = self
+            .codec
+            .names()
+            .iter()
+            .position(|n| n == name)
+            .expect("validated: a build option names a constant or a parameter");
+        self.codec.value(p, point[p]).to_string()
+    }
 }

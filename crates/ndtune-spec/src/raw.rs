@@ -9,7 +9,7 @@ use toml::Spanned;
 pub struct RawSpec {
     pub kernel: RawKernel,
     #[serde(default)]
-    pub constants: IndexMap<String, Spanned<IntOrExpr>>,
+    pub constants: IndexMap<String, Spanned<NumOrExpr>>,
     pub params: IndexMap<String, Spanned<toml::Value>>,
     pub launch: Option<Spanned<RawLaunch>>,
     pub space: Option<RawSpaceSection>,
@@ -24,41 +24,84 @@ pub struct RawSpec {
 #[serde(deny_unknown_fields)]
 pub struct RawKernel {
     pub name: Spanned<String>,
-    pub source: Option<Spanned<String>>,
+    /// A file name or a list of them (checked in validation, for clear errors).
+    pub source: Option<Spanned<toml::Value>>,
     #[serde(default)]
-    pub build_options: Vec<String>,
+    pub include_dirs: Vec<Spanned<String>>,
+    /// Strings, or tables `{ option = "...", when = "EXPR" }` (checked in validation).
+    #[serde(default)]
+    pub build_options: Vec<Spanned<toml::Value>>,
 }
 
-/// A number or an expression string (`global = [1024, "N / VW"]`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum IntOrExpr {
+/// A number or an expression string (`global = [1024, "N / VW"]`, `value = 0.5`).
+#[derive(Debug, Clone)]
+pub enum NumOrExpr {
     Int(i64),
+    Real(f64),
     Expr(String),
 }
 
-impl IntOrExpr {
+impl NumOrExpr {
+    /// The expression's source (a number as the language writes it).
     pub fn source(&self) -> String {
         match self {
-            IntOrExpr::Int(v) => v.to_string(),
-            IntOrExpr::Expr(s) => s.clone(),
+            NumOrExpr::Int(v) => v.to_string(),
+            NumOrExpr::Real(v) => format!("{v:?}"),
+            NumOrExpr::Expr(s) => s.clone(),
         }
+    }
+}
+
+/// Accepts an integer, a real or a string, and says so when it finds anything else (serde's
+/// untagged enums only say that nothing matched).
+impl<'de> Deserialize<'de> for NumOrExpr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = NumOrExpr;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number or an expression string such as \"N / 4\"")
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<NumOrExpr, E> {
+                Ok(NumOrExpr::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NumOrExpr, E> {
+                i64::try_from(v)
+                    .map(NumOrExpr::Int)
+                    .map_err(|_| E::custom(format!("{v} is not a 64-bit integer")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<NumOrExpr, E> {
+                if v.is_finite() {
+                    Ok(NumOrExpr::Real(v))
+                } else {
+                    Err(E::custom(format!("{v} is not a finite number")))
+                }
+            }
+            fn visit_str<E>(self, v: &str) -> Result<NumOrExpr, E> {
+                Ok(NumOrExpr::Expr(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLaunch {
-    pub global: Vec<Spanned<IntOrExpr>>,
-    pub local: Vec<Spanned<IntOrExpr>>,
-    pub local_mem: Option<Spanned<IntOrExpr>>,
+    pub global: Vec<Spanned<NumOrExpr>>,
+    pub local: Vec<Spanned<NumOrExpr>>,
+    pub local_mem: Option<Spanned<NumOrExpr>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSpaceSection {
+    /// Constraints in the spec's language (C's operators and precedence).
     #[serde(default)]
     pub constraints: Vec<Spanned<String>>,
+    /// Constraints as Kernel Tuner restrictions, in Python's syntax and meaning.
+    #[serde(default)]
+    pub restrictions: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,9 +111,9 @@ pub struct RawArg {
     pub kind: String,
     #[serde(rename = "type")]
     pub ty: Option<String>,
-    pub len: Option<Spanned<IntOrExpr>>,
-    pub value: Option<Spanned<IntOrExpr>>,
-    pub bytes: Option<Spanned<IntOrExpr>>,
+    pub len: Option<Spanned<NumOrExpr>>,
+    pub value: Option<Spanned<NumOrExpr>>,
+    pub bytes: Option<Spanned<NumOrExpr>>,
     pub init: Option<toml::Value>,
     pub access: Option<String>,
 }
@@ -93,8 +136,8 @@ pub struct RawMeasure {
     pub race: Option<bool>,
     pub race_margin: Option<Spanned<f64>>,
     pub race_confidence: Option<Spanned<f64>>,
-    pub flops: Option<Spanned<IntOrExpr>>,
-    pub bytes: Option<Spanned<IntOrExpr>>,
+    pub flops: Option<Spanned<NumOrExpr>>,
+    pub bytes: Option<Spanned<NumOrExpr>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -108,8 +151,8 @@ pub struct RawSplit {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSplitBuffer {
-    pub stride: Spanned<IntOrExpr>,
-    pub before: Option<Spanned<IntOrExpr>>,
-    pub after: Option<Spanned<IntOrExpr>>,
+    pub stride: Spanned<NumOrExpr>,
+    pub before: Option<Spanned<NumOrExpr>>,
+    pub after: Option<Spanned<NumOrExpr>>,
     pub dim: Option<Spanned<i64>>,
 }

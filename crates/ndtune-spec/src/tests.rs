@@ -1,7 +1,8 @@
 //! Bad input gets a clear error naming file, line and column; good input validates.
 
-use crate::{ArgKind, Init, Race, Reference, Spec};
-use std::path::Path;
+use crate::{ArgKind, ElemType, Init, Race, Reference, Spec};
+use ndtune_core::Value;
+use std::path::{Path, PathBuf};
 
 fn parse(text: &str) -> Result<Spec, String> {
     Spec::parse(text, Path::new("t.toml")).map_err(|e| e.to_string())
@@ -147,8 +148,8 @@ reference = { config = { TILE = 1, V = 1, S = 8 } }
 runs = 3
 "#;
     let s = Spec::parse(text, Path::new("/x/m.toml")).unwrap();
-    assert_eq!(s.kernel.source.as_deref(), Some(Path::new("/x/matmul.cl")));
-    assert_eq!(s.problem.constants["NN"], 4096);
+    assert_eq!(s.kernel.sources, [Path::new("/x/matmul.cl")]);
+    assert_eq!(s.problem.constants["NN"], Value::Int(4096));
     assert_eq!(s.args.len(), 4);
     assert!(matches!(
         s.args[0].kind,
@@ -158,7 +159,7 @@ runs = 3
         }
     ));
     let v = s.verify.unwrap();
-    assert!(matches!(v.reference, Reference::Config(ref c) if c["S"] == 8));
+    assert!(matches!(v.reference, Reference::Config(ref c) if c["S"] == Value::Int(8)));
     assert_eq!(
         (s.measure.warmup, s.measure.runs, s.measure.best_of),
         (1, 3, 3)
@@ -216,13 +217,13 @@ fn constants_can_be_overridden_and_dependents_follow() {
     let text = format!(
         "{HEAD}[constants]\nN = 64\nNN = \"N * N\"\n[params]\nX = {{ divisors = \"N\" }}\n"
     );
-    let over = [("N".to_string(), 8)].into_iter().collect();
+    let over = [("N".to_string(), Value::Int(8))].into_iter().collect();
     let s = Spec::parse_with(&text, Path::new("t.toml"), &over).unwrap();
     assert_eq!(
-        (s.problem.constants["N"], s.problem.constants["NN"]),
-        (8, 64)
+        (&s.problem.constants["N"], &s.problem.constants["NN"]),
+        (&Value::Int(8), &Value::Int(64))
     );
-    let bad = [("M".to_string(), 8)].into_iter().collect();
+    let bad = [("M".to_string(), Value::Int(8))].into_iter().collect();
     let e = Spec::parse_with(&text, Path::new("t.toml"), &bad)
         .unwrap_err()
         .to_string();
@@ -239,4 +240,451 @@ fn source_names_are_whole_words() {
         assert!(ids.contains(w), "{w}");
     }
     assert!(!ids.contains("WG") && !ids.contains("3e5") && !ids.contains("e5"));
+}
+
+/// Writes `files` (name, text) into a new temporary directory with the spec `spec.toml`.
+fn on_disk(spec: &str, files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let path = dir.path().join("spec.toml");
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
+const GEMM_FILES: &[(&str, &str)] = &[
+    (
+        "src/a.cl",
+        "#include \"common.h\"\nkernel void k(global float *x) { x[0] = TS; }\n",
+    ),
+    ("src/b.cl", "// the second file\n"),
+    ("inc/common.h", "#define SCALE WPT\n"),
+];
+
+const GEMM: &str = r#"[kernel]
+name = "k"
+source = ["src/a.cl", "src/b.cl"]
+include_dirs = ["inc"]
+build_options = ["-cl-std=CL1.2", "-DTILE={TS}x{N}", { option = "-cl-mad-enable", when = "MAD == 1" }]
+[constants]
+N = 64
+[params]
+TS = [4, 8]
+WPT = [1, 2]
+MAD = [0, 1]
+UNUSED = [1]
+"#;
+
+#[test]
+fn sources_are_a_list_concatenated_and_options_follow_the_configuration() {
+    let (dir, path) = on_disk(GEMM, GEMM_FILES);
+    let spec = Spec::load(&path).unwrap();
+    let d = dir.path();
+    assert_eq!(
+        spec.kernel.sources,
+        [d.join("src/a.cl"), d.join("src/b.cl")]
+    );
+    assert_eq!(spec.kernel.include_dirs, [d.join("inc")]);
+    let source = spec.kernel_source().unwrap().unwrap();
+    assert!(source.text.ends_with("x[0] = TS; }\n// the second file\n"));
+    let includes = format!(
+        "-I {} -I {}",
+        std::path::absolute(d.join("src")).unwrap().display(),
+        std::path::absolute(d.join("inc")).unwrap().display()
+    );
+    // WPT is mentioned only in the header, TS in the source; MAD and UNUSED in neither.
+    assert_eq!(
+        spec.build_options(&source, &[8, 2, 1, 1]),
+        format!("-cl-std=CL1.2 -DTILE=8x64 -cl-mad-enable {includes} -D TS=8 -D WPT=2")
+    );
+    assert_eq!(
+        spec.build_options(&source, &[4, 1, 0, 1]),
+        format!("-cl-std=CL1.2 -DTILE=4x64 {includes} -D TS=4 -D WPT=1")
+    );
+}
+
+#[test]
+fn kernel_section_errors_name_the_spec_line_and_column() {
+    let cases: [(&str, &str); 7] = [
+        ("source = 3", "t.toml:3:10: [kernel] source is a file name or a list of file names"),
+        ("source = []", "t.toml:3:10: [kernel] source is a file name or a list"),
+        ("include_dirs = [\"nowhere\"]", "t.toml:3:17: [kernel] include_dirs: `nowhere` is not a directory"),
+        ("build_options = [\"-DX={TX}\"]", "t.toml:3:18: [kernel] build_options: `-DX={TX}`: `{TX}` names no parameter or constant"),
+        ("build_options = [{ option = \"-O\", when = \"X = 1\" }]", "t.toml:3:18: [kernel] build_options: when = \"X = 1\":"),
+        ("build_options = [{ option = \"-O\", if = \"X == 1\" }]", "t.toml:3:18: [kernel] build_options: unknown key `if`"),
+        ("build_options = [{ when = \"X == 1\" }]", "t.toml:3:18: [kernel] build_options: a table entry needs `option"),
+    ];
+    for (line, expected) in cases {
+        let e = parse(&format!("{HEAD}{line}\n[params]\nX = [1]\n")).unwrap_err();
+        assert!(e.starts_with(expected), "{line}: {e}");
+    }
+}
+
+#[test]
+fn unreadable_sources_are_errors_at_the_source_entry() {
+    let (dir, path) = on_disk(
+        "[kernel]\nname = \"k\"\nsource = [\"ok.cl\", \"bad.cl\"]\n[params]\nX = [1]\n",
+        &[("ok.cl", "kernel void k() {}\n")],
+    );
+    std::fs::write(dir.path().join("bad.cl"), b"\n\n  \xff").unwrap();
+    let e = Spec::load(&path)
+        .unwrap()
+        .kernel_source()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("{}:3:10: [kernel] source: ", path.display())),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("bad.cl:3:3: the kernel source is not UTF-8 text"),
+        "{e}"
+    );
+    let spec = Spec::parse(
+        "[kernel]\nname = \"k\"\nsource = \"/dev/zero\"\n[params]\nX = [1]\n",
+        Path::new("t.toml"),
+    )
+    .unwrap();
+    let e = spec.kernel_source().unwrap_err().to_string();
+    assert_eq!(e, "t.toml:3:10: [kernel] source: /dev/zero: the kernel source is not a regular file (a directory, a device or a pipe)");
+}
+
+/// The setup digest of `spec` (written over `GEMM`'s files) with seed 1, its description too.
+fn setup_of(spec: &str, files: &[(&str, &str)], seed: u64) -> ndtune_core::setup::Setup {
+    let (_dir, path) = on_disk(spec, files);
+    let spec = Spec::load(&path).unwrap();
+    spec.setup(&spec.kernel_source().unwrap().unwrap(), seed)
+        .unwrap()
+}
+
+const TUNED: &str = r#"[kernel]
+name = "k"
+source = ["src/a.cl", "src/b.cl"]
+include_dirs = ["inc"]
+build_options = ["-DTILE={TS}"]
+[constants]
+N = 64
+[params]
+TS = [4, 8]
+WPT = [1, 2]
+[launch]
+global = ["N"]
+local = ["TS"]
+[space]
+constraints = ["TS >= 4"]
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+[measure]
+runs = 5
+flops = "2 * N"
+"#;
+
+#[test]
+fn the_setup_changes_with_everything_that_can_change_a_result_and_nothing_else() {
+    let base = setup_of(TUNED, GEMM_FILES, 1);
+    let description = base.description.to_string();
+    for part in [
+        r#""files":{"inc/common.h":"#,
+        r#""src/a.cl":"#,
+        r#""measure":{"best_of":5,"runs":5,"warmup":1}"#,
+        r#""seed":1"#,
+    ] {
+        assert!(description.contains(part), "{part}: {description}");
+    }
+    // Each of these makes a new setup.
+    let changed: Vec<(String, Vec<(&str, &str)>)> = vec![
+        (
+            TUNED.replace("-DTILE={TS}", "-DTILE={TS} -cl-fast-relaxed-math"),
+            GEMM_FILES.to_vec(),
+        ),
+        (TUNED.replace("runs = 5", "runs = 6"), GEMM_FILES.to_vec()),
+        (
+            TUNED.replace("runs = 5", "runs = 5\nwarmup = 2"),
+            GEMM_FILES.to_vec(),
+        ),
+        (
+            TUNED.replace("init = \"random\"", "init = \"ones\""),
+            GEMM_FILES.to_vec(),
+        ),
+        (
+            TUNED.replace("local = [\"TS\"]", "local = [\"TS * 1\"]"),
+            GEMM_FILES.to_vec(),
+        ),
+        (
+            TUNED.replace(
+                "[measure]",
+                "[verify]\noutputs = [\"x\"]\nreference = \"builtin:conv1d\"\n[measure]",
+            ),
+            GEMM_FILES.to_vec(),
+        ),
+        (
+            TUNED.replace(
+                "source = [\"src/a.cl\", \"src/b.cl\"]",
+                "source = [\"src/b.cl\", \"src/a.cl\"]",
+            ),
+            GEMM_FILES.to_vec(),
+        ),
+        (
+            TUNED.to_string(),
+            vec![
+                GEMM_FILES[0],
+                GEMM_FILES[1],
+                ("inc/common.h", "#define SCALE (2 * WPT)\n"),
+            ],
+        ),
+        (
+            TUNED.to_string(),
+            vec![
+                GEMM_FILES[0],
+                ("src/b.cl", "// the second file, edited\n"),
+                GEMM_FILES[2],
+            ],
+        ),
+    ];
+    for (spec, files) in &changed {
+        let other = setup_of(spec, files, 1);
+        assert_ne!(other.digest, base.digest, "{spec}");
+        assert!(!ndtune_core::setup::differences(&base.description, &other.description).is_empty());
+    }
+    assert_ne!(
+        setup_of(TUNED, GEMM_FILES, 2).digest,
+        base.digest,
+        "random data follow the seed"
+    );
+    // These do not change what a configuration measures.
+    let same = [
+        TUNED.replace("flops = \"2 * N\"", "bytes = \"8 * N\""),
+        TUNED.replace("N = 64", "N = 128"),
+        TUNED.replace("WPT = [1, 2]", "WPT = [1, 2, 4]"),
+        TUNED.replace("[\"TS >= 4\"]", "[\"TS >= 8\"]"),
+        TUNED
+            .replace("[measure]", "# a comment\n[measure]")
+            .replace("runs = 5", "runs    =    5"),
+        format!("{TUNED}[split]\ndim = 0\n"),
+    ];
+    for spec in &same {
+        assert_eq!(setup_of(spec, GEMM_FILES, 1), base, "{spec}");
+    }
+    // Data that do not come from the seed do not depend on it.
+    let ones = TUNED.replace("init = \"random\"", "init = \"ones\"");
+    assert_eq!(
+        setup_of(&ones, GEMM_FILES, 1),
+        setup_of(&ones, GEMM_FILES, 2)
+    );
+    // A header that appears where a missing one was looked for changes it too.
+    let missing = [
+        ("src/a.cl", "#include \"later.h\"\nkernel void k() {}\n"),
+        GEMM_FILES[1],
+        GEMM_FILES[2],
+    ];
+    let before = setup_of(TUNED, &missing, 1);
+    assert!(
+        before.description["files"]["later.h"] == "missing",
+        "{}",
+        before.description
+    );
+    let mut with = missing.to_vec();
+    with.push(("inc/later.h", ""));
+    let after = setup_of(TUNED, &with, 1);
+    let what = ndtune_core::setup::differences(&before.description, &after.description);
+    assert_eq!(what.len(), 2, "{what:?}");
+    assert!(
+        what[0].starts_with("files.inc/later.h: none -> \""),
+        "{what:?}"
+    );
+    assert_eq!(what[1], r#"files.later.h: "missing" -> none"#);
+}
+
+#[test]
+fn a_reference_file_is_part_of_the_setup() {
+    let spec = TUNED.replace(
+        "[measure]",
+        "[verify]\noutputs = [\"x\"]\nreference = { kernel = \"ref.cl\", name = \"r\" }\n[measure]",
+    );
+    let mut files = GEMM_FILES.to_vec();
+    files.push(("ref.cl", "kernel void r() {}\n"));
+    let one = setup_of(&spec, &files, 1);
+    files.pop();
+    files.push(("ref.cl", "kernel void r() { }\n"));
+    let two = setup_of(&spec, &files, 1);
+    assert_eq!(
+        ndtune_core::setup::differences(&one.description, &two.description).len(),
+        1
+    );
+    files.pop();
+    let (_dir, path) = on_disk(&spec, &files);
+    let spec = Spec::load(&path).unwrap();
+    let e = spec
+        .setup(&spec.kernel_source().unwrap().unwrap(), 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(":22:1: [verify] reference: ") && e.contains("ref.cl: cannot read"),
+        "{e}"
+    );
+}
+
+/// A scalar argument `a` of `ty` with `value` (TOML), in a spec with constant N = 4.
+fn scalar(ty: &str, value: &str) -> Result<Spec, String> {
+    Spec::parse(
+        &format!(
+            "{HEAD}[constants]\nN = 4\n[params]\nX = [1, 2]\n[[args]]\nname = \"a\"\nkind = \"scalar\"\ntype = \"{ty}\"\nvalue = {value}\n"
+        ),
+        Path::new("s.toml"),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn scalar_value(spec: &Spec, point: &[i64]) -> Value {
+    let ArgKind::Scalar { value, .. } = &spec.args[0].kind else {
+        panic!("a scalar")
+    };
+    value.value(point).unwrap()
+}
+
+#[test]
+fn scalars_take_their_type_and_never_change_silently() {
+    let s = scalar("float", "0.5").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Real(0.5));
+    // A real argument computes in double precision: 1 / 2 is 0.5, not 0.
+    let s = scalar("float", "\"1 / 2\"").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Real(0.5));
+    let s = scalar("double", "\"X / N\"").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Real(0.25));
+    let s = scalar("int", "\"N / 2\"").unwrap();
+    assert_eq!(scalar_value(&s, &[1]), Value::Int(2));
+    let e = scalar("int", "\"1 / 2\"").unwrap_err();
+    assert!(
+        e.contains("[[args]] a value") && e.contains("not exact"),
+        "{e}"
+    );
+    let e = scalar("int", "0.5").unwrap_err();
+    assert!(
+        e.contains("real number 0.5") && e.contains("s.toml:"),
+        "{e}"
+    );
+    let e = scalar("uchar", "300").unwrap_err();
+    assert!(e.contains("300 does not fit a uchar (0 to 255)"), "{e}");
+    let e = scalar("half", "1e6").unwrap_err();
+    assert!(e.contains("does not fit a half"), "{e}");
+    let e = scalar("uint", "-1").unwrap_err();
+    assert!(e.contains("does not fit a uint"), "{e}");
+    assert_eq!(
+        ElemType::Half.scalar_bytes(&Value::Real(0.5)).unwrap(),
+        half::f16::from_f32(0.5).to_ne_bytes()
+    );
+    assert_eq!(
+        ElemType::Short.scalar_bytes(&Value::Int(-2)).unwrap(),
+        (-2i16).to_ne_bytes()
+    );
+    let e = scalar("int", "true").unwrap_err();
+    assert!(e.contains("a number or an expression string"), "{e}");
+}
+
+#[test]
+fn parameters_may_be_reals_and_identifiers_and_bounds_use_constants() {
+    let text = format!(
+        "{HEAD}[constants]\nN = 64\nMODE = \"'fast'\"\n[params]\nTYPE = [\"float\", \"half\"]\nALPHA = [0.5, 1.0]\nWG = {{ pow2 = [1, \"N / 4\"] }}\nV = {{ range = [1, \"N // 16\"] }}\n[space]\nconstraints = [\"TYPE == 'float' or WG <= 8\"]\nrestrictions = [\"WG / V >= 2 and MODE == 'fast'\"]\n"
+    );
+    let s = Spec::parse(&text, Path::new("p.toml")).unwrap();
+    assert_eq!(s.problem.constants["MODE"], Value::from("fast"));
+    let pruning = s.problem.prune(&[]).unwrap();
+    // TYPE 2 x ALPHA 2 x WG {1..16} 5 x V {1..4} 4 = 80 declared.
+    assert_eq!(pruning.stats.declared, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("k.cl");
+    std::fs::write(&kernel, "TYPE ALPHA WG N").unwrap();
+    let used = crate::KernelSource::read(&[kernel], &[]).unwrap();
+    // Points hold the index of an identifier or a real, and the integer of an integer.
+    assert_eq!(
+        s.build_options(&used, &[1, 1, 8, 2]),
+        "-D N=64 -D TYPE=half -D ALPHA=1.0 -D WG=8"
+    );
+    let count = |c: &str| {
+        let t = text.replace("TYPE == 'float' or WG <= 8", c);
+        Spec::parse(&t, Path::new("p.toml")).map(|s| s.problem.prune(&[]).unwrap().stats.pruned)
+    };
+    // WG / V >= 2 in Python: real division.
+    assert_eq!(
+        count("true").unwrap(),
+        2 * 2
+            * [1, 2, 4, 8, 16]
+                .iter()
+                .map(|wg: &i64| (1..=4).filter(|v| *wg as f64 / *v as f64 >= 2.0).count() as u128)
+                .sum::<u128>()
+    );
+    let e = count("TYPE == 'double'").unwrap_err().to_string();
+    assert!(
+        e.contains("'double' is not one of `TYPE`'s values (float, half)") && e.contains("p.toml:"),
+        "{e}"
+    );
+    let e = Spec::parse(
+        &text.replace("\"float\", \"half\"", "\"float\", 2"),
+        Path::new("p.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("mixes identifiers and numbers"), "{e}");
+    let e = Spec::parse(
+        &text.replace("[0.5, 1.0]", "[true, false]"),
+        Path::new("p.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("write 0 and 1"), "{e}");
+}
+
+#[test]
+fn spec_files_are_read_with_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Spec::load(Path::new("/dev/zero")).unwrap_err().to_string();
+    assert!(
+        e.contains("/dev/zero: the spec file is not a regular file"),
+        "{e}"
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, b"[kernel]\nname = \"k\"\n# \xff\xfe\n").unwrap();
+    let e = Spec::load(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.toml:3:3: the spec file is not UTF-8 text"),
+        "{e}"
+    );
+    std::fs::write(&bad, b"[kernel]\nname = \"k\0\"\n").unwrap();
+    let e = Spec::load(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.toml:2:10: the spec file holds a NUL byte"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sizes_that_cannot_be_are_errors_naming_the_constants() {
+    let spec = |consts: &str, launch: &str| {
+        parse(&format!(
+            "{HEAD}[constants]\n{consts}\n[params]\nWG = [1, 2]\n[launch]\n{launch}\n"
+        ))
+    };
+    let e = spec("N = -5", "global = [\"N\"]\nlocal = [\"WG\"]").unwrap_err();
+    assert!(
+        e.contains("[launch] global[0]: `N` is -5 (N = -5): a size must be at least 1"),
+        "{e}"
+    );
+    let e = spec(
+        "N = 8",
+        "global = [\"N\"]\nlocal = [\"WG\"]\nlocal_mem = \"N - 16\"",
+    )
+    .unwrap_err();
+    assert!(e.contains("local memory must be at least 0"), "{e}");
+    assert!(spec(
+        "N = 8",
+        "global = [\"N\"]\nlocal = [\"WG\"]\nlocal_mem = \"N * WG\""
+    )
+    .is_ok());
 }

@@ -1,11 +1,13 @@
 //! Stage two: the raw spec checked and turned into typed values.
 
-use crate::raw::{IntOrExpr, RawArg, RawSpec};
-use crate::{SpanKey, Spec, SpecError};
+use crate::raw::{NumOrExpr, RawArg, RawSpec};
+use crate::{BuildOption, SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
+use ndtune_core::{Codec, Constants, Value};
 use ndtune_space::domain::Domain;
+use ndtune_space::expr::Expr;
 use ndtune_space::problem::{LaunchDecl, Location, ParamDecl, Problem};
-use ndtune_space::resolve::Node;
+use ndtune_space::resolve::{check_exact_divisions, resolve, resolve_constant, Node, Type};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -15,9 +17,13 @@ use toml::Spanned;
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub name: String,
-    /// The source file, resolved relative to the spec file.
-    pub source: Option<PathBuf>,
-    pub build_options: Vec<String>,
+    /// The source files, resolved relative to the spec file: the compiler gets them as one
+    /// text, in this order ([`crate::KernelSource`]). Empty where the spec names none.
+    pub sources: Vec<PathBuf>,
+    /// Directories searched for `#include`d headers after the sources' own, resolved relative
+    /// to the spec file.
+    pub include_dirs: Vec<PathBuf>,
+    pub build_options: Vec<BuildOption>,
 }
 
 /// OpenCL C element types of buffers and scalars.
@@ -31,12 +37,14 @@ pub enum ElemType {
     UInt,
     Long,
     ULong,
+    /// Half precision: buffers and scalars where the device has `cl_khr_fp16`.
+    Half,
     Float,
     Double,
 }
 
 impl ElemType {
-    pub const ALL: [(&'static str, ElemType); 10] = [
+    pub const ALL: [(&'static str, ElemType); 11] = [
         ("char", ElemType::Char),
         ("uchar", ElemType::UChar),
         ("short", ElemType::Short),
@@ -45,6 +53,7 @@ impl ElemType {
         ("uint", ElemType::UInt),
         ("long", ElemType::Long),
         ("ulong", ElemType::ULong),
+        ("half", ElemType::Half),
         ("float", ElemType::Float),
         ("double", ElemType::Double),
     ];
@@ -53,10 +62,83 @@ impl ElemType {
     pub fn size(self) -> usize {
         match self {
             ElemType::Char | ElemType::UChar => 1,
-            ElemType::Short | ElemType::UShort => 2,
+            ElemType::Short | ElemType::UShort | ElemType::Half => 2,
             ElemType::Int | ElemType::UInt | ElemType::Float => 4,
             ElemType::Long | ElemType::ULong | ElemType::Double => 8,
         }
+    }
+
+    /// The OpenCL C name.
+    pub fn name(self) -> &'static str {
+        ElemType::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// Whether values of the type are real numbers (`half`, `float`, `double`).
+    pub fn is_real(self) -> bool {
+        matches!(self, ElemType::Half | ElemType::Float | ElemType::Double)
+    }
+
+    /// The smallest and largest value of an integer type.
+    fn int_range(self) -> (i128, i128) {
+        match self {
+            ElemType::Char => (i8::MIN as i128, i8::MAX as i128),
+            ElemType::UChar => (0, u8::MAX as i128),
+            ElemType::Short => (i16::MIN as i128, i16::MAX as i128),
+            ElemType::UShort => (0, u16::MAX as i128),
+            ElemType::Int => (i32::MIN as i128, i32::MAX as i128),
+            ElemType::UInt => (0, u32::MAX as i128),
+            ElemType::Long => (i64::MIN as i128, i64::MAX as i128),
+            ElemType::ULong => (0, u64::MAX as i128),
+            _ => (0, 0),
+        }
+    }
+
+    /// A scalar argument's bytes, as the kernel receives it (host byte order): an integer type
+    /// takes integers within its range, a real type numbers within its range (rounded to its
+    /// precision). Anything else is an error saying why.
+    pub fn scalar_bytes(self, value: &Value) -> Result<Vec<u8>, String> {
+        if self.is_real() {
+            let v = value
+                .as_f64()
+                .ok_or_else(|| format!("{value} is not a number"))?;
+            let max = match self {
+                ElemType::Half => 65504.0,
+                ElemType::Float => f32::MAX as f64,
+                _ => f64::MAX,
+            };
+            if !v.is_finite() || v.abs() > max {
+                return Err(format!("{v:?} does not fit a {}", self.name()));
+            }
+            return Ok(match self {
+                ElemType::Half => half::f16::from_f64(v).to_ne_bytes().to_vec(),
+                ElemType::Float => (v as f32).to_ne_bytes().to_vec(),
+                _ => v.to_ne_bytes().to_vec(),
+            });
+        }
+        let v = match value {
+            Value::Int(v) => *v as i128,
+            other => {
+                return Err(format!(
+                    "{other} is {}, and a {} takes integers",
+                    other.kind_name(),
+                    self.name()
+                ))
+            }
+        };
+        let (lo, hi) = self.int_range();
+        if v < lo || v > hi {
+            return Err(format!("{v} does not fit a {} ({lo} to {hi})", self.name()));
+        }
+        let bytes = v.to_ne_bytes();
+        // The low bytes of the two's complement, in host order.
+        Ok(if cfg!(target_endian = "little") {
+            bytes[..self.size()].to_vec()
+        } else {
+            bytes[16 - self.size()..].to_vec()
+        })
     }
 }
 
@@ -70,6 +152,13 @@ pub enum Init {
     /// Random 0s and 1s (cells of a cellular automaton, masks).
     Bits,
     Value(f64),
+}
+
+impl Init {
+    /// Whether the data depends on the seed (`--seed`).
+    pub fn is_seeded(&self) -> bool {
+        matches!(self, Init::Random | Init::Bits)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +183,8 @@ pub enum ArgKind {
         init: Init,
         access: Access,
     },
+    /// `value` is resolved in the type's own arithmetic: real for `half`, `float` and
+    /// `double` (`1 / 2` is 0.5), 64-bit integers otherwise.
     Scalar {
         ty: ElemType,
         value: Node,
@@ -107,7 +198,7 @@ pub enum ArgKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reference {
     /// The outputs of this configuration (Cummins' gold standard), parameter values by name.
-    Config(BTreeMap<String, i64>),
+    Config(BTreeMap<String, Value>),
     /// A host reference built into ndtune (`builtin:NAME`).
     Builtin(String),
     /// A reference kernel: source file, kernel name and, where it differs from the tuned
@@ -261,7 +352,7 @@ pub(crate) fn spec(
     raw: RawSpec,
     text: &str,
     path: &Path,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
 ) -> Result<Spec, SpecError> {
     let mut cx = Ctx {
         text,
@@ -269,14 +360,11 @@ pub(crate) fn spec(
         spans: HashMap::new(),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    if let Some(src) = &raw.kernel.source {
-        cx.spans
-            .insert(SpanKey::Section("kernel.source"), src.span());
-    }
     let kernel = Kernel {
         name: raw.kernel.name.get_ref().clone(),
-        source: raw.kernel.source.as_ref().map(|s| dir.join(s.get_ref())),
-        build_options: raw.kernel.build_options.clone(),
+        sources: sources(&mut cx, &raw, dir)?,
+        include_dirs: include_dirs(&cx, &raw, dir)?,
+        build_options: Vec::new(),
     };
     if kernel.name.trim().is_empty() {
         return Err(cx.err(&raw.kernel.name.span(), "[kernel] name is empty"));
@@ -302,6 +390,10 @@ pub(crate) fn spec(
             cx.record(Location::Constraint(i), c.span());
             problem.constraints.push(c.get_ref().clone());
         }
+        for (i, c) in space.restrictions.iter().enumerate() {
+            cx.record(Location::Restriction(i), c.span());
+            problem.restrictions.push(c.get_ref().clone());
+        }
     }
     if let Some(launch) = &raw.launch {
         cx.record(Location::Launch, launch.span());
@@ -324,6 +416,7 @@ pub(crate) fn spec(
     let mut spec = Spec {
         path: path.to_path_buf(),
         kernel,
+        codec: Codec::default(),
         problem,
         args: vec![],
         verify: None,
@@ -333,12 +426,24 @@ pub(crate) fn spec(
         spans: std::mem::take(&mut cx.spans),
     };
     spec.problem.check().map_err(|e| spec.locate(&e))?;
+    let params = spec.problem.resolve_params().map_err(|e| spec.locate(&e))?;
+    spec.codec = Codec::new(
+        params.iter().map(|p| p.name.clone()).collect(),
+        params.iter().map(|p| p.coding.clone()).collect(),
+    );
+    spec.kernel.build_options = raw
+        .kernel
+        .build_options
+        .iter()
+        .map(|o| build_option(&cx, &spec.problem, o))
+        .collect::<Result<_, _>>()?;
     spec.args = raw
         .args
         .iter()
         .map(|a| arg(&cx, &spec.problem, a))
         .collect::<Result<_, _>>()?;
     if let Some(v) = &raw.verify {
+        spec.spans.insert(SpanKey::Section("verify"), v.span());
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
     }
     if let Some(m) = &raw.measure {
@@ -351,11 +456,102 @@ pub(crate) fn spec(
     Ok(spec)
 }
 
+/// `[kernel] source`: a file name or a list of them, relative to the spec file.
+fn sources(cx: &mut Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, SpecError> {
+    let Some(source) = &raw.kernel.source else {
+        return Ok(Vec::new());
+    };
+    let span = source.span();
+    let wrong = || {
+        cx.err(
+            &span,
+            "[kernel] source is a file name or a list of file names (concatenated in order)",
+        )
+    };
+    let names: Vec<&str> = match source.get_ref() {
+        toml::Value::String(s) => vec![s],
+        toml::Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|v| v.as_str().ok_or_else(wrong))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(wrong()),
+    };
+    // Errors reading a file point at the list, the only span toml keeps for its items.
+    for i in 0..names.len() {
+        cx.spans.insert(SpanKey::Source(i), span.clone());
+    }
+    Ok(names.iter().map(|n| dir.join(n)).collect())
+}
+
+/// `[kernel] include_dirs`: directories relative to the spec file, which must exist.
+fn include_dirs(cx: &Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, SpecError> {
+    raw.kernel
+        .include_dirs
+        .iter()
+        .map(|d| {
+            let path = dir.join(d.get_ref());
+            if path.is_dir() {
+                Ok(path)
+            } else {
+                Err(cx.err(
+                    &d.span(),
+                    format!(
+                        "[kernel] include_dirs: `{}` is not a directory ({})",
+                        d.get_ref(),
+                        path.display()
+                    ),
+                ))
+            }
+        })
+        .collect()
+}
+
+/// One entry of `[kernel] build_options`: `"-opt"`, `"-DX={NAME}"` or
+/// `{ option = "...", when = "EXPR" }`.
+fn build_option(
+    cx: &Ctx,
+    problem: &Problem,
+    o: &Spanned<toml::Value>,
+) -> Result<BuildOption, SpecError> {
+    const FORMS: &str = r#"an entry is "-option" or { option = "-option", when = "EXPR" }"#;
+    let at = |m: String| cx.err(&o.span(), format!("[kernel] build_options: {m}"));
+    let (text, when) = match o.get_ref() {
+        toml::Value::String(s) => (s.as_str(), None),
+        toml::Value::Table(t) => {
+            if let Some(bad) = t.keys().find(|k| !["option", "when"].contains(&k.as_str())) {
+                return Err(at(format!("unknown key `{bad}`; {FORMS}")));
+            }
+            let Some(text) = t.get("option").and_then(toml::Value::as_str) else {
+                return Err(at("a table entry needs `option = \"-option\"`".into()));
+            };
+            let when = match t.get("when") {
+                None => None,
+                Some(toml::Value::String(w)) => Some(
+                    problem
+                        .typed_expr(w, ndtune_space::resolve::Type::Bool)
+                        .map_err(|e| at(format!("when = \"{w}\": {e}")))?,
+                ),
+                Some(other) => {
+                    return Err(at(format!(
+                        "`when` is a condition in quotes, such as \"MAD == 1\", not {other}"
+                    )))
+                }
+            };
+            (text, when)
+        }
+        other => return Err(at(format!("{FORMS}, not {other}"))),
+    };
+    let known = |name: &str| {
+        problem.constants.contains_key(name) || problem.params.iter().any(|p| p.name == name)
+    };
+    BuildOption::parse(text, when, known).map_err(|m| at(format!("`{text}`: {m}")))
+}
+
 fn constants(
     cx: &Ctx,
     raw: &RawSpec,
-    overrides: &BTreeMap<String, i64>,
-) -> Result<BTreeMap<String, i64>, SpecError> {
+    overrides: &BTreeMap<String, Value>,
+) -> Result<Constants, SpecError> {
     if let Some(unknown) = overrides.keys().find(|k| !raw.constants.contains_key(*k)) {
         let known: Vec<&str> = raw.constants.keys().map(String::as_str).collect();
         return Err(cx.err(
@@ -366,46 +562,52 @@ fn constants(
             ),
         ));
     }
-    let mut out = BTreeMap::new();
+    let mut out = Constants::new();
     for (name, value) in &raw.constants {
         if let Some(v) = overrides.get(name) {
-            out.insert(name.clone(), *v);
+            out.insert(name.clone(), v.clone());
             continue;
         }
-        let probe = Problem {
+        let scope = ndtune_space::resolve::Scope {
             constants: out.clone(),
-            ..Problem::default()
+            ..Default::default()
         };
         let src = value.get_ref().source();
-        let v = probe
-            .int_expr(&src)
-            .map_err(|e| cx.err(&value.span(), format!("[constants] {name}: {e}")))?
-            .eval(&[])
-            .ok_or_else(|| {
-                cx.err(
-                    &value.span(),
-                    format!("[constants] {name}: divides by zero or overflows"),
-                )
-            })?;
-        out.insert(name.clone(), v);
+        let at = |e: ndtune_space::expr::ExprError| {
+            cx.err(&value.span(), format!("[constants] {name}: {e}"))
+        };
+        let e = Expr::parse(&src).map_err(at)?;
+        out.insert(
+            name.clone(),
+            resolve_constant(&e, &src, &scope).map_err(at)?,
+        );
     }
     Ok(out)
 }
 
-fn int_pair(
+/// A bound of a range or pow2 domain: an integer, or an expression string over constants.
+fn bound(cx: &Ctx, span: &Range<usize>, what: &str, v: &toml::Value) -> Result<String, SpecError> {
+    match v {
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::String(e) => Ok(e.clone()),
+        other => Err(cx.err(
+            span,
+            format!(
+                "{what}: a bound is an integer or an expression over the constants, not {other}"
+            ),
+        )),
+    }
+}
+
+fn bound_pair(
     cx: &Ctx,
     span: &Range<usize>,
     what: &str,
     v: &toml::Value,
-) -> Result<(i64, i64), SpecError> {
-    match v
-        .as_array()
-        .map(|a| a.iter().map(toml::Value::as_integer).collect::<Vec<_>>())
-    {
-        Some(items) if items.len() == 2 && items.iter().all(Option::is_some) => {
-            Ok((items[0].unwrap_or_default(), items[1].unwrap_or_default()))
-        }
-        _ => Err(cx.err(span, format!("{what} takes two integers [first, last]"))),
+) -> Result<(String, String), SpecError> {
+    match v.as_array().map(Vec::as_slice) {
+        Some([a, b]) => Ok((bound(cx, span, what, a)?, bound(cx, span, what, b)?)),
+        _ => Err(cx.err(span, format!("{what} takes two bounds [first, last]"))),
     }
 }
 
@@ -416,12 +618,19 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
         toml::Value::Array(items) => items
             .iter()
             .map(|v| {
-                v.as_integer()
-                    .ok_or_else(|| at(format!("values must be integers, found `{v}`")))
+                list_value(v).ok_or_else(|| {
+                    at(format!(
+                        "values are integers, real numbers or identifiers (strings), not `{v}`{}",
+                        if v.is_bool() { " (write 0 and 1)" } else { "" }
+                    ))
+                })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Domain::List),
-        toml::Value::Integer(v) => Ok(Domain::List(vec![*v])),
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_) => Ok(
+            Domain::List(vec![list_value(value.get_ref())
+                .ok_or_else(|| at("a single value must be finite".into()))?]),
+        ),
         toml::Value::Table(t) => {
             let keys: Vec<&str> = t.keys().map(String::as_str).collect();
             let kinds: Vec<&str> = keys
@@ -443,19 +652,17 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
             }
             match kinds[0] {
                 "range" => {
-                    let (start, end) =
-                        int_pair(cx, &span, &format!("[params] {name}: range"), &t["range"])?;
+                    let what = format!("[params] {name}: range");
+                    let (start, end) = bound_pair(cx, &span, &what, &t["range"])?;
                     let step = match t.get("step") {
-                        None => 1,
-                        Some(s) => s
-                            .as_integer()
-                            .ok_or_else(|| at("step must be an integer".into()))?,
+                        None => "1".to_string(),
+                        Some(s) => bound(cx, &span, &format!("[params] {name}: step"), s)?,
                     };
                     Ok(Domain::Range { start, end, step })
                 }
                 "pow2" => {
-                    let (start, end) =
-                        int_pair(cx, &span, &format!("[params] {name}: pow2"), &t["pow2"])?;
+                    let what = format!("[params] {name}: pow2");
+                    let (start, end) = bound_pair(cx, &span, &what, &t["pow2"])?;
                     Ok(Domain::Pow2 { start, end })
                 }
                 _ => match &t["divisors"] {
@@ -472,11 +679,21 @@ fn domain(cx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<Domain, 
     }
 }
 
+/// A value of a listed domain: an integer, a finite real or an identifier.
+fn list_value(v: &toml::Value) -> Option<Value> {
+    match v {
+        toml::Value::Integer(i) => Some(Value::Int(*i)),
+        toml::Value::Float(f) if f.is_finite() => Some(Value::Real(*f)),
+        toml::Value::String(s) => Some(Value::Text(s.clone())),
+        _ => None,
+    }
+}
+
 fn expr(
     cx: &Ctx,
     problem: &Problem,
     what: &str,
-    v: &Spanned<IntOrExpr>,
+    v: &Spanned<NumOrExpr>,
 ) -> Result<Node, SpecError> {
     problem
         .int_expr(&v.get_ref().source())
@@ -512,9 +729,9 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
         span: &Range<usize>,
         what: &str,
         kind: &str,
-        field: &'a Option<Spanned<IntOrExpr>>,
+        field: &'a Option<Spanned<NumOrExpr>>,
         key: &str,
-    ) -> Result<&'a Spanned<IntOrExpr>, SpecError> {
+    ) -> Result<&'a Spanned<NumOrExpr>, SpecError> {
         field
             .as_ref()
             .ok_or_else(|| cx.err(span, format!("{what}: a {kind} argument needs `{key}`")))
@@ -567,15 +784,14 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
                 access,
             }
         }
-        "scalar" => ArgKind::Scalar {
-            ty: elem_type(cx, &span, &what, r.ty.as_deref())?,
-            value: expr(
-                cx,
-                problem,
-                &format!("{what} value"),
-                need(cx, &span, &what, &r.kind, &r.value, "value")?,
-            )?,
-        },
+        "scalar" => {
+            let ty = elem_type(cx, &span, &what, r.ty.as_deref())?;
+            let value = need(cx, &span, &what, &r.kind, &r.value, "value")?;
+            ArgKind::Scalar {
+                ty,
+                value: scalar_value(cx, problem, &what, ty, value)?,
+            }
+        }
         "local" => ArgKind::Local {
             bytes: expr(
                 cx,
@@ -595,6 +811,36 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
         name: r.name.clone(),
         kind,
     })
+}
+
+/// A scalar argument's value, resolved in its type's arithmetic; an integer division of
+/// constants that is not exact is an error, and so is a constant value that does not fit the
+/// type (one that depends on parameters is checked for each configuration).
+fn scalar_value(
+    cx: &Ctx,
+    problem: &Problem,
+    what: &str,
+    ty: ElemType,
+    v: &Spanned<NumOrExpr>,
+) -> Result<Node, SpecError> {
+    let src = v.get_ref().source();
+    let at = |m: String| cx.err(&v.span(), format!("{what} value: {m}"));
+    let scope = problem.scope(None).map_err(|e| at(e.to_string()))?;
+    let e = Expr::parse(&src).map_err(|e| at(e.to_string()))?;
+    let want = if ty.is_real() { Type::Real } else { Type::Int };
+    let node = resolve(&e, &src, &scope, want).map_err(|e| at(e.to_string()))?;
+    if !ty.is_real() {
+        check_exact_divisions(&e, &src, &scope).map_err(|e| at(e.to_string()))?;
+    }
+    let mut vars = Vec::new();
+    node.vars(&mut vars);
+    if vars.is_empty() {
+        let value = node
+            .value(&[])
+            .ok_or_else(|| at("divides by zero or overflows".into()))?;
+        ty.scalar_bytes(&value).map_err(at)?;
+    }
+    Ok(node)
 }
 
 fn verify(
@@ -639,7 +885,11 @@ fn verify(
                 if !spec.problem.params.iter().any(|p| &p.name == k) {
                     return Err(cx.err(&span, format!("[verify] reference.config: `{k}` is not a parameter")));
                 }
-                let n = val.as_integer().ok_or_else(|| cx.err(&span, format!("[verify] reference.config.{k} must be an integer")))?;
+                let n = list_value(val).ok_or_else(|| cx.err(&span, format!("[verify] reference.config.{k} must be one of the parameter's values")))?;
+                let slot = spec.codec.names().iter().position(|p| p == k).unwrap_or(0);
+                if spec.codec.codings()[slot].encode(&n).is_none() {
+                    return Err(cx.err(&span, format!("[verify] reference.config.{k} = {n} is {}, not a value `{k}` can take", n.kind_name())));
+                }
                 values.insert(k.clone(), n);
             }
             if let Some(missing) = spec.problem.params.iter().find(|p| !values.contains_key(&p.name)) {
@@ -824,7 +1074,7 @@ fn split(cx: &Ctx, spec: &Spec, sp: &Spanned<crate::raw::RawSplit>) -> Result<Sp
                 )
             })?;
         let b = b.get_ref();
-        let halo = |e: &Option<Spanned<IntOrExpr>>, key: &str| match e {
+        let halo = |e: &Option<Spanned<NumOrExpr>>, key: &str| match e {
             Some(e) => expr(cx, &spec.problem, &format!("{what} {key}"), e),
             None => spec
                 .problem

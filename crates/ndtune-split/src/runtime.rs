@@ -259,7 +259,6 @@ impl CoExecutor {
         };
         let global_nodes: Vec<Node> = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local_nodes: Vec<Node> = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
-        let used = ndtune_spec::source_names(&source);
 
         // One shared copy of each input for every device thread.
         let inputs: BTreeMap<&String, Arc<Vec<u8>>> = inputs
@@ -378,14 +377,14 @@ impl CoExecutor {
             setups.push(Setup {
                 device: m.device.clone(),
                 label: label.clone(),
-                source: source.clone(),
+                source: source.text.clone(),
                 kernel: spec.kernel.name.clone(),
                 // A define of its own per member keeps the members' programs apart in driver
                 // caches: PoCL 5.0 aborts (pocl_release_dlhandle_cache) when two sub-devices
                 // launch one cached kernel binary at once.
                 options: format!(
                     "{} -D NDTUNE_MEMBER={}",
-                    spec.build_options(&used, c),
+                    spec.build_options(&source, c),
                     setups.len()
                 ),
                 global: g,

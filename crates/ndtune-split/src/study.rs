@@ -113,7 +113,7 @@ pub struct Report {
     pub kernel: String,
     /// The problem's constants (sizes), by name.
     #[serde(default)]
-    pub constants: BTreeMap<String, i64>,
+    pub constants: BTreeMap<String, ndtune_core::Value>,
     pub dim: usize,
     pub devices: Vec<DeviceRow>,
     #[serde(flatten)]

@@ -9,7 +9,6 @@ use ndtune_spec::{ArgKind, Spec};
 use ndtune_split::runtime::{CoExecutor, ExecError, Member};
 use ndtune_split::study::{study, Mode};
 use ndtune_split::{plan, Device, Part, Residue};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn example(name: &str) -> PathBuf {
@@ -26,7 +25,7 @@ fn halves() -> Vec<ClDevice> {
 }
 
 fn load(path: &Path, n: i64) -> Spec {
-    Spec::load_with(path, &BTreeMap::from([("N".to_string(), n)])).unwrap()
+    Spec::load_with(path, &ndtune_core::int_config([("N", n)])).unwrap()
 }
 
 /// Sets up both halves with the given configurations and the spec's deterministic inputs.

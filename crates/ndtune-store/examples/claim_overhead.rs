@@ -43,11 +43,12 @@ fn run(name: &str, location: &str, workers: usize, configs: usize) {
             .unwrap(),
         kernel: "bench".into(),
         source_hash: "0123456789abcdef".into(),
-        constants: [("N".to_string(), 1024)].into(),
+        setup: "fedcba9876543210".into(),
+        constants: ndtune_core::int_config([("N", 1024)]),
     };
     drop(store);
     let order: Vec<Config> = (0..configs as i64)
-        .map(|x| [("X".to_string(), x), ("Y".to_string(), x % 7)].into())
+        .map(|x| ndtune_core::int_config([("X", x), ("Y", x % 7)]))
         .collect();
     let started = Instant::now();
     // Per worker: (claim time, complete time) of each configuration it took.
@@ -114,13 +115,7 @@ fn work(location: &str, group: &Group, order: &[Config], me: &str) -> Vec<(Durat
             continue;
         };
         let record = Record {
-            key: ResultKey {
-                device: group.device.clone(),
-                kernel: group.kernel.clone(),
-                source_hash: group.source_hash.clone(),
-                constants: group.constants.clone(),
-                config: config.clone(),
-            },
+            key: ResultKey::new(group, config.clone()),
             outcome: Outcome::Measured(Timing::new(vec![1.0, 1.1, 0.9], 1)),
             ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
             started_at: 0,

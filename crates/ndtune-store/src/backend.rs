@@ -107,4 +107,9 @@ pub(crate) trait Backend: Send {
     /// skip rows another transaction holds: PostgreSQL's `FOR UPDATE SKIP LOCKED`; nothing on
     /// SQLite, where the transaction already holds the whole database.
     fn lock_rows(&self) -> &'static str;
+    /// Connects again after the connection broke ([`StoreError::connection_lost`]); a
+    /// database without a connection to lose has nothing to do.
+    fn reconnect(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

@@ -12,10 +12,10 @@
 //! over (a lapse, counted for [`Store::campaign_status`]). So no configuration is evaluated
 //! twice unless a live worker stopped beating for longer than its lease, and none is lost.
 //!
-//! Claims are keyed by the result key, so devices with the same [`fingerprint`](crate::fingerprint)
+//! Claims are keyed by the result key (setup included), so devices with the same [`fingerprint`](crate::fingerprint)
 //! pool their work and results, and devices of other kinds keep their own.
 
-use crate::store::{group_params, key_params, GROUP_IS, KEY_IS};
+use crate::store::{group_params, key_params, GROUP_COLUMNS, GROUP_IS, KEY_IS};
 use crate::{now_ms, Group, Record, Store, StoreError, UnixMs};
 use ndtune_core::{config_key, Config};
 use serde::Serialize;
@@ -42,6 +42,8 @@ pub struct CampaignStatus {
     pub group: Group,
     /// Records of the group, whoever stored them (workers or a single `tune`).
     pub results: u64,
+    /// When the last of them was finished.
+    pub last_result: Option<UnixMs>,
     /// Claimed configurations evaluated to a result more than once (by a worker whose lease
     /// ran out while it still worked, and by the one that took the claim over).
     pub measured_twice: u64,
@@ -82,6 +84,23 @@ impl Store {
         candidates: &[Config],
         lease: Duration,
     ) -> Result<Option<Config>, StoreError> {
+        Ok(self
+            .claim_each(group, worker, candidates, 1, lease)?
+            .into_iter()
+            .next())
+    }
+
+    /// Reserves for `worker`, as [`Store::claim`] does, the first `limit` of `candidates` that
+    /// have no result and no live claim of another worker, in their order; returns those it
+    /// reserved. The candidates that look free are tried in one transaction per 64 of them.
+    pub fn claim_each(
+        &self,
+        group: &Group,
+        worker: &str,
+        candidates: &[Config],
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<Config>, StoreError> {
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         // Each candidate's key once: the done cache, the chunk's read and the marks use it.
         let fresh: Vec<(&Config, String)> = candidates
@@ -89,32 +108,52 @@ impl Store {
             .map(|c| (c, config_key(c)))
             .filter(|(_, key)| !self.done.borrow().contains(&(group.clone(), key.clone())))
             .collect();
+        let mut claimed = Vec::new();
         for chunk in fresh.chunks(CLAIM_CHUNK) {
-            // One read of the chunk's claims first: only those that look free are tried, each
-            // in a transaction that reads its claim again under the lock.
+            if claimed.len() == limit {
+                break;
+            }
+            // One read of the chunk's claims first: only those that look free are tried, in a
+            // transaction that reads each one's claim again under the lock.
             let claims = self.claims_of(group, chunk.iter().map(|(_, key)| key))?;
             let now = now_ms();
+            let mut free = Vec::new();
             for (config, key) in chunk {
-                let key = key.clone();
-                match claims.get(&key) {
+                match claims.get(key) {
                     Some(seen) if seen.done => {
-                        self.done.borrow_mut().insert((group.clone(), key));
-                        continue;
+                        self.done.borrow_mut().insert((group.clone(), key.clone()));
                     }
-                    Some(seen) if seen.worker != worker && seen.deadline >= now => continue,
-                    _ => {}
-                }
-                match self.transaction(|s| s.try_claim(group, config, worker, lease_ms))? {
-                    Attempt::Claimed => return Ok(Some((*config).clone())),
-                    Attempt::Done => {
-                        self.done.borrow_mut().insert((group.clone(), key));
-                    }
-                    Attempt::Held => {}
+                    Some(seen) if seen.worker != worker && seen.deadline >= now => {}
+                    _ => free.push((*config, key)),
                 }
             }
+            if free.is_empty() {
+                continue;
+            }
+            let wanted = limit - claimed.len();
+            let (won, done) = self.transaction(|s| {
+                let (mut won, mut done) = (Vec::new(), Vec::new());
+                for &(config, key) in &free {
+                    match s.try_claim(group, config, worker, lease_ms)? {
+                        Attempt::Claimed => won.push(config.clone()),
+                        Attempt::Done => done.push(key.clone()),
+                        Attempt::Held => {}
+                    }
+                    if won.len() == wanted {
+                        break;
+                    }
+                }
+                Ok((won, done))
+            })?;
+            for key in done {
+                self.done.borrow_mut().insert((group.clone(), key));
+            }
+            claimed.extend(won);
         }
-        self.beat(worker, now_ms())?;
-        Ok(None)
+        if claimed.is_empty() {
+            self.beat(worker, now_ms())?;
+        }
+        Ok(claimed)
     }
 
     /// The claims in `group` of the configurations with these config keys, by key.
@@ -195,8 +234,8 @@ impl Store {
             Some(holder) => {
                 self.execute(
                     &format!(
-                        "UPDATE claims SET worker = ?6, claimed_at = ?7, lease_ms = ?8,
-                         deadline = ?9 WHERE {KEY_IS}"
+                        "UPDATE claims SET worker = ?7, claimed_at = ?8, lease_ms = ?9,
+                         deadline = ?10 WHERE {KEY_IS}"
                     ),
                     &params,
                 )?;
@@ -204,9 +243,9 @@ impl Store {
                     let mut lapse = key;
                     lapse.extend([holder.into(), worker.into(), now.into()]);
                     self.execute(
-                        "INSERT INTO lapses (device, kernel, source_hash, constants, config,
-                             worker, taken_by, taken_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        "INSERT INTO lapses (device, kernel, source_hash, setup, constants,
+                             config, worker, taken_by, taken_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                         &lapse,
                     )?;
                 }
@@ -215,10 +254,11 @@ impl Store {
             }
             None => {
                 let inserted = self.execute(
-                    "INSERT INTO claims (device, kernel, source_hash, constants, config, worker,
-                         claimed_at, lease_ms, deadline)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                     ON CONFLICT (device, kernel, source_hash, constants, config) DO NOTHING",
+                    "INSERT INTO claims (device, kernel, source_hash, setup, constants, config,
+                         worker, claimed_at, lease_ms, deadline)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                     ON CONFLICT (device, kernel, source_hash, setup, constants, config)
+                     DO NOTHING",
                     &params,
                 )?;
                 if inserted == 0 {
@@ -237,19 +277,27 @@ impl Store {
     pub fn complete(&self, worker: &str, record: &Record) -> Result<bool, StoreError> {
         let now = now_ms();
         let held = self.transaction(|s| {
-            s.insert(record)?;
             let mut params = key_params(&record.key.group(), &record.key.config);
             params.extend([worker.into(), now.into()]);
+            // Run again after a lost connection, this completion may have committed already.
+            let committed = s.query(
+                &format!("SELECT 1 FROM claims WHERE {KEY_IS} AND worker = ?6 AND done_at = ?7"),
+                &params,
+            )?;
+            if !committed.is_empty() {
+                return Ok(true);
+            }
+            s.insert(record)?;
             let marked = s.execute(
                 &format!(
-                    "UPDATE claims SET done_at = ?7, deadline = ?7
-                     WHERE {KEY_IS} AND worker = ?6 AND done_at IS NULL"
+                    "UPDATE claims SET done_at = ?8, deadline = ?8
+                     WHERE {KEY_IS} AND worker = ?7 AND done_at IS NULL"
                 ),
                 &params,
             )?;
             s.execute(
                 &format!("UPDATE claims SET completions = completions + 1 WHERE {KEY_IS}"),
-                &params[..5],
+                &params[..6],
             )?;
             s.beat(worker, now)?;
             Ok(marked == 1)
@@ -271,7 +319,7 @@ impl Store {
         let mut params = key_params(group, config);
         params.push(worker.into());
         let released = self.execute(
-            &format!("DELETE FROM claims WHERE {KEY_IS} AND worker = ?6 AND done_at IS NULL"),
+            &format!("DELETE FROM claims WHERE {KEY_IS} AND worker = ?7 AND done_at IS NULL"),
             &params,
         )?;
         Ok(released == 1)
@@ -305,10 +353,7 @@ impl Store {
     /// Every group that has results or claims, sorted.
     pub fn campaigns(&self) -> Result<Vec<Group>, StoreError> {
         let mut groups = self.groups()?;
-        for row in self.query(
-            "SELECT DISTINCT device, kernel, source_hash, constants FROM claims",
-            &[],
-        )? {
+        for row in self.query(&format!("SELECT DISTINCT {GROUP_COLUMNS} FROM claims"), &[])? {
             groups.push(self.group(&row)?);
         }
         groups.sort();
@@ -322,10 +367,11 @@ impl Store {
         let now = now_ms();
         let params = group_params(group);
         let count = self.query(
-            &format!("SELECT count(*) FROM results WHERE {GROUP_IS}"),
+            &format!("SELECT count(*), max(finished_at) FROM results WHERE {GROUP_IS}"),
             &params,
         )?;
         let results = self.cell(count[0].int(0))? as u64;
+        let last_result = self.cell(count[0].int_or_null(1))?;
         let twice = self.query(
             &format!("SELECT count(*) FROM claims WHERE {GROUP_IS} AND completions > 1"),
             &params,
@@ -337,9 +383,9 @@ impl Store {
         let claims = self.query(
             &format!(
                 "SELECT worker,
-                     sum(CASE WHEN done_at IS NULL AND deadline >= ?5 THEN 1 ELSE 0 END),
+                     sum(CASE WHEN done_at IS NULL AND deadline >= ?6 THEN 1 ELSE 0 END),
                      sum(CASE WHEN done_at IS NOT NULL THEN 1 ELSE 0 END),
-                     sum(CASE WHEN done_at IS NULL AND deadline < ?5 THEN 1 ELSE 0 END)
+                     sum(CASE WHEN done_at IS NULL AND deadline < ?6 THEN 1 ELSE 0 END)
                  FROM claims WHERE {GROUP_IS} GROUP BY worker"
             ),
             &with_now,
@@ -365,6 +411,7 @@ impl Store {
         Ok(CampaignStatus {
             group: group.clone(),
             results,
+            last_result,
             measured_twice,
             workers: workers.into_values().collect(),
         })

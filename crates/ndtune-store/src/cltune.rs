@@ -63,12 +63,14 @@ pub fn read_cltune_csv(path: &Path) -> Result<CltuneTable, KtError> {
             .iter()
             .zip(&cells)
             .map(|(name, cell)| {
-                cell.parse::<i64>().map(|v| (name.clone(), v)).map_err(|_| {
-                    invalid(format!(
-                        "line {}: `{name}` = `{cell}` is not an integer",
-                        i + 1
-                    ))
-                })
+                cell.parse::<i64>()
+                    .map(|v| (name.clone(), ndtune_core::Value::Int(v)))
+                    .map_err(|_| {
+                        invalid(format!(
+                            "line {}: `{name}` = `{cell}` is not an integer",
+                            i + 1
+                        ))
+                    })
             })
             .collect::<Result<Config, KtError>>()?;
         let runs = cells[params..]

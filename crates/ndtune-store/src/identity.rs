@@ -1,8 +1,9 @@
-//! The identities records are keyed by: device fingerprints and kernel source hashes.
+//! The identities records are keyed by: device fingerprints and kernel source hashes (the
+//! setup digest is [`ndtune_core::setup`]'s).
 
+use ndtune_core::text::short_sha256;
 use ndtune_device::{DeviceProfile, DeviceType};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 /// The fields of a [`DeviceProfile`] that identify a device, in a fixed order. Changing this
 /// struct changes every fingerprint, so every stored record would stop matching its device.
@@ -49,10 +50,6 @@ pub fn fingerprint(profile: &DeviceProfile) -> String {
 /// A 16-hex-digit id of a kernel source: the start of its SHA-256.
 pub fn source_hash(source: &str) -> String {
     short_sha256(source.as_bytes())
-}
-
-fn short_sha256(bytes: &[u8]) -> String {
-    ndtune_core::text::hex(&Sha256::digest(bytes)[..8])
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //! gzipped, and may be left open as Kernel Tuner leaves them while it tunes (no closing braces).
 
 use crate::{Record, UnixMs};
-use ndtune_core::{config_key, Config, Outcome, Timing};
+use ndtune_core::{config_key, Config, Outcome, Timing, Value as ParamValue};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,8 +48,8 @@ pub enum KtError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("{}: tunable parameter `{param}` has the value {value}, which is not an integer; ndtune configurations hold integers only", path.display())]
-    NotInteger {
+    #[error("{}: tunable parameter `{param}` has the value {value}; ndtune parameters take integers, real numbers and identifiers (strings)", path.display())]
+    BadValue {
         path: PathBuf,
         param: String,
         value: String,
@@ -69,7 +69,20 @@ pub struct KtHeader {
     /// Parameter names, in the order the cache keys list their values.
     pub tune_params_keys: Vec<String>,
     /// Each parameter's values.
-    pub tune_params: BTreeMap<String, Vec<i64>>,
+    pub tune_params: BTreeMap<String, Vec<ParamValue>>,
+}
+
+impl KtHeader {
+    /// How points hold this space's configurations ([`ndtune_core::Coding::of`] each
+    /// parameter's listed values).
+    pub fn codec(&self) -> ndtune_core::Codec {
+        let codings = self
+            .tune_params_keys
+            .iter()
+            .map(|k| ndtune_core::Coding::of(self.tune_params.get(k).cloned().unwrap_or_default()))
+            .collect();
+        ndtune_core::Codec::new(self.tune_params_keys.clone(), codings)
+    }
 }
 
 /// A Kernel Tuner cache file: its header and the outcome of every configuration in it.
@@ -158,7 +171,7 @@ fn read_header(path: &Path, raw: &RawCache) -> Result<KtHeader, KtError> {
         })?;
         let values = values
             .iter()
-            .map(|v| integer(path, name, v))
+            .map(|v| param_value(path, name, v))
             .collect::<Result<_, _>>()?;
         tune_params.insert(name.clone(), values);
     }
@@ -171,15 +184,19 @@ fn read_header(path: &Path, raw: &RawCache) -> Result<KtHeader, KtError> {
     })
 }
 
-/// A parameter value as an integer: integers, and floats with no fraction (`2.0`).
-fn integer(path: &Path, param: &str, value: &Value) -> Result<i64, KtError> {
-    let integral = value.as_i64().or_else(|| {
-        value
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 2f64.powi(53))
-            .map(|f| f as i64)
-    });
-    integral.ok_or_else(|| KtError::NotInteger {
+/// A parameter value as Kernel Tuner wrote it: an integer, a real (`0.5`, `2.0` stays real),
+/// a string, or a boolean (as Python writes it in a define: `True`).
+fn param_value(path: &Path, param: &str, value: &Value) -> Result<ParamValue, KtError> {
+    let v = match value {
+        Value::Number(n) => n
+            .as_i64()
+            .map(ParamValue::Int)
+            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(ParamValue::Real)),
+        Value::String(s) => Some(ParamValue::Text(s.clone())),
+        Value::Bool(b) => Some(ParamValue::Text(if *b { "True" } else { "False" }.into())),
+        _ => None,
+    };
+    v.ok_or_else(|| KtError::BadValue {
         path: path.to_path_buf(),
         param: param.to_string(),
         value: value.to_string(),
@@ -201,7 +218,7 @@ fn read_entry(
         let value = entry
             .get(name)
             .ok_or_else(|| at(format!("lacks parameter `{name}`")))?;
-        config.insert(name.clone(), integer(path, name, value)?);
+        config.insert(name.clone(), param_value(path, name, value)?);
     }
     Ok((config, entry_outcome(entry).map_err(at)?))
 }
@@ -295,7 +312,7 @@ struct CacheFile<'a> {
     kernel_name: &'a str,
     problem_size: &'a Value,
     tune_params_keys: &'a [String],
-    tune_params: InOrder<&'a str, &'a Vec<i64>>,
+    tune_params: InOrder<&'a str, &'a Vec<ParamValue>>,
     objective: &'static str,
     cache: InOrder<String, CacheEntry<'a>>,
 }
@@ -303,7 +320,7 @@ struct CacheFile<'a> {
 #[derive(Serialize)]
 struct CacheEntry<'a> {
     #[serde(flatten)]
-    params: InOrder<&'a str, i64>,
+    params: InOrder<&'a str, &'a ParamValue>,
     time: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     times: Option<&'a [f64]>,
@@ -322,9 +339,9 @@ fn cache_entry<'a>(
     record: &'a Record,
 ) -> Result<(String, CacheEntry<'a>), KtError> {
     let config = &record.key.config;
-    let params: Vec<(&str, i64)> = keys
+    let params: Vec<(&str, &ParamValue)> = keys
         .iter()
-        .filter_map(|name| config.get(name).map(|&v| (name.as_str(), v)))
+        .filter_map(|name| config.get(name).map(|v| (name.as_str(), v)))
         .collect();
     if params.len() != keys.len() || params.len() != config.len() {
         return Err(invalid(
@@ -337,7 +354,7 @@ fn cache_entry<'a>(
     }
     let key = params
         .iter()
-        .map(|(_, v)| v.to_string())
+        .map(|(_, v)| python_str(v))
         .collect::<Vec<_>>()
         .join(",");
     let (time, times) = kt_time(&record.outcome);
@@ -354,6 +371,25 @@ fn cache_entry<'a>(
         ndtune_outcome: &record.outcome,
     };
     Ok((key, entry))
+}
+
+/// A value as Python's `str` writes it, as Kernel Tuner joins them into a cache key.
+fn python_str(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Real(x) if x.fract() == 0.0 && x.abs() < 1e16 => format!("{x:.1}"),
+        ParamValue::Real(x) => {
+            let text = format!("{x:?}");
+            // Rust writes 1e-7, Python 1e-07.
+            match text.split_once('e') {
+                Some((m, e)) => {
+                    let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+                    format!("{m}e{sign}{digits:0>2}")
+                }
+                None => text,
+            }
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Kernel Tuner's `"time"` (mean of all runs, or an error name) and `"times"` of an outcome.

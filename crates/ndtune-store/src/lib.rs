@@ -10,7 +10,11 @@
 //! - claims, by which workers share one campaign ([`Store::claim`], [`Store::complete`],
 //!   [`Store::heartbeat`], [`Store::release`], [`Store::campaign_status`]);
 //! - the identities it keys records by: [`fingerprint`] of a device profile, [`source_hash`]
-//!   of a kernel source;
+//!   of a kernel source, and the digest of the setup a result was measured under
+//!   ([`ndtune_core::setup`]), with each setup's description ([`Store::put_setup`]): a result is
+//!   reused only by a campaign of the same setup, and results of other setups of the same
+//!   kernel source, constants and device are its other campaigns ([`Store::other_setups`],
+//!   [`Store::newest_other`]);
 //! - import and export of other tools' formats ([`kt`]: Kernel Tuner caches, T4 results);
 //! - with the `testing` feature, [`testing::PgServer`]: a throwaway PostgreSQL server for tests.
 //!
@@ -29,8 +33,9 @@
 //!     device: "0123456789abcdef".into(),
 //!     kernel: "gemm".into(),
 //!     source_hash: ndtune_store::source_hash("kernel void gemm() {}"),
-//!     constants: [("N".to_string(), 1024)].into(),
-//!     config: [("TX".to_string(), 16)].into(),
+//!     setup: "0011223344556677".into(),
+//!     constants: ndtune_core::int_config([("N", 1024)]),
+//!     config: ndtune_core::int_config([("TX", 16)]),
 //! };
 //! let record = Record {
 //!     key: key.clone(),
@@ -53,6 +58,7 @@ mod location;
 mod open;
 mod pg;
 mod schema;
+mod setups;
 mod sqlite;
 mod store;
 #[cfg(feature = "testing")]
@@ -63,12 +69,12 @@ pub use error::StoreError;
 pub use identity::{fingerprint, source_hash};
 pub use location::Location;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use store::Store;
+pub use setups::SetupRecord;
+pub use store::{Store, RECONNECT_FOR};
 
-use ndtune_core::{Config, Outcome};
+use ndtune_core::{Config, Constants, Outcome};
 #[cfg(doc)]
 use ndtune_device::DeviceProfile;
-use std::collections::BTreeMap;
 
 /// The version of ndtune this crate belongs to; recorded with every record it writes.
 pub const NDTUNE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -85,7 +91,7 @@ pub fn now_ms() -> UnixMs {
 }
 
 /// What identifies one record: a configuration of one kernel source, specialised with its
-/// constants, on one device.
+/// constants, measured under one setup on one device.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResultKey {
     /// The device's [`fingerprint`].
@@ -93,18 +99,33 @@ pub struct ResultKey {
     pub kernel: String,
     /// [`source_hash`] of the kernel source.
     pub source_hash: String,
+    /// The digest of the setup ([`ndtune_core::setup::Setup::digest`]).
+    pub setup: String,
     /// The problem's constants (sizes and other fixed defines), by name.
-    pub constants: BTreeMap<String, i64>,
+    pub constants: Constants,
     pub config: Config,
 }
 
 impl ResultKey {
+    /// The key of `config` in `group`.
+    pub fn new(group: &Group, config: Config) -> ResultKey {
+        ResultKey {
+            device: group.device.clone(),
+            kernel: group.kernel.clone(),
+            source_hash: group.source_hash.clone(),
+            setup: group.setup.clone(),
+            constants: group.constants.clone(),
+            config,
+        }
+    }
+
     /// The group this key belongs to: everything but the configuration.
     pub fn group(&self) -> Group {
         Group {
             device: self.device.clone(),
             kernel: self.kernel.clone(),
             source_hash: self.source_hash.clone(),
+            setup: self.setup.clone(),
             constants: self.constants.clone(),
         }
     }
@@ -121,13 +142,28 @@ pub struct Record {
     pub finished_at: UnixMs,
 }
 
-/// One campaign's worth of records: a kernel source with its constants on one device.
+/// One campaign's worth of records: a kernel source with its constants, measured under one
+/// setup on one device.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Group {
     pub device: String,
     pub kernel: String,
     pub source_hash: String,
-    pub constants: BTreeMap<String, i64>,
+    /// The digest of the setup ([`ndtune_core::setup::Setup::digest`]).
+    pub setup: String,
+    pub constants: Constants,
+}
+
+impl Group {
+    /// Whether `other` is a campaign of the same problem: the same kernel source with the same
+    /// constants on the same device (of this setup or another). The source counts: kernels of
+    /// one name may be different kernels (every generated stencil is called `stencil`).
+    pub fn same_problem(&self, other: &Group) -> bool {
+        self.device == other.device
+            && self.kernel == other.kernel
+            && self.source_hash == other.source_hash
+            && self.constants == other.constants
+    }
 }
 
 /// A result that is not one configuration's: a co-execution study, a learning evaluation. The

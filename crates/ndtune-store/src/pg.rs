@@ -19,6 +19,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) struct Postgres {
     client: Client,
+    /// How to connect, again where the connection breaks.
+    config: postgres::Config,
     /// The URL without its password, for messages.
     shown: PathBuf,
     statements: HashMap<String, Statement>,
@@ -78,10 +80,10 @@ fn dollar_placeholders(sql: &str) -> String {
 }
 
 impl Postgres {
-    fn error(&self, source: postgres::Error) -> StoreError {
+    fn error(&self, error: postgres::Error) -> StoreError {
         StoreError::Postgres {
             path: self.shown.clone(),
-            source,
+            error,
         }
     }
 
@@ -141,6 +143,13 @@ impl Backend for Postgres {
     fn lock_rows(&self) -> &'static str {
         " FOR UPDATE SKIP LOCKED"
     }
+
+    fn reconnect(&mut self) -> Result<(), StoreError> {
+        self.client = self.config.connect(NoTls).map_err(|e| self.error(e))?;
+        // Prepared statements belonged to the old connection.
+        self.statements.clear();
+        Ok(())
+    }
 }
 
 /// What a database holds, as far as ndtune is concerned.
@@ -150,12 +159,12 @@ enum Contents {
     NotAStore(String),
 }
 
-/// Connects to the database at `url`, checks what it holds and brings it to version
-/// `steps.len()`. Returns the backend and the schema version.
+/// Connects to the database at `url` (a URL or a key/value connection string), checks what it
+/// holds and brings it to version `steps.len()`. Returns the backend and the schema version.
 pub(crate) fn open(url: &str, steps: &[&str]) -> Result<(Postgres, u32), StoreError> {
     let shown = crate::location::redact(url);
-    let connect_error = |source: postgres::Error| {
-        let hint = match source.code() {
+    let connect_error = |error: postgres::Error| {
+        let hint = match error.code() {
             Some(c)
                 if *c == SqlState::INVALID_PASSWORD
                     || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
@@ -170,16 +179,21 @@ pub(crate) fn open(url: &str, steps: &[&str]) -> Result<(Postgres, u32), StoreEr
         StoreError::Connect {
             url: shown.clone(),
             hint: hint.into(),
-            source,
+            error,
         }
     };
-    let mut config: postgres::Config = url.parse().map_err(connect_error)?;
+    let mut config: postgres::Config = url.parse().map_err(|error| StoreError::Connect {
+        url: shown.clone(),
+        hint: "not a valid PostgreSQL URL or key/value connection string".into(),
+        error,
+    })?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
     let client = config.connect(NoTls).map_err(connect_error)?;
     let mut pg = Postgres {
         client,
+        config,
         shown: PathBuf::from(&shown),
         statements: HashMap::new(),
     };

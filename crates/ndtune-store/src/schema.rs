@@ -13,12 +13,12 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// The SQLite migration steps, in order: step `i` takes a store from version `i` to `i + 1`.
 /// Each runs inside the transaction that also records the new version. Never edit a released
 /// step; add one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The PostgreSQL migration steps: the same tables, columns and indexes as [`MIGRATIONS`], step
 /// for step, in PostgreSQL's types. Text compares byte by byte (`COLLATE "C"`), as in SQLite,
 /// so both order rows alike.
-pub(crate) const PG_MIGRATIONS: &[&str] = &[PG_V1, PG_V2, PG_V3, PG_V4, PG_V5];
+pub(crate) const PG_MIGRATIONS: &[&str] = &[PG_V1, PG_V2, PG_V3, PG_V4, PG_V5, PG_V6];
 
 /// Records a meta value (both databases).
 pub(crate) const UPSERT_META: &str = "INSERT INTO meta (key, value) VALUES (?1, ?2)
@@ -136,6 +136,99 @@ ALTER TABLE claims ADD COLUMN completions INTEGER NOT NULL DEFAULT 0;
 UPDATE claims SET completions = 1 WHERE done_at IS NOT NULL;
 ";
 
+/// Version 6: results keyed by their setup as well (the digest of everything besides device,
+/// constants and configuration that can change a result: sources and headers, build options,
+/// launch, arguments and their data, verification, the measurement protocol;
+/// [`ndtune_core::setup`]), in every table keyed by a group, and the setups themselves with a
+/// readable description. Rows of earlier versions get the setup `legacy`, which no campaign
+/// computes: they stay, as earlier campaigns, and are never reused. SQLite cannot change a
+/// primary key, so the four tables are rebuilt (rows and their ids kept).
+pub(crate) const V6: &str = r#"
+CREATE TABLE setups (
+    digest      TEXT PRIMARY KEY,           -- ndtune_core::setup::Setup::digest, or 'legacy'
+    description TEXT NOT NULL,              -- JSON, keys sorted
+    first_seen  INTEGER NOT NULL            -- Unix ms, UTC
+) STRICT;
+INSERT INTO setups (digest, description, first_seen)
+SELECT 'legacy',
+    '{"legacy":"recorded before ndtune kept setups (store schema 5 or earlier): its build options, arguments, verification and measurement are unknown"}',
+    COALESCE((SELECT min(started_at) FROM results), 0)
+WHERE EXISTS (SELECT 1 FROM results) OR EXISTS (SELECT 1 FROM scenarios)
+   OR EXISTS (SELECT 1 FROM claims);
+CREATE TABLE results_v6 (
+    id             INTEGER PRIMARY KEY,
+    device         TEXT NOT NULL,
+    kernel         TEXT NOT NULL,
+    source_hash    TEXT NOT NULL,
+    setup          TEXT NOT NULL,           -- setups.digest
+    constants      TEXT NOT NULL,
+    config         TEXT NOT NULL,
+    outcome_kind   TEXT NOT NULL,
+    outcome        TEXT NOT NULL,
+    times_ms       TEXT,
+    score_ms       REAL,
+    ndtune_version TEXT NOT NULL,
+    started_at     INTEGER NOT NULL,
+    finished_at    INTEGER NOT NULL
+) STRICT;
+INSERT INTO results_v6 SELECT id, device, kernel, source_hash, 'legacy', constants, config,
+    outcome_kind, outcome, times_ms, score_ms, ndtune_version, started_at, finished_at
+    FROM results;
+DROP TABLE results;
+ALTER TABLE results_v6 RENAME TO results;
+CREATE UNIQUE INDEX results_key ON results (device, kernel, source_hash, setup, constants, config);
+CREATE INDEX results_score ON results (device, kernel, source_hash, setup, constants, score_ms);
+CREATE TABLE scenarios_v6 (
+    device      TEXT NOT NULL,
+    kernel      TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    setup       TEXT NOT NULL,
+    constants   TEXT NOT NULL,
+    info        TEXT NOT NULL,
+    PRIMARY KEY (device, kernel, source_hash, setup, constants)
+) STRICT;
+INSERT INTO scenarios_v6 SELECT device, kernel, source_hash, 'legacy', constants, info
+    FROM scenarios;
+DROP TABLE scenarios;
+ALTER TABLE scenarios_v6 RENAME TO scenarios;
+CREATE TABLE claims_v6 (
+    device      TEXT NOT NULL,
+    kernel      TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    setup       TEXT NOT NULL,
+    constants   TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    worker      TEXT NOT NULL,
+    claimed_at  INTEGER NOT NULL,
+    lease_ms    INTEGER NOT NULL,
+    deadline    INTEGER NOT NULL,
+    done_at     INTEGER,
+    completions INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (device, kernel, source_hash, setup, constants, config)
+) STRICT;
+INSERT INTO claims_v6 SELECT device, kernel, source_hash, 'legacy', constants, config, worker,
+    claimed_at, lease_ms, deadline, done_at, completions FROM claims;
+DROP TABLE claims;
+ALTER TABLE claims_v6 RENAME TO claims;
+CREATE INDEX claims_worker ON claims (worker);
+CREATE TABLE lapses_v6 (
+    device      TEXT NOT NULL,
+    kernel      TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    setup       TEXT NOT NULL,
+    constants   TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    worker      TEXT NOT NULL,
+    taken_by    TEXT NOT NULL,
+    taken_at    INTEGER NOT NULL
+) STRICT;
+INSERT INTO lapses_v6 SELECT device, kernel, source_hash, 'legacy', constants, config, worker,
+    taken_by, taken_at FROM lapses;
+DROP TABLE lapses;
+ALTER TABLE lapses_v6 RENAME TO lapses;
+CREATE INDEX lapses_group ON lapses (device, kernel, source_hash, setup, constants);
+"#;
+
 /// PostgreSQL version 1: see [`V1`].
 pub(crate) const PG_V1: &str = r#"
 CREATE TABLE meta (
@@ -238,6 +331,39 @@ pub(crate) const PG_V5: &str = "
 ALTER TABLE claims ADD COLUMN completions BIGINT NOT NULL DEFAULT 0;
 UPDATE claims SET completions = 1 WHERE done_at IS NOT NULL;
 ";
+
+/// PostgreSQL version 6: see [`V6`]; PostgreSQL adds the column and changes the keys in place.
+pub(crate) const PG_V6: &str = r#"
+CREATE TABLE setups (
+    digest      TEXT COLLATE "C" PRIMARY KEY,
+    description TEXT COLLATE "C" NOT NULL,
+    first_seen  BIGINT NOT NULL
+);
+INSERT INTO setups (digest, description, first_seen)
+SELECT 'legacy',
+    '{"legacy":"recorded before ndtune kept setups (store schema 5 or earlier): its build options, arguments, verification and measurement are unknown"}',
+    COALESCE((SELECT min(started_at) FROM results), 0)
+WHERE EXISTS (SELECT 1 FROM results) OR EXISTS (SELECT 1 FROM scenarios)
+   OR EXISTS (SELECT 1 FROM claims);
+ALTER TABLE results ADD COLUMN setup TEXT COLLATE "C" NOT NULL DEFAULT 'legacy';
+ALTER TABLE results ALTER COLUMN setup DROP DEFAULT;
+DROP INDEX results_key;
+DROP INDEX results_score;
+CREATE UNIQUE INDEX results_key ON results (device, kernel, source_hash, setup, constants, config);
+CREATE INDEX results_score ON results (device, kernel, source_hash, setup, constants, score_ms);
+ALTER TABLE scenarios ADD COLUMN setup TEXT COLLATE "C" NOT NULL DEFAULT 'legacy';
+ALTER TABLE scenarios ALTER COLUMN setup DROP DEFAULT;
+ALTER TABLE scenarios DROP CONSTRAINT scenarios_pkey;
+ALTER TABLE scenarios ADD PRIMARY KEY (device, kernel, source_hash, setup, constants);
+ALTER TABLE claims ADD COLUMN setup TEXT COLLATE "C" NOT NULL DEFAULT 'legacy';
+ALTER TABLE claims ALTER COLUMN setup DROP DEFAULT;
+ALTER TABLE claims DROP CONSTRAINT claims_pkey;
+ALTER TABLE claims ADD PRIMARY KEY (device, kernel, source_hash, setup, constants, config);
+ALTER TABLE lapses ADD COLUMN setup TEXT COLLATE "C" NOT NULL DEFAULT 'legacy';
+ALTER TABLE lapses ALTER COLUMN setup DROP DEFAULT;
+DROP INDEX lapses_group;
+CREATE INDEX lapses_group ON lapses (device, kernel, source_hash, setup, constants);
+"#;
 
 /// What a database holds, as far as ndtune is concerned.
 #[derive(Debug, PartialEq)]

@@ -7,15 +7,28 @@ use crate::{fingerprint, Group, Observation, Record, ResultKey, Study};
 use ndtune_core::{config_key, Config, Outcome, OutcomeKind};
 use ndtune_device::DeviceProfile;
 use serde::de::DeserializeOwned;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::StoreError;
 
+/// How long a store whose PostgreSQL connection broke tries to connect again before an
+/// operation fails, unless [`Store::reconnect_for`] says otherwise.
+pub const RECONNECT_FOR: Duration = Duration::from_secs(60);
+
+/// The first pause between attempts to connect again; each next one doubles, up to
+/// [`LONGEST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+
 /// An open results store: an SQLite file or a PostgreSQL database. Every write is its own
-/// committed transaction.
+/// committed transaction. Where the connection to a PostgreSQL server breaks (the server
+/// restarted, the network failed), each operation connects again and runs once more, for at
+/// most [`RECONNECT_FOR`]: a transaction is run again from its start, so one that did commit
+/// before the connection broke must be safe to run twice (every write of the store is).
 pub struct Store {
     db: RefCell<Box<dyn Backend>>,
     /// The location as shown: the file, or the URL without its password.
@@ -24,26 +37,34 @@ pub struct Store {
     /// Configurations known to have a result, by group and config key: claims skip them
     /// without asking the database (results are never removed).
     pub(crate) done: RefCell<HashSet<(Group, String)>>,
+    reconnect_for: Duration,
+    /// Inside [`Store::transaction`]: a lost connection fails the statement, and the whole
+    /// transaction is run again.
+    in_transaction: Cell<bool>,
 }
 
 /// The columns a [`Record`] is read from, in [`Store::record`]'s order.
-const RECORD_COLUMNS: &str = "device, kernel, source_hash, constants, config, outcome_kind, \
-                              outcome, ndtune_version, started_at, finished_at";
+const RECORD_COLUMNS: &str = "device, kernel, source_hash, setup, constants, config, \
+                              outcome_kind, outcome, ndtune_version, started_at, finished_at";
 
-/// The condition that selects one group's rows, its values as `?1`..`?4` ([`group_params`]).
+/// A group's columns, in [`group_params`]' order.
+pub(crate) const GROUP_COLUMNS: &str = "device, kernel, source_hash, setup, constants";
+
+/// The condition that selects one group's rows, its values as `?1`..`?5` ([`group_params`]).
 pub(crate) const GROUP_IS: &str =
-    "device = ?1 AND kernel = ?2 AND source_hash = ?3 AND constants = ?4";
+    "device = ?1 AND kernel = ?2 AND source_hash = ?3 AND setup = ?4 AND constants = ?5";
 
-/// The condition that selects one configuration's rows, its values as `?1`..`?5`
+/// The condition that selects one configuration's rows, its values as `?1`..`?6`
 /// ([`key_params`]).
-pub(crate) const KEY_IS: &str =
-    "device = ?1 AND kernel = ?2 AND source_hash = ?3 AND constants = ?4 AND config = ?5";
+pub(crate) const KEY_IS: &str = "device = ?1 AND kernel = ?2 AND source_hash = ?3 AND setup = ?4 \
+                                 AND constants = ?5 AND config = ?6";
 
 pub(crate) fn group_params(group: &Group) -> Vec<Value> {
     vec![
         (&group.device).into(),
         (&group.kernel).into(),
         (&group.source_hash).into(),
+        (&group.setup).into(),
         to_json(&group.constants).into(),
     ]
 }
@@ -65,27 +86,92 @@ impl Store {
     /// refuses the credentials; the error names the location, a URL's password hidden. An
     /// existing file is first checked read-only with SQLite's `quick_check`, which reads the
     /// whole file once.
+    ///
+    /// A file that cannot be written (a read-only file system, a directory or file the user
+    /// may not write, a full disk) is [`StoreError::CannotWrite`], with the reason.
     pub fn open(location: impl AsRef<OsStr>) -> Result<Store, StoreError> {
-        match Location::parse(location.as_ref()) {
-            Location::File(path) => Self::open_with(&path, crate::schema::MIGRATIONS),
-            Location::Postgres(url) => {
-                let (pg, version) = crate::pg::open(&url, crate::schema::PG_MIGRATIONS)?;
-                Ok(Self::new(
-                    Box::new(pg),
-                    PathBuf::from(crate::location::redact(&url)),
-                    version,
-                ))
-            }
-        }
+        Self::open_with(
+            location.as_ref(),
+            crate::schema::MIGRATIONS,
+            crate::schema::PG_MIGRATIONS,
+        )
     }
 
-    pub(crate) fn open_with(path: &Path, steps: &[&str]) -> Result<Store, StoreError> {
-        let (conn, version) = crate::open::open(path, steps)?;
-        let sqlite = crate::sqlite::Sqlite {
-            conn,
-            path: path.to_path_buf(),
+    /// Opens an existing store for commands that only read it. A file is opened read-only, so
+    /// that a store on a read-only file system, in a directory the user cannot write or on a
+    /// full disk can be read; a missing file is [`StoreError::Missing`], never created. A
+    /// store of an older schema is migrated first, which needs writing it. A PostgreSQL
+    /// database is opened as by [`Store::open`]. Writing to a read-only store fails.
+    pub fn open_read_only(location: impl AsRef<OsStr>) -> Result<Store, StoreError> {
+        let path = match Location::parse(location.as_ref()) {
+            Location::File(path) => path,
+            Location::Postgres(url) => {
+                return Self::open_postgres(&url, crate::schema::PG_MIGRATIONS)
+            }
         };
-        Ok(Self::new(Box::new(sqlite), path.to_path_buf(), version))
+        let supported = crate::schema::MIGRATIONS.len() as u32;
+        let (conn, version) = crate::open::open_read_only(&path, supported)?;
+        if version == supported {
+            let sqlite = crate::sqlite::Sqlite {
+                conn,
+                path: path.clone(),
+            };
+            return Ok(Self::new(Box::new(sqlite), path, version));
+        }
+        drop(conn);
+        Self::open_with(
+            path.as_os_str(),
+            crate::schema::MIGRATIONS,
+            crate::schema::PG_MIGRATIONS,
+        )
+        .map_err(|e| match e {
+            StoreError::CannotWrite { .. } => StoreError::Unreadable {
+                reason: format!(
+                    "it has schema version {version}, which this ndtune reads only after \
+                     migrating it to version {supported}, and it cannot be written: {}",
+                    crate::open::unwritable(&path).unwrap_or_default()
+                ),
+                path,
+            },
+            e => e,
+        })
+    }
+
+    fn open_postgres(url: &str, steps: &[&str]) -> Result<Store, StoreError> {
+        let (pg, version) = crate::pg::open(url, steps)?;
+        Ok(Self::new(
+            Box::new(pg),
+            PathBuf::from(crate::location::redact(url)),
+            version,
+        ))
+    }
+
+    /// How long an operation tries to connect again after the connection to a PostgreSQL
+    /// server broke (with pauses from 0.1 s doubling to 5 s) before it fails; zero: one
+    /// attempt at once. [`RECONNECT_FOR`] unless set. An SQLite file has no connection to lose.
+    pub fn reconnect_for(mut self, limit: Duration) -> Store {
+        self.reconnect_for = limit;
+        self
+    }
+
+    /// [`Store::open`] with the migration steps of either backend given (the tests make stores
+    /// of earlier schema versions with them).
+    pub(crate) fn open_with(
+        location: &OsStr,
+        steps: &[&str],
+        pg_steps: &[&str],
+    ) -> Result<Store, StoreError> {
+        match Location::parse(location) {
+            Location::File(path) => {
+                let (conn, version) = crate::open::open(&path, steps)?;
+                let sqlite = crate::sqlite::Sqlite {
+                    conn,
+                    path: path.clone(),
+                };
+                Ok(Self::new(Box::new(sqlite), path, version))
+            }
+            Location::Postgres(url) => Self::open_postgres(&url, pg_steps),
+        }
     }
 
     fn new(db: Box<dyn Backend>, path: PathBuf, version: u32) -> Store {
@@ -94,6 +180,8 @@ impl Store {
             path,
             version,
             done: RefCell::new(HashSet::new()),
+            reconnect_for: RECONNECT_FOR,
+            in_transaction: Cell::new(false),
         }
     }
 
@@ -109,28 +197,70 @@ impl Store {
     }
 
     pub(crate) fn execute(&self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
-        self.db.borrow_mut().execute(sql, params)
+        self.retrying(|s| s.db.borrow_mut().execute(sql, params))
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
-        self.db.borrow_mut().query(sql, params)
+        self.retrying(|s| s.db.borrow_mut().query(sql, params))
     }
 
     /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    /// Run again from its start where the connection broke.
     pub(crate) fn transaction<T>(
         &self,
-        body: impl FnOnce(&Store) -> Result<T, StoreError>,
+        body: impl Fn(&Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.db.borrow_mut().begin()?;
-        match body(self) {
-            Ok(value) => {
-                self.db.borrow_mut().commit()?;
-                Ok(value)
+        self.retrying(|s| {
+            s.db.borrow_mut().begin()?;
+            s.in_transaction.set(true);
+            let done = body(s);
+            s.in_transaction.set(false);
+            match done {
+                Ok(value) => {
+                    s.db.borrow_mut().commit()?;
+                    Ok(value)
+                }
+                Err(e) => {
+                    // The body's error says what went wrong; a failed rollback adds nothing.
+                    let _ = s.db.borrow_mut().rollback();
+                    Err(e)
+                }
             }
-            Err(e) => {
-                // The body's error says what went wrong; a failed rollback adds nothing.
-                let _ = self.db.borrow_mut().rollback();
-                Err(e)
+        })
+    }
+
+    /// Runs `op`; where it fails because the connection broke, connects again and runs it
+    /// again, pausing longer each time, until [`Store::reconnect_for`] has passed. Inside a
+    /// transaction, `op` runs once: the transaction is what runs again.
+    fn retrying<T>(&self, op: impl Fn(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        if self.in_transaction.get() {
+            return op(self);
+        }
+        let mut deadline = None;
+        let mut pause = Duration::ZERO;
+        loop {
+            let mut last = match op(self) {
+                Err(e) if e.connection_lost() => e,
+                done => return done,
+            };
+            let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.reconnect_for);
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() && !pause.is_zero() {
+                    let last = last.to_string();
+                    let prefix = format!("{}: ", self.path.display());
+                    return Err(StoreError::Lost {
+                        path: self.path.clone(),
+                        after: self.reconnect_for,
+                        last: last.strip_prefix(&prefix).unwrap_or(&last).to_string(),
+                    });
+                }
+                std::thread::sleep(pause.min(left));
+                pause = (pause * 2).clamp(FIRST_PAUSE, LONGEST_PAUSE);
+                match self.db.borrow_mut().reconnect() {
+                    Ok(()) => break,
+                    Err(e) => last = e,
+                }
             }
         }
     }
@@ -197,11 +327,11 @@ impl Store {
             record.finished_at.into(),
         ]);
         self.execute(
-            "INSERT INTO results (device, kernel, source_hash, constants, config,
+            "INSERT INTO results (device, kernel, source_hash, setup, constants, config,
                  outcome_kind, outcome, times_ms, score_ms, ndtune_version,
                  started_at, finished_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-             ON CONFLICT (device, kernel, source_hash, constants, config) DO UPDATE SET
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+             ON CONFLICT (device, kernel, source_hash, setup, constants, config) DO UPDATE SET
                  outcome_kind = excluded.outcome_kind, outcome = excluded.outcome,
                  times_ms = excluded.times_ms, score_ms = excluded.score_ms,
                  ndtune_version = excluded.ndtune_version,
@@ -218,23 +348,10 @@ impl Store {
         rows.first().map(|r| self.record(r)).transpose()
     }
 
-    /// Every record of one (device, kernel, source hash, constants), in the order first
-    /// inserted: what a resumed campaign reuses.
-    pub fn records(
-        &self,
-        device: &str,
-        kernel: &str,
-        source_hash: &str,
-        constants: &BTreeMap<String, i64>,
-    ) -> Result<Vec<Record>, StoreError> {
+    /// Every record of one group, in the order first inserted: what a resumed campaign reuses.
+    pub fn records(&self, group: &Group) -> Result<Vec<Record>, StoreError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM results WHERE {GROUP_IS} ORDER BY id");
-        let params = [
-            device.into(),
-            kernel.into(),
-            source_hash.into(),
-            to_json(constants).into(),
-        ];
-        self.query(&sql, &params)?
+        self.query(&sql, &group_params(group))?
             .iter()
             .map(|r| self.record(r))
             .collect()
@@ -245,9 +362,9 @@ impl Store {
         let mut params = group_params(group);
         params.push(info.to_string().into());
         self.execute(
-            "INSERT INTO scenarios (device, kernel, source_hash, constants, info)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (device, kernel, source_hash, constants) DO UPDATE SET
+            "INSERT INTO scenarios (device, kernel, source_hash, setup, constants, info)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (device, kernel, source_hash, setup, constants) DO UPDATE SET
                  info = excluded.info",
             &params,
         )?;
@@ -257,13 +374,12 @@ impl Store {
     /// Every recorded scenario with its info, in the order of its key.
     pub fn scenarios(&self) -> Result<Vec<(Group, serde_json::Value)>, StoreError> {
         self.query(
-            "SELECT device, kernel, source_hash, constants, info FROM scenarios
-             ORDER BY device, kernel, source_hash, constants",
+            &format!("SELECT {GROUP_COLUMNS}, info FROM scenarios ORDER BY {GROUP_COLUMNS}"),
             &[],
         )?
         .iter()
         .map(|r| {
-            let info = self.parse(&self.cell(r.text(4))?, "scenario info")?;
+            let info = self.parse(&self.cell(r.text(5))?, "scenario info")?;
             Ok((self.group(r)?, info))
         })
         .collect()
@@ -358,12 +474,12 @@ impl Store {
         .collect()
     }
 
-    /// The distinct (device, kernel, source hash, constants) groups in the store, sorted
-    /// (constants by name, then value).
+    /// The distinct (device, kernel, source hash, setup, constants) groups that have results,
+    /// sorted (constants by name, then value).
     pub fn groups(&self) -> Result<Vec<Group>, StoreError> {
         let mut groups = self
             .query(
-                "SELECT DISTINCT device, kernel, source_hash, constants FROM results",
+                &format!("SELECT DISTINCT {GROUP_COLUMNS} FROM results"),
                 &[],
             )?
             .iter()
@@ -373,21 +489,22 @@ impl Store {
         Ok(groups)
     }
 
-    /// The group in a row's first four columns (device, kernel, source hash, constants).
+    /// The group in a row's first five columns ([`GROUP_COLUMNS`]).
     pub(crate) fn group(&self, row: &Row) -> Result<Group, StoreError> {
         Ok(Group {
             device: self.cell(row.text(0))?,
             kernel: self.cell(row.text(1))?,
             source_hash: self.cell(row.text(2))?,
-            constants: self.parse(&self.cell(row.text(3))?, "constants")?,
+            setup: self.cell(row.text(3))?,
+            constants: self.parse(&self.cell(row.text(4))?, "constants")?,
         })
     }
 
     /// A record from a row of [`RECORD_COLUMNS`].
     fn record(&self, row: &Row) -> Result<Record, StoreError> {
-        let outcome_json = self.cell(row.text(6))?;
+        let outcome_json = self.cell(row.text(7))?;
         let outcome: Outcome = self.parse(&outcome_json, "outcome")?;
-        let outcome_kind = self.cell(row.text(5))?;
+        let outcome_kind = self.cell(row.text(6))?;
         if OutcomeKind::parse(&outcome_kind) != Some(outcome.kind()) {
             return Err(self.corrupt(format!(
                 "outcome_kind {outcome_kind:?} does not match outcome {outcome_json}"
@@ -395,17 +512,11 @@ impl Store {
         }
         let group = self.group(row)?;
         Ok(Record {
-            key: ResultKey {
-                device: group.device,
-                kernel: group.kernel,
-                source_hash: group.source_hash,
-                constants: group.constants,
-                config: self.parse(&self.cell(row.text(4))?, "config")?,
-            },
+            key: ResultKey::new(&group, self.parse(&self.cell(row.text(5))?, "config")?),
             outcome,
-            ndtune_version: self.cell(row.text(7))?,
-            started_at: self.cell(row.int(8))?,
-            finished_at: self.cell(row.int(9))?,
+            ndtune_version: self.cell(row.text(8))?,
+            started_at: self.cell(row.int(9))?,
+            finished_at: self.cell(row.int(10))?,
         })
     }
 
@@ -437,34 +548,68 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{MIGRATIONS, V1};
+    use crate::schema::{MIGRATIONS, PG_MIGRATIONS, V1};
+    use crate::testing::PgServer;
+    use ndtune_core::setup::{legacy_description, LEGACY};
     use ndtune_core::Timing;
+    use std::time::Duration;
 
-    /// A later schema, as a future migration step would add it.
     /// A step a later ndtune might add.
     const FUTURE: &str = "ALTER TABLE results ADD COLUMN note TEXT;
                           CREATE INDEX results_finished ON results (finished_at);";
 
-    fn record() -> Record {
-        Record {
-            key: ResultKey {
-                device: "d".into(),
-                kernel: "k".into(),
-                source_hash: "h".into(),
-                constants: [("N".to_string(), 64)].into(),
-                config: [("X".to_string(), 4)].into(),
-            },
-            outcome: Outcome::Measured(Timing::new(vec![1.5, 1.25], 1)),
-            ndtune_version: "0.0.1".into(),
-            started_at: 1,
-            finished_at: 2,
+    /// The group of every row written in the frozen DDL of versions before 6, as version 6
+    /// reads it.
+    fn legacy_group() -> Group {
+        Group {
+            device: "d".into(),
+            kernel: "k".into(),
+            source_hash: "h".into(),
+            setup: LEGACY.into(),
+            constants: ndtune_core::int_config([("N", 64)]),
         }
     }
 
+    fn config(x: i64) -> Config {
+        ndtune_core::int_config([("X", x)])
+    }
+
+    /// The record a test writes with [`INSERT_RESULT`] for `config(x)`, as version 6 reads it.
+    fn legacy_record(x: i64) -> Record {
+        Record {
+            key: ResultKey::new(&legacy_group(), config(x)),
+            outcome: Outcome::Measured(Timing::new(vec![1.5, 1.25], 1)),
+            ndtune_version: "0.0.1".into(),
+            started_at: 1 + x,
+            finished_at: 2 + x,
+        }
+    }
+
+    /// A result as versions 1 to 5 wrote it (`?1`: the config key, `?2`: its start, `?3` its
+    /// end).
+    const INSERT_RESULT: &str = r#"INSERT INTO results (device, kernel, source_hash, constants,
+        config, outcome_kind, outcome, times_ms, score_ms, ndtune_version, started_at, finished_at)
+        VALUES ('d', 'k', 'h', '{"N":64}', ?1, 'measured',
+            '{"outcome":"measured","times_ms":[1.5,1.25],"best_of":1}', '[1.5,1.25]', 1.25,
+            '0.0.1', ?2, ?3)"#;
+
+    fn insert_v5_result(store: &Store, x: i64) {
+        store
+            .execute(
+                INSERT_RESULT,
+                &[
+                    config_key(&config(x)).into(),
+                    (1 + x).into(),
+                    (2 + x).into(),
+                ],
+            )
+            .unwrap();
+    }
+
     fn v1_store_with_a_record(path: &Path) -> Record {
-        let store = Store::open_with(path, &[V1]).unwrap();
-        store.insert(&record()).unwrap();
-        record()
+        let store = Store::open_with(path.as_os_str(), &[V1], &[]).unwrap();
+        insert_v5_result(&store, 4);
+        legacy_record(4)
     }
 
     fn meta(path: &Path, key: &str) -> String {
@@ -484,7 +629,7 @@ mod tests {
         assert!(store.scenarios().unwrap().is_empty());
         drop(store);
         let later: Vec<&str> = MIGRATIONS.iter().copied().chain([FUTURE]).collect();
-        let store = Store::open_with(&path, &later).unwrap();
+        let store = Store::open_with(path.as_os_str(), &later, &[]).unwrap();
         let newer = MIGRATIONS.len() as u32 + 1;
         assert_eq!(store.schema_version(), newer);
         assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
@@ -505,33 +650,39 @@ mod tests {
     fn claims_done_before_version_5_count_as_measured_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.ndtune");
-        let rec = record();
-        let group = rec.key.group();
-        let v4 = Store::open_with(&path, &MIGRATIONS[..4]).unwrap();
-        let lease = std::time::Duration::from_secs(60);
-        let claimed = v4.claim(&group, "w", std::slice::from_ref(&rec.key.config), lease);
-        assert_eq!(claimed.unwrap(), Some(rec.key.config.clone()));
-        // Version 4's completion, without the count.
-        v4.insert(&rec).unwrap();
-        v4.execute("UPDATE claims SET done_at = 1", &[]).unwrap();
+        let v4 = Store::open_with(path.as_os_str(), &MIGRATIONS[..4], &[]).unwrap();
+        insert_v5_result(&v4, 1);
+        // Version 4's completed claim, without the count.
+        v4.execute(
+            r#"INSERT INTO claims (device, kernel, source_hash, constants, config, worker,
+                 claimed_at, lease_ms, deadline, done_at)
+               VALUES ('d', 'k', 'h', '{"N":64}', '{"X":1}', 'w', 1, 60000, 2, 2)"#,
+            &[],
+        )
+        .unwrap();
         drop(v4);
         let store = Store::open(&path).unwrap();
         let completions = store.query("SELECT completions FROM claims", &[]).unwrap();
         assert_eq!(completions[0].int(0), Ok(1));
-        assert_eq!(store.campaign_status(&group).unwrap().measured_twice, 0);
+        let status = store.campaign_status(&legacy_group()).unwrap();
+        assert_eq!((status.results, status.measured_twice), (1, 0));
+        assert_eq!(status.workers[0].done, 1);
     }
 
     #[test]
     fn a_failing_migration_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.ndtune");
-        let rec = v1_store_with_a_record(&path);
+        v1_store_with_a_record(&path);
         let broken = "ALTER TABLE results ADD COLUMN note TEXT; SELECT * FROM no_such_table;";
-        let err = Store::open_with(&path, &[V1, broken]).err().unwrap();
+        let err = Store::open_with(path.as_os_str(), &[V1, broken], &[])
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("no_such_table"), "{err}");
-        let store = Store::open_with(&path, &[V1]).unwrap();
+        let store = Store::open_with(path.as_os_str(), &[V1], &[]).unwrap();
         assert_eq!(store.schema_version(), 1);
-        assert_eq!(store.get(&rec.key).unwrap(), Some(rec));
+        let rows = store.query("SELECT config FROM results", &[]).unwrap();
+        assert_eq!(rows[0].text(0), Ok(r#"{"X":4}"#.to_string()));
         let notes = store
             .query(
                 "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'note'",
@@ -539,5 +690,125 @@ mod tests {
             )
             .unwrap();
         assert_eq!(notes[0].int(0), Ok(0));
+    }
+
+    /// Fills a store of schema version 5 as version 5 wrote it: two results, a scenario, a
+    /// claim done, a claim held by a worker until far in the future, one taken over.
+    fn fill_v5(store: &Store) {
+        assert_eq!(store.schema_version(), 5);
+        insert_v5_result(store, 1);
+        insert_v5_result(store, 2);
+        let far = i64::MAX / 2;
+        for sql in [
+            r#"INSERT INTO scenarios (device, kernel, source_hash, constants, info)
+               VALUES ('d', 'k', 'h', '{"N":64}', '{"dataset":"s"}')"#
+                .to_string(),
+            r#"INSERT INTO claims (device, kernel, source_hash, constants, config, worker,
+                 claimed_at, lease_ms, deadline, done_at, completions)
+               VALUES ('d', 'k', 'h', '{"N":64}', '{"X":1}', 'w1', 1, 60000, 3, 3, 1)"#
+                .into(),
+            format!(
+                r#"INSERT INTO claims (device, kernel, source_hash, constants, config, worker,
+                     claimed_at, lease_ms, deadline, done_at, completions)
+                   VALUES ('d', 'k', 'h', '{{"N":64}}', '{{"X":3}}', 'w2', 4, 60000, {far},
+                       NULL, 0)"#
+            ),
+            r#"INSERT INTO lapses (device, kernel, source_hash, constants, config, worker,
+                 taken_by, taken_at)
+               VALUES ('d', 'k', 'h', '{"N":64}', '{"X":3}', 'w1', 'w2', 4)"#
+                .into(),
+            "INSERT INTO workers (worker, started_at, heartbeat) VALUES ('w2', 4, 5)".into(),
+        ] {
+            store.execute(&sql, &[]).unwrap();
+        }
+    }
+
+    /// What a store of version 5 filled by [`fill_v5`] must hold once migrated: every row, as
+    /// an earlier campaign that a campaign of a computed setup never reuses.
+    fn check_migrated(store: &Store) {
+        assert_eq!(store.schema_version(), crate::SCHEMA_VERSION);
+        let legacy = legacy_group();
+        assert_eq!(store.groups().unwrap(), std::slice::from_ref(&legacy));
+        assert_eq!(store.campaigns().unwrap(), std::slice::from_ref(&legacy));
+        assert_eq!(
+            store.records(&legacy).unwrap(),
+            [legacy_record(1), legacy_record(2)]
+        );
+        let scenarios = store.scenarios().unwrap();
+        assert_eq!(
+            scenarios,
+            [(legacy.clone(), serde_json::json!({"dataset": "s"}))]
+        );
+        let setup = store.setup(LEGACY).unwrap().unwrap();
+        assert_eq!(
+            (setup.description, setup.first_seen),
+            (legacy_description(), 2)
+        );
+        let status = store.campaign_status(&legacy).unwrap();
+        assert_eq!((status.results, status.measured_twice), (2, 0));
+        assert_eq!(status.last_result, Some(4));
+        let shares: Vec<(&str, u64, u64, u64)> = status
+            .workers
+            .iter()
+            .map(|w| (w.worker.as_str(), w.claimed, w.done, w.expired))
+            .collect();
+        assert_eq!(shares, [("w1", 0, 1, 1), ("w2", 1, 0, 0)]);
+
+        // A campaign of today's setup of the same problem sees none of it, claims freely, and
+        // finds the legacy campaign beside it.
+        let today = Group {
+            setup: "0123456789abcdef".into(),
+            ..legacy.clone()
+        };
+        assert!(store.records(&today).unwrap().is_empty());
+        let lease = Duration::from_secs(60);
+        let claimed = store
+            .claim(&today, "w3", &[config(1), config(3)], lease)
+            .unwrap();
+        assert_eq!(claimed, Some(config(1)));
+        let mut mine = legacy_record(1);
+        mine.key.setup = today.setup.clone();
+        assert!(store.complete("w3", &mine).unwrap());
+        assert_eq!(store.records(&today).unwrap(), [mine]);
+        assert_eq!(store.records(&legacy).unwrap().len(), 2);
+        assert_eq!(
+            store.other_setups(&today).unwrap(),
+            std::slice::from_ref(&legacy)
+        );
+        assert_eq!(store.other_setups(&legacy).unwrap(), [today]);
+    }
+
+    #[test]
+    fn a_v5_sqlite_store_migrates_every_row_to_a_legacy_campaign() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v5.ndtune");
+        let v5 = Store::open_with(path.as_os_str(), &MIGRATIONS[..5], &[]).unwrap();
+        fill_v5(&v5);
+        drop(v5);
+        check_migrated(&Store::open(&path).unwrap());
+        // Reopened, nothing moves.
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.records(&legacy_group()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_v5_postgres_store_migrates_every_row_to_a_legacy_campaign() {
+        let Some(server) = PgServer::shared() else {
+            return;
+        };
+        let url = server.create_database("migrate_v5").unwrap();
+        let v5 = Store::open_with(url.as_ref(), &[], &PG_MIGRATIONS[..5]).unwrap();
+        fill_v5(&v5);
+        drop(v5);
+        check_migrated(&Store::open(&url).unwrap());
+    }
+
+    #[test]
+    fn the_legacy_setup_of_both_migrations_is_the_one_ndtune_core_describes() {
+        let described = legacy_description().to_string();
+        for step in [crate::schema::V6, crate::schema::PG_V6] {
+            assert!(step.contains(&format!("'{described}'")), "{step}");
+            assert!(step.contains(&format!("'{LEGACY}'")));
+        }
     }
 }

@@ -34,6 +34,8 @@ pub struct PgServer {
     child: Child,
     port: u16,
     dir: tempfile::TempDir,
+    bin: PathBuf,
+    owner: Option<(u32, u32)>,
 }
 
 /// The server tests of this process share while any of them holds it.
@@ -85,31 +87,32 @@ impl PgServer {
             .args(["--auth-local=trust", "--auth-host=scram-sha-256"])
             .arg(format!("--pwfile={}", password_file.display()));
         run(&mut initdb)?;
-        let log_path = dir.path().join("server.log");
         let mut last_error = String::new();
         for _ in 0..3 {
             let port = free_port()?;
-            let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
-            let mut child = command(&bin.join("postgres"), owner, dir.path())
-                .arg("-D")
-                .arg(&data)
-                .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
-                .arg("-c")
-                .arg(format!("unix_socket_directories={}", dir.path().display()))
-                .args(["-c", "fsync=off", "-c", "max_connections=100"])
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| format!("cannot run {}/postgres: {e}", bin.display()))?;
-            match wait_ready(&mut child, &url(port, "postgres"), &log_path) {
-                Ok(()) => return Ok(PgServer { child, port, dir }),
-                Err(e) => {
-                    last_error = e;
-                    stop(&mut child);
+            match launch(bin, owner, dir.path(), port) {
+                Ok(child) => {
+                    return Ok(PgServer {
+                        child,
+                        port,
+                        dir,
+                        bin: bin.to_path_buf(),
+                        owner,
+                    })
                 }
+                Err(e) => last_error = e,
             }
         }
         Err(format!("PostgreSQL did not start: {last_error}"))
+    }
+
+    /// Stops the server (fast shutdown: every client is disconnected), leaves it down for
+    /// `down`, and starts it again on the same port with the same data.
+    pub fn restart_after(&mut self, down: Duration) -> Result<(), String> {
+        stop(&mut self.child);
+        std::thread::sleep(down);
+        self.child = launch(&self.bin, self.owner, self.dir.path(), self.port)?;
+        Ok(())
     }
 
     /// The TCP port it listens on (127.0.0.1).
@@ -156,6 +159,35 @@ impl Drop for PgServer {
 
 fn url(port: u16, database: &str) -> String {
     format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{port}/{database}")
+}
+
+/// Starts `postgres` on the data of `dir` (made by `initdb`), listening on `port`, and waits
+/// until it accepts connections; its log is `dir/server.log`.
+fn launch(bin: &Path, owner: Option<(u32, u32)>, dir: &Path, port: u16) -> Result<Child, String> {
+    let log_path = dir.join("server.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| e.to_string())?;
+    let mut child = command(&bin.join("postgres"), owner, dir)
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+        .arg("-c")
+        .arg(format!("unix_socket_directories={}", dir.display()))
+        .args(["-c", "fsync=off", "-c", "max_connections=100"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot run {}/postgres: {e}", bin.display()))?;
+    match wait_ready(&mut child, &url(port, "postgres"), &log_path) {
+        Ok(()) => Ok(child),
+        Err(e) => {
+            stop(&mut child);
+            Err(e)
+        }
+    }
 }
 
 /// Waits until the server at `url` accepts connections; its log says why where it exits.

@@ -10,13 +10,16 @@ use ndtune_store::{
     NDTUNE_VERSION, SCHEMA_VERSION,
 };
 
+const SETUP_A: &str = "5e7a5e7a5e7a5e7a";
+
 fn key(kernel: &str, n: i64, x: i64) -> ResultKey {
     ResultKey {
         device: "0123456789abcdef".into(),
         kernel: kernel.into(),
         source_hash: source_hash(kernel),
-        constants: [("N".to_string(), n), ("M".to_string(), 2)].into(),
-        config: [("X".to_string(), x), ("Y".to_string(), -x)].into(),
+        setup: SETUP_A.into(),
+        constants: ndtune_core::int_config([("N", n), ("M", 2)]),
+        config: ndtune_core::int_config([("X", x), ("Y", -x)]),
     }
 }
 
@@ -46,6 +49,7 @@ fn outcome(i: i64) -> Outcome {
 #[derive(Debug, PartialEq)]
 struct Contents {
     devices: Vec<(String, ndtune_device::DeviceProfile)>,
+    setups: Vec<(String, serde_json::Value)>,
     groups: Vec<Group>,
     records: Vec<Vec<Record>>,
     got: Vec<Option<Record>>,
@@ -90,19 +94,43 @@ fn exercise(store: &Store) -> Contents {
     again.outcome = Outcome::Measured(Timing::new(vec![9.0, 8.0], 1));
     store.insert(&again).unwrap();
 
-    let groups = store.groups().unwrap();
-    let records = groups
+    // The same configuration under another setup is another record.
+    let mut other_setup = keys[1].clone();
+    other_setup.setup = "0123012301230123".into();
+    store
+        .insert(&Record {
+            key: other_setup.clone(),
+            outcome: outcome(3),
+            ndtune_version: NDTUNE_VERSION.into(),
+            started_at: 5,
+            finished_at: 6,
+        })
+        .unwrap();
+    let setups: Vec<(String, serde_json::Value)> = ["b", "a", "b"]
         .iter()
-        .map(|g| {
-            store
-                .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-                .unwrap()
+        .map(|x| {
+            let setup = ndtune_core::setup::Setup::new(serde_json::json!({ "x": x, "ü": [1.5] }));
+            store.put_setup(&setup).unwrap();
+            let back = store.setup(&setup.digest).unwrap().unwrap();
+            (back.digest, back.description)
         })
         .collect();
-    let got = [keys[0].clone(), keys[1].clone(), key("gemm", 64, 99)]
-        .iter()
-        .map(|k| store.get(k).unwrap())
-        .collect();
+    assert_eq!(setups[0], setups[2]);
+    assert_eq!(store.setup("nope").unwrap(), None);
+
+    let groups = store.groups().unwrap();
+    let records = groups.iter().map(|g| store.records(g).unwrap()).collect();
+    let others = store.other_setups(&keys[1].group()).unwrap();
+    assert_eq!(others, [other_setup.group()]);
+    let got = [
+        keys[0].clone(),
+        keys[1].clone(),
+        key("gemm", 64, 99),
+        other_setup,
+    ]
+    .iter()
+    .map(|k| store.get(k).unwrap())
+    .collect();
 
     for (i, g) in groups.iter().enumerate().rev() {
         let info = serde_json::json!({"dataset": i, "labels": ["a", "b"], "x": 0.1});
@@ -142,6 +170,7 @@ fn exercise(store: &Store) -> Contents {
         .collect();
     Contents {
         devices: store.devices().unwrap(),
+        setups,
         groups,
         records,
         got,
@@ -158,8 +187,9 @@ fn sqlite_and_postgres_read_back_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = exercise(&Store::open(dir.path().join("s.ndtune")).unwrap());
     assert_eq!(sqlite.devices.len(), 3);
-    assert_eq!(sqlite.groups.len(), 6);
-    assert_eq!(sqlite.records.iter().map(Vec::len).sum::<usize>(), 24);
+    assert_eq!(sqlite.groups.len(), 7);
+    assert_eq!(sqlite.records.iter().map(Vec::len).sum::<usize>(), 25);
+    assert_eq!(sqlite.setups.len(), 3);
     assert_eq!(sqlite.learn_studies.len(), 2);
     assert_eq!(sqlite.observations.len(), 5);
 

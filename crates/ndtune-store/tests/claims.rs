@@ -22,28 +22,22 @@ fn group() -> Group {
         device: "0123456789abcdef".into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 1024)].into(),
+        setup: "1111222233334444".into(),
+        constants: ndtune_core::int_config([("N", 1024)]),
     }
 }
 
 /// The campaign's configurations in its (shared) order.
 fn candidates(n: i64) -> Vec<Config> {
     (0..n)
-        .map(|i| [("TX".to_string(), i % 16), ("TY".to_string(), i / 16)].into())
+        .map(|i| ndtune_core::int_config([("TX", i % 16), ("TY", i / 16)]))
         .collect()
 }
 
 fn record(config: &Config) -> Record {
-    let g = group();
     Record {
-        key: ResultKey {
-            device: g.device,
-            kernel: g.kernel,
-            source_hash: g.source_hash,
-            constants: g.constants,
-            config: config.clone(),
-        },
-        outcome: Outcome::Measured(Timing::new(vec![1.0, config["TX"] as f64], 1)),
+        key: ResultKey::new(&group(), config.clone()),
+        outcome: Outcome::Measured(Timing::new(vec![1.0, config["TX"].as_f64().unwrap()], 1)),
         ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
         started_at: 1,
         finished_at: 2,
@@ -60,10 +54,7 @@ fn on_both_backends(name: &str, test: impl Fn(&str)) {
 }
 
 fn stored(store: &Store) -> Vec<Record> {
-    let g = group();
-    store
-        .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-        .unwrap()
+    store.records(&group()).unwrap()
 }
 
 #[test]

@@ -17,8 +17,9 @@ fn key(i: i64) -> ResultKey {
         device: "0123456789abcdef".into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 1024)].into(),
-        config: [("I".to_string(), i), ("TX".to_string(), i % 7)].into(),
+        setup: "1111222233334444".into(),
+        constants: ndtune_core::int_config([("N", 1024)]),
+        config: ndtune_core::int_config([("I", i), ("TX", i % 7)]),
     }
 }
 
@@ -60,10 +61,7 @@ fn write_until_killed(path: &Path) {
 }
 
 fn stored(store: &Store) -> Vec<Record> {
-    let g = key(0).group();
-    store
-        .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-        .unwrap()
+    store.records(&key(0).group()).unwrap()
 }
 
 /// Starts the writer and kills it with SIGKILL about 200 ms after it is ready.

@@ -1,5 +1,6 @@
 //! Kernel Tuner caches and T4 files: a real cache from the benchmark hub, round trips, refusals.
 
+use ndtune_core::Value;
 use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
 use ndtune_store::kt::{read_kt_cache, write_kt_cache, write_t4, KtCache, KtError, KtHeader};
 use ndtune_store::{Record, ResultKey};
@@ -19,7 +20,10 @@ fn a100_cache() -> PathBuf {
 }
 
 fn config(pairs: &[(&str, i64)]) -> Config {
-    pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+    pairs
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.into()))
+        .collect()
 }
 
 fn kind_counts(cache: &KtCache) -> BTreeMap<OutcomeKind, usize> {
@@ -84,10 +88,10 @@ fn reads_a_real_kernel_tuner_cache() {
         ("block_size_y", 16),
         ("tile_size_x", 2),
     ] {
-        failed.insert(k.into(), v);
+        failed.insert(k.into(), v.into());
     }
-    failed.insert("tile_size_y".into(), 4);
-    failed.insert("read_only".into(), 1);
+    failed.insert("tile_size_y".into(), 4.into());
+    failed.insert("read_only".into(), 1.into());
     assert_eq!(cache.entries[&failed].kind(), OutcomeKind::Refused);
 
     let best = cache
@@ -97,7 +101,10 @@ fn reads_a_real_kernel_tuner_cache() {
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .unwrap();
     assert!((best.0 - 0.5536000076681376).abs() < 1e-12);
-    assert_eq!((best.1["block_size_x"], best.1["block_size_y"]), (32, 4));
+    assert_eq!(
+        (&best.1["block_size_x"], &best.1["block_size_y"]),
+        (&32.into(), &4.into())
+    );
 }
 
 fn records_of(cache: &KtCache) -> Vec<Record> {
@@ -110,6 +117,7 @@ fn records_of(cache: &KtCache) -> Vec<Record> {
                 device: "a100a100a100a100".into(),
                 kernel: cache.header.kernel_name.clone(),
                 source_hash: "0000000000000000".into(),
+                setup: "0000000000000000".into(),
                 constants: BTreeMap::new(),
                 config: config.clone(),
             },
@@ -148,7 +156,10 @@ fn outcomes_kernel_tuner_lacks_round_trip_too() {
         kernel_name: "gemm".into(),
         problem_size: serde_json::json!(1024),
         tune_params_keys: vec!["TX".into(), "A".into()],
-        tune_params: BTreeMap::from([("TX".into(), vec![1, 2, 4, 8]), ("A".into(), vec![-1, 0])]),
+        tune_params: BTreeMap::from([
+            ("TX".into(), ints(&[1, 2, 4, 8])),
+            ("A".into(), ints(&[-1, 0])),
+        ]),
     };
     let outcomes = [
         Outcome::Measured(Timing::new(vec![3.0, 1.0, 2.0], 1)),
@@ -213,7 +224,7 @@ fn writing_refuses_configurations_that_do_not_match_the_parameters() {
             kernel_name: "k".into(),
             problem_size: serde_json::json!("callable"),
             tune_params_keys: vec!["X".into()],
-            tune_params: BTreeMap::from([("X".into(), vec![1])]),
+            tune_params: BTreeMap::from([("X".into(), ints(&[1]))]),
         },
         entries: BTreeMap::from([(
             config(&[("X", 1), ("Y", 2)]),
@@ -237,33 +248,44 @@ fn small_cache(values: &str) -> String {
 }
 
 #[test]
-fn parameters_must_be_integers() {
+fn parameters_keep_their_kind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.json");
     std::fs::write(&path, small_cache("[1, 2.0]")).unwrap();
     let cache = read_kt_cache(&path).unwrap();
-    assert_eq!(cache.header.tune_params["x"], [1, 2]);
+    // Python writes an integer as 2 and a float as 2.0: a real stays a real.
+    assert_eq!(
+        cache.header.tune_params["x"],
+        [Value::Int(1), Value::Real(2.0)]
+    );
     assert_eq!(
         cache.entries[&config(&[("x", 1)])],
         Outcome::Measured(Timing::new(vec![1.5], 1))
     );
+    let two: ndtune_core::Config = [("x".to_string(), Value::Real(2.0))].into();
+    assert_eq!(cache.entries[&two].kind(), OutcomeKind::Pruned);
+
+    std::fs::write(
+        &path,
+        small_cache(r#"["float", "half"]"#)
+            .replace(r#""x": 1,"#, r#""x": "float","#)
+            .replace(r#""x": 2.0,"#, r#""x": "half","#),
+    )
+    .unwrap();
+    let cache = read_kt_cache(&path).unwrap();
     assert_eq!(
-        cache.entries[&config(&[("x", 2)])].kind(),
-        OutcomeKind::Pruned
+        cache.header.tune_params["x"],
+        [Value::from("float"), Value::from("half")]
     );
 
-    for bad in [r#"[1, 2.5]"#, r#"[1, "float4"]"#, r#"[true]"#] {
+    for bad in [r#"[null]"#, r#"[[1]]"#, r#"[{}]"#] {
         std::fs::write(&path, small_cache(bad)).unwrap();
         let err = read_kt_cache(&path).unwrap_err();
         assert!(
-            matches!(err, KtError::NotInteger { ref param, .. } if param == "x"),
+            matches!(err, KtError::BadValue { ref param, .. } if param == "x"),
             "{err}"
         );
-        let msg = err.to_string();
-        assert!(
-            msg.contains("c.json") && msg.contains("not an integer"),
-            "{msg}"
-        );
+        assert!(err.to_string().contains("c.json"), "{err}");
     }
 
     std::fs::write(&path, "device_name = 'd'").unwrap();
@@ -353,4 +375,8 @@ fn t4_results_hold_every_record_with_its_validity() {
     assert_eq!(results[4]["correctness"], 0);
     assert_eq!(results[1]["measurements"], serde_json::json!([]));
     assert_eq!(results[1]["times"]["runtimes"], serde_json::json!([]));
+}
+
+fn ints(v: &[i64]) -> Vec<ndtune_core::Value> {
+    v.iter().map(|&x| x.into()).collect()
 }

@@ -13,8 +13,9 @@ fn key(kernel: &str, n: i64, x: i64) -> ResultKey {
         device: "0123456789abcdef".into(),
         kernel: kernel.into(),
         source_hash: source_hash(kernel),
-        constants: [("N".to_string(), n), ("M".to_string(), 2)].into(),
-        config: [("X".to_string(), x), ("Y".to_string(), -x)].into(),
+        setup: "5e7a5e7a5e7a5e7a".into(),
+        constants: ndtune_core::int_config([("N", n), ("M", 2)]),
+        config: ndtune_core::int_config([("X", x), ("Y", -x)]),
     }
 }
 
@@ -141,20 +142,12 @@ fn insert_replaces_the_record_of_the_same_key() {
     second.finished_at += 1000;
     store.insert(&second).unwrap();
     assert_eq!(store.get(&first.key).unwrap(), Some(second.clone()));
-    let group = first.key.group();
-    let all = store
-        .records(
-            &group.device,
-            &group.kernel,
-            &group.source_hash,
-            &group.constants,
-        )
-        .unwrap();
+    let all = store.records(&first.key.group()).unwrap();
     assert_eq!(all, vec![second]);
 }
 
 #[test]
-fn records_and_groups_separate_device_kernel_source_and_constants() {
+fn records_and_groups_separate_device_kernel_source_setup_and_constants() {
     let (_dir, _path, store) = new_store();
     let mut keys = Vec::new();
     for kernel in ["gemm", "conv"] {
@@ -168,7 +161,9 @@ fn records_and_groups_separate_device_kernel_source_and_constants() {
     other_device.device = "fedcba9876543210".into();
     let mut other_source = key("gemm", 64, 0);
     other_source.source_hash = source_hash("gemm v2");
-    keys.extend([other_device, other_source]);
+    let mut other_setup = key("gemm", 64, 0);
+    other_setup.setup = "0123012301230123".into();
+    keys.extend([other_device, other_source.clone(), other_setup.clone()]);
     for (i, k) in keys.iter().enumerate() {
         let times = vec![i as f64 + 1.0];
         store
@@ -177,23 +172,36 @@ fn records_and_groups_separate_device_kernel_source_and_constants() {
     }
 
     let groups = store.groups().unwrap();
-    assert_eq!(groups.len(), 6);
+    assert_eq!(groups.len(), 7);
     let mut expected: Vec<Group> = keys.iter().map(ResultKey::group).collect();
     expected.sort();
     expected.dedup();
     assert_eq!(groups, expected);
 
     let g = key("conv", 128, 0).group();
-    let got = store
-        .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-        .unwrap();
-    let configs: Vec<i64> = got.iter().map(|r| r.key.config["X"]).collect();
+    let got = store.records(&g).unwrap();
+    let configs: Vec<i64> = got
+        .iter()
+        .map(|r| r.key.config["X"].as_int().unwrap())
+        .collect();
     assert_eq!(configs, [0, 1, 2]);
     assert!(got.iter().all(|r| r.key.group() == g));
     let none = store
-        .records(&g.device, "nope", &g.source_hash, &g.constants)
+        .records(&Group {
+            kernel: "nope".into(),
+            ..g
+        })
         .unwrap();
     assert!(none.is_empty());
+
+    // The same problem under another setup is another campaign, never the same; another
+    // source is another kernel.
+    let gemm = key("gemm", 64, 0).group();
+    let others = store.other_setups(&gemm).unwrap();
+    assert_eq!(others, [other_setup.group()]);
+    assert!(!gemm.same_problem(&other_source.group()));
+    assert_eq!(store.records(&other_setup.group()).unwrap().len(), 1);
+    assert_eq!(store.records(&gemm).unwrap().len(), 3);
 }
 
 #[test]
@@ -244,7 +252,10 @@ fn files_that_are_not_stores_are_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "results: none yet\n").unwrap();
-    let err = assert_refused(&text, "does not start with the SQLite header");
+    let err = assert_refused(
+        &text,
+        "not an SQLite database: SQLite does not recognise its header",
+    );
     assert!(matches!(err, StoreError::NotAStore { .. }));
 
     let random = dir.path().join("random.bin");
@@ -359,10 +370,15 @@ fn a_store_built_with_the_v1_ddl_opens_and_keeps_its_data() {
         device: "0123456789abcdef".into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 64)].into(),
-        config: [("X".to_string(), 2)].into(),
+        // Results of stores before version 6 keep the setup no campaign computes.
+        setup: ndtune_core::setup::LEGACY.into(),
+        constants: ndtune_core::int_config([("N", 64)]),
+        config: ndtune_core::int_config([("X", 2)]),
     };
     let got = store.get(&key).unwrap().unwrap();
+    let legacy = store.setup(ndtune_core::setup::LEGACY).unwrap().unwrap();
+    assert_eq!(legacy.description, ndtune_core::setup::legacy_description());
+    assert_eq!(legacy.first_seen, 5);
     assert_eq!(
         got.outcome,
         Outcome::Measured(Timing::new(vec![2.0, 1.0], 1))

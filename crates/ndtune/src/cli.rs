@@ -1,6 +1,8 @@
 //! The command line, with clap derive.
 
 use clap::{Args, Parser, Subcommand};
+use ndtune_core::{Constants, Value};
+use ndtune_store::{Store, StoreError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -96,6 +98,8 @@ pub struct SpaceArgs {
     pub spec: PathBuf,
     #[command(flatten)]
     pub device: DeviceArgs,
+    #[command(flatten)]
+    pub constants: SetArgs,
     /// Print JSON (with --list: one JSON object per line).
     #[arg(long)]
     pub json: bool,
@@ -115,16 +119,100 @@ pub struct SpaceArgs {
     pub prune_by_query: bool,
 }
 
-/// `NAME=VALUE`, replacing a spec constant.
-pub fn parse_set(s: &str) -> Result<(String, i64), String> {
-    let (name, value) = s
+/// `--set NAME=VALUE`: a constant replaced, or with `NAME=V1,V2,...` a sweep over values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Set {
+    pub name: String,
+    pub values: Vec<Value>,
+}
+
+/// `NAME=VALUE` or `NAME=V1,V2,...`, each value as [`parse_value`] reads it.
+pub fn parse_set(s: &str) -> Result<Set, String> {
+    let (name, values) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
-    let value = value
-        .trim()
-        .parse::<i64>()
-        .map_err(|_| format!("`{value}` in `{s}` is not an integer"))?;
-    Ok((name.trim().to_string(), value))
+    let values = values
+        .split(',')
+        .map(|v| parse_value(v.trim()).map_err(|e| format!("{e} (in `{s}`)")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Set {
+        name: name.trim().to_string(),
+        values,
+    })
+}
+
+/// Spec constants replaced on the command line, as every command that reads a spec or selects
+/// a campaign takes them.
+#[derive(Args, Clone, Default)]
+pub struct SetArgs {
+    /// Replace a spec constant, e.g. `--set N=256` (repeatable); with a spec it is what the
+    /// spec is read with, with a store it selects campaigns of that value. `tune` also sweeps:
+    /// `--set N=256,512` runs one campaign per value (the product for several names).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub set: Vec<Set>,
+}
+
+impl SetArgs {
+    /// One value per name, by name; several values, or a name given twice, are an error.
+    pub fn single(&self) -> Result<Constants, String> {
+        let sweep = self.sweep()?;
+        match sweep.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => Err(format!(
+                "--set gives {} combinations of values: only `tune` sweeps over several",
+                sweep.len()
+            )),
+        }
+    }
+
+    /// Every combination of the values, by name: the product over names, the first name
+    /// varying slowest; one empty map without `--set`.
+    pub fn sweep(&self) -> Result<Vec<Constants>, String> {
+        let mut combinations = vec![Constants::new()];
+        for (i, set) in self.set.iter().enumerate() {
+            if self.set[..i].iter().any(|s| s.name == set.name) {
+                return Err(format!("--set names `{}` twice", set.name));
+            }
+            combinations = combinations
+                .iter()
+                .flat_map(|c| {
+                    set.values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(set.name.clone(), v.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        Ok(combinations)
+    }
+}
+
+/// A value as written on the command line: an integer, a real number (`0.5`, `1e-3`) or an
+/// identifier (`float`).
+pub fn parse_value(text: &str) -> Result<Value, String> {
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Value::Int(v));
+    }
+    if let Ok(v) = text.parse::<f64>() {
+        return if v.is_finite() {
+            Ok(Value::Real(v))
+        } else {
+            Err(format!("`{text}` is not a finite number"))
+        };
+    }
+    let identifier = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+        && !text.starts_with(|c: char| c.is_ascii_digit());
+    if identifier {
+        Ok(Value::Text(text.to_string()))
+    } else {
+        Err(format!(
+            "`{text}` is not an integer, a real number or an identifier"
+        ))
+    }
 }
 
 /// A duration as people write it: `90s`, `10m`, `1h 30m`; a bare number is seconds.
@@ -152,6 +240,10 @@ pub struct TuneArgs {
     /// Replay recorded results instead of running: an ndtune store or a Kernel Tuner cache.
     #[arg(long, value_name = "PATH")]
     pub replay: Option<PathBuf>,
+    /// With --replay of a store: the campaign of this setup (the start of its digest), where
+    /// the kernel was tuned under several.
+    #[arg(long, value_name = "DIGEST", requires = "replay")]
+    pub setup: Option<String>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -198,7 +290,8 @@ pub struct ShareArgs {
 /// The results store, as every command that reads or writes one takes it.
 #[derive(Args, Clone)]
 pub struct StoreArgs {
-    /// The results store: an SQLite file, or a PostgreSQL URL (postgres://user:password@host/db).
+    /// The results store: an SQLite file, or a PostgreSQL URL (postgres://user:password@host/db)
+    /// or key/value connection string ('host=... dbname=... user=... password=...').
     #[arg(
         long,
         value_name = "PATH|URL",
@@ -207,6 +300,28 @@ pub struct StoreArgs {
         default_value = "ndtune.db"
     )]
     pub db: PathBuf,
+    /// How long to keep connecting again when the connection to a PostgreSQL store breaks (a
+    /// server restart) before failing; 0: once, at once.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "NDTUNE_DB_RETRY",
+        default_value = "60s",
+        value_parser = parse_duration
+    )]
+    pub db_retry: Duration,
+}
+
+impl StoreArgs {
+    /// The store, for a command that writes to it.
+    pub fn open(&self) -> Result<Store, StoreError> {
+        Ok(Store::open(&self.db)?.reconnect_for(self.db_retry))
+    }
+
+    /// The store, for a command that only reads it: works where it cannot be written.
+    pub fn open_read_only(&self) -> Result<Store, StoreError> {
+        Ok(Store::open_read_only(&self.db)?.reconnect_for(self.db_retry))
+    }
 }
 
 /// Where results go and how a device is tuned (`tune`, and `split` for untuned devices).
@@ -224,9 +339,8 @@ pub struct CampaignArgs {
     /// Seed of the strategy and of the input data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Replace a spec constant, e.g. `--set N=256` (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-    pub set: Vec<(String, i64)>,
+    #[command(flatten)]
+    pub constants: SetArgs,
     /// Build worker processes that compile configurations ahead of measurement (default: the
     /// machine's cores less one); 1 builds each configuration in the measurement worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -299,12 +413,26 @@ pub struct ExportArgs {
     /// Where to write.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub campaign: SelectArgs,
+}
+
+/// Which recorded campaign of a store (`export`, `tune --replay`).
+#[derive(Args, Clone, Default)]
+pub struct SelectArgs {
     /// The kernel, where the store holds several.
     #[arg(long)]
     pub kernel: Option<String>,
     /// Part of the device name, where the store holds several devices.
     #[arg(long, value_name = "SEL")]
     pub device: Option<String>,
+    /// The campaign with these constants (`--set N=256`, repeatable).
+    #[command(flatten)]
+    pub constants: SetArgs,
+    /// The campaign of this setup (the start of its digest, as `ndtune status` shows it),
+    /// where the kernel was tuned under several.
+    #[arg(long, value_name = "DIGEST")]
+    pub setup: Option<String>,
 }
 
 #[derive(Args)]
@@ -500,6 +628,9 @@ pub struct StatusArgs {
     /// Only campaigns of this kernel.
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Only campaigns with these constants.
+    #[command(flatten)]
+    pub constants: SetArgs,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -509,6 +640,9 @@ pub struct StatusArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Only the tuning campaigns and pruned spaces with these constants.
+    #[command(flatten)]
+    pub constants: SetArgs,
     /// The file to write (Markdown: its figures are written beside it as STEM-fig-N.png).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -598,6 +732,45 @@ mod tests {
     fn every_subcommand_names_each_argument_once() {
         // clap checks a command's definition when it is parsed; this checks every subcommand's.
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn set_takes_one_value_or_a_sweep_over_several() {
+        let set = |args: &[&str]| SetArgs {
+            set: args.iter().map(|a| parse_set(a).unwrap()).collect(),
+        };
+        let n = |v: i64, m: Option<i64>| {
+            let mut c = ndtune_core::int_config([("N", v)]);
+            c.extend(m.map(|m| ("M".to_string(), Value::Int(m))));
+            c
+        };
+        assert_eq!(set(&["N=256"]).single(), Ok(n(256, None)));
+        assert_eq!(set(&[]).sweep(), Ok(vec![Constants::new()]));
+        let typed = set(&["TYPE=float,half", "ALPHA=0.5"]).sweep().unwrap();
+        assert_eq!(typed[1]["TYPE"], Value::from("half"));
+        assert_eq!(typed[1]["ALPHA"], Value::Real(0.5));
+        assert_eq!(
+            set(&["N = 1, 2", "M=3,4"]).sweep(),
+            Ok(vec![
+                n(1, Some(3)),
+                n(1, Some(4)),
+                n(2, Some(3)),
+                n(2, Some(4))
+            ])
+        );
+        assert!(set(&["N=1,2"])
+            .single()
+            .unwrap_err()
+            .contains("2 combinations"));
+        assert!(set(&["N=1", "N=2"])
+            .sweep()
+            .unwrap_err()
+            .contains("`N` twice"));
+        assert_eq!(
+            parse_set("N=1,2x").unwrap_err(),
+            "`2x` is not an integer, a real number or an identifier (in `N=1,2x`)"
+        );
+        assert!(parse_set("N").unwrap_err().contains("not NAME=VALUE"));
     }
 
     #[test]

@@ -300,21 +300,27 @@ fn load(path: &Path) -> Result<Vec<Dataset>> {
         )?);
         return Ok(out);
     }
-    let store = Store::open(path)?;
+    let store = Store::open_read_only(path)?;
     let devices: BTreeMap<String, String> = store
         .devices()?
         .into_iter()
         .map(|(fp, p)| (fp, p.name))
         .collect();
-    for g in store.groups()? {
-        let records = store.records(&g.device, &g.kernel, &g.source_hash, &g.constants)?;
+    let groups = store.groups()?;
+    for g in &groups {
+        let records = store.records(g)?;
         let Some(first) = records.first() else {
             continue;
         };
         let names: Vec<String> = first.key.config.keys().cloned().collect();
         let device = devices.get(&g.device).cloned().unwrap_or(g.device.clone());
+        // A problem tuned under several setups is a dataset per setup.
+        let setup = match groups.iter().filter(|o| o.same_problem(g)).count() {
+            1 => String::new(),
+            _ => format!(" (setup {})", g.setup),
+        };
         out.push(dataset(
-            format!("{}/{device}", g.kernel),
+            format!("{}/{device}{setup}", g.kernel),
             format!("{} {} {:?}", g.kernel, g.source_hash, g.constants),
             names,
             records.into_iter().map(|r| (r.key.config, r.outcome)),
@@ -331,7 +337,7 @@ fn dataset(
     entries: impl Iterator<Item = (Config, ndtune_core::Outcome)>,
     path: &Path,
 ) -> Result<Dataset> {
-    let recorded = Recorded::from_configs(names, entries)
+    let recorded = Recorded::infer(names, entries.collect())
         .with_context(|| format!("{}: {id} is not a space", path.display()))?;
     let optimum_ms = recorded
         .space()

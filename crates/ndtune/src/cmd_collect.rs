@@ -5,7 +5,7 @@
 //! engine into the store. `--summary` derives W_legal, W_safe, the oracles, the baseline and the
 //! expert's standing; `--export` writes the long CSV that `ndtune learn` reads.
 
-use crate::cli::{CampaignArgs, CollectArgs, RaceArgs, SearchArgs, StoreArgs};
+use crate::cli::{CampaignArgs, CollectArgs, RaceArgs, SearchArgs};
 use crate::cmd_tune::{outcome_counts, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 pub fn run(args: &CollectArgs) -> Result<()> {
     let db = &args.store.db;
     if let Some(out) = &args.export {
-        return export(&Store::open(db)?, out);
+        return export(&args.store.open_read_only()?, out);
     }
     if args.summary {
-        return summary(&Store::open(db)?, args.json);
+        return summary(&args.store.open_read_only()?, args.json);
     }
     let path = args
         .campaign
@@ -52,7 +52,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             }
         }
     }
-    let store = Store::open(db)?;
+    let store = args.store.open()?;
     // Every scenario's files, limits, grid and features first: a bad one stops the campaign
     // before anything is measured.
     let mut limits: BTreeMap<(usize, String), u64> = BTreeMap::new();
@@ -124,21 +124,24 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             feature_names: features.names,
             features: features.values,
         };
-        prepared.push((device, label, spec, source, info));
+        prepared.push((device, label, spec, info));
     }
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
-    for (device, label, spec, source, info) in prepared {
-        let g = group(&spec, &source, device, &store)?;
+    for (device, label, spec, info) in prepared {
+        let source = spec
+            .kernel_source()?
+            .ok_or_else(|| anyhow!("{label}: the scenario's spec names no source"))?;
+        let g = group(&spec, &source, args.seed, device, &store)?;
         store.put_scenario(&g, &serde_json::to_value(&info)?)?;
         let campaign = CampaignArgs {
-            store: StoreArgs { db: db.clone() },
+            store: args.store.clone(),
             strategy: "exhaustive".into(),
             budget: None,
             seed: args.seed,
-            set: vec![],
+            constants: Default::default(),
             build_jobs: None,
             // Learning needs every size's time by the protocol, not only the best's.
             race: RaceArgs {

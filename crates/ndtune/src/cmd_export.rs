@@ -1,26 +1,28 @@
-//! `ndtune export`: one recorded campaign as a Kernel Tuner cache or as T4 results JSON.
+//! `ndtune export`: one recorded campaign (selected by kernel, device, constants and setup) as a
+//! Kernel Tuner cache or as T4 results JSON.
 
 use crate::cli::ExportArgs;
-use crate::cmd_replay::select_group;
+use crate::select::{select, Criteria};
 use anyhow::Result;
 use ndtune_store::kt::{self, KtHeader};
-use ndtune_store::Store;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    let store = Store::open(&args.store.db)?;
-    let (group, device_name, records) = select_group(
-        &store,
-        store.path(),
-        args.kernel.as_deref(),
-        args.device.as_deref(),
-    )?;
+    let store = args.store.open_read_only()?;
+    let c = &args.campaign;
+    let criteria = Criteria {
+        kernel: c.kernel.as_deref(),
+        device: c.device.as_deref(),
+        constants: c.constants.single().map_err(anyhow::Error::msg)?,
+        setup: c.setup.as_deref(),
+    };
+    let (group, device_name, records) = select(&store, store.path(), &criteria)?;
     match args.format.as_str() {
         "kt" => {
-            let mut values: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+            let mut values: BTreeMap<String, BTreeSet<ndtune_core::Value>> = BTreeMap::new();
             for r in &records {
                 for (k, v) in &r.key.config {
-                    values.entry(k.clone()).or_default().insert(*v);
+                    values.entry(k.clone()).or_default().insert(v.clone());
                 }
             }
             let header = KtHeader {

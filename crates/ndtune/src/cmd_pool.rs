@@ -2,14 +2,17 @@
 //! process each (`ndtune tune --worker`, see `ndtune_engine::share`), coordinated by the store
 //! alone — SQLite or PostgreSQL. Shows the campaign's progress from the store, then its report
 //! (a last pass of a worker of its own over the store's results, which measures only what a
-//! dead worker left behind) and each worker's share.
+//! dead worker left behind) and each worker's share. The workers end with the pool: SIGTERM
+//! when it dies or is stopped (`ndtune_bench::children`), so that they give back their claims.
 
 use crate::cli::TuneArgs;
 use crate::cmd_tune::{default_worker_id, print_report, tune_device};
 use crate::targets;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use ndtune_bench::children::{self, OnEnd};
 use ndtune_cl::ClDevice;
+use ndtune_core::Value;
 use ndtune_engine::Share;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -25,7 +28,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 pub fn run(
     args: &TuneArgs,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     devices: &[ClDevice],
     store: &Store,
 ) -> Result<()> {
@@ -44,7 +47,7 @@ pub fn run(
     let source = spec
         .kernel_source()?
         .context("[kernel] source is needed to tune")?;
-    let group = ndtune_engine::group(spec, &source, first, store)?;
+    let group = ndtune_engine::group(spec, &source, args.campaign.seed, first, store)?;
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(targets::label(first), &first.profile)])
@@ -84,12 +87,15 @@ pub fn run(
     let mut failed = Vec::new();
     while !workers.is_empty() {
         std::thread::sleep(PROGRESS_EVERY);
-        let status = store.campaign_status(&group)?;
-        bar.set_position(status.results);
+        // While stopping, the store may be what hangs: the workers' ends are what matter.
+        if children::stopping().is_none() {
+            let status = store.campaign_status(&group)?;
+            bar.set_position(status.results);
+        }
         bar.set_message(format!("{} workers", workers.len()));
         let mut running = Vec::new();
         for mut w in workers {
-            match w.child.try_wait()? {
+            match exited(&mut w.child)? {
                 None => running.push(w),
                 Some(exit) if !exit.success() => {
                     failed.push(format!("{} ({}): {exit}", w.id, w.label))
@@ -102,6 +108,9 @@ pub fn run(
     bar.finish();
     for relay in relays {
         let _ = relay.join();
+    }
+    if let Some(why) = children::stopping() {
+        bail!("the pool stopped: {why}");
     }
     let wall_s = started.elapsed().as_secs_f64();
     if !failed.is_empty() {
@@ -176,12 +185,32 @@ struct Worker {
     child: Child,
 }
 
+/// How a worker exited, if it did (reaped; see `children::reaped`).
+fn exited(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>> {
+    // SAFETY: waitid(2) on our own child with WNOWAIT leaves it to be reaped below.
+    let ended = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            child.id() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        ) == 0
+            && info.si_pid() != 0
+    };
+    if !ended {
+        return Ok(None);
+    }
+    children::reaped(child.id());
+    child.wait().map(Some)
+}
+
 /// Starts `ndtune tune --worker` for `device` with the campaign's arguments; the store's
 /// location goes by environment, so that a password never shows in a process list.
 fn spawn_worker(
     args: &TuneArgs,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &BTreeMap<String, Value>,
     device: &ClDevice,
     id: &str,
     workers: usize,
@@ -201,6 +230,10 @@ fn spawn_worker(
             &pool_build_jobs(c.build_jobs, workers).to_string(),
         ])
         .env("NDTUNE_DB", &c.store.db)
+        .env(
+            "NDTUNE_DB_RETRY",
+            format!("{}ms", c.store.db_retry.as_millis()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -219,7 +252,7 @@ fn spawn_worker(
     for (name, value) in overrides {
         cmd.args(["--set", &format!("{name}={value}")]);
     }
-    Ok(cmd.spawn()?)
+    Ok(children::spawn(cmd, OnEnd::Terminate)?)
 }
 
 /// Build jobs per worker: as given, or the machine's cores shared among the workers (less one

@@ -4,10 +4,11 @@
 
 use crate::cli::TuneArgs;
 use crate::cmd_tune::{outcome_counts, show_config};
-use anyhow::{anyhow, bail, Result};
+use crate::select::{select, Criteria};
+use anyhow::{anyhow, Result};
 use ndtune_core::{Config, Outcome, OutcomeKind};
 use ndtune_search::{Candidates, Recorded};
-use ndtune_store::{kt, Group, Record, Store};
+use ndtune_store::{kt, Store};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,9 +25,8 @@ fn is_kernel_tuner_cache(path: &Path) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
-/// Reads a Kernel Tuner cache, or the one group of an ndtune store that the spec's kernel name
-/// and `--device` (part of the device name) select.
-pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> Result<Recording> {
+/// Reads a Kernel Tuner cache, or the one campaign of an ndtune store that `criteria` select.
+fn load(path: &Path, criteria: &Criteria) -> Result<Recording> {
     if is_kernel_tuner_cache(path) {
         let cache = kt::read_kt_cache(path)?;
         return Ok(Recording {
@@ -40,8 +40,8 @@ pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> R
             entries: cache.entries.into_iter().collect(),
         });
     }
-    let store = Store::open(path)?;
-    let (group, device_name, records) = select_group(&store, path, kernel, device)?;
+    let store = Store::open_read_only(path)?;
+    let (group, device_name, records) = select(&store, path, criteria)?;
     let names: Vec<String> = records
         .first()
         .map(|r| r.key.config.keys().cloned().collect())
@@ -54,63 +54,6 @@ pub(crate) fn load(path: &Path, kernel: Option<&str>, device: Option<&str>) -> R
             .map(|r| (r.key.config, r.outcome))
             .collect(),
     })
-}
-
-/// The one recorded campaign of a store that `kernel` and `device` (part of the device name)
-/// select, with its device's name and its records.
-pub(crate) fn select_group(
-    store: &Store,
-    path: &Path,
-    kernel: Option<&str>,
-    device: Option<&str>,
-) -> Result<(Group, String, Vec<Record>)> {
-    let devices: BTreeMap<String, String> = store
-        .devices()?
-        .into_iter()
-        .map(|(fp, p)| (fp, p.name))
-        .collect();
-    let device_name = |fp: &str| devices.get(fp).cloned().unwrap_or_else(|| fp.to_string());
-    let groups: Vec<Group> = store
-        .groups()?
-        .into_iter()
-        .filter(|g| kernel.is_none_or(|k| g.kernel == k))
-        .filter(|g| {
-            device.is_none_or(|d| {
-                device_name(&g.device)
-                    .to_lowercase()
-                    .contains(&d.to_lowercase())
-            })
-        })
-        .collect();
-    match groups.as_slice() {
-        [one] => {
-            let records =
-                store.records(&one.device, &one.kernel, &one.source_hash, &one.constants)?;
-            Ok((one.clone(), device_name(&one.device), records))
-        }
-        [] => bail!(
-            "{}: no recorded campaign matches (kernel {kernel:?}, device {device:?})",
-            path.display()
-        ),
-        many => {
-            let list: Vec<String> = many
-                .iter()
-                .map(|g| {
-                    format!(
-                        "  `{}` on {} with {:?}",
-                        g.kernel,
-                        device_name(&g.device),
-                        g.constants
-                    )
-                })
-                .collect();
-            bail!(
-                "{}: several recorded campaigns match; name the kernel and the device:\n{}",
-                path.display(),
-                list.join("\n")
-            )
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -138,14 +81,19 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         Some(spec) => Some(ndtune_spec::Spec::load(spec)?.kernel.name),
         None => None,
     };
-    let rec = load(path, kernel.as_deref(), args.device.as_deref())?;
-    let points: Vec<Vec<i64>> = rec
-        .entries
-        .iter()
-        .map(|(c, _)| rec.names.iter().map(|n| c[n]).collect())
-        .collect();
-    let space = Candidates::new(rec.names.clone(), points)?;
-    let mut recorded = Recorded::from_configs(rec.names.clone(), rec.entries.iter().cloned())?;
+    let criteria = Criteria {
+        kernel: kernel.as_deref(),
+        device: args.device.as_deref(),
+        constants: args
+            .campaign
+            .constants
+            .single()
+            .map_err(anyhow::Error::msg)?,
+        setup: args.setup.as_deref(),
+    };
+    let rec = load(path, &criteria)?;
+    let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?;
+    let space: Candidates = recorded.space().clone();
     let mut strategy = ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let run = ndtune_search::Run {
         budget: ndtune_search::Budget {

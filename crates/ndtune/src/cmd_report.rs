@@ -2,28 +2,19 @@
 //! written as one HTML page or as Markdown with PNG files; a summary on stderr, the path on stdout.
 
 use crate::cli::ReportArgs;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use ndtune_report::{Format, Report};
-use ndtune_store::{Location, Store};
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let format = match args.format.as_str() {
         "md" => Format::Markdown,
         _ => Format::Html,
     };
-    // A report reads a store: a missing file is a mistake, not an empty store to create.
-    let file = matches!(
-        Location::parse(args.store.db.as_os_str()),
-        Location::File(_)
-    );
-    if file && !args.store.db.exists() {
-        bail!(
-            "{}: no such store (`ndtune tune`, `collect`, `split` and `learn eval --db` write one)",
-            args.store.db.display()
-        );
-    }
-    let store = Store::open(&args.store.db)?;
-    let report = Report::read(&store)?;
+    // A report only reads: a missing file is a mistake, not an empty store to create, and a
+    // store that cannot be written is read all the same.
+    let constants = args.constants.single().map_err(anyhow::Error::msg)?;
+    let store = args.store.open_read_only()?;
+    let report = Report::read_selected(&store, &constants)?;
     let written = ndtune_report::write(&report, &args.out, format)?;
     let heatmaps = report.collection.as_ref().map_or(0, |c| c.scenarios.len());
     eprintln!(

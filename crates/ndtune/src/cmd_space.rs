@@ -25,6 +25,8 @@ struct Removal {
 #[derive(Serialize)]
 pub(crate) struct Report {
     kernel: String,
+    /// The constants the spec was read with (`--set` applied).
+    constants: ndtune_core::Constants,
     device: Option<String>,
     declared: u128,
     bounded: u128,
@@ -76,6 +78,7 @@ pub(crate) fn report(
 ) -> Report {
     Report {
         kernel: spec.kernel.name.clone(),
+        constants: spec.problem.constants.clone(),
         device,
         declared: p.stats.declared,
         bounded: p.bounded,
@@ -101,7 +104,8 @@ pub(crate) fn report(
 }
 
 pub fn run(args: &SpaceArgs) -> Result<()> {
-    let spec = Spec::load(&args.spec)?;
+    let overrides = args.constants.single().map_err(anyhow::Error::msg)?;
+    let spec = Spec::load_with(&args.spec, &overrides)?;
     let needs_device = spec.problem.launch.is_some()
         || spec
             .problem
@@ -190,7 +194,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         .map(|p| {
             let why: Vec<String> = p
                 .pruning
-                .emptied_by()
+                .emptied_by(&spec.problem)
                 .into_iter()
                 .map(|(c, removed, without)| {
                     format!(

@@ -14,8 +14,7 @@ use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Report};
 use ndtune_split::{plan_with, Device, Plan, Residue};
-use ndtune_store::{Store, Study as StoredStudy};
-use std::collections::BTreeMap;
+use ndtune_store::Study as StoredStudy;
 use std::time::Duration;
 
 pub fn run(args: &SplitArgs) -> Result<()> {
@@ -26,7 +25,11 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .spec
         .as_ref()
         .expect("clap requires SPEC without --plan-only");
-    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
+    let overrides = args
+        .campaign
+        .constants
+        .single()
+        .map_err(anyhow::Error::msg)?;
     let spec = Spec::load_with(spec_path, &overrides)?;
     let split = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(
@@ -48,7 +51,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
     let labels: Vec<String> = devices.iter().map(targets::label).collect();
 
-    let store = Store::open(&args.campaign.store.db)?;
+    let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
@@ -57,7 +60,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let mut rows = Vec::new();
     let mut members = Vec::new();
     for (device, label) in devices.iter().zip(&labels) {
-        let g = group(&spec, &source, device, &store)?;
+        let g = group(&spec, &source, args.campaign.seed, device, &store)?;
         let mut best = best_recorded(&store, &g)?;
         if best.is_none() {
             progress.println(format!(
@@ -89,14 +92,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             }
         }
         let (config, timing) = best.expect("tuned above");
-        let values: Vec<i64> = names
-            .iter()
-            .map(|n| {
-                config.get(n).copied().ok_or_else(|| {
-                    anyhow!("{label}: the stored best configuration has no `{n}`; re-tune")
-                })
-            })
-            .collect::<Result<_>>()?;
+        let values: Vec<i64> = spec.codec.point(&config).map_err(|e| {
+            anyhow!("{label}: the stored best configuration does not fit the spec ({e}); re-tune")
+        })?;
         rows.push(DeviceRow {
             device: label.clone(),
             config,

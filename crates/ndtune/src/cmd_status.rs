@@ -1,36 +1,54 @@
 //! `ndtune status`: the progress of the campaigns of a store, per worker: configurations
 //! claimed, done and expired, and each worker's last heartbeat (workers sharing a campaign
-//! through one store), as a table or JSON.
+//! through one store), as a table or JSON. A kernel tuned again with the same constants on the
+//! same device under another setup shows its earlier campaigns after the newest, with what
+//! differs.
 
 use crate::cli::StatusArgs;
-use anyhow::{bail, Result};
-use ndtune_store::{CampaignStatus, Location, Store, UnixMs};
+use anyhow::Result;
+use ndtune_store::{CampaignStatus, Group, UnixMs};
 
 pub fn run(args: &StatusArgs) -> Result<()> {
-    // Status reads a store: a missing file is a mistake, not an empty store to create.
-    let file = matches!(
-        Location::parse(args.store.db.as_os_str()),
-        Location::File(_)
-    );
-    if file && !args.store.db.exists() {
-        bail!("{}: no such store", args.store.db.display());
-    }
-    let store = Store::open(&args.store.db)?;
+    // Status only reads: a missing file is a mistake, not an empty store to create, and a store
+    // that cannot be written is read all the same.
+    let wanted = args.constants.single().map_err(anyhow::Error::msg)?;
+    let store = args.store.open_read_only()?;
     let mut campaigns = Vec::new();
     for group in store.campaigns()? {
-        if args.kernel.as_ref().is_some_and(|k| *k != group.kernel) {
+        if args.kernel.as_ref().is_some_and(|k| *k != group.kernel)
+            || wanted
+                .iter()
+                .any(|(k, v)| group.constants.get(k) != Some(v))
+        {
             continue;
         }
         let device = store.device(&group.device)?.map(|p| p.name);
-        campaigns.push((device, store.campaign_status(&group)?));
+        let earlier = store.newest_other(&group)?;
+        campaigns.push((device, store.campaign_status(&group)?, earlier));
     }
+    // Each problem's newest campaign first, then its earlier ones, latest first.
+    campaigns.sort_by_key(|(_, s, earlier)| {
+        let g = &s.group;
+        (
+            (
+                g.device.clone(),
+                g.kernel.clone(),
+                g.source_hash.clone(),
+                g.constants.clone(),
+            ),
+            earlier.is_some(),
+            std::cmp::Reverse(s.last_result),
+        )
+    });
     let now = ndtune_store::now_ms();
     if args.json {
         let campaigns: Vec<serde_json::Value> = campaigns
             .iter()
-            .map(|(device, status)| {
+            .map(|(device, status, earlier)| {
                 let mut v = serde_json::to_value(status).expect("a status serialises");
                 v["device_name"] = serde_json::json!(device);
+                v["earlier_than"] = serde_json::json!(earlier.as_ref().map(|(g, _)| &g.setup));
+                v["differences"] = serde_json::json!(earlier.as_ref().map(|(_, d)| d));
                 v
             })
             .collect();
@@ -45,14 +63,23 @@ pub fn run(args: &StatusArgs) -> Result<()> {
     if campaigns.is_empty() {
         println!("{}: no campaigns", store.path().display());
     }
-    for (device, status) in &campaigns {
-        print!("{}", table(device.as_deref(), status, now));
+    for (device, status, earlier) in &campaigns {
+        print!(
+            "{}",
+            table(device.as_deref(), status, earlier.as_ref(), now)
+        );
     }
     Ok(())
 }
 
-/// One campaign: a heading, then a line per worker.
-fn table(device: Option<&str>, status: &CampaignStatus, now: UnixMs) -> String {
+/// One campaign: a heading (and for an earlier campaign, what differs from the newest), then a
+/// line per worker.
+fn table(
+    device: Option<&str>,
+    status: &CampaignStatus,
+    earlier: Option<&(Group, Vec<String>)>,
+    now: UnixMs,
+) -> String {
     let g = &status.group;
     let constants: Vec<String> = g
         .constants
@@ -64,16 +91,26 @@ fn table(device: Option<&str>, status: &CampaignStatus, now: UnixMs) -> String {
         n => format!(" ({n} measured twice: a worker outlived its lease)"),
     };
     let mut out = format!(
-        "{} on {} ({}), {}, source {}: {} results{twice}\n",
+        "{} on {} ({}), {}, source {}, setup {}: {} results{twice}\n",
         g.kernel,
         device.unwrap_or("unknown device"),
         g.device,
         constants.join(" "),
         g.source_hash,
+        g.setup,
         status.results
     );
+    if let Some((newest, what)) = earlier {
+        out.push_str(&format!(
+            "  an earlier campaign: setup {} is newer and does not reuse these results; from this setup to it:\n",
+            newest.setup
+        ));
+        for line in what {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
     if status.workers.is_empty() {
-        out.push_str("  no workers (a campaign of one process)\n");
+        out.push_str("  no workers (results stored without claims, by an older ndtune)\n");
         return out;
     }
     let width = status
@@ -121,9 +158,11 @@ mod tests {
                 device: "0123456789abcdef".into(),
                 kernel: "gemm".into(),
                 source_hash: "aaaabbbbccccdddd".into(),
-                constants: [("N".to_string(), 1024)].into(),
+                setup: "5e7a5e7a5e7a5e7a".into(),
+                constants: ndtune_core::int_config([("N", 1024)]),
             },
             results: 12,
+            last_result: Some(90_000),
             measured_twice: 0,
             workers: vec![
                 WorkerStatus {
@@ -143,11 +182,23 @@ mod tests {
             ],
         };
         assert_eq!(
-            table(Some("H100"), &status, 100_000),
-            "gemm on H100 (0123456789abcdef), N=1024, source aaaabbbbccccdddd: 12 results\n\
+            table(Some("H100"), &status, None, 100_000),
+            "gemm on H100 (0123456789abcdef), N=1024, source aaaabbbbccccdddd, setup 5e7a5e7a5e7a5e7a: 12 results\n\
              \x20 worker      claimed    done  expired  last heartbeat\n\
              \x20 node1:gpu0        1      10        0  5 s ago\n\
              \x20 w2                0       2        1  never\n"
+        );
+        let newer = Group {
+            setup: "0123012301230123".into(),
+            ..status.group.clone()
+        };
+        let what = vec!["measure.runs: 10 -> 20".to_string()];
+        let earlier = table(Some("H100"), &status, Some(&(newer, what)), 100_000);
+        assert!(
+            earlier.contains(
+                ": 12 results\n  an earlier campaign: setup 0123012301230123 is newer and does not reuse these results; from this setup to it:\n    measure.runs: 10 -> 20\n  worker"
+            ),
+            "{earlier}"
         );
     }
 

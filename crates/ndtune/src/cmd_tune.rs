@@ -1,6 +1,7 @@
 //! `ndtune tune`: measure a spec's pruned space on one or more live devices with a search
 //! strategy, through a supervised worker process, keeping every outcome in the store as it
-//! happens; resume from the store; or replay recorded results (`--replay`).
+//! happens; resume from the store; sweep over constants (`--set N=256,512`: a campaign per
+//! value); or replay recorded results (`--replay`).
 
 use crate::cli::{CampaignArgs, SearchArgs, TuneArgs};
 use crate::targets;
@@ -8,8 +9,8 @@ use crate::wall::Wall;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, OutcomeKind};
-use ndtune_engine::{Campaign, DeviceReport, Event, Options, Processes, Share, Worker};
+use ndtune_core::{Config, Constants, OutcomeKind};
+use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share, Worker};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store};
@@ -30,19 +31,37 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .spec
         .as_ref()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
-    let overrides: BTreeMap<String, i64> = args.campaign.set.iter().cloned().collect();
+    let sweep = args
+        .campaign
+        .constants
+        .sweep()
+        .map_err(anyhow::Error::msg)?;
     wall.lap();
-    let spec = Spec::load_with(spec_path, &overrides)?;
-    spec.kernel_source()?
-        .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
+    // Every combination's spec is checked before anything is measured.
+    let specs = sweep
+        .iter()
+        .map(|overrides| {
+            let spec = Spec::load_with(spec_path, overrides)?;
+            spec.kernel_source()?.ok_or_else(|| {
+                anyhow!("{}: [kernel] source is needed to tune", spec.path.display())
+            })?;
+            Ok(spec)
+        })
+        .collect::<Result<Vec<Spec>>>()?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
     let race = args
         .campaign
         .race
-        .rule(spec.measure.race)
+        .rule(specs[0].measure.race)
         .map_err(|e| anyhow!(e))?;
     wall.spec_s += wall.lap();
     let picked = targets::pick_live(args.device.as_deref())?;
+    if args.share.pool && sweep.len() > 1 {
+        bail!(
+            "--pool runs one campaign, and --set gives {} combinations of values: start a pool for each",
+            sweep.len()
+        );
+    }
     if args.share.worker && picked.len() > 1 {
         bail!(
             "--worker measures on one device, --device {} names {}: start a worker per device, or use --pool",
@@ -50,70 +69,95 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             picked.len()
         );
     }
-    // Each device's measurement worker starts now, while its device is opened and its space
-    // pruned here (a pool's workers are processes of their own).
+    // Each device's measurement worker for the first campaign starts now, while its device is
+    // opened and its space pruned here (a pool's workers are processes of their own).
     let mut workers: Vec<Option<Worker>> = Vec::new();
     for p in &picked {
         workers.push(if args.share.pool {
             None
         } else {
-            let job =
-                ndtune_engine::job(&spec.path, &overrides, (p.index, p.sub), args.campaign.seed);
+            let source = specs[0].kernel_source()?.expect("checked above");
+            let job = ndtune_engine::job(
+                &specs[0],
+                &source,
+                &sweep[0],
+                (p.index, p.sub),
+                args.campaign.seed,
+            )?;
             Some(Worker::start(
                 job,
-                &options(&args.campaign, args.timeout, &args.search, race, None)?,
+                &options(&args.campaign, args.timeout, &args.search, race, None, None)?,
             ))
         });
     }
     let devices = targets::open_picked(&picked)?;
     wall.discovery_s += wall.lap();
-    let store = Store::open(&args.campaign.store.db)?;
+    let store = args.campaign.store.open()?;
     wall.store_s += wall.lap();
     if args.share.pool {
-        return crate::cmd_pool::run(args, &spec, &overrides, &devices, &store);
+        return crate::cmd_pool::run(args, &specs[0], &sweep[0], &devices, &store);
     }
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let mut reports = Vec::new();
-    for (device, worker) in devices.iter().zip(workers) {
-        let share = args.share.worker.then(|| Share {
-            worker: args
-                .share
-                .worker_id
-                .clone()
-                .unwrap_or_else(|| default_worker_id(device)),
-            lease: args.share.lease,
-            location: args.campaign.store.db.clone().into(),
-        });
-        let report = tune_device(
-            &args.campaign,
-            args.timeout,
-            &spec,
-            &overrides,
-            device,
-            &targets::label(device),
-            &store,
-            &progress,
-            &args.search,
-            share,
-            worker,
-        )?;
-        wall.lap();
-        wall.prune_s += report.prune_s;
-        wall.campaigns_s += report.report.time.campaign_s;
-        reports.push(report.report);
+    let mut workers = workers.into_iter();
+    for (spec, overrides) in specs.iter().zip(&sweep) {
+        for device in &devices {
+            let share = args.share.worker.then(|| Share {
+                worker: args
+                    .share
+                    .worker_id
+                    .clone()
+                    .unwrap_or_else(|| default_worker_id(device)),
+                lease: args.share.lease,
+                location: args.campaign.store.db.clone().into(),
+            });
+            let tuned = tune_device(
+                &args.campaign,
+                args.timeout,
+                spec,
+                overrides,
+                device,
+                &targets::label(device),
+                &store,
+                &progress,
+                &args.search,
+                share,
+                workers.next().flatten(),
+            )?;
+            wall.lap();
+            wall.prune_s += tuned.prune_s;
+            wall.campaigns_s += tuned.report.time.campaign_s;
+            reports.push(tuned.report);
+        }
     }
+    // A sweep ends with the best of each of its campaigns.
+    let swept: Option<Vec<Swept>> = (sweep.len() > 1).then(|| {
+        reports
+            .iter()
+            .map(|r| Swept {
+                constants: r.constants.clone(),
+                device: r.device.clone(),
+                setup: r.setup.clone(),
+                best: r.best.clone(),
+            })
+            .collect()
+    });
     let wall = wall.close();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "devices": reports, "time": wall }))?
-        );
+        let mut out = serde_json::json!({ "devices": reports, "time": wall });
+        if let Some(swept) = &swept {
+            out["sweep"] = serde_json::to_value(swept)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for r in &reports {
             print_report(r, store.path());
+        }
+        if let Some(swept) = &swept {
+            print_sweep(swept, &reports[0].names);
         }
         println!("{}", wall.line());
         println!(
@@ -137,6 +181,7 @@ fn options(
     search: &SearchArgs,
     race: Option<ndtune_spec::Race>,
     share: Option<Share>,
+    guard: Option<Share>,
 ) -> Result<Options> {
     Ok(Options {
         strategy: campaign.strategy.clone(),
@@ -144,6 +189,7 @@ fn options(
         time: search.time,
         warm_start: search.warm_start,
         share,
+        guard,
         seed: campaign.seed,
         timeout: timeout.map(Duration::from_secs_f64),
         build_jobs: campaign
@@ -155,15 +201,62 @@ fn options(
     })
 }
 
+/// How long the claims of a campaign of its own outlive its last heartbeat (`--lease` is a
+/// worker's).
+const GUARD_LEASE: Duration = Duration::from_secs(60);
+
+/// One campaign of a sweep over constants, as its closing table shows it.
+#[derive(serde::Serialize)]
+struct Swept {
+    constants: Constants,
+    device: String,
+    setup: String,
+    best: Option<Best>,
+}
+
+/// The closing table of a sweep: each campaign's constants, device and best configuration.
+fn print_sweep(swept: &[Swept], names: &[String]) {
+    println!("sweep: the best of each of its {} campaigns", swept.len());
+    let rows: Vec<[String; 4]> = swept
+        .iter()
+        .map(|s| {
+            let (config, ms) = match &s.best {
+                Some(b) => (show_config(names, &b.config), format!("{:.4}", b.time_ms)),
+                None => ("none measured".into(), "-".into()),
+            };
+            [
+                show_constants(&s.constants).trim_start().to_string(),
+                s.device.clone(),
+                ms,
+                config,
+            ]
+        })
+        .collect();
+    let header = ["constants", "device", "ms", "best configuration"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for r in std::iter::once(header.map(String::from)).chain(rows) {
+        println!("  {:w0$}  {:w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
+    }
+}
+
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
-/// a progress bar; the report of the campaign. `worker`: its measurement worker, if started
-/// ahead ([`Worker::start`]).
+/// a progress bar; the report of the campaign. Without `share` (a worker's), the campaign claims
+/// what it measures as `host:pid:device`, so that another process tuning the same campaign in
+/// the same store never measures it too. `worker`: its measurement worker, if started ahead
+/// ([`Worker::start`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_device(
     campaign: &CampaignArgs,
     timeout: Option<f64>,
     spec: &Spec,
-    overrides: &BTreeMap<String, i64>,
+    overrides: &Constants,
     device: &ClDevice,
     label: &str,
     store: &Store,
@@ -184,7 +277,7 @@ pub(crate) fn tune_device(
     let source = spec
         .kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
-    let group = ndtune_engine::group(spec, &source, device, store)?;
+    let group = ndtune_engine::group(spec, &source, campaign.seed, device, store)?;
     record_space(spec, label, &pruning, &group, store)?;
     let prune_s = pruning_started.elapsed().as_secs_f64();
     let bar = progress.add(ProgressBar::new(0));
@@ -213,7 +306,18 @@ pub(crate) fn tune_device(
         label,
         pruning,
         store,
-        options: options(campaign, timeout, search, race, share)?,
+        options: options(
+            campaign,
+            timeout,
+            search,
+            race,
+            share.clone(),
+            share.is_none().then(|| Share {
+                worker: default_worker_id(device),
+                lease: GUARD_LEASE,
+                location: campaign.store.db.clone().into(),
+            }),
+        )?,
         worker,
     }
     .run(&mut observer);
@@ -293,7 +397,7 @@ pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static st
 }
 
 /// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
-pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
+pub(crate) fn show_constants(constants: &Constants) -> String {
     constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
@@ -301,16 +405,22 @@ pub(crate) fn show_constants(constants: &BTreeMap<String, i64>) -> String {
 pub(crate) fn show_config(names: &[String], config: &Config) -> String {
     names
         .iter()
-        .map(|n| format!("{n}={}", config.get(n).map_or("?".into(), i64::to_string)))
+        .map(|n| {
+            format!(
+                "{n}={}",
+                config.get(n).map_or("?".into(), ToString::to_string)
+            )
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
 
 pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
     println!(
-        "{} — `{}` ({} strategy, {} of {} valid configurations)",
+        "{} — `{}`{} ({} strategy, {} of {} valid configurations)",
         r.device,
         r.kernel,
+        show_constants(&r.constants),
         r.strategy,
         r.evaluated + r.reused,
         r.pruned
@@ -337,11 +447,26 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
     }
     println!("  outcomes   {}", outcome_counts(&r.outcomes));
     println!(
-        "  evaluated  {} now, {} reused from {}",
+        "  evaluated  {} now, {} reused from {} (setup {})",
         r.evaluated,
         r.reused,
-        db.display()
+        db.display(),
+        r.setup
     );
+    for other in &r.not_reused {
+        let mut what = other.differences.clone();
+        if what.len() > 3 {
+            let more = what.len() - 2;
+            what.truncate(2);
+            what.push(format!("{more} more differences"));
+        }
+        println!(
+            "  not reused {} results of this kernel source, constants and device under setup {}: {}",
+            other.results,
+            other.setup,
+            what.join("; ")
+        );
+    }
     let t = &r.time;
     println!(
         "  time       {:.2} s: setup {:.2} s, worker start {:.2} s ({:.2} s waited for), \

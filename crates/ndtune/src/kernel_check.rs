@@ -8,7 +8,7 @@
 use anyhow::Result;
 use ndtune_cl::ClDevice;
 use ndtune_space::problem::Pruning;
-use ndtune_spec::Spec;
+use ndtune_spec::{KernelSource, Spec};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -33,7 +33,7 @@ pub struct KernelCheck {
 /// Builds every configuration of `pruning` on `device` (at most `cap` of them; `None` beyond).
 pub fn check(
     spec: &Spec,
-    source: &str,
+    source: &KernelSource,
     device: &ClDevice,
     pruning: &Pruning,
     cap: u128,
@@ -50,7 +50,6 @@ pub fn check(
         .map(|src| spec.problem.int_expr(src))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{}: [launch] local: {e}", spec.path.display()))?;
-    let used = ndtune_spec::source_names(source);
     let mut result = KernelCheck::default();
     eprintln!(
         "{}: building {} configuration(s) to read their CL_KERNEL_WORK_GROUP_SIZE",
@@ -60,9 +59,9 @@ pub fn check(
     pruning.space.for_each(|config| {
         result.checked += 1;
         match device.kernel_limits(
-            source,
+            &source.text,
             &spec.kernel.name,
-            &spec.build_options(&used, config),
+            &spec.build_options(source, config),
         ) {
             Ok(k) => {
                 let (lo, hi) = result.work_group_size_range.unwrap_or((u64::MAX, 0));

@@ -21,6 +21,7 @@ mod cmd_stencil;
 mod cmd_tune;
 mod kernel_check;
 mod output;
+mod select;
 mod targets;
 mod wall;
 
@@ -36,11 +37,19 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = cli::Cli::parse();
+    // A campaign stopped by SIGTERM, SIGINT or SIGHUP ends its worker processes and keeps what
+    // it measured (ndtune_bench::children).
+    if let cli::Command::Tune(_) | cli::Command::Collect(_) | cli::Command::Split(_) = cli.command {
+        if let Err(e) = ndtune_bench::children::end_with_signals() {
+            eprintln!("error: cannot handle SIGTERM and SIGINT: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ndtune_bench::children::stopping_status().map_or(ExitCode::FAILURE, ExitCode::from)
         }
     }
 }

@@ -57,3 +57,11 @@ fn cnn_tunes_and_verifies() {
     let d = tune_all("cnn.toml", &[]);
     assert_eq!(d["pruned"], 30);
 }
+
+#[test]
+fn a_gemm_of_several_files_with_an_include_directory_tunes_and_verifies() {
+    let d = tune_all("gemm-multi.toml", &["N=64"]);
+    // 18 configurations; tiles of 16 make 16 work-groups, too few for eq. 3 beyond 16 cores.
+    assert!(d["pruned"].as_u64().unwrap() >= 12, "{d}");
+    assert_eq!(d["constants"]["N"], 64);
+}

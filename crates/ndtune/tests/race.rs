@@ -50,11 +50,11 @@ fn timings(db: &Path) -> BTreeMap<i64, Timing> {
     let store = ndtune_store::Store::open(db).unwrap();
     let g = &store.groups().unwrap()[0];
     store
-        .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
+        .records(g)
         .unwrap()
         .into_iter()
         .map(|r| match r.outcome {
-            Outcome::Measured(t) => (r.key.config["W"], t),
+            Outcome::Measured(t) => (r.key.config["W"].as_int().unwrap(), t),
             other => panic!("W = {}: {other:?}", r.key.config["W"]),
         })
         .collect()

@@ -16,23 +16,18 @@ fn group(device: &str) -> Group {
         device: device.into(),
         kernel: "gemm".into(),
         source_hash: "aaaabbbbccccdddd".into(),
-        constants: [("N".to_string(), 64)].into(),
+        setup: "5e7a5e7a5e7a5e7a".into(),
+        constants: ndtune_core::int_config([("N", 64)]),
     }
 }
 
 fn config(x: i64) -> Config {
-    [("X".to_string(), x)].into()
+    ndtune_core::int_config([("X", x)])
 }
 
 fn record(g: &Group, c: &Config) -> Record {
     Record {
-        key: ResultKey {
-            device: g.device.clone(),
-            kernel: g.kernel.clone(),
-            source_hash: g.source_hash.clone(),
-            constants: g.constants.clone(),
-            config: c.clone(),
-        },
+        key: ResultKey::new(g, c.clone()),
         outcome: Outcome::Measured(Timing::new(vec![1.0], 1)),
         ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
         started_at: 1,
@@ -74,7 +69,7 @@ fn status_shows_each_workers_share_as_a_table_and_as_json() {
     assert_eq!(
         lines[0],
         format!(
-            "gemm on GeForce GT 550M ({}), N=64, source aaaabbbbccccdddd: 2 results",
+            "gemm on GeForce GT 550M ({}), N=64, source aaaabbbbccccdddd, setup 5e7a5e7a5e7a5e7a: 2 results",
             g.device
         )
     );
@@ -123,6 +118,62 @@ fn status_shows_each_workers_share_as_a_table_and_as_json() {
 }
 
 #[test]
+fn earlier_campaigns_of_a_kernel_show_after_the_newest_with_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("setups.db");
+    let db = db.to_str().unwrap();
+    let store = Store::open(db).unwrap();
+    let fp = store
+        .put_device(&ndtune_device::builtin::find("gt550m").unwrap())
+        .unwrap();
+    let setup = |runs: i64| {
+        ndtune_core::setup::Setup::new(serde_json::json!({ "measure": { "runs": runs } }))
+    };
+    // Tuned with 10 runs, then again with 20, then another size.
+    for (runs, n, at) in [(10, 64, 5), (20, 64, 50), (20, 128, 60)] {
+        let s = setup(runs);
+        store.put_setup(&s).unwrap();
+        let g = Group {
+            setup: s.digest,
+            constants: ndtune_core::int_config([("N", n)]),
+            ..group(&fp)
+        };
+        let mut r = record(&g, &config(1));
+        r.finished_at = at;
+        store.insert(&r).unwrap();
+    }
+    drop(store);
+    let out = ndtune().args(["status", "--db", db]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("gemm")).collect();
+    let (old, new) = (setup(10).digest, setup(20).digest);
+    assert_eq!(headings.len(), 3, "{text}");
+    assert!(headings[0].contains(&format!("N=64, source aaaabbbbccccdddd, setup {new}")));
+    assert!(headings[1].contains(&format!("N=64, source aaaabbbbccccdddd, setup {old}")));
+    assert!(headings[2].contains("N=128"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "setup {old}: 1 results\n  an earlier campaign: setup {new} is newer and does not reuse these results; from this setup to it:\n    measure.runs: 10 -> 20\n"
+        )),
+        "{text}"
+    );
+
+    let v = json(&["status", "--db", db, "--json", "--set", "N=64"]);
+    let campaigns = v["campaigns"].as_array().unwrap();
+    assert_eq!(campaigns.len(), 2, "--set N=64 selects that size: {v}");
+    assert_eq!(campaigns[0]["earlier_than"], serde_json::Value::Null);
+    assert_eq!(campaigns[1]["earlier_than"], new.as_str());
+    assert_eq!(
+        campaigns[1]["differences"],
+        serde_json::json!(["measure.runs: 10 -> 20"])
+    );
+    assert_eq!(campaigns[1]["group"]["setup"], old.as_str());
+    let none = json(&["status", "--db", db, "--json", "--set", "N=32"]);
+    assert_eq!(none["campaigns"], serde_json::json!([]));
+}
+
+#[test]
 fn a_postgres_store_serves_tune_status_export_and_report() {
     let Some(server) = PgServer::shared() else {
         return;
@@ -157,9 +208,13 @@ fn a_postgres_store_serves_tune_status_export_and_report() {
     );
     let campaign = &status["campaigns"][0];
     assert_eq!(campaign["group"]["kernel"], "conv1d");
-    assert_eq!(campaign["workers"], serde_json::json!([]));
     let results = campaign["results"].as_u64().unwrap();
     assert!(results > 1, "{status}");
+    // A plain tune claims what it measures, as one worker.
+    let workers = campaign["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    assert_eq!(workers[0]["done"], results, "{status}");
+    assert_eq!(workers[0]["claimed"], 0, "{status}");
 
     let cache = dir.path().join("conv1d.json");
     let out = ndtune()

@@ -40,15 +40,7 @@ fn stored(db: &Path) -> usize {
         return 0;
     };
     let groups = store.groups().unwrap_or_default();
-    groups
-        .iter()
-        .map(|g| {
-            store
-                .records(&g.device, &g.kernel, &g.source_hash, &g.constants)
-                .unwrap()
-                .len()
-        })
-        .sum()
+    groups.iter().map(|g| store.records(g).unwrap().len()).sum()
 }
 
 fn faulty_spec(

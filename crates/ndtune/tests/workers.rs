@@ -1,60 +1,18 @@
 //! Campaigns shared by workers, on PoCL sub-devices (equal parts: one kind of device): three
 //! `tune --worker` processes on a real PostgreSQL server started by the test, one killed with
-//! SIGKILL mid-campaign; `tune --pool` on SQLite; a warm start from another campaign of the
-//! same kernel; time budgets.
+//! SIGKILL mid-campaign; a worker whose server restarts mid-campaign; `tune --pool` on SQLite;
+//! two plain `tune`s of one campaign at once; a warm start from another campaign of the same
+//! kernel; time budgets.
 
 mod common;
 
-use common::{fails, json, ndtune, write, XY_ARGS};
+use common::{fails, json, ndtune, ndtune_process, work_spec as spec, CONFIGURATIONS};
 use ndtune_store::testing::PgServer;
 use ndtune_store::{CampaignStatus, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Work that grows with SLOW; the output does not depend on it.
-const KERNEL: &str = r#"
-__kernel void work(__global const float *x, __global float *y) {
-    size_t i = get_global_id(0);
-    float acc = 0.0f;
-    for (int k = 0; k < SLOW; ++k) acc += x[i] * (float)k;
-    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
-}
-"#;
-
-/// 4 work-group sizes x 6 loop lengths: 24 valid configurations.
-fn spec(dir: &Path) -> String {
-    write(dir, "work.cl", KERNEL);
-    write(
-        dir,
-        "work.toml",
-        &format!(
-            r#"
-[kernel]
-name = "work"
-source = "work.cl"
-[constants]
-N = 65536
-[params]
-WG = [4, 8, 16, 32]
-SLOW = [1, 50, 100, 200, 400, 800]
-[launch]
-global = ["N"]
-local = ["WG"]
-{XY_ARGS}
-[verify]
-outputs = ["y"]
-reference = {{ config = {{ WG = 4, SLOW = 1 }} }}
-[measure]
-warmup = 0
-runs = 3
-"#
-        ),
-    )
-}
-
-const CONFIGURATIONS: u64 = 24;
 
 /// `ndtune tune SPEC --worker` on `device` as worker `id`, output into files of `dir`.
 fn worker(dir: &Path, spec: &str, db: &str, device: &str, id: &str) -> Child {
@@ -174,6 +132,107 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
         .unwrap();
     assert!(reported.status.success(), "{reported:?}");
     assert!(std::fs::read_to_string(&html).unwrap().contains("work"));
+}
+
+#[test]
+fn a_worker_carries_on_across_a_postgres_restart_and_loses_nothing() {
+    let Some(bin) = ndtune_store::testing::binaries() else {
+        eprintln!("skipped: no PostgreSQL server binaries");
+        return;
+    };
+    // A server of this test's own: restarting the shared one would cut other tests off.
+    let mut server = PgServer::start(&bin).unwrap();
+    let db = server.create_database("restarted").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let log = |ext: &str| std::fs::File::create(dir.path().join(format!("w.{ext}"))).unwrap();
+    let mut w = Command::new(env!("CARGO_BIN_EXE_ndtune"))
+        .args(["tune", &spec, "--worker", "--worker-id", "w", "--json"])
+        .args(["--build-jobs", "1", "--set", "N=262144"])
+        .env("NDTUNE_DB", &db)
+        .stdout(Stdio::from(log("out")))
+        .stderr(Stdio::from(log("err")))
+        .spawn()
+        .unwrap();
+    let err = || std::fs::read_to_string(dir.path().join("w.err")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while status(&db).is_none_or(|s| s.results < 2) {
+        assert!(Instant::now() < deadline, "the worker never got going");
+        assert!(w.try_wait().unwrap().is_none(), "{}", err());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.restart_after(Duration::from_secs(3)).unwrap();
+    assert!(w.wait().unwrap().success(), "{}", err());
+
+    let s = status(&db).unwrap();
+    assert_eq!(s.results, CONFIGURATIONS, "nothing lost: {s:?}");
+    assert_eq!(s.measured_twice, 0, "{s:?}");
+    let w = share(&s, "w").unwrap();
+    assert_eq!(
+        (w.done, w.claimed, w.expired),
+        (CONFIGURATIONS, 0, 0),
+        "{s:?}"
+    );
+    let out = std::fs::read_to_string(dir.path().join("w.out")).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        report["devices"][0]["evaluated"], CONFIGURATIONS,
+        "{report}"
+    );
+}
+
+#[test]
+fn two_plain_tunes_of_one_campaign_measure_each_configuration_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("both.db");
+    let db = db.to_str().unwrap();
+    let tunes: Vec<_> = (0..2)
+        .map(|_| {
+            ndtune_process()
+                .args(["tune", &spec, "--db", db, "--build-jobs", "1", "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let reports: Vec<serde_json::Value> = tunes
+        .into_iter()
+        .map(|t| {
+            let out = t.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    let counts = |r: &serde_json::Value| {
+        let d = &r["devices"][0];
+        (
+            d["evaluated"].as_u64().unwrap(),
+            d["reused"].as_u64().unwrap(),
+        )
+    };
+    let (a, b) = (counts(&reports[0]), counts(&reports[1]));
+    assert_eq!(
+        a.0 + b.0,
+        CONFIGURATIONS,
+        "measured once in all: {a:?} {b:?}"
+    );
+    assert_eq!(a.0 + a.1, CONFIGURATIONS, "each saw every one: {a:?}");
+    assert_eq!(b.0 + b.1, CONFIGURATIONS, "each saw every one: {b:?}");
+    let s = status(db).unwrap();
+    assert_eq!(s.results, CONFIGURATIONS, "{s:?}");
+    assert_eq!(s.measured_twice, 0, "{s:?}");
+    assert_eq!(
+        s.workers.iter().map(|w| w.done).sum::<u64>(),
+        CONFIGURATIONS,
+        "{s:?}"
+    );
+    assert!(s.workers.iter().all(|w| w.claimed == 0), "{s:?}");
 }
 
 #[test]

@@ -8,9 +8,14 @@ use std::path::{Path, PathBuf};
 /// The `ndtune` binary, keeping program binaries in a folder of this test run's own (not the
 /// user's cache: a test then sees what a first campaign on a fresh machine sees).
 pub fn ndtune() -> Command {
+    Command::from_std(ndtune_process())
+}
+
+/// [`ndtune`] as a plain process, to start and leave running.
+pub fn ndtune_process() -> std::process::Command {
     static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(|| tempfile::tempdir().expect("a temporary folder"));
-    let mut cmd = Command::cargo_bin("ndtune").expect("the ndtune binary is built");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ndtune"));
     cmd.env("NDTUNE_CACHE_DIR", cache.path());
     cmd
 }
@@ -34,6 +39,17 @@ pub fn json_of(mut cmd: Command, args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs ndtune, expects success, returns stdout.
+pub fn succeeds(args: &[&str]) -> String {
+    let out = ndtune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ndtune {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Runs ndtune, expects failure, returns stderr.
@@ -67,3 +83,48 @@ type = "float"
 len = "N"
 access = "write"
 "#;
+
+/// Work that grows with SLOW; the output does not depend on it.
+pub const KERNEL: &str = r#"
+__kernel void work(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+    float acc = 0.0f;
+    for (int k = 0; k < SLOW; ++k) acc += x[i] * (float)k;
+    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
+}
+"#;
+
+/// A spec of [`KERNEL`] in `dir`: 4 work-group sizes x 6 loop lengths, [`CONFIGURATIONS`]
+/// valid configurations; `N` sets how long each takes.
+pub fn work_spec(dir: &Path) -> String {
+    write(dir, "work.cl", KERNEL);
+    write(
+        dir,
+        "work.toml",
+        &format!(
+            r#"
+[kernel]
+name = "work"
+source = "work.cl"
+[constants]
+N = 65536
+[params]
+WG = [4, 8, 16, 32]
+SLOW = [1, 50, 100, 200, 400, 800]
+[launch]
+global = ["N"]
+local = ["WG"]
+{XY_ARGS}
+[verify]
+outputs = ["y"]
+reference = {{ config = {{ WG = 4, SLOW = 1 }} }}
+[measure]
+warmup = 0
+runs = 3
+"#
+        ),
+    )
+}
+
+/// The valid configurations of [`work_spec`].
+pub const CONFIGURATIONS: u64 = 24;

@@ -1,0 +1,215 @@
+//! The child processes of a campaign (the measurement worker, the build workers, the workers
+//! of a `--pool`) end with it, however it ends.
+//!
+//! - [`spawn`] starts a child that the kernel ends when this process dies, even by SIGKILL:
+//!   between fork and exec it asks for a parent-death signal (`PR_SET_PDEATHSIG`) and exits at
+//!   once if its parent is gone already. The signal comes when the *thread* that forked the
+//!   child ends, so every child is forked by one thread that lives as long as the process. A
+//!   child that may be stopped (a build worker paused with SIGSTOP while a CPU device is timed)
+//!   gets SIGKILL, the one signal a stopped process does not hold pending; one that may clean
+//!   up (a pool's `tune --worker`) gets SIGTERM. Each child leads a process group of its own,
+//!   so that a terminal's Ctrl-C reaches only ndtune, which then ends its children itself.
+//! - [`end_with_signals`] makes SIGTERM, SIGINT and SIGHUP stop the campaign: [`stopping`] says
+//!   so from then on, every living child gets its signal, and a worker that dies of it is not
+//!   taken for a crash ([`crate::process::Silence::Interrupted`]), so nothing false is stored.
+//!   The campaign stops as after a fatal error, keeping what it measured; where it has not
+//!   ended [`GRACE`] later, or at a second signal, the process exits at once (its children
+//!   then die of the parent-death signal). With no child living, it exits at once.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a stopping campaign may take to end after its children were ended.
+pub const GRACE: Duration = Duration::from_secs(3);
+
+/// The signal a child gets when its campaign ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnEnd {
+    /// SIGKILL: the child may be stopped, or has nothing to save.
+    Kill,
+    /// SIGTERM: the child saves what it has and ends its own children.
+    Terminate,
+}
+
+impl OnEnd {
+    fn signal(self) -> libc::c_int {
+        match self {
+            OnEnd::Kill => libc::SIGKILL,
+            OnEnd::Terminate => libc::SIGTERM,
+        }
+    }
+}
+
+/// The living children, by process id, with the signal each gets when the campaign stops.
+static LIVING: Mutex<BTreeMap<u32, OnEnd>> = Mutex::new(BTreeMap::new());
+
+/// The signal the campaign is stopping for; 0 while it is not.
+static STOPPING: AtomicI32 = AtomicI32::new(0);
+
+type Spawn = (Command, mpsc::Sender<io::Result<Child>>);
+
+/// The thread every child is forked by (see the module's header).
+fn forker() -> &'static mpsc::Sender<Spawn> {
+    static FORKER: OnceLock<mpsc::Sender<Spawn>> = OnceLock::new();
+    FORKER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Spawn>();
+        std::thread::Builder::new()
+            .name("ndtune-forker".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("a thread to start child processes");
+        tx
+    })
+}
+
+fn locked() -> std::sync::MutexGuard<'static, BTreeMap<u32, OnEnd>> {
+    LIVING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts `command` as a child that ends with this process (it gets `on_end`'s signal when
+/// this process dies or the campaign stops), in a process group of its own. Refused while the
+/// campaign is stopping. Call [`reaped`] before waiting for the child's end.
+pub fn spawn(mut command: Command, on_end: OnEnd) -> io::Result<Child> {
+    if let Some(why) = stopping() {
+        return Err(io::Error::other(why));
+    }
+    let parent = std::process::id() as libc::pid_t;
+    let signal = on_end.signal() as libc::c_ulong;
+    // SAFETY: between fork and exec only async-signal-safe calls are made (setpgid, prctl,
+    // getppid) and nothing is allocated.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent died before the death signal was asked for: nobody would send it.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let (reply, spawned) = mpsc::channel();
+    forker()
+        .send((command, reply))
+        .map_err(|_| io::Error::other("the thread that starts child processes is gone"))?;
+    let mut child = spawned
+        .recv()
+        .map_err(|_| io::Error::other("the thread that starts child processes is gone"))??;
+    locked().insert(child.id(), on_end);
+    // A stop that came while it started did not see it.
+    if let Some(why) = stopping() {
+        reaped(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io::Error::other(why));
+    }
+    Ok(child)
+}
+
+/// Forgets child `pid`, which ended or is being ended: call it before waiting for its end, so
+/// that its process id, free again once it is reaped, is never signalled.
+pub fn reaped(pid: u32) {
+    locked().remove(&pid);
+}
+
+/// Why the campaign is stopping, if it is: `ndtune was interrupted (SIGTERM)...`.
+pub fn stopping() -> Option<String> {
+    match STOPPING.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(format!(
+            "ndtune was interrupted ({}); what was measured is in the store, and the same \
+             command goes on from there",
+            signal_name(signal)
+        )),
+    }
+}
+
+/// The exit status of a process that stops for [`stopping`]'s signal: 128 + the signal.
+pub fn stopping_status() -> Option<u8> {
+    match STOPPING.load(Ordering::SeqCst) {
+        0 => None,
+        signal => u8::try_from(128 + signal).ok(),
+    }
+}
+
+/// From now on SIGTERM, SIGINT and SIGHUP stop the campaign (see the module's header).
+pub fn end_with_signals() -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("ndtune-signals".into())
+        .spawn(move || {
+            let Some(signal) = signals.forever().next() else {
+                return;
+            };
+            let name = signal_name(signal);
+            if !stop(signal) {
+                // No child to end: nothing is in flight that a kill would not leave intact.
+                eprintln!("ndtune: interrupted ({name})");
+                // SAFETY: as below.
+                unsafe { libc::_exit(128 + signal) }
+            }
+            let deadline = Instant::now() + GRACE;
+            let again = loop {
+                if signals.pending().next().is_some() {
+                    break true;
+                }
+                if Instant::now() >= deadline {
+                    break false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            if again {
+                eprintln!("ndtune: {name} again: exiting now");
+            } else {
+                eprintln!(
+                    "ndtune: the campaign did not end within {} s of {name}: exiting now",
+                    GRACE.as_secs()
+                );
+            }
+            // SAFETY: _exit(2) ends the process without running anything more; the children
+            // get their parent-death signal.
+            unsafe { libc::_exit(128 + signal) }
+        })?;
+    Ok(())
+}
+
+/// The campaign stops for `signal`: every living child gets its signal. Returns whether there
+/// was one.
+fn stop(signal: libc::c_int) -> bool {
+    STOPPING.store(signal, Ordering::SeqCst);
+    let living = locked();
+    for (&pid, on_end) in living.iter() {
+        // SAFETY: kill(2) of a child of this process that has not been reaped (see `reaped`).
+        unsafe {
+            libc::kill(pid as libc::pid_t, on_end.signal());
+        }
+    }
+    !living.is_empty()
+}
+
+/// A signal's name, as people know it.
+pub fn signal_name(signal: libc::c_int) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}

@@ -1,0 +1,97 @@
+//! [`Spec::setup`]: everything besides the device, the constants and the configuration that
+//! can change a result, described and digested ([`ndtune_core::setup`]).
+//!
+//! The description takes the spec's sections as written (canonical JSON of the parsed TOML), so
+//! that a key added to one of them later is covered without anyone remembering to add it:
+//! `[kernel]` (source files, include directories, build options), `[launch]`, `[[args]]`,
+//! `[verify]` and `[measure]` (without `flops` and `bytes`, which only change what reports
+//! show, nor the racing settings, which a raced timing records itself; with the protocol's
+//! values filled in, so that a changed default counts too); then the contents of every file
+//! those name (kernel files, the headers they include, a reference's files), by SHA-256, and
+//! the data seed where an input is drawn from it. Files an argument reads must be added to
+//! [`Spec::setup`]'s list as arguments gain them.
+//! `[constants]` are left out (the constants key results themselves), as are `[params]`,
+//! `[space]` and `[split]`, which choose configurations but do not change what one measures.
+
+use crate::sources::{KernelSource, MAX_SOURCE_BYTES};
+use crate::{Reference, SpanKey, Spec, SpecError};
+use ndtune_core::setup::Setup;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+impl Spec {
+    /// The setup of this spec's results with `source` (read by [`Spec::kernel_source`]) and
+    /// input data drawn with `seed`. A reference file that cannot be read is an error at
+    /// `[verify]`.
+    pub fn setup(&self, source: &KernelSource, seed: u64) -> Result<Setup, SpecError> {
+        let raw: toml::Table = toml::from_str(&self.text).expect("the spec parsed before");
+        let section = |name: &str| {
+            raw.get(name).map_or(Value::Null, |v| {
+                serde_json::to_value(v).expect("TOML values are JSON values")
+            })
+        };
+        let mut files = Map::new();
+        let mut add = |path: &Path, digest: Option<&str>| {
+            files.insert(self.shown(path), digest.unwrap_or("missing").into());
+        };
+        for f in &source.files {
+            add(&f.path, f.digest.as_deref());
+        }
+        let at_verify = |message: String| self.error_at(&SpanKey::Section("verify"), message);
+        match self.verify.as_ref().map(|v| &v.reference) {
+            Some(Reference::Kernel { source, .. }) => {
+                let reference =
+                    KernelSource::read(std::slice::from_ref(source), &self.kernel.include_dirs)
+                        .map_err(|e| at_verify(format!("[verify] reference: {}", e.message)))?;
+                for f in &reference.files {
+                    add(&f.path, f.digest.as_deref());
+                }
+            }
+            Some(Reference::Host { source, .. }) => {
+                let bytes = crate::read_bytes(source, MAX_SOURCE_BYTES, "host reference")
+                    .map_err(|e| at_verify(format!("[verify] reference: {e}")))?;
+                add(source, Some(&ndtune_core::text::short_sha256(&bytes)));
+            }
+            Some(Reference::Config(_) | Reference::Builtin(_)) | None => {}
+        }
+        let mut measure = match section("measure") {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        // Racing settings are left out too: a timing the full protocol took is the same with or
+        // without racing, and a raced one names its rule in the outcome (a campaign under
+        // another rule measures it again).
+        for not_a_result in ["flops", "bytes", "race", "race_margin", "race_confidence"] {
+            measure.remove(not_a_result);
+        }
+        let m = &self.measure;
+        for (key, value) in [
+            ("warmup", m.warmup),
+            ("runs", m.runs),
+            ("best_of", m.best_of),
+        ] {
+            measure.insert(key.into(), value.into());
+        }
+        let seeded = self.args.iter().any(|a| match &a.kind {
+            crate::ArgKind::Buffer { init, .. } => init.is_seeded(),
+            _ => false,
+        });
+        let mut description = Map::new();
+        for name in ["kernel", "launch", "args", "verify"] {
+            description.insert(name.into(), section(name));
+        }
+        description.insert("files".into(), Value::Object(files));
+        description.insert("measure".into(), Value::Object(measure));
+        if seeded {
+            description.insert("seed".into(), seed.into());
+        }
+        Ok(Setup::new(Value::Object(description)))
+    }
+
+    /// A file as the description names it: relative to the spec's directory where it is
+    /// inside it.
+    fn shown(&self, path: &Path) -> String {
+        let dir = self.path.parent().unwrap_or(Path::new(""));
+        path.strip_prefix(dir).unwrap_or(path).display().to_string()
+    }
+}

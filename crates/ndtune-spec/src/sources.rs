@@ -1,0 +1,382 @@
+//! Reading OpenCL sources: bounded reads (a size limit, regular files only, UTF-8 text), a
+//! kernel's files concatenated in order, and every header their `#include` lines reach, so that
+//! a result's setup covers all the text the compiler reads ([`KernelSource`]).
+//!
+//! Includes are followed as the compiler finds them: `#include "name"` in the including file's
+//! own directory, then in the search directories; `#include <name>` in the search directories.
+//! The search directories are the kernel files' directories and then `include_dirs` (the
+//! compiler gets them as `-I`, since it compiles the concatenated text from memory, not from
+//! the files). Lines inside `#if` blocks are followed too: a header that a configuration may
+//! include counts. A header found nowhere is recorded as missing, so that creating it later
+//! changes the setup.
+
+use crate::{read_bytes, read_text};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The largest source file ndtune reads: 16 MiB.
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
+/// A file a build reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// The file; for a header found nowhere, its name as the `#include` line writes it.
+    pub path: PathBuf,
+    /// The start of the SHA-256 of its bytes (16 hex digits); `None` for a header found
+    /// nowhere.
+    pub digest: Option<String>,
+}
+
+/// Why a kernel's sources could not be read: the message, and which of the listed files it
+/// concerns (itself, or a header it includes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceError {
+    pub file: usize,
+    pub message: String,
+}
+
+/// A kernel's OpenCL source: the text the compiler gets and every file that text depends on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelSource {
+    /// The kernel files concatenated in order (a newline between files that lack one).
+    pub text: String,
+    /// The kernel files in order, then the headers their `#include` lines reach (found or
+    /// not), in the order first met.
+    pub files: Vec<SourceFile>,
+    /// `-I DIR` for each search directory, where the files include anything; else empty.
+    pub include_options: String,
+    /// Every identifier of the text and of the headers found.
+    names: HashSet<String>,
+}
+
+impl KernelSource {
+    /// Reads `files` (in order) and the headers they include, searching `include_dirs` after
+    /// the files' own directories. Every path should be absolute or relative to the working
+    /// directory.
+    pub fn read(files: &[PathBuf], include_dirs: &[PathBuf]) -> Result<KernelSource, SourceError> {
+        let mut search: Vec<PathBuf> = Vec::new();
+        for dir in files
+            .iter()
+            .map(|f| parent(f))
+            .chain(include_dirs.iter().cloned())
+        {
+            if !search.contains(&dir) {
+                search.push(dir);
+            }
+        }
+        let mut source = KernelSource {
+            text: String::new(),
+            files: Vec::new(),
+            include_options: String::new(),
+            names: HashSet::new(),
+        };
+        let mut includes = false;
+        let mut seen = HashSet::new();
+        for (i, path) in files.iter().enumerate() {
+            let fail = |message| SourceError { file: i, message };
+            let text = read_text(path, MAX_SOURCE_BYTES, "kernel source")
+                .map_err(|e| fail(e.to_string()))?;
+            if !source.text.is_empty() && !source.text.ends_with('\n') {
+                source.text.push('\n');
+            }
+            source.text.push_str(&text);
+            source.files.push(SourceFile {
+                path: path.clone(),
+                digest: Some(digest(text.as_bytes())),
+            });
+            let found = include_lines(&text);
+            includes |= !found.is_empty();
+            source
+                .follow(&found, None, &search, &mut seen)
+                .map_err(fail)?;
+        }
+        source.names.extend(source_names(&source.text));
+        if includes {
+            let mut options = Vec::new();
+            for dir in &search {
+                let absolute = std::path::absolute(dir)
+                    .map_err(|e| SourceError {
+                        file: 0,
+                        message: format!("cannot make {} absolute: {e}", dir.display()),
+                    })?
+                    .display()
+                    .to_string();
+                if absolute.contains(char::is_whitespace) {
+                    return Err(SourceError {
+                        file: 0,
+                        message: format!(
+                            "the include directory `{absolute}` contains white space, which OpenCL build options cannot carry: move the sources"
+                        ),
+                    });
+                }
+                options.push(format!("-I {absolute}"));
+            }
+            source.include_options = options.join(" ");
+        }
+        Ok(source)
+    }
+
+    /// Adds the headers that `found` (include lines of a file in `dir`, or of the
+    /// concatenated kernel files where `None`) reach, recursively.
+    fn follow(
+        &mut self,
+        found: &[Include],
+        dir: Option<&Path>,
+        search: &[PathBuf],
+        seen: &mut HashSet<PathBuf>,
+    ) -> Result<(), String> {
+        for include in found {
+            let own = dir.filter(|_| include.quoted);
+            let candidates = own.into_iter().chain(search.iter().map(PathBuf::as_path));
+            let Some(path) = candidates
+                .map(|d| d.join(&include.name))
+                .find(|p| p.is_file())
+            else {
+                let missing = PathBuf::from(&include.name);
+                if seen.insert(missing.clone()) {
+                    self.files.push(SourceFile {
+                        path: missing,
+                        digest: None,
+                    });
+                }
+                continue;
+            };
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            let bytes = read_bytes(&path, MAX_SOURCE_BYTES, "header").map_err(|e| e.to_string())?;
+            self.files.push(SourceFile {
+                path: path.clone(),
+                digest: Some(digest(&bytes)),
+            });
+            let text = String::from_utf8_lossy(&bytes);
+            self.names.extend(source_names(&text));
+            self.follow(&include_lines(&text), Some(&parent(&path)), search, seen)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the text or a header mentions `name` (a constant or parameter that then becomes
+    /// a define).
+    pub fn mentions(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    /// A 16-hex-digit id of everything the compiler reads: the text and each header's digest.
+    pub fn digest(&self) -> String {
+        let mut all = self.text.clone();
+        for f in &self.files {
+            all.push('\0');
+            all.push_str(&f.path.display().to_string());
+            all.push('\0');
+            all.push_str(f.digest.as_deref().unwrap_or("missing"));
+        }
+        digest(all.as_bytes())
+    }
+}
+
+fn digest(bytes: &[u8]) -> String {
+    ndtune_core::text::short_sha256(bytes)
+}
+
+/// The directory of `file` (`.` for a bare file name).
+fn parent(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// One `#include` line.
+#[derive(Debug, PartialEq)]
+struct Include {
+    name: String,
+    /// `"name"` (searched in the including file's directory first), not `<name>`.
+    quoted: bool,
+}
+
+/// The `#include "..."` and `#include <...>` lines of a source, in order.
+fn include_lines(text: &str) -> Vec<Include> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix('#')?.trim_start();
+            let rest = rest.strip_prefix("include")?.trim_start();
+            let (close, quoted) = match rest.chars().next()? {
+                '"' => ('"', true),
+                '<' => ('>', false),
+                _ => return None,
+            };
+            let name = &rest[1..][..rest[1..].find(close)?];
+            Some(Include {
+                name: name.to_string(),
+                quoted,
+            })
+        })
+        .collect()
+}
+
+/// Every identifier-like word of an OpenCL C source: the names it may use as defines.
+pub fn source_names(source: &str) -> HashSet<String> {
+    source
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn include_lines_are_found_in_both_forms() {
+        let text = "#include \"a.h\"\n  #  include <b/c.h>\n// #include \"no.h\"\n#define X\n#include NAME\n#include \"unclosed";
+        assert_eq!(
+            include_lines(text),
+            [
+                Include {
+                    name: "a.h".into(),
+                    quoted: true
+                },
+                Include {
+                    name: "b/c.h".into(),
+                    quoted: false
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn files_are_concatenated_and_headers_followed_where_the_compiler_finds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let a = write(
+            d,
+            "src/a.cl",
+            b"#include \"common.h\"\nkernel void a() { TILE; }",
+        );
+        let b = write(d, "src/b.cl", b"#include <lib.h>\n");
+        write(
+            d,
+            "inc/common.h",
+            b"#include \"deeper.h\"\n#include \"common.h\"\n",
+        );
+        write(d, "inc/deeper.h", b"#define DEEP WPT\n#include <gone.h>\n");
+        write(d, "inc/lib.h", b"// lib\n");
+        let source = KernelSource::read(&[a.clone(), b.clone()], &[d.join("inc")]).unwrap();
+        assert_eq!(
+            source.text,
+            "#include \"common.h\"\nkernel void a() { TILE; }\n#include <lib.h>\n"
+        );
+        let paths: Vec<PathBuf> = source.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(
+            paths,
+            [
+                a,
+                d.join("inc/common.h"),
+                d.join("inc/deeper.h"),
+                PathBuf::from("gone.h"),
+                b,
+                d.join("inc/lib.h")
+            ]
+        );
+        assert_eq!(source.files[3].digest, None);
+        assert_eq!(
+            source.files[5].digest.as_deref(),
+            Some(digest(b"// lib\n").as_str())
+        );
+        assert!(source.mentions("TILE") && source.mentions("WPT") && !source.mentions("NOPE"));
+        let src = std::path::absolute(d.join("src")).unwrap();
+        let inc = std::path::absolute(d.join("inc")).unwrap();
+        assert_eq!(
+            source.include_options,
+            format!("-I {} -I {}", src.display(), inc.display())
+        );
+
+        // A header's content, and a missing header that appears, change the digest.
+        let before = source.digest();
+        write(d, "inc/lib.h", b"// lib 2\n");
+        let changed =
+            KernelSource::read(&[d.join("src/a.cl"), d.join("src/b.cl")], &[d.join("inc")]);
+        assert_ne!(changed.unwrap().digest(), before);
+        write(d, "inc/lib.h", b"// lib\n");
+        write(d, "src/gone.h", b"");
+        let appeared =
+            KernelSource::read(&[d.join("src/a.cl"), d.join("src/b.cl")], &[d.join("inc")]);
+        assert_ne!(appeared.unwrap().digest(), before);
+    }
+
+    #[test]
+    fn a_source_without_includes_gets_no_include_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a b/k.cl", b"kernel void k() {}");
+        let source = KernelSource::read(&[a], &[]).unwrap();
+        assert_eq!(source.include_options, "");
+        assert_eq!(source.files.len(), 1);
+    }
+
+    #[test]
+    fn bad_sources_are_clear_errors_that_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let read = |files: &[PathBuf]| KernelSource::read(files, &[]).unwrap_err();
+        let bad = write(d, "bad.cl", b"kernel void k() {}\n// caf\xe9\n");
+        let err = read(std::slice::from_ref(&bad));
+        assert!(
+            err.message
+                .ends_with("bad.cl:2:7: the kernel source is not UTF-8 text"),
+            "{err:?}"
+        );
+        let err = read(&[PathBuf::from("/dev/zero")]);
+        assert_eq!(
+            err.message,
+            "/dev/zero: the kernel source is not a regular file (a directory, a device or a pipe)"
+        );
+        let big = d.join("big.cl");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_SOURCE_BYTES + 1).unwrap();
+        let err = read(&[big]);
+        assert!(
+            err.message.ends_with(
+                "big.cl: the kernel source is larger than 16 MiB; ndtune reads at most that"
+            ),
+            "{err:?}"
+        );
+        let err = read(&[d.join("none.cl")]);
+        assert!(
+            err.message
+                .contains("none.cl: cannot read the kernel source"),
+            "{err:?}"
+        );
+
+        // A header too large is an error of the file that includes it.
+        std::fs::File::create(d.join("huge.h"))
+            .unwrap()
+            .set_len(MAX_SOURCE_BYTES + 1)
+            .unwrap();
+        let ok = write(d, "ok.cl", b"kernel void k() {}\n");
+        let main = write(d, "main.cl", b"#include \"huge.h\"\n");
+        let err = read(&[ok, main]);
+        assert_eq!(err.file, 1);
+        assert!(
+            err.message
+                .contains("huge.h: the header is larger than 16 MiB"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn an_include_directory_with_white_space_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "with space/k.cl", b"#include \"h.h\"\n");
+        let err = KernelSource::read(&[a], &[]).unwrap_err();
+        assert!(err.message.contains("contains white space"), "{err:?}");
+    }
+}

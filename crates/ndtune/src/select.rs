@@ -1,0 +1,144 @@
+//! Selecting one recorded campaign of a store from the command line (`export`,
+//! `tune --replay`): by kernel, device, constants and setup. Where several match, the error
+//! lists them and names the options that tell them apart.
+
+use crate::cmd_tune::show_constants;
+use anyhow::{bail, Result};
+use ndtune_store::{Group, Record, Store};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What the command line asks for; `None` and empty maps match anything.
+pub(crate) struct Criteria<'a> {
+    pub kernel: Option<&'a str>,
+    /// Part of the device name, case-insensitive.
+    pub device: Option<&'a str>,
+    /// Constants with these values (others may have any).
+    pub constants: ndtune_core::Constants,
+    /// The start of the setup's digest.
+    pub setup: Option<&'a str>,
+}
+
+/// The one campaign of `store` that `criteria` select, with its device's name and records.
+pub(crate) fn select(
+    store: &Store,
+    path: &Path,
+    criteria: &Criteria,
+) -> Result<(Group, String, Vec<Record>)> {
+    let devices: BTreeMap<String, String> = store
+        .devices()?
+        .into_iter()
+        .map(|(fp, p)| (fp, p.name))
+        .collect();
+    let device_name = |fp: &str| devices.get(fp).cloned().unwrap_or_else(|| fp.to_string());
+    let groups: Vec<Group> = store
+        .groups()?
+        .into_iter()
+        .filter(|g| criteria.kernel.is_none_or(|k| g.kernel == k))
+        .filter(|g| {
+            criteria.device.is_none_or(|d| {
+                device_name(&g.device)
+                    .to_lowercase()
+                    .contains(&d.to_lowercase())
+            })
+        })
+        .filter(|g| {
+            criteria
+                .constants
+                .iter()
+                .all(|(k, v)| g.constants.get(k) == Some(v))
+        })
+        .filter(|g| criteria.setup.is_none_or(|s| g.setup.starts_with(s)))
+        .collect();
+    match groups.as_slice() {
+        [one] => Ok((one.clone(), device_name(&one.device), store.records(one)?)),
+        [] => bail!(
+            "{}: no recorded campaign matches (kernel {:?}, device {:?}, constants {:?}, setup {:?}); `ndtune status --db {0}` lists them",
+            path.display(),
+            criteria.kernel,
+            criteria.device,
+            criteria.constants,
+            criteria.setup,
+        ),
+        many => {
+            let mut lines = Vec::new();
+            for g in many {
+                let status = store.campaign_status(g)?;
+                let newest = match store.newest_other(g)? {
+                    None if many.iter().any(|o| o != g && o.same_problem(g)) => " (newest)",
+                    _ => "",
+                };
+                lines.push(format!(
+                    "  `{}` on {}{}, setup {}{newest}: {} results",
+                    g.kernel,
+                    device_name(&g.device),
+                    show_constants(&g.constants),
+                    g.setup,
+                    status.results
+                ));
+            }
+            bail!(
+                "{}: {} recorded campaigns match; {} tells them apart:\n{}",
+                path.display(),
+                many.len(),
+                apart(many),
+                lines.join("\n")
+            )
+        }
+    }
+}
+
+/// The options that tell `groups` apart, e.g. `--set N=VALUE or --setup DIGEST`.
+fn apart(groups: &[Group]) -> String {
+    let differ =
+        |f: &dyn Fn(&Group) -> String| groups.iter().map(f).collect::<BTreeSet<String>>().len() > 1;
+    let mut options = Vec::new();
+    if differ(&|g| g.kernel.clone()) {
+        options.push("--kernel NAME".to_string());
+    }
+    if differ(&|g| g.device.clone()) {
+        options.push("--device SEL".to_string());
+    }
+    let names: BTreeSet<&String> = groups.iter().flat_map(|g| g.constants.keys()).collect();
+    for name in names {
+        if differ(&|g| format!("{:?}", g.constants.get(name))) {
+            options.push(format!("--set {name}=VALUE"));
+        }
+    }
+    if differ(&|g| format!("{} {}", g.setup, g.source_hash)) {
+        options.push("--setup DIGEST".to_string());
+    }
+    options.join(" or ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(kernel: &str, n: i64, setup: &str) -> Group {
+        Group {
+            device: "d".into(),
+            kernel: kernel.into(),
+            source_hash: "h".into(),
+            setup: setup.into(),
+            constants: ndtune_core::int_config([("N", n), ("M", 1)]),
+        }
+    }
+
+    #[test]
+    fn the_options_that_tell_campaigns_apart_are_named() {
+        let (a, b) = ("aaaa", "bbbb");
+        assert_eq!(
+            apart(&[group("k", 1, a), group("k", 2, a)]),
+            "--set N=VALUE"
+        );
+        assert_eq!(
+            apart(&[group("k", 1, a), group("k", 1, b)]),
+            "--setup DIGEST"
+        );
+        assert_eq!(
+            apart(&[group("k", 1, a), group("j", 2, b)]),
+            "--kernel NAME or --set N=VALUE or --setup DIGEST"
+        );
+    }
+}

@@ -1,0 +1,468 @@
+//! Faults around a campaign, on PoCL: `ndtune tune` killed with SIGKILL and with SIGTERM while
+//! its build workers are stopped, started by a script (so that it does not lead its process
+//! group), and `tune --pool` killed with SIGKILL, leave no process of theirs behind (found in
+//! /proc by a marker in their environment); a store in a directory the user cannot write (run
+//! as `nobody` where the test runs as root), on a read-only file system and on a full one (in a
+//! mount namespace of its own, where the test may make one) is read by the commands that only
+//! read and refused, with the reason, by `tune`; libpq key/value connection strings on a real
+//! PostgreSQL server, whose password no output shows.
+
+mod common;
+
+use common::{ndtune, ndtune_process, work_spec};
+use ndtune_core::Outcome;
+use ndtune_store::testing::{PgServer, PASSWORD, USER};
+use ndtune_store::Store;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The environment variable that marks the processes of one test's campaign.
+const MARK: &str = "NDTUNE_TEST_CAMPAIGN";
+
+/// A process of a marked campaign, as /proc shows it.
+#[derive(Debug)]
+struct Proc {
+    pid: u32,
+    /// R, S, T (stopped), ...
+    state: char,
+    ppid: u32,
+    pgrp: u32,
+    cmdline: String,
+}
+
+/// The living processes whose environment has `MARK=marker`.
+fn marked(marker: &str) -> Vec<Proc> {
+    let needle = format!("{MARK}={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if !env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // After the command name in parentheses: state, ppid, pgrp, ...
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+        let [state, ppid, pgrp, ..] = fields[..] else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        found.push(Proc {
+            pid,
+            state: state.chars().next().unwrap_or('?'),
+            ppid: ppid.parse().unwrap_or(0),
+            pgrp: pgrp.parse().unwrap_or(0),
+            cmdline: String::from_utf8_lossy(&cmdline).replace('\0', " "),
+        });
+    }
+    found
+}
+
+/// Starts `ndtune ARGS` from a shell script that waits for it, as a script or a service manager
+/// would: ndtune does not lead its process group. Waits until `ready` holds of the campaign's
+/// processes, checks that ndtune is not its group's leader, and sends it `signal`. Returns the
+/// script's exit status and ndtune's stderr, after checking that 5 s later no process of the
+/// campaign is left.
+fn kill_campaign(
+    dir: &Path,
+    args: &[&str],
+    ready: impl Fn(&[Proc]) -> bool,
+    signal: i32,
+) -> (std::process::ExitStatus, String) {
+    let marker = format!("{}-{}-{signal}", std::process::id(), args.len());
+    let err_path = dir.join(format!("tune-{signal}.err"));
+    let mut script = Command::new("sh");
+    script
+        .args(["-c", r#""$0" "$@" & wait $!"#])
+        .arg(ndtune_process().get_program())
+        .args(args)
+        .envs(
+            ndtune_process()
+                .get_envs()
+                .filter_map(|(k, v)| Some((k, v?))),
+        )
+        .env(MARK, &marker)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
+    let mut script = script.spawn().unwrap();
+    let err = || std::fs::read_to_string(&err_path).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let tune = loop {
+        assert!(
+            script.try_wait().unwrap().is_none(),
+            "the campaign ended before it was killed: {}",
+            err()
+        );
+        assert!(
+            Instant::now() < deadline,
+            "never ready: {:?}",
+            marked(&marker)
+        );
+        let procs = marked(&marker);
+        if let Some(tune) = procs.iter().find(|p| p.ppid == script.id()) {
+            if ready(&procs) {
+                break (tune.pid, tune.pgrp);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(tune.0, tune.1, "ndtune must not lead its process group");
+    // SAFETY: kill(2) of a process this test started (through the script), still running.
+    unsafe {
+        libc::kill(tune.0 as libc::pid_t, signal);
+    }
+    let gone = Instant::now() + Duration::from_secs(5);
+    while !marked(&marker).is_empty() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = marked(&marker);
+    assert!(
+        left.is_empty(),
+        "left behind after 5 s: {left:?}; {}",
+        err()
+    );
+    (script.wait().unwrap(), err())
+}
+
+/// A campaign whose build workers are stopped (state T) while it measures on the CPU.
+fn builders_stopped(procs: &[Proc]) -> bool {
+    procs
+        .iter()
+        .any(|p| p.cmdline.contains("__builder") && p.state == 'T')
+}
+
+fn tune_args<'a>(spec: &'a str, db: &'a str) -> Vec<&'a str> {
+    vec![
+        "tune",
+        spec,
+        "--db",
+        db,
+        "--build-jobs",
+        "3",
+        "--set",
+        "N=1048576",
+    ]
+}
+
+#[test]
+fn a_killed_tune_leaves_no_process_even_with_its_builders_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let db = dir.path().join("killed.db");
+    let db = db.to_str().unwrap();
+    let (exit, _) = kill_campaign(
+        dir.path(),
+        &tune_args(&spec, db),
+        builders_stopped,
+        libc::SIGKILL,
+    );
+    assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
+    // The store opens, with its claims to expire after their lease.
+    let store = Store::open(db).unwrap();
+    let group = store.campaigns().unwrap().pop().unwrap();
+    let status = store.campaign_status(&group).unwrap();
+    assert_eq!(status.measured_twice, 0, "{status:?}");
+    assert!(status.workers[0].claimed > 0, "{status:?}");
+}
+
+#[test]
+fn a_terminated_tune_ends_its_workers_keeps_its_results_and_gives_back_its_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let db = dir.path().join("terminated.db");
+    let db = db.to_str().unwrap();
+    // Once something was measured, while the builders are stopped.
+    let measured = || {
+        Store::open_read_only(db).is_ok_and(|s| {
+            s.campaigns()
+                .unwrap()
+                .iter()
+                .any(|g| s.campaign_status(g).unwrap().results > 0)
+        })
+    };
+    let (exit, err) = kill_campaign(
+        dir.path(),
+        &tune_args(&spec, db),
+        |procs| builders_stopped(procs) && measured(),
+        libc::SIGTERM,
+    );
+    assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
+    assert!(err.contains("ndtune was interrupted (SIGTERM)"), "{err}");
+    assert!(err.contains("the same command goes on from there"), "{err}");
+    let store = Store::open(db).unwrap();
+    let group = store.campaigns().unwrap().pop().unwrap();
+    let status = store.campaign_status(&group).unwrap();
+    assert_eq!(status.measured_twice, 0, "{status:?}");
+    assert!(status.workers.iter().all(|w| w.claimed == 0), "{status:?}");
+    // No evaluation was recorded as a crash of the workers it ended.
+    for r in store.records(&group).unwrap() {
+        assert!(!matches!(r.outcome, Outcome::Crashed { .. }), "{r:?}");
+    }
+}
+
+#[test]
+fn a_killed_pool_leaves_no_worker_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let db = dir.path().join("pool.db");
+    let db = db.to_str().unwrap();
+    let mut args = tune_args(&spec, db);
+    args.extend(["--device", "0:0/2,0:1/2", "--pool"]);
+    let (exit, _) = kill_campaign(
+        dir.path(),
+        &args,
+        |procs| {
+            let workers = procs.iter().filter(|p| p.cmdline.contains("--worker"));
+            workers.count() == 2 && procs.iter().any(|p| p.cmdline.contains("__worker"))
+        },
+        libc::SIGKILL,
+    );
+    assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
+}
+
+/// Runs `ndtune ARGS` in `cwd` as a user who cannot write the store's directory: as root (who
+/// may write anything) the user `nobody`, with `home` for a home; else this user.
+fn as_reader(cwd: &Path, home: &Path, args: &[&str]) -> Output {
+    let mut cmd = ndtune_process();
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("NDTUNE_CACHE_DIR", home.join("cache"));
+    if is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    cmd.output().unwrap()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn a_store_that_cannot_be_written_is_read_and_refused_for_tuning_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let db = store_dir.join("k.db");
+    let tuned = ndtune()
+        .args(["tune", &spec, "--db", db.to_str().unwrap()])
+        .args(["--strategy", "random", "--budget", "3", "--build-jobs", "1"])
+        .output()
+        .unwrap();
+    assert!(tuned.status.success(), "{}", text(&tuned));
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+        chmod(dir.path(), 0o755);
+    }
+    chmod(&db, 0o444);
+    chmod(&store_dir, 0o555);
+    let before = std::fs::read_dir(&store_dir).unwrap().count();
+
+    let run = |args: &[&str]| as_reader(dir.path(), &home, args);
+    let status = run(&["status", "--db", "store/k.db"]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(text(&status).contains(": 3 results"), "{}", text(&status));
+    let html = home.join("r.html");
+    let report = run(&[
+        "report",
+        "--db",
+        "store/k.db",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(report.status.success(), "{}", text(&report));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("work"));
+    let cache = home.join("k.json");
+    let export = run(&[
+        "export",
+        "--db",
+        "store/k.db",
+        "--format",
+        "kt",
+        "--out",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(export.status.success(), "{}", text(&export));
+    let cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(cache["cache"].as_object().unwrap().len(), 3);
+    let replay = run(&["tune", "--replay", "store/k.db", "--budget", "2"]);
+    assert!(replay.status.success(), "{}", text(&replay));
+
+    let tune = run(&["tune", &spec, "--db", "store/k.db", "--build-jobs", "1"]);
+    assert!(!tune.status.success());
+    let err = text(&tune);
+    assert!(err.contains("store/k.db: cannot write the store"), "{err}");
+    assert!(err.contains("read-only to this user"), "{err}");
+    assert_eq!(err.matches("cannot write").count(), 1, "said once: {err}");
+    let tune = run(&["tune", &spec, "--db", "store/new.db", "--build-jobs", "1"]);
+    let err = text(&tune);
+    assert!(
+        err.contains("store/new.db: cannot write the store: the directory store is read-only"),
+        "{err}"
+    );
+    let after = std::fs::read_dir(&store_dir).unwrap().count();
+    assert_eq!(after, before, "nothing written beside the store");
+    chmod(&store_dir, 0o755);
+}
+
+/// Runs `script` (sh) in a mount namespace of its own, with `ndtune` the binary; `None` where
+/// this process may not make one (not root).
+fn in_mount_namespace(dir: &Path, script: &str) -> Option<Output> {
+    let probe = Command::new("unshare")
+        .args(["--mount", "true"])
+        .output()
+        .ok()?;
+    if !probe.status.success() {
+        eprintln!("skipped: no mount namespace for this user (unshare --mount)");
+        return None;
+    }
+    let program = ndtune_process();
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-ec", script])
+        .arg(program.get_program())
+        .current_dir(dir)
+        .envs(program.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .unwrap();
+    Some(out)
+}
+
+#[test]
+fn a_store_on_a_read_only_or_full_file_system_is_read_and_refused_for_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    std::fs::create_dir(dir.path().join("store")).unwrap();
+    std::fs::create_dir(dir.path().join("mnt")).unwrap();
+    let tuned = ndtune()
+        .args(["tune", &spec, "--db", "store/k.db"])
+        .args(["--strategy", "random", "--budget", "3", "--build-jobs", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(tuned.status.success(), "{}", text(&tuned));
+    // `$0` is ndtune. Read-only: the store's directory bound read-only.
+    let read_only = r#"
+        mount --bind store mnt && mount -o remount,ro,bind mnt
+        "$0" status --db mnt/k.db
+        ! "$0" tune work.toml --db mnt/k.db --build-jobs 1
+    "#;
+    let Some(out) = in_mount_namespace(dir.path(), read_only) else {
+        return;
+    };
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains(": 3 results"), "{all}");
+    assert!(
+        all.contains(
+            "mnt/k.db: cannot write the store: the file mnt/k.db is on a read-only file system"
+        ),
+        "{all}"
+    );
+    // Full: a small file system filled up after the store was copied in.
+    let full = r#"
+        mount -t tmpfs -o size=512k none mnt && cp store/k.db mnt/
+        dd if=/dev/zero of=mnt/filler bs=4k 2>/dev/null || true
+        "$0" status --db mnt/k.db
+        "$0" export --db mnt/k.db --format t4 --out t4.json
+        ! "$0" tune work.toml --db mnt/k.db --build-jobs 1
+    "#;
+    let out = in_mount_namespace(dir.path(), full).unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains(": 3 results"), "{all}");
+    assert!(all.contains("wrote 3 records"), "{all}");
+    assert!(
+        all.contains("mnt/k.db: cannot write the store: the file system of mnt is full"),
+        "{all}"
+    );
+}
+
+#[test]
+fn key_value_connection_strings_open_postgres_and_no_output_shows_the_password() {
+    let Some(server) = PgServer::shared() else {
+        return;
+    };
+    server.create_database("cli_key_values").unwrap();
+    let kv = |password: &str| {
+        format!(
+            "host=127.0.0.1 port={} dbname=cli_key_values user={USER} password={password}",
+            server.port()
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let in_dir = |args: &[&str], db: &str| {
+        ndtune()
+            .args(args)
+            .env("NDTUNE_DB", db)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let files = || std::fs::read_dir(dir.path()).unwrap().count();
+    let before = files();
+    let tune = in_dir(
+        &[
+            "tune",
+            &spec,
+            "--strategy",
+            "random",
+            "--budget",
+            "2",
+            "--build-jobs",
+            "1",
+        ],
+        &kv(PASSWORD),
+    );
+    assert!(tune.status.success(), "{}", text(&tune));
+    assert_eq!(files(), before, "no file made of the connection string");
+    assert!(!text(&tune).contains(PASSWORD), "{}", text(&tune));
+    let status = in_dir(&["status"], &kv(PASSWORD));
+    let all = text(&status);
+    assert!(status.status.success(), "{all}");
+    assert!(all.contains(": 2 results"), "{all}");
+    assert!(!all.contains(PASSWORD), "{all}");
+    let status = in_dir(&["status", "--json"], &kv(PASSWORD));
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["campaigns"][0]["results"], 2, "{v}");
+    let shown = v["store"].as_str().unwrap();
+    assert!(shown.ends_with("password=***"), "{shown}");
+    assert!(!text(&status).contains(PASSWORD), "{v}");
+    let wrong = in_dir(&["status"], &kv("hunter2"));
+    let all = text(&wrong);
+    assert!(!wrong.status.success());
+    assert!(all.contains("refused the credentials"), "{all}");
+    assert!(!all.contains("hunter2"), "{all}");
+    assert_eq!(
+        all.matches("password authentication failed").count(),
+        1,
+        "{all}"
+    );
+    assert!(!all.contains("db error"), "{all}");
+}
