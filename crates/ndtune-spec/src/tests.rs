@@ -468,6 +468,12 @@ fn the_setup_changes_with_everything_that_can_change_a_result_and_nothing_else()
             .replace("[measure]", "# a comment\n[measure]")
             .replace("runs = 5", "runs    =    5"),
         format!("{TUNED}[split]\ndim = 0\n"),
+        // A raced timing names its rule itself (docs/tuning.md, "Racing").
+        TUNED.replace(
+            "runs = 5",
+            "runs = 5\nrace_margin = 1.0\nrace_confidence = 0.9",
+        ),
+        TUNED.replace("runs = 5", "runs = 5\nrace = false"),
     ];
     for spec in &same {
         assert_eq!(setup_of(spec, GEMM_FILES, 1), base, "{spec}");
