@@ -56,7 +56,7 @@ use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
 use ndtune_space::problem::Pruning;
 use ndtune_spec::{KernelSource, Race, Spec};
 use ndtune_store::{Group, Store, StoreError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -284,6 +284,7 @@ impl Campaign<'_> {
         let race = self.options.race;
         let mut noise = Noise::default();
         let mut existing: HashMap<Config, Outcome> = HashMap::new();
+        let mut measure_again = HashSet::new();
         for r in self.store.records(&group)? {
             if let Outcome::Measured(t) = &r.outcome {
                 // A timing raced under another rule (or none now) is measured again: its score
@@ -293,6 +294,7 @@ impl Campaign<'_> {
                     confidence: r.confidence,
                 });
                 if rule.is_some() && rule != race {
+                    measure_again.insert(r.key.config);
                     continue;
                 }
                 noise.add(t);
@@ -388,6 +390,7 @@ impl Campaign<'_> {
             stopped: None,
             claims,
             guard,
+            measure_again,
             measured_ahead: Default::default(),
             promised: Vec::new(),
         };

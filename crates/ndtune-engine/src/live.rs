@@ -49,6 +49,9 @@ pub(crate) struct Live<'a> {
     pub claims: Option<Claims>,
     /// The claims of a campaign of its own, where it guards against another process.
     pub guard: Option<Guard>,
+    /// Stored timings raced under another rule than this campaign's, which it measures again:
+    /// their claims were completed, so the guard would give them to no one.
+    pub measure_again: HashSet<Config>,
     /// Configurations this worker measured before the strategy asked for them (while another
     /// worker held the one it asked for, or while the build of the one it asked for was not
     /// done): fresh, not reused, when it does.
@@ -332,10 +335,13 @@ impl Live<'_> {
     /// Whether this process may measure `point`: always, unless a guard says another process
     /// holds it or measured it (see [`Guard::claim`]). `None` when the campaign has to stop.
     fn may_measure(&mut self, point: &[i64]) -> Option<bool> {
+        let codec = self.codec;
         let Some(guard) = &mut self.guard else {
             return Some(true);
         };
-        let codec = self.codec;
+        if self.measure_again.contains(&codec.config(point)) {
+            return Some(true);
+        }
         let next = self.promised.iter().map(|(_, p)| p);
         match guard.claim(self.store, &self.group, point, next, |p| codec.config(p)) {
             Ok(mine) => Some(mine),
