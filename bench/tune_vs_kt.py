@@ -2,7 +2,8 @@
 """Tuning benchmark: ndtune vs Kernel Tuner 1.5 (PyOpenCL backend), same spec, space and device.
 
 Usage: PYTHON bench/tune_vs_kt.py [--spec SPEC] [--nd-device SEL] [--platform NAME] [--repeat R]
-                                  [--build-jobs N] [--json-out F] [--keep DIR] [--ndtune BIN]
+                                  [--build-jobs N] [--nd-args ARGS] [--json-out F] [--keep DIR]
+                                  [--ndtune BIN] [--max-other F] [--retries N] [--modes cold,warm]
 (PYTHON: a Python with kernel_tuner, pyopencl and numpy; bench/tune.sh sets one up here, the GPU
 machine gets them as wheels: see BENCHMARKS.md.)
 
@@ -49,6 +50,15 @@ def conv1d(a, c):
     return {"out": np.correlate(a["in"].astype(np.float64), a["mask"].astype(np.float64), "valid")}
 
 
+def conv2d(a, c):
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+    w, h, fw, fh = c["W"], c["H"], c["FW"], c["FH"]
+    image = a["in"].astype(np.float64).reshape(h + fh - 1, w + fw - 1)
+    f = a["filter"].astype(np.float64).reshape(fh, fw)
+    return {"out": np.einsum("yxij,ij->yx", sliding_window_view(image, (fh, fw)), f).reshape(-1)}
+
+
 def matmul(a, c):
     import numpy as np
     n = c["N"]
@@ -64,6 +74,8 @@ PROBLEMS = {
                            block_size_names=["WG"], grid_div_x=["WG"], grid_div_y=None),
     "builtin:matmul": dict(reference=matmul, problem_size=lambda c: (c["N"], c["N"]),
                            block_size_names=["TS", "RTS"], grid_div_x=["TS"], grid_div_y=["TS"]),
+    "builtin:conv2d": dict(reference=conv2d, problem_size=lambda c: (c["W"], c["H"]),
+                           block_size_names=["BX", "BY"], grid_div_x=["BX", "TX"], grid_div_y=["BY", "TY"]),
 }
 
 
@@ -124,8 +136,10 @@ def run_ndtune(a, tmp, label):
     cmd = [a.ndtune, "tune", a.spec, "--device", a.nd_device, "--db", db, "--json", "--seed", SEED]
     if a.build_jobs:
         cmd += ["--build-jobs", a.build_jobs]
+    cmd += a.nd_args.split()
     r = run_child(cmd, out)
-    d = json.loads(out.read_text())["devices"][0]
+    report = json.loads(out.read_text())
+    d = report["devices"][0]
     t = d["time"]
     measured = subprocess.run([a.ndtune, "export", "--db", db, "--format", "kt", "--out", Path(tmp) / f"{label}.kt.json"],
                               capture_output=True, text=True)
@@ -138,7 +152,10 @@ def run_ndtune(a, tmp, label):
     r.update(tool="ndtune", best_config=key(d["best"]["config"], names), best_ms=d["best"]["time_ms"],
              outcomes={k: v for k, v in d["outcomes"].items() if v and k != "pruned"},
              time=t, build_s=t["build_s"], overhead_ms_per_config=t["overhead_ms_per_config"],
-             above_queried_work_group=d.get("above_queried_work_group"), scores=scores)
+             above_queried_work_group=d.get("above_queried_work_group"), scores=scores,
+             wall=report.get("time"), raced=t.get("raced"), runs_spared=t.get("runs_spared"),
+             # What ndtune's own account leaves out: process exit (and printing the report).
+             unaccounted_s=r["wall_s"] - report["time"]["wall_s"] if "time" in report else None)
     return r
 
 
@@ -245,6 +262,7 @@ def main():
     ap.add_argument("--platform", default="", help="part of the OpenCL platform name for KT (default: the first)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--build-jobs", help="ndtune --build-jobs (default: ndtune's)")
+    ap.add_argument("--nd-args", default="", help="more arguments of ndtune tune, e.g. '--race off'")
     ap.add_argument("--modes", default="cold,warm")
     ap.add_argument("--max-other", type=float, default=0.05)
     ap.add_argument("--retries", type=int, default=3)
@@ -277,9 +295,11 @@ def main():
                     label = f"{tool}-{rep}-{mode}-{attempt}"
                     r = (run_ndtune if tool == "ndtune" else run_kt)(a, tmp, label)
                     r.update(repeat=rep, mode=mode, disturbed=r["other_cpu_s"] > a.max_other * r["wall_s"] * cores)
+                    extra = (f", raced {r['raced']} ({r['runs_spared']} runs spared), outside ndtune's account "
+                             f"{r['unaccounted_s']:.2f} s" if tool == "ndtune" and r.get("unaccounted_s") is not None else "")
                     print(f"[{rep + 1}/{a.repeat}] {tool:12} {mode}: wall {r['wall_s']:7.2f} s, build {r['build_s']:7.2f} s, "
                           f"overhead {r['overhead_ms_per_config']:6.2f} ms/config, best {r['best_config']} "
-                          f"{r['best_ms']:.4f} ms, {r['outcomes']}{' (disturbed)' if r['disturbed'] else ''}",
+                          f"{r['best_ms']:.4f} ms, {r['outcomes']}{extra}{' (disturbed)' if r['disturbed'] else ''}",
                           file=sys.stderr, flush=True)
                     pair.append(r)
                 if not any(r["disturbed"] for r in pair) or attempt == a.retries:

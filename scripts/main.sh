@@ -43,7 +43,7 @@ $ndtune collect examples/campaign-small.toml --db ndtune.db 2>/dev/null | tail -
 
 echo
 echo "== ndtune split examples/matmul.toml on the two halves of the default device (Erdem Fig. 5-7)"
-if ! $ndtune split examples/matmul.toml --set N=128 --devices 0:0/2,0:1/2 --sweep 0.25 --db ndtune.db; then
+if ! $ndtune split examples/matmul.toml --set N=512 --devices 0:0/2,0:1/2 --sweep 0.25 --db ndtune.db; then
   echo "(device 0 cannot be split into two sub-devices here: the report has no co-execution)"
 fi
 

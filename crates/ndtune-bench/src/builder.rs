@@ -57,6 +57,9 @@ pub struct Builder {
     bench: Bench,
     /// A configuration and its binary to prime after answering `Built`.
     primer: Option<(Vec<i64>, Vec<u8>)>,
+    /// Where builds are primed (a CPU device), configurations that share build options but not
+    /// launch sizes come one by one: their binaries, by build options, built once.
+    binaries: HashMap<String, Vec<u8>>,
 }
 
 impl Service for Builder {
@@ -67,6 +70,7 @@ impl Service for Builder {
         Ok(Builder {
             bench: Bench::open(job)?,
             primer: None,
+            binaries: HashMap::new(),
         })
     }
 
@@ -85,7 +89,12 @@ impl Service for Builder {
     }
 
     fn handle(&mut self, r: BuildRequest) -> Result<BuildResponse, Fatal> {
-        match self.bench.binary(&r.config) {
+        let options = self.bench.build_options(&r.config);
+        let built = match self.binaries.get(&options) {
+            Some(binary) => Ok(binary.clone()),
+            None => self.bench.binary(&r.config),
+        };
+        match built {
             Ok(binary) => {
                 // Written aside and renamed, so a reader never sees half a binary.
                 let partial = r.out.with_extension("partial");
@@ -93,6 +102,7 @@ impl Service for Builder {
                     .and_then(|()| std::fs::rename(&partial, &r.out))
                     .map_err(|e| Fatal(format!("cannot write {}: {e}", r.out.display())))?;
                 if r.prime {
+                    self.binaries.insert(options, binary.clone());
                     self.primer = Some((r.config, binary));
                 }
                 Ok(BuildResponse::Built)
@@ -202,7 +212,8 @@ impl BuildPool {
     /// Starts `jobs` build workers for `job` (`command` makes the command that starts one, e.g.
     /// `ndtune __builder`); `timeout` fixes a build's deadline, else it adapts; `prime`: launch
     /// each build once in its build worker (see [`Bench::prime`]); `cache`: binaries kept
-    /// across campaigns, by build key, taken instead of building and added to.
+    /// across campaigns, by build key, taken instead of building and added to; `history`: build
+    /// times of earlier campaigns (configuration, seconds) to order the first builds by.
     pub fn new(
         command: Box<dyn Fn() -> Command + Send + Sync>,
         job: &Job,
@@ -210,13 +221,23 @@ impl BuildPool {
         timeout: Option<Duration>,
         prime: bool,
         cache: Option<ProgramCache>,
+        history: &[(Vec<i64>, f64)],
     ) -> Result<BuildPool, Fatal> {
+        let mut times = BuildTimes::default();
+        for (config, seconds) in history {
+            if let Ok(took) = Duration::try_from_secs_f64(*seconds) {
+                times.add(config, took);
+            }
+        }
         let dir = tempfile::Builder::new()
             .prefix("ndtune-builds-")
             .tempdir()
             .map_err(|e| Fatal(format!("cannot make a directory for program binaries: {e}")))?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                times,
+                ..State::default()
+            }),
             changed: Condvar::new(),
             command,
             job: serde_json::to_string(job).expect("a job serialises"),
@@ -321,6 +342,11 @@ impl BuildPool {
         self.shared.lock().busy.as_secs_f64()
     }
 
+    /// Every build time known (configuration, seconds): the history given, then this pool's.
+    pub fn build_times(&self) -> Vec<(Vec<i64>, f64)> {
+        self.shared.lock().times.learnt().to_vec()
+    }
+
     /// The directory the program binaries are written to (removed with the pool).
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
@@ -370,6 +396,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                     };
                     if let Some((k, config)) = next.and_then(|i| s.queue.remove(i)) {
                         s.running.insert(k.clone());
+                        s.times.running(&config, true);
                         break (k, config);
                     }
                 }
@@ -382,6 +409,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                 Err(why) => {
                     let mut s = shared.lock();
                     s.running.remove(&key);
+                    s.times.running(&config, false);
                     s.broken.get_or_insert(why);
                     shared.changed.notify_all();
                     return;
@@ -502,6 +530,7 @@ fn finish(
         Built::Failed(Outcome::TimedOut { .. }) => s.times.add(config, took),
         _ => {}
     }
+    s.times.running(config, false);
     s.running.remove(key);
     s.done.insert(key.to_string(), built);
     shared.changed.notify_all();
@@ -531,29 +560,55 @@ fn start(shared: &Shared, slot: usize) -> Result<LineProcess, String> {
 
 /// Build times so far, to guess which queued builds take longest: a build's log time is
 /// modelled as the mean over all builds plus, per parameter, how far builds with the same value
-/// of that parameter were from it. A value never built yet makes a build a guess of the longest,
-/// so unexplored corners (the largest tiles, say) start early.
+/// of that parameter were from it. It starts from the build times of earlier campaigns where the
+/// store kept them ([`BuildPool::new`]'s `history`).
+///
+/// A value never built makes a build a guess of the longest, so unexplored corners start early.
+/// Among such guesses (all of them before any build has finished, when the first build workers
+/// take their first builds) the corners of the space go first: builds whose values are each the
+/// smallest or the largest of their parameter in the queue, since build time grows or falls with
+/// what drives code size (tile sizes, unroll factors) either way; then those that bring the most
+/// values not built or being built yet, so that every value is covered early.
 #[derive(Default)]
-struct BuildTimes {
+pub struct BuildTimes {
     /// Sum and count of log seconds, over all builds and by (parameter index, value).
     all: (f64, u32),
     by_value: HashMap<(usize, i64), (f64, u32)>,
+    /// Builds running now, by (parameter index, value).
+    running: HashMap<(usize, i64), u32>,
+    /// Every build time learnt (configuration, seconds), in the order learnt.
+    learnt: Vec<(Vec<i64>, f64)>,
 }
 
 impl BuildTimes {
-    fn add(&mut self, config: &[i64], took: Duration) {
+    /// Learns that building `config` took `took`.
+    pub fn add(&mut self, config: &[i64], took: Duration) {
         let t = took.as_secs_f64().max(1e-6).ln();
         self.all = (self.all.0 + t, self.all.1 + 1);
         for (i, &v) in config.iter().enumerate() {
             let e = self.by_value.entry((i, v)).or_insert((0.0, 0));
             *e = (e.0 + t, e.1 + 1);
         }
+        self.learnt.push((config.to_vec(), took.as_secs_f64()));
     }
 
-    /// The expected log time of building `config` (+inf where a value is new).
+    /// A build of `config` started (`true`) or ended (`false`).
+    fn running(&mut self, config: &[i64], started: bool) {
+        for (i, &v) in config.iter().enumerate() {
+            let n = self.running.entry((i, v)).or_default();
+            *n = if started { *n + 1 } else { n.saturating_sub(1) };
+        }
+    }
+
+    /// Every build time learnt, in the order learnt (the history passed in first).
+    pub fn learnt(&self) -> &[(Vec<i64>, f64)] {
+        &self.learnt
+    }
+
+    /// The expected log time of building `config` (+inf where a value was never built).
     fn expected(&self, config: &[i64]) -> f64 {
         if self.all.1 == 0 {
-            return 0.0;
+            return f64::INFINITY;
         }
         let mean = self.all.0 / f64::from(self.all.1);
         config
@@ -565,13 +620,44 @@ impl BuildTimes {
             })
     }
 
-    /// The index of the build expected to take longest (the first of equals); `None` if none.
-    fn longest<'c>(&self, configs: impl Iterator<Item = &'c [i64]>) -> Option<usize> {
-        let mut best: Option<(usize, f64)> = None;
+    /// The index of the build expected to take longest; among guesses, corners first, then
+    /// those that bring the most values not covered yet; the first of equals. `None` if none.
+    pub fn longest<'c>(&self, configs: impl Iterator<Item = &'c [i64]> + Clone) -> Option<usize> {
+        // Each parameter's smallest and largest value in the queue.
+        let mut range: Vec<(i64, i64)> = Vec::new();
+        for c in configs.clone() {
+            range.resize(c.len().max(range.len()), (i64::MAX, i64::MIN));
+            for (r, &v) in range.iter_mut().zip(c) {
+                *r = (r.0.min(v), r.1.max(v));
+            }
+        }
+        let key = |c: &[i64]| {
+            let corners = c
+                .iter()
+                .zip(&range)
+                .filter(|(&v, &(lo, hi))| v == lo || v == hi)
+                .count();
+            let uncovered = c
+                .iter()
+                .enumerate()
+                .filter(|&(i, &v)| {
+                    !self.by_value.contains_key(&(i, v))
+                        && self.running.get(&(i, v)).is_none_or(|&n| n == 0)
+                })
+                .count();
+            (self.expected(c), corners == c.len(), uncovered)
+        };
+        let mut best: Option<(usize, (f64, bool, usize))> = None;
         for (i, c) in configs.enumerate() {
-            let e = self.expected(c);
-            if best.is_none_or(|(_, b)| e > b) {
-                best = Some((i, e));
+            let k = key(c);
+            let longer = best.is_none_or(|(_, b)| {
+                k.0.total_cmp(&b.0)
+                    .then(k.1.cmp(&b.1))
+                    .then(k.2.cmp(&b.2))
+                    .is_gt()
+            });
+            if longer {
+                best = Some((i, k));
             }
         }
         best.map(|(i, _)| i)
@@ -588,7 +674,7 @@ mod tests {
         let mut t = BuildTimes::default();
         let queue: Vec<Vec<i64>> = vec![vec![8, 1], vec![16, 32], vec![16, 1], vec![64, 1]];
         let at = |t: &BuildTimes| t.longest(queue.iter().map(Vec::as_slice));
-        assert_eq!(at(&t), Some(0), "nothing known: the strategy's order");
+        assert_eq!(at(&t), Some(0), "nothing known: the first corner");
         t.add(&[8, 1], Duration::from_millis(100));
         t.add(&[8, 32], Duration::from_millis(800));
         t.add(&[16, 8], Duration::from_millis(400));
@@ -599,5 +685,129 @@ mod tests {
         assert_eq!(at(&t), Some(1));
         assert!(t.expected(&[16, 32]) > t.expected(&[16, 1]));
         assert_eq!(t.longest(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn before_any_build_time_is_known_corners_go_first_then_values_not_covered() {
+        let mut t = BuildTimes::default();
+        let mut queue: Vec<Vec<i64>> = vec![vec![2, 5], vec![1, 5], vec![3, 9], vec![3, 7]];
+        let mut take = |t: &mut BuildTimes| {
+            let at = t.longest(queue.iter().map(Vec::as_slice)).unwrap();
+            let config = queue.remove(at);
+            t.running(&config, true);
+            config
+        };
+        // [1, 5] and [3, 9] are corners (1 and 3, 5 and 9 the extremes): the first of them,
+        // then the other.
+        assert_eq!(take(&mut t), [1, 5]);
+        assert_eq!(take(&mut t), [3, 9]);
+        // What is left are corners of what is left, each with one value not covered: in order.
+        assert_eq!(take(&mut t), [2, 5]);
+        assert_eq!(take(&mut t), [3, 7]);
+        // ...and once times are known, a value never built is the guess of the longest.
+        let mut t = BuildTimes::default();
+        t.add(&[1, 5], Duration::from_secs(1));
+        t.add(&[3, 9], Duration::from_secs(2));
+        let queue: Vec<Vec<i64>> = vec![vec![1, 9], vec![3, 5], vec![2, 5]];
+        assert_eq!(t.longest(queue.iter().map(Vec::as_slice)), Some(2));
+    }
+
+    /// The sgemm-like space of `examples/sgemm.toml` (TS, RTS, PAD, UNROLL) in the strategy's
+    /// order, smallest tiles first.
+    fn sgemm_space() -> Vec<Vec<i64>> {
+        let mut space = Vec::new();
+        for ts in [8, 16, 32, 64] {
+            for rts in [1, 2, 4, 8, 16, 32].into_iter().filter(|r| ts % r == 0) {
+                for pad in [0, 1] {
+                    for unroll in [1, 8, 32] {
+                        space.push(vec![ts, rts, pad, unroll]);
+                    }
+                }
+            }
+        }
+        space
+    }
+
+    /// A mock build pool: `workers` build workers take the queued builds in the order
+    /// [`BuildTimes::longest`] says (or the queue's order), each build of `config` taking
+    /// `cost(config)` seconds, its time learnt when it ends. The time the last build ends and
+    /// when the costliest one started.
+    fn simulate(
+        mut queue: Vec<Vec<i64>>,
+        workers: usize,
+        cost: impl Fn(&[i64]) -> f64,
+        longest_first: bool,
+    ) -> (f64, f64) {
+        let heaviest = queue
+            .iter()
+            .max_by(|a, b| cost(a).total_cmp(&cost(b)))
+            .cloned()
+            .unwrap();
+        let mut times = BuildTimes::default();
+        let mut running: Vec<(f64, Vec<i64>)> = Vec::new();
+        let (mut now, mut heaviest_start) = (0.0, f64::NAN);
+        while !queue.is_empty() || !running.is_empty() {
+            while running.len() < workers && !queue.is_empty() {
+                let at = if longest_first {
+                    times.longest(queue.iter().map(Vec::as_slice)).unwrap()
+                } else {
+                    0
+                };
+                let config = queue.remove(at);
+                if config == heaviest {
+                    heaviest_start = now;
+                }
+                times.running(&config, true);
+                running.push((now + cost(&config), config));
+            }
+            let first = (0..running.len())
+                .min_by(|&a, &b| running[a].0.total_cmp(&running[b].0))
+                .unwrap();
+            let (end, config) = running.swap_remove(first);
+            now = end;
+            times.running(&config, false);
+            times.add(&config, Duration::from_secs_f64(cost(&config)));
+        }
+        (now, heaviest_start)
+    }
+
+    #[test]
+    fn a_mock_pool_ends_near_the_physical_bound_with_the_heaviest_build_first() {
+        // Code grows with the results each work-item keeps (TS / RTS) and with the unroll.
+        let cost = |c: &[i64]| 0.05 * ((c[0] / c[1]) as f64).powf(0.8) * (1.0 + c[3] as f64 / 8.0);
+        let space = sgemm_space();
+        let workers = 15;
+        let total: f64 = space.iter().map(|c| cost(c)).sum();
+        let longest = space.iter().map(|c| cost(c)).fold(0.0, f64::max);
+        let bound = longest.max(total / workers as f64);
+        let (ordered, heaviest_start) = simulate(space.clone(), workers, cost, true);
+        let (fifo, fifo_heaviest_start) = simulate(space, workers, cost, false);
+        assert_eq!(
+            heaviest_start, 0.0,
+            "the heaviest build is a corner: it starts at once"
+        );
+        assert!(
+            ordered <= 1.1 * bound,
+            "longest first: {ordered:.2} s against the bound {bound:.2} s"
+        );
+        assert!(
+            fifo > 1.25 * bound && fifo_heaviest_start > 0.0,
+            "the strategy's order starts the heaviest build late: {fifo:.2} s"
+        );
+    }
+
+    #[test]
+    fn build_times_of_earlier_campaigns_order_the_first_builds() {
+        let space = sgemm_space();
+        let mut t = BuildTimes::default();
+        // An earlier campaign found small tiles with large unrolls slowest (another kernel
+        // than the corners would guess): its history, not the corners, picks the first build.
+        for c in &space {
+            let slow = c[0] == 16 && c[3] == 32;
+            t.add(c, Duration::from_secs_f64(if slow { 9.0 } else { 0.1 }));
+        }
+        let first = &space[t.longest(space.iter().map(Vec::as_slice)).unwrap()];
+        assert_eq!((first[0], first[3]), (16, 32));
+        assert_eq!(t.learnt().len(), space.len());
     }
 }

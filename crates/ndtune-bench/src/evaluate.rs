@@ -7,18 +7,21 @@
 //!
 //! What a configuration costs besides its build and its launches is kept small: each input is
 //! uploaded once per campaign (per argument and size); a buffer the kernel only reads
-//! (`access = "read"`) is used as it is, one it may write gets a device-side copy of the pristine
-//! contents; only the outputs named in `[verify]` are compared: on a GPU by a kernel on the device
-//! ([`crate::device_check`]), elsewhere read back into pinned host memory and compared on every
-//! core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
+//! (`access = "read"`) is used as it is, one it may write is restored on the device from the
+//! pristine contents (allocated once per size, without an upload of its own); only the outputs named
+//! in `[verify]` are compared: on a GPU by a kernel on the device ([`crate::device_check`]), on a
+//! CPU device mapped where it lies, elsewhere read back into pinned host memory; on the host on
+//! every core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
 use crate::data::{from_bytes, initial_bytes};
 use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
+use crate::race::Limits;
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Energy, Outcome, Timing};
+use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
@@ -106,12 +109,15 @@ pub struct Bench {
     /// Device buffers of earlier configurations for arguments the kernel may write, by
     /// (argument, bytes): reused (the pristine contents copied in) instead of allocated again.
     spare: RefCell<HashMap<(usize, usize), Vec<DeviceBuffer>>>,
-    /// Pinned host memory that outputs are read back into, by (argument, bytes).
+    /// Pinned host memory that outputs are read back into, by (argument, bytes) (not on a CPU
+    /// device: there outputs are mapped).
     readback: RefCell<HashMap<(usize, usize), PinnedHost>>,
     /// Where outputs are compared on the device (see [`Bench::check_on_device`]).
     device_check: RefCell<Option<DeviceCheck>>,
     /// What the driver's query said of the build of the configuration being evaluated.
     advice: Cell<Option<Advice>>,
+    /// When the timing of the configuration being evaluated stops early (racing).
+    race: Option<Limits>,
     build_ms: Cell<f64>,
     launch_ms: Cell<f64>,
     reference_ms: Cell<f64>,
@@ -158,8 +164,15 @@ struct Prepared {
 
 /// How a single run of a configuration ended short of outputs.
 enum RunError {
-    Outcome(Outcome),
+    /// Boxed: an outcome is large, and errors travel through every step of a run.
+    Outcome(Box<Outcome>),
     Fatal(Fatal),
+}
+
+impl RunError {
+    fn outcome(outcome: Outcome) -> RunError {
+        RunError::Outcome(Box::new(outcome))
+    }
 }
 
 impl From<Fatal> for RunError {
@@ -303,6 +316,7 @@ impl Bench {
             readback: RefCell::new(HashMap::new()),
             device_check: RefCell::new(device_check::suits(device).then(DeviceCheck::new)),
             advice: Cell::new(None),
+            race: None,
             build_ms: Cell::new(0.0),
             launch_ms: Cell::new(0.0),
             reference_ms: Cell::new(0.0),
@@ -385,13 +399,15 @@ impl Bench {
     /// Evaluates one configuration (values in parameter declaration order) and says where the
     /// time went. `binary`: a file with the program binary a build worker made for this
     /// configuration's build options, loaded instead of compiling (compiled from source where
-    /// the file cannot be read or the driver rejects it).
+    /// the file cannot be read or the driver rejects it). `race`: when its timing stops early.
     pub fn evaluate_costed(
         &mut self,
         config: &[i64],
         binary: Option<&std::path::Path>,
+        race: Option<&Limits>,
     ) -> Result<(Outcome, Cost), Fatal> {
         let started = Instant::now();
+        self.race = race.cloned();
         self.build_ms.set(0.0);
         self.launch_ms.set(0.0);
         self.reference_ms.set(0.0);
@@ -404,7 +420,9 @@ impl Bench {
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
-        let outcome = self.evaluate(config)?;
+        let outcome = self.evaluate(config);
+        self.race = None;
+        let outcome = outcome?;
         let cost = Cost {
             build_ms: self.build_ms.get(),
             launch_ms: self.launch_ms.get(),
@@ -423,16 +441,22 @@ impl Bench {
         self.session.binary(&self.source.text, &options)
     }
 
-    /// Loads `binary` for a configuration and launches it once, untimed and unverified, then
-    /// lets the program go: a driver that compiles at the first launch (PoCL specialises a
-    /// kernel for each work-group size then, and caches the result on disk) does that work here,
-    /// in a build worker, rather than in the measurement. Errors are left to the measurement.
+    /// The build options of a configuration (its build key on a GPU).
+    pub fn build_options(&self, config: &[i64]) -> String {
+        self.options(config)
+    }
+
+    /// Loads `binary` for a configuration and launches one work-group of it, untimed and
+    /// unverified, then lets the program go: a driver that compiles at the first launch (PoCL
+    /// specialises a kernel for each work-group size then, whatever the global size, and caches
+    /// the result on disk) does that work here, in a build worker, rather than in the
+    /// measurement; one work-group runs, not the whole range. Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
         let options = self.options(config);
         self.session.add_binary(&self.source.text, &options, binary);
         if let Ok(p) = self.prepare(config) {
-            if let Ok((kernel, global, local)) = self.ready(config, &p) {
-                let _ = self.launch(&kernel, &global, &local);
+            if let Ok((kernel, _, local)) = self.ready(config, &p) {
+                let _ = self.launch(&kernel, &local, &local);
             }
             self.recycle(p);
         }
@@ -446,7 +470,7 @@ impl Bench {
         self.prepare_ms.set(started.elapsed().as_secs_f64() * 1e3);
         let prepared = match prepared {
             Ok(p) => p,
-            Err(RunError::Outcome(o)) => return Ok(o),
+            Err(RunError::Outcome(o)) => return Ok(*o),
             Err(RunError::Fatal(f)) => return Err(f),
         };
         // The reference's own builds and launches count as such, the rest as reference time.
@@ -459,7 +483,7 @@ impl Bench {
         self.recycle(prepared);
         match measured {
             Ok(o) => Ok(o),
-            Err(RunError::Outcome(o)) => Ok(o),
+            Err(RunError::Outcome(o)) => Ok(*o),
             Err(RunError::Fatal(f)) => Err(f),
         }
     }
@@ -476,27 +500,31 @@ impl Bench {
 
     /// Argument `i`'s buffer for one configuration: the input uploaded once (kept for every
     /// configuration) where the kernel only reads it, else a buffer of this configuration's
-    /// with the input copied in on the device.
+    /// with the input copied in on the device. (A copy, not a fill where the input is one value
+    /// repeated: PoCL fills 64 MiB in 80-120 ms where it copies them in 30-80 ms.)
     fn hold(&self, i: usize, access: Access, data: &HostData) -> Result<Held, ClError> {
         let key = (i, data.bytes.len());
-        let input = match self.pristine.borrow().get(&key) {
-            Some(b) => Rc::clone(b),
-            None => Rc::new(self.session.buffer(&data.bytes)?),
-        };
-        self.pristine
-            .borrow_mut()
-            .entry(key)
-            .or_insert_with(|| Rc::clone(&input));
+        let input = self.pristine(key, data)?;
         if access == Access::Read {
             return Ok(Held::Input(input));
         }
         let reused = self.spare.borrow_mut().get_mut(&key).and_then(Vec::pop);
         let mut own = match reused {
             Some(b) => b,
-            None => self.session.buffer(&data.bytes)?,
+            None => self.session.alloc(data.bytes.len())?,
         };
         self.session.copy(&input, &mut own)?;
         Ok(Held::Own(own))
+    }
+
+    /// The input `data` of argument and size `key` on the device, uploaded the first time.
+    fn pristine(&self, key: (usize, usize), data: &HostData) -> Result<Rc<DeviceBuffer>, ClError> {
+        if let Some(b) = self.pristine.borrow().get(&key) {
+            return Ok(Rc::clone(b));
+        }
+        let input = Rc::new(self.session.buffer(&data.bytes)?);
+        self.pristine.borrow_mut().insert(key, Rc::clone(&input));
+        Ok(input)
     }
 
     /// Allocates and fills the arguments of a configuration.
@@ -517,7 +545,7 @@ impl Bench {
                 } => {
                     let len = size(len, config, &format!("{what} len"))?;
                     if let Some(why) = self.too_large(*ty, len) {
-                        return Err(RunError::Outcome(Outcome::Refused {
+                        return Err(RunError::outcome(Outcome::Refused {
                             error: format!("{what}: {why}"),
                         }));
                     }
@@ -537,7 +565,7 @@ impl Bench {
                     };
                     p.lens.push(len);
                     let held = self.hold(i, *access, &data);
-                    buffer = Some(held.map_err(|e| RunError::Outcome(refused(&e)))?);
+                    buffer = Some(held.map_err(|e| RunError::outcome(refused(&e)))?);
                     p.inputs.push((arg.name.clone(), data));
                 }
                 ArgKind::Scalar { ty, value } => {
@@ -597,7 +625,7 @@ impl Bench {
         let kernel = match built {
             Ok(k) => k,
             Err(ClError::Build { log, .. }) => {
-                return Err(RunError::Outcome(Outcome::BuildFailed { log }))
+                return Err(RunError::outcome(Outcome::BuildFailed { log }))
             }
             Err(e) => return Err(RunError::Fatal(Fatal(e.to_string()))),
         };
@@ -634,7 +662,7 @@ impl Bench {
                 self.spec.path.display(),
                 self.spec.kernel.name
             ))),
-            _ => RunError::Outcome(Outcome::Refused {
+            _ => RunError::outcome(Outcome::Refused {
                 error: match self.advice.get() {
                     Some(a) => a.refusal(&e.to_string()),
                     None => e.to_string(),
@@ -646,7 +674,7 @@ impl Bench {
     /// The outputs named in `[verify]` after one run.
     fn outputs(&self, p: &Prepared) -> Result<Buffers, RunError> {
         read_outputs(&self.spec, &self.session, &held_buffers(p))
-            .map_err(|e| RunError::Outcome(refused(&e)))
+            .map_err(|e| RunError::outcome(refused(&e)))
     }
 
     /// Compares each output named in `[verify]` with `expected`, on the device where it can;
@@ -658,7 +686,7 @@ impl Bench {
         expected: &Expected,
         verify: &ndtune_spec::Verify,
     ) -> Result<Option<crate::verify::Mismatch>, RunError> {
-        let failed = |e: ClError| RunError::Outcome(refused(&e));
+        let failed = |e: ClError| RunError::outcome(refused(&e));
         let outputs = expected.outputs.iter();
         for (name, want) in outputs.filter(|(n, _)| verify.outputs.contains(n)) {
             let i = output_index(&self.spec, name);
@@ -676,18 +704,24 @@ impl Bench {
                 }
             }
             drop(device_check);
-            let mut readback = self.readback.borrow_mut();
-            let host = match readback.entry((i, buffer.len())) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(self.session.pinned(buffer.len()).map_err(failed)?)
-                }
+            let compare = |got: &[u8]| compare_bytes(name, want, ty, got, verify.rtol, verify.atol);
+            // A CPU device's buffer is host memory: compared where it lies, nothing copied.
+            let compared = if self.device.profile.device_type == DeviceType::Cpu {
+                self.session.map_read(buffer, compare).map_err(failed)?
+            } else {
+                let mut readback = self.readback.borrow_mut();
+                let host = match readback.entry((i, buffer.len())) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(self.session.pinned(buffer.len()).map_err(failed)?)
+                    }
+                };
+                self.session
+                    .read_into(buffer, 0, host.as_mut_slice())
+                    .map_err(failed)?;
+                compare(host.as_slice())
             };
-            self.session
-                .read_into(buffer, 0, host.as_mut_slice())
-                .map_err(failed)?;
-            if let Err(m) = compare_bytes(name, want, ty, host.as_slice(), verify.rtol, verify.atol)
-            {
+            if let Err(m) = compared {
                 return Ok(Some(m));
             }
         }
@@ -902,7 +936,7 @@ impl Bench {
             let bytes = self
                 .session
                 .read(buffer)
-                .map_err(|e| RunError::Outcome(refused(&e)))?;
+                .map_err(|e| RunError::outcome(refused(&e)))?;
             outputs.insert(name.clone(), bytes);
         }
         let args = self.host_args(p, &outputs, Some(config));
@@ -986,25 +1020,30 @@ impl Bench {
                 return Ok(Outcome::WrongResult { detail });
             }
         }
-        let m = &self.spec.measure;
+        let (runs, best_of) = (self.spec.measure.runs, self.spec.measure.best_of);
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }
+        // The timed runs; racing may stop them early (`raced`).
         let timed = || {
-            (0..m.runs)
-                .map(|_| self.launch(&kernel, &global, &local))
-                .collect::<Result<Vec<_>, _>>()
+            let mut times = Vec::with_capacity(runs as usize);
+            let mut raced = None;
+            while times.len() < runs as usize && raced.is_none() {
+                times.push(self.launch(&kernel, &global, &local)?);
+                raced = self.race.as_ref().and_then(|r| r.stop(&times, runs));
+            }
+            Ok::<_, RunError>((times, raced))
         };
-        let (times, energy) = match &self.meter {
+        let ((times, raced), energy) = match &self.meter {
             None => (timed()?, None),
             Some(meter) => {
                 // The window: the timed runs, then more runs while it is shorter than
                 // `energy_ms`, so that the power source can tell.
-                let window = std::time::Duration::from_secs_f64(m.energy_ms / 1e3);
+                let window = std::time::Duration::from_secs_f64(self.spec.measure.energy_ms / 1e3);
                 let (runs, drawn) = meter.measure(|| {
                     let started = Instant::now();
                     let times = timed()?;
-                    let mut runs = times.len() as u32;
+                    let mut runs = times.0.len() as u32;
                     while started.elapsed() < window {
                         self.launch(&kernel, &global, &local)?;
                         runs += 1;
@@ -1022,12 +1061,13 @@ impl Bench {
                     samples: drawn.samples,
                     source: drawn.source.to_string(),
                 };
-                (times, Some(energy))
+                (times, Some(Box::new(energy)))
             }
         };
-        let mut timing = Timing::new(times, m.best_of as usize);
+        let mut timing = Timing::new(times, best_of as usize);
         timing.advice = self.advice.get();
         timing.energy = energy;
+        timing.raced = raced;
         Ok(Outcome::Measured(timing))
     }
 }

@@ -12,6 +12,8 @@
 //!   workers; [`process`] runs such a child.
 //! - [`supervisor::Supervisor`] runs the worker, times each evaluation out, records a crash or a
 //!   hang as an outcome and restarts the worker, so a broken configuration never ends a campaign.
+//! - [`race`] stops the timing of a configuration that cannot be the best (limits the engine
+//!   computes from the campaign's best score and measurement noise, compared in the worker).
 //! - [`builder::BuildPool`] compiles define sets ahead of measurement in build worker processes,
 //!   so that builds run in parallel and, on a GPU, while the worker measures.
 //! - [`children`] makes every such child process end with its campaign, however it ends
@@ -28,6 +30,7 @@ pub mod evaluate;
 pub mod host_c;
 pub mod process;
 pub mod program_cache;
+pub mod race;
 pub mod supervisor;
 pub mod verify;
 pub mod worker;

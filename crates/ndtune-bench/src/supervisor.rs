@@ -5,6 +5,7 @@
 
 use crate::evaluate::{Cost, Fatal};
 use crate::process::{LineProcess, Silence};
+use crate::race::Limits;
 use crate::worker::{Job, Request, Response};
 use ndtune_core::Outcome;
 use std::path::Path;
@@ -43,10 +44,16 @@ pub struct Supervisor {
     fixed_timeout: Option<Duration>,
     slowest: Duration,
     running: Option<LineProcess>,
+    /// A worker started ahead ([`Supervisor::start_ahead`]) that has not said it is ready yet,
+    /// and when it was started.
+    starting: Option<(LineProcess, Instant)>,
     /// Workers started so far (1 + restarts).
     pub starts: usize,
     /// Wall time spent starting workers (process, device discovery, session), in seconds.
     pub startup_s: f64,
+    /// The part of `startup_s` that evaluations waited for (a worker started ahead starts while
+    /// the campaign prepares).
+    pub startup_waited_s: f64,
 }
 
 impl Supervisor {
@@ -63,9 +70,31 @@ impl Supervisor {
             fixed_timeout: timeout,
             slowest: Duration::ZERO,
             running: None,
+            starting: None,
             starts: 0,
             startup_s: 0.0,
+            startup_waited_s: 0.0,
         }
+    }
+
+    /// Starts the worker process now and lets it open its device while the caller goes on; the
+    /// first evaluation waits for it to be ready. A worker that cannot start says so then.
+    pub fn start_ahead(&mut self) {
+        if self.running.is_some() || self.starting.is_some() {
+            return;
+        }
+        if let Ok(worker) = self.spawn() {
+            self.starting = Some((worker, Instant::now()));
+        }
+    }
+
+    /// Starts a worker process and hands it its job.
+    fn spawn(&mut self) -> Result<LineProcess, Fatal> {
+        let job = serde_json::to_string(&self.job).expect("a job serialises");
+        let worker = LineProcess::spawn((self.command)(), &job)
+            .map_err(|e| Fatal(format!("the worker did not start: {e}")))?;
+        self.starts += 1;
+        Ok(worker)
     }
 
     /// The deadline the next evaluation gets.
@@ -74,18 +103,20 @@ impl Supervisor {
             .unwrap_or_else(|| (self.slowest * TIMEOUT_FACTOR).max(TIMEOUT_FLOOR))
     }
 
+    /// Makes a worker ready: the one started ahead, or a new one.
     fn start(&mut self) -> Result<(), Fatal> {
-        let started = Instant::now();
-        let result = self.spawn();
+        let waited = Instant::now();
+        let (worker, started) = match self.starting.take() {
+            Some(ahead) => ahead,
+            None => (self.spawn()?, waited),
+        };
+        let result = self.await_ready(worker);
         self.startup_s += started.elapsed().as_secs_f64();
+        self.startup_waited_s += waited.elapsed().as_secs_f64();
         result
     }
 
-    fn spawn(&mut self) -> Result<(), Fatal> {
-        let job = serde_json::to_string(&self.job).expect("a job serialises");
-        let mut worker = LineProcess::spawn((self.command)(), &job)
-            .map_err(|e| Fatal(format!("the worker did not start: {e}")))?;
-        self.starts += 1;
+    fn await_ready(&mut self, mut worker: LineProcess) -> Result<(), Fatal> {
         // Opening the device can take a while (driver start-up), so the deadline is generous.
         let line = match worker.answer(self.deadline().max(Duration::from_secs(120))) {
             Ok(line) => line,
@@ -108,9 +139,15 @@ impl Supervisor {
     }
 
     /// Evaluates one configuration in the worker, with the program binary a build worker made
-    /// for it where there is one. A crash or a hang is an outcome; only a fatal answer (a broken
-    /// spec, kernel or reference) is an error.
-    pub fn evaluate(&mut self, config: &[i64], binary: Option<&Path>) -> Result<Evaluation, Fatal> {
+    /// for it where there is one, and the limits that stop its timing early where racing. A
+    /// crash or a hang is an outcome; only a fatal answer (a broken spec, kernel or reference)
+    /// is an error.
+    pub fn evaluate(
+        &mut self,
+        config: &[i64],
+        binary: Option<&Path>,
+        race: Option<&Limits>,
+    ) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
         }
@@ -119,6 +156,7 @@ impl Supervisor {
         let request = serde_json::to_string(&Request::Evaluate {
             config: config.to_vec(),
             binary: binary.map(Path::to_path_buf),
+            race: race.cloned(),
         })
         .expect("serialises");
         let started = Instant::now();
@@ -164,5 +202,6 @@ impl Supervisor {
     /// Kills the worker, if one runs; the next evaluation starts a new one.
     pub fn stop(&mut self) {
         self.running = None;
+        self.starting = None;
     }
 }

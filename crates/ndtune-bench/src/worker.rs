@@ -6,6 +6,7 @@
 //! or [`Response::Fatal`] and exits when the spec, the kernel or the reference is wrong.
 
 use crate::evaluate::{Bench, Cost, Fatal};
+use crate::race::Limits;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,7 +14,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 /// What a worker evaluates: a spec (with constant overrides) on one device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub spec: PathBuf,
     pub overrides: BTreeMap<String, ndtune_core::Value>,
@@ -36,10 +37,13 @@ pub struct Job {
 #[serde(rename_all = "snake_case")]
 pub enum Request {
     /// Evaluate a configuration (values in parameter order); `binary`: a file holding the
-    /// program binary a build worker made for its build options, loaded instead of compiling.
+    /// program binary a build worker made for its build options, loaded instead of compiling;
+    /// `race`: when its timing stops early ([`crate::race`]).
     Evaluate {
         config: Vec<i64>,
         binary: Option<PathBuf>,
+        #[serde(default)]
+        race: Option<Limits>,
     },
 }
 
@@ -54,7 +58,7 @@ pub enum Response {
 impl Job {
     /// Opens the job's device (or sub-device) in this process.
     pub fn open_device(&self) -> Result<ndtune_cl::ClDevice, Fatal> {
-        let device = ndtune_cl::open(self.device).map_err(|e| Fatal(e.to_string()))?;
+        let device = ndtune_cl::attach(self.device).map_err(|e| Fatal(e.to_string()))?;
         match self.sub {
             Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string())),
             None => Ok(device),
@@ -148,8 +152,12 @@ impl Service for Bench {
     }
 
     fn handle(&mut self, request: Request) -> Result<Response, Fatal> {
-        let Request::Evaluate { config, binary } = request;
-        let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref())?;
+        let Request::Evaluate {
+            config,
+            binary,
+            race,
+        } = request;
+        let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref(), race.as_ref())?;
         Ok(Response::Outcome { outcome, cost })
     }
 }

@@ -148,6 +148,9 @@ pub struct ClDevice {
     platform: Platform,
     /// Keeps a sub-device's OpenCL handle alive (released when the last clone goes).
     _sub_device: Option<std::sync::Arc<opencl3::device::SubDevice>>,
+    /// Whether the profile was probed (a kernel built to read its preferred work-group size
+    /// multiple): what [`discover`] and [`open`] do, and [`attach`] does not.
+    probed: bool,
 }
 
 /// What `clGetKernelWorkGroupInfo` reports for one kernel built on one device.
@@ -175,7 +178,7 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
     for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
         for id in ids {
             let device = Device::new(id);
-            let profile = read_profile(&device, &platform_name)?;
+            let profile = read_profile(&device, &platform_name, true)?;
             devices.push(ClDevice {
                 index: devices.len(),
                 profile,
@@ -184,6 +187,7 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
                 device,
                 platform,
                 _sub_device: None,
+                probed: true,
             });
         }
     }
@@ -195,21 +199,52 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
     Ok(devices)
 }
 
-/// Device `index` in [`discover`]'s order, reading only that device's profile: what a worker
-/// process opens (discovering every device would build a probe kernel on each).
+/// The name of every device, in [`discover`]'s order, read without building anything: enough
+/// to resolve a device selector before opening only the devices it picks ([`open`]).
+pub fn names() -> Result<Vec<String>, ClError> {
+    let mut names = Vec::new();
+    for (_, _, _, ids) in enumerate_devices()? {
+        for id in ids {
+            names.push(clean(
+                Device::new(id).name().map_err(api("clGetDeviceInfo"))?,
+            ));
+        }
+    }
+    if names.is_empty() {
+        return Err(ClError::NoPlatform {
+            reason: "the OpenCL platforms report no device".into(),
+        });
+    }
+    Ok(names)
+}
+
+/// Device `index` in [`discover`]'s order with its whole profile, reading only that device
+/// (discovering every device would build a probe kernel on each).
 pub fn open(index: usize) -> Result<ClDevice, ClError> {
+    open_device(index, true)
+}
+
+/// Device `index` in [`discover`]'s order, for a process told which device to work on (the
+/// measurement and build workers): its profile is read without the probe build, so the
+/// preferred work-group size multiple is 0. The device is discovered once, by the tuner.
+pub fn attach(index: usize) -> Result<ClDevice, ClError> {
+    open_device(index, false)
+}
+
+fn open_device(index: usize, probe: bool) -> Result<ClDevice, ClError> {
     let mut seen = 0;
     for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
         if let Some(&id) = ids.get(index - seen) {
             let device = Device::new(id);
             return Ok(ClDevice {
                 index,
-                profile: read_profile(&device, &platform_name)?,
+                profile: read_profile(&device, &platform_name, probe)?,
                 platform_index,
                 sub: None,
                 device,
                 platform,
                 _sub_device: None,
+                probed: probe,
             });
         }
         seen += ids.len();
@@ -303,10 +338,16 @@ pub fn profile_of(id: cl_device_id) -> Result<DeviceProfile, ClError> {
     let device = Device::new(id);
     let platform = Platform::new(device.platform().map_err(api("clGetDeviceInfo"))?);
     let platform_name = clean(platform.name().map_err(api("clGetPlatformInfo"))?);
-    read_profile(&device, &platform_name)
+    read_profile(&device, &platform_name, true)
 }
 
-fn read_profile(device: &Device, platform_name: &str) -> Result<DeviceProfile, ClError> {
+/// A device's profile; with `probe`, a trivial kernel is built to read the preferred work-group
+/// size multiple (else it is 0).
+fn read_profile(
+    device: &Device,
+    platform_name: &str,
+    probe: bool,
+) -> Result<DeviceProfile, ClError> {
     let info = api("clGetDeviceInfo");
     let dims = device.max_work_item_dimensions().map_err(info)? as usize;
     let mut max_work_item_sizes: Vec<u64> = device
@@ -358,8 +399,10 @@ fn read_profile(device: &Device, platform_name: &str) -> Result<DeviceProfile, C
             .map(str::to_string)
             .collect(),
     };
-    let probe = kernel_limits_on(device, &profile.name, PROBE_SOURCE, PROBE_KERNEL, "")?;
-    profile.preferred_work_group_size_multiple = probe.preferred_work_group_size_multiple;
+    if probe {
+        let probe = kernel_limits_on(device, &profile.name, PROBE_SOURCE, PROBE_KERNEL, "")?;
+        profile.preferred_work_group_size_multiple = probe.preferred_work_group_size_multiple;
+    }
     Ok(profile)
 }
 
@@ -387,7 +430,7 @@ impl ClDevice {
         }
         let sub = std::sync::Arc::new(subs.swap_remove(k));
         let device = Device::new(sub.id());
-        let mut profile = read_profile(&device, &self.profile.platform_name)?;
+        let mut profile = read_profile(&device, &self.profile.platform_name, self.probed)?;
         // Not which part: equal parts are one kind of device (one fingerprint), so they share
         // results and campaigns (`ndtune tune --pool`).
         profile.name = format!("{} [part of {n}]", profile.name);
@@ -399,6 +442,7 @@ impl ClDevice {
             device,
             platform: self.platform,
             _sub_device: Some(sub),
+            probed: self.probed,
         })
     }
 
@@ -575,6 +619,36 @@ mod tests {
         discover()
             .expect("these tests need an OpenCL device (PoCL)")
             .remove(0)
+    }
+
+    #[test]
+    fn names_and_attach_read_what_discover_reads_without_building() {
+        let devices = discover().unwrap();
+        let found: Vec<String> = devices.iter().map(|d| d.profile.name.clone()).collect();
+        assert_eq!(names().unwrap(), found);
+        let (attached, found) = (attach(0).unwrap().profile, &devices[0].profile);
+        assert_eq!(
+            attached.preferred_work_group_size_multiple, 0,
+            "nothing built"
+        );
+        // What identifies the device (its fingerprint's fields) is the same.
+        assert_eq!(
+            (
+                &attached.name,
+                &attached.driver_version,
+                attached.compute_units
+            ),
+            (&found.name, &found.driver_version, found.compute_units)
+        );
+        assert_eq!(
+            (attached.max_work_group_size, attached.local_mem_size),
+            (found.max_work_group_size, found.local_mem_size)
+        );
+        let opened = open(0).unwrap().profile;
+        assert_eq!(
+            opened.preferred_work_group_size_multiple,
+            found.preferred_work_group_size_multiple
+        );
     }
 
     #[test]

@@ -200,21 +200,59 @@ impl Session {
 
     /// A read-write device buffer holding a copy of `bytes`.
     pub fn buffer(&self, bytes: &[u8]) -> Result<DeviceBuffer, ClError> {
+        let mut out = self.alloc(bytes.len())?;
+        self.write(&mut out, bytes)?;
+        Ok(out)
+    }
+
+    /// A read-write device buffer of `len` bytes whose contents are undefined until written.
+    pub fn alloc(&self, len: usize) -> Result<DeviceBuffer, ClError> {
         // SAFETY: no host pointer is passed; the size is at least 1 byte.
         let buffer = unsafe {
             Buffer::<u8>::create(
                 self.programs.context(),
                 CL_MEM_READ_WRITE,
-                bytes.len().max(1),
+                len.max(1),
                 ptr::null_mut(),
             )
         }
         .map_err(api("clCreateBuffer"))?;
-        let mut out = DeviceBuffer {
-            buffer,
-            len: bytes.len(),
-        };
-        self.write(&mut out, bytes)?;
+        Ok(DeviceBuffer { buffer, len })
+    }
+
+    /// Calls `f` with a whole buffer's bytes, mapped for reading: on a device that works in the
+    /// host's memory (a CPU device) they are the buffer itself, with nothing copied.
+    pub fn map_read<T>(
+        &self,
+        buffer: &DeviceBuffer,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T, ClError> {
+        if buffer.len == 0 {
+            return Ok(f(&[]));
+        }
+        let mut mapped: opencl3::types::cl_mem = ptr::null_mut();
+        // SAFETY: a blocking map of the whole buffer for reading; unmapped below.
+        unsafe {
+            self.queue.enqueue_map_buffer(
+                &buffer.buffer,
+                CL_BLOCKING,
+                CL_MAP_READ,
+                0,
+                buffer.len,
+                &mut mapped,
+                &[],
+            )
+        }
+        .map_err(api("clEnqueueMapBuffer"))?;
+        // SAFETY: the map gives `len` readable bytes until it is unmapped.
+        let out = f(unsafe { std::slice::from_raw_parts(mapped.cast::<u8>(), buffer.len) });
+        // SAFETY: unmapping this call's own mapping, then waiting for it.
+        let unmapped = unsafe {
+            self.queue
+                .enqueue_unmap_mem_object(buffer.buffer.get(), mapped, &[])
+        }
+        .map_err(api("clEnqueueUnmapMemObject"))?;
+        unmapped.wait().map_err(api("clWaitForEvents"))?;
         Ok(out)
     }
 

@@ -91,3 +91,19 @@ fn mismatched_arguments_and_refused_launches_are_errors() {
     let e = s.kernel(SAXPY, "saxpy", "").unwrap_err();
     assert!(matches!(e, ClError::Build { .. }), "SHIFT undefined: {e}");
 }
+
+#[test]
+fn buffers_are_allocated_copied_and_mapped_on_the_device() {
+    let device = discover().unwrap().remove(0);
+    let s = Session::new(&device).unwrap();
+    let mut b = s.alloc(4 * 1000).unwrap();
+    let src = s.buffer(&to_bytes(&vec![2.5; 1000])).unwrap();
+    s.copy(&src, &mut b).unwrap();
+    let sum: f32 = s.map_read(&b, |bytes| floats(bytes).iter().sum()).unwrap();
+    assert_eq!(sum, 2500.0);
+    let head = s.buffer(&to_bytes(&[1.0, 2.0, 3.0])).unwrap();
+    s.copy(&head, &mut b).unwrap();
+    let first = s.map_read(&b, |bytes| floats(&bytes[..16])).unwrap();
+    assert_eq!(first, [1.0, 2.0, 3.0, 2.5]);
+    assert_eq!(s.map_read(&s.alloc(0).unwrap(), <[u8]>::len).unwrap(), 0);
+}

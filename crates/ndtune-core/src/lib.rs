@@ -5,7 +5,8 @@
 //! - [`Outcome`]: how the evaluation of one configuration ended. Every configuration ends as
 //!   exactly one of measured, pruned, build_failed, refused, wrong_result, crashed, timed_out.
 //! - [`Timing`]: the run times of a measured configuration and their statistics (Erdem's score is
-//!   the mean of the best 5 of 10 runs), with the [`Energy`] the device drew where it was read.
+//!   the mean of the best 5 of 10 runs), with the [`Energy`] the device drew where it was read;
+//!   [`Raced`] where racing stopped its timing early.
 //! - [`setup`]: what a result was measured under besides device, constants and configuration,
 //!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
@@ -42,9 +43,14 @@ pub struct Timing {
     /// What the driver's queries said of this build, where they were asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<Advice>,
-    /// What the device drew while the runs were timed, where a power source could tell.
+    /// What the device drew while the runs were timed, where a power source could tell (boxed:
+    /// most timings have none, and outcomes travel by value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy: Option<Energy>,
+    pub energy: Option<Box<Energy>>,
+    /// Why timing stopped before the protocol's runs, where racing stopped it: then
+    /// `times_ms` holds the runs it got and the score is the mean of the best of those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raced: Option<Raced>,
 }
 
 /// The energy a device drew over a window of back-to-back runs of one configuration: the timed
@@ -64,6 +70,24 @@ pub struct Energy {
     pub samples: u32,
     /// Where the energy came from, e.g. `nvml energy counter` or `nvml power samples`.
     pub source: String,
+}
+
+/// How racing stopped a configuration's timing early: after `times_ms.len()` runs its fastest
+/// run was above `limit_ms`, so with the rule's confidence it could not be the best. The limit is
+/// the best score then (`best_ms`) times `1 + margin` times how much as many consecutive runs of
+/// the campaign's other configurations were slowed down at most, but for `1 - confidence` of
+/// them (`ndtune_bench::race`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Raced {
+    /// Timed runs the protocol asked for.
+    pub planned: u32,
+    /// The best score of the campaign when it stopped.
+    pub best_ms: f64,
+    /// The limit its fastest run exceeded.
+    pub limit_ms: f64,
+    /// The rule it was raced under.
+    pub margin: f64,
+    pub confidence: f64,
 }
 
 /// What `clGetKernelWorkGroupInfo` says of one build. Advice, not limits: a driver may launch
@@ -119,6 +143,7 @@ impl Timing {
             best_of,
             advice: None,
             energy: None,
+            raced: None,
         }
     }
 
@@ -364,6 +389,30 @@ mod tests {
         let mut timing = Timing::new(vec![1.0], 1);
         timing.advice = Some(advice);
         assert_eq!(Outcome::Measured(timing).advice(), Some(advice));
+    }
+
+    #[test]
+    fn a_timing_stored_before_racing_reads_and_a_raced_one_round_trips() {
+        let old = r#"{"outcome":"measured","times_ms":[2.0,1.0,3.0],"best_of":2}"#;
+        let Outcome::Measured(t) = serde_json::from_str::<Outcome>(old).unwrap() else {
+            panic!("measured")
+        };
+        assert_eq!((t.raced, t.score_ms()), (None, 1.5));
+        assert!(!serde_json::to_string(&t).unwrap().contains("raced"));
+        let mut raced = Timing::new(vec![9.0, 8.0], 5);
+        raced.raced = Some(Raced {
+            planned: 10,
+            best_ms: 1.0,
+            limit_ms: 4.5,
+            margin: 0.5,
+            confidence: 0.99,
+        });
+        assert_eq!(raced.score_ms(), 8.5, "the mean of the runs it got");
+        let text = serde_json::to_string(&Outcome::Measured(raced.clone())).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Outcome>(&text).unwrap(),
+            Outcome::Measured(raced)
+        );
     }
 
     #[test]

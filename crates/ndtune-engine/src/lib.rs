@@ -12,8 +12,15 @@
 //!   for them ([`ndtune_search::Evaluator::upcoming`]); the measurement worker loads their program
 //!   binaries. On a GPU builds overlap measurement; on a CPU device they are stopped while the
 //!   worker measures, so that they never disturb a timing.
-//! - [`TimeSpent`] accounts where the wall time went: builds the campaign waited for count as
-//!   their wall share, not as the sum over build workers (given beside it).
+//! - [`TimeSpent`] accounts for the campaign's whole wall time, from its preparation to the
+//!   end of its workers: builds the campaign waited for count as their wall share, not as the
+//!   sum over build workers (given beside it).
+//! - The measurement worker starts first ([`Worker::start`] even before the campaign, so that
+//!   its process and device start while the tuner discovers devices and prunes).
+//! - Racing ([`Options::race`], `ndtune_bench::race`): a configuration that cannot be the best
+//!   stops early, with the runs it got; every configuration that could be gets the protocol's.
+//! - Build times are kept in the store (a study of kind `builds` per kernel and device), so
+//!   that a later campaign starts the builds expected to take longest first.
 //! - With [`Options::share`], the campaign is one worker's part of a campaign shared through
 //!   the store with workers on other devices or machines ([`share`]); with [`Options::guard`],
 //!   a campaign of its own claims what it measures, so that two processes tuning one campaign
@@ -36,6 +43,7 @@
 //! It never parses a command line and never prints.
 
 mod advice;
+mod build_history;
 mod live;
 mod report;
 pub mod share;
@@ -49,6 +57,7 @@ pub use share::Share;
 use live::Live;
 use ndtune_bench::builder::BuildPool;
 use ndtune_bench::program_cache::ProgramCache;
+use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::Job;
 use ndtune_cl::ClDevice;
@@ -57,12 +66,12 @@ use ndtune_device::DeviceType;
 use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
 use ndtune_space::problem::Pruning;
-use ndtune_spec::{KernelSource, Spec};
+use ndtune_spec::{KernelSource, Race, Spec};
 use ndtune_store::{Group, Store, StoreError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why a campaign could not run or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +145,54 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Build worker processes; 1 builds in the measurement worker, one define set at a time.
     pub build_jobs: usize,
+    /// Racing: how configurations that cannot be the best stop early (`None`: every
+    /// configuration gets every run). The spec's `[measure]` gives it unless overridden.
+    pub race: Option<Race>,
     pub processes: Processes,
+}
+
+/// The measurement worker of a campaign, started ahead of it so that its start-up (process,
+/// driver, device, context) overlaps the tuner's own: device discovery, pruning, the store.
+pub struct Worker {
+    job: Job,
+    supervisor: Supervisor,
+}
+
+impl Worker {
+    /// Starts the measurement worker for `job` (see [`job`]) as `options` say.
+    pub fn start(job: Job, options: &Options) -> Worker {
+        let mut supervisor = Supervisor::new(
+            options.processes.command("__worker"),
+            job.clone(),
+            options.timeout,
+        );
+        supervisor.start_ahead();
+        Worker { job, supervisor }
+    }
+}
+
+/// What a campaign's worker processes evaluate: `spec` (with `overrides`, its kernel read
+/// as `source`) on device `index` (sub-device `sub`) with input data from `seed`, under the
+/// spec's setup.
+pub fn job(
+    spec: &Spec,
+    source: &KernelSource,
+    overrides: &BTreeMap<String, ndtune_core::Value>,
+    (index, sub): (usize, Option<(usize, usize)>),
+    seed: u64,
+) -> Result<Job, CampaignError> {
+    let setup = spec
+        .setup(source, seed)
+        .map_err(|e| CampaignError::Spec(e.to_string()))?;
+    Ok(Job {
+        spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
+        overrides: overrides.clone(),
+        device: index,
+        sub,
+        seed,
+        energy: !spec.metrics.needing_energy().is_empty(),
+        setup: setup.digest,
+    })
 }
 
 /// The default number of build jobs: the machine's cores less one (at least 1).
@@ -184,12 +240,16 @@ pub struct Campaign<'a> {
     pub pruning: Pruning,
     pub store: &'a Store,
     pub options: Options,
+    /// The measurement worker, where it was started ahead ([`Worker::start`]); else the
+    /// campaign starts it first thing.
+    pub worker: Option<Worker>,
 }
 
 impl Campaign<'_> {
     /// Runs the campaign: configurations the store holds are reused, the others measured and
     /// committed one by one. Returns the campaign's report.
     pub fn run(self, observer: &mut dyn Observer) -> Result<DeviceReport, CampaignError> {
+        let started = Instant::now();
         let spec = self.spec;
         let source = spec
             .kernel_source()
@@ -200,6 +260,23 @@ impl Campaign<'_> {
                     spec.path.display()
                 ))
             })?;
+        let job = job(
+            spec,
+            &source,
+            self.overrides,
+            (self.device.index, self.device.sub),
+            self.options.seed,
+        )?;
+        // The worker starts first: it opens its device while the campaign prepares.
+        let mut supervisor = match self.worker {
+            Some(w) if w.job == job => w.supervisor,
+            _ => Supervisor::new(
+                self.options.processes.command("__worker"),
+                job.clone(),
+                self.options.timeout,
+            ),
+        };
+        supervisor.start_ahead();
         let mut strategy = ndtune_search::by_name(&self.options.strategy, self.options.seed)?;
         let (declared, valid) = (self.pruning.stats.declared, self.pruning.stats.pruned);
         let (label, kernel) = (self.label, spec.kernel.name.clone());
@@ -221,25 +298,34 @@ impl Campaign<'_> {
         let energy = energy_report(self.device, metrics)
             .map_err(|why| CampaignError::Spec(format!("{label}: {why}; nothing was measured")))?;
         self.store.put_metrics(&group, metrics.definitions())?;
-        let existing: HashMap<Config, Outcome> = self
-            .store
-            .records(&group)?
-            .into_iter()
+        // Racing decides by time: it applies where time is the objective.
+        let race = self.options.race.filter(|_| metrics.is_time());
+        let mut noise = Noise::default();
+        let mut existing: HashMap<Config, Outcome> = HashMap::new();
+        let mut measure_again = HashSet::new();
+        for r in self.store.records(&group)? {
             // A result measured without the energy its metrics now need is measured again.
-            .filter(|r| !energy.measured || !lacks_energy(&r.outcome))
-            .map(|r| (r.key.config, r.outcome))
-            .collect();
+            if energy.measured && lacks_energy(&r.outcome) {
+                measure_again.insert(r.key.config);
+                continue;
+            }
+            if let Outcome::Measured(t) = &r.outcome {
+                // A timing raced under another rule (or none now) is measured again: its score
+                // is not what this campaign's protocol would store.
+                let rule = t.raced.map(|r| Race {
+                    margin: r.margin,
+                    confidence: r.confidence,
+                });
+                if rule.is_some() && rule != race {
+                    measure_again.insert(r.key.config);
+                    continue;
+                }
+                noise.add(t);
+            }
+            existing.insert(r.key.config, r.outcome);
+        }
         let not_reused = other_setups(self.store, &group)?;
         let setup = group.setup.clone();
-        let job = Job {
-            spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
-            overrides: self.overrides.clone(),
-            device: self.device.index,
-            sub: self.device.sub,
-            seed: self.options.seed,
-            energy: energy.measured,
-            setup: group.setup.clone(),
-        };
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile.device_type == DeviceType::Cpu;
@@ -252,6 +338,7 @@ impl Campaign<'_> {
                     self.options.timeout,
                     cpu,
                     ProgramCache::open(&self.device.profile, &source),
+                    &build_history::load(self.store, &group, codec.names()),
                 )
             })
             .transpose()
@@ -291,11 +378,7 @@ impl Campaign<'_> {
             }
         }
         let mut live = Live {
-            supervisor: Supervisor::new(
-                self.options.processes.command("__worker"),
-                job,
-                self.options.timeout,
-            ),
+            supervisor,
             pool,
             pause_builds: cpu,
             build_key: Box::new({
@@ -324,14 +407,22 @@ impl Campaign<'_> {
             observer,
             metrics,
             best: None,
+            racing: live::Racing {
+                rule: race,
+                runs: spec.measure.runs,
+                noise,
+                best_ms: None,
+            },
             time: TimeSpent {
                 build_jobs: self.options.build_jobs,
+                setup_s: started.elapsed().as_secs_f64(),
                 ..TimeSpent::default()
             },
             unavailable_told: false,
             stopped: None,
             claims,
             guard,
+            measure_again,
             measured_ahead: Default::default(),
             promised: Vec::new(),
             advice,
@@ -346,7 +437,7 @@ impl Campaign<'_> {
         let trace = strategy.search(&space, &mut live, &run);
         let stopped_early = live.stopped.take();
         let constants = live.group.constants.clone();
-        let time = live.finish();
+        let time = live.finish(started);
         if let Some(why) = stopped_early {
             return Err(stopped(why));
         }

@@ -1,16 +1,19 @@
 //! The live evaluator a strategy talks to: it reuses what the store holds, plans builds ahead
-//! from the strategy's lookahead, measures in the supervised worker, commits every outcome to the
-//! store at once, and accounts the time. In a shared campaign it measures only what it claimed;
-//! in a campaign of its own with a guard, only what it could claim (see [`crate::share`]).
+//! from the strategy's lookahead, measures in the supervised worker (racing against the best so
+//! far), commits every outcome to the store at once, and accounts the time. In a shared
+//! campaign it measures only what it claimed; in a campaign of its own with a guard, only what
+//! it could claim (see [`crate::share`]).
 
 use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
+use ndtune_bench::race::{Limits, Noise};
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_core::{Codec, Config, Outcome};
 use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Evaluated, Evaluator, Point};
+use ndtune_spec::Race;
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -42,6 +45,7 @@ pub(crate) struct Live<'a> {
     pub metrics: &'a Metrics,
     /// The best value of the objective measured so far.
     pub best: Option<f64>,
+    pub racing: Racing,
     pub time: TimeSpent,
     /// Whether the user was told that no build worker could start.
     pub unavailable_told: bool,
@@ -51,6 +55,9 @@ pub(crate) struct Live<'a> {
     pub claims: Option<Claims>,
     /// The claims of a campaign of its own, where it guards against another process.
     pub guard: Option<Guard>,
+    /// Stored timings raced under another rule than this campaign's, which it measures again:
+    /// their claims were completed, so the guard would give them to no one.
+    pub measure_again: HashSet<Config>,
     /// Configurations this worker measured before the strategy asked for them (while another
     /// worker held the one it asked for, or while the build of the one it asked for was not
     /// done): fresh, not reused, when it does.
@@ -60,6 +67,31 @@ pub(crate) struct Live<'a> {
     pub promised: Vec<(String, Point)>,
     /// The driver's advice per build, from every outcome seen.
     pub advice: AdviceBook<'a>,
+}
+
+/// What racing knows: the rule, the protocol's runs, the measurement noise seen so far and the
+/// best score of the configurations the campaign evaluated.
+pub(crate) struct Racing {
+    pub rule: Option<Race>,
+    pub runs: u32,
+    pub noise: Noise,
+    pub best_ms: Option<f64>,
+}
+
+impl Racing {
+    /// The limits of the next evaluation, where racing can stop it.
+    fn limits(&self) -> Option<Limits> {
+        self.noise.limits(self.rule?, self.best_ms?, self.runs)
+    }
+
+    /// A configuration of the campaign ended as `outcome`: the best so far may move.
+    fn note(&mut self, outcome: &Outcome) {
+        if let Some(ms) = outcome.score_ms().filter(|ms| ms.is_finite()) {
+            if self.best_ms.is_none_or(|b| ms < b) {
+                self.best_ms = Some(ms);
+            }
+        }
+    }
 }
 
 impl Live<'_> {
@@ -72,9 +104,11 @@ impl Live<'_> {
         ResultKey::new(&self.group, config.clone())
     }
 
-    /// The time account, with the build workers' own time and the worker start-up added. Gives
-    /// back the configurations claimed and not measured.
-    pub fn finish(mut self) -> TimeSpent {
+    /// Ends the campaign that started at `started`: gives back the configurations claimed and
+    /// not measured, keeps the build times in the store, stops the workers; the time account
+    /// of the whole campaign.
+    pub fn finish(mut self, started: Instant) -> TimeSpent {
+        let ending = Instant::now();
         let codec = self.codec;
         let held: Option<(&str, Vec<Point>)> = match (&mut self.claims, &mut self.guard) {
             (Some(c), _) => {
@@ -97,7 +131,27 @@ impl Live<'_> {
         }
         let mut time = self.time;
         time.startup_s = self.supervisor.startup_s;
-        time.build_workers_s = self.pool.as_ref().map_or(0.0, BuildPool::busy_s);
+        time.startup_waited_s = self.supervisor.startup_waited_s;
+        if let Some(pool) = &self.pool {
+            time.build_workers_s = pool.busy_s();
+            let kept = crate::build_history::save(
+                self.store,
+                &self.group,
+                codec.names(),
+                &pool.build_times(),
+            );
+            if let Err(e) = kept {
+                self.observer.event(Event::Warning(format!(
+                    "cannot keep the build times in the store: {e}"
+                )));
+            }
+        }
+        drop(self.pool.take());
+        self.supervisor.stop();
+        time.close(
+            ending.elapsed().as_secs_f64(),
+            started.elapsed().as_secs_f64(),
+        );
         time
     }
 
@@ -139,13 +193,19 @@ impl Live<'_> {
         if let Some(pool) = pool {
             pool.pause();
         }
-        let evaluated = self.supervisor.evaluate(point, binary.as_deref());
+        let limits = self.racing.limits();
+        let evaluated = self
+            .supervisor
+            .evaluate(point, binary.as_deref(), limits.as_ref());
         if let Some(pool) = pool {
             pool.resume();
         }
         match evaluated {
             Ok(e) => {
                 self.time.add(&e, wait_s);
+                if let Outcome::Measured(t) = &e.outcome {
+                    self.racing.noise.add(t);
+                }
                 Some(e.outcome)
             }
             Err(fatal) => {
@@ -162,6 +222,7 @@ impl Live<'_> {
     fn measure_and_record(&mut self, point: &[i64], config: &Config) -> Option<Outcome> {
         let started_at = ndtune_store::now_ms();
         let outcome = self.measure(point)?;
+        let writing = Instant::now();
         let record = Record {
             key: self.key(config),
             outcome: outcome.clone(),
@@ -178,6 +239,7 @@ impl Live<'_> {
             Some(worker) => self.store.complete(worker, &record).map(drop),
             None => self.store.insert(&record),
         };
+        self.time.store_s += writing.elapsed().as_secs_f64();
         if let Err(e) = stored {
             self.stopped = Some(format!("cannot record a result: {e}"));
             return None;
@@ -186,6 +248,7 @@ impl Live<'_> {
             guard.measured(point);
         }
         self.note_best(config, &outcome);
+        self.racing.note(&outcome);
         self.observer.event(Event::Evaluated {
             config,
             outcome: &outcome,
@@ -281,10 +344,13 @@ impl Live<'_> {
     /// Whether this process may measure `point`: always, unless a guard says another process
     /// holds it or measured it (see [`Guard::claim`]). `None` when the campaign has to stop.
     fn may_measure(&mut self, point: &[i64]) -> Option<bool> {
+        let codec = self.codec;
         let Some(guard) = &mut self.guard else {
             return Some(true);
         };
-        let codec = self.codec;
+        if self.measure_again.contains(&codec.config(point)) {
+            return Some(true);
+        }
         let next = self.promised.iter().map(|(_, p)| p);
         match guard.claim(self.store, &self.group, point, next, |p| codec.config(p)) {
             Ok(mine) => Some(mine),
@@ -320,10 +386,17 @@ impl Live<'_> {
     /// The outcome another process stored for `config`, if any, as reused (told to the
     /// observer); `None` when the campaign has to stop.
     fn stored_elsewhere(&mut self, config: &Config) -> Option<Option<Outcome>> {
-        match self.store.get(&self.key(config)) {
+        let reading = Instant::now();
+        let stored = self.store.get(&self.key(config));
+        self.time.store_s += reading.elapsed().as_secs_f64();
+        match stored {
             Ok(Some(record)) => {
                 self.existing.insert(config.clone(), record.outcome.clone());
                 self.note_best(config, &record.outcome);
+                self.racing.note(&record.outcome);
+                if let Outcome::Measured(t) = &record.outcome {
+                    self.racing.noise.add(t);
+                }
                 self.observer.event(Event::Evaluated {
                     config,
                     outcome: &record.outcome,
@@ -430,6 +503,7 @@ impl Live<'_> {
                 };
             }
             self.note_best(&config, &outcome);
+            self.racing.note(&outcome);
             self.observer.event(Event::Evaluated {
                 config: &config,
                 outcome: &outcome,

@@ -4,7 +4,7 @@
 //! work-group size, whether the energy could be measured, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
-use ndtune_core::{Codec, Config, Constants, Outcome, OutcomeKind};
+use ndtune_core::{Codec, Config, Constants, Outcome, OutcomeKind, Timing};
 use ndtune_metrics::{Inputs, Metrics, Values};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
@@ -87,18 +87,28 @@ pub struct EnergyReport {
     pub detail: String,
 }
 
-/// Where the wall time of the configurations evaluated now went, in seconds.
+/// Where a campaign's wall time went, in seconds: the parts from `setup_s` to `shutdown_s` add
+/// up to `campaign_s`, from the campaign's start to its workers' end.
 ///
-/// `total_s` is wall time from asking for a configuration to having its outcome, summed over
-/// configurations. `build_s` is the part of it spent on builds: waiting for the build workers
+/// `total_s` is wall time from asking the worker for a configuration to having its outcome,
+/// summed over configurations; `build_s`, `launch_s`, `reference_s` and the overhead per
+/// configuration divide it. `build_s` is the part spent on builds: waiting for the build workers
 /// (their wall share; builds done while the device measured something else cost nothing here)
 /// and loading or compiling programs in the measurement worker. `build_workers_s` is the build
 /// workers' own time summed over workers, to compare.
 #[derive(Debug, Serialize, Default, Clone, Copy)]
 pub struct TimeSpent {
-    pub total_s: f64,
-    /// Starting the measurement worker (process start, device discovery, OpenCL context).
+    /// The campaign's wall time: the sum of `setup_s`, `startup_waited_s`, `total_s`,
+    /// `lost_s`, `store_s`, `search_s` and `shutdown_s`.
+    pub campaign_s: f64,
+    /// Preparing: reading what the store holds, warm-start points, the build pool.
+    pub setup_s: f64,
+    /// Starting the measurement worker (process start, device, OpenCL context), restarts
+    /// included; it starts first, so most of it overlaps the rest...
     pub startup_s: f64,
+    /// ...and this is what evaluations waited for it.
+    pub startup_waited_s: f64,
+    pub total_s: f64,
     /// Computing reference outputs.
     pub reference_s: f64,
     pub build_s: f64,
@@ -107,19 +117,42 @@ pub struct TimeSpent {
     pub build_workers_s: f64,
     /// Kernel launches, waits included.
     pub launch_s: f64,
-    /// Of the overhead: arguments on the device (inputs restored), and the outputs read back and
-    /// compared with the reference.
+    /// Of the overhead: arguments on the device (inputs restored), and the outputs compared with
+    /// the reference.
     pub prepare_s: f64,
     pub verify_s: f64,
     /// What is none of these, per configuration: requests, buffers, arguments, verification.
     pub overhead_ms_per_config: f64,
     /// Waiting for evaluations that crashed or timed out (not in `total_s`).
     pub lost_s: f64,
+    /// Committing outcomes to the store (and reading other workers' in a shared campaign).
+    pub store_s: f64,
+    /// The strategy's own time and the campaign's bookkeeping between evaluations.
+    pub search_s: f64,
+    /// Ending: keeping build times, stopping the measurement and build workers.
+    pub shutdown_s: f64,
+    /// Timed runs racing spared: configurations stopped early, and the runs they did not get.
+    pub raced: usize,
+    pub runs_spared: usize,
     #[serde(skip)]
     pub configs: usize,
 }
 
 impl TimeSpent {
+    /// Closes the account of a campaign that took `campaign_s`, the last `shutdown_s` of it
+    /// ending it: the strategy's time is what no other part accounts for.
+    pub(crate) fn close(&mut self, shutdown_s: f64, campaign_s: f64) {
+        self.shutdown_s = shutdown_s;
+        self.campaign_s = campaign_s;
+        let parts = self.setup_s
+            + self.startup_waited_s
+            + self.total_s
+            + self.lost_s
+            + self.store_s
+            + self.shutdown_s;
+        self.search_s = (campaign_s - parts).max(0.0);
+    }
+
     /// The per-configuration overhead: what the totals do not account for.
     fn recompute_overhead(&mut self) {
         if self.configs > 0 {
@@ -141,6 +174,15 @@ impl TimeSpent {
         self.reference_s += c.reference_ms / 1e3;
         self.prepare_s += c.prepare_ms / 1e3;
         self.verify_s += c.verify_ms / 1e3;
+        if let Outcome::Measured(Timing {
+            raced: Some(r),
+            times_ms,
+            ..
+        }) = &e.outcome
+        {
+            self.raced += 1;
+            self.runs_spared += (r.planned as usize).saturating_sub(times_ms.len());
+        }
         self.configs += 1;
         self.recompute_overhead();
     }

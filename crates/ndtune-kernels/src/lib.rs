@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `matmul` | `examples/matmul.toml` | `C = A * B`, `N x N`, row-major |
 //! | `conv1d` | `examples/conv1d.toml` | `out[i] = sum_m in[i + m] * mask[m]`, `N` outputs, `MASK` taps |
+//! | `conv2d` | `examples/conv2d.toml` | `out[y][x] = sum in[y + fy][x + fx] * filter[fy][fx]`, `H x W` outputs, an `FH x FW` filter |
 //! | `cnn` | `examples/cnn.toml`, `examples/cnn-full.toml` | 5x5 convolution + bias + ReLU + 2x2 max-pool |
 //!
 //! A reference gets every buffer argument by name, filled as the spec says (the outputs too; it
@@ -30,10 +31,12 @@ use std::collections::BTreeMap;
 
 mod cnn;
 mod conv1d;
+mod conv2d;
 mod matmul;
 
 pub use cnn::cnn;
 pub use conv1d::conv1d;
+pub use conv2d::conv2d;
 pub use matmul::matmul;
 
 /// Host buffers by kernel-argument name, every element as f64 (exact for float and for integers
@@ -44,8 +47,13 @@ pub type Buffers = BTreeMap<String, Vec<f64>>;
 /// the spec's constants, returns the expected output buffers by name.
 pub type Reference = fn(inputs: &Buffers, constants: &Constants) -> Result<Buffers, String>;
 
-const BUILTINS: &[(&str, Reference)] = &[("matmul", matmul), ("conv1d", conv1d), ("cnn", cnn)];
-const NAMES: &[&str] = &["matmul", "conv1d", "cnn"];
+const BUILTINS: &[(&str, Reference)] = &[
+    ("matmul", matmul),
+    ("conv1d", conv1d),
+    ("conv2d", conv2d),
+    ("cnn", cnn),
+];
+const NAMES: &[&str] = &["matmul", "conv1d", "conv2d", "cnn"];
 
 /// The built-in reference called `name` (`builtin:NAME` in a spec), if there is one.
 pub fn builtin(name: &str) -> Option<Reference> {

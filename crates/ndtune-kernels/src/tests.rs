@@ -27,7 +27,7 @@ fn iota(len: usize) -> Vec<f64> {
 
 #[test]
 fn names_and_lookup_agree() {
-    assert_eq!(builtin_names(), &["matmul", "conv1d", "cnn"]);
+    assert_eq!(builtin_names(), &["matmul", "conv1d", "conv2d", "cnn"]);
     for name in builtin_names() {
         assert!(builtin(name).is_some(), "{name}");
     }
@@ -340,4 +340,45 @@ fn cnn_errors() {
     assert!(e.contains("input buffer `b` is missing"), "{e}");
     let e = cnn(&ok(), &cnn_consts(-1, 1, 2, 2)).unwrap_err();
     assert!(e.contains("`C_IN` must be at least 1, not -1"), "{e}");
+}
+
+#[test]
+fn conv2d_by_hand_and_threaded_matches_naive() {
+    // A 2 x 3 output of a 3 x 4 image with a 2 x 2 filter.
+    let r = builtin("conv2d").unwrap();
+    let image: Vec<f64> = (0..12).map(f64::from).collect();
+    let inputs = Buffers::from([
+        ("in".to_string(), image),
+        ("filter".to_string(), vec![1.0, 0.0, 0.0, 2.0]),
+    ]);
+    let c = |w, h, fw, fh| consts(&[("W", w), ("H", h), ("FW", fw), ("FH", fh)]);
+    let out = r(&inputs, &c(3, 2, 2, 2)).unwrap();
+    // out[y][x] = in[y][x] + 2 in[y + 1][x + 1], rows of 4.
+    assert_eq!(out["out"], vec![10.0, 13.0, 16.0, 22.0, 25.0, 28.0]);
+    // Large enough for threads: each output against a naive sum.
+    let (w, h, f) = (300usize, 200usize, 9usize);
+    let (iw, ih) = (w + f - 1, h + f - 1);
+    let image: Vec<f64> = (0..iw * ih)
+        .map(|i| ((i * 7919) % 97) as f64 - 48.0)
+        .collect();
+    let filter: Vec<f64> = (0..f * f).map(|i| (i % 5) as f64 - 2.0).collect();
+    let inputs = Buffers::from([
+        ("in".to_string(), image.clone()),
+        ("filter".to_string(), filter.clone()),
+    ]);
+    let out = conv2d(&inputs, &c(w as i64, h as i64, f as i64, f as i64)).unwrap();
+    for (y, x) in [(0, 0), (h - 1, w - 1), (123, 45)] {
+        let mut want = 0.0;
+        for fy in 0..f {
+            for fx in 0..f {
+                want += image[(y + fy) * iw + x + fx] * filter[fy * f + fx];
+            }
+        }
+        assert_eq!(out["out"][y * w + x], want);
+    }
+    let e = r(&inputs, &c(301, 200, 9, 9)).unwrap_err();
+    assert!(
+        e.contains("buffer `in` has") && e.contains("(H + FH - 1) * (W + FW - 1)"),
+        "{e}"
+    );
 }

@@ -28,13 +28,15 @@ fn defs(metrics: &[(&str, &str)], objective: &str, higher: bool) -> Definitions 
 
 fn measured(ms: f64, energy: Option<(f64, f64)>) -> Outcome {
     let mut t = Timing::new(vec![ms], 1);
-    t.energy = energy.map(|(joules, watts)| Energy {
-        joules,
-        watts,
-        runs: 10,
-        window_ms: 100.0,
-        samples: 20,
-        source: "test".into(),
+    t.energy = energy.map(|(joules, watts)| {
+        Box::new(Energy {
+            joules,
+            watts,
+            runs: 10,
+            window_ms: 100.0,
+            samples: 20,
+            source: "test".into(),
+        })
     });
     Outcome::Measured(t)
 }

@@ -27,7 +27,7 @@ mod validate;
 pub use options::BuildOption;
 pub use sources::{source_names, KernelSource};
 pub use validate::{
-    Access, Arg, ArgKind, ElemType, HostFunction, Init, Kernel, Measure, Reference, Split,
+    Access, Arg, ArgKind, ElemType, HostFunction, Init, Kernel, Measure, Race, Reference, Split,
     SplitBuffer, Verify, BYTES_METRIC, FLOPS_METRIC,
 };
 

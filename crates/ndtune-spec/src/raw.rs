@@ -197,6 +197,9 @@ pub struct RawMeasure {
     pub warmup: Option<u32>,
     pub runs: Option<u32>,
     pub best_of: Option<u32>,
+    pub race: Option<bool>,
+    pub race_margin: Option<Spanned<f64>>,
+    pub race_confidence: Option<Spanned<f64>>,
     pub flops: Option<Spanned<NumOrExpr>>,
     pub bytes: Option<Spanned<NumOrExpr>>,
     /// The least duration of the window the energy is measured over, in ms.

@@ -5,10 +5,11 @@
 //! that a key added to one of them later is covered without anyone remembering to add it:
 //! `[kernel]` (source files, include directories, build options), `[launch]`, `[[args]]`,
 //! `[verify]` and `[measure]` (without `flops` and `bytes`, which only change what reports
-//! show, and with the protocol's values filled in, so that a changed default counts too);
-//! then the contents of every file those name (kernel files, the headers they include, a
-//! reference's files), by SHA-256, and the data seed where an input is drawn from it. Files an
-//! argument reads must be added to [`Spec::setup`]'s list as arguments gain them.
+//! show, nor the racing settings, which a raced timing records itself; with the protocol's
+//! values filled in, so that a changed default counts too); then the contents of every file
+//! those name (kernel files, the headers they include, a reference's files), by SHA-256, and
+//! the data seed where an input is drawn from it. Files an argument reads must be added to
+//! [`Spec::setup`]'s list as arguments gain them.
 //! `[constants]` are left out (the constants key results themselves), as are `[params]`,
 //! `[space]` and `[split]`, which choose configurations but do not change what one measures.
 
@@ -82,8 +83,11 @@ impl Spec {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        for display_only in ["flops", "bytes"] {
-            measure.remove(display_only);
+        // Racing settings are left out too: a timing the full protocol took is the same with or
+        // without racing, and a raced one names its rule in the outcome (a campaign under
+        // another rule measures it again).
+        for not_a_result in ["flops", "bytes", "race", "race_margin", "race_confidence"] {
+            measure.remove(not_a_result);
         }
         let m = &self.measure;
         for (key, value) in [

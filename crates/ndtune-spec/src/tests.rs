@@ -1,6 +1,6 @@
 //! Bad input gets a clear error naming file, line and column; good input validates.
 
-use crate::{ArgKind, ElemType, Init, Reference, Spec};
+use crate::{ArgKind, ElemType, Init, Race, Reference, Spec};
 use ndtune_core::Value;
 use std::path::{Path, PathBuf};
 
@@ -164,6 +164,28 @@ runs = 3
         (s.measure.warmup, s.measure.runs, s.measure.best_of),
         (1, 3, 3)
     );
+    assert_eq!(
+        s.measure.race,
+        Some(Race::default()),
+        "racing is on by default"
+    );
+}
+
+#[test]
+fn racing_is_set_or_turned_off_in_measure() {
+    let base = format!("{HEAD}[params]\nX = [1]\n");
+    let s = Spec::parse(
+        &format!("{base}[measure]\nrace_margin = 2.0\nrace_confidence = 0.999\n"),
+        Path::new("/x/r.toml"),
+    )
+    .unwrap();
+    assert_eq!(s.measure.race, Some(Race::new(2.0, 0.999).unwrap()));
+    let s = Spec::parse(
+        &format!("{base}[measure]\nrace = false\n"),
+        Path::new("/x/r.toml"),
+    )
+    .unwrap();
+    assert_eq!(s.measure.race, None);
 }
 
 #[test]
@@ -176,6 +198,16 @@ fn verify_and_measure_are_checked() {
     assert!(e.contains("must be a buffer the kernel writes"), "{e}");
     let e = parse(&format!("{base}[measure]\nruns = 3\nbest_of = 5\n")).unwrap_err();
     assert!(e.contains("best_of <= runs"), "{e}");
+    let e = parse(&format!("{base}[measure]\nrace_confidence = 1.5\n")).unwrap_err();
+    assert!(
+        e.contains("race_confidence must be between 0 and 1") && e.contains(":12:"),
+        "{e}"
+    );
+    let e = parse(&format!(
+        "{base}[measure]\nrace = false\nrace_margin = 1.0\n"
+    ))
+    .unwrap_err();
+    assert!(e.contains("nothing to set"), "{e}");
     let e = parse(&format!("{HEAD}[params]\nX = [1]\n[[args]]\nname = \"A\"\nkind = \"buffer\"\ntype = \"flaot\"\nlen = 4\n")).unwrap_err();
     assert!(e.contains("unknown type `flaot`"), "{e}");
 }
@@ -511,6 +543,12 @@ fn the_setup_changes_with_everything_that_can_change_a_result_and_nothing_else()
             .replace("[measure]", "# a comment\n[measure]")
             .replace("runs = 5", "runs    =    5"),
         format!("{TUNED}[split]\ndim = 0\n"),
+        // A raced timing names its rule itself (docs/tuning.md, "Racing").
+        TUNED.replace(
+            "runs = 5",
+            "runs = 5\nrace_margin = 1.0\nrace_confidence = 0.9",
+        ),
+        TUNED.replace("runs = 5", "runs = 5\nrace = false"),
     ];
     for spec in &same {
         assert_eq!(setup_of(spec, GEMM_FILES, 1), base, "{spec}");

@@ -260,6 +260,8 @@ pub struct Verify {
 /// `[measure]`: Erdem's protocol by default, the mean of the best 5 of 10 runs after 1 warm-up
 /// (where a verification run comes first, it is that warm-up). `flops` and `bytes` are
 /// metrics ([`FLOPS_METRIC`], [`BYTES_METRIC`]), not part of the measurement.
+/// `race`: how configurations that cannot be the best stop early (`None`: every configuration
+/// gets every run).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measure {
     pub warmup: u32,
@@ -268,6 +270,7 @@ pub struct Measure {
     /// Where the energy is measured: the least duration, in ms, of the window of runs it is
     /// measured over (the timed runs, followed by more runs while the window is shorter).
     pub energy_ms: f64,
+    pub race: Option<Race>,
 }
 
 /// The metric `[measure] flops = "EXPR"` defines: `(EXPR) / time / 1e6`, in GFLOP/s.
@@ -282,7 +285,47 @@ impl Default for Measure {
             runs: 10,
             best_of: 5,
             energy_ms: 200.0,
+            race: Some(Race::default()),
         }
+    }
+}
+
+/// Racing (`[measure] race`, `race_margin`, `race_confidence`): a configuration's timing stops
+/// once its fastest run so far is above the best score of the campaign times `1 + margin` times
+/// the campaign's measurement noise at `confidence` (`ndtune_bench::race`). A configuration that
+/// could be the best always gets the protocol's runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Race {
+    /// How much slower than the best, beyond the noise, a configuration must be to stop.
+    pub margin: f64,
+    /// How sure the noise allowance is: at 0.99 the allowance is what as many consecutive runs
+    /// were slowed down by at most, in all but 1% of the campaign's measurements.
+    pub confidence: f64,
+}
+
+impl Default for Race {
+    /// Safe on a shared 2-core CPU (docs/tuning.md, "Racing"): stop only configurations more
+    /// than 1.5 times the best beyond what 99% of the campaign's run windows were slowed down.
+    fn default() -> Self {
+        Race {
+            margin: 0.5,
+            confidence: 0.99,
+        }
+    }
+}
+
+impl Race {
+    /// Checks a margin and a confidence; the reason where they are out of range.
+    pub fn new(margin: f64, confidence: f64) -> Result<Race, String> {
+        if !(margin.is_finite() && margin >= 0.0) {
+            return Err(format!("race_margin must be a number >= 0, not {margin}"));
+        }
+        if !(confidence > 0.0 && confidence < 1.0) {
+            return Err(format!(
+                "race_confidence must be between 0 and 1 (exclusive), not {confidence}"
+            ));
+        }
+        Ok(Race { margin, confidence })
     }
 }
 
@@ -1202,6 +1245,7 @@ fn measure(
             .best_of
             .unwrap_or(r.runs.map_or(d.best_of, |runs| runs.min(d.best_of))),
         energy_ms: r.energy_ms.unwrap_or(d.energy_ms),
+        race: race(cx, r)?,
     };
     if !(out.energy_ms.is_finite() && (0.0..=60_000.0).contains(&out.energy_ms)) {
         return Err(cx.err(
@@ -1228,6 +1272,36 @@ fn measure(
         ));
     }
     Ok(out)
+}
+
+/// `race`, `race_margin`, `race_confidence` of `[measure]`: racing is on unless `race = false`.
+fn race(cx: &Ctx, r: &crate::raw::RawMeasure) -> Result<Option<Race>, SpecError> {
+    let d = Race::default();
+    let margin = r.race_margin.as_ref();
+    let confidence = r.race_confidence.as_ref();
+    if r.race == Some(false) {
+        if let Some(key) = margin.or(confidence) {
+            return Err(cx.err(
+                &key.span(),
+                "[measure] race = false: a race_margin or race_confidence has nothing to set",
+            ));
+        }
+        return Ok(None);
+    }
+    let value = |v: Option<&Spanned<f64>>, default| v.map_or(default, |v| *v.get_ref());
+    Race::new(value(margin, d.margin), value(confidence, d.confidence))
+        .map(Some)
+        .map_err(|why| {
+            let span = if why.starts_with("race_margin") {
+                margin
+            } else {
+                confidence
+            };
+            cx.err(
+                &span.expect("a default is in range").span(),
+                format!("[measure] {why}"),
+            )
+        })
 }
 
 fn split(cx: &Ctx, spec: &Spec, sp: &Spanned<crate::raw::RawSplit>) -> Result<Split, SpecError> {

@@ -214,7 +214,8 @@ pub fn study(
         ))
     } else if coexec_ms >= best_ms {
         alone(format!(
-            "co-execution ({coexec_ms:.4} ms) is no faster than device {best_single} alone ({best_ms:.4} ms): its overhead is above the gain, so device {best_single} runs alone"
+            "co-execution ({coexec_ms:.4} ms) is no faster than device {best_single} alone ({best_ms:.4} ms), so device {best_single} runs alone: {}",
+            too_small(best_ms, the_plan.theoretical_ms, coexec_ms)
         ))
     } else {
         Decision {
@@ -280,6 +281,25 @@ pub fn study(
     })
 }
 
+/// Why a co-execution that measured `coexec_ms` did not beat the best device alone (`best_ms`)
+/// though its plan predicts `theoretical_ms`: every device pays fixed costs (its launch, its
+/// transfers, the threads' synchronisation) that do not shrink with its share, while the gain is
+/// a share of the work. The gain grows with the problem and the fixed costs do not, so the
+/// ratio says how much more work would break even.
+pub fn too_small(best_ms: f64, theoretical_ms: f64, coexec_ms: f64) -> String {
+    let gain = best_ms - theoretical_ms;
+    let fixed = coexec_ms - theoretical_ms;
+    if gain <= 0.0 {
+        return format!(
+            "the plan itself predicts no gain ({theoretical_ms:.4} ms against {best_ms:.4} ms)"
+        );
+    }
+    format!(
+        "splitting saves at most {gain:.4} ms of work here (the plan's {theoretical_ms:.4} ms against {best_ms:.4} ms), while co-executing costs {fixed:.4} ms of fixed costs per run (each device's launch, transfers and the synchronisation, which do not shrink with its share); the problem is too small: with about {:.1}x the work the gain would cover them",
+        fixed / gain
+    )
+}
+
 /// Each device's adjusted factor in a plan (0 where it has no part).
 fn adjusted(p: &Plan, n: usize) -> Vec<f64> {
     let mut f = vec![0.0; n];
@@ -312,4 +332,20 @@ fn mismatch(
         .err()
         .map(|m| m.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::too_small;
+
+    #[test]
+    fn a_small_problem_is_explained_by_its_fixed_costs_against_its_gain() {
+        // The main job's matmul at N = 128 on two CPU halves: 1.50 ms alone, a plan of 0.76 ms,
+        // 1.56 ms co-executed: 0.80 ms of fixed costs against 0.74 ms of gain.
+        let why = too_small(1.50, 0.76, 1.56);
+        assert!(why.contains("saves at most 0.7400 ms"), "{why}");
+        assert!(why.contains("0.8000 ms of fixed costs"), "{why}");
+        assert!(why.contains("about 1.1x the work"), "{why}");
+        assert!(too_small(1.0, 1.2, 1.5).contains("predicts no gain"));
+    }
 }

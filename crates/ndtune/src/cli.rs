@@ -420,6 +420,62 @@ pub struct CampaignArgs {
     /// machine's cores less one); 1 builds each configuration in the measurement worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub build_jobs: Option<u16>,
+    #[command(flatten)]
+    pub race: RaceArgs,
+}
+
+/// Racing (docs/tuning.md, "Racing"): overrides the spec's `[measure] race`, `race_margin` and
+/// `race_confidence`.
+#[derive(Args, Clone, Default)]
+pub struct RaceArgs {
+    /// Stop timing a configuration once it cannot be the best (`on`, the default unless the
+    /// spec says `race = false`), or time every configuration in full (`off`).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub race: Option<bool>,
+    /// Racing stops a configuration only if it is slower than the best by this fraction beyond
+    /// the measurement noise (default 0.5, or the spec's `race_margin`).
+    #[arg(long, value_name = "M")]
+    pub race_margin: Option<f64>,
+    /// How sure the noise allowance of racing is (default 0.99, or the spec's
+    /// `race_confidence`).
+    #[arg(long, value_name = "C")]
+    pub race_confidence: Option<f64>,
+}
+
+impl RaceArgs {
+    /// The racing rule: these flags over the spec's (`spec`, from `[measure]`); a margin or a
+    /// confidence given turns racing on.
+    pub fn rule(
+        &self,
+        spec: Option<ndtune_spec::Race>,
+    ) -> Result<Option<ndtune_spec::Race>, String> {
+        let tuned = self.race_margin.is_some() || self.race_confidence.is_some();
+        match self.race {
+            Some(false) if tuned => {
+                Err("--race off: --race-margin and --race-confidence have nothing to set".into())
+            }
+            Some(false) => Ok(None),
+            None if !tuned => Ok(spec),
+            _ => {
+                let base = spec.unwrap_or_default();
+                ndtune_spec::Race::new(
+                    self.race_margin.unwrap_or(base.margin),
+                    self.race_confidence.unwrap_or(base.confidence),
+                )
+                .map(Some)
+                .map_err(|why| format!("--{}", why.replacen('_', "-", 1)))
+            }
+        }
+    }
+}
+
+/// `on` or `off`.
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("`{s}`: say `on` or `off`")),
+    }
 }
 
 #[derive(Args)]

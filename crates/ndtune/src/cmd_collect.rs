@@ -5,7 +5,7 @@
 //! engine into the store. `--summary` derives W_legal, W_safe, the oracles, the baseline and the
 //! expert's standing; `--export` writes the long CSV that `ndtune learn` reads.
 
-use crate::cli::{CampaignArgs, CollectArgs, SearchArgs};
+use crate::cli::{CampaignArgs, CollectArgs, RaceArgs, SearchArgs};
 use crate::cmd_tune::{outcome_counts, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
@@ -143,6 +143,11 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             seed: args.seed,
             constants: Default::default(),
             build_jobs: None,
+            // Learning needs every size's time by the protocol, not only the best's.
+            race: RaceArgs {
+                race: Some(false),
+                ..RaceArgs::default()
+            },
         };
         let report = tune_device(
             &campaign,
@@ -155,7 +160,9 @@ pub fn run(args: &CollectArgs) -> Result<()> {
             &progress,
             &SearchArgs::default(),
             None,
-        )?;
+            None,
+        )?
+        .report;
         let (evaluated, per_s, overhead) = report.throughput();
         // On stderr: stdout is the summary (or its JSON).
         eprintln!(

@@ -142,7 +142,9 @@ pub fn run(
         &progress,
         &args.search,
         Some(share),
-    )?;
+        None,
+    )?
+    .report;
     let status = store.campaign_status(&group)?;
     let shares: Vec<&WorkerStatus> = status
         .workers

@@ -79,7 +79,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 &progress,
                 &SearchArgs::default(),
                 None,
-            )?;
+                None,
+            )?
+            .report;
             best = best_recorded(&store, &g)?;
             if best.is_none() {
                 bail!(

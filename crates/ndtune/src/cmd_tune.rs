@@ -5,19 +5,21 @@
 
 use crate::cli::{CampaignArgs, MetricArgs, SearchArgs, TuneArgs};
 use crate::targets;
+use crate::wall::Wall;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, OutcomeKind};
-use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share};
+use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share, Worker};
 use ndtune_search::{AutoChoice, Budget};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Store};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub fn run(args: &TuneArgs) -> Result<()> {
+    let mut wall = Wall::new();
     if let Some(path) = &args.replay {
         if args.search.warm_start || args.share.worker || args.share.pool {
             bail!(
@@ -35,6 +37,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .constants
         .sweep()
         .map_err(anyhow::Error::msg)?;
+    wall.lap();
     // Every combination's spec is checked before anything is measured.
     let specs = sweep
         .iter()
@@ -48,29 +51,60 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         })
         .collect::<Result<Vec<Spec>>>()?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
-    let devices = targets::live_devices(args.device.as_deref())?;
-    let store = args.campaign.store.open()?;
-    if args.share.pool {
-        let ([spec], [overrides]) = (specs.as_slice(), sweep.as_slice()) else {
-            bail!(
-                "--pool runs one campaign, and --set gives {} combinations of values: start a pool for each",
-                sweep.len()
-            );
-        };
-        return crate::cmd_pool::run(args, spec, overrides, &devices, &store);
+    let race = args
+        .campaign
+        .race
+        .rule(specs[0].measure.race)
+        .map_err(|e| anyhow!(e))?;
+    wall.spec_s += wall.lap();
+    let picked = targets::pick_live(args.device.as_deref())?;
+    if args.share.pool && sweep.len() > 1 {
+        bail!(
+            "--pool runs one campaign, and --set gives {} combinations of values: start a pool for each",
+            sweep.len()
+        );
     }
-    if args.share.worker && devices.len() > 1 {
+    if args.share.worker && picked.len() > 1 {
         bail!(
             "--worker measures on one device, --device {} names {}: start a worker per device, or use --pool",
             args.device.as_deref().unwrap_or_default(),
-            devices.len()
+            picked.len()
         );
+    }
+    // Each device's measurement worker for the first campaign starts now, while its device is
+    // opened and its space pruned here (a pool's workers are processes of their own).
+    let mut workers: Vec<Option<Worker>> = Vec::new();
+    for p in &picked {
+        workers.push(if args.share.pool {
+            None
+        } else {
+            let source = specs[0].kernel_source()?.expect("checked above");
+            let job = ndtune_engine::job(
+                &specs[0],
+                &source,
+                &sweep[0],
+                (p.index, p.sub),
+                args.campaign.seed,
+            )?;
+            Some(Worker::start(
+                job,
+                &options(&args.campaign, args.timeout, &args.search, race, None, None)?,
+            ))
+        });
+    }
+    let devices = targets::open_picked(&picked)?;
+    wall.discovery_s += wall.lap();
+    let store = args.campaign.store.open()?;
+    wall.store_s += wall.lap();
+    if args.share.pool {
+        return crate::cmd_pool::run(args, &specs[0], &sweep[0], &devices, &store);
     }
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let mut reports = Vec::new();
+    let mut workers = workers.into_iter();
     for (spec, overrides) in specs.iter().zip(&sweep) {
         for device in &devices {
             let share = args.share.worker.then(|| Share {
@@ -82,7 +116,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 lease: args.share.lease,
                 location: args.campaign.store.db.clone().into(),
             });
-            reports.push(tune_device(
+            let tuned = tune_device(
                 &args.campaign,
                 args.timeout,
                 spec,
@@ -93,7 +127,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 &progress,
                 &args.search,
                 share,
-            )?);
+                workers.next().flatten(),
+            )?;
+            wall.lap();
+            wall.prune_s += tuned.prune_s;
+            wall.campaigns_s += tuned.report.time.campaign_s;
+            reports.push(tuned.report);
         }
     }
     // A sweep ends with the best of each of its campaigns.
@@ -108,8 +147,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             })
             .collect()
     });
+    let wall = wall.close();
     if args.json {
-        let mut out = serde_json::json!({ "devices": reports });
+        let mut out = serde_json::json!({ "devices": reports, "time": wall });
         if let Some(swept) = &swept {
             out["sweep"] = serde_json::to_value(swept)?;
         }
@@ -121,6 +161,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         if let Some(swept) = &swept {
             print_sweep(swept, &reports[0].names);
         }
+        println!("{}", wall.line());
         println!(
             "pictures of this campaign: ndtune report --db {} --out report.html",
             store.path().display()
@@ -155,6 +196,39 @@ pub(crate) fn apply_metrics(spec: &mut Spec, args: &MetricArgs) -> Result<()> {
         .with(args.metrics.clone(), objective);
     spec.set_metrics(defs)
         .map_err(|e| anyhow!("--metric/--objective: {e}"))
+}
+
+/// A campaign's report, with the time its device's space took to prune and record.
+pub(crate) struct Tuned {
+    pub report: DeviceReport,
+    pub prune_s: f64,
+}
+
+/// The engine's options for a campaign from the command line.
+fn options(
+    campaign: &CampaignArgs,
+    timeout: Option<f64>,
+    search: &SearchArgs,
+    race: Option<ndtune_spec::Race>,
+    share: Option<Share>,
+    guard: Option<Share>,
+) -> Result<Options> {
+    Ok(Options {
+        strategy: campaign.strategy.clone(),
+        budget: campaign.budget,
+        time: search.time,
+        warm_start: search.warm_start,
+        share,
+        guard,
+        seed: campaign.seed,
+        timeout: timeout.map(Duration::from_secs_f64),
+        build_jobs: campaign
+            .build_jobs
+            .map_or_else(ndtune_engine::default_build_jobs, usize::from),
+        race,
+        processes: Processes::current_exe()
+            .context("cannot find the ndtune executable to start workers")?,
+    })
 }
 
 /// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
@@ -230,7 +304,8 @@ fn print_sweep(swept: &[Swept], names: &[String]) {
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
 /// a progress bar; the report of the campaign. Without `share` (a worker's), the campaign claims
 /// what it measures as `host:pid:device`, so that another process tuning the same campaign in
-/// the same store never measures it too.
+/// the same store never measures it too. `worker`: its measurement worker, if started ahead
+/// ([`Worker::start`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_device(
     campaign: &CampaignArgs,
@@ -243,7 +318,13 @@ pub(crate) fn tune_device(
     progress: &MultiProgress,
     search: &SearchArgs,
     share: Option<Share>,
-) -> Result<DeviceReport> {
+    worker: Option<Worker>,
+) -> Result<Tuned> {
+    let pruning_started = Instant::now();
+    let race = campaign
+        .race
+        .rule(spec.measure.race)
+        .map_err(|e| anyhow!(e))?;
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(label, &device.profile)])
@@ -258,6 +339,7 @@ pub(crate) fn tune_device(
         // On stderr, so that it shows in a log too and never mixes with --json's output.
         progress.suspend(|| eprintln!("{label}: strategy auto: {choice}"));
     }
+    let prune_s = pruning_started.elapsed().as_secs_f64();
     let bar = progress.add(ProgressBar::new(0));
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
@@ -291,29 +373,37 @@ pub(crate) fn tune_device(
         label,
         pruning,
         store,
-        options: Options {
-            strategy: resolved.strategy,
-            budget: resolved.budget.evaluations,
-            time: resolved.budget.time,
-            warm_start: search.warm_start,
-            guard: share.is_none().then(|| Share {
-                worker: default_worker_id(device),
-                lease: GUARD_LEASE,
-                location: campaign.store.db.clone().into(),
-            }),
-            share,
-            seed: campaign.seed,
-            timeout: timeout.map(Duration::from_secs_f64),
-            build_jobs: campaign
-                .build_jobs
-                .map_or_else(ndtune_engine::default_build_jobs, usize::from),
-            processes: Processes::current_exe()
-                .context("cannot find the ndtune executable to start workers")?,
-        },
+        options: searching(
+            options(
+                campaign,
+                timeout,
+                search,
+                race,
+                share.clone(),
+                share.is_none().then(|| Share {
+                    worker: default_worker_id(device),
+                    lease: GUARD_LEASE,
+                    location: campaign.store.db.clone().into(),
+                }),
+            )?,
+            resolved,
+        ),
+        worker,
     }
     .run(&mut observer);
     bar.finish();
-    Ok(report?)
+    Ok(Tuned {
+        report: report?,
+        prune_s,
+    })
+}
+
+/// `options` with the strategy and budget that `resolved` chose.
+fn searching(mut options: Options, resolved: Resolved) -> Options {
+    options.strategy = resolved.strategy;
+    options.budget = resolved.budget.evaluations;
+    options.time = resolved.budget.time;
+    options
 }
 
 /// The strategy and budget a search runs with.
@@ -529,30 +619,40 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
             what.join("; ")
         );
     }
-    if r.evaluated > 0 {
-        let t = &r.time;
+    let t = &r.time;
+    println!(
+        "  time       {:.2} s: setup {:.2} s, worker start {:.2} s ({:.2} s waited for), \
+         reference {:.2} s, builds {:.2} s, launches {:.2} s, overhead {:.2} ms per configuration, \
+         store {:.2} s, strategy {:.2} s, shutdown {:.2} s",
+        t.campaign_s,
+        t.setup_s,
+        t.startup_s,
+        t.startup_waited_s,
+        t.reference_s,
+        t.build_s,
+        t.launch_s,
+        t.overhead_ms_per_config,
+        t.store_s,
+        t.search_s,
+        t.shutdown_s
+    );
+    if t.raced > 0 {
         println!(
-            "  time       {:.2} s: worker start {:.2} s, reference {:.2} s, builds {:.2} s, launches {:.2} s, \
-             overhead {:.2} ms per configuration",
-            t.total_s + t.startup_s + t.lost_s,
-            t.startup_s,
-            t.reference_s,
-            t.build_s,
-            t.launch_s,
-            t.overhead_ms_per_config
+            "             racing stopped {} configurations that could not be the best, sparing {} timed runs",
+            t.raced, t.runs_spared
         );
-        if t.build_jobs > 1 {
-            println!(
-                "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
-                t.build_jobs, t.build_workers_s, t.build_s
-            );
-        }
-        if t.lost_s > 0.0 {
-            println!(
-                "             {:.2} s waiting for evaluations that crashed or timed out",
-                t.lost_s
-            );
-        }
+    }
+    if t.build_jobs > 1 && r.evaluated > 0 {
+        println!(
+            "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
+            t.build_jobs, t.build_workers_s, t.build_s
+        );
+    }
+    if t.lost_s > 0.0 {
+        println!(
+            "             {:.2} s waiting for evaluations that crashed or timed out",
+            t.lost_s
+        );
     }
     if r.above_queried_work_group > 0 {
         println!(

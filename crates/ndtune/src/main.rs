@@ -24,11 +24,13 @@ mod kernel_check;
 mod output;
 mod select;
 mod targets;
+mod wall;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    wall::start();
     // Like other Unix tools, end quietly when the reader of our output goes away (`| head`);
     // Rust ignores SIGPIPE by default and `println!` would panic instead.
     // SAFETY: restoring a signal's default disposition before any thread starts.

@@ -99,22 +99,64 @@ pub fn resolve(args: &DeviceArgs, default_live: bool) -> Result<Vec<Device>> {
     }
 }
 
-/// Live devices for `SEL`: `all`, one selector, or a comma list of selectors; device 0 when none.
-pub fn live_devices(sel: Option<&str>) -> Result<Vec<ClDevice>> {
-    let devices = discover()?;
+/// A live device a selector picked, not opened yet: its index and, for a sub-device, which
+/// part of how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Picked {
+    pub index: usize,
+    pub sub: Option<(usize, usize)>,
+}
+
+/// The live devices `SEL` picks (`all`, one selector, or a comma list of selectors; device 0
+/// when none), from the devices' names alone: nothing is built, so their workers can start
+/// before the devices are opened ([`open_picked`]).
+pub fn pick_live(sel: Option<&str>) -> Result<Vec<Picked>> {
+    let names = ndtune_cl::names()?;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     match sel.map(str::trim) {
-        None => Ok(vec![devices[0].clone()]),
-        Some("all") => Ok(devices),
+        None => Ok(vec![Picked {
+            index: 0,
+            sub: None,
+        }]),
+        Some("all") => Ok((0..names.len())
+            .map(|index| Picked { index, sub: None })
+            .collect()),
         Some(list) => {
-            let mut picked: Vec<ClDevice> = Vec::new();
+            let mut picked: Vec<Picked> = Vec::new();
             for one in list.split(',') {
-                let d = pick(&devices, one).with_context(|| format!("--device {list}"))?;
-                if picked.iter().any(|p| p.index == d.index && p.sub == d.sub) {
-                    anyhow::bail!("--device {list}: device {} is named twice", d.index);
+                let selector = one
+                    .parse::<Selector>()
+                    .with_context(|| format!("--device {list}"))?;
+                let index = selector
+                    .pick(&names)
+                    .with_context(|| format!("--device {list}"))?;
+                let sub = match selector {
+                    Selector::Sub { k, n, .. } => Some((k, n)),
+                    _ => None,
+                };
+                let p = Picked { index, sub };
+                if picked.contains(&p) {
+                    anyhow::bail!("--device {list}: device {index} is named twice");
                 }
-                picked.push(d);
+                picked.push(p);
             }
             Ok(picked)
         }
     }
+}
+
+/// Opens picked devices with their whole profiles.
+pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>> {
+    picked
+        .iter()
+        .map(|p| {
+            let device = ndtune_cl::open(p.index)?;
+            Ok(match p.sub {
+                Some((k, n)) => device
+                    .sub_device(k, n)
+                    .with_context(|| format!("sub-device {}:{k}/{n}", p.index))?,
+                None => device,
+            })
+        })
+        .collect()
 }

@@ -1,0 +1,150 @@
+//! Racing on PoCL: a launch-bound campaign tuned with racing spares timed runs and finds the best
+//! configuration and score that timing everything in full finds.
+
+mod common;
+use common::*;
+use ndtune_core::{Outcome, Timing};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Work grows with W: W = 1 is the best by far, W = 2 takes twice as long, and most of the space
+/// tens of times longer. Launch-bound: the launches are nearly all of a campaign's time.
+const KERNEL: &str = r#"
+__kernel void work(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+    float acc = x[i];
+    for (int k = 0; k < 64 * W; ++k) acc = acc * 0.999f + 0.001f * x[(i + k) % N];
+    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
+}
+"#;
+
+fn spec(dir: &Path) -> String {
+    std::fs::write(dir.join("work.cl"), KERNEL).unwrap();
+    write(
+        dir,
+        "work.toml",
+        &format!(
+            r#"
+[kernel]
+name = "work"
+source = "work.cl"
+[constants]
+N = 4096
+[params]
+W = {{ range = [1, 30] }}
+[launch]
+global = ["N"]
+local = ["64"]
+{XY_ARGS}
+[verify]
+outputs = ["y"]
+reference = {{ config = {{ W = 1 }} }}
+"#
+        ),
+    )
+}
+
+/// Every stored timing of the store's one campaign, by W.
+fn timings(db: &Path) -> BTreeMap<i64, Timing> {
+    let store = ndtune_store::Store::open(db).unwrap();
+    let g = &store.groups().unwrap()[0];
+    store
+        .records(g)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r.outcome {
+            Outcome::Measured(t) => (r.key.config["W"].as_int().unwrap(), t),
+            other => panic!("W = {}: {other:?}", r.key.config["W"]),
+        })
+        .collect()
+}
+
+fn tune(spec: &str, db: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["tune", spec, "--db", db.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    json(&args)
+}
+
+#[test]
+fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("race.db");
+
+    // With racing (on by default).
+    let raced = tune(&spec, &db, &[]);
+    let d = &raced["devices"][0];
+    assert_eq!(d["outcomes"]["measured"], 30, "{d}");
+    let stopped: Vec<i64> = timings(&db)
+        .into_iter()
+        .filter(|(_, t)| t.raced.is_some())
+        .map(|(w, t)| {
+            let r = t.raced.unwrap();
+            assert!(t.times_ms.len() < 10 && r.planned == 10, "W = {w}: {t:?}");
+            assert!(
+                t.min_ms() > r.limit_ms && r.limit_ms > r.best_ms,
+                "W = {w}: {t:?}"
+            );
+            assert_eq!((r.margin, r.confidence), (0.5, 0.99));
+            w
+        })
+        .collect();
+    assert!(
+        stopped.len() >= 10,
+        "racing stopped only {stopped:?}: {}",
+        d["time"]
+    );
+    assert_eq!(d["time"]["raced"], stopped.len());
+    assert!(d["time"]["runs_spared"].as_u64().unwrap() >= 10 * stopped.len() as u64 / 2);
+    // What could be the best got every run.
+    let best_w = d["best"]["config"]["W"].as_i64().unwrap();
+    assert_eq!(best_w, 1, "{d}");
+    assert_eq!(timings(&db)[&1].times_ms.len(), 10);
+
+    // Without racing on the same store: only what racing stopped is measured again, in full,
+    // and none of it beats the best; the best configuration and its score are the same.
+    let full = tune(&spec, &db, &["--race", "off"]);
+    let f = &full["devices"][0];
+    assert_eq!(f["evaluated"], stopped.len(), "{f}");
+    assert_eq!(f["reused"], 30 - stopped.len(), "{f}");
+    assert_eq!(f["time"]["raced"], 0);
+    assert_eq!(
+        f["best"], d["best"],
+        "the same best configuration and score"
+    );
+    assert!(timings(&db)
+        .values()
+        .all(|t| t.raced.is_none() && t.times_ms.len() == 10));
+
+    // And a fresh campaign timing everything in full finds the same best configuration.
+    let fresh = tune(&spec, &dir.path().join("full.db"), &["--race", "off"]);
+    assert_eq!(fresh["devices"][0]["best"]["config"], d["best"]["config"]);
+    assert_eq!(fresh["devices"][0]["time"]["raced"], 0);
+}
+
+#[test]
+fn racing_settings_are_checked_where_they_are_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("x.db");
+    let db = db.to_str().unwrap();
+    let err = fails(&["tune", &spec, "--db", db, "--race-confidence", "1"]);
+    assert!(
+        err.contains("--race-confidence must be between 0 and 1"),
+        "{err}"
+    );
+    let err = fails(&[
+        "tune",
+        &spec,
+        "--db",
+        db,
+        "--race",
+        "off",
+        "--race-margin",
+        "1",
+    ]);
+    assert!(err.contains("nothing to set"), "{err}");
+    let err = fails(&["tune", &spec, "--db", db, "--race", "maybe"]);
+    assert!(err.contains("say `on` or `off`"), "{err}");
+}
