@@ -10,9 +10,9 @@
 # Usage, from the repository root:
 #   OUT=/some/dir bench/gpu_engine.sh
 # NDTUNE: the release binary (default .carry/ndtune where it exists, else target/release/ndtune);
-# WHEELS: a folder of wheels of kernel_tuner 1.5.0, pyopencl and numpy, installed first with
-# pip --no-index (default .carry/wheels, or .carry itself, where they hold wheels); PYTHON: the
-# Python to use (default python3).
+# WHEELS: a folder of wheels of kernel_tuner 1.5.0, pyopencl and their pure dependencies,
+# installed first with pip --no-index --no-deps (default .carry/wheels, or .carry itself, where
+# they hold wheels); PYTHON: the Python to use (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:?set OUT to the folder for the logs}
@@ -25,8 +25,10 @@ if [ -z "${WHEELS:-}" ]; then
   done
 fi
 if [ -n "${WHEELS:-}" ]; then
-  "$python" -m pip install -q --no-index --find-links "$WHEELS" kernel_tuner pyopencl numpy \
-    2>&1 | tail -3
+  # Every wheel there, without resolving dependencies: kernel_tuner 1.5.0 requires pymoo (and
+  # through it matplotlib) for its NSGA strategies only, which it imports when they are used;
+  # numpy, scipy, pandas and scikit-learn are taken from the machine.
+  "$python" -m pip install -q --no-index --no-deps "$WHEELS"/*.whl 2>&1 | tail -3
 fi
 default_ndtune=target/release/ndtune
 [ -x .carry/ndtune ] && default_ndtune=.carry/ndtune
