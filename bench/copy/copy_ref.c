@@ -1,6 +1,7 @@
-/* Host reference of copy.cl: buffers[0] is in, buffers[1] is out; scalars[0] is n. */
+/* Host reference of copy.cl (ndtune's host function ABI, docs/spec.md "Host functions"). */
 #include <string.h>
-void copy_ref(void **buffers, const long long *scalars)
+void copy_ref(const ndtune_args *args)
 {
-    memcpy(buffers[1], buffers[0], (size_t)scalars[0] * sizeof(float));
+    const ndtune_buffer *in = ndtune_buffer_named(args, "in");
+    memcpy(ndtune_buffer_named(args, "out")->data, in->data, in->len * sizeof(float));
 }

@@ -1,46 +1,193 @@
-//! Kernel argument data on the host: deterministic buffer contents, scalar bytes, and conversion
-//! of device bytes to f64 for verification.
+//! Kernel argument data on the host: each buffer's initial contents (generated deterministically,
+//! read from a NumPy `.npy` file, or copied from another argument), and conversion of device
+//! bytes to f64 for verification.
 
 use ndtune_spec::{ArgKind, ElemType, Init, Spec};
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
+use std::path::Path;
 
-/// The values a buffer starts with: `init` over `len` elements; `Random` draws from a stream
-/// seeded by `seed` and the argument's position, so every run and every process sees the same.
-pub fn initial_values(init: Init, ty: ElemType, len: usize, seed: u64, arg: usize) -> Vec<f64> {
+/// The initial bytes of buffer argument `arg` with `len` elements, for one configuration (values
+/// in parameter declaration order: a copied argument's length is evaluated for it).
+pub fn initial_bytes(
+    spec: &Spec,
+    arg: usize,
+    len: usize,
+    config: &[i64],
+    seed: u64,
+) -> Result<Vec<u8>, String> {
+    let a = &spec.args[arg];
+    let ArgKind::Buffer { ty, init, .. } = &a.kind else {
+        return Err(format!("[[args]] {} is not a buffer", a.name));
+    };
+    match init {
+        Init::Npy(path) => read_npy(path, *ty, len)
+            .map_err(|e| format!("[[args]] {}: init.npy {}: {e}", a.name, path.display())),
+        Init::Copy(from) => {
+            let j = spec
+                .args
+                .iter()
+                .position(|b| &b.name == from)
+                .expect("validated: a copy's source is an argument");
+            let ArgKind::Buffer {
+                len: source_len, ..
+            } = &spec.args[j].kind
+            else {
+                unreachable!("validated: a copy's source is a buffer")
+            };
+            let source_len = buffer_len(spec, j, source_len, config)?;
+            if source_len != len {
+                return Err(format!(
+                    "[[args]] {}: init.copy: `{from}` has {source_len} elements and {} has {len} for configuration {config:?}; a copy has the length of its source",
+                    a.name, a.name
+                ));
+            }
+            initial_bytes(spec, j, len, config, seed)
+        }
+        generated => Ok(to_bytes(
+            *ty,
+            &generated_values(generated, *ty, len, seed, arg),
+        )),
+    }
+}
+
+/// The length of buffer argument `arg` (its `len` expression) for a configuration.
+fn buffer_len(
+    spec: &Spec,
+    arg: usize,
+    len: &ndtune_space::resolve::Node,
+    config: &[i64],
+) -> Result<usize, String> {
+    len.eval(config)
+        .and_then(|v| usize::try_from(v).ok())
+        .ok_or_else(|| {
+            format!(
+                "[[args]] {} len is not a size for configuration {config:?}",
+                spec.args[arg].name
+            )
+        })
+}
+
+/// The values a generated `init` gives `len` elements of type `ty`; the random ones draw from a
+/// stream seeded by `seed` and the argument's position, so every run and every process sees the
+/// same (docs/spec.md, "Inputs", says exactly what each draws).
+fn generated_values(init: &Init, ty: ElemType, len: usize, seed: u64, arg: usize) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, arg));
+    // Uniform in [0, 1), from the top 53 bits of a draw.
+    let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let float = ty.is_real();
     match init {
         Init::Zeros => vec![0.0; len],
         Init::Ones => vec![1.0; len],
-        Init::Value(v) => vec![v; len],
+        Init::Value(v) => vec![*v; len],
         Init::Iota => (0..len).map(|i| i as f64).collect(),
-        Init::Bits => {
-            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, arg));
-            (0..len).map(|_| (rng.next_u64() >> 63) as f64).collect()
+        Init::Bits => (0..len).map(|_| (unit() * 2.0).floor()).collect(),
+        Init::Random => (0..len)
+            .map(|_| match ty {
+                // Floats in [-1, 1); integers small enough that sums stay exact.
+                _ if float => unit() * 2.0 - 1.0,
+                ElemType::UChar | ElemType::UShort | ElemType::UInt | ElemType::ULong => {
+                    (unit() * 16.0).floor()
+                }
+                _ => (unit() * 16.0).floor() - 8.0,
+            })
+            .collect(),
+        Init::Uniform { low, high } if float => {
+            (0..len).map(|_| low + unit() * (high - low)).collect()
         }
-        Init::Random => {
-            let mut rng = ChaCha8Rng::seed_from_u64(stream(seed, arg));
+        Init::Uniform { low, high } => {
+            let (low, high) = (low.ceil(), high.floor());
             (0..len)
-                .map(|_| {
-                    let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
-                    match ty {
-                        // Reals in [-1, 1); integers small enough that sums stay exact.
-                        ElemType::Half | ElemType::Float | ElemType::Double => unit * 2.0 - 1.0,
-                        ElemType::UChar | ElemType::UShort | ElemType::UInt | ElemType::ULong => {
-                            (unit * 16.0).floor()
-                        }
-                        _ => (unit * 16.0).floor() - 8.0,
-                    }
-                })
+                .map(|_| (low + (unit() * (high - low + 1.0)).floor()).min(high))
                 .collect()
         }
+        Init::Normal { mean, std_dev } => (0..len)
+            .map(|_| {
+                // Box-Muller, one value per pair of draws.
+                let (u1, u2) = (1.0 - unit(), unit());
+                let v =
+                    mean + std_dev * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                if float {
+                    v
+                } else {
+                    v.round()
+                }
+            })
+            .collect(),
+        Init::Npy(_) | Init::Copy(_) => unreachable!("read or copied, not generated"),
     }
 }
 
 /// The random stream of argument `arg` under `seed`.
 fn stream(seed: u64, arg: usize) -> u64 {
     seed ^ (arg as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// NumPy's name of an element type (`float32`).
+fn numpy_name(ty: ElemType) -> &'static str {
+    match ty {
+        ElemType::Char => "int8",
+        ElemType::UChar => "uint8",
+        ElemType::Short => "int16",
+        ElemType::UShort => "uint16",
+        ElemType::Int => "int32",
+        ElemType::UInt => "uint32",
+        ElemType::Long => "int64",
+        ElemType::ULong => "uint64",
+        ElemType::Half => "float16",
+        ElemType::Float => "float32",
+        ElemType::Double => "float64",
+    }
+}
+
+/// The elements of a `.npy` file as bytes of `ty` in host order: its dtype must be `ty`'s
+/// (either byte order) and it must hold `len` elements, in C order.
+fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
+        .map_err(|e| format!("not a NumPy .npy file ({e})"))?;
+    let dtype = npy.dtype().descr();
+    let wrong_type = || {
+        format!(
+            "holds dtype {dtype}, not the argument's type {} ({})",
+            ty.name(),
+            numpy_name(ty)
+        )
+    };
+    if npy.shape().len() > 1 && npy.order() == npyz::Order::Fortran {
+        return Err("is in Fortran order; save it in C order (numpy.ascontiguousarray)".into());
+    }
+    macro_rules! read_as {
+        ($t:ty) => {{
+            let data = npy.data::<$t>().map_err(|_| wrong_type())?;
+            if data.len() != len as u64 {
+                return Err(format!(
+                    "holds {} elements (shape {:?}), not the argument's len {len}",
+                    data.len(),
+                    data.shape()
+                ));
+            }
+            data.map(|v| v.map(<$t>::to_ne_bytes))
+                .collect::<std::io::Result<Vec<_>>>()
+                .map_err(|e| format!("cannot be read ({e})"))?
+                .concat()
+        }};
+    }
+    Ok(match ty {
+        ElemType::Char => read_as!(i8),
+        ElemType::UChar => read_as!(u8),
+        ElemType::Short => read_as!(i16),
+        ElemType::UShort => read_as!(u16),
+        ElemType::Int => read_as!(i32),
+        ElemType::UInt => read_as!(u32),
+        ElemType::Long => read_as!(i64),
+        ElemType::ULong => read_as!(u64),
+        ElemType::Half => read_as!(half::f16),
+        ElemType::Float => read_as!(f32),
+        ElemType::Double => read_as!(f64),
+    })
 }
 
 /// Host bytes of `values` as elements of `ty` (host byte order, as the device expects on the
@@ -96,20 +243,9 @@ pub fn spec_inputs(
 ) -> Result<BTreeMap<String, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
     for (i, a) in spec.args.iter().enumerate() {
-        if let ArgKind::Buffer { ty, len, init, .. } = &a.kind {
-            let len = len
-                .eval(config)
-                .and_then(|v| usize::try_from(v).ok())
-                .ok_or_else(|| {
-                    format!(
-                        "[[args]] {} len is not a size for configuration {config:?}",
-                        a.name
-                    )
-                })?;
-            out.insert(
-                a.name.clone(),
-                to_bytes(*ty, &initial_values(*init, *ty, len, seed, i)),
-            );
+        if let ArgKind::Buffer { len, .. } = &a.kind {
+            let len = buffer_len(spec, i, len, config)?;
+            out.insert(a.name.clone(), initial_bytes(spec, i, len, config, seed)?);
         }
     }
     Ok(out)
@@ -121,15 +257,114 @@ mod tests {
 
     #[test]
     fn random_data_is_deterministic_per_seed_and_argument() {
-        let a = initial_values(Init::Random, ElemType::Float, 100, 7, 0);
-        assert_eq!(a, initial_values(Init::Random, ElemType::Float, 100, 7, 0));
-        assert_ne!(a, initial_values(Init::Random, ElemType::Float, 100, 7, 1));
-        assert_ne!(a, initial_values(Init::Random, ElemType::Float, 100, 8, 0));
+        let a = generated_values(&Init::Random, ElemType::Float, 100, 7, 0);
+        assert_eq!(
+            a,
+            generated_values(&Init::Random, ElemType::Float, 100, 7, 0)
+        );
+        assert_ne!(
+            a,
+            generated_values(&Init::Random, ElemType::Float, 100, 7, 1)
+        );
+        assert_ne!(
+            a,
+            generated_values(&Init::Random, ElemType::Float, 100, 8, 0)
+        );
         assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
-        let u = initial_values(Init::Random, ElemType::UInt, 100, 7, 0);
+        let u = generated_values(&Init::Random, ElemType::UInt, 100, 7, 0);
         assert!(u
             .iter()
             .all(|v| (0.0..16.0).contains(v) && v.fract() == 0.0));
+    }
+
+    /// A spec of buffers `a` (float, `init`), `b` (a copy of `a`) and `c` (int, `c_init`), `N`
+    /// elements each.
+    fn spec(dir: &Path, n: usize, init: &str, c_init: &str) -> Spec {
+        let buffer = |name: &str, ty: &str, init: &str| {
+            format!("[[args]]\nname = \"{name}\"\nkind = \"buffer\"\ntype = \"{ty}\"\nlen = \"N\"\ninit = {init}\n")
+        };
+        let text = format!(
+            "[kernel]\nname = \"k\"\n[constants]\nN = {n}\n[params]\nX = [1]\n{}{}{}",
+            buffer("a", "float", init),
+            buffer("b", "float", "{ copy = \"a\" }"),
+            buffer("c", "int", c_init),
+        );
+        let path = dir.join("k.toml");
+        std::fs::write(&path, text).unwrap();
+        Spec::load(&path).unwrap()
+    }
+
+    #[test]
+    fn npy_files_and_copies_give_their_exact_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = [0.5f32, -2.25, 1e-7, 3.0];
+        npyz::to_file_1d(dir.path().join("a.npy"), a).unwrap();
+        npyz::to_file_1d(dir.path().join("c.npy"), [7i32, -1, i32::MAX, 0]).unwrap();
+        let s = spec(dir.path(), 4, "{ npy = \"a.npy\" }", "{ npy = \"c.npy\" }");
+        let inputs = spec_inputs(&s, &[1], 1).unwrap();
+        assert_eq!(from_bytes(ElemType::Float, &inputs["a"]), a.map(f64::from));
+        assert_eq!(inputs["b"], inputs["a"], "a copy holds the same bytes");
+        assert_eq!(
+            from_bytes(ElemType::Int, &inputs["c"]),
+            [7.0, -1.0, i32::MAX as f64, 0.0]
+        );
+    }
+
+    #[test]
+    fn an_npy_file_of_another_type_or_length_is_an_error_naming_argument_and_file() {
+        let dir = tempfile::tempdir().unwrap();
+        npyz::to_file_1d(dir.path().join("d.npy"), [1.0f64, 2.0, 3.0, 4.0]).unwrap();
+        npyz::to_file_1d(dir.path().join("short.npy"), [1.0f32, 2.0]).unwrap();
+        let s = spec(dir.path(), 4, "{ npy = \"d.npy\" }", "\"zeros\"");
+        let e = spec_inputs(&s, &[1], 1).unwrap_err();
+        assert!(
+            e.starts_with("[[args]] a: init.npy ")
+                && e.contains("d.npy: holds dtype '<f8', not the argument's type float (float32)"),
+            "{e}"
+        );
+        let s = spec(dir.path(), 4, "{ npy = \"short.npy\" }", "\"zeros\"");
+        let e = spec_inputs(&s, &[1], 1).unwrap_err();
+        assert!(
+            e.contains("short.npy: holds 2 elements (shape [2]), not the argument's len 4"),
+            "{e}"
+        );
+        let s = spec(dir.path(), 4, "{ npy = \"none.npy\" }", "\"zeros\"");
+        let e = spec_inputs(&s, &[1], 1).unwrap_err();
+        assert!(e.contains("none.npy: "), "{e}");
+    }
+
+    #[test]
+    fn named_distributions_draw_what_they_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 20_000;
+        let s = spec(
+            dir.path(),
+            n,
+            "{ normal = [10, 2] }",
+            "{ uniform = [-3, 3] }",
+        );
+        let inputs = spec_inputs(&s, &[1], 5).unwrap();
+        assert_eq!(inputs, spec_inputs(&s, &[1], 5).unwrap(), "deterministic");
+        assert_ne!(inputs["a"], spec_inputs(&s, &[1], 6).unwrap()["a"]);
+        let normal = from_bytes(ElemType::Float, &inputs["a"]);
+        let mean = normal.iter().sum::<f64>() / n as f64;
+        let sd = (normal.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+        assert!(
+            (mean - 10.0).abs() < 0.05 && (sd - 2.0).abs() < 0.05,
+            "{mean} {sd}"
+        );
+        let ints = from_bytes(ElemType::Int, &inputs["c"]);
+        for v in -3..=3 {
+            let count = ints.iter().filter(|&&x| x == v as f64).count();
+            assert!(
+                (count as f64 / n as f64 - 1.0 / 7.0).abs() < 0.01,
+                "{v}: {count}"
+            );
+        }
+        assert!(ints.iter().all(|v| (-3.0..=3.0).contains(v)));
+        let s = spec(dir.path(), n, "{ uniform = [2, 2.5] }", "\"zeros\"");
+        let u = from_bytes(ElemType::Float, &spec_inputs(&s, &[1], 5).unwrap()["a"]);
+        assert!(u.iter().all(|v| (2.0..2.5).contains(v)));
     }
 
     #[test]

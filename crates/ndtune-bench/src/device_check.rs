@@ -27,8 +27,10 @@ pub fn suits(device: &ClDevice) -> bool {
 pub(crate) struct DeviceCheck {
     /// By element type, built when first needed.
     kernels: HashMap<&'static str, Kernel>,
-    /// Expected values as doubles, by (argument, the configuration's buffer lengths).
-    expected: HashMap<(usize, Vec<usize>), DeviceBuffer>,
+    /// Expected values as doubles, by argument, with the id of the reference they came from:
+    /// one per argument, replaced when a configuration's reference differs (a reference that
+    /// depends on parameters), so that device memory stays bounded.
+    expected: HashMap<usize, (u64, DeviceBuffer)>,
     /// One `uint`: how many elements differ.
     result: Option<DeviceBuffer>,
 }
@@ -43,12 +45,12 @@ impl DeviceCheck {
     }
 
     /// Whether `got` (elements of `ty`) matches `want` within `verify`'s tolerances; `key`
-    /// names the expected output for the upload cache. Outputs of 2^32 elements or more are not
+    /// names the expected output for the upload cache: (argument, reference id). Outputs of 2^32 elements or more are not
     /// checked here (`Ok(None)`: compare on the host).
     pub fn matches(
         &mut self,
         session: &Session,
-        key: (usize, Vec<usize>),
+        (arg, reference): (usize, u64),
         ty: ElemType,
         got: &DeviceBuffer,
         want: &[f64],
@@ -67,10 +69,15 @@ impl DeviceCheck {
             let kernel = session.own_kernel(&source(type_name), "ndtune_check", "")?;
             self.kernels.insert(type_name, kernel);
         }
-        if !self.expected.contains_key(&key) {
+        if self
+            .expected
+            .get(&arg)
+            .is_none_or(|(id, _)| *id != reference)
+        {
+            self.expected.remove(&arg);
             let bytes: Vec<u8> = want.iter().flat_map(|v| v.to_ne_bytes()).collect();
             let buffer = session.buffer(&bytes)?;
-            self.expected.insert(key.clone(), buffer);
+            self.expected.insert(arg, (reference, buffer));
         }
         if self.result.is_none() {
             self.result = Some(session.buffer(&[0; 4])?);
@@ -87,7 +94,7 @@ impl DeviceCheck {
             kernel,
             &[
                 Arg::Buffer(got),
-                Arg::Buffer(&self.expected[&key]),
+                Arg::Buffer(&self.expected[&arg].1),
                 Arg::Scalar(&count),
                 Arg::Scalar(&rtol),
                 Arg::Scalar(&atol),

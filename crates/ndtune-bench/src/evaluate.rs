@@ -1,6 +1,7 @@
 //! Evaluating configurations on one device, inside the worker process: build (cached per define
 //! set, or loaded from a build worker's program binary), arguments filled deterministically, one
-//! verification run checked against the reference, warm-up runs, then timed runs. Every
+//! verification run checked against the reference (computed once per set of the values it
+//! depends on) and by the host check, warm-up runs, then timed runs. Every
 //! configuration ends as one [`Outcome`]; what is wrong with the spec or the reference itself is
 //! a [`Fatal`] error that stops the campaign.
 //!
@@ -12,13 +13,14 @@
 //! core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
-use crate::data::{from_bytes, initial_values, to_bytes};
+use crate::data::{from_bytes, initial_bytes};
 use crate::device_check::{self, DeviceCheck};
+use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::verify::compare_bytes;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Outcome, Timing};
 use ndtune_space::resolve::Node;
-use ndtune_spec::{Access, ArgKind, ElemType, KernelSource, Reference, Spec};
+use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -40,6 +42,30 @@ const ARGUMENT_ERRORS: [i32; 3] = [
 /// Host buffers by argument name, as f64.
 type Buffers = BTreeMap<String, Vec<f64>>;
 
+/// At most this many reference outputs are kept; a reference that depends on parameters is
+/// computed again where the cache was emptied to keep memory bounded.
+const KEPT_REFERENCES: usize = 16;
+
+/// Everything a reference's outputs depend on besides the spec and the seed: its cache key.
+/// Every reference depends on the buffers' lengths (the inputs are a function of them); a host
+/// reference also on the scalar arguments it gets; a reference kernel also on its scalar and
+/// `__local` arguments, its defines (the constants and parameters its source mentions) and its
+/// global size. A reference that depends on none of a configuration's values is computed once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct ReferenceKey {
+    lens: Vec<usize>,
+    scalars: Vec<Vec<u8>>,
+    locals: Vec<usize>,
+    options: String,
+    global: Vec<usize>,
+}
+
+/// The outputs a reference computed; `id` tells them apart in the device's upload cache.
+struct Expected {
+    id: u64,
+    outputs: Buffers,
+}
+
 /// Where one evaluation's time went, in milliseconds of wall time inside the worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cost {
@@ -47,7 +73,8 @@ pub struct Cost {
     pub build_ms: f64,
     /// Enqueueing and waiting for every launch (verification, warm-up and timed runs).
     pub launch_ms: f64,
-    /// Computing the reference outputs (once per buffer shape; 0 when cached).
+    /// Computing the reference outputs (once per set of the values the reference depends on;
+    /// 0 when cached).
     pub reference_ms: f64,
     /// Arguments on the device: buffers restored from the inputs, scalars.
     pub prepare_ms: f64,
@@ -68,8 +95,12 @@ pub struct Bench {
     seed: u64,
     global: Vec<Node>,
     local: Vec<Node>,
-    /// Expected outputs, by the buffer lengths (and for a reference kernel the global size).
-    references: HashMap<Vec<usize>, Rc<Buffers>>,
+    /// Expected outputs, by what they depend on.
+    references: HashMap<ReferenceKey, Rc<Expected>>,
+    /// How many references were computed (the next one's id).
+    computed_references: u64,
+    /// A reference kernel's source, with the headers it includes.
+    reference_source: Option<KernelSource>,
     /// Inputs as uploaded once, by (argument, bytes).
     pristine: RefCell<HashMap<(usize, usize), Rc<DeviceBuffer>>>,
     /// Device buffers of earlier configurations for arguments the kernel may write, by
@@ -201,6 +232,19 @@ impl Bench {
         let parse = |src: &String| spec.problem.int_expr(src).map_err(|e| Fatal(e.to_string()));
         let global = launch.global.iter().map(parse).collect::<Result<_, _>>()?;
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
+        let reference_source = match spec.verify.as_ref().and_then(|v| v.reference.as_ref()) {
+            Some(Reference::Kernel { source, name, .. }) => Some(
+                KernelSource::read(std::slice::from_ref(source), &spec.kernel.include_dirs)
+                    .map_err(|e| {
+                        Fatal(format!(
+                            "[verify] reference kernel `{name}` ({}): {}",
+                            source.display(),
+                            e.message
+                        ))
+                    })?,
+            ),
+            _ => None,
+        };
         let halves = spec.args.iter().find(|a| {
             matches!(
                 a.kind,
@@ -249,6 +293,8 @@ impl Bench {
             global,
             local,
             references: HashMap::new(),
+            computed_references: 0,
+            reference_source,
             pristine: RefCell::new(HashMap::new()),
             spare: RefCell::new(HashMap::new()),
             readback: RefCell::new(HashMap::new()),
@@ -301,6 +347,12 @@ impl Bench {
     /// Build options of a configuration of the tuned kernel.
     fn options(&self, config: &[i64]) -> String {
         self.spec.build_options(&self.source, config)
+    }
+
+    /// How many times a reference's outputs were computed so far (once per set of the values
+    /// it depends on, while they are kept).
+    pub fn references_computed(&self) -> u64 {
+        self.computed_references
     }
 
     /// How many distinct programs were built so far.
@@ -444,10 +496,7 @@ impl Bench {
             let (mut buffer, mut scalar, mut local) = (None, vec![], 0);
             match &arg.kind {
                 ArgKind::Buffer {
-                    ty,
-                    len,
-                    init,
-                    access,
+                    ty, len, access, ..
                 } => {
                     let len = size(len, config, &format!("{what} len"))?;
                     if let Some(why) = self.too_large(*ty, len) {
@@ -455,15 +504,20 @@ impl Bench {
                             error: format!("{what}: {why}"),
                         }));
                     }
-                    let data =
-                        Rc::clone(self.host_data.borrow_mut().entry((i, len)).or_insert_with(
-                            || {
-                                let bytes =
-                                    to_bytes(*ty, &initial_values(*init, *ty, len, self.seed, i));
-                                let values = from_bytes(*ty, &bytes);
-                                Rc::new(HostData { bytes, values })
-                            },
-                        ));
+                    let cached = self.host_data.borrow().get(&(i, len)).cloned();
+                    let data = match cached {
+                        Some(data) => data,
+                        None => {
+                            let bytes = initial_bytes(&self.spec, i, len, config, self.seed)
+                                .map_err(Fatal)?;
+                            let values = from_bytes(*ty, &bytes);
+                            let data = Rc::new(HostData { bytes, values });
+                            self.host_data
+                                .borrow_mut()
+                                .insert((i, len), Rc::clone(&data));
+                            data
+                        }
+                    };
                     p.lens.push(len);
                     let held = self.hold(i, *access, &data);
                     buffer = Some(held.map_err(|e| RunError::Outcome(refused(&e)))?);
@@ -587,25 +641,20 @@ impl Bench {
     fn verify(
         &self,
         p: &Prepared,
-        expected: &Buffers,
+        expected: &Expected,
         verify: &ndtune_spec::Verify,
     ) -> Result<Option<crate::verify::Mismatch>, RunError> {
         let failed = |e: ClError| RunError::Outcome(refused(&e));
-        for (name, want) in expected.iter().filter(|(n, _)| verify.outputs.contains(n)) {
-            let i = self
-                .spec
-                .args
-                .iter()
-                .position(|a| &a.name == name)
-                .expect("validated: outputs are args");
+        let outputs = expected.outputs.iter();
+        for (name, want) in outputs.filter(|(n, _)| verify.outputs.contains(n)) {
+            let i = output_index(&self.spec, name);
             let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
                 unreachable!("validated: outputs are buffers")
             };
             let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
             let mut device_check = self.device_check.borrow_mut();
             if let Some(check) = device_check.as_mut() {
-                let key = (i, p.lens.clone());
-                match check.matches(&self.session, key, ty, buffer, want, verify) {
+                match check.matches(&self.session, (i, expected.id), ty, buffer, want, verify) {
                     Ok(Some(true)) => continue,
                     Ok(_) => {}
                     // A driver that cannot run the comparison: the host compares from now on.
@@ -631,15 +680,47 @@ impl Bench {
         Ok(None)
     }
 
-    /// The expected outputs for this configuration's inputs, computed once per buffer shape.
-    fn reference(&mut self, config: &[i64], p: &Prepared) -> Result<Option<Rc<Buffers>>, Fatal> {
-        let Some(verify) = self.spec.verify.clone() else {
+    /// What the reference's outputs for this configuration depend on ([`ReferenceKey`]).
+    fn reference_key(
+        &self,
+        reference: &Reference,
+        config: &[i64],
+        p: &Prepared,
+    ) -> Result<ReferenceKey, Fatal> {
+        let mut key = ReferenceKey {
+            lens: p.lens.clone(),
+            ..ReferenceKey::default()
+        };
+        match reference {
+            Reference::Builtin(_) | Reference::Config(_) => {}
+            Reference::Host(_) => key.scalars = p.scalars.clone(),
+            Reference::Kernel { global, .. } => {
+                let source = self.reference_source.as_ref().expect("read in new");
+                key.scalars = p.scalars.clone();
+                key.locals = p.locals.clone();
+                key.options = self.spec.build_options(source, config);
+                key.global = global
+                    .as_deref()
+                    .unwrap_or(&self.global)
+                    .iter()
+                    .map(|n| size(n, config, "[verify] reference global"))
+                    .collect::<Result<Vec<_>, _>>()?;
+            }
+        }
+        Ok(key)
+    }
+
+    /// The expected outputs for this configuration, computed once per set of the values the
+    /// reference depends on ([`ReferenceKey`]); none without a reference.
+    fn reference(&mut self, config: &[i64], p: &Prepared) -> Result<Option<Rc<Expected>>, Fatal> {
+        let Some(reference) = self.spec.verify.as_ref().and_then(|v| v.reference.clone()) else {
             return Ok(None);
         };
-        if let Some(r) = self.references.get(&p.lens) {
+        let key = self.reference_key(&reference, config, p)?;
+        if let Some(r) = self.references.get(&key) {
             return Ok(Some(Rc::clone(r)));
         }
-        let expected = match &verify.reference {
+        let outputs = match &reference {
             Reference::Builtin(name) => {
                 let f = ndtune_kernels::builtin(name).ok_or_else(|| {
                     Fatal(format!(
@@ -685,43 +766,89 @@ impl Bench {
                     Err(RunError::Fatal(f)) => return Err(f),
                 }
             }
-            Reference::Kernel {
-                source,
-                name,
-                global,
-            } => self.reference_kernel(config, p, source, name, global.as_deref())?,
-            Reference::Host { source, function } => {
-                self.reference_host(config, p, source, function)?
+            Reference::Kernel { source, name, .. } => {
+                self.reference_kernel(p, source, name, &key)?
             }
+            Reference::Host(host) => self.reference_host(p, host)?,
         };
-        let expected = Rc::new(expected);
-        self.references.insert(p.lens.clone(), Rc::clone(&expected));
+        if self.references.len() >= KEPT_REFERENCES {
+            self.references.clear();
+        }
+        self.computed_references += 1;
+        let expected = Rc::new(Expected {
+            id: self.computed_references,
+            outputs,
+        });
+        self.references.insert(key, Rc::clone(&expected));
         Ok(Some(expected))
     }
 
-    /// Runs a C host reference on copies of this configuration's inputs.
-    fn reference_host(
-        &self,
-        config: &[i64],
-        p: &Prepared,
-        source: &std::path::Path,
-        function: &str,
-    ) -> Result<Buffers, Fatal> {
-        let buffers: Vec<&[u8]> = p.inputs.iter().map(|(_, d)| &d.bytes[..]).collect();
-        let mut scalars = Vec::new();
-        for a in &self.spec.args {
-            if let ArgKind::Scalar { ty, value } = &a.kind {
-                if ty.is_real() {
-                    return Err(Fatal(format!(
-                        "[[args]] {}: a host reference receives integer scalars as `long long`, and this one is a {}",
-                        a.name,
-                        ty.name()
-                    )));
-                }
-                scalars.push(eval(value, config, &format!("[[args]] {} value", a.name))?);
-            }
+    /// What host functions get of a configuration: every buffer (with `outputs`' bytes as the
+    /// data of the buffers named there, else the initial contents), every scalar, the constants
+    /// and, where `config` is given, the parameters.
+    fn host_args<'a>(
+        &'a self,
+        p: &'a Prepared,
+        outputs: &'a BTreeMap<String, Vec<u8>>,
+        config: Option<&[i64]>,
+    ) -> HostArgs<'a> {
+        let buffer_types = self.spec.args.iter().filter_map(|a| match a.kind {
+            ArgKind::Buffer { ty, .. } => Some(ty),
+            _ => None,
+        });
+        HostArgs {
+            buffers: p
+                .inputs
+                .iter()
+                .zip(buffer_types)
+                .map(|((name, data), ty)| HostBuffer {
+                    name,
+                    ty,
+                    initial: &data.bytes,
+                    data: outputs.get(name).unwrap_or(&data.bytes),
+                })
+                .collect(),
+            scalars: self
+                .spec
+                .args
+                .iter()
+                .zip(&p.scalars)
+                .filter_map(|(a, bytes)| match a.kind {
+                    ArgKind::Scalar { ty, .. } => Some(HostScalar {
+                        name: &a.name,
+                        ty,
+                        bytes,
+                    }),
+                    _ => None,
+                })
+                .collect(),
+            params: config.map_or_else(Vec::new, |config| {
+                let names = self.spec.problem.params.iter().map(|q| q.name.as_str());
+                names
+                    .zip(config)
+                    .enumerate()
+                    .map(|(i, (name, &v))| HostValue::new(name, &self.spec.codec.value(i, v)))
+                    .collect()
+            }),
+            constants: self
+                .spec
+                .problem
+                .constants
+                .iter()
+                .map(|(name, v)| HostValue::new(name, v))
+                .collect(),
         }
-        let out = crate::host_c::run(source, function, &buffers, &scalars).map_err(Fatal)?;
+    }
+
+    /// Runs a C host reference on copies of this configuration's inputs.
+    fn reference_host(&self, p: &Prepared, host: &HostFunction) -> Result<Buffers, Fatal> {
+        let none = BTreeMap::new();
+        let out = crate::host_c::reference(
+            &host.source,
+            &host.function,
+            &self.host_args(p, &none, None),
+        )
+        .map_err(Fatal)?;
         let verify = self
             .spec
             .verify
@@ -745,30 +872,46 @@ impl Bench {
         Ok(expected)
     }
 
-    /// Runs a reference kernel, in a session of its own, on copies of this configuration's inputs.
-    fn reference_kernel(
-        &mut self,
+    /// Runs the host check of `[verify]` on this configuration's outputs: `Some(why)` where it
+    /// found them wrong.
+    fn host_check(
+        &self,
         config: &[i64],
+        p: &Prepared,
+        check: &HostFunction,
+        verify: &ndtune_spec::Verify,
+    ) -> Result<Option<String>, RunError> {
+        let mut outputs = BTreeMap::new();
+        for name in &verify.outputs {
+            let i = output_index(&self.spec, name);
+            let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
+            let bytes = self
+                .session
+                .read(buffer)
+                .map_err(|e| RunError::Outcome(refused(&e)))?;
+            outputs.insert(name.clone(), bytes);
+        }
+        let args = self.host_args(p, &outputs, Some(config));
+        let verdict = crate::host_c::check(&check.source, &check.function, &args).map_err(Fatal)?;
+        Ok(verdict.err())
+    }
+
+    /// Runs a reference kernel, in a session of its own, on copies of this configuration's inputs.
+    /// Its defines and global size are `key`'s.
+    fn reference_kernel(
+        &self,
         p: &Prepared,
         path: &std::path::Path,
         name: &str,
-        global: Option<&[Node]>,
+        key: &ReferenceKey,
     ) -> Result<Buffers, Fatal> {
         let what = format!("[verify] reference kernel `{name}` ({})", path.display());
-        let source = KernelSource::read(
-            std::slice::from_ref(&path.to_path_buf()),
-            &self.spec.kernel.include_dirs,
-        )
-        .map_err(|e| Fatal(format!("{what}: {}", e.message)))?;
-        let global = global
-            .unwrap_or(&self.global)
-            .iter()
-            .map(|n| size(n, config, "[verify] reference global"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let options = self.spec.build_options(&source, config);
+        let source = self.reference_source.as_ref().expect("read in new");
         let fail = |e: ClError| Fatal(format!("{what}: {e}"));
         let mut session = Session::new(&self.device).map_err(fail)?;
-        let kernel = session.kernel(&source.text, name, &options).map_err(fail)?;
+        let kernel = session
+            .kernel(&source.text, name, &key.options)
+            .map_err(fail)?;
         let data: BTreeMap<&str, &HostData> = p
             .inputs
             .iter()
@@ -796,7 +939,9 @@ impl Bench {
             })
             .collect();
         session.set_args(&kernel, &args).map_err(fail)?;
-        session.launch(&kernel, &global, None, None).map_err(fail)?;
+        session
+            .launch(&kernel, &key.global, None, None)
+            .map_err(fail)?;
         let buffers: Vec<Option<&DeviceBuffer>> = buffers.iter().map(Option::as_ref).collect();
         read_outputs(&self.spec, &session, &buffers).map_err(fail)
     }
@@ -806,21 +951,25 @@ impl Bench {
         &mut self,
         config: &[i64],
         p: &Prepared,
-        expected: Option<&Buffers>,
+        expected: Option<&Expected>,
     ) -> Result<Outcome, RunError> {
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         let mut warmup = self.spec.measure.warmup;
-        if let (Some(expected), Some(verify)) = (expected, &self.spec.verify) {
+        if let Some(verify) = &self.spec.verify {
             // The verified run is a run like the others before timing: the first warm-up.
             warmup = warmup.saturating_sub(1);
             let started = Instant::now();
-            let verified = self.verify(p, expected, verify);
+            let mut wrong = match expected {
+                Some(expected) => self.verify(p, expected, verify)?.map(|m| m.to_string()),
+                None => None,
+            };
+            if let (None, Some(check)) = (&wrong, &verify.check) {
+                wrong = self.host_check(config, p, check, verify)?;
+            }
             self.verify_ms.set(started.elapsed().as_secs_f64() * 1e3);
-            if let Some(m) = verified? {
-                return Ok(Outcome::WrongResult {
-                    detail: m.to_string(),
-                });
+            if let Some(detail) = wrong {
+                return Ok(Outcome::WrongResult { detail });
             }
         }
         let m = &self.spec.measure;
@@ -850,6 +999,14 @@ fn describe(o: &Outcome) -> String {
     }
 }
 
+/// The position in `[[args]]` of an output named in `[verify]`.
+fn output_index(spec: &Spec, name: &str) -> usize {
+    spec.args
+        .iter()
+        .position(|a| a.name == name)
+        .expect("validated: outputs are args")
+}
+
 /// A configuration's device buffers, per argument.
 fn held_buffers(p: &Prepared) -> Vec<Option<&DeviceBuffer>> {
     p.buffers
@@ -869,11 +1026,7 @@ fn read_outputs(
         return Ok(out);
     };
     for name in &verify.outputs {
-        let i = spec
-            .args
-            .iter()
-            .position(|a| &a.name == name)
-            .expect("validated: outputs are args");
+        let i = output_index(spec, name);
         let ArgKind::Buffer { ty, .. } = spec.args[i].kind else {
             unreachable!("validated: outputs are buffers")
         };

@@ -1,65 +1,256 @@
-//! Host references written in C (`reference = { host = "ref.c", function = "f" }`): compiled once
-//! with clang, together with a small `main` ndtune writes, into a program that reads the
-//! arguments on stdin, calls `void f(void **buffers, const long long *scalars)` and writes every
-//! buffer back on stdout. A separate process: a reference that crashes cannot take the worker
-//! with it, and no foreign code is loaded into ndtune.
+//! Host functions written in C for `[verify]`: a reference (`reference = { host = "ref.c",
+//! function = "f" }`) fills the expected outputs, a check (`check = { host = "check.c", function
+//! = "g" }`) decides itself whether a configuration's outputs are right, with a message.
+//!
+//! Each is compiled once with clang, together with a small `main` ndtune writes and the header
+//! `ndtune.h` beside it ([`HEADER`]: the C ABI, included in the user's file for them so that a
+//! wrong signature does not compile), into a program that reads the arguments on stdin, calls
+//! the function and writes its verdict and every buffer back on stdout. A separate process: a
+//! function that crashes cannot take the worker with it, and no foreign code is loaded into
+//! ndtune.
 
+use ndtune_core::Value;
+use ndtune_spec::ElemType;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The driver around the user's function. Input: buffer count, scalar count (u64 each), each
-/// buffer's byte length (u64), the scalars (i64), then the buffers' bytes; output: the buffers'
-/// bytes after the call.
+/// The C ABI of host functions (`ndtune.h`).
+pub const HEADER: &str = include_str!("ndtune.h");
+
+/// The driver around the user's function. Input, in host byte order: the counts of buffers,
+/// scalars, parameters and constants (u64 each); per buffer its name, type (u64), byte length
+/// (u64), initial bytes and data bytes; per scalar its name, type and 8 bytes of value (the
+/// type's bytes first); per parameter and constant its name, kind (u64), integer (i64), real
+/// (f64) and text. A name or text is a u64 length and its bytes. Output: the verdict (u64, 0 for
+/// right), the message, then every buffer's data after the call.
 const MAIN: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
-void NDTUNE_FUNCTION(void **buffers, const long long *scalars);
+#include "ndtune.h"
+
 static void need(int ok, const char *what) {
-    if (!ok) { fprintf(stderr, "ndtune host reference: %s\n", what); exit(2); }
+    if (!ok) { fprintf(stderr, "ndtune host function: %s\n", what); exit(2); }
 }
-int main(void) {
-    unsigned long long nb, ns;
-    need(fread(&nb, 8, 1, stdin) == 1 && fread(&ns, 8, 1, stdin) == 1, "short header");
-    unsigned long long *len = calloc(nb + 1, 8);
-    long long *scalars = calloc(ns + 1, 8);
-    void **buffers = calloc(nb + 1, sizeof(void *));
-    need(len && scalars && buffers, "out of memory");
-    need(fread(len, 8, nb, stdin) == nb && fread(scalars, 8, ns, stdin) == ns, "short sizes");
-    for (unsigned long long i = 0; i < nb; ++i) {
-        buffers[i] = malloc(len[i] ? len[i] : 1);
-        need(buffers[i] != NULL, "out of memory");
-        need(fread(buffers[i], 1, len[i], stdin) == len[i], "short buffer");
+static unsigned long long number(void) {
+    unsigned long long v;
+    need(fread(&v, 8, 1, stdin) == 1, "short input");
+    return v;
+}
+static char *bytes(size_t n) {
+    char *p = malloc(n + 1);
+    need(p != NULL, "out of memory");
+    need(fread(p, 1, n, stdin) == n, "short input");
+    p[n] = 0;
+    return p;
+}
+static const char *text(void) { return bytes(number()); }
+static const ndtune_value *values(size_t n) {
+    ndtune_value *v = calloc(n + 1, sizeof *v);
+    need(v != NULL, "out of memory");
+    for (size_t k = 0; k < n; ++k) {
+        v[k].name = text();
+        v[k].kind = (ndtune_kind)number();
+        need(fread(&v[k].i, 8, 1, stdin) == 1 && fread(&v[k].f, 8, 1, stdin) == 1, "short input");
+        v[k].text = text();
     }
-    NDTUNE_FUNCTION(buffers, scalars);
-    for (unsigned long long i = 0; i < nb; ++i)
-        need(fwrite(buffers[i], 1, len[i], stdout) == len[i], "cannot write");
+    return v;
+}
+static const size_t SIZE[] = { 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8 };
+int main(void) {
+    ndtune_args a;
+    a.num_buffers = number();
+    a.num_scalars = number();
+    a.num_params = number();
+    a.num_constants = number();
+    ndtune_buffer *buffers = calloc(a.num_buffers + 1, sizeof *buffers);
+    ndtune_scalar *scalars = calloc(a.num_scalars + 1, sizeof *scalars);
+    size_t *size = calloc(a.num_buffers + 1, sizeof *size);
+    need(buffers && scalars && size, "out of memory");
+    for (size_t k = 0; k < a.num_buffers; ++k) {
+        buffers[k].name = text();
+        buffers[k].type = (ndtune_type)number();
+        size[k] = number();
+        buffers[k].len = size[k] / SIZE[buffers[k].type];
+        buffers[k].initial = bytes(size[k]);
+        buffers[k].data = bytes(size[k]);
+    }
+    for (size_t k = 0; k < a.num_scalars; ++k) {
+        scalars[k].name = text();
+        scalars[k].type = (ndtune_type)number();
+        need(fread(&scalars[k].value, 8, 1, stdin) == 1, "short input");
+    }
+    a.buffers = buffers;
+    a.scalars = scalars;
+    a.params = values(a.num_params);
+    a.constants = values(a.num_constants);
+    static char message[4096];
+#ifdef NDTUNE_CHECK
+    unsigned long long verdict = NDTUNE_CHECK(&a, message, sizeof message) != 0;
+#else
+    NDTUNE_REFERENCE(&a);
+    unsigned long long verdict = 0;
+#endif
+    message[sizeof message - 1] = 0;
+    unsigned long long n = strlen(message);
+    need(fwrite(&verdict, 8, 1, stdout) == 1 && fwrite(&n, 8, 1, stdout) == 1
+         && fwrite(message, 1, n, stdout) == n, "cannot write");
+    for (size_t k = 0; k < a.num_buffers; ++k)
+        need(fwrite(buffers[k].data, 1, size[k], stdout) == size[k], "cannot write");
     return fflush(stdout) != 0;
 }
 "#;
 
-/// Runs the reference `function` of C file `source` on `buffers` (bytes, in argument order) and
-/// `scalars`; the buffers after the call.
-pub fn run(
-    source: &Path,
-    function: &str,
-    buffers: &[&[u8]],
-    scalars: &[i64],
-) -> Result<Vec<Vec<u8>>, String> {
-    let program = compile(source, function)?;
+/// What a host function is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `void f(const ndtune_args *)`: fills the expected outputs.
+    Reference,
+    /// `int f(const ndtune_args *, char *message, size_t size)`: 0 where the outputs are right.
+    Check,
+}
+
+impl Role {
+    fn macro_name(self) -> &'static str {
+        match self {
+            Role::Reference => "NDTUNE_REFERENCE",
+            Role::Check => "NDTUNE_CHECK",
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Role::Reference => "host reference",
+            Role::Check => "host check",
+        }
+    }
+}
+
+/// A buffer argument as a host function gets it (`ndtune_buffer`).
+pub struct HostBuffer<'a> {
+    pub name: &'a str,
+    pub ty: ElemType,
+    /// The contents the kernel started from.
+    pub initial: &'a [u8],
+    /// What the function gets as `data` (see `ndtune.h`).
+    pub data: &'a [u8],
+}
+
+/// A scalar argument as a host function gets it: the bytes the kernel gets
+/// ([`crate::data::scalar_bytes`]).
+pub struct HostScalar<'a> {
+    pub name: &'a str,
+    pub ty: ElemType,
+    pub bytes: &'a [u8],
+}
+
+/// A parameter's or constant's value as a host function gets it (`ndtune_value`).
+pub struct HostValue {
+    pub name: String,
+    kind: u64,
+    integer: i64,
+    real: f64,
+    text: String,
+}
+
+impl HostValue {
+    /// `value` as C gets it: its kind, as an integer and a real where it is a number, and as
+    /// the text `-D NAME=text` passes.
+    pub fn new(name: &str, value: &Value) -> HostValue {
+        HostValue {
+            name: name.to_string(),
+            kind: match value {
+                Value::Int(_) => 0,  // NDTUNE_INTEGER
+                Value::Real(_) => 1, // NDTUNE_REAL
+                Value::Text(_) => 2, // NDTUNE_TEXT
+            },
+            integer: value.as_int().unwrap_or(0),
+            real: value.as_f64().unwrap_or(0.0),
+            text: value.to_string(),
+        }
+    }
+}
+
+/// Everything a host function gets.
+#[derive(Default)]
+pub struct HostArgs<'a> {
+    pub buffers: Vec<HostBuffer<'a>>,
+    pub scalars: Vec<HostScalar<'a>>,
+    /// The configuration's parameters (a check's only: a reference must not depend on them).
+    pub params: Vec<HostValue>,
+    pub constants: Vec<HostValue>,
+}
+
+/// What a host function said: 0 where the outputs are right (always for a reference), its
+/// message, and every buffer's data after the call.
+struct Answer {
+    verdict: u64,
+    message: String,
+    buffers: Vec<Vec<u8>>,
+}
+
+/// Runs the reference `function` of C file `source`: every buffer's data after the call.
+pub fn reference(source: &Path, function: &str, args: &HostArgs) -> Result<Vec<Vec<u8>>, String> {
+    Ok(run(source, function, Role::Reference, args)?.buffers)
+}
+
+/// Runs the check `function` of C file `source`: `Ok(Err(message))` where it found the outputs
+/// wrong; `Err` where it could not run.
+pub fn check(source: &Path, function: &str, args: &HostArgs) -> Result<Result<(), String>, String> {
+    let answer = run(source, function, Role::Check, args)?;
+    Ok(match answer.verdict {
+        0 => Ok(()),
+        _ if answer.message.trim().is_empty() => Err(format!("check `{function}` failed")),
+        _ => Err(format!("check `{function}`: {}", answer.message.trim())),
+    })
+}
+
+fn put(input: &mut Vec<u8>, bytes: &[u8]) {
+    input.extend((bytes.len() as u64).to_ne_bytes());
+    input.extend_from_slice(bytes);
+}
+
+/// The index of `ty` in `ndtune_type`.
+fn type_code(ty: ElemType) -> u64 {
+    ElemType::ALL
+        .iter()
+        .position(|(_, t)| *t == ty)
+        .expect("every type is listed") as u64
+}
+
+fn run(source: &Path, function: &str, role: Role, args: &HostArgs) -> Result<Answer, String> {
+    let program = compile(source, function, role)?;
     let mut input = Vec::new();
-    input.extend((buffers.len() as u64).to_ne_bytes());
-    input.extend((scalars.len() as u64).to_ne_bytes());
-    for b in buffers {
-        input.extend((b.len() as u64).to_ne_bytes());
+    for n in [
+        args.buffers.len(),
+        args.scalars.len(),
+        args.params.len(),
+        args.constants.len(),
+    ] {
+        input.extend((n as u64).to_ne_bytes());
     }
-    for s in scalars {
-        input.extend(s.to_ne_bytes());
+    for b in &args.buffers {
+        put(&mut input, b.name.as_bytes());
+        input.extend(type_code(b.ty).to_ne_bytes());
+        put(&mut input, b.initial);
+        input.extend_from_slice(b.data);
     }
-    for b in buffers {
-        input.extend_from_slice(b);
+    for s in &args.scalars {
+        put(&mut input, s.name.as_bytes());
+        input.extend(type_code(s.ty).to_ne_bytes());
+        let mut value = [0u8; 8];
+        value[..s.bytes.len()].copy_from_slice(s.bytes);
+        input.extend(value);
     }
+    for v in args.params.iter().chain(&args.constants) {
+        put(&mut input, v.name.as_bytes());
+        input.extend(v.kind.to_ne_bytes());
+        input.extend(v.integer.to_ne_bytes());
+        input.extend(v.real.to_ne_bytes());
+        put(&mut input, v.text.as_bytes());
+    }
+    let what = format!("{} {} `{function}`", role.noun(), source.display());
     let mut child = Command::new(&program)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -80,87 +271,107 @@ pub fn run(
     let _ = feeder.join();
     if !status.status.success() {
         return Err(format!(
-            "host reference {} `{function}` failed ({}): {}",
-            source.display(),
+            "{what} failed ({}): {}",
             status.status,
             String::from_utf8_lossy(&status.stderr).trim()
         ));
     }
-    let total: usize = buffers.iter().map(|b| b.len()).sum();
-    if out.len() != total {
-        return Err(format!(
-            "host reference {} `{function}` wrote {} bytes, not the {total} of its buffers",
-            source.display(),
-            out.len()
-        ));
-    }
     let mut rest = &out[..];
-    Ok(buffers
+    let mut take = |n: usize| -> Result<&[u8], String> {
+        if rest.len() < n {
+            return Err(format!("{what} wrote too little"));
+        }
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        Ok(head)
+    };
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+    let verdict = word(take(8)?);
+    let length = word(take(8)?) as usize;
+    let message = String::from_utf8_lossy(take(length)?).into_owned();
+    let buffers = args
+        .buffers
         .iter()
-        .map(|b| {
-            let (head, tail) = rest.split_at(b.len());
-            rest = tail;
-            head.to_vec()
-        })
-        .collect())
+        .map(|b| take(b.data.len()).map(<[u8]>::to_vec))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Answer {
+        verdict,
+        message,
+        buffers,
+    })
 }
 
-/// The compiled program for a source and function, built once per content (cached in the
-/// temporary directory, keyed by a hash of both).
-fn compile(source: &Path, function: &str) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string(source)
-        .map_err(|e| format!("host reference {}: {e}", source.display()))?;
-    let hash = Sha256::digest(format!("{function}\0{text}\0{MAIN}"));
+/// The compiled program for a source, function and role, built once per content (cached in
+/// the temporary directory, keyed by a hash of all of it).
+fn compile(source: &Path, function: &str, role: Role) -> Result<PathBuf, String> {
+    let what = format!("{} {}", role.noun(), source.display());
+    let text = std::fs::read_to_string(source).map_err(|e| format!("{what}: {e}"))?;
+    let hash = Sha256::digest(format!(
+        "{}\0{function}\0{text}\0{MAIN}\0{HEADER}",
+        role.macro_name()
+    ));
     let hex = ndtune_core::text::hex(&hash[..12]);
-    let dir = std::env::temp_dir().join("ndtune-host-references");
-    let program = dir.join(format!("ref-{hex}"));
+    let dir = std::env::temp_dir().join("ndtune-host-functions");
+    let program = dir.join(format!("host-{hex}"));
     if program.exists() {
         return Ok(program);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // Build under a name of our own, then rename: concurrent workers never see half a file.
-    let unique = format!("{hex}-{}", std::process::id());
-    let main_c = dir.join(format!("main-{unique}.c"));
-    std::fs::write(&main_c, MAIN).map_err(|e| format!("{}: {e}", main_c.display()))?;
-    let building = dir.join(format!("building-{unique}"));
+    // Build in a folder of our own, then rename: concurrent workers never see half a file.
+    let work = dir.join(format!("building-{hex}-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let header = work.join("ndtune.h");
+    let main_c = work.join("main.c");
+    for (path, text) in [(&header, HEADER), (&main_c, MAIN)] {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let building = work.join("program");
     let out = Command::new(ndtune_core::tools::clang())
         .args(["-std=c99", "-O2", "-w"])
-        .arg(format!("-DNDTUNE_FUNCTION={function}"))
+        .arg(format!("-D{}={function}", role.macro_name()))
+        .arg("-I")
+        .arg(&work)
+        .arg("-include")
+        .arg(&header)
         .arg(source)
         .arg(&main_c)
         .arg("-lm")
         .arg("-o")
         .arg(&building)
         .output()
-        .map_err(|e| {
-            format!(
-                "cannot run clang to build host reference {}: {e}",
-                source.display()
-            )
-        })?;
-    let _ = std::fs::remove_file(&main_c);
-    if !out.status.success() {
-        return Err(format!(
-            "host reference {} does not compile:\n{}",
-            source.display(),
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        ));
-    }
-    std::fs::rename(&building, &program).map_err(|e| format!("{}: {e}", program.display()))?;
-    Ok(program)
+        .map_err(|e| format!("cannot run clang to build {what}: {e}"));
+    let renamed = out.and_then(|out| {
+        if !out.status.success() {
+            let log = String::from_utf8_lossy(&out.stderr);
+            let hint = match log.contains("conflicting types") {
+                true => "\n(a host reference is `void f(const ndtune_args *args)`, a check `int f(const ndtune_args *args, char *message, size_t size)`: docs/spec.md, \"Host functions\")",
+                false => "",
+            };
+            return Err(format!("{what} does not compile:\n{}{hint}", log.trim_end()));
+        }
+        std::fs::rename(&building, &program).map_err(|e| format!("{}: {e}", program.display()))
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    renamed.map(|()| program)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn floats(bytes: &[u8]) -> Vec<f32> {
+        bytes
+            .chunks(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
     #[test]
-    fn a_c_reference_fills_its_outputs_and_errors_are_clear() {
+    fn a_reference_gets_typed_scalars_lengths_and_names() {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("ref.c");
         std::fs::write(
             &src,
-            "void add(void **b, const long long *s) {\n  const float *x = b[0]; float *y = b[1];\n  for (long long i = 0; i < s[0]; ++i) y[i] = x[i] + (float)s[1];\n}\n",
+            "void add(const ndtune_args *a) {\n  const float *x = a->buffers[0].data;\n  float *y = ndtune_buffer_named(a, \"y\")->data;\n  float s = ndtune_scalar_named(a, \"s\")->value.f;\n  long long k = ndtune_value_named(a, \"K\")->i;\n  for (size_t i = 0; i < a->buffers[1].len; ++i) y[i] = x[i] + s + (float)k;\n}\n",
         )
         .unwrap();
         let x: Vec<u8> = [1.0f32, 2.0, 3.0]
@@ -168,21 +379,55 @@ mod tests {
             .flat_map(|v| v.to_ne_bytes())
             .collect();
         let y = vec![0u8; 12];
-        let out = run(&src, "add", &[&x, &y], &[3, 10]).unwrap();
-        let got: Vec<f32> = out[1]
-            .chunks(4)
-            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
-            .collect();
-        assert_eq!(got, vec![11.0, 12.0, 13.0]);
+        let s = 0.5f32.to_ne_bytes();
+        let args = HostArgs {
+            buffers: vec![
+                HostBuffer {
+                    name: "x",
+                    ty: ElemType::Float,
+                    initial: &x,
+                    data: &x,
+                },
+                HostBuffer {
+                    name: "y",
+                    ty: ElemType::Float,
+                    initial: &y,
+                    data: &y,
+                },
+            ],
+            scalars: vec![HostScalar {
+                name: "s",
+                ty: ElemType::Float,
+                bytes: &s,
+            }],
+            params: vec![],
+            constants: vec![
+                HostValue::new("K", &Value::Int(10)),
+                HostValue::new("R", &Value::Real(0.5)),
+                HostValue::new("T", &Value::Text("float".into())),
+            ],
+        };
+        let out = reference(&src, "add", &args).unwrap();
+        assert_eq!(floats(&out[1]), vec![11.5, 12.5, 13.5]);
         assert_eq!(out[0], x, "inputs come back as they went");
 
-        std::fs::write(&src, "void add(void **b, const long long *s) { oops }\n").unwrap();
-        let err = run(&src, "add", &[&x, &y], &[3, 10]).unwrap_err();
+        // A check says why, and a function of the old signature does not compile.
+        std::fs::write(
+            &src,
+            "#include \"ndtune.h\"\n#include <stdio.h>\nint sums(const ndtune_args *a, char *m, size_t n) {\n  const float *y = a->buffers[1].data;\n  const ndtune_value *r = ndtune_value_named(a, \"R\"), *t = ndtune_value_named(a, \"T\");\n  if (r->kind != NDTUNE_REAL || r->f != 0.5 || t->kind != NDTUNE_TEXT || strcmp(t->text, \"float\")) return 2;\n  if (y[0] != 1.0f) { snprintf(m, n, \"y[0] is %g\", y[0]); return 1; }\n  return 0;\n}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            check(&src, "sums", &args).unwrap(),
+            Err("check `sums`: y[0] is 0".into())
+        );
+        std::fs::write(&src, "void add(void **b, const long long *s) {}\n").unwrap();
+        let err = reference(&src, "add", &args).unwrap_err();
         assert!(
-            err.contains("does not compile") && err.contains("oops"),
+            err.contains("does not compile") && err.contains("const ndtune_args *args"),
             "{err}"
         );
-        let err = run(&dir.path().join("none.c"), "add", &[], &[]).unwrap_err();
+        let err = reference(&dir.path().join("none.c"), "add", &args).unwrap_err();
         assert!(err.contains("none.c"), "{err}");
     }
 }

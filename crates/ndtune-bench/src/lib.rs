@@ -3,7 +3,8 @@
 //! - [`evaluate::Bench`] runs inside a worker process: builds each configuration once per define
 //!   set (or loads a build worker's program binary), fills the arguments deterministically,
 //!   verifies one run against the reference of `[verify]` (a built-in host reference, a C host
-//!   reference ([`host_c`]), a reference kernel or a reference configuration's outputs) and times
+//!   reference ([`host_c`]), a reference kernel or a reference configuration's outputs) and by
+//!   its C host check ([`host_c`]), and times
 //!   the runs of `[measure]` with OpenCL profiling events; on a GPU it compares the outputs on
 //!   the device ([`device_check`]).
 //! - [`worker`] is that process's protocol (JSON lines on stdin/stdout), shared with the build

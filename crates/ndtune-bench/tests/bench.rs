@@ -242,6 +242,101 @@ fn outputs_compared_on_the_device_give_the_hosts_verdicts_and_details() {
     }
 }
 
+/// `y = TS * x` in work-groups of `WG`: 15 configurations, every one right.
+const TIMES_TS: &str = r#"
+__kernel void times(__global const float *x, __global float *y) {
+    size_t i = get_global_id(0);
+    y[i] = (float)TS * x[i];
+}
+"#;
+
+#[test]
+fn a_reference_that_depends_on_a_parameter_is_computed_for_each_of_its_values() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("times.cl"), TIMES_TS).unwrap();
+    // The reference reads TS too, and nothing of WG: three references for fifteen configurations.
+    std::fs::write(
+        dir.path().join("ref.cl"),
+        "__kernel void ref_times(__global const float *x, __global float *y) {
+            size_t i = get_global_id(0); y[i] = x[i] * TS; }",
+    )
+    .unwrap();
+    let text = format!(
+        "[kernel]\nname = \"times\"\nsource = \"times.cl\"\n[constants]\nN = 256\n[params]\nTS = [1, 2, 3]\nWG = [1, 2, 4, 8, 16]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n{ARGS}[verify]\noutputs = [\"y\"]\nreference = {{ kernel = \"ref.cl\", name = \"ref_times\" }}\n[measure]\nwarmup = 0\nruns = 1\nbest_of = 1\n"
+    );
+    std::fs::write(dir.path().join("times.toml"), &text).unwrap();
+    let mut b = bench(Spec::load(&dir.path().join("times.toml")).unwrap());
+    for wg in [1, 2, 4, 8, 16] {
+        for ts in [1, 2, 3] {
+            let o = b.evaluate(&[ts, wg]).unwrap();
+            assert_eq!(o.kind(), OutcomeKind::Measured, "TS {ts} WG {wg}: {o:?}");
+        }
+    }
+    assert_eq!(b.references_computed(), 3);
+
+    // A reference that depends on no parameter is computed once.
+    std::fs::write(
+        dir.path().join("ref.cl"),
+        "__kernel void ref_times(__global const float *x, __global float *y) {
+            size_t i = get_global_id(0); y[i] = x[i] * 2.0f; }",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("times.toml"),
+        text.replace("TS = [1, 2, 3]", "TS = [2]"),
+    )
+    .unwrap();
+    let mut b = bench(Spec::load(&dir.path().join("times.toml")).unwrap());
+    for wg in [1, 2, 4, 8, 16] {
+        assert_eq!(b.evaluate(&[2, wg]).unwrap().kind(), OutcomeKind::Measured);
+    }
+    assert_eq!(b.references_computed(), 1);
+}
+
+#[test]
+fn a_host_check_decides_from_inputs_outputs_and_parameters_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("twice.c"),
+        r#"#include <stdio.h>
+int twice(const ndtune_args *a, char *message, size_t size) {
+    const ndtune_buffer *x = ndtune_buffer_named(a, "x"), *y = ndtune_buffer_named(a, "y");
+    const float *in = x->initial, *out = y->data;
+    for (size_t i = 0; i < y->len; ++i)
+        if (out[i] != 2.0f * in[i]) {
+            snprintf(message, size, "y[%zu] = %g, not twice %g (WG = %lld, N = %lld)", i, out[i],
+                     in[i], ndtune_value_named(a, "WG")->i, ndtune_value_named(a, "N")->i);
+            return 1;
+        }
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let with_reference = spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS);
+    let text = std::fs::read_to_string(with_reference.path).unwrap();
+    let text = text.replace(
+        "reference = { config = { WG = 1 } }",
+        "check = { host = \"twice.c\", function = \"twice\" }",
+    );
+    std::fs::write(dir.path().join("scale.toml"), text).unwrap();
+    let mut b = bench(Spec::load(&dir.path().join("scale.toml")).unwrap());
+    assert_eq!(b.evaluate(&[16]).unwrap().kind(), OutcomeKind::Measured);
+    match b.evaluate(&[8]).unwrap() {
+        Outcome::WrongResult { detail } => assert!(
+            detail.starts_with("check `twice`: y[0] = 0, not twice ")
+                && detail.ends_with("(WG = 8, N = 256)"),
+            "{detail}"
+        ),
+        o => panic!("WG 8: {o:?}"),
+    }
+    assert_eq!(
+        b.references_computed(),
+        0,
+        "no reference: the check decides"
+    );
+}
+
 #[test]
 fn a_worker_refuses_a_spec_whose_files_changed_since_the_campaign_started() {
     let dir = tempfile::tempdir().unwrap();

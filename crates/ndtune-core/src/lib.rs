@@ -199,6 +199,32 @@ impl Outcome {
         }
     }
 
+    /// Why a configuration failed, in one line: the compiler's first error line, the driver's
+    /// error, the first mismatch (index, expected, got) or the check's message, how the worker
+    /// died, the deadline. `None` for measured and pruned configurations.
+    pub fn reason(&self) -> Option<String> {
+        let first_line = |text: &str| {
+            text.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("(no message)")
+                .to_string()
+        };
+        match self {
+            Outcome::Measured(_) | Outcome::Pruned { .. } => None,
+            Outcome::BuildFailed { log } => Some(
+                log.lines()
+                    .map(str::trim)
+                    .find(|l| l.to_ascii_lowercase().contains("error"))
+                    .map_or_else(|| first_line(log), str::to_string),
+            ),
+            Outcome::Refused { error } => Some(first_line(error)),
+            Outcome::WrongResult { detail } => Some(first_line(detail)),
+            Outcome::Crashed { detail } => Some(first_line(detail)),
+            Outcome::TimedOut { seconds } => Some(format!("no outcome within {seconds} s")),
+        }
+    }
+
     /// The score of a measured configuration; `None` for every other outcome (never the best).
     pub fn score_ms(&self) -> Option<f64> {
         match self {
@@ -255,6 +281,26 @@ mod tests {
         }
         assert_eq!(all[0].score_ms(), Some(1.0));
         assert_eq!(all[3].score_ms(), None);
+    }
+
+    #[test]
+    fn a_failure_gives_the_first_line_of_its_reason() {
+        let build = Outcome::BuildFailed {
+            log: "\n<source>:3:2: warning: unused\n<source>:5:2: error: this mode does not build\n#error\n".into(),
+        };
+        assert_eq!(
+            build.reason().unwrap(),
+            "<source>:5:2: error: this mode does not build"
+        );
+        let crashed = Outcome::Crashed {
+            detail: "killed by signal 11 (SIGSEGV)\nlast lines: ...".into(),
+        };
+        assert_eq!(crashed.reason().unwrap(), "killed by signal 11 (SIGSEGV)");
+        assert_eq!(
+            Outcome::TimedOut { seconds: 5.0 }.reason().unwrap(),
+            "no outcome within 5 s"
+        );
+        assert_eq!(Outcome::Measured(Timing::new(vec![1.0], 1)).reason(), None);
     }
 
     #[test]

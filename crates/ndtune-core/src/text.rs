@@ -20,6 +20,14 @@ pub fn short_sha256(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes)[..8])
 }
 
+/// [`short_sha256`] of a file's content, read in pieces (data files may be large).
+pub fn short_sha256_file(path: &std::path::Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hex(&hasher.finalize()[..8]))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -32,7 +32,7 @@ mod live;
 mod report;
 pub mod share;
 
-pub use report::{Best, DeviceReport, OtherSetup, Ranked, TimeSpent};
+pub use report::{Best, DeviceReport, Failure, OtherSetup, Ranked, TimeSpent, FAILURES_LISTED};
 pub use share::Share;
 
 use live::Live;
@@ -206,6 +206,11 @@ impl Campaign<'_> {
             kernel: kernel.clone(),
             why,
         };
+        let hints = spec
+            .problem
+            .launch
+            .as_ref()
+            .map_or_else(Vec::new, |l| self.pruning.hints(l));
         // Walked without listing it: any space the pruner counts can be tuned.
         let space = ValidSpace::new(self.pruning.space);
         let codec = space.codec();
@@ -337,6 +342,7 @@ impl Campaign<'_> {
         );
         report.setup = setup;
         report.not_reused = not_reused;
+        report.hints = hints;
         Ok(report)
     }
 }

@@ -1,5 +1,7 @@
-//! A campaign's report: the best configuration and the fastest few, outcome counts, how many
-//! configurations ran beyond the driver's queried work-group size, and where the time went.
+//! A campaign's report: the best configuration and the fastest few, outcome counts, the first
+//! few failures of each class with why, whether outputs were verified, how to keep what the
+//! platform model removed, how many configurations ran beyond the driver's queried work-group
+//! size, and where the time went.
 
 use ndtune_bench::supervisor::Evaluation;
 use ndtune_core::{Codec, Config, Outcome, OutcomeKind, Timing};
@@ -20,6 +22,16 @@ pub struct Best {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s: Option<f64>,
 }
+
+/// One failed configuration and why, in one line ([`Outcome::reason`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub config: Config,
+    pub reason: String,
+}
+
+/// How many failed configurations of each outcome class a report lists.
+pub const FAILURES_LISTED: usize = 3;
 
 /// Results of the same kernel source with the same constants on the same device under another
 /// setup: a campaign of its own, not reused.
@@ -136,6 +148,13 @@ pub struct DeviceReport {
     pub above_queried_work_group: usize,
     /// The fastest measured configurations, fastest first.
     pub fastest: Vec<Ranked>,
+    /// Per failed outcome class (build_failed, refused, wrong_result, crashed, timed_out), the
+    /// first [`FAILURES_LISTED`] configurations in the order evaluated, with why.
+    pub failures: BTreeMap<&'static str, Vec<Failure>>,
+    /// Whether outputs were checked (`[verify]`); without, results are timed only.
+    pub verified: bool,
+    /// How to keep what the platform model removed ([`ndtune_space::problem::Pruning::hints`]).
+    pub hints: Vec<String>,
     pub time: TimeSpent,
     /// The spec's parameter names, in declaration order.
     #[serde(skip)]
@@ -154,6 +173,13 @@ impl DeviceReport {
             self.evaluated as f64 / besides_launches,
             t.overhead_ms_per_config,
         )
+    }
+
+    /// Whether nothing could be measured: an empty space, or every configuration failed.
+    pub fn measured_nothing(&self) -> bool {
+        self.outcomes
+            .get(OutcomeKind::Measured.as_str())
+            .is_none_or(|&n| n == 0)
     }
 
     /// The best configuration's time, where one was measured.
@@ -179,6 +205,19 @@ pub(crate) fn report(
     }
     *outcomes.entry(OutcomeKind::Pruned.as_str()).or_default() += declared - pruned;
     let reused = trace.steps.iter().filter(|s| s.reused).count();
+    let config = |p: &Vec<i64>| -> Config { codec.config(p) };
+    let mut failures: BTreeMap<&'static str, Vec<Failure>> = BTreeMap::new();
+    for step in &trace.steps {
+        if let Some(reason) = step.outcome.reason() {
+            let listed = failures.entry(step.outcome.kind().as_str()).or_default();
+            if listed.len() < FAILURES_LISTED {
+                listed.push(Failure {
+                    config: config(&step.point),
+                    reason,
+                });
+            }
+        }
+    }
     let mut measured: Vec<(&Vec<i64>, &Timing)> = trace
         .steps
         .iter()
@@ -188,7 +227,6 @@ pub(crate) fn report(
         })
         .collect();
     measured.sort_by(|a, b| a.1.score_ms().total_cmp(&b.1.score_ms()));
-    let config = |p: &Vec<i64>| -> Config { codec.config(p) };
     let rate = |expr: &Option<ndtune_space::resolve::Node>, p: &Vec<i64>, ms: f64| {
         expr.as_ref()
             .and_then(|n| n.eval(p))
@@ -228,6 +266,9 @@ pub(crate) fn report(
                 time_ms: t.score_ms(),
             })
             .collect(),
+        failures,
+        verified: spec.verify.is_some(),
+        hints: Vec::new(),
         time,
         names: codec.names().to_vec(),
     }

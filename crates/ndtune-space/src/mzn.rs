@@ -13,12 +13,14 @@
 
 use crate::domain::Values;
 use crate::expr::{BinOp, Dialect, Expr, ExprKind, Func};
+use crate::platform::Model;
 use crate::problem::{Location, Problem, ProblemError};
 use ndtune_core::{Coding, Value};
 use ndtune_device::{DeviceProfile, PROPERTY_NAMES};
 use std::fmt::Write;
 
-/// The platform constraint model: device data declarations and the predicate of eq. 1-3.
+/// The platform constraint model: device data declarations, the predicate of eq. 1-3
+/// (`ndtune_platform`) and that of the legal model (`ndtune_platform_legal`, without eq. 3).
 pub fn platform_model() -> String {
     let mut s = String::from(
         "% ndtune platform constraint model (Erdem et al. 2018, §2.1, eq. 1-3).\n\
@@ -31,14 +33,19 @@ pub fn platform_model() -> String {
         "array[1..3] of int: device_max_work_item_sizes =\n  \
          [device_max_work_item_size_x, device_max_work_item_size_y, device_max_work_item_size_z];\n\n\
          % A launch of global size `global` in work-groups of `local` (1 to 3 dimensions) needing\n\
-         % `local_mem` bytes of local memory per work-group. Eq. 3 is the product of the\n\
-         % per-dimension group counts (the paper typesets a sum; its text means the total).\n\
-         predicate ndtune_platform(array[int] of var int: global, array[int] of var int: local,\n                          var int: local_mem) =\n  \
+         % `local_mem` bytes of local memory per work-group, within what the device enforces\n\
+         % ([space] platform = \"legal\").\n\
+         predicate ndtune_platform_legal(array[int] of var int: global, array[int] of var int: local,\n                                var int: local_mem) =\n  \
          forall(d in index_set(local))(1 <= local[d] /\\ local[d] <= device_max_work_item_sizes[d])\n  \
          /\\ product(local) <= device_max_work_group_size\n  \
          /\\ forall(d in index_set(local))(global[d] mod local[d] = 0)\n  \
-         /\\ product(d in index_set(local))(global[d] div local[d]) >= device_compute_units\n  \
-         /\\ 0 <= local_mem /\\ local_mem <= device_local_mem_size;\n",
+         /\\ 0 <= local_mem /\\ local_mem <= device_local_mem_size;\n\n\
+         % The seed's model (the default): also eq. 3, at least as many work-groups as compute units,\n\
+         % the product of the per-dimension group counts (the paper typesets a sum; its text means the\n\
+         % total).\n\
+         predicate ndtune_platform(array[int] of var int: global, array[int] of var int: local,\n                          var int: local_mem) =\n  \
+         ndtune_platform_legal(global, local, local_mem)\n  \
+         /\\ product(d in index_set(local))(global[d] div local[d]) >= device_compute_units;\n",
     );
     s
 }
@@ -134,9 +141,13 @@ pub fn problem_model(name: &str, problem: &Problem) -> Result<String, ProblemErr
             None => "0".to_string(),
         };
         let local = list(&l.local, Location::Local)?;
+        let predicate = match problem.platform {
+            Model::Erdem => "ndtune_platform",
+            Model::Legal => "ndtune_platform_legal",
+        };
         let _ = writeln!(
             s,
-            "constraint ndtune_platform({}, {local}, {mem});",
+            "constraint {predicate}({}, {local}, {mem});",
             list(&l.global, Location::Global)?,
         );
     }

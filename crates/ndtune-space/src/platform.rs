@@ -9,6 +9,11 @@
 //! | eq. 3 | `(global_x / local_x) * (global_y / local_y) * ... >= compute_units` |
 //! | local memory (eq. 10-11) | `0 <= local_mem <= local_mem_size` |
 //!
+//! Eq. 3 is a performance heuristic (an idle compute unit), not a limit: it empties the space of
+//! a kernel meant to run as one work-group (a reduction's last stage). [`Model::Legal`] keeps
+//! only what a device enforces (the work-item and work-group limits, eq. 2's divisibility, local
+//! memory); [`Model::Erdem`], the seed's model, is the default.
+//!
 //! Per-kernel limits (`clGetKernelWorkGroupInfo`) depend on each configuration's own build, so they
 //! are not part of this model: the `ndtune` command checks them build by build on live devices.
 //!
@@ -26,6 +31,33 @@ pub struct Limits {
     pub max_work_item_sizes: Vec<i64>,
     pub compute_units: i64,
     pub local_mem_size: i64,
+}
+
+/// Which platform model prunes a launch (`[space] platform`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Model {
+    /// Eq. 1-3 and local memory, as the seed.
+    #[default]
+    Erdem,
+    /// Only what the device enforces: eq. 3 is left out.
+    Legal,
+}
+
+impl Model {
+    pub const ALL: [(&'static str, Model); 2] = [("erdem", Model::Erdem), ("legal", Model::Legal)];
+
+    /// The name a spec gives the model.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Erdem => "erdem",
+            Model::Legal => "legal",
+        }
+    }
+
+    /// The model of a spec's name, if any.
+    pub fn parse(name: &str) -> Option<Model> {
+        Model::ALL.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    }
 }
 
 /// The launch of a kernel: expressions for the global and local size (1 to 3 dimensions, same
@@ -67,8 +99,8 @@ fn product(items: impl Iterator<Item = Expr>) -> Expr {
         .expect("a launch has at least one dimension")
 }
 
-/// The platform model of `launch` on a device with `limits`, one constraint per rule.
-pub fn constraints(launch: &Launch, limits: &Limits) -> Vec<(Rule, Expr)> {
+/// The platform model `model` of `launch` on a device with `limits`, one constraint per rule.
+pub fn constraints(launch: &Launch, limits: &Limits, model: Model) -> Vec<(Rule, Expr)> {
     let dims = launch.local.len();
     let local = || launch.local.iter().cloned();
     let mut out = Vec::new();
@@ -105,17 +137,19 @@ pub fn constraints(launch: &Launch, limits: &Limits) -> Vec<(Rule, Expr)> {
             ),
         ));
     }
-    let groups = product((0..dims).map(|d| {
-        Expr::bin(
-            BinOp::Div,
-            launch.global[d].clone(),
-            launch.local[d].clone(),
-        )
-    }));
-    out.push((
-        Rule::MinWorkGroups,
-        Expr::bin(BinOp::Ge, groups, Expr::int(limits.compute_units)),
-    ));
+    if model == Model::Erdem {
+        let groups = product((0..dims).map(|d| {
+            Expr::bin(
+                BinOp::Div,
+                launch.global[d].clone(),
+                launch.local[d].clone(),
+            )
+        }));
+        out.push((
+            Rule::MinWorkGroups,
+            Expr::bin(BinOp::Ge, groups, Expr::int(limits.compute_units)),
+        ));
+    }
     if let Some(mem) = &launch.local_mem {
         // Negative bytes are the spec's mistake for that configuration: never "fits".
         out.push((

@@ -3,7 +3,7 @@
 
 use crate::domain::Domain;
 use crate::expr::{Dialect, Expr, ExprError};
-use crate::platform::{self, Launch, Limits, Rule};
+use crate::platform::{self, Launch, Limits, Model, Rule};
 use crate::resolve::{resolve, Node, Scope, Type};
 use crate::space::{Constraint, Param, Space, Stats};
 use ndtune_core::Constants;
@@ -35,6 +35,8 @@ pub struct Problem {
     /// Application constraints written as Kernel Tuner restrictions (Python dialect).
     pub restrictions: Vec<String>,
     pub launch: Option<LaunchDecl>,
+    /// The platform model that prunes the launch (`[space] platform`).
+    pub platform: Model,
 }
 
 /// One device a problem is pruned for.
@@ -121,6 +123,52 @@ impl Pruning {
             .map(|(_, k)| k.clone())
             .collect();
         Space::new(self.params.clone(), rest).count()
+    }
+
+    /// How to keep what the platform model removed for performance or by the shape of the grid:
+    /// configurations eq. 2 removed (a local size that does not divide the global size) are kept
+    /// by a rounded-up global size, those eq. 3 removed (fewer work-groups than compute units) by
+    /// the `legal` model. One line per rule that removed any, with how many; `launch` is the
+    /// problem's.
+    pub fn hints(&self, launch: &LaunchDecl) -> Vec<String> {
+        let mut divides = [0u128; 3];
+        let mut min_groups = 0u128;
+        for ((origin, _), removed) in self.origins.iter().zip(&self.stats.removed) {
+            match origin {
+                Origin::Platform(Rule::Divides(d)) => divides[*d] += removed,
+                Origin::Platform(Rule::MinWorkGroups) => min_groups += removed,
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for (d, &removed) in divides.iter().enumerate().filter(|(_, r)| **r > 0) {
+            let rounded: Vec<String> = launch
+                .global
+                .iter()
+                .zip(&launch.local)
+                .enumerate()
+                .map(|(i, (g, l))| match i == d {
+                    true => format!("\"{}\"", rounded_up(g, l)),
+                    false => format!("\"{g}\""),
+                })
+                .collect();
+            out.push(format!(
+                "eq. 2 removed {removed} configurations whose local size `{}` does not divide the global size `{}`; \
+                 a rounded-up grid keeps them: global = [{}], with the work-items past `{}` doing nothing \
+                 in the kernel (docs/spec.md, \"A rounded-up grid\")",
+                launch.local[d],
+                launch.global[d],
+                rounded.join(", "),
+                launch.global[d],
+            ));
+        }
+        if min_groups > 0 {
+            out.push(format!(
+                "eq. 3 removed {min_groups} configurations with fewer work-groups than the device has \
+                 compute units (a performance heuristic, not a limit); [space] platform = \"legal\" keeps them"
+            ));
+        }
+        out
     }
 
     /// Explains an empty space: each constraint that removed configurations (with the values
@@ -331,7 +379,7 @@ impl Problem {
         if let Some(launch) = &launch {
             let scope = self.scope_of(&params, None);
             for (t, target) in targets.iter().enumerate() {
-                for (rule, expr) in platform::constraints(launch, &target.limits) {
+                for (rule, expr) in platform::constraints(launch, &target.limits, self.platform) {
                     let node: Node = resolve(&expr, "", &scope, Type::Bool)
                         .expect("launch expressions were resolved already");
                     let prefix = if several {
@@ -363,6 +411,22 @@ impl Problem {
             constraints,
         })
     }
+}
+
+/// `global` rounded up to a multiple of `local`, as an expression: `(N + WG - 1) / WG * WG`.
+fn rounded_up(global: &str, local: &str) -> String {
+    let atom = |e: &str| {
+        let e = e.trim();
+        match e
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            true => e.to_string(),
+            false => format!("({e})"),
+        }
+    };
+    let (g, l) = (atom(global), atom(local));
+    format!("({g} + {l} - 1) / {l} * {l}")
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -435,5 +499,77 @@ impl Problem {
             .scope(None)
             .map_err(|e| ExprError::new(e.to_string(), src, 0..0))?;
         resolve(&e, src, &scope, ty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `N` work-items in work-groups of `WG` (1 to 64) on a device of 4 compute units.
+    fn problem(n: i64, platform: Model) -> (Problem, Target) {
+        let problem = Problem {
+            params: vec![ParamDecl {
+                name: "WG".into(),
+                domain: Domain::Pow2 {
+                    start: "1".into(),
+                    end: "64".into(),
+                },
+            }],
+            constants: [("N".to_string(), ndtune_core::Value::Int(n))].into(),
+            launch: Some(LaunchDecl {
+                global: vec!["N".into()],
+                local: vec!["WG".into()],
+                local_mem: None,
+            }),
+            platform,
+            ..Problem::default()
+        };
+        let target = Target {
+            label: "d".into(),
+            properties: BTreeMap::new(),
+            limits: Limits {
+                max_work_group_size: 1024,
+                max_work_item_sizes: vec![1024, 1024, 1024],
+                compute_units: 4,
+                local_mem_size: 1 << 16,
+            },
+        };
+        (problem, target)
+    }
+
+    #[test]
+    fn the_legal_model_keeps_what_eq_3_removes_and_hints_say_how() {
+        // 64 work-items: work-groups of 32 and 64 leave compute units idle (eq. 3).
+        let (p, t) = problem(64, Model::Erdem);
+        let erdem = p.prune(std::slice::from_ref(&t)).unwrap();
+        assert_eq!(erdem.stats.pruned, 5);
+        let hints = erdem.hints(p.launch.as_ref().unwrap());
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert!(
+            hints[0].starts_with("eq. 3 removed 2 configurations")
+                && hints[0].contains("platform = \"legal\""),
+            "{hints:?}"
+        );
+        let (p, t) = problem(64, Model::Legal);
+        let legal = p.prune(&[t]).unwrap();
+        assert_eq!(legal.stats.pruned, 7);
+        assert!(legal.hints(p.launch.as_ref().unwrap()).is_empty());
+    }
+
+    #[test]
+    fn an_eq_2_hint_gives_the_rounded_up_global_size() {
+        // 100 work-items: only 1, 2 and 4 divide them.
+        let (p, t) = problem(100, Model::Legal);
+        let pruning = p.prune(&[t]).unwrap();
+        assert_eq!(pruning.stats.pruned, 3);
+        let hints = pruning.hints(p.launch.as_ref().unwrap());
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert!(
+            hints[0].starts_with("eq. 2 removed 4 configurations")
+                && hints[0].contains(r#"global = ["(N + WG - 1) / WG * WG"]"#),
+            "{hints:?}"
+        );
+        assert_eq!(rounded_up("N / 2", "WG"), "((N / 2) + WG - 1) / WG * WG");
     }
 }

@@ -27,7 +27,8 @@ mod validate;
 pub use options::BuildOption;
 pub use sources::{source_names, KernelSource};
 pub use validate::{
-    Access, Arg, ArgKind, ElemType, Init, Kernel, Measure, Reference, Split, SplitBuffer, Verify,
+    Access, Arg, ArgKind, ElemType, HostFunction, Init, Kernel, Measure, Reference, Split,
+    SplitBuffer, Verify,
 };
 
 use ndtune_core::text::line_col;

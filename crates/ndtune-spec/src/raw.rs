@@ -102,6 +102,7 @@ pub struct RawSpaceSection {
     /// Constraints as Kernel Tuner restrictions, in Python's syntax and meaning.
     #[serde(default)]
     pub restrictions: Vec<Spanned<String>>,
+    pub platform: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,7 +123,8 @@ pub struct RawArg {
 #[serde(deny_unknown_fields)]
 pub struct RawVerify {
     pub outputs: Vec<String>,
-    pub reference: toml::Value,
+    pub reference: Option<toml::Value>,
+    pub check: Option<toml::Value>,
     pub tolerance: Option<f64>,
     pub atol: Option<f64>,
 }

@@ -37,7 +37,8 @@ impl Spec {
             add(&f.path, f.digest.as_deref());
         }
         let at_verify = |message: String| self.error_at(&SpanKey::Section("verify"), message);
-        match self.verify.as_ref().map(|v| &v.reference) {
+        let verify = self.verify.as_ref();
+        match verify.and_then(|v| v.reference.as_ref()) {
             Some(Reference::Kernel { source, .. }) => {
                 let reference =
                     KernelSource::read(std::slice::from_ref(source), &self.kernel.include_dirs)
@@ -46,12 +47,36 @@ impl Spec {
                     add(&f.path, f.digest.as_deref());
                 }
             }
-            Some(Reference::Host { source, .. }) => {
-                let bytes = crate::read_bytes(source, MAX_SOURCE_BYTES, "host reference")
+            Some(Reference::Host(host)) => {
+                let bytes = crate::read_bytes(&host.source, MAX_SOURCE_BYTES, "host reference")
                     .map_err(|e| at_verify(format!("[verify] reference: {e}")))?;
-                add(source, Some(&ndtune_core::text::short_sha256(&bytes)));
+                add(&host.source, Some(&ndtune_core::text::short_sha256(&bytes)));
             }
             Some(Reference::Config(_) | Reference::Builtin(_)) | None => {}
+        }
+        if let Some(check) = verify.and_then(|v| v.check.as_ref()) {
+            let bytes = crate::read_bytes(&check.source, MAX_SOURCE_BYTES, "host check")
+                .map_err(|e| at_verify(format!("[verify] check: {e}")))?;
+            add(
+                &check.source,
+                Some(&ndtune_core::text::short_sha256(&bytes)),
+            );
+        }
+        // Inputs read from files are data whose every byte can change a result.
+        for arg in &self.args {
+            if let crate::ArgKind::Buffer {
+                init: crate::Init::Npy(path),
+                ..
+            } = &arg.kind
+            {
+                let digest = ndtune_core::text::short_sha256_file(path).map_err(|e| {
+                    self.error_at(
+                        &SpanKey::Section("args"),
+                        format!("[[args]] {}: init.npy: {}: {e}", arg.name, path.display()),
+                    )
+                })?;
+                add(path, Some(&digest));
+            }
         }
         let mut measure = match section("measure") {
             Value::Object(m) => m,

@@ -159,7 +159,7 @@ runs = 3
         }
     ));
     let v = s.verify.unwrap();
-    assert!(matches!(v.reference, Reference::Config(ref c) if c["S"] == Value::Int(8)));
+    assert!(matches!(v.reference, Some(Reference::Config(ref c)) if c["S"] == Value::Int(8)));
     assert_eq!(
         (s.measure.warmup, s.measure.runs, s.measure.best_of),
         (1, 3, 3)
@@ -208,6 +208,30 @@ fn source_names_are_whole_words() {
         assert!(ids.contains(w), "{w}");
     }
     assert!(!ids.contains("WG") && !ids.contains("3e5") && !ids.contains("e5"));
+}
+
+#[test]
+fn the_platform_model_is_chosen_by_name() {
+    use ndtune_space::platform::Model;
+    let spec = |platform: &str| {
+        parse(&format!(
+            "{HEAD}[params]\nX = [1]\n[space]\nplatform = \"{platform}\"\n"
+        ))
+    };
+    assert_eq!(spec("legal").unwrap().problem.platform, Model::Legal);
+    assert_eq!(spec("erdem").unwrap().problem.platform, Model::Erdem);
+    assert_eq!(
+        parse(&format!("{HEAD}[params]\nX = [1]\n"))
+            .unwrap()
+            .problem
+            .platform,
+        Model::Erdem
+    );
+    let e = spec("lenient").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:6:12: [space] platform is \"erdem\"") && e.contains("`lenient`"),
+        "{e}"
+    );
 }
 
 /// Writes `files` (name, text) into a new temporary directory with the spec `spec.toml`.
@@ -271,6 +295,57 @@ fn sources_are_a_list_concatenated_and_options_follow_the_configuration() {
     assert_eq!(
         spec.build_options(&source, &[4, 1, 0, 1]),
         format!("-cl-std=CL1.2 -DTILE=4x64 {includes} -D TS=4 -D WPT=1")
+    );
+}
+
+#[test]
+fn inits_from_files_copies_and_distributions_are_checked() {
+    let spec = |a_init: &str, b_type: &str, b_init: &str| {
+        parse(&format!(
+            "{HEAD}[params]\nX = [1]\n[[args]]\nname = \"a\"\nkind = \"buffer\"\ntype = \"float\"\nlen = 4\ninit = {a_init}\n[[args]]\nname = \"b\"\nkind = \"buffer\"\ntype = \"{b_type}\"\nlen = 4\ninit = {b_init}\n"
+        ))
+    };
+    let s = spec("{ npy = \"data/a.npy\" }", "float", "{ copy = \"a\" }").unwrap();
+    let init = |i: usize| match &s.args[i].kind {
+        ArgKind::Buffer { init, .. } => init.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(init(0), Init::Npy(Path::new("data/a.npy").to_path_buf()));
+    assert_eq!(init(1), Init::Copy("a".into()));
+    let s = spec("{ uniform = [0, 10.5] }", "int", "{ normal = [0, 1] }").unwrap();
+    assert!(matches!(
+        s.args[0].kind,
+        ArgKind::Buffer {
+            init: Init::Uniform {
+                low: 0.0,
+                high: 10.5
+            },
+            ..
+        }
+    ));
+
+    let e = spec("\"random\"", "int", "{ copy = \"a\" }").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:11:")
+            && e.contains("[[args]] b: init.copy: `a` holds float, not int"),
+        "{e}"
+    );
+    let e = spec("{ copy = \"b\" }", "float", "{ copy = \"a\" }").unwrap_err();
+    assert!(
+        e.contains("[[args]] a: init.copy goes round in a circle"),
+        "{e}"
+    );
+    let e = spec("{ copy = \"c\" }", "float", "\"zeros\"").unwrap_err();
+    assert!(e.contains("init.copy: no argument `c`"), "{e}");
+    let e = spec("{ uniform = [3, 1] }", "float", "\"zeros\"").unwrap_err();
+    assert!(e.contains("low <= high, not [3, 1]"), "{e}");
+    let e = spec("{ normal = [0] }", "float", "\"zeros\"").unwrap_err();
+    assert!(e.contains("init.normal takes two numbers"), "{e}");
+    let e = spec("{ gauss = [0, 1] }", "float", "\"zeros\"").unwrap_err();
+    assert!(
+        e.contains("init is random, bits, zeros, ones, iota, a number, { npy = ")
+            && e.contains("not a table with `gauss`"),
+        "{e}"
     );
 }
 
@@ -497,6 +572,39 @@ fn a_reference_file_is_part_of_the_setup() {
         e.contains(":22:1: [verify] reference: ") && e.contains("ref.cl: cannot read"),
         "{e}"
     );
+}
+
+#[test]
+fn a_host_check_and_an_input_file_are_part_of_the_setup() {
+    let spec = TUNED
+        .replace("init = \"random\"", "init = { npy = \"x.npy\" }")
+        .replace(
+            "[measure]",
+            "[verify]\noutputs = [\"x\"]\ncheck = { host = \"check.c\", function = \"c\" }\n[measure]",
+        );
+    let with = |npy: &'static str, check: &'static str| {
+        let mut files = GEMM_FILES.to_vec();
+        files.push(("x.npy", npy));
+        files.push(("check.c", check));
+        setup_of(&spec, &files, 1)
+    };
+    let base = with("one", "int c;");
+    assert_ne!(
+        with("two", "int c;").digest,
+        base.digest,
+        "the input's bytes"
+    );
+    assert_ne!(
+        with("one", "int c; ").digest,
+        base.digest,
+        "the check's source"
+    );
+    assert_eq!(with("one", "int c;"), base);
+    // Drawn from no seed: the seed does not matter.
+    let mut files = GEMM_FILES.to_vec();
+    files.push(("x.npy", "one"));
+    files.push(("check.c", "int c;"));
+    assert_eq!(setup_of(&spec, &files, 2), base);
 }
 
 /// A scalar argument `a` of `ty` with `value` (TOML), in a spec with constant N = 4.

@@ -6,6 +6,7 @@ use ndtune_core::text::line_col;
 use ndtune_core::{Codec, Constants, Value};
 use ndtune_space::domain::Domain;
 use ndtune_space::expr::Expr;
+use ndtune_space::platform::Model;
 use ndtune_space::problem::{LaunchDecl, Location, ParamDecl, Problem};
 use ndtune_space::resolve::{check_exact_divisions, resolve, resolve_constant, Node, Type};
 use std::collections::{BTreeMap, HashMap};
@@ -142,9 +143,11 @@ impl ElemType {
     }
 }
 
-/// How a buffer is filled before a launch (deterministically, from a seed for `Random`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a buffer is filled before a launch: deterministically, the random ones from a stream
+/// seeded by `--seed` and the argument's position (docs/spec.md, "Inputs").
+#[derive(Debug, Clone, PartialEq)]
 pub enum Init {
+    /// Floats uniform in [-1, 1); unsigned integers uniform in 0..=15, signed in -8..=7.
     Random,
     Zeros,
     Ones,
@@ -152,6 +155,20 @@ pub enum Init {
     /// Random 0s and 1s (cells of a cellular automaton, masks).
     Bits,
     Value(f64),
+    /// Floats uniform in [low, high); integers uniform in low..=high.
+    Uniform {
+        low: f64,
+        high: f64,
+    },
+    /// Normally distributed (integers: rounded to the nearest, saturated at the type's limits).
+    Normal {
+        mean: f64,
+        std_dev: f64,
+    },
+    /// The elements of a NumPy `.npy` file (resolved relative to the spec), in C order.
+    Npy(PathBuf),
+    /// The initial contents of another buffer argument of the same type, by name.
+    Copy(String),
 }
 
 impl Init {
@@ -209,17 +226,30 @@ pub enum Reference {
         name: String,
         global: Option<Vec<Node>>,
     },
-    /// A host reference in C, compiled with clang: `void FUNCTION(void **buffers, const long
-    /// long *scalars)` gets every buffer argument (in `[[args]]` order, with the contents the
-    /// device starts from) and every scalar argument's value, and fills the outputs.
-    Host { source: PathBuf, function: String },
+    /// A host reference in C, compiled with clang: `void FUNCTION(const ndtune_args *args)`
+    /// gets every buffer argument (in `[[args]]` order, with the contents the device starts
+    /// from), every scalar argument's value in its type and the constants, and fills the
+    /// outputs (docs/spec.md, "Host functions").
+    Host(HostFunction),
 }
 
-/// `[verify]`.
+/// A function of a C file, run on the host (`{ host = "file.c", function = "f" }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostFunction {
+    /// The C file, resolved relative to the spec file.
+    pub source: PathBuf,
+    pub function: String,
+}
+
+/// `[verify]`: the outputs compared with a reference, decided by a host check, or both.
 #[derive(Debug, Clone)]
 pub struct Verify {
     pub outputs: Vec<String>,
-    pub reference: Reference,
+    pub reference: Option<Reference>,
+    /// `int FUNCTION(const ndtune_args *args, char *message, size_t size)`: gets the inputs,
+    /// the outputs, the scalars, the constants and the configuration's parameter values, and
+    /// returns 0 where the outputs are right, else fills `message` with why.
+    pub check: Option<HostFunction>,
     /// Relative tolerance.
     pub rtol: f64,
     /// Absolute tolerance.
@@ -351,6 +381,17 @@ pub(crate) fn spec(
             cx.record(Location::Restriction(i), c.span());
             problem.restrictions.push(c.get_ref().clone());
         }
+        if let Some(p) = &space.platform {
+            problem.platform = Model::parse(p.get_ref()).ok_or_else(|| {
+                cx.err(
+                    &p.span(),
+                    format!(
+                        "[space] platform is \"erdem\" (eq. 1-3, the default) or \"legal\" (only what the device enforces), not `{}`",
+                        p.get_ref()
+                    ),
+                )
+            })?;
+        }
     }
     if let Some(launch) = &raw.launch {
         cx.record(Location::Launch, launch.span());
@@ -397,8 +438,9 @@ pub(crate) fn spec(
     spec.args = raw
         .args
         .iter()
-        .map(|a| arg(&cx, &spec.problem, a))
+        .map(|a| arg(&cx, &spec.problem, a, dir))
         .collect::<Result<_, _>>()?;
+    check_copies(&cx, &raw, &spec.args)?;
     if let Some(v) = &raw.verify {
         spec.spans.insert(SpanKey::Section("verify"), v.span());
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
@@ -677,7 +719,132 @@ fn elem_type(
         })
 }
 
-fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecError> {
+/// `init` as written: a name, a number, or a table with one key (`npy`, `copy`, `uniform`,
+/// `normal`).
+fn init(
+    cx: &Ctx,
+    span: &Range<usize>,
+    what: &str,
+    v: Option<&toml::Value>,
+    dir: &Path,
+) -> Result<Init, SpecError> {
+    const FORMS: &str = "random, bits, zeros, ones, iota, a number, { npy = \"file.npy\" }, { copy = \"ARG\" }, { uniform = [low, high] } or { normal = [mean, std_dev] }";
+    let err = |m: String| cx.err(span, format!("{what}: {m}"));
+    let pair = |key: &str, v: &toml::Value| -> Result<(f64, f64), SpecError> {
+        let numbers: Option<Vec<f64>> = v.as_array().map(|items| {
+            items
+                .iter()
+                .filter_map(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
+                .collect()
+        });
+        match numbers.as_deref() {
+            Some(&[a, b]) if v.as_array().is_some_and(|i| i.len() == 2) => Ok((a, b)),
+            _ => Err(err(format!("init.{key} takes two numbers, not {v}"))),
+        }
+    };
+    Ok(match v {
+        None => Init::Zeros,
+        Some(toml::Value::String(s)) => match s.as_str() {
+            "random" => Init::Random,
+            "zeros" => Init::Zeros,
+            "ones" => Init::Ones,
+            "iota" => Init::Iota,
+            "bits" => Init::Bits,
+            _ => return Err(err(format!("init is {FORMS}, not `{s}`"))),
+        },
+        Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
+        Some(toml::Value::Float(v)) => Init::Value(*v),
+        Some(toml::Value::Table(t)) if t.len() == 1 => {
+            let (key, value) = t.iter().next().expect("one entry");
+            match (key.as_str(), value) {
+                ("npy", toml::Value::String(file)) => Init::Npy(dir.join(file)),
+                ("copy", toml::Value::String(arg)) => Init::Copy(arg.clone()),
+                ("uniform", v) => {
+                    let (low, high) = pair(key, v)?;
+                    if !(low.is_finite() && high.is_finite() && low <= high) {
+                        return Err(err(format!(
+                            "init.uniform needs finite bounds with low <= high, not [{low}, {high}]"
+                        )));
+                    }
+                    Init::Uniform { low, high }
+                }
+                ("normal", v) => {
+                    let (mean, std_dev) = pair(key, v)?;
+                    if !(mean.is_finite() && std_dev.is_finite() && std_dev >= 0.0) {
+                        return Err(err(format!(
+                            "init.normal needs a finite mean and standard deviation >= 0, not [{mean}, {std_dev}]"
+                        )));
+                    }
+                    Init::Normal { mean, std_dev }
+                }
+                ("npy" | "copy", other) => {
+                    return Err(err(format!("init.{key} takes a name, not {other}")))
+                }
+                _ => return Err(err(format!("init is {FORMS}, not a table with `{key}`"))),
+            }
+        }
+        Some(v) => return Err(err(format!("init is {FORMS}, not {v}"))),
+    })
+}
+
+/// Checks every `init = { copy = "ARG" }`: the source is another buffer of the same type, and
+/// copies do not go round in a circle.
+fn check_copies(cx: &Ctx, raw: &RawSpec, args: &[Arg]) -> Result<(), SpecError> {
+    let copy_of = |i: usize| match &args[i].kind {
+        ArgKind::Buffer {
+            init: Init::Copy(from),
+            ..
+        } => Some(from.as_str()),
+        _ => None,
+    };
+    for (i, a) in args.iter().enumerate() {
+        let Some(from) = copy_of(i) else { continue };
+        let span = raw.args[i].span();
+        let what = format!("[[args]] {}", a.name);
+        let ArgKind::Buffer { ty, .. } = a.kind else {
+            unreachable!("only buffers have an init")
+        };
+        let Some(j) = args.iter().position(|b| b.name == from) else {
+            return Err(cx.err(&span, format!("{what}: init.copy: no argument `{from}`")));
+        };
+        match args[j].kind {
+            ArgKind::Buffer { ty: source, .. } if source == ty => {}
+            ArgKind::Buffer { ty: source, .. } => {
+                return Err(cx.err(
+                    &span,
+                    format!(
+                        "{what}: init.copy: `{from}` holds {}, not {}: a copy keeps the type",
+                        source.name(),
+                        ty.name()
+                    ),
+                ))
+            }
+            _ => {
+                return Err(cx.err(
+                    &span,
+                    format!("{what}: init.copy: `{from}` is not a buffer"),
+                ))
+            }
+        }
+    }
+    // Every source exists now: a chain of copies longer than the arguments goes round.
+    let source = |i: usize| copy_of(i).and_then(|from| args.iter().position(|b| b.name == from));
+    for (i, a) in args.iter().enumerate() {
+        let mut at = Some(i);
+        for _ in 0..=args.len() {
+            at = at.and_then(source);
+        }
+        if at.is_some() {
+            return Err(cx.err(
+                &raw.args[i].span(),
+                format!("[[args]] {}: init.copy goes round in a circle", a.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<Arg, SpecError> {
     let span = a.span();
     let r = a.get_ref();
     let what = format!("[[args]] {}", r.name);
@@ -695,29 +862,7 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>) -> Result<Arg, SpecErro
     }
     let kind = match r.kind.as_str() {
         "buffer" => {
-            let init = match &r.init {
-                None => Init::Zeros,
-                Some(toml::Value::String(s)) => match s.as_str() {
-                    "random" => Init::Random,
-                    "zeros" => Init::Zeros,
-                    "ones" => Init::Ones,
-                    "iota" => Init::Iota,
-                    "bits" => Init::Bits,
-                    _ => {
-                        return Err(cx.err(
-                            &span,
-                            format!(
-                                "{what}: init is random, bits, zeros, ones, iota or a number, not `{s}`"
-                            ),
-                        ))
-                    }
-                },
-                Some(toml::Value::Integer(v)) => Init::Value(*v as f64),
-                Some(toml::Value::Float(v)) => Init::Value(*v),
-                Some(v) => {
-                    return Err(cx.err(&span, format!("{what}: init cannot be {}", v.type_str())))
-                }
-            };
+            let init = init(cx, &span, &what, r.init.as_ref(), dir)?;
             let access = match r.access.as_deref() {
                 None | Some("read_write") => Access::ReadWrite,
                 Some("read") => Access::Read,
@@ -828,37 +973,79 @@ fn verify(
             }
         }
     }
-    let reference = match &r.reference {
+    let reference = r
+        .reference
+        .as_ref()
+        .map(|value| reference(cx, spec, &span, value, dir))
+        .transpose()?;
+    let check = match &r.check {
+        None => None,
+        Some(toml::Value::Table(t)) if t.contains_key("host") => {
+            Some(host_function(cx, &span, "check", t, dir)?)
+        }
+        Some(_) => {
+            return Err(cx.err(
+                &span,
+                "[verify] check is { host = \"file.c\", function = \"...\" }",
+            ))
+        }
+    };
+    if reference.is_none() && check.is_none() {
+        return Err(cx.err(&span, "[verify] needs a reference, a check, or both"));
+    }
+    let rtol = r.tolerance.unwrap_or(1e-4);
+    let atol = r.atol.unwrap_or(1e-6);
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+    }
+    Ok(Verify {
+        outputs: r.outputs.clone(),
+        reference,
+        check,
+        rtol,
+        atol,
+    })
+}
+
+/// `[verify] reference` as written.
+fn reference(
+    cx: &Ctx,
+    spec: &Spec,
+    span: &Range<usize>,
+    value: &toml::Value,
+    dir: &Path,
+) -> Result<Reference, SpecError> {
+    Ok(match value {
         toml::Value::String(s) => match s.strip_prefix("builtin:") {
             Some(name) => Reference::Builtin(name.to_string()),
-            None => return Err(cx.err(&span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
+            None => return Err(cx.err(span, format!("[verify] reference `{s}`: a string reference is `builtin:NAME`"))),
         },
         toml::Value::Table(t) if t.contains_key("config") => {
             let Some(cfg) = t["config"].as_table() else {
-                return Err(cx.err(&span, "[verify] reference.config is a table of parameter values"));
+                return Err(cx.err(span, "[verify] reference.config is a table of parameter values"));
             };
             let mut values = BTreeMap::new();
             for (k, val) in cfg {
                 if !spec.problem.params.iter().any(|p| &p.name == k) {
-                    return Err(cx.err(&span, format!("[verify] reference.config: `{k}` is not a parameter")));
+                    return Err(cx.err(span, format!("[verify] reference.config: `{k}` is not a parameter")));
                 }
-                let n = list_value(val).ok_or_else(|| cx.err(&span, format!("[verify] reference.config.{k} must be one of the parameter's values")))?;
+                let n = list_value(val).ok_or_else(|| cx.err(span, format!("[verify] reference.config.{k} must be one of the parameter's values")))?;
                 let slot = spec.codec.names().iter().position(|p| p == k).unwrap_or(0);
                 if spec.codec.codings()[slot].encode(&n).is_none() {
-                    return Err(cx.err(&span, format!("[verify] reference.config.{k} = {n} is {}, not a value `{k}` can take", n.kind_name())));
+                    return Err(cx.err(span, format!("[verify] reference.config.{k} = {n} is {}, not a value `{k}` can take", n.kind_name())));
                 }
                 values.insert(k.clone(), n);
             }
             if let Some(missing) = spec.problem.params.iter().find(|p| !values.contains_key(&p.name)) {
-                return Err(cx.err(&span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
+                return Err(cx.err(span, format!("[verify] reference.config lacks parameter `{}`", missing.name)));
             }
             Reference::Config(values)
         }
         toml::Value::Table(t) if t.contains_key("kernel") => {
-            let source = t["kernel"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.kernel is a file name"))?;
+            let source = t["kernel"].as_str().ok_or_else(|| cx.err(span, "[verify] reference.kernel is a file name"))?;
             let name = t.get("name").and_then(|n| n.as_str()).unwrap_or(&spec.kernel.name);
             if let Some(bad) = t.keys().find(|k| !["kernel", "name", "global"].contains(&k.as_str())) {
-                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
+                return Err(cx.err(span, format!("[verify] reference: unknown key `{bad}` (kernel, name, global)")));
             }
             let global = match t.get("global") {
                 None => None,
@@ -873,11 +1060,11 @@ fn verify(
                             };
                             spec.problem
                                 .int_expr(&src)
-                                .map_err(|e| cx.err(&span, format!("[verify] reference.global: {e}")))
+                                .map_err(|e| cx.err(span, format!("[verify] reference.global: {e}")))
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
-                Some(_) => return Err(cx.err(&span, "[verify] reference.global is a list of 1 to 3 sizes")),
+                Some(_) => return Err(cx.err(span, "[verify] reference.global is a list of 1 to 3 sizes")),
             };
             Reference::Kernel {
                 source: dir.join(source),
@@ -885,33 +1072,44 @@ fn verify(
                 global,
             }
         }
-        toml::Value::Table(t) if t.contains_key("host") => {
-            let source = t["host"].as_str().ok_or_else(|| cx.err(&span, "[verify] reference.host is a C file name"))?;
-            if let Some(bad) = t.keys().find(|k| !["host", "function"].contains(&k.as_str())) {
-                return Err(cx.err(&span, format!("[verify] reference: unknown key `{bad}` (host, function)")));
-            }
-            let function = match t.get("function") {
-                None => "ndtune_reference".to_string(),
-                Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
-                Some(other) => return Err(cx.err(&span, format!("[verify] reference.function must be a C function name, not {other}"))),
-            };
-            Reference::Host {
-                source: dir.join(source),
-                function,
-            }
-        }
-        _ => return Err(cx.err(&span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
-    };
-    let rtol = r.tolerance.unwrap_or(1e-4);
-    let atol = r.atol.unwrap_or(1e-6);
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(cx.err(&span, "[verify] tolerances must be non-negative numbers"));
+        toml::Value::Table(t) if t.contains_key("host") => Reference::Host(host_function(cx, span, "reference", t, dir)?),
+        _ => return Err(cx.err(span, "[verify] reference is { config = { ... } }, \"builtin:NAME\", { kernel = \"file.cl\", name = \"...\" } or { host = \"file.c\", function = \"...\" }")),
+    })
+}
+
+/// `{ host = "file.c", function = "f" }` of `[verify] key`.
+fn host_function(
+    cx: &Ctx,
+    span: &Range<usize>,
+    key: &str,
+    t: &toml::map::Map<String, toml::Value>,
+    dir: &Path,
+) -> Result<HostFunction, SpecError> {
+    let source = t["host"]
+        .as_str()
+        .ok_or_else(|| cx.err(span, format!("[verify] {key}.host is a C file name")))?;
+    if let Some(bad) = t
+        .keys()
+        .find(|k| !["host", "function"].contains(&k.as_str()))
+    {
+        return Err(cx.err(
+            span,
+            format!("[verify] {key}: unknown key `{bad}` (host, function)"),
+        ));
     }
-    Ok(Verify {
-        outputs: r.outputs.clone(),
-        reference,
-        rtol,
-        atol,
+    let function = match t.get("function") {
+        None => format!("ndtune_{key}"),
+        Some(toml::Value::String(f)) if is_c_identifier(f) => f.clone(),
+        Some(other) => {
+            return Err(cx.err(
+                span,
+                format!("[verify] {key}.function must be a C function name, not {other}"),
+            ))
+        }
+    };
+    Ok(HostFunction {
+        source: dir.join(source),
+        function,
     })
 }
 

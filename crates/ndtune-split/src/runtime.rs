@@ -346,13 +346,9 @@ impl CoExecutor {
                         others.push(None);
                     }
                     ArgKind::Scalar { ty, value } => {
-                        let v = value.eval(c).ok_or_else(|| {
-                            invalid(format!("{what} value overflows for configuration {c:?}"))
-                        })?;
-                        others.push(Some(Other::Scalar(ndtune_bench::data::to_bytes(
-                            *ty,
-                            &[v as f64],
-                        ))));
+                        let bytes = ndtune_bench::evaluate::scalar_bytes(*ty, value, c, &what)
+                            .map_err(|e| invalid(e.0))?;
+                        others.push(Some(Other::Scalar(bytes)));
                     }
                     ArgKind::Local { bytes } => others.push(Some(Other::Local(eval(
                         bytes,

@@ -152,8 +152,9 @@ __kernel void stencil(__global const IN_T *in, __global OUT_T *out, __local IN_T
         with_line_numbers(s)
     }
 
-    /// The C99 host reference: `void ndtune_reference(void **buffers, const long long *scalars)`
-    /// (see the crate documentation). Compile with `clang -std=c99 -O2 ... -lm`.
+    /// The C99 host reference: `void ndtune_reference(const ndtune_args *args)` of ndtune's
+    /// host function ABI (see the crate documentation). Compile it with ndtune's `ndtune.h`
+    /// included (`-include ndtune.h`, as `ndtune tune` does) and `-lm`.
     pub fn host_source(&self) -> String {
         let b = &self.border;
         let mut s = String::new();
@@ -200,11 +201,11 @@ static OUT_T ndtune_apply(const IN_T *ndtune_in, long long ndtune_rows, long lon
 
 #undef get
 
-void ndtune_reference(void **buffers, const long long *scalars)
+void ndtune_reference(const ndtune_args *args)
 {{
-    const IN_T *in = (const IN_T *)buffers[0];
-    OUT_T *out = (OUT_T *)buffers[1];
-    const long long rows = scalars[0], cols = scalars[1];
+    const IN_T *in = (const IN_T *)args->buffers[0].data;
+    OUT_T *out = (OUT_T *)args->buffers[1].data;
+    const long long rows = args->scalars[0].value.i, cols = args->scalars[1].value.i;
     for (long long r = 0; r < rows; ++r)
         for (long long c = 0; c < cols; ++c)
             out[r * cols + c] = ndtune_apply(in, rows, cols, r, c);
@@ -256,7 +257,7 @@ mod tests {
         assert!(!d.contains("cl_khr_fp64"));
         assert!(!d.contains("WG_C") && !d.contains("WG_R"));
         let h = he.host_source();
-        assert!(h.contains("void ndtune_reference(void **buffers, const long long *scalars)"));
+        assert!(h.contains("void ndtune_reference(const ndtune_args *args)"));
         assert!(h.contains("rr = rr < 0 ? 0"));
         let gol = reference("gol").unwrap();
         assert!(gol.device_source().contains(": (IN_T)0;"));

@@ -68,10 +68,10 @@
 //!
 //! # The host reference
 //!
-//! [`Stencil::host_source`] defines one external function,
-//! `void ndtune_reference(void **buffers, const long long *scalars)`, with `buffers[0]` the
-//! input, `buffers[1]` the output, `scalars[0]` the rows and `scalars[1]` the columns. Compile it
-//! with `clang -std=c99 -O2 ... -lm`.
+//! [`Stencil::host_source`] defines one external function of ndtune's host function ABI
+//! (`ndtune.h`, docs/spec.md "Host functions"), `void ndtune_reference(const ndtune_args *args)`,
+//! with `buffers[0]` the input, `buffers[1]` the output, and the `int` scalars `scalars[0]` the
+//! rows and `scalars[1]` the columns. Compile it with `ndtune.h` included and `-lm`.
 
 mod codegen;
 mod file;

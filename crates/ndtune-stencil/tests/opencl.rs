@@ -16,23 +16,56 @@ const WORK_GROUPS: [[usize; 2]; 4] = [[8, 4], [16, 16], [3, 7], [64, 4]];
 /// Reads the matrix from a file, applies the reference, writes the result.
 const DRIVER: &str = r#"#include <stdio.h>
 #include <stdlib.h>
-void ndtune_reference(void **buffers, const long long *scalars);
+#include "ndtune.h"
 int main(int argc, char **argv)
 {
     if (argc != 7) return 2;
-    long long scalars[2] = { atoll(argv[1]), atoll(argv[2]) };
-    size_t n = (size_t)(scalars[0] * scalars[1]);
+    ndtune_scalar scalars[2] = { { "rows", NDTUNE_INT, { 0 } }, { "cols", NDTUNE_INT, { 0 } } };
+    scalars[0].value.i = atoi(argv[1]);
+    scalars[1].value.i = atoi(argv[2]);
+    size_t n = (size_t)scalars[0].value.i * (size_t)scalars[1].value.i;
     size_t in_size = (size_t)atoi(argv[3]) * n, out_size = (size_t)atoi(argv[4]) * n;
-    void *buffers[2] = { malloc(in_size), malloc(out_size) };
+    ndtune_buffer buffers[2] = { { "in", NDTUNE_INT, n, malloc(in_size), NULL },
+                                 { "out", NDTUNE_INT, n, malloc(out_size), NULL } };
+    ndtune_args args = { 2, buffers, 2, scalars, 0, NULL, 0, NULL };
     FILE *f = fopen(argv[5], "rb");
-    if (!f || fread(buffers[0], 1, in_size, f) != in_size) return 3;
+    if (!f || fread(buffers[0].data, 1, in_size, f) != in_size) return 3;
     fclose(f);
-    ndtune_reference(buffers, scalars);
+    ndtune_reference(&args);
     f = fopen(argv[6], "wb");
-    if (!f || fwrite(buffers[1], 1, out_size, f) != out_size) return 4;
+    if (!f || fwrite(buffers[1].data, 1, out_size, f) != out_size) return 4;
     return fclose(f) != 0;
 }
 "#;
+
+/// Compiles the stencil's host reference with [`DRIVER`] and ndtune's `ndtune.h` in `dir`, as
+/// `ndtune tune` does (with every warning an error): the program's path.
+fn build_reference(stencil: &Stencil, dir: &Path, strict: bool) -> std::path::PathBuf {
+    let path = |name: &str| dir.join(name);
+    std::fs::write(path("reference.c"), stencil.host_source()).unwrap();
+    std::fs::write(path("driver.c"), DRIVER).unwrap();
+    std::fs::write(path("ndtune.h"), ndtune_bench::host_c::HEADER).unwrap();
+    let mut clang = Command::new("clang");
+    clang.args(["-std=c99", "-O2"]);
+    if strict {
+        clang.args(["-Wall", "-Wextra", "-Werror"]);
+    }
+    let built = clang
+        .args(["-DNDTUNE_REFERENCE=ndtune_reference", "-include"])
+        .arg(path("ndtune.h"))
+        .arg("-o")
+        .args([path("reference"), path("reference.c"), path("driver.c")])
+        .arg("-lm")
+        .output()
+        .expect("clang runs");
+    assert!(
+        built.status.success(),
+        "{}: the host reference does not build:\n{}",
+        stencil.name,
+        String::from_utf8_lossy(&built.stderr)
+    );
+    path("reference")
+}
 
 fn pocl() -> ClDevice {
     discover()
@@ -83,21 +116,8 @@ fn values(ty: Elem, bytes: &[u8]) -> Vec<f64> {
 fn host_output(stencil: &Stencil, rows: usize, cols: usize, input: &[u8]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
-    std::fs::write(path("reference.c"), stencil.host_source()).unwrap();
-    std::fs::write(path("driver.c"), DRIVER).unwrap();
+    build_reference(stencil, dir.path(), true);
     std::fs::write(path("in.bin"), input).unwrap();
-    let built = Command::new("clang")
-        .args(["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-        .args([path("reference"), path("reference.c"), path("driver.c")])
-        .arg("-lm")
-        .output()
-        .expect("clang runs");
-    assert!(
-        built.status.success(),
-        "{}: the host reference does not build:\n{}",
-        stencil.name,
-        String::from_utf8_lossy(&built.stderr)
-    );
     let ran = Command::new(path("reference"))
         .args([rows.to_string(), cols.to_string()])
         .args([
@@ -314,20 +334,9 @@ fn the_host_reference_stops_at_reads_outside_the_border() {
     let mut stencil = reference("he").unwrap();
     stencil.function = "return get(0, 2);".into();
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("reference.c");
-    let driver = dir.path().join("driver.c");
-    let exe = dir.path().join("reference");
     let input = dir.path().join("in.bin");
-    std::fs::write(&source, stencil.host_source()).unwrap();
-    std::fs::write(&driver, DRIVER).unwrap();
     std::fs::write(&input, matrix(&stencil, 4, 4, 1)).unwrap();
-    let built = Command::new("clang")
-        .args(["-std=c99", "-O2", "-o"])
-        .args([&exe, &source, &driver])
-        .arg("-lm")
-        .status()
-        .unwrap();
-    assert!(built.success());
+    let exe = build_reference(&stencil, dir.path(), false);
     let ran = Command::new(&exe)
         .args(["4", "4", "4", "4"])
         .args([input.as_path(), Path::new("/dev/null")])

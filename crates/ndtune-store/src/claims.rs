@@ -281,7 +281,7 @@ impl Store {
             params.extend([worker.into(), now.into()]);
             // Run again after a lost connection, this completion may have committed already.
             let committed = s.query(
-                &format!("SELECT 1 FROM claims WHERE {KEY_IS} AND worker = ?6 AND done_at = ?7"),
+                &format!("SELECT 1 FROM claims WHERE {KEY_IS} AND worker = ?7 AND done_at = ?8"),
                 &params,
             )?;
             if !committed.is_empty() {

@@ -28,6 +28,9 @@ pub enum Command {
     Tune(TuneArgs),
     /// Write a recorded campaign as a Kernel Tuner cache or in the T4 results schema.
     Export(ExportArgs),
+    /// Print stored results whole: the full outcome (build log, every run time, the advice, the
+    /// mismatch), when and by which ndtune; selected by spec or kernel, device and configuration.
+    Show(ShowArgs),
     /// Co-execute one NDRange across several devices, each with its own best configuration,
     /// and report the plan, the metrics and the decision (or only plan, with --plan-only).
     Split(SplitArgs),
@@ -377,6 +380,29 @@ pub struct SelectArgs {
     /// where the kernel was tuned under several.
     #[arg(long, value_name = "DIGEST")]
     pub setup: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// A spec file: its kernel, source and constants (with --set) select the campaign.
+    pub spec: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The kernel, without a spec.
+    #[arg(long, conflicts_with = "spec")]
+    pub kernel: Option<String>,
+    /// Part of the device name.
+    #[arg(long, value_name = "SEL")]
+    pub device: Option<String>,
+    /// Replace a spec constant, e.g. `--set N=256` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set, requires = "spec")]
+    pub set: Vec<(String, Value)>,
+    /// The configuration, or part of it: `--config WG=64,TS=8` (every result without).
+    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_set)]
+    pub config: Vec<(String, Value)>,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -6,7 +6,7 @@
 //! when it dies or is stopped (`ndtune_bench::children`), so that they give back their claims.
 
 use crate::cli::TuneArgs;
-use crate::cmd_tune::{default_worker_id, print_report, tune_device};
+use crate::cmd_tune::{default_worker_id, nothing_measured, print_report, tune_device};
 use crate::targets;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -162,19 +162,22 @@ pub fn run(
                 },
             }))?
         );
-        return Ok(());
+    } else {
+        print_report(&report, store.path());
+        println!(
+            "  pool       {} workers in {wall_s:.2} s; measured {}",
+            devices.len(),
+            shares
+                .iter()
+                .map(|w| format!("{} by {}", w.done, w.worker))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
-    print_report(&report, store.path());
-    println!(
-        "  pool       {} workers in {wall_s:.2} s; measured {}",
-        devices.len(),
-        shares
-            .iter()
-            .map(|w| format!("{} by {}", w.done, w.worker))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(())
+    match nothing_measured(spec, &report, first) {
+        Some(why) => bail!("{why}"),
+        None => Ok(()),
+    }
 }
 
 struct Worker {

@@ -34,6 +34,8 @@ pub(crate) struct Report {
     /// Parameters in evaluation order.
     order: Vec<String>,
     constraints: Vec<Removal>,
+    /// How to keep what eq. 2 or eq. 3 removed ([`Pruning::hints`]).
+    hints: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_check: Option<KernelCheck>,
 }
@@ -99,6 +101,11 @@ pub(crate) fn report(
                 removed: *removed,
             })
             .collect(),
+        hints: spec
+            .problem
+            .launch
+            .as_ref()
+            .map_or_else(Vec::new, |l| p.hints(l)),
         kernel_check,
     }
 }
@@ -191,24 +198,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         .iter()
         .chain(shared.iter())
         .find(|p| p.valid() == 0)
-        .map(|p| {
-            let why: Vec<String> = p
-                .pruning
-                .emptied_by(&spec.problem)
-                .into_iter()
-                .map(|(c, removed, without)| {
-                    format!(
-                        "  {c}\n    removed {removed}; without it {without} configurations remain"
-                    )
-                })
-                .collect();
-            anyhow::anyhow!(
-                "the space of `{}` is empty on {}; the constraints that emptied it:\n{}",
-                spec.kernel.name,
-                p.label.as_deref().unwrap_or("no device"),
-                why.join("\n")
-            )
-        });
+        .map(|p| empty_space(&spec, p.label.as_deref().unwrap_or("no device"), &p.pruning));
     if !args.list {
         let device_reports: Vec<Report> = per_device.into_iter().map(|p| p.report(&spec)).collect();
         let top = shared.map(|p| p.report(&spec));
@@ -233,6 +223,26 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// The error of an empty space on `label`: each constraint that removed configurations, with
+/// how many would remain without it, and how to keep what the platform model removed.
+pub(crate) fn empty_space(spec: &Spec, label: &str, pruning: &Pruning) -> anyhow::Error {
+    let mut why: Vec<String> = pruning
+        .emptied_by(&spec.problem)
+        .into_iter()
+        .map(|(c, removed, without)| {
+            format!("  {c}\n    removed {removed}; without it {without} configurations remain")
+        })
+        .collect();
+    if let Some(launch) = &spec.problem.launch {
+        why.extend(pruning.hints(launch).iter().map(|h| format!("  hint: {h}")));
+    }
+    anyhow::anyhow!(
+        "the space of `{}` is empty on {label}; the constraints that emptied it:\n{}",
+        spec.kernel.name,
+        why.join("\n")
+    )
 }
 
 fn print_report(r: &Report) {
@@ -287,6 +297,9 @@ fn print_report(r: &Report) {
         }
     }
     println!("  evaluation order: {}", r.order.join(", "));
+    for h in &r.hints {
+        println!("  hint: {h}");
+    }
 }
 
 /// Streams the configurations: a header and tab-separated values, or JSON lines.

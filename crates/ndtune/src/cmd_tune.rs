@@ -124,7 +124,44 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             store.path().display()
         );
     }
+    // Reports come in sweep order, each spec's devices in turn.
+    let tuned = specs
+        .iter()
+        .flat_map(|spec| devices.iter().map(move |device| (spec, device)));
+    let why: Vec<String> = reports
+        .iter()
+        .zip(tuned)
+        .filter_map(|(r, (spec, device))| nothing_measured(spec, r, device))
+        .collect();
+    if !why.is_empty() {
+        bail!("{}", why.join("\n"));
+    }
     Ok(())
+}
+
+/// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
+/// failed), where that is so: a campaign that measured something exits 0, however much else
+/// failed.
+pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
+    if !r.measured_nothing() {
+        return None;
+    }
+    if r.pruned == 0 {
+        let target = Target::from_profile(&r.device, &device.profile);
+        return Some(match spec.problem.prune(&[target]) {
+            Ok(pruning) => crate::cmd_space::empty_space(spec, &r.device, &pruning).to_string(),
+            Err(e) => spec.locate(&e).to_string(),
+        });
+    }
+    // A budget that ran out before the first configuration (`--time 0s`) is what was asked.
+    let tried = r.evaluated + r.reused;
+    (tried > 0).then(|| {
+        format!(
+            "nothing could be measured on {}: all {tried} configurations evaluated failed ({}); the first of each kind are listed above",
+            r.device,
+            outcome_counts(&r.outcomes)
+        )
+    })
 }
 
 /// How long the claims of a campaign of its own outlive its last heartbeat (`--lease` is a
@@ -367,6 +404,26 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         None => println!("  best       none: no configuration was measured and verified"),
     }
     println!("  outcomes   {}", outcome_counts(&r.outcomes));
+    for (kind, failed) in &r.failures {
+        let more = r.outcomes.get(kind).copied().unwrap_or(0) as usize - failed.len();
+        for (i, f) in failed.iter().enumerate() {
+            let head = if i == 0 { *kind } else { "" };
+            println!(
+                "  {head:<13}{}: {}",
+                show_config(&r.names, &f.config),
+                f.reason
+            );
+        }
+        if more > 0 {
+            println!("  {:<13}... and {more} more (ndtune show --config NAME=VALUE,... prints one whole)", "");
+        }
+    }
+    if !r.verified {
+        println!("  verified   nothing: the spec has no [verify], so outputs were not checked");
+    }
+    for h in &r.hints {
+        println!("  hint       {h}");
+    }
     println!(
         "  evaluated  {} now, {} reused from {} (setup {})",
         r.evaluated,

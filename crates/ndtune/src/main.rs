@@ -14,6 +14,7 @@ mod cmd_pool;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_serve;
+mod cmd_show;
 mod cmd_space;
 mod cmd_split;
 mod cmd_status;
@@ -58,6 +59,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Space(args) => cmd_space::run(&args),
         cli::Command::Tune(args) => cmd_tune::run(&args),
         cli::Command::Export(args) => cmd_export::run(&args),
+        cli::Command::Show(args) => cmd_show::run(&args),
         cli::Command::Split(args) => cmd_split::run(&args),
         cli::Command::Stencil(cmd) => cmd_stencil::run(&cmd),
         cli::Command::Collect(args) => cmd_collect::run(&args),

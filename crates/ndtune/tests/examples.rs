@@ -59,6 +59,17 @@ fn cnn_tunes_and_verifies() {
 }
 
 #[test]
+fn the_two_stage_reduction_tunes_and_its_host_check_passes() {
+    // Stage 1: GROUPS partial sums, each configuration's checked against the input's total.
+    let d = tune_all("reduction.toml", &["N=8192"]);
+    assert!(d["pruned"].as_u64().unwrap() >= 45, "{d}");
+    assert_eq!(d["verified"], true);
+    // Stage 2: a single work-group, kept by the legal platform model.
+    let d = tune_all("reduction-final.toml", &[]);
+    assert_eq!(d["pruned"], 9);
+}
+
+#[test]
 fn a_gemm_of_several_files_with_an_include_directory_tunes_and_verifies() {
     let d = tune_all("gemm-multi.toml", &["N=64"]);
     // 18 configurations; tiles of 16 make 16 work-groups, too few for eq. 3 beyond 16 cores.

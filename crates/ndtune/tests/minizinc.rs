@@ -141,3 +141,35 @@ constraints = ["A * B - C >= -4", "A % B != 1 || C / B == 1", "-A <= C"]
     );
     assert!(agree(&spec, &[]) > 0);
 }
+
+#[test]
+fn the_legal_platform_model_agrees_and_keeps_a_single_work_group() {
+    let dir = tempfile::tempdir().unwrap();
+    // One work-group of 1 to 1024 work-items: eq. 3 leaves nothing on a device of 2 compute units.
+    let spec = |platform: &str| {
+        write(
+            dir.path(),
+            &format!("{platform}.toml"),
+            &format!(
+                "[kernel]\nname = \"one\"\n[params]\nWG = {{ pow2 = [1, 1024] }}\n[launch]\nglobal = [\"WG\"]\nlocal = [\"WG\"]\n[space]\nplatform = \"{platform}\"\n"
+            ),
+        )
+    };
+    assert_eq!(agree(&spec("legal"), &["--profile", "gt550m"]), 11);
+    let erdem = spec("erdem");
+    let mzn = dir.path().join("erdem-model");
+    let e = fails(&[
+        "space",
+        &erdem,
+        "--profile",
+        "gt550m",
+        "--mzn",
+        mzn.to_str().unwrap(),
+    ]);
+    let model = std::fs::read_to_string(mzn.join("one.mzn")).unwrap();
+    assert!(model.contains("constraint ndtune_platform(["), "{model}");
+    assert!(
+        e.contains("eq. 3 removed 11 configurations") && e.contains("platform = \"legal\""),
+        "{e}"
+    );
+}

@@ -1,0 +1,207 @@
+//! `ndtune show`: stored results printed whole, selected by kernel (or spec), device and
+//! configuration: the full outcome (the whole build log, every run time, the driver's advice, the
+//! whole mismatch or check message), when it was evaluated and by which ndtune.
+
+use crate::cli::ShowArgs;
+use crate::cmd_tune::show_constants;
+use anyhow::{bail, Result};
+use ndtune_core::{Config, Constants, Outcome};
+use ndtune_spec::Spec;
+use ndtune_store::{Group, Record};
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// What selects the records to show.
+struct Selection {
+    kernel: Option<String>,
+    /// A spec's source hash and constants, where a spec was given.
+    source: Option<(String, Constants)>,
+    device: Option<String>,
+    config: Config,
+}
+
+impl Selection {
+    fn group(&self, g: &Group, device_name: &str) -> bool {
+        self.kernel.as_ref().is_none_or(|k| &g.kernel == k)
+            && self
+                .source
+                .as_ref()
+                .is_none_or(|(hash, constants)| &g.source_hash == hash && &g.constants == constants)
+            && self
+                .device
+                .as_ref()
+                .is_none_or(|d| device_name.to_lowercase().contains(&d.to_lowercase()))
+    }
+
+    fn record(&self, r: &Record) -> bool {
+        self.config
+            .iter()
+            .all(|(k, v)| r.key.config.get(k) == Some(v))
+    }
+}
+
+pub fn run(args: &ShowArgs) -> Result<()> {
+    let store = args.store.open_read_only()?;
+    let mut selection = Selection {
+        kernel: args.kernel.clone(),
+        source: None,
+        device: args.device.clone(),
+        config: args.config.iter().cloned().collect(),
+    };
+    let mut names: Option<Vec<String>> = None;
+    if let Some(path) = &args.spec {
+        let overrides: Constants = args.set.iter().cloned().collect();
+        let spec = Spec::load_with(path, &overrides)?;
+        let source = spec.kernel_source()?.map(|s| s.text).unwrap_or_default();
+        selection.kernel = Some(spec.kernel.name.clone());
+        selection.source = Some((
+            ndtune_store::source_hash(&source),
+            spec.problem.constants.clone(),
+        ));
+        names = Some(spec.problem.params.iter().map(|p| p.name.clone()).collect());
+        if let Some(unknown) = selection
+            .config
+            .keys()
+            .find(|k| !spec.problem.params.iter().any(|p| &p.name == *k))
+        {
+            bail!(
+                "--config {unknown}: `{}` has no parameter `{unknown}`",
+                path.display()
+            );
+        }
+    }
+    let devices: BTreeMap<String, String> = store
+        .devices()?
+        .into_iter()
+        .map(|(fingerprint, profile)| (fingerprint, profile.name))
+        .collect();
+    let mut shown = Vec::new();
+    let mut held = Vec::new();
+    for g in store.groups()? {
+        let device_name = devices.get(&g.device).cloned().unwrap_or_default();
+        let records = store.records(&g)?;
+        held.push(format!(
+            "`{}`{} on {device_name}, setup {}: {} results",
+            g.kernel,
+            show_constants(&g.constants),
+            g.setup,
+            records.len()
+        ));
+        if selection.group(&g, &device_name) {
+            shown.extend(
+                records
+                    .into_iter()
+                    .filter(|r| selection.record(r))
+                    .map(|r| (device_name.clone(), r)),
+            );
+        }
+    }
+    if shown.is_empty() {
+        bail!(
+            "no result in {} matches; it holds {}",
+            store.path().display(),
+            match held.is_empty() {
+                true => "none".to_string(),
+                false => format!("these campaigns:\n  {}", held.join("\n  ")),
+            }
+        );
+    }
+    if args.json {
+        let all: Vec<serde_json::Value> = shown.iter().map(|(d, r)| json(d, r)).collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        for (i, (device_name, r)) in shown.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            let names = names
+                .clone()
+                .unwrap_or_else(|| r.key.config.keys().cloned().collect());
+            print(device_name, r, &names);
+        }
+    }
+    Ok(())
+}
+
+/// A time as RFC 3339 in UTC, to the millisecond.
+fn when(ms: ndtune_store::UnixMs) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn json(device_name: &str, r: &Record) -> serde_json::Value {
+    serde_json::json!({
+        "kernel": r.key.kernel,
+        "device": device_name,
+        "device_fingerprint": r.key.device,
+        "source_hash": r.key.source_hash,
+        "constants": r.key.constants,
+        "config": r.key.config,
+        "outcome": r.outcome,
+        "score_ms": r.outcome.score_ms(),
+        "ndtune_version": r.ndtune_version,
+        "started_at": when(r.started_at),
+        "finished_at": when(r.finished_at),
+    })
+}
+
+/// Prints `text` indented under a heading, every line of it.
+fn block(heading: &str, text: &str) {
+    println!("  {heading}");
+    for line in text.lines() {
+        println!("    {line}");
+    }
+}
+
+fn print(device_name: &str, r: &Record, names: &[String]) {
+    let k = &r.key;
+    println!(
+        "`{}` {} on {device_name}",
+        k.kernel,
+        crate::cmd_tune::show_config(names, &k.config)
+    );
+    println!(
+        "  campaign    source {}, constants{}, device {}",
+        k.source_hash,
+        match show_constants(&k.constants) {
+            c if c.is_empty() => " none".to_string(),
+            c => c,
+        },
+        k.device
+    );
+    println!("  outcome     {}", r.outcome.kind());
+    match &r.outcome {
+        Outcome::Measured(t) => {
+            println!(
+                "  score       {:.6} ms: the mean of the best {} of {} runs (median {:.6}, min {:.6}, spread {:.1}%)",
+                t.score_ms(),
+                t.best_of.min(t.times_ms.len()),
+                t.times_ms.len(),
+                t.median_ms(),
+                t.min_ms(),
+                t.rel_spread() * 100.0
+            );
+            let runs: Vec<String> = t.times_ms.iter().map(|ms| format!("{ms:.6}")).collect();
+            println!("  runs (ms)   {}", runs.join(" "));
+            if let Some(a) = t.advice {
+                println!(
+                    "  advice      CL_KERNEL_WORK_GROUP_SIZE {}, CL_KERNEL_LOCAL_MEM_SIZE {} bytes; a work-group of {} work-items was launched",
+                    a.work_group_size, a.local_mem_bytes, a.launched_work_group
+                );
+            }
+        }
+        Outcome::Pruned { constraint } => println!("  constraint  {constraint}"),
+        Outcome::BuildFailed { log } => block("build log", log),
+        Outcome::Refused { error } => block("error", error),
+        Outcome::WrongResult { detail } => block("detail", detail),
+        Outcome::Crashed { detail } => block("detail", detail),
+        Outcome::TimedOut { seconds } => println!("  deadline    {seconds} s"),
+    }
+    println!(
+        "  when        {} to {} ({} ms)",
+        when(r.started_at),
+        when(r.finished_at),
+        r.finished_at - r.started_at
+    );
+    println!("  by          ndtune {}", r.ndtune_version);
+}
