@@ -77,9 +77,8 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "answer": "ndtune cannot yet compare outputs with given data: a spec's inputs are "
-    "generated (the data of `arguments` is not carried over), so an answer computed from "
-    "them would not match",
+    "answer": "ndtune's spec cannot yet take expected outputs as data (a reference is a "
+    "kernel, a configuration, a built-in or a C function)",
     "verify": "a verification function needs the outputs handed back from the worker, which "
     "ndtune does not do yet",
     "smem_args": "shared memory arguments are CUDA's",
@@ -198,8 +197,8 @@ def _args(arguments):
         lines.append(f"name = {_toml(name)}")
         lines.append(f"type = {_toml(cl_type)}")
         if isinstance(arg, np.ndarray):
-            lines += ['kind = "buffer"', f"len = {arg.size}", 'init = "random"',
-                      'access = "read_write"']
+            lines += ['kind = "buffer"', f"len = {arg.size}",
+                      f"init = {{ npy = {_toml(name + '.npy')} }}", 'access = "read_write"']
         elif isinstance(arg, np.generic):
             lines += ['kind = "scalar"', f"value = {_toml(arg.item())}"]
         else:
@@ -250,19 +249,36 @@ def spec_dir():
     return Path(base) if base else Path.home() / ".cache" / "ndtune" / "python"
 
 
-def write_spec(kernel_name, files, spec_text):
-    """Writes the spec directory of a call (named by the digest of its contents, so a call that
-    is the same writes the same directory); its spec.toml."""
-    digest = hashlib.sha256(json.dumps([spec_text, files]).encode()).hexdigest()[:16]
-    directory = spec_dir() / f"{kernel_name}-{digest}"
+def _save(path, array):
+    with open(path, "wb") as f:
+        np.save(f, array)
+
+
+def write_spec(kernel_name, files, spec_text, arguments):
+    """Writes the spec directory of a call: its kernel files, spec.toml and each array argument
+    as `argN.npy`. The directory is named by the digest of all of it, so the same call writes
+    the same directory, and a call with other data another. Returns the spec's path."""
+    digest = hashlib.sha256(json.dumps([spec_text, files]).encode())
+    arrays = [(f"arg{i}.npy", np.ascontiguousarray(a)) for i, a in enumerate(arguments)
+              if isinstance(a, np.ndarray)]
+    for name, a in arrays:
+        digest.update(f"{name} {a.dtype.str} {a.shape}".encode())
+        digest.update(a.tobytes())
+    directory = spec_dir() / f"{kernel_name}-{digest.hexdigest()[:16]}"
     directory.mkdir(parents=True, exist_ok=True)
-    for name, text in files + [("spec.toml", spec_text)]:
+
+    # Written once: a campaign's workers check that the files they read are unchanged.
+    def put(name, write):
         path = directory / name
-        # Written once: a campaign's workers check that the files they read are unchanged.
-        if not path.exists() or path.read_text() != text:
+        if not path.exists():
             tmp = directory / f".{name}.{os.getpid()}"
-            tmp.write_text(text)
+            write(tmp)
             os.replace(tmp, path)
+
+    for name, a in arrays:
+        put(name, lambda tmp, a=a: _save(tmp, a))
+    for name, text in files + [("spec.toml", spec_text)]:
+        put(name, lambda tmp, text=text: tmp.write_text(text))
     return directory / "spec.toml"
 
 
@@ -323,7 +339,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            (grid_div_x, grid_div_y, grid_div_z), restrictions, iterations,
                            compiler_options, block_size_names)
-    spec = write_spec(kernel_name, files, spec_text)
+    spec = write_spec(kernel_name, files, spec_text, arguments)
     header = None
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
