@@ -10,14 +10,20 @@ docs/python.md lists every argument and what ndtune does with it.
 import json
 
 from . import _ndtune
-from ._kt import (
-    CompilationFailedConfig,
-    ErrorConfig,
-    InvalidConfig,
-    RuntimeFailedConfig,
-    tune_kernel,
-)
 from ._ndtune import CampaignError, DeviceError, NdtuneError, SpecError, StoreError
+
+# Imported when first asked for: NumPy takes most of a second to import, and the worker
+# processes (`python -m ndtune._worker`), which import this package, need none of it.
+_FROM_KT = ("tune_kernel", "ErrorConfig", "InvalidConfig", "CompilationFailedConfig",
+            "RuntimeFailedConfig")
+
+
+def __getattr__(name):
+    if name in _FROM_KT:
+        from . import _kt
+
+        return getattr(_kt, name)
+    raise AttributeError(f"module 'ndtune' has no attribute {name!r}")
 
 
 def devices():

@@ -350,7 +350,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             "tune_params": {k: [_plain(v) for v in vs] for k, vs in tune_params.items()},
         })
     out = json.loads(_ndtune.tune(
-        str(spec), str(db), [sys.executable, "-m", "ndtune._worker"], platform=platform,
+        str(spec), str(db), _worker_command(), platform=platform,
         device=device, strategy=name, budget=budget, time_limit=time_limit,
         seed=int(seed or 0), build_jobs=build_jobs, warm_start=warm_start, timeout=timeout,
         quiet=quiet, cache=cache, cache_header=header))
@@ -388,6 +388,14 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         else:
             print("no configuration was measured")
     return results, env
+
+
+def _worker_command():
+    """How the engine starts this package's workers: this Python, without the current directory
+    on its path where the Python can say so (-P), so a directory named ndtune there is not taken
+    for the package."""
+    safe = ["-P"] if sys.version_info >= (3, 11) else []
+    return [sys.executable, *safe, "-m", "ndtune._worker"]
 
 
 def _plain(value):
