@@ -9,8 +9,8 @@
 # Runs in about 2-4 minutes there (Kernel Tuner's part is most of it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-bench/out}
-mkdir -p "$OUT"
+mkdir -p "${OUT:=bench/out}"
+OUT=$(cd "$OUT" && pwd)
 venv=$(mktemp -d)/venv
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --no-index --find-links .carry/wheels ndtune kernel_tuner==1.5.0 pyopencl numpy

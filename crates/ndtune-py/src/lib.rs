@@ -31,7 +31,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-create_exception!(_ndtune, NdtuneError, PyException, "Every error ndtune raises.");
+create_exception!(
+    _ndtune,
+    NdtuneError,
+    PyException,
+    "Every error ndtune raises."
+);
 create_exception!(
     _ndtune,
     SpecError,
@@ -116,12 +121,15 @@ fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
             "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
         )));
     }
-    on_platform.get(device).map(|d| (*d).clone()).ok_or_else(|| {
-        DeviceError::new_err(format!(
-            "device={device}: platform {platform} has {} devices, numbered from 0",
-            on_platform.len()
-        ))
-    })
+    on_platform
+        .get(device)
+        .map(|d| (*d).clone())
+        .ok_or_else(|| {
+            DeviceError::new_err(format!(
+                "device={device}: platform {platform} has {} devices, numbered from 0",
+                on_platform.len()
+            ))
+        })
 }
 
 /// What the Python side asks of one campaign.
