@@ -364,13 +364,21 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         results.append(result)
         if verbose and not quiet:
             print(_line(result, tune_params))
+    device = out["device"]
+    measured = [r for r in results if not isinstance(r["time"], ErrorConfig)]
+    best = min(measured, key=lambda r: r["time"]) if measured else None
     env = {
-        "device_name": out["device"]["name"],
-        "platform_name": out["device"].get("platform_name", ""),
-        "kernel_name": kernel_name,
-        "problem_size": _json_problem_size(problem_size),
+        # As Kernel Tuner's env names them.
+        "device_name": device["name"],
+        "device_version": device["version"],
+        "driver_version": device["driver_version"],
+        "platform_name": device["platform_name"],
         "iterations": iterations,
         "compiler_options": compiler_options,
+        "best_config": best,
+        # ndtune's.
+        "kernel_name": kernel_name,
+        "problem_size": _json_problem_size(problem_size),
         "block_size_names": block_size_names,
         "objective": "time",
         "objective_higher_is_better": False,
@@ -380,9 +388,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "ndtune_report": out["report"],
     }
     if not quiet:
-        measured = [r for r in results if not isinstance(r["time"], ErrorConfig)]
-        if measured:
-            best = min(measured, key=lambda r: r["time"])
+        if best is not None:
             print("best performing configuration:")
             print(_line(best, tune_params))
         else:

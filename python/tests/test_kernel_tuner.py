@@ -33,6 +33,7 @@ def test_results_match_kernel_tuners_field_by_field():
         assert len(o["times"]) == len(t["times"]) == 5
         assert o["time"] == pytest.approx(np.mean(o["times"]))
         assert o["time"] > 0 and t["time"] > 0
-    assert our_env["device_name"] == their_env["device_name"]
-    for field in ("kernel_name", "iterations", "objective"):
+    for field in ("device_name", "device_version", "driver_version", "platform_name",
+                  "iterations", "compiler_options"):
         assert our_env[field] == their_env[field]
+    assert set(our_env["best_config"]) == set(their_env["best_config"]) - KT_ONLY | {"ndtune_outcome"}
