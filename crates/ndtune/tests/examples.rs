@@ -76,3 +76,19 @@ fn a_gemm_of_several_files_with_an_include_directory_tunes_and_verifies() {
     assert!(d["pruned"].as_u64().unwrap() >= 12, "{d}");
     assert_eq!(d["constants"]["N"], 64);
 }
+
+#[test]
+fn a_gemm_of_four_files_with_float_scalars_verifies_against_its_host_reference() {
+    // alpha = ALPHA = 0.5 and beta = "1 / 2", a float context: 0.5. The host reference computes
+    // C = alpha * A * B + beta * C in double from the scalars as the kernel gets them.
+    let d = tune_all("gemm-blas.toml", &["N=32"]);
+    assert_eq!(d["verified"], true, "{d}");
+    assert_eq!(d["constants"]["ALPHA"], 0.5);
+    // 9 configurations; tiles of 16 make 4 work-groups, too few for eq. 3 beyond 4 cores.
+    assert!(d["pruned"].as_u64().unwrap() >= 6, "{d}");
+    assert_eq!(
+        d["outcomes"]["measured"].as_u64(),
+        d["pruned"].as_u64(),
+        "{d}"
+    );
+}
