@@ -340,20 +340,20 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                            (grid_div_x, grid_div_y, grid_div_z), restrictions, iterations,
                            compiler_options, block_size_names)
     spec = write_spec(kernel_name, files, spec_text, arguments)
-    header = None
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
-        header = json.dumps({
+        cache = [cache, {
             "kernel_name": kernel_name,
             "problem_size": _json_problem_size(problem_size),
             "tune_params_keys": list(tune_params),
             "tune_params": {k: [_plain(v) for v in vs] for k, vs in tune_params.items()},
-        })
-    out = json.loads(_ndtune.tune(
-        str(spec), str(db), _worker_command(), platform=platform,
-        device=device, strategy=name, budget=budget, time_limit=time_limit,
-        seed=int(seed or 0), build_jobs=build_jobs, warm_start=warm_start, timeout=timeout,
-        quiet=quiet, cache=cache, cache_header=header))
+        }]
+    out = json.loads(_ndtune.tune(json.dumps({
+        "spec": str(spec), "db": str(db), "worker": _worker_command(), "platform": platform,
+        "device": device, "strategy": name, "budget": budget, "time_limit": time_limit,
+        "seed": int(seed or 0), "build_jobs": build_jobs, "warm_start": warm_start,
+        "timeout": timeout, "quiet": quiet, "cache": cache,
+    })))
     results = []
     for r in out["results"]:
         result = {k: r["config"][k] for k in tune_params}

@@ -132,80 +132,41 @@ fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
         })
 }
 
-/// What the Python side asks of one campaign.
+/// What the Python side asks of one campaign (`_kt.py` sends it as JSON).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Call {
     spec: PathBuf,
     db: String,
+    /// The command line that serves the worker loops (`python -P -m ndtune._worker`).
+    worker: Vec<String>,
+    /// Kernel Tuner's numbering: device `device` of OpenCL platform `platform`.
     platform: usize,
     device: usize,
+    /// An ndtune strategy name.
     strategy: String,
     budget: Option<usize>,
+    /// Seconds.
     time_limit: Option<f64>,
     seed: u64,
     build_jobs: Option<usize>,
     warm_start: bool,
+    /// Seconds per evaluation.
     timeout: Option<f64>,
     quiet: bool,
-    worker: Vec<String>,
-    /// A Kernel Tuner cache to continue from and write: its path and the header to write.
+    /// A Kernel Tuner cache to continue from and write, and the header to write it with
+    /// (`kernel_name`, `problem_size`, `tune_params_keys`, `tune_params`).
     cache: Option<(PathBuf, Json)>,
 }
 
-/// Tunes the spec at `spec` on device `device` of platform `platform` (Kernel Tuner's
-/// numbering), keeping every outcome in the store at `db`. `worker` is the command line that
-/// serves the worker loops (`python -m ndtune._worker`). Returns JSON: `results` (each
-/// evaluated configuration: `config`, `outcome` as the store keeps it, `reused`), `report`
-/// (the engine's report) and `device` (its profile).
+/// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store. Returns
+/// JSON: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
+/// `reused`), `report` (the engine's report) and `device` (its profile).
 #[pyfunction]
-#[pyo3(signature = (spec, db, worker, platform=0, device=0, strategy="brute_force".to_string(),
-    budget=None, time_limit=None, seed=0, build_jobs=None, warm_start=false, timeout=None,
-    quiet=false, cache=None, cache_header=None))]
-#[allow(clippy::too_many_arguments)]
-fn tune(
-    py: Python<'_>,
-    spec: PathBuf,
-    db: String,
-    worker: Vec<String>,
-    platform: usize,
-    device: usize,
-    strategy: String,
-    budget: Option<usize>,
-    time_limit: Option<f64>,
-    seed: u64,
-    build_jobs: Option<usize>,
-    warm_start: bool,
-    timeout: Option<f64>,
-    quiet: bool,
-    cache: Option<PathBuf>,
-    cache_header: Option<String>,
-) -> PyResult<String> {
-    let cache = match (cache, cache_header) {
-        (Some(path), Some(header)) => Some((
-            path,
-            serde_json::from_str(&header).map_err(|e| NdtuneError::new_err(e.to_string()))?,
-        )),
-        _ => None,
-    };
-    run(
-        py,
-        &Call {
-            spec,
-            db,
-            platform,
-            device,
-            strategy,
-            budget,
-            time_limit,
-            seed,
-            build_jobs,
-            warm_start,
-            timeout,
-            quiet,
-            worker,
-            cache,
-        },
-    )
-    .map(|j| j.to_string())
+fn tune(py: Python<'_>, call: &str) -> PyResult<String> {
+    let call: Call = serde_json::from_str(call)
+        .map_err(|e| NdtuneError::new_err(format!("the call to _ndtune.tune: {e}")))?;
+    run(py, &call).map(|j| j.to_string())
 }
 
 fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
