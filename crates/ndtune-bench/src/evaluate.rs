@@ -271,7 +271,8 @@ impl Bench {
             if let ArgKind::Buffer { ty, len, .. } = &a.kind {
                 let mut vars = Vec::new();
                 len.vars(&mut vars);
-                if let (true, Some(n)) = (vars.is_empty(), len.eval(&[])) {
+                // Evaluated only where it reads no parameter.
+                if let Some(n) = vars.is_empty().then(|| len.eval(&[])).flatten() {
                     let n = usize::try_from(n).unwrap_or(usize::MAX);
                     if let Some(why) = buffer_too_large(device, *ty, n) {
                         return Err(Fatal(format!(

@@ -82,6 +82,20 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether PostgreSQL ended the transaction to resolve a conflict with another one (a
+    /// deadlock, 40P01, or a serialization failure, 40001): it was rolled back, and running it
+    /// again is the documented remedy.
+    pub fn must_rerun(&self) -> bool {
+        match self {
+            StoreError::Postgres { error, .. } => error
+                .code()
+                .is_some_and(|c| matches!(c.code(), "40P01" | "40001")),
+            _ => false,
+        }
+    }
+}
+
 fn lost(error: &postgres::Error) -> bool {
     use std::error::Error;
     let class = error.code().map(|c| c.code().get(..2).unwrap_or(""));

@@ -23,6 +23,9 @@ pub const RECONNECT_FOR: Duration = Duration::from_secs(60);
 /// [`LONGEST_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+/// How many times an operation that PostgreSQL rolled back to end a deadlock (or a
+/// serialization failure) runs again before its error is returned.
+const CONFLICT_RERUNS: u32 = 20;
 
 /// An open results store: an SQLite file or a PostgreSQL database. Every write is its own
 /// committed transaction. Where the connection to a PostgreSQL server breaks (the server
@@ -229,7 +232,8 @@ impl Store {
         })
     }
 
-    /// Runs `op`; where it fails because the connection broke, connects again and runs it
+    /// Runs `op`; where PostgreSQL rolled it back to resolve a conflict with another
+    /// transaction, runs it again (up to [`CONFLICT_RERUNS`] times); where it fails because the connection broke, connects again and runs it
     /// again, pausing longer each time, until [`Store::reconnect_for`] has passed. Inside a
     /// transaction, `op` runs once: the transaction is what runs again.
     fn retrying<T>(&self, op: impl Fn(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
@@ -238,8 +242,16 @@ impl Store {
         }
         let mut deadline = None;
         let mut pause = Duration::ZERO;
+        let mut reruns = 0;
         loop {
             let mut last = match op(self) {
+                // The server chose this transaction to end a deadlock: the other one goes on,
+                // and this one runs again after it.
+                Err(e) if e.must_rerun() && reruns < CONFLICT_RERUNS => {
+                    reruns += 1;
+                    std::thread::sleep(FIRST_PAUSE / 10 * reruns);
+                    continue;
+                }
                 Err(e) if e.connection_lost() => e,
                 done => return done,
             };

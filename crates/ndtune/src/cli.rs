@@ -144,6 +144,15 @@ pub fn parse_set(s: &str) -> Result<Set, String> {
     })
 }
 
+/// `NAME=VALUE`, one value as [`parse_value`] reads it.
+pub fn parse_assignment(s: &str) -> Result<(String, Value), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    let value = parse_value(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
+    Ok((name.trim().to_string(), value))
+}
+
 /// Spec constants replaced on the command line, as every command that reads a spec or selects
 /// a campaign takes them.
 #[derive(Args, Clone, Default)]
@@ -394,11 +403,11 @@ pub struct ShowArgs {
     /// Part of the device name.
     #[arg(long, value_name = "SEL")]
     pub device: Option<String>,
-    /// Replace a spec constant, e.g. `--set N=256` (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set, requires = "spec")]
-    pub set: Vec<(String, Value)>,
+    /// The campaigns of these constants (with a spec: what it is read with).
+    #[command(flatten)]
+    pub constants: SetArgs,
     /// The configuration, or part of it: `--config WG=64,TS=8` (every result without).
-    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_set)]
+    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_assignment)]
     pub config: Vec<(String, Value)>,
     /// Print a JSON array.
     #[arg(long)]

@@ -17,12 +17,18 @@ struct Selection {
     /// A spec's source hash and constants, where a spec was given.
     source: Option<(String, Constants)>,
     device: Option<String>,
+    /// Constants given with `--set`: the campaigns of these values.
+    constants: Constants,
     config: Config,
 }
 
 impl Selection {
     fn group(&self, g: &Group, device_name: &str) -> bool {
         self.kernel.as_ref().is_none_or(|k| &g.kernel == k)
+            && self
+                .constants
+                .iter()
+                .all(|(k, v)| g.constants.get(k) == Some(v))
             && self
                 .source
                 .as_ref()
@@ -46,12 +52,12 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         kernel: args.kernel.clone(),
         source: None,
         device: args.device.clone(),
+        constants: args.constants.single().map_err(anyhow::Error::msg)?,
         config: args.config.iter().cloned().collect(),
     };
     let mut names: Option<Vec<String>> = None;
     if let Some(path) = &args.spec {
-        let overrides: Constants = args.set.iter().cloned().collect();
-        let spec = Spec::load_with(path, &overrides)?;
+        let spec = Spec::load_with(path, &selection.constants)?;
         let source = spec.kernel_source()?.map(|s| s.text).unwrap_or_default();
         selection.kernel = Some(spec.kernel.name.clone());
         selection.source = Some((
@@ -161,8 +167,9 @@ fn print(device_name: &str, r: &Record, names: &[String]) {
         crate::cmd_tune::show_config(names, &k.config)
     );
     println!(
-        "  campaign    source {}, constants{}, device {}",
+        "  campaign    source {}, setup {}, constants{}, device {}",
         k.source_hash,
+        k.setup,
         match show_constants(&k.constants) {
             c if c.is_empty() => " none".to_string(),
             c => c,

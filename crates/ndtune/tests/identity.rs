@@ -83,21 +83,30 @@ fn scale_dir(v: &Variant) -> tempfile::TempDir {
 }
 
 /// Tunes `spec.toml` of `dir` into its store with `seed` (two build jobs, so program binaries
-/// are kept and looked up); the device's report.
+/// are kept and looked up); the device's report. The exit status says whether anything was
+/// measured (a campaign whose every configuration is a `wrong_result` fails, its JSON printed).
 fn tune(dir: &Path, seed: &str) -> serde_json::Value {
     let (spec, db) = (dir.join("spec.toml"), dir.join("t.db"));
-    let v = json(&[
-        "tune",
-        spec.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "--seed",
-        seed,
-        "--build-jobs",
-        "2",
-        "--json",
-    ]);
-    v["devices"][0].clone()
+    let out = ndtune()
+        .arg("tune")
+        .arg(&spec)
+        .arg("--db")
+        .arg(&db)
+        .args(["--seed", seed, "--build-jobs", "2", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let d = v["devices"][0].clone();
+    let measured = d["outcomes"]["measured"].as_u64().unwrap();
+    assert_eq!(
+        out.status.success(),
+        measured > 0,
+        "{d} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d
 }
 
 /// `ndtune export` of the store `db` as a Kernel Tuner cache into `out`, with `extra`
@@ -260,7 +269,13 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
     let db = d.join("t.db");
     let db = db.to_str().unwrap();
     let spec = d.join("spec.toml");
-    let text = succeeds(&["tune", spec.to_str().unwrap(), "--db", db, "--seed", "2"]);
+    // Every result is a wrong_result (the header says so): the summary, then a failing exit.
+    let out = ndtune()
+        .args(["tune", spec.to_str().unwrap(), "--db", db, "--seed", "2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!("reused from {db} (setup {})", setups[7])),
         "{text}"
