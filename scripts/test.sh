@@ -6,3 +6,4 @@ source scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace
+scripts/test-python.sh

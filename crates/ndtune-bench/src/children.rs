@@ -134,6 +134,12 @@ pub fn stopping() -> Option<String> {
     }
 }
 
+/// A host that lives on after a stopped campaign (a Python session) clears the stop, so that
+/// its next campaign runs.
+pub fn carry_on() {
+    STOPPING.store(0, Ordering::SeqCst);
+}
+
 /// The exit status of a process that stops for [`stopping`]'s signal: 128 + the signal.
 pub fn stopping_status() -> Option<u8> {
     match STOPPING.load(Ordering::SeqCst) {
@@ -185,8 +191,9 @@ pub fn end_with_signals() -> io::Result<()> {
 }
 
 /// The campaign stops for `signal`: every living child gets its signal. Returns whether there
-/// was one.
-fn stop(signal: libc::c_int) -> bool {
+/// was one. [`end_with_signals`] calls it from its thread; a host that handles signals itself
+/// (Python's KeyboardInterrupt) calls it when it sees one.
+pub fn stop(signal: libc::c_int) -> bool {
     STOPPING.store(signal, Ordering::SeqCst);
     let living = locked();
     for (&pid, on_end) in living.iter() {

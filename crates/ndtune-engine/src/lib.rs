@@ -94,16 +94,26 @@ pub enum CampaignError {
 }
 
 /// How the worker processes are started: this executable (or another ndtune) with the hidden
-/// subcommands `__worker` and `__builder`.
+/// subcommands `__worker` and `__builder`, or a program that serves them the same way given
+/// arguments before the subcommand (the Python package's `python -m ndtune._worker`).
 #[derive(Debug, Clone)]
 pub struct Processes {
     exe: PathBuf,
+    args: Vec<std::ffi::OsString>,
 }
 
 impl Processes {
     /// Workers are started from the ndtune executable at `exe`.
     pub fn new(exe: PathBuf) -> Processes {
-        Processes { exe }
+        Processes {
+            exe,
+            args: Vec::new(),
+        }
+    }
+
+    /// Workers are started as `exe ARGS... __worker` (and `__builder`).
+    pub fn with_args(exe: PathBuf, args: Vec<std::ffi::OsString>) -> Processes {
+        Processes { exe, args }
     }
 
     /// Workers are started from the running executable (which must be ndtune).
@@ -112,10 +122,10 @@ impl Processes {
     }
 
     fn command(&self, sub: &'static str) -> Box<dyn Fn() -> Command + Send + Sync> {
-        let exe = self.exe.clone();
+        let (exe, args) = (self.exe.clone(), self.args.clone());
         Box::new(move || {
             let mut c = Command::new(&exe);
-            c.arg(sub);
+            c.args(&args).arg(sub);
             c
         })
     }

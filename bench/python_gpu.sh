@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# bench/python_vs_kt.py on the GPU machine: the same Kernel Tuner script through Kernel Tuner 1.5
+# and through ndtune's tune_kernel, wall time and best configuration of each, into
+# $OUT/python_vs_kt.json. The machine has no network: the wheels come in .carry/wheels/, made here
+# with
+#   (cd python && maturin build --release -o ../.carry/wheels)       # ndtune's abi3 wheel
+#   pip download -d .carry/wheels --python-version 3.12 --only-binary=:all: \
+#       kernel_tuner==1.5.0 pyopencl numpy
+# Runs in about 2-4 minutes there (Kernel Tuner's part is most of it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p "${OUT:=bench/out}"
+OUT=$(cd "$OUT" && pwd)
+venv=$(mktemp -d)/venv
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q --no-index --find-links .carry/wheels ndtune kernel_tuner==1.5.0 pyopencl numpy
+nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
+cd "$(mktemp -d)"   # the store and the spec directories of this run only
+NDTUNE_PYTHON_DIR=$PWD/specs "$venv/bin/python" "$OLDPWD/bench/python_vs_kt.py" --size 1024 \
+  --out "$OUT/python_vs_kt.json"

@@ -1,0 +1,380 @@
+//! The Python extension `ndtune._ndtune`: what the `ndtune` package (python/) calls in Rust.
+//! The package's Python code turns a Kernel Tuner style call into a spec directory; this crate
+//! tunes that spec through the same engine the CLI runs ([`ndtune_engine::Campaign`]): pruning,
+//! the build pipeline, the supervised worker and the store.
+//!
+//! - [`tune`]: one campaign on one device, a progress bar on stderr, the evaluated
+//!   configurations as JSON; a Kernel Tuner cache read first (its entries become the store's)
+//!   and written after.
+//! - [`serve`]: the worker loops (`__worker`, `__builder`) for `python -m ndtune._worker`, which
+//!   is how a campaign started from Python starts its workers.
+//! - [`devices`]: the OpenCL devices as ndtune and Kernel Tuner number them.
+//!
+//! Errors cross as Python exceptions: `SpecError` (file, line and column in the message),
+//! `DeviceError`, `StoreError`, `CampaignError`, all `NdtuneError`s. Ctrl-C between two
+//! configurations stops the campaign's workers and raises `KeyboardInterrupt`; everything
+//! measured is in the store and the same call goes on from there.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ndtune_cl::ClDevice;
+use ndtune_core::{Config, Constants, Outcome};
+use ndtune_engine::{Campaign, Event, Options, Processes, Share};
+use ndtune_space::problem::Target;
+use ndtune_spec::Spec;
+use ndtune_store::kt::{read_kt_cache, write_kt_cache, KtHeader};
+use ndtune_store::{Group, Record, ResultKey, Store};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+create_exception!(
+    _ndtune,
+    NdtuneError,
+    PyException,
+    "Every error ndtune raises."
+);
+create_exception!(
+    _ndtune,
+    SpecError,
+    NdtuneError,
+    "The call or its spec cannot be tuned as given; the message names the file, line and column."
+);
+create_exception!(
+    _ndtune,
+    DeviceError,
+    NdtuneError,
+    "No OpenCL device, or not the one asked for."
+);
+create_exception!(
+    _ndtune,
+    StoreError,
+    NdtuneError,
+    "The results store or a cache file cannot be read or written."
+);
+create_exception!(
+    _ndtune,
+    CampaignError,
+    NdtuneError,
+    "A campaign stopped: a worker said the kernel or its reference is wrong."
+);
+
+/// How long the claims of a campaign outlive its last heartbeat (as the CLI's plain `tune`).
+const GUARD_LEASE: Duration = Duration::from_secs(60);
+
+fn spec_error(e: impl std::fmt::Display) -> PyErr {
+    SpecError::new_err(e.to_string())
+}
+
+fn store_error(e: impl std::fmt::Display) -> PyErr {
+    StoreError::new_err(e.to_string())
+}
+
+/// Serves `__worker` or `__builder` on stdin/stdout until the campaign ends; the exit status.
+#[pyfunction]
+fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
+    match sub {
+        "__worker" => Ok(py.detach(ndtune_bench::worker::serve)),
+        "__builder" => Ok(py.detach(ndtune_bench::builder::serve)),
+        other => Err(NdtuneError::new_err(format!(
+            "ndtune._worker serves __worker or __builder, not `{other}`"
+        ))),
+    }
+}
+
+/// The OpenCL devices, as JSON: each with ndtune's index, Kernel Tuner's platform and device
+/// numbers, and its profile.
+#[pyfunction]
+fn devices() -> PyResult<String> {
+    let found = ndtune_cl::discover().map_err(|e| DeviceError::new_err(e.to_string()))?;
+    let mut per_platform: BTreeMap<usize, usize> = BTreeMap::new();
+    let list: Vec<Json> = found
+        .iter()
+        .map(|d| {
+            let n = per_platform.entry(d.platform_index).or_default();
+            let entry = json!({
+                "index": d.index,
+                "platform": d.platform_index,
+                "device": *n,
+                "name": d.profile.name,
+                "profile": d.profile,
+            });
+            *n += 1;
+            entry
+        })
+        .collect();
+    Ok(Json::Array(list).to_string())
+}
+
+/// Kernel Tuner's numbering: device `device` of platform `platform`.
+fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
+    let found = ndtune_cl::discover().map_err(|e| DeviceError::new_err(e.to_string()))?;
+    let on_platform: Vec<&ClDevice> = found
+        .iter()
+        .filter(|d| d.platform_index == platform)
+        .collect();
+    if on_platform.is_empty() {
+        return Err(DeviceError::new_err(format!(
+            "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
+        )));
+    }
+    on_platform
+        .get(device)
+        .map(|d| (*d).clone())
+        .ok_or_else(|| {
+            DeviceError::new_err(format!(
+                "device={device}: platform {platform} has {} devices, numbered from 0",
+                on_platform.len()
+            ))
+        })
+}
+
+/// What the Python side asks of one campaign (`_kt.py` sends it as JSON).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Call {
+    spec: PathBuf,
+    db: String,
+    /// The command line that serves the worker loops (`python -P -m ndtune._worker`).
+    worker: Vec<String>,
+    /// Kernel Tuner's numbering: device `device` of OpenCL platform `platform`.
+    platform: usize,
+    device: usize,
+    /// An ndtune strategy name.
+    strategy: String,
+    budget: Option<usize>,
+    /// Seconds.
+    time_limit: Option<f64>,
+    seed: u64,
+    build_jobs: Option<usize>,
+    warm_start: bool,
+    /// Seconds per evaluation.
+    timeout: Option<f64>,
+    quiet: bool,
+    /// A Kernel Tuner cache to continue from and write, and the header to write it with
+    /// (`kernel_name`, `problem_size`, `tune_params_keys`, `tune_params`).
+    cache: Option<(PathBuf, Json)>,
+}
+
+/// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store. Returns
+/// JSON: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
+/// `reused`), `report` (the engine's report) and `device` (its profile).
+#[pyfunction]
+fn tune(py: Python<'_>, call: &str) -> PyResult<String> {
+    let call: Call = serde_json::from_str(call)
+        .map_err(|e| NdtuneError::new_err(format!("the call to _ndtune.tune: {e}")))?;
+    run(py, &call).map(|j| j.to_string())
+}
+
+fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
+    let overrides = Constants::new();
+    let spec = Spec::load_with(&call.spec, &overrides).map_err(spec_error)?;
+    let source = spec
+        .kernel_source()
+        .map_err(spec_error)?
+        .ok_or_else(|| spec_error(format!("{}: no kernel source", call.spec.display())))?;
+    let device = pick_device(call.platform, call.device)?;
+    let label = format!("{}: {}", device.index, device.profile.name);
+    let pruning = spec
+        .problem
+        .prune(&[Target::from_profile(&label, &device.profile)])
+        .map_err(|e| spec_error(spec.locate(&e)))?;
+    let store = Store::open(&call.db).map_err(store_error)?;
+    let group = ndtune_engine::group(&spec, &source, call.seed, &device, &store)
+        .map_err(|e| CampaignError::new_err(e.to_string()))?;
+    let header = call
+        .cache
+        .as_ref()
+        .map(|(path, header)| kt_header(path, header, &device))
+        .transpose()?;
+    if let (Some((path, _)), Some(header)) = (&call.cache, &header) {
+        continue_from_cache(path, header, &store, &group)?;
+    }
+    let (exe, args) = call
+        .worker
+        .split_first()
+        .ok_or_else(|| NdtuneError::new_err("the worker command is empty"))?;
+    let bar = if call.quiet {
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+    } else {
+        ProgressBar::new(0)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(spec.kernel.name.clone());
+    let mut results: Vec<Json> = Vec::new();
+    let mut interrupted: Option<PyErr> = None;
+    let campaign = Campaign {
+        spec: &spec,
+        overrides: &overrides,
+        device: &device,
+        label: &label,
+        pruning,
+        store: &store,
+        options: Options {
+            strategy: call.strategy.clone(),
+            budget: call.budget,
+            time: call.time_limit.map(Duration::from_secs_f64),
+            warm_start: call.warm_start,
+            share: None,
+            guard: Some(Share {
+                worker: format!("python:{}:{}", std::process::id(), device.index),
+                lease: GUARD_LEASE,
+                location: call.db.clone().into(),
+            }),
+            seed: call.seed,
+            timeout: call.timeout.map(Duration::from_secs_f64),
+            build_jobs: call
+                .build_jobs
+                .unwrap_or_else(ndtune_engine::default_build_jobs),
+            processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
+        },
+    };
+    // The campaign holds the GIL (the store is not `Sync`): Python threads wait while it runs.
+    let report = {
+        let mut observer = |event: Event<'_>| match event {
+            Event::Started { total } => bar.set_length(total as u64),
+            Event::Evaluated {
+                config,
+                outcome,
+                reused,
+                best_ms,
+            } => {
+                results.push(json!({ "config": config, "outcome": outcome, "reused": reused }));
+                bar.inc(1);
+                if let Some(ms) = best_ms {
+                    bar.set_message(format!("best {ms:.4} ms"));
+                }
+                // Ctrl-C reaches Python's handler, which only notes it: look between two
+                // configurations, and stop the workers as a signal to the CLI does.
+                if interrupted.is_none() {
+                    if let Err(e) = py.check_signals() {
+                        interrupted = Some(e);
+                        ndtune_bench::children::stop(libc::SIGINT);
+                    }
+                }
+            }
+            Event::Warning(message) => bar.println(format!("{label}: {message}")),
+        };
+        campaign.run(&mut observer)
+    };
+    bar.finish_and_clear();
+    ndtune_bench::children::carry_on();
+    if let (Some((path, _)), Some(header)) = (&call.cache, &header) {
+        let records = store.records(&group).map_err(store_error)?;
+        if !records.is_empty() {
+            write_kt_cache(path, header, &records).map_err(store_error)?;
+        }
+    }
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let report = report.map_err(|e| CampaignError::new_err(e.to_string()))?;
+    Ok(json!({ "results": results, "report": report, "device": device.profile }))
+}
+
+/// The header of the Kernel Tuner cache the Python side describes (`kernel_name`,
+/// `problem_size`, `tune_params_keys`, `tune_params`), on `device`.
+fn kt_header(path: &Path, header: &Json, device: &ClDevice) -> PyResult<KtHeader> {
+    let field = |name: &str| {
+        header
+            .get(name)
+            .cloned()
+            .ok_or_else(|| NdtuneError::new_err(format!("cache header lacks `{name}`")))
+    };
+    let parse = |e: serde_json::Error| {
+        NdtuneError::new_err(format!("{}: cache header: {e}", path.display()))
+    };
+    Ok(KtHeader {
+        device_name: device.profile.name.clone(),
+        kernel_name: serde_json::from_value(field("kernel_name")?).map_err(parse)?,
+        problem_size: field("problem_size")?,
+        tune_params_keys: serde_json::from_value(field("tune_params_keys")?).map_err(parse)?,
+        tune_params: serde_json::from_value(field("tune_params")?).map_err(parse)?,
+    })
+}
+
+/// Continues from a Kernel Tuner cache, as Kernel Tuner does: its entries that the store does
+/// not hold yet become the campaign's records, so they are reused and not measured again. A
+/// cache of another kernel, device or parameter space is refused, as Kernel Tuner refuses it.
+fn continue_from_cache(
+    path: &Path,
+    header: &KtHeader,
+    store: &Store,
+    group: &Group,
+) -> PyResult<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let cache = read_kt_cache(path).map_err(store_error)?;
+    for (what, theirs, ours) in [
+        (
+            "kernel_name",
+            &cache.header.kernel_name,
+            &header.kernel_name,
+        ),
+        (
+            "device_name",
+            &cache.header.device_name,
+            &header.device_name,
+        ),
+    ] {
+        if theirs != ours {
+            return Err(StoreError::new_err(format!(
+                "{}: the cache's {what} is `{theirs}`, this call's `{ours}`: give another cache file",
+                path.display()
+            )));
+        }
+    }
+    if cache.header.tune_params != header.tune_params
+        || cache.header.tune_params_keys != header.tune_params_keys
+    {
+        return Err(StoreError::new_err(format!(
+            "{}: the cache's tune_params differ from this call's: give another cache file",
+            path.display()
+        )));
+    }
+    let known: std::collections::HashSet<Config> = store
+        .records(group)
+        .map_err(store_error)?
+        .into_iter()
+        .map(|r| r.key.config)
+        .collect();
+    let now = ndtune_store::now_ms();
+    for (config, outcome) in cache.entries {
+        // A cache entry of a configuration this spec prunes carries no measurement.
+        if known.contains(&config) || matches!(outcome, Outcome::Pruned { .. }) {
+            continue;
+        }
+        store
+            .insert(&Record {
+                key: ResultKey::new(group, config),
+                outcome,
+                ndtune_version: format!("Kernel Tuner cache {}", path.display()),
+                started_at: now,
+                finished_at: now,
+            })
+            .map_err(store_error)?;
+    }
+    Ok(())
+}
+
+#[pymodule]
+fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add("NdtuneError", py.get_type::<NdtuneError>())?;
+    m.add("SpecError", py.get_type::<SpecError>())?;
+    m.add("DeviceError", py.get_type::<DeviceError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("CampaignError", py.get_type::<CampaignError>())?;
+    Ok(())
+}

@@ -1,0 +1,47 @@
+"""ndtune from Python: Kernel Tuner's `tune_kernel` for OpenCL kernels, with ndtune's engine
+(pruning, parallel builds, supervised workers, a results store that resumes) underneath.
+
+    from ndtune import tune_kernel
+    results, env = tune_kernel("vector_add", kernel_string, size, args, tune_params)
+
+docs/python.md lists every argument and what ndtune does with it.
+"""
+
+import json
+
+from . import _ndtune
+from ._ndtune import CampaignError, DeviceError, NdtuneError, SpecError, StoreError
+
+# Imported when first asked for: NumPy takes most of a second to import, and the worker
+# processes (`python -m ndtune._worker`), which import this package, need none of it.
+_FROM_KT = ("tune_kernel", "ErrorConfig", "InvalidConfig", "CompilationFailedConfig",
+            "RuntimeFailedConfig")
+
+
+def __getattr__(name):
+    if name in _FROM_KT:
+        from . import _kt
+
+        return getattr(_kt, name)
+    raise AttributeError(f"module 'ndtune' has no attribute {name!r}")
+
+
+def devices():
+    """The OpenCL devices: each a dict with ndtune's `index`, Kernel Tuner's `platform` and
+    `device` numbers (tune_kernel's `platform=` and `device=`), its `name` and `profile`."""
+    return json.loads(_ndtune.devices())
+
+
+__all__ = [
+    "tune_kernel",
+    "devices",
+    "NdtuneError",
+    "SpecError",
+    "DeviceError",
+    "StoreError",
+    "CampaignError",
+    "ErrorConfig",
+    "InvalidConfig",
+    "CompilationFailedConfig",
+    "RuntimeFailedConfig",
+]

@@ -1,0 +1,173 @@
+"""tune_kernel as a Kernel Tuner user calls it, on PoCL with real kernels."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ndtune
+from ndtune import tune_kernel
+from kernels import SCALE_2D, SCALE_OPTIONS, SCALE_PARAMS, VECTOR_ADD, scale_args, vector_add_args
+
+
+def test_vector_add_kernel_tuner_style_and_a_rerun_reuses():
+    params = {"block_size_x": [16, 32, 64, 128]}
+    results, env = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                               iterations=5, quiet=True)
+    assert sorted(r["block_size_x"] for r in results) == [16, 32, 64, 128]
+    for r in results:
+        assert r["ndtune_outcome"] == "measured"
+        assert len(r["times"]) == 5
+        assert r["time"] == pytest.approx(np.mean(r["times"]))
+        assert r["time"] > 0
+    assert env["kernel_name"] == "vector_add"
+    assert env["device_name"] == ndtune.devices()[0]["name"]
+    assert env["ndtune_report"]["evaluated"] == 4
+    again, env2 = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                              iterations=5, quiet=True)
+    # Everything came from the store: the same runs, nothing measured again.
+    assert env2["ndtune_report"]["evaluated"] == 0
+    assert {r["block_size_x"]: r["times"] for r in again} == {
+        r["block_size_x"]: r["times"] for r in results}
+
+
+def test_other_data_is_another_campaign():
+    params = {"block_size_x": [32, 64]}
+    tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params, quiet=True)
+    args = vector_add_args()
+    args[1][0] += 1.0
+    _, env = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True)
+    assert env["ndtune_report"]["evaluated"] == 2
+
+
+def test_2d_grid_div_and_restrictions():
+    results, env = tune_kernel("scale", SCALE_2D, (96, 40), scale_args(), SCALE_PARAMS,
+                               quiet=True, **SCALE_OPTIONS)
+    expected = {(x, y, t) for x in SCALE_PARAMS["block_size_x"]
+                for y in SCALE_PARAMS["block_size_y"] for t in SCALE_PARAMS["tile_x"]
+                if x * y <= 64}
+    assert {(r["block_size_x"], r["block_size_y"], r["tile_x"]) for r in results} == expected
+    assert all(r["ndtune_outcome"] == "measured" for r in results)
+    spec = open(env["spec"]).read()
+    # Kernel Tuner's grid: ceil(size / divisor) work-groups of the block size, per dimension.
+    assert (
+        '"((96) + ((block_size_x) * (tile_x)) - 1) // ((block_size_x) * (tile_x)) * block_size_x"'
+        in spec)
+    assert '"((40) + ((block_size_y)) - 1) // ((block_size_y)) * block_size_y"'  in spec
+
+
+def test_cache_written_in_kernel_tuner_format_and_continued(own_directory):
+    params = {"block_size_x": [32, 64, 128]}
+    first, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                           cache="vadd", quiet=True)
+    with open("vadd.json") as f:
+        text = f.read()
+    assert text.endswith("}\n}")
+    cache = json.loads(text)
+    assert cache["kernel_name"] == "vector_add"
+    assert cache["tune_params_keys"] == ["block_size_x"]
+    assert sorted(cache["cache"]) == ["128", "32", "64"]
+    for r in first:
+        entry = cache["cache"][str(r["block_size_x"])]
+        assert entry["times"] == r["times"]
+        assert entry["time"] == pytest.approx(r["time"])
+    # A fresh store continues from the cache: nothing is measured again.
+    again, env = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                             cache="vadd.json", db="other.db", quiet=True)
+    assert env["ndtune_report"]["evaluated"] == 0
+    assert {r["block_size_x"]: r["times"] for r in again} == {
+        r["block_size_x"]: r["times"] for r in first}
+    ndtune_bin = os.environ.get("NDTUNE_BIN")
+    if ndtune_bin:
+        replay = subprocess.run([ndtune_bin, "tune", "--replay", "vadd.json", "--json"],
+                                capture_output=True, text=True, check=True)
+        assert "vector_add" in replay.stdout
+
+
+def test_a_cache_of_another_kernel_is_refused():
+    params = {"block_size_x": [32, 64]}
+    tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params, cache="c.json",
+                quiet=True)
+    with pytest.raises(ndtune.StoreError, match="kernel_name"):
+        tune_kernel("vector_add2", VECTOR_ADD.replace("vector_add", "vector_add2"), 4096,
+                    vector_add_args(), params, cache="c.json", quiet=True)
+
+
+@pytest.mark.parametrize("given, named", [
+    (dict(lang="CUDA"), "lang='CUDA'"),
+    (dict(answer=[None, None, None, None]), "answer"),
+    (dict(observers=[object()]), "observers"),
+    (dict(strategy="pso"), "strategy='pso'"),
+    (dict(strategy="random_sample", strategy_options={"fraction": 0.1}), "fraction"),
+    (dict(restrictions=lambda p: True), "restrictions"),
+    (dict(metrics={"GFLOP/s": lambda p: 1.0}), "metrics"),
+])
+def test_what_ndtune_cannot_honour_is_refused_by_name(given, named):
+    with pytest.raises(ndtune.SpecError, match=named.replace("(", r"\(").replace("[", r"\[")):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
+                    quiet=True, **given)
+
+
+def test_a_kernel_that_does_not_build_is_marked_as_kernel_tuner_marks_it():
+    broken = VECTOR_ADD.replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + UNDEFINED_NAME;")
+    results, _ = tune_kernel("vector_add", broken, 4096, vector_add_args(),
+                             {"block_size_x": [32]}, quiet=True)
+    assert [str(r["time"]) for r in results] == ["CompilationFailedConfig"]
+    assert isinstance(results[0]["time"], ndtune.CompilationFailedConfig)
+
+
+def test_max_fevals_counts_distinct_configurations():
+    params = {"block_size_x": [1, 2, 4, 8, 16, 32, 64, 128], "unused": [0, 1, 2, 3]}
+    results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                             strategy="random_sample", strategy_options={"max_fevals": 5},
+                             quiet=True)
+    assert len(results) == 5
+    assert len({(r["block_size_x"], r["unused"]) for r in results}) == 5
+
+
+CAMPAIGN = """
+import sys
+import numpy as np
+from ndtune import tune_kernel
+sys.path.insert(0, sys.argv[1])
+from kernels import VECTOR_ADD, vector_add_args
+tune_kernel("vector_add", VECTOR_ADD, 1 << 16, vector_add_args(1 << 16),
+            {"block_size_x": [1, 2, 4, 8, 16, 32, 64, 128, 256], "unused": list(range(20))},
+            iterations=5, quiet=True)
+"""
+
+
+def test_ctrl_c_keeps_what_was_measured_and_a_rerun_resumes(own_directory):
+    import signal
+    import time
+    here = os.path.dirname(os.path.abspath(__file__))
+    child = subprocess.Popen([sys.executable, "-c", CAMPAIGN, here], stderr=subprocess.PIPE, text=True)
+    count = 0
+    deadline = time.time() + 120
+    while count < 3 and time.time() < deadline and child.poll() is None:
+        time.sleep(0.2)
+        try:
+            with sqlite3.connect("file:ndtune.db?mode=ro", uri=True) as db:
+                count = db.execute("SELECT count(*) FROM results").fetchone()[0]
+        except sqlite3.OperationalError:
+            pass  # not made yet
+    assert count >= 3, "the campaign measured nothing before the deadline"
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode != 0
+    assert "KeyboardInterrupt" in err
+    with sqlite3.connect("ndtune.db") as db:
+        kept = db.execute("SELECT count(*) FROM results").fetchone()[0]
+        incomplete = db.execute("SELECT count(*) FROM claims WHERE done_at IS NULL").fetchone()[0]
+    assert 3 <= kept < 180
+    assert incomplete == 0
+    results, env = tune_kernel(
+        "vector_add", VECTOR_ADD, 1 << 16, vector_add_args(1 << 16),
+        {"block_size_x": [1, 2, 4, 8, 16, 32, 64, 128, 256], "unused": list(range(20))},
+        iterations=5, quiet=True, strategy_options={"max_fevals": kept + 1})
+    assert env["ndtune_report"]["reused"] == kept
+    assert env["ndtune_report"]["evaluated"] == 1

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The Python package's tests (python/tests, pytest on PoCL): a venv in target/pyvenv with maturin,
+# pytest, numpy, and Kernel Tuner 1.5.0 with pyopencl for the comparison test (all from PyPI),
+# the package built from ./python in the dev profile (its crates are the ones `cargo test` built)
+# and installed, then pytest. Called by scripts/test.sh; expects target/debug/ndtune built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# A venv needs python3-venv; building the extension, Python's headers (python3-dev).
+if ! python3 -c "import ensurepip, venv" 2>/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get install -y -qq --no-install-recommends python3-venv python3-dev >/dev/null
+fi
+venv=target/pyvenv
+if [ ! -x "$venv/bin/pytest" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q maturin pytest numpy kernel_tuner==1.5.0 pyopencl
+fi
+export PATH="$PWD/$venv/bin:$PATH"
+# A dev build reuses the crates `cargo test` compiled; the release wheel is `pip install ./python`.
+MATURIN_PEP517_ARGS="--profile dev" pip install -q --no-build-isolation --force-reinstall --no-deps ./python
+# From the repository root: python/ holds the package's sources, which lack the extension.
+NDTUNE_BIN="$PWD/target/debug/ndtune" pytest -q python/tests
