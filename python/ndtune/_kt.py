@@ -11,6 +11,7 @@ naming them, never ignored.
 import hashlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -91,8 +92,7 @@ REFUSED = {
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
     "parallel": "ndtune measures on one device per call",
     "observers": "ndtune has no counterpart of Kernel Tuner's observers",
-    "metrics": "user metrics are not in ndtune's engine yet",
-    "objectives": "ndtune optimises time only",
+    "objectives": "ndtune optimises one objective (give `objective`)",
 }
 
 
@@ -207,8 +207,57 @@ def _args(arguments):
     return lines
 
 
+# Kernel Tuner's `p["name"]` in a metric: the name itself in ndtune's expressions.
+P_NAME = re.compile(r"""\bp\[\s*(["'])([^"'\]]*)\1\s*\]""")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _metric_expr(name, metric, before):
+    """A Kernel Tuner metric (a string of the parameters, `time` and the metrics `before` it,
+    bare or as `p["name"]`) as an expression of ndtune's language. An earlier metric whose name
+    is no identifier (`p["GFLOP/s"]`) is replaced by its expression, parenthesised."""
+    if callable(metric):
+        _refuse(f"metrics[{name!r}] as a function", "ndtune keeps metrics as expressions beside "
+                "the measurements (so a changed formula re-ranks what is stored); give a string "
+                "in Python syntax instead, e.g. '2 * n / 1e6 / time' or "
+                "'2 * n / 1e6 / p[\"time\"]'")
+    if not isinstance(metric, str):
+        raise SpecError(f"tune_kernel: metrics[{name!r}] must be a string, not {metric!r}")
+
+    def bare(m):
+        named = m.group(2)
+        if IDENTIFIER.fullmatch(named):
+            return named
+        if named in before:
+            return f"({before[named]})"
+        _refuse(f"metrics[{name!r}]", f"{m.group(0)} is neither a metric defined before it nor "
+                "a name of an expression")
+
+    return P_NAME.sub(bare, metric)
+
+
+def _metrics_lines(metrics, objective, higher_is_better):
+    """`[metrics]` and `[objective]`: Kernel Tuner's metrics, in order, and its objective."""
+    lines = []
+    if metrics:
+        if not isinstance(metrics, dict):
+            raise SpecError("tune_kernel: metrics must be a dict of name -> expression")
+        lines.append("[metrics]")
+        before = {}
+        for name, metric in metrics.items():
+            before[str(name)] = _metric_expr(name, metric, before)
+            lines.append(f"{_toml(str(name))} = {_toml(before[str(name)])}")
+        lines.append("")
+    objective = objective or "time"
+    if objective != "time" or higher_is_better:
+        lines += ["[objective]", f"metric = {_toml(str(objective))}",
+                  f"higher_is_better = {'true' if higher_is_better else 'false'}", ""]
+    return lines
+
+
 def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
-               grid_div, restrictions, iterations, compiler_options, block_size_names):
+               grid_div, restrictions, iterations, compiler_options, block_size_names,
+               metrics_lines):
     lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}"]
     if compiler_options:
         lines.append(f"build_options = {_toml([str(o) for o in compiler_options])}")
@@ -239,6 +288,7 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
         lines += ["[space]", f"restrictions = {_toml([str(r) for r in restrictions])}", ""]
     lines += _args(arguments)
     lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}", ""]
+    lines += metrics_lines
     return "\n".join(lines)
 
 
@@ -326,10 +376,9 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     _check_refused(locals())
     if lang is not None and str(lang).lower() != "opencl":
         _refuse(f"lang={lang!r}", "ndtune tunes OpenCL kernels only")
-    if objective not in (None, "time"):
-        _refuse(f"objective={objective!r}", "ndtune optimises time only")
-    if objective_higher_is_better:
-        _refuse("objective_higher_is_better=True", "time is lower-is-better")
+    objective = objective or "time"
+    higher_is_better = bool(objective_higher_is_better)
+    metrics_lines = _metrics_lines(metrics, objective, higher_is_better)
     block_size_names = list(block_size_names or DEFAULT_BLOCK_SIZE_NAMES)
     block_size_names += DEFAULT_BLOCK_SIZE_NAMES[len(block_size_names):]
     name, budget, time_limit = _strategy(strategy, strategy_options)
@@ -338,7 +387,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         restrictions = [restrictions]
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            (grid_div_x, grid_div_y, grid_div_z), restrictions, iterations,
-                           compiler_options, block_size_names)
+                           compiler_options, block_size_names, metrics_lines)
     spec = write_spec(kernel_name, files, spec_text, arguments)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
@@ -360,13 +409,17 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         result["time"], times = _time_of(r["outcome"])
         if times is not None:
             result["times"] = times
+            # Kernel Tuner's results carry each metric of a measured configuration.
+            result.update({k: v for k, v in r["metrics"].items() if v is not None})
         result["ndtune_outcome"] = r["outcome"]["outcome"]
         results.append(result)
         if verbose and not quiet:
-            print(_line(result, tune_params))
+            print(_line(result, tune_params, metrics))
     device = out["device"]
     measured = [r for r in results if not isinstance(r["time"], ErrorConfig)]
-    best = min(measured, key=lambda r: r["time"]) if measured else None
+    ranked = [r for r in measured if isinstance(r.get(objective), float)]
+    pick = max if higher_is_better else min
+    best = pick(ranked, key=lambda r: r[objective]) if ranked else None
     env = {
         # As Kernel Tuner's env names them.
         "device_name": device["name"],
@@ -380,8 +433,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "kernel_name": kernel_name,
         "problem_size": _json_problem_size(problem_size),
         "block_size_names": block_size_names,
-        "objective": "time",
-        "objective_higher_is_better": False,
+        "objective": objective,
+        "objective_higher_is_better": higher_is_better,
         "strategy": name,
         "db": str(db),
         "spec": str(spec),
@@ -390,7 +443,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if not quiet:
         if best is not None:
             print("best performing configuration:")
-            print(_line(best, tune_params))
+            print(_line(best, tune_params, metrics))
         else:
             print("no configuration was measured")
     return results, env
@@ -414,8 +467,9 @@ def _json_problem_size(problem_size):
     return _plain(problem_size)
 
 
-def _line(result, tune_params):
+def _line(result, tune_params, metrics):
     params = ", ".join(f"{k}={result[k]}" for k in tune_params)
     time = result["time"]
     shown = f"{time:.3f}ms" if isinstance(time, float) else str(time)
-    return f"{params}, time={shown}"
+    values = "".join(f", {k}={result[k]:.3f}" for k in metrics or {} if k in result)
+    return f"{params}, time={shown}{values}"

@@ -129,6 +129,35 @@ def test_max_fevals_counts_distinct_configurations():
     assert len({(r["block_size_x"], r["unused"]) for r in results}) == 5
 
 
+def test_a_gflops_metric_as_the_objective_picks_the_fastest_and_is_in_each_result():
+    params = {"block_size_x": [1, 4, 16, 64, 256]}
+    n = 4096
+    # Kernel Tuner's forms: a bare name, and p["name"], also of a metric defined before.
+    metrics = {"GFLOP/s": f"{n} / 1e6 / time", "MFLOP/s": 'p["GFLOP/s"] * 1000'}
+    results, env = tune_kernel("vector_add", VECTOR_ADD, n, vector_add_args(n), params,
+                               metrics=metrics, objective="GFLOP/s",
+                               objective_higher_is_better=True, quiet=True)
+    assert len(results) == 5
+    for r in results:
+        assert r["ndtune_outcome"] == "measured"
+        assert r["GFLOP/s"] == pytest.approx(n / 1e6 / r["time"])
+        assert r["MFLOP/s"] == pytest.approx(1000 * r["GFLOP/s"])
+    fastest = min(results, key=lambda r: r["time"])
+    assert env["best_config"] == fastest
+    assert env["objective"] == "GFLOP/s" and env["objective_higher_is_better"]
+    spec = open(env["spec"]).read()
+    assert '"GFLOP/s" = "4096 / 1e6 / time"' in spec
+    # A metric of a metric whose name is no identifier: its expression, parenthesised.
+    assert '"MFLOP/s" = "(4096 / 1e6 / time) * 1000"' in spec
+
+
+def test_an_objective_that_is_no_metric_is_refused():
+    with pytest.raises(ndtune.SpecError, match="GFLOPS"):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
+                    metrics={"GFLOP/s": "4096 / 1e6 / time"}, objective="GFLOPS",
+                    objective_higher_is_better=True, quiet=True)
+
+
 CAMPAIGN = """
 import sys
 import numpy as np

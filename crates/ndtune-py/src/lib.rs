@@ -19,9 +19,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
 use ndtune_engine::{Campaign, Event, Options, Processes, Share};
+use ndtune_metrics::Inputs;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
-use ndtune_store::kt::{read_kt_cache, write_kt_cache, KtHeader};
+use ndtune_store::kt::{read_kt_cache, write_kt_cache, KtHeader, MetricValues};
 use ndtune_store::{Group, Record, ResultKey, Store};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -161,7 +162,7 @@ struct Call {
 
 /// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store. Returns
 /// JSON: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
-/// `reused`), `report` (the engine's report) and `device` (its profile).
+/// `reused`, `metrics`: each of the spec's metrics and its value), `report` (the engine's report) and `device` (its profile).
 #[pyfunction]
 fn tune(py: Python<'_>, call: &str) -> PyResult<String> {
     let call: Call = serde_json::from_str(call)
@@ -188,7 +189,7 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
     let header = call
         .cache
         .as_ref()
-        .map(|(path, header)| kt_header(path, header, &device))
+        .map(|(path, header)| kt_header(path, header, &device, &spec))
         .transpose()?;
     if let (Some((path, _)), Some(header)) = (&call.cache, &header) {
         continue_from_cache(path, header, &store, &group)?;
@@ -208,6 +209,8 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
             .progress_chars("=> "),
     );
     bar.set_prefix(spec.kernel.name.clone());
+    let objective = &spec.metrics.objective().metric;
+    let unit = spec.metrics.unit(objective).unwrap_or_default();
     let mut results: Vec<Json> = Vec::new();
     let mut interrupted: Option<PyErr> = None;
     let campaign = Campaign {
@@ -233,8 +236,10 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
             build_jobs: call
                 .build_jobs
                 .unwrap_or_else(ndtune_engine::default_build_jobs),
+            race: spec.measure.race,
             processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
         },
+        worker: None,
     };
     // The campaign holds the GIL (the store is not `Sync`): Python threads wait while it runs.
     let report = {
@@ -244,12 +249,24 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
                 config,
                 outcome,
                 reused,
-                best_ms,
+                best,
             } => {
-                results.push(json!({ "config": config, "outcome": outcome, "reused": reused }));
+                // Every metric's value (null where it has none), as Kernel Tuner puts them in
+                // its results.
+                let values = spec
+                    .metrics
+                    .evaluate(&Inputs::new(&group.constants, config, outcome));
+                let metrics: serde_json::Map<String, Json> = values
+                    .metrics
+                    .into_iter()
+                    .map(|(name, v)| (name, json!(v)))
+                    .collect();
+                results.push(json!({
+                    "config": config, "outcome": outcome, "reused": reused, "metrics": metrics,
+                }));
                 bar.inc(1);
-                if let Some(ms) = best_ms {
-                    bar.set_message(format!("best {ms:.4} ms"));
+                if let Some(v) = best {
+                    bar.set_message(format!("best {objective} {v:.4} {unit}"));
                 }
                 // Ctrl-C reaches Python's handler, which only notes it: look between two
                 // configurations, and stop the workers as a signal to the CLI does.
@@ -269,7 +286,17 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
     if let (Some((path, _)), Some(header)) = (&call.cache, &header) {
         let records = store.records(&group).map_err(store_error)?;
         if !records.is_empty() {
-            write_kt_cache(path, header, &records).map_err(store_error)?;
+            let metrics: MetricValues = records
+                .iter()
+                .filter_map(|r| {
+                    let shown = spec
+                        .metrics
+                        .evaluate(&Inputs::new(&group.constants, &r.key.config, &r.outcome))
+                        .shown();
+                    (!shown.is_empty()).then(|| (r.key.config.clone(), shown))
+                })
+                .collect();
+            write_kt_cache(path, header, &records, &metrics).map_err(store_error)?;
         }
     }
     if let Some(e) = interrupted {
@@ -280,8 +307,9 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
 }
 
 /// The header of the Kernel Tuner cache the Python side describes (`kernel_name`,
-/// `problem_size`, `tune_params_keys`, `tune_params`), on `device`.
-fn kt_header(path: &Path, header: &Json, device: &ClDevice) -> PyResult<KtHeader> {
+/// `problem_size`, `tune_params_keys`, `tune_params`), on `device`, with the spec's metrics and
+/// objective.
+fn kt_header(path: &Path, header: &Json, device: &ClDevice, spec: &Spec) -> PyResult<KtHeader> {
     let field = |name: &str| {
         header
             .get(name)
@@ -297,6 +325,9 @@ fn kt_header(path: &Path, header: &Json, device: &ClDevice) -> PyResult<KtHeader
         problem_size: field("problem_size")?,
         tune_params_keys: serde_json::from_value(field("tune_params_keys")?).map_err(parse)?,
         tune_params: serde_json::from_value(field("tune_params")?).map_err(parse)?,
+        objective: spec.metrics.objective().metric.clone(),
+        objective_higher_is_better: Some(spec.metrics.objective().higher_is_better),
+        metrics: spec.metrics.definitions().metrics.clone(),
     })
 }
 
