@@ -455,7 +455,7 @@ fn a_tuning_only_store_shows_each_campaign_and_the_devices_side_by_side() {
         "<th>parameter</th><th>value</th><th>evaluated</th><th>measured</th>",
         "<th>on device 2</th>",
         "25 configurations evaluated: measured 25.",
-        "aria-label=\"Convergence of transpose N=256 on device 1: the best time fell",
+        "aria-label=\"Convergence of transpose N=256 on device 1: the best time (ms) improved",
     ] {
         assert!(page.contains(text), "the page lacks `{text}`");
     }
