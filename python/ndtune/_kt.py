@@ -78,8 +78,6 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "answer": "ndtune's spec cannot yet take expected outputs as data (a reference is a "
-    "kernel, a configuration, a built-in or a C function)",
     "verify": "a verification function needs the outputs handed back from the worker, which "
     "ndtune does not do yet",
     "smem_args": "shared memory arguments are CUDA's",
@@ -257,7 +255,7 @@ def _metrics_lines(metrics, objective, higher_is_better):
 
 def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
                grid_div, restrictions, iterations, compiler_options, block_size_names,
-               metrics_lines):
+               metrics_lines, verify_lines):
     lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}"]
     if compiler_options:
         lines.append(f"build_options = {_toml([str(o) for o in compiler_options])}")
@@ -289,7 +287,64 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
     lines += _args(arguments)
     lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}", ""]
     lines += metrics_lines
+    lines += verify_lines
     return "\n".join(lines)
+
+
+# The host reference of `answer`: copies each expected output's bytes, kept beside the spec, into
+# the buffer ndtune compares the kernel's output with (docs/spec.md, "Host functions").
+ANSWER_C = """#include <stdio.h>
+#include <stdlib.h>
+
+void ndtune_answer(const ndtune_args *args) {
+    static const struct { const char *buffer; const char *file; size_t bytes; } answers[] = {
+%s
+    };
+    for (size_t k = 0; k < sizeof answers / sizeof answers[0]; k++) {
+        const ndtune_buffer *b = ndtune_buffer_named(args, answers[k].buffer);
+        FILE *f = fopen(answers[k].file, "rb");
+        if (b == NULL || f == NULL || fread(b->data, 1, answers[k].bytes, f) != answers[k].bytes) {
+            fprintf(stderr, "answer: cannot read %%s for %%s\\n", answers[k].file, answers[k].buffer);
+            exit(1);
+        }
+        fclose(f);
+    }
+}
+"""
+
+
+def _answers(answer, arguments):
+    """Kernel Tuner's `answer` (None for an argument not checked): (argument index, array) of
+    each checked one, of the argument's type and size."""
+    if answer is None:
+        return []
+    if len(answer) != len(arguments):
+        raise SpecError(f"tune_kernel: answer has {len(answer)} entries, arguments "
+                        f"{len(arguments)}: give None for each argument not checked")
+    checked = []
+    for i, (a, arg) in enumerate(zip(answer, arguments)):
+        if a is None:
+            continue
+        if not isinstance(arg, np.ndarray) or not isinstance(a, np.ndarray):
+            raise SpecError(f"tune_kernel: answer[{i}] checks argument {i}: both must be NumPy "
+                            "arrays (None for an argument not checked)")
+        if a.dtype != arg.dtype or a.size != arg.size:
+            raise SpecError(f"tune_kernel: answer[{i}] is {a.size} of {a.dtype}, argument {i} "
+                            f"{arg.size} of {arg.dtype}: they must match")
+        checked.append((i, np.ascontiguousarray(a)))
+    if not checked:
+        raise SpecError("tune_kernel: answer checks no argument (every entry is None)")
+    return checked
+
+
+def _verify_lines(checked, atol):
+    """`[verify]`: the checked arguments against the host reference of the answers, within
+    NumPy's allclose rule (rtol 1e-5) and `atol`, as Kernel Tuner checks them."""
+    if not checked:
+        return []
+    return ["[verify]", f"outputs = {_toml([f'arg{i}' for i, _ in checked])}",
+            'reference = { host = "answer.c", function = "ndtune_answer" }',
+            "tolerance = 1e-5", f"atol = {_toml(float(atol))}", ""]
 
 
 def spec_dir():
@@ -304,18 +359,26 @@ def _save(path, array):
         np.save(f, array)
 
 
-def write_spec(kernel_name, files, spec_text, arguments):
-    """Writes the spec directory of a call: its kernel files, spec.toml and each array argument
-    as `argN.npy`. The directory is named by the digest of all of it, so the same call writes
-    the same directory, and a call with other data another. Returns the spec's path."""
+def write_spec(kernel_name, files, spec_text, arguments, checked=()):
+    """Writes the spec directory of a call: its kernel files, spec.toml, each array argument as
+    `argN.npy` and each answer as `answerN.bin` with `answer.c`, the host reference that reads
+    them. The directory is named by the digest of all of it, so the same call writes the same
+    directory, and a call with other data another (`answer.c` names the directory, so the
+    answers are part of the reference's identity). Returns the spec's path."""
     digest = hashlib.sha256(json.dumps([spec_text, files]).encode())
     arrays = [(f"arg{i}.npy", np.ascontiguousarray(a)) for i, a in enumerate(arguments)
               if isinstance(a, np.ndarray)]
-    for name, a in arrays:
+    answers = [(f"answer{i}.bin", a) for i, a in checked]
+    for name, a in arrays + answers:
         digest.update(f"{name} {a.dtype.str} {a.shape}".encode())
         digest.update(a.tobytes())
-    directory = spec_dir() / f"{kernel_name}-{digest.hexdigest()[:16]}"
+    directory = (spec_dir() / f"{kernel_name}-{digest.hexdigest()[:16]}").absolute()
     directory.mkdir(parents=True, exist_ok=True)
+    if checked:
+        entries = ",\n".join(
+            f"        {{ {json.dumps(f'arg{i}')}, {json.dumps(str(directory / f'answer{i}.bin'))}, "
+            f"{a.nbytes} }}" for i, a in checked)
+        files = files + [("answer.c", ANSWER_C % entries)]
 
     # Written once: a campaign's workers check that the files they read are unchanged.
     def put(name, write):
@@ -327,6 +390,8 @@ def write_spec(kernel_name, files, spec_text, arguments):
 
     for name, a in arrays:
         put(name, lambda tmp, a=a: _save(tmp, a))
+    for name, a in answers:
+        put(name, lambda tmp, a=a: tmp.write_bytes(a.tobytes()))
     for name, text in files + [("spec.toml", spec_text)]:
         put(name, lambda tmp, text=text: tmp.write_text(text))
     return directory / "spec.toml"
@@ -383,12 +448,14 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     block_size_names += DEFAULT_BLOCK_SIZE_NAMES[len(block_size_names):]
     name, budget, time_limit = _strategy(strategy, strategy_options)
     files = _kernel_files(kernel_source)
+    checked = _answers(answer, arguments)
     if isinstance(restrictions, str):
         restrictions = [restrictions]
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            (grid_div_x, grid_div_y, grid_div_z), restrictions, iterations,
-                           compiler_options, block_size_names, metrics_lines)
-    spec = write_spec(kernel_name, files, spec_text, arguments)
+                           compiler_options, block_size_names, metrics_lines,
+                           _verify_lines(checked, atol))
+    spec = write_spec(kernel_name, files, spec_text, arguments, checked)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
         cache = [cache, {

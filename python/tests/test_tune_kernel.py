@@ -99,7 +99,8 @@ def test_a_cache_of_another_kernel_is_refused():
 
 @pytest.mark.parametrize("given, named", [
     (dict(lang="CUDA"), "lang='CUDA'"),
-    (dict(answer=[None, None, None, None]), "answer"),
+    (dict(answer=[None, None, None, None]), "answer checks no argument"),
+    (dict(answer=[np.zeros(3, np.float32), None, None, None]), "answer[0]"),
     (dict(observers=[object()]), "observers"),
     (dict(strategy="pso"), "strategy='pso'"),
     (dict(strategy="random_sample", strategy_options={"fraction": 0.1}), "fraction"),
@@ -110,6 +111,23 @@ def test_what_ndtune_cannot_honour_is_refused_by_name(given, named):
     with pytest.raises(ndtune.SpecError, match=named.replace("(", r"\(").replace("[", r"\[")):
         tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
                     quiet=True, **given)
+
+
+def test_answer_verifies_each_configuration_and_a_wrong_one_flags_them_all():
+    args = vector_add_args()
+    params = {"block_size_x": [32, 64, 128]}
+    right = [args[1] + args[2], None, None, None]
+    results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=right,
+                             quiet=True)
+    assert [r["ndtune_outcome"] for r in results] == ["measured"] * 3
+    # Another answer is another reference: nothing stored is reused for it.
+    wrong = [args[1] - args[2], None, None, None]
+    results, env = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=wrong,
+                               quiet=True)
+    assert env["ndtune_report"]["evaluated"] == 3
+    assert [r["ndtune_outcome"] for r in results] == ["wrong_result"] * 3
+    assert all(isinstance(r["time"], ndtune.RuntimeFailedConfig) for r in results)
+    assert env["best_config"] is None
 
 
 def test_a_kernel_that_does_not_build_is_marked_as_kernel_tuner_marks_it():
