@@ -36,6 +36,9 @@ def main():
     for report in sorted(keep.glob("ndtune-*-cold-*.json")):
         db = report.with_suffix(".db")
         d = json.loads(report.read_text())
+        if "devices" not in d:
+            print(f"{report.stem:24} not a campaign's report: {sorted(d)[:4]}")
+            continue
         t, w = d["devices"][0]["time"], d["time"]
         times = builds(db)
         if not times:

@@ -44,25 +44,19 @@ impl DeviceCheck {
         }
     }
 
-    /// Whether `got` (elements of `ty`) matches `want` within `verify`'s tolerances; `key`
-    /// names the expected output for the upload cache: (argument, reference id). Outputs of 2^32 elements or more are not
-    /// checked here (`Ok(None)`: compare on the host).
-    pub fn matches(
+    /// What [`DeviceCheck::matches`] does once per element type and reference, where it
+    /// compares `got` with `want` at all: builds the comparison kernel, uploads the expected
+    /// output. The caller times it apart from the comparisons.
+    pub fn load(
         &mut self,
         session: &Session,
         (arg, reference): (usize, u64),
         ty: ElemType,
         got: &DeviceBuffer,
         want: &[f64],
-        verify: &Verify,
-    ) -> Result<Option<bool>, ClError> {
-        let n = want.len();
-        // Halves are compared on the host: reading them on the device needs cl_khr_fp16.
-        if got.len() != n * ty.size() || u32::try_from(n).is_err() || ty == ElemType::Half {
-            return Ok(None);
-        }
-        if n == 0 {
-            return Ok(Some(true));
+    ) -> Result<(), ClError> {
+        if !compares(ty, got, want) || want.is_empty() {
+            return Ok(());
         }
         let type_name = ty.name();
         if !self.kernels.contains_key(type_name) {
@@ -82,7 +76,31 @@ impl DeviceCheck {
         if self.result.is_none() {
             self.result = Some(session.buffer(&[0; 4])?);
         }
-        let result = self.result.as_mut().expect("made above");
+        Ok(())
+    }
+
+    /// Whether `got` (elements of `ty`) matches `want` within `verify`'s tolerances; `key`
+    /// names the expected output for the upload cache: (argument, reference id). Outputs of 2^32 elements or more are not
+    /// checked here (`Ok(None)`: compare on the host).
+    pub fn matches(
+        &mut self,
+        session: &Session,
+        (arg, reference): (usize, u64),
+        ty: ElemType,
+        got: &DeviceBuffer,
+        want: &[f64],
+        verify: &Verify,
+    ) -> Result<Option<bool>, ClError> {
+        let n = want.len();
+        if !compares(ty, got, want) {
+            return Ok(None);
+        }
+        if n == 0 {
+            return Ok(Some(true));
+        }
+        self.load(session, (arg, reference), ty, got, want)?;
+        let type_name = ty.name();
+        let result = self.result.as_mut().expect("loaded");
         session.write(result, &0u32.to_ne_bytes())?;
         let kernel = &self.kernels[type_name];
         let (count, rtol, atol) = (
@@ -106,6 +124,12 @@ impl DeviceCheck {
         let mismatched = u32::from_ne_bytes(back[..4].try_into().expect("4 bytes"));
         Ok(Some(mismatched == 0))
     }
+}
+
+/// Whether the device compares `got` with `want`: not outputs of 2^32 elements or more, and not
+/// halves (reading them on the device needs cl_khr_fp16): the host compares those.
+fn compares(ty: ElemType, got: &DeviceBuffer, want: &[f64]) -> bool {
+    got.len() == want.len() * ty.size() && u32::try_from(want.len()).is_ok() && ty != ElemType::Half
 }
 
 /// The comparison kernel for outputs of OpenCL C type `ty`.

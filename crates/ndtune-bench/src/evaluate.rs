@@ -83,6 +83,11 @@ pub struct Cost {
     pub prepare_ms: f64,
     /// Reading the outputs back and comparing them with the reference.
     pub verify_ms: f64,
+    /// The campaign's data put on the device, once per argument, size and reference (not part
+    /// of `prepare_ms` and `verify_ms`): inputs generated and uploaded, expected outputs
+    /// uploaded for the comparison on the device, its kernel built.
+    #[serde(default)]
+    pub data_ms: f64,
     /// The whole evaluation, including buffers, arguments, reference and verification.
     pub total_ms: f64,
 }
@@ -123,6 +128,7 @@ pub struct Bench {
     reference_ms: Cell<f64>,
     prepare_ms: Cell<f64>,
     verify_ms: Cell<f64>,
+    data_ms: Cell<f64>,
     /// Initial buffer contents by (argument, length): generated once.
     host_data: RefCell<HashMap<(usize, usize), Rc<HostData>>>,
     /// The device's power source, where the energy is measured ([`Bench::measure_energy`]).
@@ -322,6 +328,7 @@ impl Bench {
             reference_ms: Cell::new(0.0),
             prepare_ms: Cell::new(0.0),
             verify_ms: Cell::new(0.0),
+            data_ms: Cell::new(0.0),
             host_data: RefCell::new(HashMap::new()),
             meter: None,
         })
@@ -413,6 +420,7 @@ impl Bench {
         self.reference_ms.set(0.0);
         self.prepare_ms.set(0.0);
         self.verify_ms.set(0.0);
+        self.data_ms.set(0.0);
         if let Some(path) = binary {
             if let Ok(bytes) = std::fs::read(path) {
                 let options = self.options(config);
@@ -429,6 +437,7 @@ impl Bench {
             reference_ms: self.reference_ms.get(),
             prepare_ms: self.prepare_ms.get(),
             verify_ms: self.verify_ms.get(),
+            data_ms: self.data_ms.get(),
             total_ms: started.elapsed().as_secs_f64() * 1e3,
         };
         Ok((outcome, cost))
@@ -465,9 +474,10 @@ impl Bench {
 
     /// Evaluates one configuration (values in parameter declaration order).
     pub fn evaluate(&mut self, config: &[i64]) -> Result<Outcome, Fatal> {
-        let started = Instant::now();
+        let (started, data_ms) = (Instant::now(), self.data_ms.get());
         let prepared = self.prepare(config);
-        self.prepare_ms.set(started.elapsed().as_secs_f64() * 1e3);
+        self.prepare_ms
+            .set(started.elapsed().as_secs_f64() * 1e3 - (self.data_ms.get() - data_ms));
         let prepared = match prepared {
             Ok(p) => p,
             Err(RunError::Outcome(o)) => return Ok(*o),
@@ -486,6 +496,12 @@ impl Bench {
             Err(RunError::Outcome(o)) => Ok(*o),
             Err(RunError::Fatal(f)) => Err(f),
         }
+    }
+
+    /// Counts the time since `started` as putting the campaign's data on the device.
+    fn add_data_time(&self, started: Instant) {
+        self.data_ms
+            .set(self.data_ms.get() + started.elapsed().as_secs_f64() * 1e3);
     }
 
     /// Keeps a configuration's own device buffers for the next one.
@@ -522,8 +538,10 @@ impl Bench {
         if let Some(b) = self.pristine.borrow().get(&key) {
             return Ok(Rc::clone(b));
         }
+        let started = Instant::now();
         let input = Rc::new(self.session.buffer(&data.bytes)?);
         self.pristine.borrow_mut().insert(key, Rc::clone(&input));
+        self.add_data_time(started);
         Ok(input)
     }
 
@@ -553,6 +571,7 @@ impl Bench {
                     let data = match cached {
                         Some(data) => data,
                         None => {
+                            let started = Instant::now();
                             let bytes = initial_bytes(&self.spec, i, len, config, self.seed)
                                 .map_err(Fatal)?;
                             let values = from_bytes(*ty, &bytes);
@@ -560,6 +579,7 @@ impl Bench {
                             self.host_data
                                 .borrow_mut()
                                 .insert((i, len), Rc::clone(&data));
+                            self.add_data_time(started);
                             data
                         }
                     };
@@ -696,11 +716,19 @@ impl Bench {
             let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
             let mut device_check = self.device_check.borrow_mut();
             if let Some(check) = device_check.as_mut() {
-                match check.matches(&self.session, (i, expected.id), ty, buffer, want, verify) {
-                    Ok(Some(true)) => continue,
-                    Ok(_) => {}
-                    // A driver that cannot run the comparison: the host compares from now on.
-                    Err(_) => *device_check = None,
+                let started = Instant::now();
+                let loaded = check.load(&self.session, (i, expected.id), ty, buffer, want);
+                self.add_data_time(started);
+                if loaded.is_err() {
+                    // A driver that cannot build the comparison: the host compares from now on.
+                    *device_check = None;
+                } else {
+                    match check.matches(&self.session, (i, expected.id), ty, buffer, want, verify) {
+                        Ok(Some(true)) => continue,
+                        Ok(_) => {}
+                        // A driver that cannot run the comparison: the host compares from now on.
+                        Err(_) => *device_check = None,
+                    }
                 }
             }
             drop(device_check);
@@ -1007,7 +1035,7 @@ impl Bench {
         if let Some(verify) = &self.spec.verify {
             // The verified run is a run like the others before timing: the first warm-up.
             warmup = warmup.saturating_sub(1);
-            let started = Instant::now();
+            let (started, data_ms) = (Instant::now(), self.data_ms.get());
             let mut wrong = match expected {
                 Some(expected) => self.verify(p, expected, verify)?.map(|m| m.to_string()),
                 None => None,
@@ -1015,7 +1043,8 @@ impl Bench {
             if let (None, Some(check)) = (&wrong, &verify.check) {
                 wrong = self.host_check(config, p, check, verify)?;
             }
-            self.verify_ms.set(started.elapsed().as_secs_f64() * 1e3);
+            self.verify_ms
+                .set(started.elapsed().as_secs_f64() * 1e3 - (self.data_ms.get() - data_ms));
             if let Some(detail) = wrong {
                 return Ok(Outcome::WrongResult { detail });
             }

@@ -308,8 +308,12 @@ impl Campaign<'_> {
         let energy = energy_report(self.device, metrics)
             .map_err(|why| CampaignError::Spec(format!("{label}: {why}; nothing was measured")))?;
         self.store.put_metrics(&group, metrics.definitions())?;
-        // Racing decides by time: it applies where time is the objective.
-        let race = self.options.race.filter(|_| metrics.is_time());
+        // Racing decides by time: it applies where time is the objective (whatever metrics are
+        // recorded besides: a raced configuration's are computed from the runs it got).
+        let race = self
+            .options
+            .race
+            .filter(|_| *metrics.objective() == ndtune_metrics::Objective::time());
         let mut noise = Noise::default();
         let mut existing: HashMap<Config, Outcome> = HashMap::new();
         let mut measure_again = HashSet::new();

@@ -111,6 +111,9 @@ pub struct TimeSpent {
     pub total_s: f64,
     /// Computing reference outputs.
     pub reference_s: f64,
+    /// The campaign's data put on the device, once per argument, size and reference: inputs
+    /// generated and uploaded, expected outputs uploaded for the comparison on the device.
+    pub data_s: f64,
     pub build_s: f64,
     /// Build worker processes (1: builds in the measurement worker).
     pub build_jobs: usize,
@@ -121,7 +124,8 @@ pub struct TimeSpent {
     /// the reference.
     pub prepare_s: f64,
     pub verify_s: f64,
-    /// What is none of these, per configuration: requests, buffers, arguments, verification.
+    /// What is none of these (nor the data), per configuration: requests, buffers, arguments,
+    /// verification.
     pub overhead_ms_per_config: f64,
     /// Waiting for evaluations that crashed or timed out (not in `total_s`).
     pub lost_s: f64,
@@ -156,7 +160,7 @@ impl TimeSpent {
     /// The per-configuration overhead: what the totals do not account for.
     fn recompute_overhead(&mut self) {
         if self.configs > 0 {
-            let accounted = self.build_s + self.launch_s + self.reference_s;
+            let accounted = self.build_s + self.launch_s + self.reference_s + self.data_s;
             self.overhead_ms_per_config = (self.total_s - accounted) * 1e3 / self.configs as f64;
         }
     }
@@ -172,6 +176,7 @@ impl TimeSpent {
         self.build_s += wait_s + c.build_ms / 1e3;
         self.launch_s += c.launch_ms / 1e3;
         self.reference_s += c.reference_ms / 1e3;
+        self.data_s += c.data_ms / 1e3;
         self.prepare_s += c.prepare_ms / 1e3;
         self.verify_s += c.verify_ms / 1e3;
         if let Outcome::Measured(Timing {

@@ -622,13 +622,14 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
     let t = &r.time;
     println!(
         "  time       {:.2} s: setup {:.2} s, worker start {:.2} s ({:.2} s waited for), \
-         reference {:.2} s, builds {:.2} s, launches {:.2} s, overhead {:.2} ms per configuration, \
-         store {:.2} s, strategy {:.2} s, shutdown {:.2} s",
+         reference {:.2} s, data {:.2} s, builds {:.2} s, launches {:.2} s, overhead {:.2} ms per \
+         configuration, store {:.2} s, strategy {:.2} s, shutdown {:.2} s",
         t.campaign_s,
         t.setup_s,
         t.startup_s,
         t.startup_waited_s,
         t.reference_s,
+        t.data_s,
         t.build_s,
         t.launch_s,
         t.overhead_ms_per_config,

@@ -40,6 +40,9 @@ local = ["64"]
 [verify]
 outputs = ["y"]
 reference = {{ config = {{ W = 1 }} }}
+# A metric recorded besides the time: the objective is still the time, so racing applies.
+[measure]
+flops = "2 * 64 * W * N"
 "#
         ),
     )
