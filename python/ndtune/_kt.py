@@ -6,9 +6,17 @@ call reuses what the first measured. The directory is tuned by the extension (`_
 through the engine the `ndtune` command runs; the evaluated configurations come back shaped as
 Kernel Tuner shapes its results. Arguments ndtune cannot honour are refused with `SpecError`
 naming them, never ignored.
+
+Kernel Tuner's functions of the parameters (a `kernel_source` that generates the code,
+`restrictions` functions, `defines`, a `problem_size` function) are called here, in this
+process, once per configuration the engine is about to evaluate (`_per_config`, which the
+engine asks through `_ndtune.tune`): nothing is enumerated, and lambdas and closures need no
+pickling. Their identity (`_identity`: code, constants, defaults, closure and global values) is
+written into the spec directory's kernel file, so a changed function is another campaign.
 """
 
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -84,8 +92,6 @@ REFUSED = {
     "cmem_args": "constant memory arguments are CUDA's",
     "texmem_args": "texture memory arguments are CUDA's",
     "compiler": "ndtune tunes OpenCL kernels only; `compiler` selects a C/C++/Fortran compiler",
-    "defines": "ndtune passes each parameter the kernel mentions as -D NAME=VALUE; replacing "
-    "those defines is not supported yet",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
     "parallel": "ndtune measures on one device per call",
@@ -123,8 +129,8 @@ def _expr(value, what):
     """A Kernel Tuner size or divisor (an integer or a Python expression of the parameters) as
     an expression of ndtune's language, parenthesised."""
     if callable(value):
-        _refuse(what, "a function of the parameters is not supported yet: give a string "
-                "expression of them")
+        _refuse(what, "a function of the parameters is not supported (a problem_size function "
+                "is): give a string expression of them")
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return f"({int(value)})"
     if isinstance(value, str):
@@ -143,9 +149,6 @@ def _divisor(divisor, default_name, tune_params, what):
 
 
 def _problem_size(problem_size):
-    if callable(problem_size):
-        _refuse("problem_size", "a function of the parameters is not supported yet: give "
-                "integers or string expressions of them")
     if isinstance(problem_size, (str, int, np.integer)):
         problem_size = (problem_size,)
     sizes = list(problem_size)
@@ -158,9 +161,11 @@ def _kernel_files(kernel_source):
     """The kernel's files: (name, text) of the kernel and of the files it includes, as Kernel
     Tuner reads them (a file name, a list of file names with the kernel's first, or code)."""
     if callable(kernel_source):
-        _refuse("kernel_source", "a function that generates the code per configuration is not "
-                "supported yet: give the code, a file name or a list of file names")
+        return [("kernel.cl", "")]  # generated per configuration
     if isinstance(kernel_source, (list, tuple)):
+        if any(callable(k) for k in kernel_source):
+            _refuse("kernel_source", "a list with a function in it is not supported: give the "
+                    "function alone (the code it returns may not #include files)")
         paths = [Path(p) for p in kernel_source]
     elif isinstance(kernel_source, Path) or (
         isinstance(kernel_source, str) and "\n" not in kernel_source
@@ -265,7 +270,6 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
         if not values:
             raise SpecError(f"tune_kernel: tune_params[{name!r}] has no values")
         lines.append(f"{name} = {_toml(values)}")
-    sizes = _problem_size(problem_size)
     blocks = [
         name if name in tune_params else str(default)
         for name, default in zip(block_size_names, DEFAULT_BLOCK_SIZES)
@@ -274,16 +278,22 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
         _divisor(d, block_size_names[i], tune_params, f"grid_div_{'xyz'[i]}")
         for i, d in enumerate(grid_div)
     ]
-    # Kernel Tuner's grid: ceil(problem size / divisor) work-groups of the block size.
-    global_sizes = [
-        f"({s} + {d} - 1) // {d} * {b}" for s, d, b in zip(sizes, divisors, blocks)
-    ]
-    lines += ["", "[launch]", f"global = {_toml(global_sizes)}", f"local = {_toml(blocks)}", ""]
-    if restrictions:
-        if callable(restrictions) or any(callable(r) for r in restrictions):
-            _refuse("restrictions", "a Python function is not supported yet: give strings in "
-                    "Python syntax")
-        lines += ["[space]", f"restrictions = {_toml([str(r) for r in restrictions])}", ""]
+    lines += ["", "[launch]"]
+    if callable(problem_size):
+        # The global size of each configuration comes from the problem_size function.
+        lines.append(f"global = {_toml(blocks)}  # per configuration: problem_size is a function")
+    else:
+        # Kernel Tuner's grid: ceil(problem size / divisor) work-groups of the block size.
+        lines.append("global = " + _toml([
+            f"({s} + {d} - 1) // {d} * {b}"
+            for s, d, b in zip(_problem_size(problem_size), divisors, blocks)]))
+    lines += [f"local = {_toml(blocks)}", ""]
+    space = [f"restrictions = {_toml([str(r) for r in restrictions])}"] if restrictions else []
+    if callable(problem_size):
+        # The grid is unknown to the pruner: only what the device enforces prunes.
+        space.append('platform = "legal"')
+    if space:
+        lines += ["[space]", *space, ""]
     lines += _args(arguments)
     lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}", ""]
     lines += metrics_lines
@@ -449,10 +459,15 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     name, budget, time_limit = _strategy(strategy, strategy_options)
     files = _kernel_files(kernel_source)
     checked = _answers(answer, arguments)
-    if isinstance(restrictions, str):
-        restrictions = [restrictions]
+    grid_div = (grid_div_x, grid_div_y, grid_div_z)
+    strings, functions = _restrictions(restrictions, tune_params)
+    per_config = _PerConfig(kernel_source, files, problem_size, tune_params, grid_div,
+                            block_size_names, defines, functions)
+    if per_config.identity:
+        # The functions' identity is part of the kernel file's text, so of the results' setup.
+        files = [(files[0][0], per_config.stub(files[0][1]))] + files[1:]
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
-                           (grid_div_x, grid_div_y, grid_div_z), restrictions, iterations,
+                           grid_div, strings, iterations,
                            compiler_options, block_size_names, metrics_lines,
                            _verify_lines(checked, atol))
     spec = write_spec(kernel_name, files, spec_text, arguments, checked)
@@ -469,7 +484,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "device": device, "strategy": name, "budget": budget, "time_limit": time_limit,
         "seed": int(seed or 0), "build_jobs": build_jobs, "warm_start": warm_start,
         "timeout": timeout, "quiet": quiet, "cache": cache,
-    })))
+    }), per_config if per_config.active else None))
     results = []
     for r in out["results"]:
         result = {k: r["config"][k] for k in tune_params}
@@ -514,6 +529,207 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         else:
             print("no configuration was measured")
     return results, env
+
+
+def _restrictions(restrictions, tune_params):
+    """Kernel Tuner's restrictions split into strings (the spec's) and functions, each a
+    predicate of the parameters called as Kernel Tuner 1.5 calls it: a lone function of one
+    argument (with more than one parameter) gets the dict of the parameters, a function in the
+    list the values of every parameter in order, a `(function, names)` tuple those named."""
+    if restrictions is None:
+        return [], []
+    if not isinstance(restrictions, (list, tuple)) or (
+            isinstance(restrictions, tuple) and len(restrictions) in (2, 3)
+            and callable(restrictions[0])):
+        restrictions = [restrictions]
+    names = list(tune_params)
+    if (len(restrictions) == 1 and callable(restrictions[0])
+            and len(inspect.signature(restrictions[0]).parameters) == 1 and len(names) > 1):
+        whole = restrictions[0]
+        return [], [(whole, lambda p: whole(p))]
+    strings, functions = [], []
+    for r in restrictions:
+        if isinstance(r, str):
+            strings.append(r)
+        elif callable(r):
+            functions.append((r, lambda p, r=r: r(*(p[n] for n in names))))
+        elif isinstance(r, tuple) and len(r) in (2, 3) and callable(r[0]):
+            f, selected = r[0], list(r[1])
+            functions.append((f, lambda p, f=f, sel=selected: f(*(p[n] for n in sel))))
+        else:
+            raise SpecError(f"tune_kernel: restrictions: {r!r} is neither a string in Python "
+                            "syntax nor a function of the parameters")
+    return strings, functions
+
+
+def _identity(value, seen=None):
+    """What a function of the parameters (or a value it reads) is, as text to digest: a
+    function's module, name, bytecode, constants, defaults, closure values and the plain
+    values of the globals it names; any other value's repr."""
+    seen = set() if seen is None else seen
+    code = getattr(value, "__code__", None)
+    if code is None and not callable(value) and not isinstance(value, (list, tuple, dict)):
+        return repr(value)
+    if id(value) in seen:
+        return "<recursion>"
+    seen.add(id(value))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_identity(v, seen) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_identity(v, seen)}" for k, v in value.items()) + "}"
+    if code is None:  # a callable object: its class's __call__
+        call = getattr(type(value), "__call__", None)
+        inner = _identity(call, seen) if hasattr(call, "__code__") else ""
+        return f"{type(value).__module__}.{type(value).__qualname__}:{inner}:{value!r}"
+    parts = [getattr(value, "__module__", ""), getattr(value, "__qualname__", "")]
+    parts += _code_identity(code)
+    parts += [_identity(d, seen) for d in (getattr(value, "__defaults__", None) or ())]
+    for cell in getattr(value, "__closure__", None) or ():
+        try:
+            parts.append(_identity(cell.cell_contents, seen))
+        except ValueError:  # an empty cell
+            parts.append("<empty>")
+    globals_ = getattr(value, "__globals__", {})
+    for name in _code_names(code):
+        if name in globals_:
+            g = globals_[name]
+            if isinstance(g, (int, float, str, bytes, tuple, list, dict, np.generic)) \
+                    or callable(g) and getattr(g, "__module__", None) == value.__module__:
+                parts.append(f"{name}={_identity(g, seen)}")
+    return "\n".join(str(p) for p in parts)
+
+
+def _code_identity(code):
+    parts = [code.co_code.hex(), repr(code.co_names)]
+    for c in code.co_consts:
+        parts += _code_identity(c) if inspect.iscode(c) else [repr(c)]
+    return parts
+
+
+def _code_names(code):
+    names = list(code.co_names)
+    for c in code.co_consts:
+        if inspect.iscode(c):
+            names += _code_names(c)
+    return names
+
+
+class _PerConfig:
+    """The call's functions of the parameters, which the engine asks about each configuration
+    before it evaluates it (called with the configuration as JSON): `None` where a restriction
+    function excludes it, else `(code, global size)`, each `None` where the spec's stands."""
+
+    def __init__(self, kernel_source, files, problem_size, tune_params, grid_div,
+                 block_size_names, defines, restrictions):
+        self.generator = kernel_source if callable(kernel_source) else None
+        self.text = files[0][1]
+        self.problem_size = problem_size
+        self.names = list(tune_params)
+        self.grid_div = grid_div
+        self.block_size_names = block_size_names
+        self.defines = defines
+        self.restrictions = [r for _, r in restrictions]
+        if defines is not None and not isinstance(defines, dict):
+            raise SpecError(f"tune_kernel: defines must be a dict of name -> value or function, "
+                            f"not {type(defines).__name__}")
+        if defines is not None and len(files) > 1:
+            _refuse("defines", "with a list of kernel files; give the kernel as one file or code")
+        self.generates = self.generator is not None or defines is not None
+        self.active = self.generates or callable(problem_size) or bool(self.restrictions)
+        # Only what changes a measurement is part of the results' identity: restrictions
+        # choose configurations, as `[space]` does.
+        changing = [self.generator, defines, problem_size if callable(problem_size) else None]
+        self.identity = (
+            hashlib.sha256(_identity(changing).encode()).hexdigest()
+            if self.generates or callable(problem_size) else None)
+
+    def stub(self, text):
+        """The kernel file's text with the functions' identity: the code itself where it is
+        generated per configuration (the engine builds each configuration's own)."""
+        mark = f"/* ndtune: per configuration, {self.identity} */\n"
+        return mark if self.generator is not None else text + "\n" + mark
+
+    def __call__(self, config_json):
+        config = json.loads(config_json)
+        params = {k: config[k] for k in self.names}
+        if not all(r(params) for r in self.restrictions):
+            return None
+        threads = [int(params.get(n, d)) for n, d in zip(self.block_size_names,
+                                                          DEFAULT_BLOCK_SIZES)]
+        if not self.generates and not callable(self.problem_size):
+            return None, None
+        grid = _kt_grid(self.problem_size, params, self.grid_div, self.block_size_names)
+        source = None
+        if self.generates:
+            code = self.generator(params) if self.generator is not None else self.text
+            if not isinstance(code, str):
+                raise SpecError(f"tune_kernel: kernel_source returned {type(code).__name__} "
+                                f"for {params}; it must return the code as a string")
+            source = _kt_prefix(self.defines, params, grid, threads, self.block_size_names) + code
+        global_size = ([g * t for g, t in zip(grid, threads)]
+                       if callable(self.problem_size) else None)
+        return source, global_size
+
+
+def _kt_replace(text, params):
+    """Kernel Tuner's replace_param_occurrences: each token naming a parameter, by its value."""
+    return "".join(str(params[t]) if t in params else t
+                   for t in re.split("([a-zA-Z0-9_]+)", text))
+
+
+def _kt_grid(problem_size, params, grid_div, block_size_names):
+    """Kernel Tuner's grid of a configuration: work-groups per dimension."""
+    if callable(problem_size):
+        problem_size = problem_size(params)
+    if isinstance(problem_size, (str, int, np.integer)):
+        problem_size = (problem_size,)
+    sizes = [1, 1, 1]
+    for i, p in enumerate(problem_size):
+        if isinstance(p, str):
+            sizes[i] = int(eval(_kt_replace(p, params)))
+        elif isinstance(p, (int, np.integer)):
+            sizes[i] = int(p)
+        else:
+            raise SpecError(f"tune_kernel: problem_size gave {p!r} for {params}; it must give "
+                            "integers or strings")
+
+    def divisor(d, default):
+        if d is None:
+            return params.get(default, 1)
+        if isinstance(d, (int, np.integer)):
+            return int(d)
+        if callable(d):
+            return d(params)
+        if isinstance(d, str):
+            return int(eval(_kt_replace(d, params)))
+        n = 1
+        for x in d:
+            n *= divisor(x, 1)
+        return n
+
+    return [int(np.ceil(float(s) / float(divisor(d, n))))
+            for s, d, n in zip(sizes, grid_div, block_size_names)]
+
+
+def _kt_prefix(defines, params, grid, threads, block_size_names):
+    """Kernel Tuner's prepare_kernel_string: a #define of each of `defines` (a function's value
+    for the parameters, a string's with the parameters replaced), by default of the grid, the
+    block sizes, each parameter and kernel_tuner; then #line 1."""
+    if defines is None:
+        defines = dict(zip(["grid_size_x", "grid_size_y", "grid_size_z"], grid))
+        defines.update(zip(block_size_names, threads))
+        defines.update(params)
+        defines["kernel_tuner"] = 1
+    prefix = ""
+    for k, v in defines.items():
+        if callable(v):
+            v = v(params)
+        elif isinstance(v, str):
+            v = _kt_replace(v, params)
+        if not k.isidentifier():
+            raise SpecError(f"tune_kernel: defines: {k!r} is not a valid identifier")
+        prefix += f"#define {k} " + str(v).replace("\n", "\\\n") + "\n"
+    return prefix + "#line 1\n" if prefix else ""
 
 
 def _worker_command():

@@ -104,7 +104,9 @@ def test_a_cache_of_another_kernel_is_refused():
     (dict(observers=[object()]), "observers"),
     (dict(strategy="pso"), "strategy='pso'"),
     (dict(strategy="random_sample", strategy_options={"fraction": 0.1}), "fraction"),
-    (dict(restrictions=lambda p: True), "restrictions"),
+    (dict(verify=lambda answer, result, atol: True), "verify"),
+    (dict(restrictions=[3]), "restrictions"),
+    (dict(defines=["X"]), "defines"),
     (dict(metrics={"GFLOP/s": lambda p: 1.0}), "metrics"),
 ])
 def test_what_ndtune_cannot_honour_is_refused_by_name(given, named):

@@ -19,6 +19,7 @@ use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::race::Limits;
 use crate::verify::compare_bytes;
+use crate::worker::Generated;
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Energy, Outcome, Timing};
 use ndtune_device::DeviceType;
@@ -133,6 +134,9 @@ pub struct Bench {
     host_data: RefCell<HashMap<(usize, usize), Rc<HostData>>>,
     /// The device's power source, where the energy is measured ([`Bench::measure_energy`]).
     meter: Option<ndtune_energy::Meter>,
+    /// The code and global size the front end worked out for the configuration being
+    /// evaluated, where it did ([`Bench::generate`]).
+    generated: Generated,
 }
 
 /// One buffer's initial contents, as bytes for the device and as values for references.
@@ -331,6 +335,7 @@ impl Bench {
             data_ms: Cell::new(0.0),
             host_data: RefCell::new(HashMap::new()),
             meter: None,
+            generated: Generated::default(),
         })
     }
 
@@ -380,6 +385,13 @@ impl Bench {
     /// turns it off).
     pub fn compares_on_device(&self) -> bool {
         self.device_check.borrow().is_some()
+    }
+
+    /// The next evaluations build `generated`'s code and launch its global size where it has
+    /// them, in place of the spec's source and `[launch] global` (`None`: the spec's).
+    /// Generated code is built for its evaluation and not kept: each configuration has its own.
+    pub fn generate(&mut self, generated: Option<Generated>) {
+        self.generated = generated.unwrap_or_default();
     }
 
     /// Build options of a configuration of the tuned kernel.
@@ -625,11 +637,14 @@ impl Bench {
         config: &[i64],
         p: &Prepared,
     ) -> Result<(ndtune_cl::Kernel, Vec<usize>, Vec<usize>), RunError> {
-        let global = self
-            .global
-            .iter()
-            .map(|n| size(n, config, "[launch] global"))
-            .collect::<Result<Vec<_>, _>>()?;
+        let global = match &self.generated.global {
+            Some(global) => global.clone(),
+            None => self
+                .global
+                .iter()
+                .map(|n| size(n, config, "[launch] global"))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         let local = self
             .local
             .iter()
@@ -637,9 +652,11 @@ impl Bench {
             .collect::<Result<Vec<_>, _>>()?;
         let options = self.options(config);
         let started = Instant::now();
-        let built = self
-            .session
-            .kernel(&self.source.text, &self.spec.kernel.name, &options);
+        let name = &self.spec.kernel.name;
+        let built = match &self.generated.source {
+            Some(code) => self.session.own_kernel(code, name, &options),
+            None => self.session.kernel(&self.source.text, name, &options),
+        };
         self.build_ms
             .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
         let kernel = match built {

@@ -6,7 +6,7 @@
 use crate::evaluate::{Cost, Fatal};
 use crate::process::{LineProcess, Silence};
 use crate::race::Limits;
-use crate::worker::{Job, Request, Response};
+use crate::worker::{Generated, Job, Request, Response};
 use ndtune_core::Outcome;
 use std::path::Path;
 use std::process::Command;
@@ -139,14 +139,15 @@ impl Supervisor {
     }
 
     /// Evaluates one configuration in the worker, with the program binary a build worker made
-    /// for it where there is one, and the limits that stop its timing early where racing. A
-    /// crash or a hang is an outcome; only a fatal answer (a broken spec, kernel or reference)
-    /// is an error.
+    /// for it where there is one, the limits that stop its timing early where racing, and the
+    /// code or global size the front end generated for it. A crash or a hang is an outcome;
+    /// only a fatal answer (a broken spec, kernel or reference) is an error.
     pub fn evaluate(
         &mut self,
         config: &[i64],
         binary: Option<&Path>,
         race: Option<&Limits>,
+        generated: Option<&Generated>,
     ) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
@@ -157,6 +158,7 @@ impl Supervisor {
             config: config.to_vec(),
             binary: binary.map(Path::to_path_buf),
             race: race.cloned(),
+            generated: generated.cloned(),
         })
         .expect("serialises");
         let started = Instant::now();

@@ -33,17 +33,32 @@ pub struct Job {
     pub energy: bool,
 }
 
+/// What the front end that runs a campaign worked out for one configuration in its own process
+/// (the Python package's functions of the parameters, docs/python.md): the kernel's whole code,
+/// built in place of the spec's source (with the spec's build options, without its defines),
+/// and the launch's global size, in place of `[launch] global`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Generated {
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub global: Option<Vec<usize>>,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Request {
     /// Evaluate a configuration (values in parameter order); `binary`: a file holding the
     /// program binary a build worker made for its build options, loaded instead of compiling;
-    /// `race`: when its timing stops early ([`crate::race`]).
+    /// `race`: when its timing stops early ([`crate::race`]); `generated`: its own code or
+    /// global size.
     Evaluate {
         config: Vec<i64>,
         binary: Option<PathBuf>,
         #[serde(default)]
         race: Option<Limits>,
+        #[serde(default)]
+        generated: Option<Generated>,
     },
 }
 
@@ -156,7 +171,9 @@ impl Service for Bench {
             config,
             binary,
             race,
+            generated,
         } = request;
+        self.generate(generated);
         let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref(), race.as_ref())?;
         Ok(Response::Outcome { outcome, cost })
     }

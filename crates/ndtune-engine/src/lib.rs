@@ -40,6 +40,12 @@
 //!   is kept per define set, so the strategy learns which launches go beyond it before they are
 //!   measured ([`ndtune_search::Evaluator::exceeds_advice`]).
 //!
+//! - With a [`PerConfig`] ([`Campaign::run_with`]), the front end that runs the campaign works
+//!   out in its own process what each configuration is before it is evaluated: excluded from
+//!   the space, or its own code and global size (the Python package's functions of the
+//!   parameters). Builds then happen in the measurement worker, one at a time: the build
+//!   workers build the spec's source.
+//!
 //! It never parses a command line and never prints.
 
 mod advice;
@@ -59,7 +65,7 @@ use ndtune_bench::builder::BuildPool;
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
-use ndtune_bench::worker::Job;
+use ndtune_bench::worker::{Generated, Job};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Codec, Config, Outcome, Timing};
 use ndtune_device::DeviceType;
@@ -227,6 +233,15 @@ pub enum Event<'a> {
     Warning(String),
 }
 
+/// What the front end that runs a campaign works out for each configuration, in its own process,
+/// before the configuration is evaluated or read back from the store.
+pub trait PerConfig {
+    /// `Ok(None)`: the configuration is excluded from the space (never evaluated, not counted
+    /// in the budget, not reported); else what it runs, where not the spec's. An error stops
+    /// the campaign.
+    fn configure(&mut self, config: &Config) -> Result<Option<Generated>, String>;
+}
+
 /// Receives a campaign's [`Event`]s.
 pub trait Observer {
     fn event(&mut self, event: Event<'_>);
@@ -259,6 +274,21 @@ impl Campaign<'_> {
     /// Runs the campaign: configurations the store holds are reused, the others measured and
     /// committed one by one. Returns the campaign's report.
     pub fn run(self, observer: &mut dyn Observer) -> Result<DeviceReport, CampaignError> {
+        self.run_with(observer, None)
+    }
+
+    /// [`Campaign::run`], with what `per_config` works out for each configuration. A campaign
+    /// with one is not shared ([`Options::share`]): other workers could not ask it.
+    pub fn run_with(
+        self,
+        observer: &mut dyn Observer,
+        per_config: Option<&mut dyn PerConfig>,
+    ) -> Result<DeviceReport, CampaignError> {
+        if per_config.is_some() && self.options.share.is_some() {
+            return Err(CampaignError::Spec(
+                "a campaign whose configurations a front end works out cannot be shared".into(),
+            ));
+        }
         let started = Instant::now();
         let spec = self.spec;
         let source = spec
@@ -343,7 +373,7 @@ impl Campaign<'_> {
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile.device_type == DeviceType::Cpu;
-        let pool = (self.options.build_jobs > 1)
+        let pool = (self.options.build_jobs > 1 && per_config.is_none())
             .then(|| {
                 BuildPool::new(
                     self.options.processes.command("__builder"),
@@ -440,6 +470,9 @@ impl Campaign<'_> {
             measured_ahead: Default::default(),
             promised: Vec::new(),
             advice,
+            // Reborrowed for the campaign's own lifetime.
+            per_config: per_config.map(|p| p as &mut dyn PerConfig),
+            configured: None,
         };
         let run = Run {
             budget: Budget {

@@ -6,10 +6,11 @@
 
 use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
-use crate::{Event, Observer, TimeSpent};
+use crate::{Event, Observer, PerConfig, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::race::{Limits, Noise};
 use ndtune_bench::supervisor::Supervisor;
+use ndtune_bench::worker::Generated;
 use ndtune_core::{Codec, Config, Outcome};
 use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Evaluated, Evaluator, Point};
@@ -67,6 +68,12 @@ pub(crate) struct Live<'a> {
     pub promised: Vec<(String, Point)>,
     /// The driver's advice per build, from every outcome seen.
     pub advice: AdviceBook<'a>,
+    /// What the front end works out for each configuration, where it does (then there is no
+    /// build pool and no sharing: only the point asked for is measured).
+    pub per_config: Option<&'a mut dyn PerConfig>,
+    /// The point [`Evaluator::excluded`] was last asked of and what it runs, for the
+    /// evaluation that follows.
+    pub configured: Option<(Point, Option<Generated>)>,
 }
 
 /// What racing knows: the rule, the protocol's runs, the measurement noise seen so far and the
@@ -189,14 +196,21 @@ impl Live<'_> {
                 return Some(outcome);
             }
         };
+        let generated = self.generated(point);
+        if self.stopped.is_some() {
+            return None;
+        }
         let pool = self.pool.as_ref().filter(|_| self.pause_builds);
         if let Some(pool) = pool {
             pool.pause();
         }
         let limits = self.racing.limits();
-        let evaluated = self
-            .supervisor
-            .evaluate(point, binary.as_deref(), limits.as_ref());
+        let evaluated = self.supervisor.evaluate(
+            point,
+            binary.as_deref(),
+            limits.as_ref(),
+            generated.as_ref(),
+        );
         if let Some(pool) = pool {
             pool.resume();
         }
@@ -458,6 +472,32 @@ impl Live<'_> {
         }
     }
 
+    /// What the front end works out for `point`: `Ok(None)` where it excludes it, `Ok(Some(_))`
+    /// what it runs (`Generated::default()`: the spec's), kept for the evaluation that follows.
+    fn configure(&mut self, point: &[i64]) -> Result<Option<Generated>, String> {
+        if let Some((p, generated)) = &self.configured {
+            if p.as_slice() == point {
+                return Ok(generated.clone());
+            }
+        }
+        let config = self.config(point);
+        let generated = match &mut self.per_config {
+            Some(per_config) => per_config.configure(&config)?,
+            None => Some(Generated::default()),
+        };
+        self.configured = Some((point.to_vec(), generated.clone()));
+        Ok(generated)
+    }
+
+    /// What `point` runs in place of the spec's, where the front end generated anything.
+    fn generated(&mut self, point: &[i64]) -> Option<Generated> {
+        self.per_config.as_ref()?;
+        match self.configure(point) {
+            Ok(generated) => generated,
+            Err(why) => self.stop(why),
+        }
+    }
+
     fn stop<T>(&mut self, why: String) -> Option<T> {
         self.stopped = Some(why);
         None
@@ -481,6 +521,19 @@ impl Evaluator for Live<'_> {
 
     fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
         self.advice.exceeds(point)
+    }
+
+    fn excluded(&mut self, point: &[i64]) -> bool {
+        if self.per_config.is_none() || self.stopped.is_some() {
+            return false;
+        }
+        match self.configure(point) {
+            Ok(generated) => generated.is_none(),
+            Err(why) => {
+                self.stopped = Some(why);
+                false
+            }
+        }
     }
 
     fn evaluate(&mut self, point: &[i64]) -> Evaluated {

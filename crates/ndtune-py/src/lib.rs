@@ -5,7 +5,8 @@
 //!
 //! - [`tune`]: one campaign on one device, a progress bar on stderr, the evaluated
 //!   configurations as JSON; a Kernel Tuner cache read first (its entries become the store's)
-//!   and written after.
+//!   and written after. Where the call has functions of the parameters, the engine asks a
+//!   Python callable about each configuration before it evaluates it ([`PyPerConfig`]).
 //! - [`serve`]: the worker loops (`__worker`, `__builder`) for `python -m ndtune._worker`, which
 //!   is how a campaign started from Python starts its workers.
 //! - [`devices`]: the OpenCL devices as ndtune and Kernel Tuner number them.
@@ -16,9 +17,10 @@
 //! measured is in the store and the same call goes on from there.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ndtune_bench::worker::Generated;
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
-use ndtune_engine::{Campaign, Event, Options, Processes, Share};
+use ndtune_engine::{Campaign, Event, Options, PerConfig, Processes, Share};
 use ndtune_metrics::Inputs;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -160,17 +162,54 @@ struct Call {
     cache: Option<(PathBuf, Json)>,
 }
 
-/// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store. Returns
+/// The Python side's functions of the parameters, asked about each configuration (as JSON)
+/// before the engine evaluates it: `None` excludes it, else `(source, global)`, each `None`
+/// where the spec's stands. The first exception the callable raises stops the campaign and is
+/// raised again once the campaign has ended.
+struct PyPerConfig<'py> {
+    callable: Bound<'py, PyAny>,
+    raised: Option<PyErr>,
+}
+
+impl PerConfig for PyPerConfig<'_> {
+    fn configure(&mut self, config: &Config) -> Result<Option<Generated>, String> {
+        let config = serde_json::to_string(config).expect("a configuration is JSON");
+        let answer = self
+            .callable
+            .call1((config,))
+            .and_then(|a| a.extract::<Option<(Option<String>, Option<Vec<usize>>)>>());
+        match answer {
+            Ok(answer) => Ok(answer.map(|(source, global)| Generated { source, global })),
+            Err(e) => {
+                let why = e.to_string();
+                self.raised.get_or_insert(e);
+                Err(format!("a function of the parameters raised {why}"))
+            }
+        }
+    }
+}
+
+/// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store; with
+/// `per_config`, a callable asked about each configuration first ([`PyPerConfig`]). Returns
 /// JSON: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
 /// `reused`, `metrics`: each of the spec's metrics and its value), `report` (the engine's report) and `device` (its profile).
 #[pyfunction]
-fn tune(py: Python<'_>, call: &str) -> PyResult<String> {
+#[pyo3(signature = (call, per_config=None))]
+fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyResult<String> {
     let call: Call = serde_json::from_str(call)
         .map_err(|e| NdtuneError::new_err(format!("the call to _ndtune.tune: {e}")))?;
-    run(py, &call).map(|j| j.to_string())
+    let mut per_config = per_config.map(|callable| PyPerConfig {
+        callable,
+        raised: None,
+    });
+    let ran = run(py, &call, per_config.as_mut());
+    if let Some(e) = per_config.and_then(|p| p.raised) {
+        return Err(e);
+    }
+    ran.map(|j| j.to_string())
 }
 
-fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
+fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) -> PyResult<Json> {
     let overrides = Constants::new();
     let spec = Spec::load_with(&call.spec, &overrides).map_err(spec_error)?;
     let source = spec
@@ -279,7 +318,7 @@ fn run(py: Python<'_>, call: &Call) -> PyResult<Json> {
             }
             Event::Warning(message) => bar.println(format!("{label}: {message}")),
         };
-        campaign.run(&mut observer)
+        campaign.run_with(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
     };
     bar.finish_and_clear();
     ndtune_bench::children::carry_on();

@@ -64,6 +64,13 @@ pub type Point = Vec<i64>;
 pub trait Evaluator {
     fn evaluate(&mut self, point: &[i64]) -> Evaluated;
 
+    /// Whether `point` lies outside the space after all, by a restriction the evaluator knows
+    /// and the space does not count (the Python package's restriction functions): it is never
+    /// evaluated, does not use the budget, and strategies take it as a failure.
+    fn excluded(&mut self, _point: &[i64]) -> bool {
+        false
+    }
+
     /// The points the strategy expects to ask for next, in that order: a live evaluator builds
     /// them ahead on its build workers. A hint, never a promise: each call replaces the previous
     /// one, and points never asked for cost only their builds. Adaptive strategies call it with their

@@ -113,10 +113,14 @@ impl<'a> Session<'a> {
     }
 
     /// Evaluates `point` and returns its cost; `None`, evaluating nothing, if it was evaluated
-    /// before or the run is done.
+    /// before or the run is done. A point the evaluator excludes costs +inf and no evaluation.
     pub fn evaluate(&mut self, point: &Point) -> Option<f64> {
         if self.done() || self.seen(point) {
             return None;
+        }
+        if self.eval.excluded(point) {
+            self.costs.insert(point.clone(), f64::INFINITY);
+            return Some(f64::INFINITY);
         }
         let evaluated = self.eval.evaluate(point);
         let cost = self.eval.cost(point, &evaluated.outcome);
