@@ -40,6 +40,8 @@
 //!   is kept per define set, so the strategy learns which launches go beyond it before they are
 //!   measured ([`ndtune_search::Evaluator::exceeds_advice`]).
 //!
+//! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
+//!
 //! It never parses a command line and never prints.
 
 mod advice;
@@ -47,6 +49,7 @@ mod build_history;
 mod live;
 mod report;
 pub mod share;
+pub mod space;
 
 pub use report::{
     Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,
