@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package's tests (python/tests, pytest on PoCL): a venv in target/pyvenv with maturin,
-# pytest, numpy, and Kernel Tuner 1.5.0 with pyopencl for the comparison test (all from PyPI),
+# pytest, numpy, pandas (for Store.results()), and Kernel Tuner 1.5.0 with pyopencl for the
+# comparison test (all from PyPI),
 # the package built from ./python in the dev profile (its crates are the ones `cargo test` built)
 # and installed, then pytest. Called by scripts/test.sh; expects target/debug/ndtune built.
 set -euo pipefail
@@ -14,8 +15,10 @@ fi
 venv=target/pyvenv
 if [ ! -x "$venv/bin/pytest" ]; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q maturin pytest numpy kernel_tuner==1.5.0 pyopencl
+  "$venv/bin/pip" install -q maturin pytest numpy pandas kernel_tuner==1.5.0 pyopencl
 fi
+# A venv made before pandas was needed gets it.
+"$venv/bin/python" -c "import pandas" 2>/dev/null || "$venv/bin/pip" install -q pandas
 export PATH="$PWD/$venv/bin:$PATH"
 # A dev build reuses the crates `cargo test` compiled; the release wheel is `pip install ./python`.
 MATURIN_PEP517_ARGS="--profile dev" pip install -q --no-build-isolation --force-reinstall --no-deps ./python

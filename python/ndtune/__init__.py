@@ -1,5 +1,6 @@
-"""ndtune from Python: Kernel Tuner's `tune_kernel` for OpenCL kernels, with ndtune's engine
-(pruning, parallel builds, supervised workers, a results store that resumes) underneath.
+"""ndtune from Python: Kernel Tuner's `tune_kernel` and `run_kernel` for OpenCL kernels, with
+ndtune's engine (pruning, parallel builds, supervised workers, a results store that resumes)
+underneath; `space` (the pruned space, unmeasured), `Store` (a store's results) and `report`.
 
     from ndtune import tune_kernel
     results, env = tune_kernel("vector_add", kernel_string, size, args, tune_params)
@@ -16,6 +17,7 @@ from ._ndtune import CampaignError, DeviceError, NdtuneError, SpecError, StoreEr
 # processes (`python -m ndtune._worker`), which import this package, need none of it.
 _FROM_KT = ("tune_kernel", "ErrorConfig", "InvalidConfig", "CompilationFailedConfig",
             "RuntimeFailedConfig")
+_FROM_API = ("run_kernel", "space", "Store", "report")
 
 
 def __getattr__(name):
@@ -23,6 +25,10 @@ def __getattr__(name):
         from . import _kt
 
         return getattr(_kt, name)
+    if name in _FROM_API:
+        from . import _api
+
+        return getattr(_api, name)
     raise AttributeError(f"module 'ndtune' has no attribute {name!r}")
 
 
@@ -34,6 +40,10 @@ def devices():
 
 __all__ = [
     "tune_kernel",
+    "run_kernel",
+    "space",
+    "Store",
+    "report",
     "devices",
     "NdtuneError",
     "SpecError",

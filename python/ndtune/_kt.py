@@ -110,6 +110,11 @@ def _check_refused(given):
             _refuse(name, why)
 
 
+def _check_lang(lang):
+    if lang is not None and str(lang).lower() != "opencl":
+        _refuse(f"lang={lang!r}", "ndtune tunes OpenCL kernels only")
+
+
 def _toml(value):
     """A TOML value: integers, reals, strings (JSON's escapes are TOML's) and lists of them."""
     if isinstance(value, (bool, np.bool_)):
@@ -181,6 +186,12 @@ def _kernel_files(kernel_source):
     if len(set(names)) != len(names) or "spec.toml" in names:
         raise SpecError(f"tune_kernel: kernel_source files need distinct names other than spec.toml: {names}")
     return [(p.name, p.read_text()) for p in paths]
+
+
+def _block_size_names(names):
+    """Kernel Tuner's block_size_names, completed to three with its defaults."""
+    names = list(names or DEFAULT_BLOCK_SIZE_NAMES)
+    return names + DEFAULT_BLOCK_SIZE_NAMES[len(names):]
 
 
 def _args(arguments):
@@ -449,13 +460,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     (the store: an SQLite file or a PostgreSQL URL), `build_jobs`, `warm_start`, `timeout`
     (seconds per evaluation). docs/python.md says what ndtune does with each argument."""
     _check_refused(locals())
-    if lang is not None and str(lang).lower() != "opencl":
-        _refuse(f"lang={lang!r}", "ndtune tunes OpenCL kernels only")
+    _check_lang(lang)
     objective = objective or "time"
     higher_is_better = bool(objective_higher_is_better)
     metrics_lines = _metrics_lines(metrics, objective, higher_is_better)
-    block_size_names = list(block_size_names or DEFAULT_BLOCK_SIZE_NAMES)
-    block_size_names += DEFAULT_BLOCK_SIZE_NAMES[len(block_size_names):]
+    block_size_names = _block_size_names(block_size_names)
     name, budget, time_limit = _strategy(strategy, strategy_options)
     files = _kernel_files(kernel_source)
     checked = _answers(answer, arguments)

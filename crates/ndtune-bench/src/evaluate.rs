@@ -70,6 +70,10 @@ struct Expected {
     outputs: Buffers,
 }
 
+/// Per argument, its buffer's bytes after one run ([`Bench::run_once`]); `None` for scalars and
+/// local memory.
+pub type RunBuffers = Vec<Option<Vec<u8>>>;
+
 /// Where one evaluation's time went, in milliseconds of wall time inside the worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cost {
@@ -514,6 +518,34 @@ impl Bench {
     fn add_data_time(&self, started: Instant) {
         self.data_ms
             .set(self.data_ms.get() + started.elapsed().as_secs_f64() * 1e3);
+    }
+
+    /// Runs one configuration once, untimed and unverified, and reads every buffer argument back
+    /// (Python's `run_kernel`): per argument the bytes of its buffer after the run (`None` for
+    /// scalars and local memory), or the outcome that stopped the run (a failed build, a refused
+    /// launch).
+    pub fn run_once(&mut self, config: &[i64]) -> Result<Result<RunBuffers, Outcome>, Fatal> {
+        let p = match self.prepare(config) {
+            Ok(p) => p,
+            Err(RunError::Outcome(o)) => return Ok(Err(*o)),
+            Err(RunError::Fatal(f)) => return Err(f),
+        };
+        let run = self
+            .ready(config, &p)
+            .and_then(|(kernel, global, local)| self.launch(&kernel, &global, &local))
+            .and_then(|_| {
+                held_buffers(&p)
+                    .into_iter()
+                    .map(|b| b.map(|b| self.session.read(b)).transpose())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| RunError::outcome(refused(&e)))
+            });
+        self.recycle(p);
+        match run {
+            Ok(buffers) => Ok(Ok(buffers)),
+            Err(RunError::Outcome(o)) => Ok(Err(*o)),
+            Err(RunError::Fatal(f)) => Err(f),
+        }
     }
 
     /// Keeps a configuration's own device buffers for the next one.

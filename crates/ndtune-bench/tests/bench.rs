@@ -104,6 +104,36 @@ fn every_configuration_ends_as_one_outcome() {
 }
 
 #[test]
+fn one_run_reads_every_buffer_back_or_ends_as_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
+    let buffers = b.run_once(&[16]).unwrap().unwrap();
+    let floats = |bytes: &[u8]| -> Vec<f32> {
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let (x, y) = (
+        floats(buffers[0].as_ref().unwrap()),
+        floats(buffers[1].as_ref().unwrap()),
+    );
+    assert_eq!((x.len(), y.len()), (256, 256));
+    assert!(x.iter().any(|&v| v != 0.0), "random inputs");
+    assert!(
+        x.iter().zip(&y).all(|(x, y)| *y == 2.0 * x),
+        "y = 2x: {y:?}"
+    );
+    // No verification: WG 8's wrong outputs come back as they are.
+    let wrong = b.run_once(&[8]).unwrap().unwrap();
+    assert!(floats(wrong[1].as_ref().unwrap()).iter().all(|&v| v == 0.0));
+    match b.run_once(&[4]).unwrap() {
+        Err(Outcome::BuildFailed { log }) => assert!(log.contains("four is not allowed"), "{log}"),
+        other => panic!("WG 4: {other:?}"),
+    }
+}
+
+#[test]
 fn configurations_share_builds_when_the_source_ignores_a_parameter() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = "__kernel void copy(__global const float *x, __global float *y) { size_t i = get_global_id(0); y[i] = x[i]; }";

@@ -46,6 +46,8 @@
 //!   parameters). Builds then happen in the measurement worker, one at a time: the build
 //!   workers build the spec's source.
 //!
+//! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
+//!
 //! It never parses a command line and never prints.
 
 mod advice;
@@ -53,6 +55,7 @@ mod build_history;
 mod live;
 mod report;
 pub mod share;
+pub mod space;
 
 pub use report::{
     Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,

@@ -10,6 +10,7 @@
 //! - [`serve`]: the worker loops (`__worker`, `__builder`) for `python -m ndtune._worker`, which
 //!   is how a campaign started from Python starts its workers.
 //! - [`devices`]: the OpenCL devices as ndtune and Kernel Tuner number them.
+//! - [`api`]: `run_kernel`, `space`, the store's results and its report.
 //!
 //! Errors cross as Python exceptions: `SpecError` (file, line and column in the message),
 //! `DeviceError`, `StoreError`, `CampaignError`, all `NdtuneError`s. Ctrl-C between two
@@ -33,6 +34,8 @@ use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod api;
 
 create_exception!(
     _ndtune,
@@ -135,6 +138,11 @@ fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
         })
 }
 
+/// How messages and the pruning name a device.
+fn device_label(device: &ClDevice) -> String {
+    format!("{}: {}", device.index, device.profile.name)
+}
+
 /// What the Python side asks of one campaign (`_kt.py` sends it as JSON).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -217,7 +225,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         .map_err(spec_error)?
         .ok_or_else(|| spec_error(format!("{}: no kernel source", call.spec.display())))?;
     let device = pick_device(call.platform, call.device)?;
-    let label = format!("{}: {}", device.index, device.profile.name);
+    let label = device_label(&device);
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(&label, &device.profile)])
@@ -441,6 +449,7 @@ fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
+    api::register(m)?;
     m.add("NdtuneError", py.get_type::<NdtuneError>())?;
     m.add("SpecError", py.get_type::<SpecError>())?;
     m.add("DeviceError", py.get_type::<DeviceError>())?;

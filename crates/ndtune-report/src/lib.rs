@@ -16,6 +16,9 @@
 //!   no system font is needed: SVG inlined in the HTML ([`html`]), PNG for Markdown
 //!   ([`markdown`]).
 //!
+//! - [`stored`]: the stored results one by one, with their device's name and metrics (what
+//!   `ndtune show` prints and Python's `Store.results()` returns).
+//!
 //! It never measures, tunes or writes to the store; a section the store has nothing for says so
 //! and how to fill it, instead of drawing an empty figure.
 //!
@@ -33,6 +36,7 @@ pub mod figures;
 pub mod html;
 pub mod markdown;
 pub mod model;
+pub mod stored;
 mod tuning;
 
 pub use model::Report;

@@ -8,11 +8,9 @@ use crate::cli::ShowArgs;
 use crate::cmd_tune::show_constants;
 use anyhow::{bail, Result};
 use ndtune_core::{Config, Constants, Outcome};
-use ndtune_metrics::{Inputs, Metrics};
+use ndtune_report::stored::{self, metric_values, when, Campaign, Metric};
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Record};
-use std::collections::BTreeMap;
-use std::time::{Duration, UNIX_EPOCH};
 
 /// What selects the records to show.
 struct Selection {
@@ -79,35 +77,36 @@ pub fn run(args: &ShowArgs) -> Result<()> {
             );
         }
     }
-    let devices: BTreeMap<String, String> = store
-        .devices()?
-        .into_iter()
-        .map(|(fingerprint, profile)| (fingerprint, profile.name))
-        .collect();
     let mut shown = Vec::new();
     let mut held = Vec::new();
-    for g in store.groups()? {
-        let device_name = devices.get(&g.device).cloned().unwrap_or_default();
-        let records = store.records(&g)?;
+    for campaign in stored::campaigns(&store)? {
+        let g = &campaign.group;
         held.push(format!(
-            "`{}`{} on {device_name}, setup {}: {} results",
+            "`{}`{} on {}, setup {}: {} results",
             g.kernel,
             show_constants(&g.constants),
+            campaign.device_name,
             g.setup,
-            records.len()
+            campaign.records.len()
         ));
-        if selection.group(&g, &device_name) {
-            let metrics = ndtune_report::model::campaign_metrics(&store, &g, &records)?;
-            let rows: Vec<(String, Record, Vec<Metric>)> = records
+        if !selection.group(g, &campaign.device_name) {
+            continue;
+        }
+        let metrics = campaign.metrics(&store)?;
+        let Campaign {
+            group: g,
+            device_name,
+            records,
+        } = campaign;
+        shown.extend(
+            records
                 .into_iter()
                 .filter(|r| selection.record(r))
                 .map(|r| {
                     let values = metric_values(&metrics, &g.constants, &r);
                     (device_name.clone(), r, values)
-                })
-                .collect();
-            shown.extend(rows);
-        }
+                }),
+        );
     }
     if shown.is_empty() {
         bail!(
@@ -120,7 +119,10 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         );
     }
     if args.json {
-        let all: Vec<serde_json::Value> = shown.iter().map(|(d, r, m)| json(d, r, m)).collect();
+        let all: Vec<serde_json::Value> = shown
+            .iter()
+            .map(|(d, r, m)| stored::json(d, r, m))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         for (i, (device_name, r, metrics)) in shown.iter().enumerate() {
@@ -134,52 +136,6 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A time as RFC 3339 in UTC, to the millisecond.
-fn when(ms: ndtune_store::UnixMs) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// A metric's value for one result, with its unit where known.
-#[derive(serde::Serialize)]
-struct Metric {
-    name: String,
-    value: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unit: Option<String>,
-}
-
-/// The measured energy and power and every metric with a value for `r`, by `metrics`.
-fn metric_values(metrics: &Metrics, constants: &Constants, r: &Record) -> Vec<Metric> {
-    metrics
-        .evaluate(&Inputs::new(constants, &r.key.config, &r.outcome))
-        .shown()
-        .into_iter()
-        .map(|(name, value)| Metric {
-            unit: metrics.unit(&name).map(str::to_string),
-            name,
-            value,
-        })
-        .collect()
-}
-
-fn json(device_name: &str, r: &Record, metrics: &[Metric]) -> serde_json::Value {
-    serde_json::json!({
-        "kernel": r.key.kernel,
-        "device": device_name,
-        "device_fingerprint": r.key.device,
-        "source_hash": r.key.source_hash,
-        "constants": r.key.constants,
-        "config": r.key.config,
-        "outcome": r.outcome,
-        "score_ms": r.outcome.score_ms(),
-        "metrics": metrics,
-        "ndtune_version": r.ndtune_version,
-        "started_at": when(r.started_at),
-        "finished_at": when(r.finished_at),
-    })
 }
 
 /// Prints `text` indented under a heading, every line of it.

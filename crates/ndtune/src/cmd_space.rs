@@ -6,36 +6,21 @@ use crate::cli::SpaceArgs;
 use crate::kernel_check::{self, KernelCheck};
 use crate::targets::{self, Device};
 use anyhow::{bail, Context, Result};
+use ndtune_engine::space::SpaceReport;
 use ndtune_space::mzn;
-use ndtune_space::problem::{Origin, Pruning, Target};
+use ndtune_space::problem::{Pruning, Target};
 use ndtune_spec::Spec;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::io::Write;
 use std::ops::ControlFlow;
 
+/// What `ndtune space --json` prints for one space: the engine's counts and, on a live device,
+/// what building each configuration found.
 #[derive(Serialize)]
-struct Removal {
-    constraint: String,
-    origin: &'static str,
-    removed: u128,
-}
-
-/// What `ndtune space --json` prints for one space; tuning keeps it in the store for `ndtune report`.
-#[derive(Serialize)]
-pub(crate) struct Report {
-    kernel: String,
-    /// The constants the spec was read with (`--set` applied).
-    constants: ndtune_core::Constants,
-    device: Option<String>,
-    declared: u128,
-    bounded: u128,
-    pruned: u128,
-    /// Parameters in evaluation order.
-    order: Vec<String>,
-    constraints: Vec<Removal>,
-    /// How to keep what eq. 2 or eq. 3 removed ([`Pruning::hints`]).
-    hints: Vec<String>,
+struct Report {
+    #[serde(flatten)]
+    space: SpaceReport,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_check: Option<KernelCheck>,
 }
@@ -66,47 +51,12 @@ impl Pruned {
 
     fn report(self, spec: &Spec) -> Report {
         let valid = self.valid();
-        report(spec, self.label, &self.pruning, valid, self.kernel_check)
-    }
-}
-
-/// The report of one pruned space, `valid` of its configurations left (after the kernel check).
-pub(crate) fn report(
-    spec: &Spec,
-    device: Option<String>,
-    p: &Pruning,
-    valid: u128,
-    kernel_check: Option<KernelCheck>,
-) -> Report {
-    Report {
-        kernel: spec.kernel.name.clone(),
-        constants: spec.problem.constants.clone(),
-        device,
-        declared: p.stats.declared,
-        bounded: p.bounded,
-        pruned: valid,
-        order: p.space.order().into_iter().map(String::from).collect(),
-        constraints: p
-            .space
-            .labels()
-            .iter()
-            .zip(&p.stats.removed)
-            .zip(&p.origins)
-            .map(|((label, removed), (origin, _))| Removal {
-                constraint: label.clone(),
-                origin: match origin {
-                    Origin::User(_) => "application",
-                    Origin::Platform(_) => "platform",
-                },
-                removed: *removed,
-            })
-            .collect(),
-        hints: spec
-            .problem
-            .launch
-            .as_ref()
-            .map_or_else(Vec::new, |l| p.hints(l)),
-        kernel_check,
+        let mut space = SpaceReport::new(spec, self.label, &self.pruning);
+        space.pruned = valid;
+        Report {
+            space,
+            kernel_check: self.kernel_check,
+        }
     }
 }
 
@@ -245,7 +195,8 @@ pub(crate) fn empty_space(spec: &Spec, label: &str, pruning: &Pruning) -> anyhow
     )
 }
 
-fn print_report(r: &Report) {
+fn print_report(report: &Report) {
+    let r = &report.space;
     let on = r
         .device
         .as_deref()
@@ -273,7 +224,7 @@ fn print_report(r: &Report) {
             println!("  {:>14}  {}", c.removed, c.constraint);
         }
     }
-    if let Some(k) = &r.kernel_check {
+    if let Some(k) = &report.kernel_check {
         let range = k
             .work_group_size_range
             .map(|(lo, hi)| format!(", CL_KERNEL_WORK_GROUP_SIZE {lo}..{hi}"))

@@ -474,12 +474,10 @@ fn record_space(
     group: &Group,
     store: &Store,
 ) -> Result<()> {
-    let space = serde_json::to_value(crate::cmd_space::report(
+    let space = serde_json::to_value(ndtune_engine::space::SpaceReport::new(
         spec,
         Some(label.to_string()),
         pruning,
-        pruning.stats.pruned,
-        None,
     ))
     .context("the pruning counts do not fit JSON")?;
     store.put_study(&ndtune_store::Study {

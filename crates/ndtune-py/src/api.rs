@@ -1,0 +1,133 @@
+//! The extension's calls beside tuning, for python/ndtune/_api.py, each on the library the CLI
+//! uses for the same thing:
+//!
+//! - [`run_kernel`]: one configuration of a spec run once in this process
+//!   ([`ndtune_bench::evaluate::Bench::run_once`]), its buffers handed back.
+//! - [`space`]: a spec's space pruned for a device without measuring
+//!   ([`ndtune_engine::space::SpaceReport`], as `ndtune space --json`), with the first
+//!   configurations where asked.
+//! - [`store_results`]: every result a store holds ([`ndtune_report::stored`], as
+//!   `ndtune show --json`).
+//! - [`report`]: the HTML report of a store ([`ndtune_report`], as `ndtune report`).
+
+use crate::{pick_device, spec_error, store_error, NdtuneError};
+use ndtune_bench::evaluate::Bench;
+use ndtune_core::{Config, Constants};
+use ndtune_engine::space::SpaceReport;
+use ndtune_space::problem::Target;
+use ndtune_spec::Spec;
+use ndtune_store::Store;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use serde_json::{json, Value as Json};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+fn load(spec: &Path) -> PyResult<Spec> {
+    Spec::load_with(spec, &Constants::new()).map_err(spec_error)
+}
+
+/// Runs `config` (JSON, parameter name to value) of `spec` once on device `device` of OpenCL
+/// platform `platform`, unverified and untimed; returns each argument's buffer after the run
+/// (`None` for a scalar). A failed build or a refused launch is an `NdtuneError` saying why.
+#[pyfunction]
+fn run_kernel(
+    py: Python<'_>,
+    spec: PathBuf,
+    config: &str,
+    platform: usize,
+    device: usize,
+) -> PyResult<Vec<Option<Py<PyBytes>>>> {
+    let spec = load(&spec)?;
+    let config: Config = serde_json::from_str(config)
+        .map_err(|e| NdtuneError::new_err(format!("run_kernel's params: {e}")))?;
+    let point = spec
+        .codec
+        .point(&config)
+        .map_err(|e| spec_error(format!("run_kernel: params: {e}")))?;
+    let device = pick_device(platform, device)?;
+    let kernel = spec.kernel.name.clone();
+    let ran = py.detach(|| Bench::new(spec, &device, 0).and_then(|mut b| b.run_once(&point)));
+    let failed = |why: String| NdtuneError::new_err(format!("run_kernel `{kernel}`: {why}"));
+    let buffers = ran
+        .map_err(|f| failed(f.0))?
+        .map_err(|outcome| match outcome.reason() {
+            Some(why) => failed(format!("{}: {why}", outcome.kind())),
+            None => failed(outcome.kind().to_string()),
+        })?;
+    Ok(buffers
+        .into_iter()
+        .map(|b| b.map(|bytes| PyBytes::new(py, &bytes).unbind()))
+        .collect())
+}
+
+/// The space of `spec` pruned for device `device` of OpenCL platform `platform`, as JSON: the
+/// counts of [`SpaceReport`] and, where `limit` is given, `configs`: up to `limit` of the
+/// configurations left, each parameter name to value.
+#[pyfunction]
+#[pyo3(signature = (spec, platform, device, limit=None))]
+fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) -> PyResult<String> {
+    let spec = load(&spec)?;
+    let device = pick_device(platform, device)?;
+    let label = crate::device_label(&device);
+    let pruning = spec
+        .problem
+        .prune(&[Target::from_profile(&label, &device.profile)])
+        .map_err(|e| spec_error(spec.locate(&e)))?;
+    let mut out = serde_json::to_value(SpaceReport::new(&spec, Some(label), &pruning))
+        .map_err(|e| NdtuneError::new_err(format!("the space's counts: {e}")))?;
+    if let Some(limit) = limit {
+        let mut configs = Vec::with_capacity(limit.min(1 << 16));
+        if limit > 0 {
+            pruning.space.for_each(|point| {
+                configs.push(json!(spec.codec.config(point)));
+                match configs.len() < limit {
+                    true => ControlFlow::Continue(()),
+                    false => ControlFlow::Break(()),
+                }
+            });
+        }
+        out["configs"] = Json::Array(configs);
+    }
+    Ok(out.to_string())
+}
+
+/// Every result the store at `location` holds, as JSON: a list of `ndtune show --json`'s objects.
+#[pyfunction]
+fn store_results(py: Python<'_>, location: &str) -> PyResult<String> {
+    py.detach(|| {
+        let store = Store::open_read_only(location).map_err(store_error)?;
+        let mut rows = Vec::new();
+        for campaign in ndtune_report::stored::campaigns(&store).map_err(store_error)? {
+            let metrics = campaign.metrics(&store).map_err(store_error)?;
+            let constants = &campaign.group.constants;
+            rows.extend(campaign.records.iter().map(|r| {
+                let values = ndtune_report::stored::metric_values(&metrics, constants, r);
+                ndtune_report::stored::json(&campaign.device_name, r, &values)
+            }));
+        }
+        Ok(Json::Array(rows).to_string())
+    })
+}
+
+/// Writes the HTML report of the store at `location` to `out`, as `ndtune report` does; returns
+/// the path written.
+#[pyfunction]
+fn report(py: Python<'_>, location: &str, out: PathBuf) -> PyResult<PathBuf> {
+    py.detach(|| {
+        let store = Store::open_read_only(location).map_err(store_error)?;
+        let report = ndtune_report::Report::read(&store).map_err(store_error)?;
+        let written = ndtune_report::write(&report, &out, ndtune_report::Format::Html)
+            .map_err(store_error)?;
+        Ok(written.path)
+    })
+}
+
+/// Adds these calls to the extension module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(space, m)?)?;
+    m.add_function(wrap_pyfunction!(store_results, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
+    Ok(())
+}

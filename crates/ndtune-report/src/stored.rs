@@ -1,0 +1,93 @@
+//! Stored results as a reader sees them (`ndtune show`, Python's `ndtune.Store.results()`): each
+//! campaign with its device's name, and each result with every metric's value, computed now from
+//! the measurement with the definitions of the campaign's last run.
+
+use crate::Error;
+use ndtune_core::Constants;
+use ndtune_metrics::{Inputs, Metrics};
+use ndtune_store::{Group, Record, Store};
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// One campaign as the store holds it.
+pub struct Campaign {
+    pub group: Group,
+    /// The name of the device's profile (empty where the store lacks the profile).
+    pub device_name: String,
+    pub records: Vec<Record>,
+}
+
+impl Campaign {
+    /// Its metrics and objective, as its last run defined them ([`crate::model::campaign_metrics`]).
+    pub fn metrics(&self, store: &Store) -> Result<Metrics, Error> {
+        crate::model::campaign_metrics(store, &self.group, &self.records)
+    }
+}
+
+/// Every campaign in `store`, with its records.
+pub fn campaigns(store: &Store) -> Result<Vec<Campaign>, Error> {
+    let devices: BTreeMap<String, String> = store
+        .devices()?
+        .into_iter()
+        .map(|(fingerprint, profile)| (fingerprint, profile.name))
+        .collect();
+    store
+        .groups()?
+        .into_iter()
+        .map(|group| {
+            Ok(Campaign {
+                device_name: devices.get(&group.device).cloned().unwrap_or_default(),
+                records: store.records(&group)?,
+                group,
+            })
+        })
+        .collect()
+}
+
+/// A metric's value for one result, with its unit where known.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+/// The measured energy and power and every metric with a value for `r`, by `metrics`.
+pub fn metric_values(metrics: &Metrics, constants: &Constants, r: &Record) -> Vec<Metric> {
+    metrics
+        .evaluate(&Inputs::new(constants, &r.key.config, &r.outcome))
+        .shown()
+        .into_iter()
+        .map(|(name, value)| Metric {
+            unit: metrics.unit(&name).map(str::to_string),
+            name,
+            value,
+        })
+        .collect()
+}
+
+/// A time as RFC 3339 in UTC, to the millisecond.
+pub fn when(ms: ndtune_store::UnixMs) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// One result as JSON (`ndtune show --json`): its campaign, configuration, whole outcome, score,
+/// metrics, and when and by which ndtune it was evaluated.
+pub fn json(device_name: &str, r: &Record, metrics: &[Metric]) -> serde_json::Value {
+    serde_json::json!({
+        "kernel": r.key.kernel,
+        "device": device_name,
+        "device_fingerprint": r.key.device,
+        "source_hash": r.key.source_hash,
+        "constants": r.key.constants,
+        "config": r.key.config,
+        "outcome": r.outcome,
+        "score_ms": r.outcome.score_ms(),
+        "metrics": metrics,
+        "ndtune_version": r.ndtune_version,
+        "started_at": when(r.started_at),
+        "finished_at": when(r.finished_at),
+    })
+}

@@ -1,0 +1,119 @@
+"""What the package offers beside `tune_kernel`: Kernel Tuner's `run_kernel`, the pruned space of
+a call without measuring it (`space`), a results store's contents (`Store`) and its HTML report
+(`report`).
+
+A call is written as a spec directory by `_kt`'s helpers, as `tune_kernel` writes it; the
+extension (`_ndtune`) runs, prunes and reads through the libraries the `ndtune` command uses.
+"""
+
+import json
+
+import numpy as np
+
+from . import _ndtune
+from ._kt import (
+    _block_size_names,
+    _check_lang,
+    _check_refused,
+    _kernel_files,
+    _plain,
+    _spec_text,
+    write_spec,
+)
+
+
+def _write(kernel_name, kernel_source, problem_size, arguments, tune_params, grid_div,
+           restrictions, compiler_options, block_size_names):
+    """The spec of a call, written as tune_kernel writes it (one run per configuration: these
+    calls measure nothing); its path."""
+    files = _kernel_files(kernel_source)
+    if isinstance(restrictions, str):
+        restrictions = [restrictions]
+    text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
+                      grid_div, restrictions, 1, compiler_options,
+                      _block_size_names(block_size_names), [], [])
+    return write_spec(kernel_name, files, text, arguments)
+
+
+def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid_div_x=None,
+               grid_div_y=None, grid_div_z=None, lang=None, device=0, platform=0,
+               smem_args=None, cmem_args=None, texmem_args=None, compiler=None,
+               compiler_options=None, defines=None, block_size_names=None, quiet=False,
+               log=None):
+    """Runs one configuration (`params`: each parameter's value) once, as Kernel Tuner's
+    `run_kernel` does: returns the arguments after the run, each NumPy array replaced by a new
+    array with the buffer's contents, each scalar as given. A failed build or a refused launch
+    raises `NdtuneError` with why."""
+    _check_refused(locals())
+    _check_lang(lang)
+    tune_params = {name: [value] for name, value in params.items()}
+    spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
+                  (grid_div_x, grid_div_y, grid_div_z), None, compiler_options, block_size_names)
+    config = {name: _plain(value) for name, value in params.items()}
+    buffers = _ndtune.run_kernel(str(spec), json.dumps(config), platform, device)
+    return [
+        arg if data is None else np.frombuffer(data, dtype=arg.dtype).reshape(arg.shape).copy()
+        for arg, data in zip(arguments, buffers)
+    ]
+
+
+def space(kernel_name, kernel_source, problem_size, arguments, tune_params, grid_div_x=None,
+          grid_div_y=None, grid_div_z=None, restrictions=None, lang=None, device=0, platform=0,
+          compiler_options=None, block_size_names=None, *, configs=None):
+    """The space `tune_kernel` would search with these arguments, pruned for the device and not
+    measured: a dict with `pruned` (the configurations left), `declared` (the product of the
+    values), `bounded` (within the device's work-item sizes), `constraints` (each with
+    `constraint`, `origin` and the configurations it `removed`), `order` and `hints`; with
+    `configs=N`, `configs`: the first N configurations left, each a dict of parameter values."""
+    _check_lang(lang)
+    spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
+                  (grid_div_x, grid_div_y, grid_div_z), restrictions, compiler_options,
+                  block_size_names)
+    limit = None if configs is None else int(configs)
+    return json.loads(_ndtune.space(str(spec), platform, device, limit))
+
+
+def _row(result):
+    """One stored result as a flat row: its campaign, parameters, outcome, time and metrics."""
+    outcome = result["outcome"]
+    row = {"kernel": result["kernel"], "device": result["device"]}
+    row.update(result["config"])
+    row["outcome"] = outcome["outcome"]
+    row["time"] = result["score_ms"]
+    row["times"] = outcome.get("times_ms")
+    row.update({m["name"]: m["value"] for m in result["metrics"]})
+    for key in ("constants", "source_hash", "device_fingerprint", "ndtune_version",
+                "started_at", "finished_at"):
+        row[key] = result[key]
+    return row
+
+
+class Store:
+    """A results store: an SQLite file or a PostgreSQL URL (tune_kernel's `db`), read when asked
+    and never written."""
+
+    def __init__(self, path_or_url):
+        self.location = str(path_or_url)
+
+    def __repr__(self):
+        return f"ndtune.Store({self.location!r})"
+
+    def results(self):
+        """Every stored result, one row each: `kernel`, `device`, each parameter, `outcome`
+        (measured, build_failed, ...), `time` (the score in ms, None where not measured),
+        `times` (every timed run), each metric, then `constants`, `source_hash`,
+        `device_fingerprint`, `ndtune_version`, `started_at`, `finished_at`. A pandas DataFrame
+        where pandas is installed, else a list of dicts."""
+        rows = [_row(r) for r in json.loads(_ndtune.store_results(self.location))]
+        try:
+            import pandas
+        except ImportError:
+            return rows
+        return pandas.DataFrame(rows)
+
+
+def report(db, out="report.html"):
+    """Writes the HTML report of the store `db` (a path, a PostgreSQL URL or a `Store`) to
+    `out`, as `ndtune report` does; returns the path written."""
+    location = db.location if isinstance(db, Store) else str(db)
+    return str(_ndtune.report(location, str(out)))

@@ -1,0 +1,132 @@
+"""run_kernel, space, Store and report, on PoCL with real kernels."""
+
+import itertools
+import sys
+
+import numpy as np
+import pytest
+
+import ndtune
+from ndtune import Store, report, run_kernel, space, tune_kernel
+from kernels import SCALE_2D, SCALE_OPTIONS, SCALE_PARAMS, VECTOR_ADD, scale_args, vector_add_args
+
+
+def test_run_kernel_returns_the_arguments_after_the_run():
+    args = vector_add_args()
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    out = run_kernel("vector_add", VECTOR_ADD, 4096, args, {"block_size_x": 64})
+    assert len(out) == 4
+    np.testing.assert_array_equal(out[0], args[1] + args[2])
+    np.testing.assert_array_equal(out[1], args[1])
+    assert out[0].dtype == np.float32 and out[0].shape == (4096,)
+    # Scalars come back as given; the arrays given are left as they were.
+    assert out[3] is args[3]
+    for a, b in zip(args[:3], before[:3]):
+        np.testing.assert_array_equal(a, b)
+    out[0][0] = 1.0  # a writable array of its own
+
+
+def test_run_kernel_2d_with_grid_divisors():
+    args = scale_args()
+    params = {"block_size_x": 16, "block_size_y": 2, "tile_x": 2}
+    out = run_kernel("scale", SCALE_2D, (96, 40), args, params,
+                     grid_div_x=SCALE_OPTIONS["grid_div_x"], grid_div_y=SCALE_OPTIONS["grid_div_y"])
+    np.testing.assert_array_equal(out[0], 2.0 * args[1])
+
+
+def test_run_kernel_output_is_tune_kernels_answer():
+    args = vector_add_args()
+    answer = run_kernel("vector_add", VECTOR_ADD, 4096, args, {"block_size_x": 1})
+    params = {"block_size_x": [32, 64]}
+    results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True,
+                             answer=[answer[0], None, None, None])
+    assert [r["ndtune_outcome"] for r in results] == ["measured", "measured"]
+    # The answer is checked: a wrong one fails every configuration.
+    results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True,
+                             answer=[answer[0] + 1.0, None, None, None])
+    assert [r["ndtune_outcome"] for r in results] == ["wrong_result", "wrong_result"]
+
+
+def test_run_kernel_says_why_a_configuration_did_not_run():
+    broken = VECTOR_ADD.replace("c[i] = a[i] + b[i];", "c[i] = a[i] + undeclared;")
+    with pytest.raises(ndtune.NdtuneError, match="build_failed.*undeclared"):
+        run_kernel("vector_add", broken, 4096, vector_add_args(), {"block_size_x": 64})
+    with pytest.raises(ndtune.SpecError, match="defines"):
+        run_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": 64},
+                   defines={"X": 1})
+
+
+def test_space_counts_what_tune_kernel_evaluates():
+    args = scale_args()
+    s = space("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS, **SCALE_OPTIONS)
+    results, env = tune_kernel("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS, quiet=True,
+                               iterations=1, **SCALE_OPTIONS)
+    assert s["declared"] == 18
+    assert s["pruned"] == len(results) == env["ndtune_report"]["evaluated"]
+    assert "configs" not in s
+    listed = space("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS, configs=100,
+                   **SCALE_OPTIONS)["configs"]
+    key = lambda c: tuple(c[k] for k in SCALE_PARAMS)
+    assert sorted(map(key, listed)) == sorted(map(key, results))
+    assert len(space("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS, configs=3,
+                     **SCALE_OPTIONS)["configs"]) == 3
+
+
+def test_space_says_what_a_restriction_removed():
+    args = scale_args()
+    options = {k: v for k, v in SCALE_OPTIONS.items() if k != "restrictions"}
+    free = space("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS, **options)
+    restriction = "block_size_x * block_size_y <= 32"
+    s = space("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS, restrictions=restriction,
+              **options)
+    values = itertools.product(*SCALE_PARAMS.values())
+    expected = sum(1 for bx, by, _ in values if bx * by > 32)
+    (removal,) = [c for c in s["constraints"] if c["constraint"] == restriction]
+    assert removal == {"constraint": restriction, "origin": "application", "removed": expected}
+    assert s["pruned"] == free["pruned"] - expected
+    assert all(c["block_size_x"] * c["block_size_y"] <= 32
+               for c in space("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS,
+                              restrictions=restriction, configs=100, **options)["configs"])
+
+
+def tune_vector_add(**kwargs):
+    return tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(),
+                       {"block_size_x": [16, 32, 64]}, quiet=True, iterations=3,
+                       metrics={"GFLOP/s": "4096 / 1e6 / time"}, **kwargs)
+
+
+def test_store_results_has_a_row_per_tuned_configuration():
+    results, _ = tune_vector_add()
+    frame = Store("ndtune.db").results()
+    assert len(frame) == 3
+    rows = frame.set_index("block_size_x")
+    for r in results:
+        row = rows.loc[r["block_size_x"]]
+        assert row["kernel"] == "vector_add"
+        assert row["device"] == ndtune.devices()[0]["name"]
+        assert row["outcome"] == "measured"
+        assert row["time"] == pytest.approx(r["time"])
+        assert list(row["times"]) == r["times"]
+        assert row["GFLOP/s"] == pytest.approx(r["GFLOP/s"])
+
+
+def test_store_results_without_pandas_are_dicts(monkeypatch):
+    tune_vector_add()
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    rows = Store("ndtune.db").results()
+    assert isinstance(rows, list)
+    assert sorted(r["block_size_x"] for r in rows) == [16, 32, 64]
+    assert {r["outcome"] for r in rows} == {"measured"}
+
+
+def test_a_missing_store_is_a_store_error():
+    with pytest.raises(ndtune.StoreError):
+        Store("absent.db").results()
+
+
+def test_report_writes_the_html_report(own_directory):
+    tune_vector_add()
+    assert report(Store("ndtune.db"), "tuned.html") == "tuned.html"
+    html = (own_directory / "tuned.html").read_text()
+    assert html.lower().startswith("<!doctype html>")
+    assert "vector_add" in html
