@@ -9,10 +9,12 @@ naming them, never ignored.
 
 Kernel Tuner's functions of the parameters (a `kernel_source` that generates the code,
 `restrictions` functions, `defines`, a `problem_size` function) are called here, in this
-process, once per configuration the engine is about to evaluate (`_per_config`, which the
+process, once per configuration the engine is about to evaluate (`_PerConfig`, which the
 engine asks through `_ndtune.tune`): nothing is enumerated, and lambdas and closures need no
-pickling. Their identity (`_identity`: code, constants, defaults, closure and global values) is
-written into the spec directory's kernel file, so a changed function is another campaign.
+pickling. So is a `verify` function, with the outputs of each configuration's verification run
+that the measurement worker wrote into files (`_Verify`). Their identity (`_identity`: code,
+constants, defaults, closure and global values) is written into the spec directory's kernel
+file, so a changed function is another campaign.
 """
 
 import hashlib
@@ -21,6 +23,8 @@ import json
 import os
 import re
 import sys
+import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -86,8 +90,6 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "verify": "a verification function needs the outputs handed back from the worker, which "
-    "ndtune does not do yet",
     "smem_args": "shared memory arguments are CUDA's",
     "cmem_args": "constant memory arguments are CUDA's",
     "texmem_args": "texture memory arguments are CUDA's",
@@ -467,11 +469,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     block_size_names = _block_size_names(block_size_names)
     name, budget, time_limit = _strategy(strategy, strategy_options)
     files = _kernel_files(kernel_source)
-    checked = _answers(answer, arguments)
+    # A verify function checks the outputs in place of the host reference of `answer`.
+    own_check = _Verify(verify, answer, atol, arguments) if verify is not None else None
+    checked = _answers(answer, arguments) if own_check is None else []
     grid_div = (grid_div_x, grid_div_y, grid_div_z)
     strings, functions = _restrictions(restrictions, tune_params)
     per_config = _PerConfig(kernel_source, files, problem_size, tune_params, grid_div,
-                            block_size_names, defines, functions)
+                            block_size_names, defines, functions, own_check)
     if per_config.identity:
         # The functions' identity is part of the kernel file's text, so of the results' setup.
         files = [(files[0][0], per_config.stub(files[0][1]))] + files[1:]
@@ -488,12 +492,16 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             "tune_params_keys": list(tune_params),
             "tune_params": {k: [_plain(v) for v in vs] for k, vs in tune_params.items()},
         }]
-    out = json.loads(_ndtune.tune(json.dumps({
-        "spec": str(spec), "db": str(db), "worker": _worker_command(), "platform": platform,
-        "device": device, "strategy": name, "budget": budget, "time_limit": time_limit,
-        "seed": int(seed or 0), "build_jobs": build_jobs, "warm_start": warm_start,
-        "timeout": timeout, "quiet": quiet, "cache": cache,
-    }), per_config if per_config.active else None))
+    # The measurement worker writes the outputs verify checks here, per configuration.
+    outputs = tempfile.TemporaryDirectory(prefix="ndtune-verify-") if own_check else nullcontext()
+    with outputs as outputs_dir:
+        check = {"dir": outputs_dir, "outputs": own_check.outputs} if own_check else None
+        out = json.loads(_ndtune.tune(json.dumps({
+            "spec": str(spec), "db": str(db), "worker": _worker_command(), "platform": platform,
+            "device": device, "strategy": name, "budget": budget, "time_limit": time_limit,
+            "seed": int(seed or 0), "build_jobs": build_jobs, "warm_start": warm_start,
+            "timeout": timeout, "quiet": quiet, "cache": cache, "check": check,
+        }), per_config if per_config.active else None))
     results = []
     for r in out["results"]:
         result = {k: r["config"][k] for k in tune_params}
@@ -623,13 +631,64 @@ def _code_names(code):
     return names
 
 
+class _Verify:
+    """Kernel Tuner's `verify` function and what it is called with: `answer` (as Kernel Tuner
+    holds it: each entry a NumPy array or None, or None itself), `atol`, and the outputs it
+    checks (`outputs`, the arguments' names): the arrays whose answer is not None, every array
+    without an answer, as Kernel Tuner reads them back."""
+
+    def __init__(self, verify, answer, atol, arguments):
+        if not callable(verify):
+            raise SpecError(f"tune_kernel: verify must be a function, not {verify!r}")
+        if answer:
+            answer = [None if a is None else np.array(a) for a in answer]
+            if len(answer) != len(arguments):
+                raise SpecError(f"tune_kernel: answer has {len(answer)} entries, arguments "
+                                f"{len(arguments)}: give None for each argument not checked")
+        else:
+            answer = None
+        self.function = verify
+        # Kernel Tuner's normalize_verify_function: atol is passed where the function takes it.
+        takes_atol = "atol" in inspect.signature(verify).parameters
+        self.call = verify if takes_atol else (lambda a, r, atol: verify(a, r))
+        self.answer = answer
+        self.atol = atol
+        self.arguments = arguments
+        self.outputs = [f"arg{i}" for i, arg in enumerate(arguments)
+                        if isinstance(arg, np.ndarray) and (answer is None or answer[i] is not None)]
+        if not self.outputs:
+            raise SpecError("tune_kernel: verify checks no argument (no array argument has an "
+                            "answer that is not None)")
+
+    def identity(self):
+        """What the outcomes of verify depend on besides the outputs, as text to digest."""
+        answers = hashlib.sha256()
+        for a in self.answer or []:
+            answers.update(b"None" if a is None else
+                           f"{a.dtype.str} {a.shape}".encode() + a.tobytes())
+        return [self.function, repr(self.atol), answers.hexdigest()]
+
+    def check(self, outputs):
+        """Kernel Tuner's check_kernel_output: verify(answer, result_host, atol=atol), where
+        `result_host` is the list of outputs, None for each argument not checked. Why the
+        outputs are wrong, or None."""
+        result_host = [None] * len(self.arguments)
+        for name, path in outputs.items():
+            i = int(name[len("arg"):])
+            arg = self.arguments[i]
+            result_host[i] = np.fromfile(path, dtype=arg.dtype).reshape(arg.shape)
+        correct = self.call(self.answer, result_host, atol=self.atol)
+        return None if correct else f"the verify function returned {correct!r}"
+
+
 class _PerConfig:
     """The call's functions of the parameters, which the engine asks about each configuration
     before it evaluates it (called with the configuration as JSON): `None` where a restriction
-    function excludes it, else `(code, global size)`, each `None` where the spec's stands."""
+    function excludes it, else `(code, global size)`, each `None` where the spec's stands. With
+    a verify function, `check` gets the files of a configuration's outputs (JSON, by name)."""
 
     def __init__(self, kernel_source, files, problem_size, tune_params, grid_div,
-                 block_size_names, defines, restrictions):
+                 block_size_names, defines, restrictions, own_check):
         self.generator = kernel_source if callable(kernel_source) else None
         self.text = files[0][1]
         self.problem_size = problem_size
@@ -643,20 +702,27 @@ class _PerConfig:
                             f"not {type(defines).__name__}")
         if defines is not None and len(files) > 1:
             _refuse("defines", "with a list of kernel files; give the kernel as one file or code")
+        self.own_check = own_check
         self.generates = self.generator is not None or defines is not None
-        self.active = self.generates or callable(problem_size) or bool(self.restrictions)
-        # Only what changes a measurement is part of the results' identity: restrictions
+        self.active = (self.generates or callable(problem_size) or bool(self.restrictions)
+                       or own_check is not None)
+        # Only what changes an outcome is part of the results' identity: restrictions
         # choose configurations, as `[space]` does.
         changing = [self.generator, defines, problem_size if callable(problem_size) else None]
+        if own_check is not None:
+            changing += own_check.identity()
         self.identity = (
             hashlib.sha256(_identity(changing).encode()).hexdigest()
-            if self.generates or callable(problem_size) else None)
+            if self.generates or callable(problem_size) or own_check is not None else None)
 
     def stub(self, text):
         """The kernel file's text with the functions' identity: the code itself where it is
         generated per configuration (the engine builds each configuration's own)."""
         mark = f"/* ndtune: per configuration, {self.identity} */\n"
         return mark if self.generator is not None else text + "\n" + mark
+
+    def check(self, outputs_json):
+        return self.own_check.check(json.loads(outputs_json))
 
     def __call__(self, config_json):
         config = json.loads(config_json)

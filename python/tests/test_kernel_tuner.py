@@ -37,3 +37,29 @@ def test_results_match_kernel_tuners_field_by_field():
                   "iterations", "compiler_options"):
         assert our_env[field] == their_env[field]
     assert set(our_env["best_config"]) == set(their_env["best_config"]) - KT_ONLY | {"ndtune_outcome"}
+
+
+
+def test_verify_gets_what_kernel_tuner_gives_it():
+    # With an answer only: Kernel Tuner 1.5 without CuPy fails on a verify without one.
+    args = scale_args()
+    answer = [2 * args[1], None, None, None]
+
+    def recorder(calls):
+        def verify(ref, result_host, atol=None):
+            calls.append((
+                tuple(None if a is None else (a.dtype.str, a.shape, a.tobytes()) for a in ref),
+                tuple(None if r is None else (r.dtype.str, r.shape, r.tobytes())
+                      for r in result_host),
+                atol))
+            return True
+        return verify
+
+    theirs, ours = [], []
+    call = ("scale", SCALE_2D, (96, 40), args, SCALE_PARAMS)
+    options = dict(lang="OpenCL", quiet=True, answer=answer, atol=1e-3, **SCALE_OPTIONS)
+    kernel_tuner.tune_kernel(*call, verify=recorder(theirs), **options)
+    results, _ = tune_kernel(*call, verify=recorder(ours), **options)
+    # Kernel Tuner also verifies its warm-up run of the first configuration.
+    assert len(ours) == len(results) > 0
+    assert set(ours) == set(theirs)

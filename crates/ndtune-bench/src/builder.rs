@@ -17,7 +17,7 @@ use crate::evaluate::Bench;
 use crate::evaluate::Fatal;
 use crate::process::{LineProcess, Silence};
 use crate::program_cache::ProgramCache;
-use crate::worker::{serve_lines, Job, Service};
+use crate::worker::{serve_lines, Ask, Job, Service};
 use ndtune_cl::ClError;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
@@ -88,7 +88,7 @@ impl Service for Builder {
         Some(BuildResponse::Primed)
     }
 
-    fn handle(&mut self, r: BuildRequest) -> Result<BuildResponse, Fatal> {
+    fn handle(&mut self, r: BuildRequest, _: Ask<'_, Self>) -> Result<BuildResponse, Fatal> {
         let options = self.bench.build_options(&r.config);
         let built = match self.binaries.get(&options) {
             Some(binary) => Ok(binary.clone()),

@@ -19,7 +19,7 @@ use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::race::Limits;
 use crate::verify::compare_bytes;
-use crate::worker::Generated;
+use crate::worker::{Generated, OwnCheck};
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Energy, Outcome, Timing};
 use ndtune_device::DeviceType;
@@ -27,6 +27,7 @@ use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -35,6 +36,14 @@ use std::time::Instant;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct Fatal(pub String);
+
+/// A front end's own check of a configuration's outputs ([`OwnCheck`]): `verdict` gets the
+/// files the outputs were written into, by argument name, and says why they are wrong, or
+/// `None` where they are right.
+pub struct FrontCheck<'a> {
+    pub own: &'a OwnCheck,
+    pub verdict: &'a mut dyn FnMut(BTreeMap<String, PathBuf>) -> Result<Option<String>, Fatal>,
+}
 
 /// Launch errors that mean the spec's arguments are wrong, not that this configuration is refused.
 const ARGUMENT_ERRORS: [i32; 3] = [
@@ -423,11 +432,13 @@ impl Bench {
     /// time went. `binary`: a file with the program binary a build worker made for this
     /// configuration's build options, loaded instead of compiling (compiled from source where
     /// the file cannot be read or the driver rejects it). `race`: when its timing stops early.
+    /// `check`: the front end checks the outputs of the verification run.
     pub fn evaluate_costed(
         &mut self,
         config: &[i64],
         binary: Option<&std::path::Path>,
         race: Option<&Limits>,
+        check: Option<FrontCheck<'_>>,
     ) -> Result<(Outcome, Cost), Fatal> {
         let started = Instant::now();
         self.race = race.cloned();
@@ -444,7 +455,7 @@ impl Bench {
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
-        let outcome = self.evaluate(config);
+        let outcome = self.evaluate(config, check);
         self.race = None;
         let outcome = outcome?;
         let cost = Cost {
@@ -488,8 +499,13 @@ impl Bench {
         self.session.forget(&options);
     }
 
-    /// Evaluates one configuration (values in parameter declaration order).
-    pub fn evaluate(&mut self, config: &[i64]) -> Result<Outcome, Fatal> {
+    /// Evaluates one configuration (values in parameter declaration order); `check`: the front
+    /// end checks the outputs of the verification run.
+    pub fn evaluate(
+        &mut self,
+        config: &[i64],
+        check: Option<FrontCheck<'_>>,
+    ) -> Result<Outcome, Fatal> {
         let (started, data_ms) = (Instant::now(), self.data_ms.get());
         let prepared = self.prepare(config);
         self.prepare_ms
@@ -505,7 +521,7 @@ impl Bench {
         let device_ms = self.build_ms.get() + self.launch_ms.get() - device_ms;
         self.reference_ms
             .set(started.elapsed().as_secs_f64() * 1e3 - device_ms);
-        let measured = self.measure(config, &prepared, expected.as_deref());
+        let measured = self.measure(config, &prepared, expected.as_deref(), check);
         self.recycle(prepared);
         match measured {
             Ok(o) => Ok(o),
@@ -1071,26 +1087,57 @@ impl Bench {
         read_outputs(&self.spec, &session, &buffers).map_err(fail)
     }
 
+    /// Writes the outputs `check` names into its files and asks the front end about them.
+    fn front_check(&self, p: &Prepared, check: FrontCheck<'_>) -> Result<Option<String>, RunError> {
+        let mut files = BTreeMap::new();
+        for name in &check.own.outputs {
+            let buffer = self
+                .spec
+                .args
+                .iter()
+                .position(|a| &a.name == name)
+                .and_then(|i| p.buffers[i].as_ref())
+                .ok_or_else(|| {
+                    Fatal(format!("the front end checks `{name}`, no buffer argument"))
+                })?;
+            let bytes = self
+                .session
+                .read(buffer.buffer())
+                .map_err(|e| RunError::outcome(refused(&e)))?;
+            let file = check.own.dir.join(format!("{name}.bin"));
+            std::fs::write(&file, bytes)
+                .map_err(|e| Fatal(format!("cannot write {}: {e}", file.display())))?;
+            files.insert(name.clone(), file);
+        }
+        Ok((check.verdict)(files)?)
+    }
+
     /// Verification run (which counts as the first warm-up run), warm-up runs, timed runs.
     fn measure(
         &mut self,
         config: &[i64],
         p: &Prepared,
         expected: Option<&Expected>,
+        check: Option<FrontCheck<'_>>,
     ) -> Result<Outcome, RunError> {
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         let mut warmup = self.spec.measure.warmup;
-        if let Some(verify) = &self.spec.verify {
+        if self.spec.verify.is_some() || check.is_some() {
             // The verified run is a run like the others before timing: the first warm-up.
             warmup = warmup.saturating_sub(1);
             let (started, data_ms) = (Instant::now(), self.data_ms.get());
-            let mut wrong = match expected {
-                Some(expected) => self.verify(p, expected, verify)?.map(|m| m.to_string()),
-                None => None,
-            };
-            if let (None, Some(check)) = (&wrong, &verify.check) {
-                wrong = self.host_check(config, p, check, verify)?;
+            let mut wrong = None;
+            if let Some(verify) = &self.spec.verify {
+                if let Some(expected) = expected {
+                    wrong = self.verify(p, expected, verify)?.map(|m| m.to_string());
+                }
+                if let (None, Some(host)) = (&wrong, &verify.check) {
+                    wrong = self.host_check(config, p, host, verify)?;
+                }
+            }
+            if let (None, Some(check)) = (&wrong, check) {
+                wrong = self.front_check(p, check)?;
             }
             self.verify_ms
                 .set(started.elapsed().as_secs_f64() * 1e3 - (self.data_ms.get() - data_ms));

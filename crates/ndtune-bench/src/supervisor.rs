@@ -6,9 +6,10 @@
 use crate::evaluate::{Cost, Fatal};
 use crate::process::{LineProcess, Silence};
 use crate::race::Limits;
-use crate::worker::{Generated, Job, Request, Response};
+use crate::worker::{Generated, Job, OwnCheck, Request, Response};
 use ndtune_core::Outcome;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,11 @@ impl Evaluation {
         }
     }
 }
+
+/// The front end's check of the outputs it names ([`OwnCheck`]), given their files by argument
+/// name: why they are wrong, or `None`; an error stops the campaign.
+pub type Verdict<'a> =
+    &'a mut dyn FnMut(&BTreeMap<String, PathBuf>) -> Result<Option<String>, String>;
 
 /// Runs evaluations of one [`Job`] in a worker process.
 pub struct Supervisor {
@@ -140,14 +146,17 @@ impl Supervisor {
 
     /// Evaluates one configuration in the worker, with the program binary a build worker made
     /// for it where there is one, the limits that stop its timing early where racing, and the
-    /// code or global size the front end generated for it. A crash or a hang is an outcome;
-    /// only a fatal answer (a broken spec, kernel or reference) is an error.
+    /// code or global size the front end generated for it, and the outputs the front end checks
+    /// with `verdict` (the time it takes is not the worker's: no part of the deadline). A crash
+    /// or a hang is an outcome; only a fatal answer (a broken spec, kernel or reference) or a
+    /// failed verdict is an error.
     pub fn evaluate(
         &mut self,
         config: &[i64],
         binary: Option<&Path>,
         race: Option<&Limits>,
         generated: Option<&Generated>,
+        mut check: Option<(&OwnCheck, Verdict<'_>)>,
     ) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
@@ -159,13 +168,34 @@ impl Supervisor {
             binary: binary.map(Path::to_path_buf),
             race: race.cloned(),
             generated: generated.cloned(),
+            check: check.as_ref().map(|(own, _)| (*own).clone()),
         })
         .expect("serialises");
         let started = Instant::now();
-        match worker.ask(&request, deadline) {
+        let mut answered = worker.ask(&request, deadline);
+        let mut checking = Duration::ZERO;
+        while let (Ok(line), Some((_, verdict))) = (&answered, check.as_mut()) {
+            let Ok(Response::Check { outputs }) = serde_json::from_str(line) else {
+                break;
+            };
+            let asked = Instant::now();
+            let wrong = verdict(&outputs);
+            checking += asked.elapsed();
+            let wrong = match wrong {
+                Ok(wrong) => wrong,
+                Err(why) => {
+                    self.stop();
+                    return Err(Fatal(why));
+                }
+            };
+            let request = serde_json::to_string(&Request::Checked { wrong }).expect("serialises");
+            let left = deadline.saturating_sub(started.elapsed() - checking);
+            answered = worker.ask(&request, left);
+        }
+        match answered {
             Ok(line) => match serde_json::from_str::<Response>(&line) {
                 Ok(Response::Outcome { outcome, cost }) => {
-                    self.slowest = self.slowest.max(started.elapsed());
+                    self.slowest = self.slowest.max(started.elapsed() - checking);
                     Ok(Evaluation {
                         outcome,
                         cost: Some(cost),

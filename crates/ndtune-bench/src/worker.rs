@@ -3,9 +3,11 @@
 //!
 //! The supervisor writes one [`Job`] line, then one [`Request`] line per configuration; the worker
 //! answers [`Response::Ready`] once its device is open, then one [`Response::Outcome`] per request,
-//! or [`Response::Fatal`] and exits when the spec, the kernel or the reference is wrong.
+//! or [`Response::Fatal`] and exits when the spec, the kernel or the reference is wrong. A request
+//! with an [`OwnCheck`] is answered by [`Response::Check`] first, then by its outcome once the
+//! supervisor has sent the front end's verdict ([`Request::Checked`]).
 
-use crate::evaluate::{Bench, Cost, Fatal};
+use crate::evaluate::{Bench, Cost, Fatal, FrontCheck};
 use crate::race::Limits;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
@@ -45,13 +47,23 @@ pub struct Generated {
     pub global: Option<Vec<usize>>,
 }
 
+/// The outputs the front end that runs a campaign checks itself, in its own process (the Python
+/// package's `verify` function, docs/python.md): after a configuration's verification run, the
+/// bytes of each named buffer argument are written into `dir` as `NAME.bin`, and the worker
+/// waits for the verdict before it times the configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnCheck {
+    pub dir: PathBuf,
+    pub outputs: Vec<String>,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Request {
     /// Evaluate a configuration (values in parameter order); `binary`: a file holding the
     /// program binary a build worker made for its build options, loaded instead of compiling;
     /// `race`: when its timing stops early ([`crate::race`]); `generated`: its own code or
-    /// global size.
+    /// global size; `check`: the outputs the front end checks.
     Evaluate {
         config: Vec<i64>,
         binary: Option<PathBuf>,
@@ -59,14 +71,28 @@ pub enum Request {
         race: Option<Limits>,
         #[serde(default)]
         generated: Option<Generated>,
+        #[serde(default)]
+        check: Option<OwnCheck>,
     },
+    /// The front end's verdict on the outputs of [`Response::Check`]: why they are wrong, or
+    /// `None` where they are right.
+    Checked { wrong: Option<String> },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Response {
-    Ready { device: String },
-    Outcome { outcome: Outcome, cost: Cost },
+    Ready {
+        device: String,
+    },
+    Outcome {
+        outcome: Outcome,
+        cost: Cost,
+    },
+    /// The outputs of an [`OwnCheck`], written: each file by argument name.
+    Check {
+        outputs: BTreeMap<String, PathBuf>,
+    },
     Fatal(String),
 }
 
@@ -91,13 +117,22 @@ pub(crate) trait Service: Sized {
     /// The answer that says the service is open.
     fn ready(&self) -> Self::Response;
     fn fatal(why: String) -> Self::Response;
-    /// The answer to a request.
-    fn handle(&mut self, request: Self::Request) -> Result<Self::Response, Fatal>;
+    /// The answer to a request. `ask` sends an answer before it and returns the request that
+    /// follows (a question the request raises for the supervisor).
+    fn handle(
+        &mut self,
+        request: Self::Request,
+        ask: Ask<'_, Self>,
+    ) -> Result<Self::Response, Fatal>;
     /// A second answer to the same request, worked out after the first was sent.
     fn follow_up(&mut self) -> Option<Self::Response> {
         None
     }
 }
+
+/// How [`Service::handle`] asks the supervisor in the middle of a request.
+pub(crate) type Ask<'a, S> =
+    &'a mut dyn FnMut(<S as Service>::Response) -> Result<<S as Service>::Request, Fatal>;
 
 fn send(out: &mut impl Write, r: &impl Serialize) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, r)?;
@@ -127,11 +162,20 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
     if send(&mut out, &service.ready()).is_err() {
         return 1;
     }
-    for line in lines {
-        let Ok(line) = line else { return 1 };
-        let answer = serde_json::from_str::<S::Request>(&line)
+    let parse = |line: &str| {
+        serde_json::from_str::<S::Request>(line)
             .map_err(|e| Fatal(format!("a malformed request: {e}")))
-            .and_then(|r| service.handle(r));
+    };
+    while let Some(line) = lines.next() {
+        let Ok(line) = line else { return 1 };
+        let mut ask = |question: S::Response| {
+            send(&mut out, &question).map_err(|e| Fatal(format!("cannot ask: {e}")))?;
+            match lines.next() {
+                Some(Ok(line)) => parse(&line),
+                _ => Err(Fatal("stdin closed while the worker asked".into())),
+            }
+        };
+        let answer = parse(&line).and_then(|r| service.handle(r, &mut ask));
         let (answer, fatal) = match answer {
             Ok(a) => (a, false),
             Err(f) => (S::fatal(f.0), true),
@@ -166,15 +210,28 @@ impl Service for Bench {
         Response::Fatal(why)
     }
 
-    fn handle(&mut self, request: Request) -> Result<Response, Fatal> {
+    fn handle(&mut self, request: Request, ask: Ask<'_, Self>) -> Result<Response, Fatal> {
         let Request::Evaluate {
             config,
             binary,
             race,
             generated,
-        } = request;
+            check,
+        } = request
+        else {
+            return Err(Fatal("a verdict without a check".into()));
+        };
         self.generate(generated);
-        let (outcome, cost) = self.evaluate_costed(&config, binary.as_deref(), race.as_ref())?;
+        let mut verdict = |outputs| match ask(Response::Check { outputs })? {
+            Request::Checked { wrong } => Ok(wrong),
+            Request::Evaluate { .. } => Err(Fatal("a request instead of a verdict".into())),
+        };
+        let check = check.as_ref().map(|own| FrontCheck {
+            own,
+            verdict: &mut verdict,
+        });
+        let (outcome, cost) =
+            self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), check)?;
         Ok(Response::Outcome { outcome, cost })
     }
 }

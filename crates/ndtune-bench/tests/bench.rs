@@ -1,10 +1,12 @@
 //! The in-process evaluator on the real PoCL device: every outcome a configuration can reach
 //! without killing its process, and the errors that stop a campaign.
 
-use ndtune_bench::evaluate::Bench;
+use ndtune_bench::evaluate::{Bench, Fatal, FrontCheck};
+use ndtune_bench::worker::OwnCheck;
 use ndtune_core::{Outcome, OutcomeKind};
 use ndtune_spec::Spec;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// WG = 4 does not build, WG = 8 computes a wrong result, the others are right.
 const KERNEL: &str = r#"
@@ -73,7 +75,7 @@ fn bench(spec: Spec) -> Bench {
 fn every_configuration_ends_as_one_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
-    let kind = |b: &mut Bench, wg: i64| b.evaluate(&[wg]).unwrap();
+    let kind = |b: &mut Bench, wg: i64| b.evaluate(&[wg], None).unwrap();
     match kind(&mut b, 16) {
         Outcome::Measured(t) => assert_eq!((t.times_ms.len(), t.best_of), (3, 2)),
         o => panic!("WG 16: {o:?}"),
@@ -144,7 +146,10 @@ fn configurations_share_builds_when_the_source_ignores_a_parameter() {
     std::fs::write(dir.path().join("copy.toml"), text).unwrap();
     let mut b = bench(Spec::load(&dir.path().join("copy.toml")).unwrap());
     for wg in [1, 2, 4] {
-        assert_eq!(b.evaluate(&[wg]).unwrap().kind(), OutcomeKind::Measured);
+        assert_eq!(
+            b.evaluate(&[wg], None).unwrap().kind(),
+            OutcomeKind::Measured
+        );
     }
     assert_eq!(
         b.builds(),
@@ -157,7 +162,7 @@ fn configurations_share_builds_when_the_source_ignores_a_parameter() {
 fn a_failing_reference_configuration_is_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 4 } }", "scale", ARGS));
-    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    let e = b.evaluate(&[16], None).unwrap_err().to_string();
     assert!(
         e.contains("the reference configuration")
             && e.contains("build failed")
@@ -170,7 +175,7 @@ fn a_failing_reference_configuration_is_fatal() {
 fn a_missing_kernel_or_mismatched_arguments_are_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scael", ARGS));
-    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    let e = b.evaluate(&[16], None).unwrap_err().to_string();
     assert!(
         e.contains("no kernel `scael`") && e.contains("scale"),
         "{e}"
@@ -190,7 +195,7 @@ fn a_missing_kernel_or_mismatched_arguments_are_fatal() {
         &one_arg.replace("name = \"x\"", "name = \"y\""),
     );
     let mut b = bench(text_spec);
-    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    let e = b.evaluate(&[16], None).unwrap_err().to_string();
     assert!(
         e.contains("do not match kernel `scale`")
             && e.contains("takes 2 arguments, but 1 are given"),
@@ -211,8 +216,14 @@ fn a_reference_kernel_gives_the_gold_outputs() {
     .unwrap();
     let reference = r#"{ kernel = "ref.cl", name = "ref_scale", global = ["N / 4"] }"#;
     let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
-    assert_eq!(b.evaluate(&[16]).unwrap().kind(), OutcomeKind::Measured);
-    assert_eq!(b.evaluate(&[8]).unwrap().kind(), OutcomeKind::WrongResult);
+    assert_eq!(
+        b.evaluate(&[16], None).unwrap().kind(),
+        OutcomeKind::Measured
+    );
+    assert_eq!(
+        b.evaluate(&[8], None).unwrap().kind(),
+        OutcomeKind::WrongResult
+    );
 
     std::fs::write(
         dir.path().join("ref.cl"),
@@ -220,7 +231,7 @@ fn a_reference_kernel_gives_the_gold_outputs() {
     )
     .unwrap();
     let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
-    let e = b.evaluate(&[16]).unwrap_err().to_string();
+    let e = b.evaluate(&[16], None).unwrap_err().to_string();
     assert!(
         e.contains("reference kernel `ref_scale`") && e.contains("oops"),
         "{e}"
@@ -261,8 +272,8 @@ fn outputs_compared_on_the_device_give_the_hosts_verdicts_and_details() {
         };
         let mut wrong = 0;
         for e in [0, 1, 2, 3, 0] {
-            let device = verdict(on_device.evaluate(&[e]).unwrap());
-            let host = verdict(on_host.evaluate(&[e]).unwrap());
+            let device = verdict(on_device.evaluate(&[e], None).unwrap());
+            let host = verdict(on_host.evaluate(&[e], None).unwrap());
             assert_eq!(device, host, "{ty}, E = {e}");
             wrong += usize::from(device != "measured");
         }
@@ -298,7 +309,7 @@ fn a_reference_that_depends_on_a_parameter_is_computed_for_each_of_its_values() 
     let mut b = bench(Spec::load(&dir.path().join("times.toml")).unwrap());
     for wg in [1, 2, 4, 8, 16] {
         for ts in [1, 2, 3] {
-            let o = b.evaluate(&[ts, wg]).unwrap();
+            let o = b.evaluate(&[ts, wg], None).unwrap();
             assert_eq!(o.kind(), OutcomeKind::Measured, "TS {ts} WG {wg}: {o:?}");
         }
     }
@@ -318,7 +329,10 @@ fn a_reference_that_depends_on_a_parameter_is_computed_for_each_of_its_values() 
     .unwrap();
     let mut b = bench(Spec::load(&dir.path().join("times.toml")).unwrap());
     for wg in [1, 2, 4, 8, 16] {
-        assert_eq!(b.evaluate(&[2, wg]).unwrap().kind(), OutcomeKind::Measured);
+        assert_eq!(
+            b.evaluate(&[2, wg], None).unwrap().kind(),
+            OutcomeKind::Measured
+        );
     }
     assert_eq!(b.references_computed(), 1);
 }
@@ -351,8 +365,11 @@ int twice(const ndtune_args *a, char *message, size_t size) {
     );
     std::fs::write(dir.path().join("scale.toml"), text).unwrap();
     let mut b = bench(Spec::load(&dir.path().join("scale.toml")).unwrap());
-    assert_eq!(b.evaluate(&[16]).unwrap().kind(), OutcomeKind::Measured);
-    match b.evaluate(&[8]).unwrap() {
+    assert_eq!(
+        b.evaluate(&[16], None).unwrap().kind(),
+        OutcomeKind::Measured
+    );
+    match b.evaluate(&[8], None).unwrap() {
         Outcome::WrongResult { detail } => assert!(
             detail.starts_with("check `twice`: y[0] = 0, not twice ")
                 && detail.ends_with("(WG = 8, N = 256)"),
@@ -395,4 +412,56 @@ fn a_worker_refuses_a_spec_whose_files_changed_since_the_campaign_started() {
             && err.contains(&format!("(setup {}, now ", setup.digest)),
         "{err}"
     );
+}
+
+#[test]
+fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS);
+    let text = std::fs::read_to_string(&s.path).unwrap();
+    let text = text.replace(
+        "[verify]\noutputs = [\"y\"]\nreference = { config = { WG = 1 } }\n",
+        "",
+    );
+    std::fs::write(&s.path, text).unwrap();
+    let mut b = bench(Spec::load(&s.path).unwrap());
+    let own = OwnCheck {
+        dir: dir.path().to_path_buf(),
+        outputs: vec!["y".into()],
+    };
+    let mut seen = Vec::new();
+    let mut verdict = |files: BTreeMap<String, PathBuf>| {
+        let y = std::fs::read(&files["y"]).unwrap();
+        seen.push((files.keys().cloned().collect::<Vec<_>>(), y.len()));
+        let zeros = y.iter().all(|&byte| byte == 0);
+        Ok(zeros.then(|| "y is all zeros".to_string()))
+    };
+    let mut evaluate = |wg: i64| {
+        let check = FrontCheck {
+            own: &own,
+            verdict: &mut verdict,
+        };
+        b.evaluate(&[wg], Some(check)).unwrap()
+    };
+    match evaluate(16) {
+        Outcome::Measured(t) => assert_eq!(t.times_ms.len(), 3),
+        o => panic!("WG 16: {o:?}"),
+    }
+    match evaluate(8) {
+        Outcome::WrongResult { detail } => assert_eq!(detail, "y is all zeros"),
+        o => panic!("WG 8: {o:?}"),
+    }
+    assert_eq!(seen, vec![(vec!["y".to_string()], 256 * 4); 2]);
+    // A check of what is no buffer argument is the front end's error: fatal.
+    let wrong = OwnCheck {
+        dir: dir.path().to_path_buf(),
+        outputs: vec!["z".into()],
+    };
+    let mut never = |_| -> Result<Option<String>, Fatal> { panic!("nothing to check") };
+    let check = FrontCheck {
+        own: &wrong,
+        verdict: &mut never,
+    };
+    let e = b.evaluate(&[16], Some(check)).unwrap_err().to_string();
+    assert!(e.contains("`z`"), "{e}");
 }

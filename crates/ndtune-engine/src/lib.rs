@@ -44,7 +44,8 @@
 //!   out in its own process what each configuration is before it is evaluated: excluded from
 //!   the space, or its own code and global size (the Python package's functions of the
 //!   parameters). Builds then happen in the measurement worker, one at a time: the build
-//!   workers build the spec's source.
+//!   workers build the spec's source. The front end may also check each configuration's
+//!   outputs itself ([`PerConfig::check`]: the Python package's `verify` function).
 //!
 //! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
 //!
@@ -68,7 +69,7 @@ use ndtune_bench::builder::BuildPool;
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
-use ndtune_bench::worker::{Generated, Job};
+use ndtune_bench::worker::{Generated, Job, OwnCheck};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Codec, Config, Outcome, Timing};
 use ndtune_device::DeviceType;
@@ -243,6 +244,15 @@ pub trait PerConfig {
     /// in the budget, not reported); else what it runs, where not the spec's. An error stops
     /// the campaign.
     fn configure(&mut self, config: &Config) -> Result<Option<Generated>, String>;
+
+    /// The outputs the front end checks itself after each measured configuration's
+    /// verification run, and where they are written; `None`: it checks none.
+    fn own_check(&self) -> Option<&OwnCheck>;
+
+    /// Checks a configuration's outputs, given their files by argument name: why they are
+    /// wrong (the configuration is `wrong_result`), or `None` where they are right. An error
+    /// stops the campaign.
+    fn check(&mut self, outputs: &BTreeMap<String, PathBuf>) -> Result<Option<String>, String>;
 }
 
 /// Receives a campaign's [`Event`]s.

@@ -9,7 +9,7 @@ use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, PerConfig, TimeSpent};
 use ndtune_bench::builder::{BuildPool, Built};
 use ndtune_bench::race::{Limits, Noise};
-use ndtune_bench::supervisor::Supervisor;
+use ndtune_bench::supervisor::{Supervisor, Verdict};
 use ndtune_bench::worker::Generated;
 use ndtune_core::{Codec, Config, Outcome};
 use ndtune_metrics::{Inputs, Metrics};
@@ -205,11 +205,16 @@ impl Live<'_> {
             pool.pause();
         }
         let limits = self.racing.limits();
+        let per_config = self.per_config.as_deref_mut();
+        let own = per_config.as_ref().and_then(|p| p.own_check().cloned());
+        let mut verdict = per_config.map(|p| |outputs: &_| p.check(outputs));
+        let check = own.as_ref().zip(verdict.as_mut().map(|v| v as Verdict<'_>));
         let evaluated = self.supervisor.evaluate(
             point,
             binary.as_deref(),
             limits.as_ref(),
             generated.as_ref(),
+            check,
         );
         if let Some(pool) = pool {
             pool.resume();

@@ -18,7 +18,7 @@
 //! measured is in the store and the same call goes on from there.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ndtune_bench::worker::Generated;
+use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
 use ndtune_engine::{Campaign, Event, Options, PerConfig, Processes, Share};
@@ -168,15 +168,30 @@ struct Call {
     /// A Kernel Tuner cache to continue from and write, and the header to write it with
     /// (`kernel_name`, `problem_size`, `tune_params_keys`, `tune_params`).
     cache: Option<(PathBuf, Json)>,
+    /// The outputs the callable's `check` verifies (Kernel Tuner's `verify`), and where they
+    /// are written.
+    check: Option<OwnCheck>,
 }
 
 /// The Python side's functions of the parameters, asked about each configuration (as JSON)
 /// before the engine evaluates it: `None` excludes it, else `(source, global)`, each `None`
-/// where the spec's stands. The first exception the callable raises stops the campaign and is
+/// where the spec's stands. Where the call checks outputs, its `check` method gets the files of
+/// a configuration's outputs (JSON: argument name to path) and returns why they are wrong, or
+/// `None`. The first exception the callable raises stops the campaign and is
 /// raised again once the campaign has ended.
 struct PyPerConfig<'py> {
     callable: Bound<'py, PyAny>,
+    check: Option<OwnCheck>,
     raised: Option<PyErr>,
+}
+
+impl PyPerConfig<'_> {
+    /// Keeps the first exception; the campaign stops with its message.
+    fn raised(&mut self, e: PyErr) -> String {
+        let why = format!("a function of the parameters raised {e}");
+        self.raised.get_or_insert(e);
+        why
+    }
 }
 
 impl PerConfig for PyPerConfig<'_> {
@@ -188,12 +203,20 @@ impl PerConfig for PyPerConfig<'_> {
             .and_then(|a| a.extract::<Option<(Option<String>, Option<Vec<usize>>)>>());
         match answer {
             Ok(answer) => Ok(answer.map(|(source, global)| Generated { source, global })),
-            Err(e) => {
-                let why = e.to_string();
-                self.raised.get_or_insert(e);
-                Err(format!("a function of the parameters raised {why}"))
-            }
+            Err(e) => Err(self.raised(e)),
         }
+    }
+
+    fn own_check(&self) -> Option<&OwnCheck> {
+        self.check.as_ref()
+    }
+
+    fn check(&mut self, outputs: &BTreeMap<String, PathBuf>) -> Result<Option<String>, String> {
+        let outputs = serde_json::to_string(outputs).expect("paths are JSON");
+        self.callable
+            .call_method1("check", (outputs,))
+            .and_then(|a| a.extract::<Option<String>>())
+            .map_err(|e| self.raised(e))
     }
 }
 
@@ -208,6 +231,7 @@ fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyR
         .map_err(|e| NdtuneError::new_err(format!("the call to _ndtune.tune: {e}")))?;
     let mut per_config = per_config.map(|callable| PyPerConfig {
         callable,
+        check: call.check.clone(),
         raised: None,
     });
     let ran = run(py, &call, per_config.as_mut());
