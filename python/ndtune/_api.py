@@ -17,6 +17,7 @@ from ._kt import (
     _check_refused,
     _kernel_files,
     _plain,
+    _refuse,
     _spec_text,
     write_spec,
 )
@@ -46,6 +47,15 @@ def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid
     raises `NdtuneError` with why."""
     _check_refused(locals())
     _check_lang(lang)
+    # These reach a campaign's measurement worker through tune_kernel's per-configuration hook,
+    # which one run in this process does not have.
+    if defines is not None:
+        _refuse("defines", "run_kernel does not take them (tune_kernel does): write them into "
+                "the code or compiler_options")
+    for name, value in (("kernel_source", kernel_source), ("problem_size", problem_size)):
+        if callable(value):
+            _refuse(f"{name} as a function", "run_kernel takes code and sizes (tune_kernel "
+                    "takes functions of the parameters)")
     tune_params = {name: [value] for name, value in params.items()}
     spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
                   (grid_div_x, grid_div_y, grid_div_z), None, compiler_options, block_size_names)

@@ -54,6 +54,9 @@ def test_run_kernel_says_why_a_configuration_did_not_run():
     with pytest.raises(ndtune.SpecError, match="defines"):
         run_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": 64},
                    defines={"X": 1})
+    with pytest.raises(ndtune.SpecError, match="kernel_source as a function"):
+        run_kernel("vector_add", lambda p: VECTOR_ADD, 4096, vector_add_args(),
+                   {"block_size_x": 64})
 
 
 def test_space_counts_what_tune_kernel_evaluates():
