@@ -4,16 +4,18 @@
 # $OUT/python_vs_kt.json. The machine has no network: the wheels come in .carry/wheels/, made here
 # with
 #   (cd python && maturin build --release -o ../.carry/wheels)       # ndtune's abi3 wheel
-#   pip download -d .carry/wheels --python-version 3.12 --only-binary=:all: \
-#       kernel_tuner==1.5.0 pyopencl numpy
+#   and Kernel Tuner 1.5.0, PyOpenCL and their pure dependencies (see bench/gpu_engine.sh)
 # Runs in about 2-4 minutes there (Kernel Tuner's part is most of it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p "${OUT:=bench/out}"
 OUT=$(cd "$OUT" && pwd)
+mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+# numpy, scipy and pandas from the machine; every carried wheel without resolving dependencies
+# (kernel_tuner's pymoo is for strategies it imports when they are used).
 venv=$(mktemp -d)/venv
-python3 -m venv "$venv"
-"$venv/bin/pip" install -q --no-index --find-links .carry/wheels ndtune kernel_tuner==1.5.0 pyopencl numpy
+python3 -m venv --system-site-packages "$venv"
+"$venv/bin/pip" install -q --no-index --no-deps .carry/wheels/*.whl
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 cd "$(mktemp -d)"   # the store and the spec directories of this run only
 NDTUNE_PYTHON_DIR=$PWD/specs "$venv/bin/python" "$OLDPWD/bench/python_vs_kt.py" --size 1024 \
