@@ -11,12 +11,11 @@ cd "$(dirname "$0")/.."
 mkdir -p "${OUT:=bench/out}"
 OUT=$(cd "$OUT" && pwd)
 mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-# numpy, scipy and pandas from the machine; every carried wheel without resolving dependencies
-# (kernel_tuner's pymoo is for strategies it imports when they are used).
-venv=$(mktemp -d)/venv
-python3 -m venv --system-site-packages "$venv"
-"$venv/bin/pip" install -q --no-index --no-deps .carry/wheels/*.whl
+# Into the machine's Python, which has numpy, scipy and pandas: every carried wheel without
+# resolving dependencies (kernel_tuner's pymoo is for strategies it imports when they are used).
+python=${PYTHON:-python3}
+"$python" -m pip install -q --no-index --no-deps .carry/wheels/*.whl
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 cd "$(mktemp -d)"   # the store and the spec directories of this run only
-NDTUNE_PYTHON_DIR=$PWD/specs "$venv/bin/python" "$OLDPWD/bench/python_vs_kt.py" --size 1024 \
+NDTUNE_PYTHON_DIR=$PWD/specs "$python" "$OLDPWD/bench/python_vs_kt.py" --size 1024 \
   --out "$OUT/python_vs_kt.json"
