@@ -174,6 +174,9 @@ struct State {
     any_order: bool,
     times: BuildTimes,
     files: usize,
+    /// Builds whose worker died once: built again in a fresh worker before the crash counts
+    /// (PoCL's compiler crashes now and then where the same build succeeds the next time).
+    crashed_once: HashSet<String>,
 }
 
 impl State {
@@ -449,12 +452,28 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                 )),
                 false,
             ),
-            Err(Silence::Died(why)) => (
-                Built::Failed(Outcome::BuildFailed {
-                    log: format!("the compiler crashed: the build worker {why}"),
-                }),
-                false,
-            ),
+            Err(Silence::Died(why)) => {
+                let mut s = shared.lock();
+                s.pids.remove(&slot);
+                if s.crashed_once.insert(key.clone()) {
+                    // Once more, first in the queue, in a fresh worker.
+                    s.running.remove(&key);
+                    s.times.running(&config, false);
+                    s.queue.push_front((key, config));
+                    shared.changed.notify_all();
+                    worker = None;
+                    continue;
+                }
+                (
+                    Built::Failed(Outcome::BuildFailed {
+                        log: format!(
+                            "the compiler crashed: the build worker {why} (twice: once more in a \
+                             fresh worker)"
+                        ),
+                    }),
+                    false,
+                )
+            }
             Err(Silence::Timeout) => (
                 Built::Failed(Outcome::TimedOut {
                     seconds: deadline.as_secs_f64(),
