@@ -528,6 +528,22 @@ impl Evaluator for Live<'_> {
         self.advice.exceeds(point)
     }
 
+    fn measuring(&self) -> bool {
+        true
+    }
+
+    fn stored(&mut self, point: &[i64]) -> bool {
+        self.existing.contains_key(&self.config(point))
+    }
+
+    fn decided(&mut self, total: u128, why: &str) {
+        self.observer.event(Event::Started {
+            total: total.try_into().unwrap_or(usize::MAX),
+        });
+        self.observer
+            .event(Event::Warning(format!("strategy auto: {why}")));
+    }
+
     fn excluded(&mut self, point: &[i64]) -> bool {
         if self.per_config.is_none() || self.stopped.is_some() {
             return false;

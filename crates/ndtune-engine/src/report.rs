@@ -353,7 +353,12 @@ pub(crate) fn report(
         kernel: spec.kernel.name.clone(),
         constants: spec.problem.constants.clone(),
         setup: String::new(),
-        strategy: strategy.to_string(),
+        // What `auto` ran, where it decided during the run.
+        strategy: trace
+            .decided
+            .as_ref()
+            .map_or(strategy, |d| d.strategy)
+            .to_string(),
         best,
         outcomes,
         evaluated: trace.steps.len() - reused,

@@ -48,8 +48,8 @@ pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECOR
 pub use space::{neighbours, Neighbourhood, SearchSpace};
 pub use strategy::{
     auto_choice, by_name, Anneal, Auto, AutoChoice, Bayes, Exhaustive, Genetic, LocalSearch,
-    RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET, AUTO_EXHAUSTIVE_UP_TO, AUTO_STRATEGY,
-    STRATEGY_NAMES,
+    RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET, AUTO_EXHAUSTIVE_TIME,
+    AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY, STRATEGY_NAMES,
 };
 pub use warm::{warm_start, FAILED_RATIO, WARM_POINTS};
 
@@ -102,6 +102,22 @@ pub trait Evaluator {
     fn cost(&self, _point: &[i64], outcome: &Outcome) -> Option<f64> {
         time_cost(outcome)
     }
+
+    /// Whether evaluations are measured now on a device, taking real time (not replayed), so
+    /// that a strategy may judge by how long they take (`auto` does).
+    fn measuring(&self) -> bool {
+        false
+    }
+
+    /// Whether evaluating `point` would read its outcome back from a store rather than
+    /// measure it.
+    fn stored(&mut self, _point: &[i64]) -> bool {
+        false
+    }
+
+    /// A strategy that decides during the run what it runs (`auto`) tells the evaluator: it
+    /// now evaluates at most `total` points, for the reason `why` (for the user).
+    fn decided(&mut self, _total: u128, _why: &str) {}
 }
 
 /// The default cost ([`Evaluator::cost`]): a measured score in ms, positive and finite.
@@ -185,6 +201,15 @@ pub struct Step {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Trace {
     pub steps: Vec<Step>,
+    /// What a strategy that picks another (`auto`) ran, and why; `None` for the others.
+    pub decided: Option<Decision>,
+}
+
+/// The strategy `auto` ran and why, in words for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub strategy: &'static str,
+    pub why: String,
 }
 
 impl Trace {
@@ -233,10 +258,12 @@ mod tests {
                 step(4, Outcome::TimedOut { seconds: 0.0 }),
                 step(5, ms(2.0)),
             ],
+            decided: None,
         };
         assert_eq!(trace.best(), Some((&vec![3], 2.0)));
         let failures = Trace {
             steps: vec![step(1, Outcome::Refused { error: "x".into() })],
+            decided: None,
         };
         assert_eq!(failures.best(), None);
         assert_eq!(Trace::default().best(), None);

@@ -53,7 +53,7 @@ pub fn run(
         .prune(&[Target::from_profile(targets::label(first), &first.profile)])
         .map_err(|e| spec.locate(&e))?;
     let valid = pruning.stats.pruned;
-    let total = crate::cmd_tune::resolve_strategy(&args.campaign, args.search.time, valid)
+    let total = crate::cmd_tune::resolve_strategy(&args.campaign, args.search.time, valid, true)
         .budget
         .evaluations
         .map_or(valid, |b| (b as u128).min(valid));

@@ -178,8 +178,12 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let cost = |c: &Config, o: &Outcome| metrics.objective().cost(value(c, o)?);
     let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?.costed(cost);
     let space: Candidates = recorded.space().clone();
-    let resolved =
-        crate::cmd_tune::resolve_strategy(&args.campaign, args.search.time, space.len() as u128);
+    let resolved = crate::cmd_tune::resolve_strategy(
+        &args.campaign,
+        args.search.time,
+        space.len() as u128,
+        false,
+    );
     let mut strategy = ndtune_search::by_name(&resolved.strategy, args.campaign.seed)?;
     let run = ndtune_search::Run {
         budget: resolved.budget,

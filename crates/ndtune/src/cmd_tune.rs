@@ -334,7 +334,7 @@ pub(crate) fn tune_device(
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
     let group = ndtune_engine::group(spec, &source, campaign.seed, device, store)?;
     record_space(spec, label, &pruning, &group, store)?;
-    let resolved = resolve_strategy(campaign, search.time, pruning.stats.pruned);
+    let resolved = resolve_strategy(campaign, search.time, pruning.stats.pruned, true);
     if let Some(choice) = &resolved.auto {
         // On stderr, so that it shows in a log too and never mixes with --json's output.
         progress.suspend(|| eprintln!("{label}: strategy auto: {choice}"));
@@ -362,9 +362,8 @@ pub(crate) fn tune_device(
                 bar.set_message(format!("best {named}{v:.4} {unit}"));
             }
         }
-        Event::Warning(message) => {
-            let _ = progress.println(format!("{label}: {message}"));
-        }
+        // Through stderr, not the bars' println: it shows under --json too, where bars are hidden.
+        Event::Warning(message) => progress.suspend(|| eprintln!("{label}: {message}")),
     };
     let report = Campaign {
         spec,
@@ -415,12 +414,14 @@ pub(crate) struct Resolved {
 }
 
 /// The strategy and budget of a search of a pruned space of `valid` configurations:
-/// `--strategy auto` (the default) resolved ([`ndtune_search::auto_choice`]); any other
-/// strategy as given.
+/// `--strategy auto` (the default) resolved ([`ndtune_search::auto_choice`]; `live` where the
+/// campaign measures, so that auto may judge by the time its first evaluations take: it then
+/// runs as `auto` and decides during the run); any other strategy as given.
 pub(crate) fn resolve_strategy(
     campaign: &CampaignArgs,
     time: Option<Duration>,
     valid: u128,
+    live: bool,
 ) -> Resolved {
     let given = Budget {
         evaluations: campaign.budget,
@@ -433,10 +434,15 @@ pub(crate) fn resolve_strategy(
             auto: None,
         };
     }
-    let choice = ndtune_search::auto_choice(valid, given);
+    let choice = ndtune_search::auto_choice(valid, given, live);
+    let (strategy, budget) = if choice.probe {
+        ("auto", given)
+    } else {
+        (choice.strategy, choice.budget)
+    };
     Resolved {
-        strategy: choice.strategy.to_string(),
-        budget: choice.budget,
+        strategy: strategy.to_string(),
+        budget,
         auto: Some(choice),
     }
 }

@@ -477,3 +477,71 @@ runs = 1
     assert_eq!(d["evaluated"].as_u64(), Some(AUTO_BUDGET as u64), "{d}");
     assert_eq!(stored(&db), AUTO_BUDGET, "each evaluation stored once");
 }
+
+#[test]
+fn tune_without_a_strategy_measures_a_quick_space_of_hundreds_whole_after_probing_it() {
+    // 6 work-groups x 50 values of a parameter the kernel never reads (one build per work-group):
+    // 300 configurations, more than auto measures whole untried, each a single short launch.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "work.cl", KERNEL);
+    let spec = write(
+        dir.path(),
+        "quick.toml",
+        &format!(
+            r#"
+[kernel]
+name = "work"
+source = "work.cl"
+[constants]
+N = 4096
+[params]
+WG = [1, 2, 4, 8, 16, 32]
+A = {{ range = [1, 50] }}
+SLOW = [1]
+[launch]
+global = ["N"]
+local = ["WG"]
+{XY_ARGS}
+[measure]
+warmup = 0
+runs = 1
+"#
+        ),
+    );
+    let db = dir.path().join("quick.db");
+    let tune = || {
+        let out = ndtune()
+            .args(["tune", &spec, "--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (report["devices"][0].clone(), stderr)
+    };
+    let (d, stderr) = tune();
+    assert!(
+        stderr.contains(&format!(
+            "strategy auto: {AUTO_STRATEGY}, at most {AUTO_BUDGET} evaluations, unless its first"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("strategy auto: exhaustive: its first 10 evaluations took")
+            && stderr.contains("all 300 are measured"),
+        "{stderr}"
+    );
+    assert_eq!(d["strategy"], "exhaustive");
+    assert_eq!(d["evaluated"].as_u64(), Some(300), "{d}");
+    assert_eq!(stored(&db), 300, "each configuration stored once");
+    // Run again: the store holds them all, and auto knows it.
+    let (d, stderr) = tune();
+    assert!(
+        stderr.contains("exhaustive: the store holds each of the 300 configurations"),
+        "{stderr}"
+    );
+    assert_eq!(
+        (d["evaluated"].as_u64(), d["reused"].as_u64()),
+        (Some(0), Some(300))
+    );
+}

@@ -1,15 +1,32 @@
 //! `auto`: the strategy a user gets without naming one. A space small enough to measure whole
 //! is measured whole; a larger one is searched by the strategy that did best on the strategy
-//! benchmark (BENCHMARKS.md, "Search strategies"), with a default budget.
+//! benchmark (BENCHMARKS.md, "Search strategies"), with a default budget. In between, where
+//! evaluations are measured live, the search's first evaluations tell how long the rest of the
+//! space would take to measure: short enough, and it is measured whole after all.
 
-use super::by_name;
-use crate::{Budget, Evaluator, Run, SearchSpace, Strategy, Trace};
+use super::bayes::INITIAL;
+use super::{by_name, Bayes, Exhaustive};
+use crate::{Budget, Decision, Evaluated, Evaluator, Point, Run, SearchSpace, Strategy, Trace};
+use ndtune_core::Outcome;
+use std::collections::HashMap;
 use std::fmt;
+use std::time::{Duration, Instant};
 
 /// Spaces of at most this many valid configurations are measured whole: about a minute at the
 /// 0.2 s a configuration an NVIDIA H100 took for SGEMM with its builds in parallel, a few on a
 /// CPU device at PoCL's 0.4 s (BENCHMARKS.md, "Tuning against Kernel Tuner").
 pub const AUTO_EXHAUSTIVE_UP_TO: u128 = 200;
+/// Larger spaces, up to this many valid configurations, are measured whole too where the
+/// search's first [`AUTO_PROBE`] live evaluations show that the others take at most
+/// [`AUTO_EXHAUSTIVE_TIME`]: 60 ms a configuration, about the fastest a build and ten timed
+/// runs go.
+pub const AUTO_PROBE_UP_TO: u128 = 5000;
+/// The evaluations that tell how long a configuration takes: the search's first batch.
+pub const AUTO_PROBE: usize = INITIAL;
+/// How long measuring the rest of a space may be expected to take for `auto` to measure it
+/// whole. The estimate is cautious: the first evaluations wait for their builds, where a whole
+/// space's builds overlap its launches.
+pub const AUTO_EXHAUSTIVE_TIME: Duration = Duration::from_secs(300);
 /// The strategy `auto` searches larger spaces with.
 pub const AUTO_STRATEGY: &str = "bo";
 /// The evaluations `auto` spends on a larger space when given neither an evaluation nor a time
@@ -23,12 +40,16 @@ pub struct AutoChoice {
     pub budget: Budget,
     /// The pruned space's size.
     pub configurations: u128,
+    /// Whether `strategy` is provisional: its first [`AUTO_PROBE`] evaluations decide whether
+    /// the space is measured whole instead.
+    pub probe: bool,
 }
 
 /// What `auto` does on a space of `configurations` valid points given `budget`: every point
 /// where there are at most [`AUTO_EXHAUSTIVE_UP_TO`] and the budget allows them all, else
-/// [`AUTO_STRATEGY`] within the budget given, or [`AUTO_BUDGET`] evaluations without one.
-pub fn auto_choice(configurations: u128, budget: Budget) -> AutoChoice {
+/// [`AUTO_STRATEGY`] within the budget given, or [`AUTO_BUDGET`] evaluations without one; with
+/// `live` evaluations and no budget, a space of at most [`AUTO_PROBE_UP_TO`] is probed.
+pub fn auto_choice(configurations: u128, budget: Budget, live: bool) -> AutoChoice {
     let all_allowed = budget
         .evaluations
         .is_none_or(|n| n as u128 >= configurations);
@@ -37,22 +58,22 @@ pub fn auto_choice(configurations: u128, budget: Budget) -> AutoChoice {
             strategy: "exhaustive",
             budget,
             configurations,
+            probe: false,
         };
     }
-    let evaluations = match budget {
-        Budget {
-            evaluations: None,
-            time: None,
-        } => Some(AUTO_BUDGET),
-        _ => budget.evaluations,
-    };
+    let unbudgeted = budget == Budget::default();
     AutoChoice {
         strategy: AUTO_STRATEGY,
         budget: Budget {
-            evaluations,
+            evaluations: if unbudgeted {
+                Some(AUTO_BUDGET)
+            } else {
+                budget.evaluations
+            },
             time: budget.time,
         },
         configurations,
+        probe: live && unbudgeted && configurations <= AUTO_PROBE_UP_TO,
     }
 }
 
@@ -78,6 +99,15 @@ impl fmt::Display for AutoChoice {
                 f,
                 "exhaustive{limits}: {n} configurations, few enough to measure them all (up to {AUTO_EXHAUSTIVE_UP_TO})"
             )
+        } else if self.probe {
+            write!(
+                f,
+                "{}{limits}, unless its first {AUTO_PROBE} evaluations show that the rest of the {n} configurations \
+                 take at most {} to measure: then all of them; another with --strategy NAME, a search of a \
+                 set length with --budget N or --time DURATION",
+                self.strategy,
+                minutes(AUTO_EXHAUSTIVE_TIME.as_secs_f64())
+            )
         } else {
             write!(
                 f,
@@ -89,7 +119,8 @@ impl fmt::Display for AutoChoice {
     }
 }
 
-/// The strategy [`auto_choice`] picks for the space, run with the budget it picks.
+/// The strategy [`auto_choice`] picks for the space, run with the budget it picks; a probed
+/// space is measured whole or searched on as its first evaluations' time says.
 #[derive(Debug, Clone, Copy)]
 pub struct Auto {
     pub seed: u64,
@@ -101,30 +132,232 @@ impl Strategy for Auto {
     }
 
     fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
-        let choice = auto_choice(space.len(), run.budget);
-        let run = Run {
+        let choice = auto_choice(space.len(), run.budget, eval.measuring());
+        if choice.probe {
+            return self.probe(space, eval, run);
+        }
+        let chosen = Run {
             budget: choice.budget,
             warm: run.warm.clone(),
         };
-        by_name(choice.strategy, self.seed)
+        let mut trace = by_name(choice.strategy, self.seed)
             .expect("auto picks a known strategy")
-            .search(space, eval, &run)
+            .search(space, eval, &chosen);
+        trace.decided = Some(Decision {
+            strategy: choice.strategy,
+            why: choice.to_string(),
+        });
+        trace
+    }
+}
+
+impl Auto {
+    /// The search's first [`AUTO_PROBE`] evaluations, timed; then the whole space or the rest
+    /// of the search, which takes the first evaluations as they were.
+    fn probe(&self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
+        let started = Instant::now();
+        let mut memo = Memo {
+            inner: eval,
+            known: HashMap::new(),
+        };
+        let first_run = Run {
+            budget: Budget {
+                evaluations: Some(AUTO_PROBE),
+                time: None,
+            },
+            warm: run.warm.clone(),
+        };
+        let first = Bayes { seed: self.seed }.search(space, &mut memo, &first_run);
+        let probe = Probe {
+            evaluations: first.steps.len(),
+            fresh: first.steps.iter().filter(|s| !s.reused).count(),
+            seconds: started.elapsed().as_secs_f64(),
+            unmeasured: (0..space.len())
+                .filter_map(|rank| space.nth(rank))
+                .filter(|p| !memo.stored(p))
+                .count() as u128,
+            configurations: space.len(),
+        };
+        let (whole, why) = probe.decide();
+        let (strategy, budget, total): (&'static str, _, u128) = if whole {
+            ("exhaustive", Budget::default(), space.len())
+        } else {
+            let budget = Budget {
+                evaluations: Some(AUTO_BUDGET),
+                time: None,
+            };
+            (
+                AUTO_STRATEGY,
+                budget,
+                (AUTO_BUDGET as u128).min(space.len()),
+            )
+        };
+        memo.inner.decided(total, &why);
+        let rest = Run {
+            budget,
+            warm: first.steps.into_iter().map(|s| s.point).collect(),
+        };
+        let mut trace = if whole {
+            Exhaustive.search(space, &mut memo, &rest)
+        } else {
+            Bayes { seed: self.seed }.search(space, &mut memo, &rest)
+        };
+        trace.decided = Some(Decision { strategy, why });
+        trace
+    }
+}
+
+/// What a probe saw: its evaluations, those measured now (not from a store), the seconds they
+/// took, and the configurations of the space that neither it nor the store measured.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    evaluations: usize,
+    fresh: usize,
+    seconds: f64,
+    unmeasured: u128,
+    configurations: u128,
+}
+
+impl Probe {
+    /// Whether to measure the space whole, and why, in words for the user.
+    fn decide(&self) -> (bool, String) {
+        let Probe {
+            evaluations: first,
+            fresh,
+            unmeasured,
+            configurations: n,
+            ..
+        } = *self;
+        let limit = minutes(AUTO_EXHAUSTIVE_TIME.as_secs_f64());
+        let search = format!("{AUTO_STRATEGY}, at most {AUTO_BUDGET} evaluations");
+        let how =
+            "--strategy exhaustive measures all, --budget N or --time DURATION searches longer";
+        if unmeasured == 0 {
+            return (
+                true,
+                format!("exhaustive: the store holds each of the {n} configurations its first {first} evaluations did not measure"),
+            );
+        }
+        if fresh == 0 {
+            return (
+                false,
+                format!(
+                    "{search}: its first {first} evaluations came from the store, so how long the {unmeasured} \
+                     configurations it lacks take is unknown; {how}"
+                ),
+            );
+        }
+        let each = self.seconds / fresh as f64;
+        let estimate = each * unmeasured as f64;
+        if estimate <= AUTO_EXHAUSTIVE_TIME.as_secs_f64() {
+            (
+                true,
+                format!(
+                    "exhaustive: its first {first} evaluations took {each:.2} s each, so the {unmeasured} configurations \
+                     not measured yet take about {}, at most {limit}: all {n} are measured",
+                    minutes(estimate)
+                ),
+            )
+        } else {
+            (
+                false,
+                format!(
+                    "{search}: its first {first} evaluations took {each:.2} s each, so the {unmeasured} configurations \
+                     not measured yet would take about {}, more than {limit}; {how}",
+                    minutes(estimate)
+                ),
+            )
+        }
+    }
+}
+
+/// `4.2 min` or `35 s`.
+fn minutes(seconds: f64) -> String {
+    if seconds >= 60.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{seconds:.0} s")
+    }
+}
+
+/// An evaluator that keeps what it evaluated: the rest of a probed run takes the first
+/// evaluations as they were, never running or announcing them again.
+struct Memo<'e> {
+    inner: &'e mut dyn Evaluator,
+    known: HashMap<Point, Evaluated>,
+}
+
+impl Memo<'_> {
+    fn unknown(&self, points: &[Point]) -> Vec<Point> {
+        points
+            .iter()
+            .filter(|p| !self.known.contains_key(*p))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Evaluator for Memo<'_> {
+    fn evaluate(&mut self, point: &[i64]) -> Evaluated {
+        if let Some(known) = self.known.get(point) {
+            return known.clone();
+        }
+        let evaluated = self.inner.evaluate(point);
+        self.known.insert(point.to_vec(), evaluated.clone());
+        evaluated
+    }
+
+    fn excluded(&mut self, point: &[i64]) -> bool {
+        !self.known.contains_key(point) && self.inner.excluded(point)
+    }
+
+    fn upcoming(&mut self, points: &[Point]) {
+        let points = self.unknown(points);
+        self.inner.upcoming(&points);
+    }
+
+    fn will_ask(&mut self, points: &[Point]) {
+        let points = self.unknown(points);
+        self.inner.will_ask(&points);
+    }
+
+    fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
+        self.inner.exceeds_advice(point)
+    }
+
+    fn cost(&self, point: &[i64], outcome: &Outcome) -> Option<f64> {
+        self.inner.cost(point, outcome)
+    }
+
+    fn measuring(&self) -> bool {
+        self.inner.measuring()
+    }
+
+    fn stored(&mut self, point: &[i64]) -> bool {
+        self.known.contains_key(point) || self.inner.stored(point)
+    }
+
+    fn decided(&mut self, total: u128, why: &str) {
+        self.inner.decided(total, why);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use crate::Candidates;
+    use ndtune_core::Timing;
+    use std::collections::HashSet;
 
     #[test]
     fn small_spaces_are_measured_whole_and_large_ones_searched_within_a_budget() {
         let none = Budget::default();
-        let small = auto_choice(AUTO_EXHAUSTIVE_UP_TO, none);
+        let small = auto_choice(AUTO_EXHAUSTIVE_UP_TO, none, true);
         assert_eq!((small.strategy, small.budget), ("exhaustive", none));
-        let large = auto_choice(6_685_184, none);
+        let large = auto_choice(6_685_184, none, true);
         assert_eq!(large.strategy, AUTO_STRATEGY);
         assert_eq!(large.budget.evaluations, Some(AUTO_BUDGET));
+        assert!(!large.probe);
         let text = large.to_string();
         assert!(
             text.contains("6685184 configurations") && text.contains("--strategy"),
@@ -135,14 +368,138 @@ mod tests {
             evaluations: Some(50),
             time: None,
         };
-        assert_eq!(auto_choice(120, fifty).strategy, AUTO_STRATEGY);
-        assert_eq!(auto_choice(120, fifty).budget, fifty);
+        assert_eq!(auto_choice(120, fifty, true).strategy, AUTO_STRATEGY);
+        assert_eq!(auto_choice(120, fifty, true).budget, fifty);
+        assert!(
+            !auto_choice(1000, fifty, true).probe,
+            "a budget given is kept"
+        );
         // A time budget alone: the search goes on until then.
         let hour = Budget {
             evaluations: None,
             time: Some(Duration::from_secs(3600)),
         };
-        assert_eq!(auto_choice(1 << 40, hour).budget, hour);
-        assert_eq!(auto_choice(10, hour).strategy, "exhaustive");
+        assert_eq!(auto_choice(1 << 40, hour, true).budget, hour);
+        assert_eq!(auto_choice(10, hour, true).strategy, "exhaustive");
+        // In between, live evaluations probe; replayed ones (no time to judge by) do not.
+        let between = auto_choice(504, none, true);
+        assert!(between.probe && between.strategy == AUTO_STRATEGY);
+        assert!(
+            between.to_string().contains("unless its first"),
+            "{between}"
+        );
+        assert!(!auto_choice(504, none, false).probe);
+    }
+
+    #[test]
+    fn a_probe_measures_whole_what_takes_a_few_minutes_and_searches_what_would_take_long() {
+        let probe = |seconds: f64, fresh: usize, unmeasured: u128| Probe {
+            evaluations: 10,
+            fresh,
+            seconds,
+            unmeasured,
+            configurations: 504,
+        };
+        // 0.5 s each, 494 more: about 4 minutes.
+        let (whole, why) = probe(5.0, 10, 494).decide();
+        assert!(whole, "{why}");
+        assert!(
+            why.contains("0.50 s each") && why.contains("4.1 min"),
+            "{why}"
+        );
+        // 2 s each: about 16 minutes.
+        let (whole, why) = probe(20.0, 10, 494).decide();
+        assert!(!whole && why.contains("more than 5.0 min"), "{why}");
+        // Reused evaluations cost nothing: the time is per evaluation measured now.
+        assert!(!probe(5.0, 1, 494).decide().0);
+        // All from the store and the rest unknown: a search, as the first run did.
+        let (whole, why) = probe(0.01, 0, 494).decide();
+        assert!(!whole && why.contains("came from the store"), "{why}");
+        // The store holds the whole space: nothing left to measure.
+        assert!(probe(0.01, 0, 0).decide().0);
+    }
+
+    /// A live evaluator of a space 0..n, as quick as can be: the cost is the value.
+    struct Quick {
+        asked: Vec<Point>,
+        decided: Option<(u128, String)>,
+    }
+
+    impl Evaluator for Quick {
+        fn evaluate(&mut self, point: &[i64]) -> Evaluated {
+            self.asked.push(point.to_vec());
+            Evaluated {
+                outcome: Outcome::Measured(Timing::new(vec![1.0 + point[0] as f64], 1)),
+                reused: false,
+            }
+        }
+        fn measuring(&self) -> bool {
+            true
+        }
+        fn decided(&mut self, total: u128, why: &str) {
+            self.decided = Some((total, why.to_string()));
+        }
+    }
+
+    fn line(n: i64) -> Candidates {
+        Candidates::new(vec!["X".into()], (0..n).map(|x| vec![x]).collect()).unwrap()
+    }
+
+    #[test]
+    fn a_quick_space_is_measured_whole_and_a_search_after_a_probe_runs_no_point_twice() {
+        let space = line(300);
+        let mut quick = Quick {
+            asked: Vec::new(),
+            decided: None,
+        };
+        let trace = Auto { seed: 1 }.search(&space, &mut quick, &Run::default());
+        assert_eq!(trace.steps.len(), 300);
+        let distinct: HashSet<&Point> = quick.asked.iter().collect();
+        assert_eq!(
+            (quick.asked.len(), distinct.len()),
+            (300, 300),
+            "each point once"
+        );
+        assert_eq!(trace.best(), Some((&vec![0], 1.0)));
+        assert_eq!(trace.decided.as_ref().unwrap().strategy, "exhaustive");
+        assert_eq!(quick.decided.as_ref().unwrap().0, 300);
+
+        // The search that goes on after a probe takes the first evaluations from what it
+        // keeps, within its budget: a hundred distinct evaluations, none run twice.
+        let mut searched = Quick {
+            asked: Vec::new(),
+            decided: None,
+        };
+        let trace = {
+            let mut memo = Memo {
+                inner: &mut searched,
+                known: HashMap::new(),
+            };
+            let first = Bayes { seed: 1 }.search(
+                &space,
+                &mut memo,
+                &Run {
+                    budget: Budget {
+                        evaluations: Some(AUTO_PROBE),
+                        time: None,
+                    },
+                    warm: Vec::new(),
+                },
+            );
+            let rest = Run {
+                budget: Budget {
+                    evaluations: Some(AUTO_BUDGET),
+                    time: None,
+                },
+                warm: first.steps.into_iter().map(|s| s.point).collect(),
+            };
+            Bayes { seed: 1 }.search(&space, &mut memo, &rest)
+        };
+        assert_eq!(trace.steps.len(), AUTO_BUDGET);
+        assert_eq!(
+            searched.asked.len(),
+            AUTO_BUDGET,
+            "the first ten are not run again"
+        );
     }
 }
