@@ -127,3 +127,30 @@ def report(db, out="report.html"):
     `out`, as `ndtune report` does; returns the path written."""
     location = db.location if isinstance(db, Store) else str(db)
     return str(_ndtune.report(location, str(out)))
+
+
+def bench_strategies(recordings, strategies=("bo",), budgets=(25, 50, 100), seeds=8,
+                     warm_start=None):
+    """Replays search strategies on recorded spaces, as `ndtune bench-strategies` does:
+    `recordings` are paths (or one path) of Kernel Tuner caches (.json, .json.gz), CLTune CSV
+    files or ndtune stores (a dataset per recorded campaign); each strategy runs with seeds
+    0..seeds-1 at each budget (distinct configurations evaluated). With `warm_start=N`, each
+    dataset's runs first measure the N best configurations of the other datasets of the same
+    kernel. Returns a dict: `datasets` (`id`, `configurations`, `optimum_ms`, `warm_points`)
+    and `results`, one dict per dataset and strategy: `mean` (budget -> mean fraction of the
+    optimum reached), `evals_90` and `evals_95` (median evaluations to reach 90% and 95% of it,
+    None where fewer than half the seeds did)."""
+    if isinstance(recordings, (str, bytes)) or hasattr(recordings, "__fspath__"):
+        recordings = [recordings]
+    if isinstance(strategies, str):
+        strategies = [strategies]
+    if isinstance(budgets, int):
+        budgets = [budgets]
+    if not budgets:
+        raise ValueError("bench_strategies: give at least one budget")
+    out = json.loads(_ndtune.bench_strategies([str(r) for r in recordings], list(strategies),
+                                              [int(b) for b in budgets], int(seeds),
+                                              None if warm_start is None else int(warm_start)))
+    for r in out["results"]:
+        r["mean"] = {int(b): m for b, m in r["mean"].items()}
+    return out

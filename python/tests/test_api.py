@@ -1,4 +1,4 @@
-"""run_kernel, space, Store and report, on PoCL with real kernels."""
+"""run_kernel, space, Store, report and bench_strategies, on PoCL with real kernels."""
 
 import itertools
 import sys
@@ -133,3 +133,26 @@ def test_report_writes_the_html_report(own_directory):
     html = (own_directory / "tuned.html").read_text()
     assert html.lower().startswith("<!doctype html>")
     assert "vector_add" in html
+
+
+def test_bench_strategies_replays_the_cache_and_the_store_a_tuning_wrote(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    params = {"block_size_x": [16, 32, 64, 128, 256, 512]}
+    tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params, cache="c.json",
+                db="t.db", quiet=True)
+    out = ndtune.bench_strategies(["c.json", "t.db"], strategies=["random", "exhaustive"],
+                                  budgets=[6, 2], seeds=3)
+    assert [d["configurations"] for d in out["datasets"]] == [6, 6]
+    assert all(d["optimum_ms"] > 0 and d["warm_points"] == 0 for d in out["datasets"])
+    by = {(r["dataset"], r["strategy"]): r for r in out["results"]}
+    assert len(by) == 4
+    for d in out["datasets"]:
+        whole = by[(d["id"], "exhaustive")]
+        assert sorted(whole["mean"]) == [2, 6]
+        assert whole["mean"][6] == pytest.approx(1.0), "all six include the optimum"
+        assert whole["evals_95"] is not None and whole["seeds"] == 3
+        assert 0 < by[(d["id"], "random")]["mean"][2] <= 1.0
+    with pytest.raises(ndtune.NdtuneError, match="unknown strategy"):
+        ndtune.bench_strategies("c.json", strategies=["genetic"], budgets=[2])
+    with pytest.raises(ndtune.NdtuneError, match="nothing.json"):
+        ndtune.bench_strategies("nothing.json", budgets=[2])

@@ -48,6 +48,8 @@
 //!   outputs itself ([`PerConfig::check`]: the Python package's `verify` function).
 //!
 //! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
+//! - [`strategy_bench`]: the strategy benchmark's recorded datasets and its runs over seeds and
+//!   budgets (`ndtune bench-strategies`, Python's `ndtune.bench_strategies`).
 //!
 //! It never parses a command line and never prints.
 
@@ -57,6 +59,7 @@ mod live;
 mod report;
 pub mod share;
 pub mod space;
+pub mod strategy_bench;
 
 pub use report::{
     Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,

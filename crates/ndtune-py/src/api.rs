@@ -9,6 +9,8 @@
 //! - [`store_results`]: every result a store holds ([`ndtune_report::stored`], as
 //!   `ndtune show --json`).
 //! - [`report`]: the HTML report of a store ([`ndtune_report`], as `ndtune report`).
+//! - [`bench_strategies`]: strategies replayed on recorded spaces
+//!   ([`ndtune_engine::strategy_bench`], as `ndtune bench-strategies --json`).
 
 use crate::{pick_device, spec_error, store_error, NdtuneError};
 use ndtune_bench::evaluate::Bench;
@@ -124,10 +126,55 @@ fn report(py: Python<'_>, location: &str, out: PathBuf) -> PyResult<PathBuf> {
 }
 
 /// Adds these calls to the extension module.
+/// Replays each of `strategies` with seeds `0..seeds` at each of `budgets` on the datasets of
+/// `recordings` (Kernel Tuner caches, CLTune CSV files, ndtune stores); with `warm`, each
+/// dataset's runs first measure that many best configurations of the other datasets of the
+/// same kernel. Returns JSON: `datasets` (id, configurations, optimum_ms, warm_points) and
+/// `results` (per dataset and strategy: the mean fraction of the optimum per budget, the median
+/// evaluations to 90% and 95% of it).
+#[pyfunction]
+#[pyo3(signature = (recordings, strategies, budgets, seeds, warm=None))]
+fn bench_strategies(
+    py: Python<'_>,
+    recordings: Vec<PathBuf>,
+    strategies: Vec<String>,
+    mut budgets: Vec<usize>,
+    seeds: u64,
+    warm: Option<usize>,
+) -> PyResult<String> {
+    use ndtune_engine::strategy_bench;
+    budgets.sort_unstable();
+    budgets.dedup();
+    py.detach(|| {
+        let fail = |e: String| NdtuneError::new_err(e);
+        let mut datasets = Vec::new();
+        for path in &recordings {
+            datasets.extend(strategy_bench::datasets(path).map_err(fail)?);
+        }
+        let (mut infos, mut results) = (Vec::new(), Vec::new());
+        for (i, d) in datasets.iter().enumerate() {
+            let points =
+                warm.map_or_else(Vec::new, |k| strategy_bench::warm_start(&datasets, i, k));
+            infos.push(json!({
+                "id": d.id,
+                "configurations": d.recorded.space().len(),
+                "optimum_ms": d.optimum_ms,
+                "warm_points": points.len(),
+            }));
+            for name in &strategies {
+                results
+                    .push(strategy_bench::bench(d, name, &budgets, seeds, &points).map_err(fail)?);
+            }
+        }
+        Ok(json!({ "datasets": infos, "results": results }).to_string())
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(space, m)?)?;
     m.add_function(wrap_pyfunction!(store_results, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_strategies, m)?)?;
     Ok(())
 }

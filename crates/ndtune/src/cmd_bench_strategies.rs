@@ -7,43 +7,16 @@
 //!
 //! With `--warm-start`, each dataset's runs first measure the best configurations of the other
 //! datasets of the same kernel ([`ndtune_search::warm_start`]): learn on six GPUs, tune the
-//! seventh.
+//! seventh. The datasets and the runs are [`ndtune_engine::strategy_bench`]'s; this command
+//! parses, prints and plots.
 
 use crate::cli::BenchStrategiesArgs;
-use anyhow::{bail, Context, Result};
-use ndtune_core::Config;
-use ndtune_search::{by_name, Budget, Candidates, Point, Recorded, Run, Trace};
-use ndtune_store::{kt, Store};
+use anyhow::{anyhow, bail, Context, Result};
+use ndtune_engine::strategy_bench::{self, StrategyResult};
+use ndtune_search::by_name;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::path::Path;
-
-/// One recorded space.
-struct Dataset {
-    /// `kernel/device`, e.g. `convolution_milo/A100`: how results and `--kt` name it.
-    id: String,
-    /// What identifies the kernel for warm starts (Kernel Tuner: the cache's kernel name and
-    /// parameters; a store: kernel, source hash and constants).
-    kernel: String,
-    recorded: Recorded,
-    optimum_ms: f64,
-}
-
-/// One strategy on one dataset.
-#[derive(Serialize, Deserialize, Clone)]
-pub struct StrategyResult {
-    pub dataset: String,
-    pub strategy: String,
-    /// Per budget, the mean over seeds of optimum / best found (0 where a run measured nothing).
-    pub mean: BTreeMap<usize, f64>,
-    /// Median over seeds of the evaluations after which the best found is within 90% (95%) of
-    /// the optimum, within the largest budget; `None` where fewer than half the seeds got there.
-    pub evals_90: Option<usize>,
-    pub evals_95: Option<usize>,
-    pub seeds: u64,
-}
+use serde::Serialize;
 
 /// What `--json` writes.
 #[derive(Serialize)]
@@ -67,27 +40,21 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
     let mut budgets = args.budgets.clone();
     budgets.sort_unstable();
     budgets.dedup();
-    let Some(&largest) = budgets.last() else {
+    if budgets.is_empty() {
         bail!("--budgets: give at least one budget");
-    };
+    }
     for name in &args.strategies {
         by_name(name, 0)?;
     }
     let mut datasets = Vec::new();
     for path in &args.recordings {
-        datasets.extend(load(path)?);
+        datasets.extend(strategy_bench::datasets(path).map_err(|e| anyhow!(e))?);
     }
     let mut results: Vec<StrategyResult> = Vec::new();
     let mut infos = Vec::new();
     for (i, d) in datasets.iter().enumerate() {
         let warm = if args.warm_start {
-            let others: Vec<&Recorded> = datasets
-                .iter()
-                .enumerate()
-                .filter(|(j, o)| *j != i && o.kernel == d.kernel)
-                .map(|(_, o)| &o.recorded)
-                .collect();
-            ndtune_search::warm_start(&others, args.warm)
+            strategy_bench::warm_start(&datasets, i, args.warm)
         } else {
             Vec::new()
         };
@@ -106,7 +73,10 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
             warm_points: warm.len(),
         });
         for name in &args.strategies {
-            results.push(bench(d, &space, name, &budgets, largest, args.seeds, &warm));
+            results.push(
+                strategy_bench::bench(d, name, &budgets, args.seeds, &warm)
+                    .map_err(|e| anyhow!(e))?,
+            );
         }
     }
     if let Some(kt) = &args.kt {
@@ -139,234 +109,6 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
-}
-
-/// One seed's run: the fraction of the optimum at each budget, and the evaluations to reach 90%
-/// and 95% of it.
-struct SeedResult {
-    fractions: Vec<f64>,
-    to_90: Option<usize>,
-    to_95: Option<usize>,
-}
-
-/// Runs `name` with seeds 0.. at every budget on one dataset.
-fn bench(
-    d: &Dataset,
-    space: &Candidates,
-    name: &str,
-    budgets: &[usize],
-    largest: usize,
-    seeds: u64,
-    warm: &[Point],
-) -> StrategyResult {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_seed: Vec<SeedResult> = std::thread::scope(|scope| {
-        let chunks: Vec<Vec<u64>> = (0..workers as u64)
-            .map(|w| (0..seeds).filter(|s| s % workers as u64 == w).collect())
-            .collect();
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                let mut eval = d.recorded.clone();
-                scope.spawn(move || {
-                    chunk
-                        .into_iter()
-                        .map(|seed| {
-                            let mut one = |budget: usize| -> Trace {
-                                let run = Run {
-                                    budget: Budget {
-                                        evaluations: Some(budget),
-                                        time: None,
-                                    },
-                                    warm: warm.to_vec(),
-                                };
-                                by_name(name, seed)
-                                    .expect("checked")
-                                    .search(space, &mut eval, &run)
-                            };
-                            let long = one(largest);
-                            // A strategy whose choices do not depend on the budget runs once.
-                            let anytime = by_name(name, seed).expect("checked").anytime();
-                            let fractions: Vec<f64> = budgets
-                                .iter()
-                                .map(|&b| {
-                                    if anytime {
-                                        fraction(d.optimum_ms, &long, b)
-                                    } else {
-                                        fraction(d.optimum_ms, &one(b), b)
-                                    }
-                                })
-                                .collect();
-                            let to = |target: f64| reached(d.optimum_ms, &long, target);
-                            SeedResult {
-                                fractions,
-                                to_90: to(0.90),
-                                to_95: to(0.95),
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a benchmark thread panicked"))
-            .collect()
-    });
-    let n = per_seed.len().max(1) as f64;
-    let mean = budgets
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| (b, per_seed.iter().map(|s| s.fractions[i]).sum::<f64>() / n))
-        .collect();
-    let median = |pick: fn(&SeedResult) -> Option<usize>| {
-        let mut v: Vec<usize> = per_seed
-            .iter()
-            .map(|s| pick(s).unwrap_or(usize::MAX))
-            .collect();
-        v.sort_unstable();
-        v.get(v.len() / 2).copied().filter(|&m| m != usize::MAX)
-    };
-    StrategyResult {
-        dataset: d.id.clone(),
-        strategy: name.to_string(),
-        mean,
-        evals_90: median(|s| s.to_90),
-        evals_95: median(|s| s.to_95),
-        seeds,
-    }
-}
-
-/// optimum / best of the trace's first `budget` evaluations, 0 where they measured nothing.
-fn fraction(optimum_ms: f64, trace: &Trace, budget: usize) -> f64 {
-    trace
-        .steps
-        .iter()
-        .take(budget)
-        .filter_map(|s| s.outcome.score_ms().filter(|ms| ms.is_finite()))
-        .reduce(f64::min)
-        .map_or(0.0, |ms| optimum_ms / ms)
-}
-
-/// After how many evaluations the best so far is within `target` of the optimum.
-fn reached(optimum_ms: f64, trace: &Trace, target: f64) -> Option<usize> {
-    let mut best = f64::INFINITY;
-    for (i, step) in trace.steps.iter().enumerate() {
-        if let Some(ms) = step.outcome.score_ms().filter(|s| s.is_finite()) {
-            best = best.min(ms);
-        }
-        if optimum_ms / best >= target {
-            return Some(i + 1);
-        }
-    }
-    None
-}
-
-/// The datasets of a Kernel Tuner cache (one), a CLTune CSV (one) or an ndtune store (one per
-/// recorded campaign).
-fn load(path: &Path) -> Result<Vec<Dataset>> {
-    let name = path.to_string_lossy();
-    let mut out = Vec::new();
-    if name.ends_with(".csv") || name.ends_with(".csv.gz") {
-        let table = ndtune_store::cltune::read_cltune_csv(path)?;
-        // `sgemm-cltune-gtx680/sgemm_product.csv.gz`: the folder names the recording.
-        let dir = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|f| f.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let kernel = format!("cltune {:?}", table.names);
-        out.push(dataset(
-            format!("cltune/{dir}"),
-            kernel,
-            table.names,
-            table.entries.into_iter(),
-            path,
-        )?);
-        return Ok(out);
-    }
-    if name.ends_with(".json") || name.ends_with(".json.gz") {
-        let cache = kt::read_kt_cache(path)?;
-        let stem = path
-            .file_name()
-            .map(|f| {
-                f.to_string_lossy()
-                    .trim_end_matches(".gz")
-                    .trim_end_matches(".json")
-                    .to_string()
-            })
-            .unwrap_or_default();
-        let dir = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|f| f.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let kernel = format!(
-            "{} {:?}",
-            cache.header.kernel_name, cache.header.tune_params_keys
-        );
-        out.push(dataset(
-            format!("{dir}/{stem}"),
-            kernel,
-            cache.header.tune_params_keys.clone(),
-            cache.entries.into_iter(),
-            path,
-        )?);
-        return Ok(out);
-    }
-    let store = Store::open_read_only(path)?;
-    let devices: BTreeMap<String, String> = store
-        .devices()?
-        .into_iter()
-        .map(|(fp, p)| (fp, p.name))
-        .collect();
-    let groups = store.groups()?;
-    for g in &groups {
-        let records = store.records(g)?;
-        let Some(first) = records.first() else {
-            continue;
-        };
-        let names: Vec<String> = first.key.config.keys().cloned().collect();
-        let device = devices.get(&g.device).cloned().unwrap_or(g.device.clone());
-        // A problem tuned under several setups is a dataset per setup.
-        let setup = match groups.iter().filter(|o| o.same_problem(g)).count() {
-            1 => String::new(),
-            _ => format!(" (setup {})", g.setup),
-        };
-        out.push(dataset(
-            format!("{}/{device}{setup}", g.kernel),
-            format!("{} {} {:?}", g.kernel, g.source_hash, g.constants),
-            names,
-            records.into_iter().map(|r| (r.key.config, r.outcome)),
-            path,
-        )?);
-    }
-    Ok(out)
-}
-
-fn dataset(
-    id: String,
-    kernel: String,
-    names: Vec<String>,
-    entries: impl Iterator<Item = (Config, ndtune_core::Outcome)>,
-    path: &Path,
-) -> Result<Dataset> {
-    let recorded = Recorded::infer(names, entries.collect())
-        .with_context(|| format!("{}: {id} is not a space", path.display()))?;
-    let optimum_ms = recorded
-        .space()
-        .points()
-        .iter()
-        .filter_map(|p| recorded.outcome(p).and_then(|o| o.score_ms()))
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .reduce(f64::min)
-        .with_context(|| format!("{}: {id} has no measured configuration", path.display()))?;
-    Ok(Dataset {
-        id,
-        kernel,
-        recorded,
-        optimum_ms,
-    })
 }
 
 /// Per dataset: a row per strategy, the best at each budget starred, and who wins where.
