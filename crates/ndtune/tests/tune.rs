@@ -425,15 +425,13 @@ fn sub_devices_are_tuned_each_in_its_own_worker() {
     assert!(err.contains("named twice"), "{err}");
 }
 
-#[test]
-fn tune_without_a_strategy_searches_millions_of_configurations_within_its_default_budget() {
-    // 6 work-groups x 200 x 200 x 20 values of parameters the kernel never reads (no define,
-    // so they share a build) x 2 loop lengths: 9.6 million valid configurations.
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "work.cl", KERNEL);
-    let spec = write(
-        dir.path(),
-        "many.toml",
+/// A spec of [`KERNEL`] in `dir` over `WG` (6 work-groups) and the parameters `params` (TOML
+/// lines), each configuration timed by a single launch.
+fn one_launch_spec(dir: &Path, name: &str, params: &str) -> String {
+    write(dir, "work.cl", KERNEL);
+    write(
+        dir,
+        name,
         &format!(
             r#"
 [kernel]
@@ -443,10 +441,7 @@ source = "work.cl"
 N = 4096
 [params]
 WG = [1, 2, 4, 8, 16, 32]
-A = {{ range = [1, 200] }}
-B = {{ range = [1, 200] }}
-C = {{ range = [1, 20] }}
-SLOW = [1, 2]
+{params}
 [launch]
 global = ["N"]
 local = ["WG"]
@@ -456,6 +451,18 @@ warmup = 0
 runs = 1
 "#
         ),
+    )
+}
+
+#[test]
+fn tune_without_a_strategy_searches_millions_of_configurations_within_its_default_budget() {
+    // 6 work-groups x 200 x 200 x 20 values of parameters the kernel never reads (no define,
+    // so they share a build) x 2 loop lengths: 9.6 million valid configurations.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = one_launch_spec(
+        dir.path(),
+        "many.toml",
+        "A = { range = [1, 200] }\nB = { range = [1, 200] }\nC = { range = [1, 20] }\nSLOW = [1, 2]",
     );
     let db = dir.path().join("many.db");
     let out = ndtune()
@@ -483,30 +490,10 @@ fn tune_without_a_strategy_measures_a_quick_space_of_hundreds_whole_after_probin
     // 6 work-groups x 50 values of a parameter the kernel never reads (one build per work-group):
     // 300 configurations, more than auto measures whole untried, each a single short launch.
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "work.cl", KERNEL);
-    let spec = write(
+    let spec = one_launch_spec(
         dir.path(),
         "quick.toml",
-        &format!(
-            r#"
-[kernel]
-name = "work"
-source = "work.cl"
-[constants]
-N = 4096
-[params]
-WG = [1, 2, 4, 8, 16, 32]
-A = {{ range = [1, 50] }}
-SLOW = [1]
-[launch]
-global = ["N"]
-local = ["WG"]
-{XY_ARGS}
-[measure]
-warmup = 0
-runs = 1
-"#
-        ),
+        "A = { range = [1, 50] }\nSLOW = [1]",
     );
     let db = dir.path().join("quick.db");
     let tune = || {
