@@ -163,19 +163,10 @@ impl LineProcess {
 
 /// Dropping kills the child and reaps it.
 impl Drop for LineProcess {
-    /// Kills the child and reaps it on a thread of its own: the driver takes tens to hundreds
-    /// of milliseconds to tear down a killed process that held a GPU context (about 1 s for a
-    /// campaign's measurement worker and 15 build workers on an H100), which nothing needs to
-    /// wait for. A process that exits first leaves the reaping to init.
     fn drop(&mut self) {
-        let pid = self.child.id();
-        children::reaped(pid);
+        children::reaped(self.child.id());
         let _ = self.child.kill();
-        thread::spawn(move || {
-            // SAFETY: waitpid(2) on this process's own child, killed above and reaped nowhere
-            // else (the `Child` is dropped without waiting).
-            unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };
-        });
+        let _ = self.child.wait();
     }
 }
 
