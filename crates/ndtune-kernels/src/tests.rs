@@ -71,18 +71,20 @@ fn matmul_identity_and_1x1() {
 
 #[test]
 fn matmul_threaded_matches_naive() {
-    // 128 x 128 is large enough for the threaded path.
-    let n = 128;
-    let (a, b) = (noise(n * n, 1), noise(n * n, 2));
-    let out = matmul(
-        &bufs(&[("A", a.clone()), ("B", b.clone())]),
-        &consts(&[("N", n as i64)]),
-    )
-    .unwrap();
-    for i in 0..n {
-        for j in 0..n {
-            let want: f64 = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
-            assert!((out["C"][i * n + j] - want).abs() < 1e-12, "C[{i}][{j}]");
+    // 128 x 128 is large enough for the threaded path; 131 leaves a short block of rows.
+    for n in [128, 131] {
+        let (a, b) = (noise(n * n, 1), noise(n * n, 2));
+        let out = matmul(
+            &bufs(&[("A", a.clone()), ("B", b.clone())]),
+            &consts(&[("N", n as i64)]),
+        )
+        .unwrap();
+        for i in 0..n {
+            for j in 0..n {
+                // Summed over k in order, as the blocked loop does: equal, bit for bit.
+                let want = (0..n).fold(0.0, |acc, k| acc + a[i * n + k] * b[k * n + j]);
+                assert_eq!(out["C"][i * n + j], want, "C[{i}][{j}] at N = {n}");
+            }
         }
     }
 }
