@@ -80,8 +80,8 @@ impl DeviceCheck {
     }
 
     /// Whether `got` (elements of `ty`) matches `want` within `verify`'s tolerances; `key`
-    /// names the expected output for the upload cache: (argument, reference id). Outputs of 2^32 elements or more are not
-    /// checked here (`Ok(None)`: compare on the host).
+    /// names the expected output for the upload cache: (argument, reference id). What the
+    /// device does not compare ([`compares`]) is `Ok(None)`: compare on the host.
     pub fn matches(
         &mut self,
         session: &Session,

@@ -23,6 +23,16 @@ pub struct Dataset {
     pub optimum_ms: f64,
 }
 
+/// What a benchmark says of a dataset beside its results.
+#[derive(Debug, Serialize, Clone)]
+pub struct DatasetInfo {
+    pub id: String,
+    pub configurations: usize,
+    pub optimum_ms: f64,
+    /// Configurations its runs measured first (a warm start).
+    pub warm_points: usize,
+}
+
 /// One strategy on one dataset.
 #[derive(Debug, Serialize, Deserialize, Clone)]
 pub struct StrategyResult {
@@ -154,6 +164,38 @@ pub fn warm_start(datasets: &[Dataset], i: usize, points: usize) -> Vec<Point> {
     ndtune_search::warm_start(&others, points)
 }
 
+/// Runs each of `strategies` with seeds `0..seeds` at each of `budgets` (sorted here) on every
+/// dataset; with `warm`, each dataset's runs first measure that many best configurations of the
+/// other datasets of the same kernel. `started` hears of each dataset before its runs.
+pub fn bench_all(
+    datasets: &[Dataset],
+    strategies: &[String],
+    budgets: &[usize],
+    seeds: u64,
+    warm: Option<usize>,
+    mut started: impl FnMut(&DatasetInfo),
+) -> Result<(Vec<DatasetInfo>, Vec<StrategyResult>), String> {
+    let mut budgets = budgets.to_vec();
+    budgets.sort_unstable();
+    budgets.dedup();
+    let (mut infos, mut results) = (Vec::new(), Vec::new());
+    for (i, d) in datasets.iter().enumerate() {
+        let points = warm.map_or_else(Vec::new, |k| warm_start(datasets, i, k));
+        let info = DatasetInfo {
+            id: d.id.clone(),
+            configurations: d.recorded.space().len(),
+            optimum_ms: d.optimum_ms,
+            warm_points: points.len(),
+        };
+        started(&info);
+        infos.push(info);
+        for name in strategies {
+            results.push(bench(d, name, &budgets, seeds, &points)?);
+        }
+    }
+    Ok((infos, results))
+}
+
 /// One seed's run: the fraction of the optimum at each budget, and the evaluations to reach 90%
 /// and 95% of it.
 struct SeedResult {
@@ -173,7 +215,7 @@ pub fn bench(
 ) -> Result<StrategyResult, String> {
     by_name(name, 0).map_err(|e| e.to_string())?;
     let &largest = budgets.last().ok_or("give at least one budget")?;
-    let space = d.recorded.space().clone();
+    let space = d.recorded.space();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_seed: Vec<SeedResult> = std::thread::scope(|scope| {
         let chunks: Vec<Vec<u64>> = (0..workers as u64)
@@ -183,7 +225,6 @@ pub fn bench(
             .into_iter()
             .map(|chunk| {
                 let mut eval = d.recorded.clone();
-                let space = &space;
                 scope.spawn(move || {
                     chunk
                         .into_iter()

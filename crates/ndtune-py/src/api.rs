@@ -138,34 +138,20 @@ fn bench_strategies(
     py: Python<'_>,
     recordings: Vec<PathBuf>,
     strategies: Vec<String>,
-    mut budgets: Vec<usize>,
+    budgets: Vec<usize>,
     seeds: u64,
     warm: Option<usize>,
 ) -> PyResult<String> {
     use ndtune_engine::strategy_bench;
-    budgets.sort_unstable();
-    budgets.dedup();
     py.detach(|| {
         let fail = |e: String| NdtuneError::new_err(e);
         let mut datasets = Vec::new();
         for path in &recordings {
             datasets.extend(strategy_bench::datasets(path).map_err(fail)?);
         }
-        let (mut infos, mut results) = (Vec::new(), Vec::new());
-        for (i, d) in datasets.iter().enumerate() {
-            let points =
-                warm.map_or_else(Vec::new, |k| strategy_bench::warm_start(&datasets, i, k));
-            infos.push(json!({
-                "id": d.id,
-                "configurations": d.recorded.space().len(),
-                "optimum_ms": d.optimum_ms,
-                "warm_points": points.len(),
-            }));
-            for name in &strategies {
-                results
-                    .push(strategy_bench::bench(d, name, &budgets, seeds, &points).map_err(fail)?);
-            }
-        }
+        let (infos, results) =
+            strategy_bench::bench_all(&datasets, &strategies, &budgets, seeds, warm, |_| {})
+                .map_err(fail)?;
         Ok(json!({ "datasets": infos, "results": results }).to_string())
     })
 }

@@ -12,7 +12,7 @@
 
 use crate::cli::BenchStrategiesArgs;
 use anyhow::{anyhow, bail, Context, Result};
-use ndtune_engine::strategy_bench::{self, StrategyResult};
+use ndtune_engine::strategy_bench::{self, DatasetInfo, StrategyResult};
 use ndtune_search::by_name;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -26,14 +26,6 @@ struct Report<'a> {
     warm_start: bool,
     datasets: Vec<DatasetInfo>,
     results: &'a [StrategyResult],
-}
-
-#[derive(Serialize)]
-struct DatasetInfo {
-    id: String,
-    configurations: usize,
-    optimum_ms: f64,
-    warm_points: usize,
 }
 
 pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
@@ -50,35 +42,20 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
     for path in &args.recordings {
         datasets.extend(strategy_bench::datasets(path).map_err(|e| anyhow!(e))?);
     }
-    let mut results: Vec<StrategyResult> = Vec::new();
-    let mut infos = Vec::new();
-    for (i, d) in datasets.iter().enumerate() {
-        let warm = if args.warm_start {
-            strategy_bench::warm_start(&datasets, i, args.warm)
-        } else {
-            Vec::new()
-        };
-        let space = d.recorded.space().clone();
-        eprintln!(
-            "{}: {} configurations, optimum {:.4} ms, {} warm-start points",
-            d.id,
-            space.len(),
-            d.optimum_ms,
-            warm.len()
-        );
-        infos.push(DatasetInfo {
-            id: d.id.clone(),
-            configurations: space.len(),
-            optimum_ms: d.optimum_ms,
-            warm_points: warm.len(),
-        });
-        for name in &args.strategies {
-            results.push(
-                strategy_bench::bench(d, name, &budgets, args.seeds, &warm)
-                    .map_err(|e| anyhow!(e))?,
-            );
-        }
-    }
+    let (infos, mut results) = strategy_bench::bench_all(
+        &datasets,
+        &args.strategies,
+        &budgets,
+        args.seeds,
+        args.warm_start.then_some(args.warm),
+        |info| {
+            eprintln!(
+                "{}: {} configurations, optimum {:.4} ms, {} warm-start points",
+                info.id, info.configurations, info.optimum_ms, info.warm_points
+            )
+        },
+    )
+    .map_err(|e| anyhow!(e))?;
     if let Some(kt) = &args.kt {
         let text =
             std::fs::read_to_string(kt).with_context(|| format!("reading {}", kt.display()))?;
