@@ -229,16 +229,28 @@ fn a_killed_pool_leaves_no_worker_running() {
 }
 
 /// Runs `ndtune ARGS` in `cwd` as a user who cannot write the store's directory: as root (who
-/// may write anything) the user `nobody`, with `home` for a home; else this user.
+/// may write anything) the user `nobody`, with `home` for a home, and a copy of the binary in
+/// `cwd` (the build's own may lie under a folder only root may enter, as a checkout in a
+/// `mktemp -d` folder does); else this user.
 fn as_reader(cwd: &Path, home: &Path, args: &[&str]) -> Output {
     let mut cmd = ndtune_process();
+    if is_root() {
+        let copy = cwd.join("ndtune-as-reader");
+        if !copy.exists() {
+            std::fs::copy(cmd.get_program(), &copy).unwrap();
+            chmod(&copy, 0o755);
+        }
+        let envs: Vec<_> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+            .collect();
+        cmd = Command::new(&copy);
+        cmd.envs(envs).uid(65534).gid(65534);
+    }
     cmd.args(args)
         .current_dir(cwd)
         .env("HOME", home)
         .env("NDTUNE_CACHE_DIR", home.join("cache"));
-    if is_root() {
-        cmd.uid(65534).gid(65534);
-    }
     cmd.output().unwrap()
 }
 
