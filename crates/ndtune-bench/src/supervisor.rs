@@ -1,6 +1,7 @@
 //! The supervisor: runs the worker process, gives each evaluation a deadline, and turns a worker
-//! that dies into a `crashed` outcome and one that does not answer in time into `timed_out`,
-//! restarting the worker for the next configuration. A worker ended because the campaign stops
+//! that dies into a `crashed` outcome (once it died on the configuration in a fresh worker too)
+//! and one that does not answer in time into `timed_out`, restarting the worker for the next
+//! configuration. A worker ended because the campaign stops
 //! ([`crate::children::stopping`]) is no outcome: the evaluation fails, as fatal.
 
 use crate::evaluate::{Cost, Fatal};
@@ -150,7 +151,38 @@ impl Supervisor {
     /// with `verdict` (the time it takes is not the worker's: no part of the deadline). A crash
     /// or a hang is an outcome; only a fatal answer (a broken spec, kernel or reference) or a
     /// failed verdict is an error.
+    ///
+    /// A worker that dies is not yet the configuration's fault: it may die of what an earlier
+    /// configuration left behind (a write out of bounds) or of a driver's flake (PoCL aborts on
+    /// rare races). So the configuration is evaluated once more in a fresh worker, and that
+    /// answer is its outcome; `crashed` only when it dies there too.
     pub fn evaluate(
+        &mut self,
+        config: &[i64],
+        binary: Option<&Path>,
+        race: Option<&Limits>,
+        generated: Option<&Generated>,
+        mut check: Option<(&OwnCheck, Verdict<'_>)>,
+    ) -> Result<Evaluation, Fatal> {
+        let first = self.evaluate_once(
+            config,
+            binary,
+            race,
+            generated,
+            check.as_mut().map(|(own, verdict)| (*own, &mut **verdict as _)),
+        )?;
+        let Outcome::Crashed { detail: first_death } = &first.outcome else {
+            return Ok(first);
+        };
+        let mut again = self.evaluate_once(config, binary, race, generated, check)?;
+        again.round_trip_ms += first.round_trip_ms;
+        if let Outcome::Crashed { detail } = &mut again.outcome {
+            *detail = format!("{detail}, and before that, in another worker: {first_death}");
+        }
+        Ok(again)
+    }
+
+    fn evaluate_once(
         &mut self,
         config: &[i64],
         binary: Option<&Path>,
@@ -235,5 +267,67 @@ impl Supervisor {
     pub fn stop(&mut self) {
         self.running = None;
         self.starting = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in worker (the supervisor is tested alone here; the real worker's crashes are in
+    /// the CLI's tests): it says it is ready, then dies of SIGABRT on its first request where
+    /// `died` does not exist yet (making it) or where `always`, and else answers `refused`, an
+    /// outcome that needs no timing.
+    fn supervisor(died: PathBuf, always: bool) -> Supervisor {
+        let script = r#"read job
+echo '{"ready":{"device":"stand-in"}}'
+read request
+if [ "$2" = once ] && [ -e "$1" ]; then
+  echo '{"outcome":{"outcome":{"outcome":"refused","error":"stand-in"},"cost":{"build_ms":0,"launch_ms":0,"reference_ms":0,"prepare_ms":0,"verify_ms":0,"total_ms":0}}}'
+  read more
+else
+  : > "$1"
+  kill -ABRT $$
+fi"#;
+        let job = Job {
+            spec: PathBuf::from("unused.toml"),
+            overrides: BTreeMap::new(),
+            device: 0,
+            sub: None,
+            seed: 0,
+            setup: String::new(),
+            energy: false,
+        };
+        let command = move || {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script).arg("worker").arg(&died);
+            c.arg(if always { "always" } else { "once" });
+            c
+        };
+        Supervisor::new(Box::new(command), job, Some(Duration::from_secs(20)))
+    }
+
+    #[test]
+    fn a_worker_that_died_once_is_asked_again_in_a_fresh_one_whose_answer_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = supervisor(dir.path().join("died"), false);
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
+        let refused = Outcome::Refused {
+            error: "stand-in".into(),
+        };
+        assert_eq!((e.outcome, s.starts), (refused, 2));
+    }
+
+    #[test]
+    fn a_configuration_that_kills_two_workers_is_crashed_and_says_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = supervisor(dir.path().join("died"), true);
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
+        let Outcome::Crashed { detail } = &e.outcome else {
+            panic!("{:?}", e.outcome)
+        };
+        assert_eq!(s.starts, 2);
+        assert_eq!(detail.matches("SIGABRT").count(), 2, "{detail}");
+        assert!(detail.contains("in another worker"), "{detail}");
     }
 }
