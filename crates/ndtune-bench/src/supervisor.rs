@@ -169,9 +169,14 @@ impl Supervisor {
             binary,
             race,
             generated,
-            check.as_mut().map(|(own, verdict)| (*own, &mut **verdict as _)),
+            check
+                .as_mut()
+                .map(|(own, verdict)| (*own, &mut **verdict as _)),
         )?;
-        let Outcome::Crashed { detail: first_death } = &first.outcome else {
+        let Outcome::Crashed {
+            detail: first_death,
+        } = &first.outcome
+        else {
             return Ok(first);
         };
         let mut again = self.evaluate_once(config, binary, race, generated, check)?;

@@ -485,6 +485,9 @@ impl Campaign<'_> {
             measure_again,
             measured_ahead: Default::default(),
             promised: Vec::new(),
+            // Scouts find a near-best configuration early for racing; not where a time limit
+            // would let them run past it, nor where a front end works out each configuration.
+            scouting: race.is_some() && self.options.time.is_none() && per_config.is_none(),
             advice,
             // Reborrowed for the campaign's own lifetime.
             per_config: per_config.map(|p| p as &mut dyn PerConfig),

@@ -20,7 +20,12 @@ __kernel void work(__global const float *x, __global float *y) {
 "#;
 
 fn spec(dir: &Path) -> String {
-    std::fs::write(dir.join("work.cl"), KERNEL).unwrap();
+    spec_with(dir, "64 * W")
+}
+
+/// The spec of [`KERNEL`] with its loop's trip count `work`, an expression of W.
+fn spec_with(dir: &Path, work: &str) -> String {
+    std::fs::write(dir.join("work.cl"), KERNEL.replace("64 * W", work)).unwrap();
     write(
         dir,
         "work.toml",
@@ -124,6 +129,32 @@ fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing(
     let fresh = tune(&spec, &dir.path().join("full.db"), &["--race", "off"]);
     assert_eq!(fresh["devices"][0]["best"]["config"], d["best"]["config"]);
     assert_eq!(fresh["devices"][0]["time"]["raced"], 0);
+}
+
+#[test]
+fn scouts_find_a_fast_configuration_first_so_racing_stops_a_walk_that_starts_with_the_slowest() {
+    let dir = tempfile::tempdir().unwrap();
+    // Work falls as W grows, so the space's own order is slowest first: walked in that order,
+    // every configuration after the ten racing needs in full is faster than the best so far,
+    // and none could be stopped.
+    let spec = spec_with(dir.path(), "64 * (31 - W)");
+    let db = dir.path().join("scouts.db");
+    let d = tune(&spec, &db, &["--strategy", "exhaustive"])["devices"][0].clone();
+    assert_eq!(d["outcomes"]["measured"], 30, "{d}");
+    assert_eq!(d["best"]["config"]["W"], 30, "{d}");
+    // The first measured are the scouts, spread over the walk: a fast one among them.
+    let store = ndtune_store::Store::open(&db).unwrap();
+    let g = &store.groups().unwrap()[0];
+    let mut records = store.records(g).unwrap();
+    records.sort_by_key(|r| r.started_at);
+    let first: Vec<i64> = records[..12]
+        .iter()
+        .map(|r| r.key.config["W"].as_int().unwrap())
+        .collect();
+    assert!(first.iter().any(|&w| w >= 28), "first measured: {first:?}");
+    // So racing stopped most of the slow ones (W <= 27 has four times W = 30's work or more).
+    let stopped = timings(&db).values().filter(|t| t.raced.is_some()).count();
+    assert!(stopped >= 8, "racing stopped {stopped}: {}", d["time"]);
 }
 
 #[test]

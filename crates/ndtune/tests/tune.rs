@@ -122,7 +122,9 @@ fn every_outcome_is_recorded_and_a_hang_or_crash_does_not_stop_the_campaign() {
     );
     assert_eq!(d["evaluated"], 6);
     // A crash convicts its configuration only after a fresh worker died of it too.
-    let crash = d["failures"]["crashed"][0]["reason"].as_str().unwrap_or_default();
+    let crash = d["failures"]["crashed"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
     assert!(crash.contains("in another worker"), "{v}");
     let best = d["best"]["config"]["MODE"].as_i64().unwrap();
     assert!(
