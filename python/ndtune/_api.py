@@ -12,10 +12,15 @@ import numpy as np
 
 from . import _ndtune
 from ._kt import (
+    DEFAULT_BLOCK_SIZES,
+    SpecError,
     _block_size_names,
     _check_lang,
     _check_refused,
     _kernel_files,
+    _kt_divisor,
+    _kt_grid,
+    _kt_prefix,
     _plain,
     _refuse,
     _spec_text,
@@ -43,22 +48,33 @@ def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid
                log=None):
     """Runs one configuration (`params`: each parameter's value) once, as Kernel Tuner's
     `run_kernel` does: returns the arguments after the run, each NumPy array replaced by a new
-    array with the buffer's contents, each scalar as given. A failed build or a refused launch
-    raises `NdtuneError` with why."""
+    array with the buffer's contents, each scalar as given. Functions of the parameters (the
+    kernel's code, problem_size, grid divisors, defines) are called for `params`. A failed build
+    or a refused launch raises `NdtuneError` with why."""
     _check_refused(locals())
     _check_lang(lang)
-    # These reach a campaign's measurement worker through tune_kernel's per-configuration hook,
-    # which one run in this process does not have.
-    if defines is not None:
-        _refuse("defines", "run_kernel does not take them (tune_kernel does): write them into "
-                "the code or compiler_options")
-    for name, value in (("kernel_source", kernel_source), ("problem_size", problem_size)):
-        if callable(value):
-            _refuse(f"{name} as a function", "run_kernel takes code and sizes (tune_kernel "
-                    "takes functions of the parameters)")
+    block_size_names = _block_size_names(block_size_names)
+    grid_div = (grid_div_x, grid_div_y, grid_div_z)
+    # One configuration: every function of the parameters is worked out here, for it.
+    if callable(problem_size):
+        problem_size = problem_size(params)
+    if any(callable(d) for d in grid_div):
+        grid_div = tuple(_kt_divisor(d, params) if callable(d) else d for d in grid_div)
+    if callable(kernel_source) or defines is not None:
+        files = _kernel_files(kernel_source)
+        if defines is not None and len(files) > 1:
+            _refuse("defines", "with a list of kernel files; give the kernel as one file or code")
+        code = kernel_source(params) if callable(kernel_source) else files[0][1]
+        if not isinstance(code, str):
+            raise SpecError(f"run_kernel: kernel_source returned {type(code).__name__} for "
+                            f"{params}; it must return the code as a string")
+        threads = [int(params.get(n, d)) for n, d in zip(block_size_names, DEFAULT_BLOCK_SIZES)]
+        grid = _kt_grid(problem_size, params, grid_div, block_size_names)
+        # As Kernel Tuner prepares a kernel's code; a trailing newline keeps it code, not a name.
+        kernel_source = _kt_prefix(defines, params, grid, threads, block_size_names) + code + "\n"
     tune_params = {name: [value] for name, value in params.items()}
     spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
-                  (grid_div_x, grid_div_y, grid_div_z), None, compiler_options, block_size_names)
+                  grid_div, None, compiler_options, block_size_names)
     config = {name: _plain(value) for name, value in params.items()}
     buffers = _ndtune.run_kernel(str(spec), json.dumps(config), platform, device)
     return [

@@ -155,6 +155,12 @@ def _divisor(divisor, default_name, tune_params, what):
     return _expr(divisor, what)
 
 
+def _grid_per_config(problem_size, grid_div):
+    """Whether each configuration's grid comes from a function of the parameters (a
+    problem_size or a grid divisor that is one), worked out per configuration in this process."""
+    return callable(problem_size) or any(callable(d) for d in grid_div)
+
+
 def _problem_size(problem_size):
     if isinstance(problem_size, (str, int, np.integer)):
         problem_size = (problem_size,)
@@ -287,22 +293,23 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
         name if name in tune_params else str(default)
         for name, default in zip(block_size_names, DEFAULT_BLOCK_SIZES)
     ]
-    divisors = [
-        _divisor(d, block_size_names[i], tune_params, f"grid_div_{'xyz'[i]}")
-        for i, d in enumerate(grid_div)
-    ]
+    per_config = _grid_per_config(problem_size, grid_div)
     lines += ["", "[launch]"]
-    if callable(problem_size):
-        # The global size of each configuration comes from the problem_size function.
-        lines.append(f"global = {_toml(blocks)}  # per configuration: problem_size is a function")
+    if per_config:
+        # The global size of each configuration comes from the functions of the parameters.
+        lines.append(f"global = {_toml(blocks)}  # per configuration: from functions")
     else:
+        divisors = [
+            _divisor(d, block_size_names[i], tune_params, f"grid_div_{'xyz'[i]}")
+            for i, d in enumerate(grid_div)
+        ]
         # Kernel Tuner's grid: ceil(problem size / divisor) work-groups of the block size.
         lines.append("global = " + _toml([
             f"({s} + {d} - 1) // {d} * {b}"
             for s, d, b in zip(_problem_size(problem_size), divisors, blocks)]))
     lines += [f"local = {_toml(blocks)}", ""]
     space = [f"restrictions = {_toml([str(r) for r in restrictions])}"] if restrictions else []
-    if callable(problem_size):
+    if per_config:
         # The grid is unknown to the pruner: only what the device enforces prunes.
         space.append('platform = "legal"')
     if space:
@@ -704,16 +711,18 @@ class _PerConfig:
             _refuse("defines", "with a list of kernel files; give the kernel as one file or code")
         self.own_check = own_check
         self.generates = self.generator is not None or defines is not None
-        self.active = (self.generates or callable(problem_size) or bool(self.restrictions)
+        self.grid_per_config = _grid_per_config(problem_size, grid_div)
+        self.active = (self.generates or self.grid_per_config or bool(self.restrictions)
                        or own_check is not None)
         # Only what changes an outcome is part of the results' identity: restrictions
         # choose configurations, as `[space]` does.
-        changing = [self.generator, defines, problem_size if callable(problem_size) else None]
+        changing = [self.generator, defines, problem_size if callable(problem_size) else None,
+                    *(d for d in grid_div if callable(d))]
         if own_check is not None:
             changing += own_check.identity()
         self.identity = (
             hashlib.sha256(_identity(changing).encode()).hexdigest()
-            if self.generates or callable(problem_size) or own_check is not None else None)
+            if self.generates or self.grid_per_config or own_check is not None else None)
 
     def stub(self, text):
         """The kernel file's text with the functions' identity: the code itself where it is
@@ -731,7 +740,7 @@ class _PerConfig:
             return None
         threads = [int(params.get(n, d)) for n, d in zip(self.block_size_names,
                                                           DEFAULT_BLOCK_SIZES)]
-        if not self.generates and not callable(self.problem_size):
+        if not self.generates and not self.grid_per_config:
             return None, None
         grid = _kt_grid(self.problem_size, params, self.grid_div, self.block_size_names)
         source = None
@@ -741,8 +750,7 @@ class _PerConfig:
                 raise SpecError(f"tune_kernel: kernel_source returned {type(code).__name__} "
                                 f"for {params}; it must return the code as a string")
             source = _kt_prefix(self.defines, params, grid, threads, self.block_size_names) + code
-        global_size = ([g * t for g, t in zip(grid, threads)]
-                       if callable(self.problem_size) else None)
+        global_size = [g * t for g, t in zip(grid, threads)] if self.grid_per_config else None
         return source, global_size
 
 
@@ -774,7 +782,7 @@ def _kt_grid(problem_size, params, grid_div, block_size_names):
         if isinstance(d, (int, np.integer)):
             return int(d)
         if callable(d):
-            return d(params)
+            return _kt_divisor(d, params)
         if isinstance(d, str):
             return int(eval(_kt_replace(d, params)))
         n = 1
@@ -784,6 +792,15 @@ def _kt_grid(problem_size, params, grid_div, block_size_names):
 
     return [int(np.ceil(float(s) / float(divisor(d, n))))
             for s, d, n in zip(sizes, grid_div, block_size_names)]
+
+
+def _kt_divisor(function, params):
+    """A grid divisor function's value for a configuration: a positive integer."""
+    n = function(params)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise SpecError(f"a grid divisor function gave {n!r} for {params}; it must give a "
+                        "positive integer")
+    return int(n)
 
 
 def _kt_prefix(defines, params, grid, threads, block_size_names):

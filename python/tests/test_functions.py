@@ -3,6 +3,7 @@ generates the code, restriction functions, defines and a problem_size function, 
 the Python process per configuration the engine evaluates."""
 
 import numpy as np
+import pytest
 
 import ndtune
 from ndtune import tune_kernel
@@ -108,6 +109,45 @@ def test_a_problem_size_function_gives_each_configuration_its_grid():
                              answer=answer(args), quiet=True)
     assert outcomes(results) == {(b, u): "measured" if u == 4 else "wrong_result"
                                  for b in (32, 64) for u in (1, 2, 4)}
+
+
+def test_a_grid_divisor_function_gives_the_grid_its_list_gives():
+    args = vector_add_args(N)
+    by_list, _ = tune_kernel("vadd", UNROLLED, N, args, PARAMS, answer=answer(args), quiet=True,
+                             grid_div_x=["block_size_x", "unroll"])
+    by_function, env = tune_kernel("vadd", UNROLLED, N, args, PARAMS, answer=answer(args),
+                                   quiet=True,
+                                   grid_div_x=lambda p: p["block_size_x"] * p["unroll"])
+    assert set(outcomes(by_function).values()) == {"measured"}
+    assert set(outcomes(by_function)) == set(outcomes(by_list))
+    # Its own campaign (the function is part of the results' identity), with its grid per
+    # configuration.
+    assert env["ndtune_report"]["evaluated"] == 6
+    # Dividing by the block size alone launches unroll times too many work-items: right
+    # results (the kernel checks n), so each configuration is measured, but one that divides
+    # by too much leaves elements unwritten.
+    too_few, _ = tune_kernel("vadd", UNROLLED, N, args, PARAMS, answer=answer(args), quiet=True,
+                             grid_div_x=lambda p: p["block_size_x"] * 4)
+    assert outcomes(too_few) == {(b, u): "measured" if u == 4 else "wrong_result"
+                                 for b in (32, 64) for u in (1, 2, 4)}
+
+
+def test_run_kernel_calls_the_functions_of_the_parameters_for_its_configuration():
+    args = vector_add_args(N)
+    params = {"block_size_x": 32, "unroll": 4}
+    out = ndtune.run_kernel("vadd", generated, lambda p: N // p["unroll"], args, params,
+                            grid_div_x=lambda p: p["block_size_x"])
+    np.testing.assert_array_equal(out[0], args[1] + args[2])
+    kernel = HEADER + """ {
+    int i = get_global_id(0);
+    if (i < n) c[i] = a[i] + FACTOR * b[i];
+}
+"""
+    out = ndtune.run_kernel("vadd", kernel, N, args, {"block_size_x": 64},
+                            defines={"FACTOR": lambda p: p["block_size_x"] // 32})
+    np.testing.assert_array_equal(out[0], args[1] + 2 * args[2])
+    with pytest.raises(ndtune.SpecError, match="grid divisor function gave 0"):
+        ndtune.run_kernel("vadd", UNROLLED, N, args, params, grid_div_x=lambda p: 0)
 
 
 def test_an_exception_in_a_function_of_the_parameters_is_raised():
