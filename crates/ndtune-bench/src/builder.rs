@@ -493,7 +493,21 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
         if let (Built::Binary(path), Some(cache)) = (&built, &shared.cache) {
             cache.keep(&key, path);
         }
-        let primes = alive && shared.prime && matches!(built, Built::Binary(_));
+        let mut alive = alive;
+        if alive && shared.prime && matches!(built, Built::Binary(_)) {
+            // The binary is out; the launch that primes the driver's cache follows, and the build
+            // is done once it has (else the measurement's first launch would compile the same
+            // work-group size at the same time). A kernel that crashes or hangs there only costs
+            // this worker: the measurement will find out itself.
+            let primed = worker
+                .as_mut()
+                .expect("alive")
+                .answer_counting(deadline, || !shared.lock().paused);
+            alive = matches!(
+                primed.as_deref().map(serde_json::from_str::<BuildResponse>),
+                Ok(Ok(BuildResponse::Primed))
+            );
+        }
         finish(
             shared,
             slot,
@@ -503,21 +517,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             paused_before,
             alive,
         );
-        if primes {
-            // The binary is out; the launch that primes the driver's cache follows. A kernel that
-            // crashes or hangs there only costs this worker: the measurement will find out itself.
-            let primed = worker
-                .as_mut()
-                .expect("alive")
-                .answer_counting(deadline, || !shared.lock().paused);
-            if !matches!(
-                primed.as_deref().map(serde_json::from_str::<BuildResponse>),
-                Ok(Ok(BuildResponse::Primed))
-            ) {
-                shared.lock().pids.remove(&slot);
-                worker = None;
-            }
-        } else if !alive {
+        if !alive {
             worker = None;
         }
     }

@@ -45,6 +45,18 @@ pub struct FrontCheck<'a> {
     pub verdict: &'a mut dyn FnMut(BTreeMap<String, PathBuf>) -> Result<Option<String>, Fatal>,
 }
 
+/// What the front end that asks for an evaluation takes part in.
+#[derive(Default)]
+pub struct Front<'a> {
+    /// Its own check of the outputs.
+    pub check: Option<FrontCheck<'a>>,
+    /// Called after the verification run, just before the warm-up and timed runs: the front
+    /// end quiets the machine then (stops the build workers of a CPU device), so that they go
+    /// on through everything untimed (the first launch, where PoCL compiles the kernel for
+    /// its work-group size; the verification).
+    pub before_timing: Option<&'a mut dyn FnMut() -> Result<(), Fatal>>,
+}
+
 /// Launch errors that mean the spec's arguments are wrong, not that this configuration is refused.
 const ARGUMENT_ERRORS: [i32; 3] = [
     -52, /* CL_INVALID_KERNEL_ARGS */
@@ -432,13 +444,13 @@ impl Bench {
     /// time went. `binary`: a file with the program binary a build worker made for this
     /// configuration's build options, loaded instead of compiling (compiled from source where
     /// the file cannot be read or the driver rejects it). `race`: when its timing stops early.
-    /// `check`: the front end checks the outputs of the verification run.
+    /// `front`: what the front end takes part in ([`Front`]).
     pub fn evaluate_costed(
         &mut self,
         config: &[i64],
         binary: Option<&std::path::Path>,
         race: Option<&Limits>,
-        check: Option<FrontCheck<'_>>,
+        front: Front<'_>,
     ) -> Result<(Outcome, Cost), Fatal> {
         let started = Instant::now();
         self.race = race.cloned();
@@ -455,7 +467,7 @@ impl Bench {
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
-        let outcome = self.evaluate(config, check);
+        let outcome = self.evaluate(config, front);
         self.race = None;
         let outcome = outcome?;
         let cost = Cost {
@@ -499,13 +511,9 @@ impl Bench {
         self.session.forget(&options);
     }
 
-    /// Evaluates one configuration (values in parameter declaration order); `check`: the front
-    /// end checks the outputs of the verification run.
-    pub fn evaluate(
-        &mut self,
-        config: &[i64],
-        check: Option<FrontCheck<'_>>,
-    ) -> Result<Outcome, Fatal> {
+    /// Evaluates one configuration (values in parameter declaration order); `front`: what the
+    /// front end takes part in ([`Front`]).
+    pub fn evaluate(&mut self, config: &[i64], front: Front<'_>) -> Result<Outcome, Fatal> {
         let (started, data_ms) = (Instant::now(), self.data_ms.get());
         let prepared = self.prepare(config);
         self.prepare_ms
@@ -521,7 +529,7 @@ impl Bench {
         let device_ms = self.build_ms.get() + self.launch_ms.get() - device_ms;
         self.reference_ms
             .set(started.elapsed().as_secs_f64() * 1e3 - device_ms);
-        let measured = self.measure(config, &prepared, expected.as_deref(), check);
+        let measured = self.measure(config, &prepared, expected.as_deref(), front);
         self.recycle(prepared);
         match measured {
             Ok(o) => Ok(o),
@@ -1118,8 +1126,12 @@ impl Bench {
         config: &[i64],
         p: &Prepared,
         expected: Option<&Expected>,
-        check: Option<FrontCheck<'_>>,
+        front: Front<'_>,
     ) -> Result<Outcome, RunError> {
+        let Front {
+            check,
+            before_timing,
+        } = front;
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         let mut warmup = self.spec.measure.warmup;
@@ -1146,6 +1158,9 @@ impl Bench {
             }
         }
         let (runs, best_of) = (self.spec.measure.runs, self.spec.measure.best_of);
+        if let Some(quiet) = before_timing {
+            quiet()?;
+        }
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }

@@ -7,7 +7,7 @@
 //! with an [`OwnCheck`] is answered by [`Response::Check`] first, then by its outcome once the
 //! supervisor has sent the front end's verdict ([`Request::Checked`]).
 
-use crate::evaluate::{Bench, Cost, Fatal, FrontCheck};
+use crate::evaluate::{Bench, Cost, Fatal, Front, FrontCheck};
 use crate::race::Limits;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
@@ -63,7 +63,8 @@ pub enum Request {
     /// Evaluate a configuration (values in parameter order); `binary`: a file holding the
     /// program binary a build worker made for its build options, loaded instead of compiling;
     /// `race`: when its timing stops early ([`crate::race`]); `generated`: its own code or
-    /// global size; `check`: the outputs the front end checks.
+    /// global size; `check`: the outputs the front end checks; `quiet`: say
+    /// [`Response::Timing`] before the timed runs and wait for [`Request::Quiet`].
     Evaluate {
         config: Vec<i64>,
         binary: Option<PathBuf>,
@@ -73,7 +74,11 @@ pub enum Request {
         generated: Option<Generated>,
         #[serde(default)]
         check: Option<OwnCheck>,
+        #[serde(default)]
+        quiet: bool,
     },
+    /// The front end quieted the machine after [`Response::Timing`]: the timed runs may start.
+    Quiet,
     /// The front end's verdict on the outputs of [`Response::Check`]: why they are wrong, or
     /// `None` where they are right.
     Checked { wrong: Option<String> },
@@ -93,6 +98,8 @@ pub enum Response {
     Check {
         outputs: BTreeMap<String, PathBuf>,
     },
+    /// The timed runs are next: the front end quiets the machine, then says [`Request::Quiet`].
+    Timing,
     Fatal(String),
 }
 
@@ -217,21 +224,31 @@ impl Service for Bench {
             race,
             generated,
             check,
+            quiet,
         } = request
         else {
-            return Err(Fatal("a verdict without a check".into()));
+            return Err(Fatal("an answer without a question".into()));
         };
         self.generate(generated);
-        let mut verdict = |outputs| match ask(Response::Check { outputs })? {
+        // Both the check and the quieting ask the front end in the middle of the evaluation.
+        let ask = std::cell::RefCell::new(ask);
+        let mut verdict = |outputs| match (ask.borrow_mut())(Response::Check { outputs })? {
             Request::Checked { wrong } => Ok(wrong),
-            Request::Evaluate { .. } => Err(Fatal("a request instead of a verdict".into())),
+            _ => Err(Fatal("another answer than a verdict".into())),
         };
-        let check = check.as_ref().map(|own| FrontCheck {
-            own,
-            verdict: &mut verdict,
-        });
+        let mut quieted = || match (ask.borrow_mut())(Response::Timing)? {
+            Request::Quiet => Ok(()),
+            _ => Err(Fatal("another answer than quiet".into())),
+        };
+        let front = Front {
+            check: check.as_ref().map(|own| FrontCheck {
+                own,
+                verdict: &mut verdict,
+            }),
+            before_timing: quiet.then_some(&mut quieted as _),
+        };
         let (outcome, cost) =
-            self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), check)?;
+            self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), front)?;
         Ok(Response::Outcome { outcome, cost })
     }
 }

@@ -1,7 +1,7 @@
 //! The in-process evaluator on the real PoCL device: every outcome a configuration can reach
 //! without killing its process, and the errors that stop a campaign.
 
-use ndtune_bench::evaluate::{Bench, Fatal, FrontCheck};
+use ndtune_bench::evaluate::{Bench, Fatal, Front, FrontCheck};
 use ndtune_bench::worker::OwnCheck;
 use ndtune_core::{Outcome, OutcomeKind};
 use ndtune_spec::Spec;
@@ -75,7 +75,7 @@ fn bench(spec: Spec) -> Bench {
 fn every_configuration_ends_as_one_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
-    let kind = |b: &mut Bench, wg: i64| b.evaluate(&[wg], None).unwrap();
+    let kind = |b: &mut Bench, wg: i64| b.evaluate(&[wg], Front::default()).unwrap();
     match kind(&mut b, 16) {
         Outcome::Measured(t) => assert_eq!((t.times_ms.len(), t.best_of), (3, 2)),
         o => panic!("WG 16: {o:?}"),
@@ -103,6 +103,37 @@ fn every_configuration_ends_as_one_outcome() {
         }
         o => panic!("huge WG: {o:?}"),
     }
+}
+
+#[test]
+fn the_front_end_is_told_before_the_timed_runs_of_a_verified_configuration_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
+    let mut told = 0;
+    let mut evaluate = |b: &mut Bench, wg: i64| {
+        let mut quiet = || {
+            told += 1;
+            Ok(())
+        };
+        let front = Front {
+            before_timing: Some(&mut quiet),
+            ..Front::default()
+        };
+        b.evaluate(&[wg], front).unwrap().kind()
+    };
+    // Measured: told once, after the verified run and before the warm-up and timed runs.
+    assert_eq!(evaluate(&mut b, 16), OutcomeKind::Measured);
+    // A wrong result or a failed build has no timed runs: nothing to quiet.
+    assert_eq!(evaluate(&mut b, 8), OutcomeKind::WrongResult);
+    assert_eq!(evaluate(&mut b, 4), OutcomeKind::BuildFailed);
+    assert_eq!(told, 1);
+    // A front end that cannot quiet the machine stops the evaluation.
+    let mut failing = || Err(Fatal("no".into()));
+    let front = Front {
+        before_timing: Some(&mut failing),
+        ..Front::default()
+    };
+    assert_eq!(b.evaluate(&[16], front).unwrap_err().to_string(), "no");
 }
 
 #[test]
@@ -147,7 +178,7 @@ fn configurations_share_builds_when_the_source_ignores_a_parameter() {
     let mut b = bench(Spec::load(&dir.path().join("copy.toml")).unwrap());
     for wg in [1, 2, 4] {
         assert_eq!(
-            b.evaluate(&[wg], None).unwrap().kind(),
+            b.evaluate(&[wg], Front::default()).unwrap().kind(),
             OutcomeKind::Measured
         );
     }
@@ -162,7 +193,7 @@ fn configurations_share_builds_when_the_source_ignores_a_parameter() {
 fn a_failing_reference_configuration_is_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 4 } }", "scale", ARGS));
-    let e = b.evaluate(&[16], None).unwrap_err().to_string();
+    let e = b.evaluate(&[16], Front::default()).unwrap_err().to_string();
     assert!(
         e.contains("the reference configuration")
             && e.contains("build failed")
@@ -175,7 +206,7 @@ fn a_failing_reference_configuration_is_fatal() {
 fn a_missing_kernel_or_mismatched_arguments_are_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scael", ARGS));
-    let e = b.evaluate(&[16], None).unwrap_err().to_string();
+    let e = b.evaluate(&[16], Front::default()).unwrap_err().to_string();
     assert!(
         e.contains("no kernel `scael`") && e.contains("scale"),
         "{e}"
@@ -195,7 +226,7 @@ fn a_missing_kernel_or_mismatched_arguments_are_fatal() {
         &one_arg.replace("name = \"x\"", "name = \"y\""),
     );
     let mut b = bench(text_spec);
-    let e = b.evaluate(&[16], None).unwrap_err().to_string();
+    let e = b.evaluate(&[16], Front::default()).unwrap_err().to_string();
     assert!(
         e.contains("do not match kernel `scale`")
             && e.contains("takes 2 arguments, but 1 are given"),
@@ -217,11 +248,11 @@ fn a_reference_kernel_gives_the_gold_outputs() {
     let reference = r#"{ kernel = "ref.cl", name = "ref_scale", global = ["N / 4"] }"#;
     let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
     assert_eq!(
-        b.evaluate(&[16], None).unwrap().kind(),
+        b.evaluate(&[16], Front::default()).unwrap().kind(),
         OutcomeKind::Measured
     );
     assert_eq!(
-        b.evaluate(&[8], None).unwrap().kind(),
+        b.evaluate(&[8], Front::default()).unwrap().kind(),
         OutcomeKind::WrongResult
     );
 
@@ -231,7 +262,7 @@ fn a_reference_kernel_gives_the_gold_outputs() {
     )
     .unwrap();
     let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
-    let e = b.evaluate(&[16], None).unwrap_err().to_string();
+    let e = b.evaluate(&[16], Front::default()).unwrap_err().to_string();
     assert!(
         e.contains("reference kernel `ref_scale`") && e.contains("oops"),
         "{e}"
@@ -272,8 +303,8 @@ fn outputs_compared_on_the_device_give_the_hosts_verdicts_and_details() {
         };
         let mut wrong = 0;
         for e in [0, 1, 2, 3, 0] {
-            let device = verdict(on_device.evaluate(&[e], None).unwrap());
-            let host = verdict(on_host.evaluate(&[e], None).unwrap());
+            let device = verdict(on_device.evaluate(&[e], Front::default()).unwrap());
+            let host = verdict(on_host.evaluate(&[e], Front::default()).unwrap());
             assert_eq!(device, host, "{ty}, E = {e}");
             wrong += usize::from(device != "measured");
         }
@@ -309,7 +340,7 @@ fn a_reference_that_depends_on_a_parameter_is_computed_for_each_of_its_values() 
     let mut b = bench(Spec::load(&dir.path().join("times.toml")).unwrap());
     for wg in [1, 2, 4, 8, 16] {
         for ts in [1, 2, 3] {
-            let o = b.evaluate(&[ts, wg], None).unwrap();
+            let o = b.evaluate(&[ts, wg], Front::default()).unwrap();
             assert_eq!(o.kind(), OutcomeKind::Measured, "TS {ts} WG {wg}: {o:?}");
         }
     }
@@ -330,7 +361,7 @@ fn a_reference_that_depends_on_a_parameter_is_computed_for_each_of_its_values() 
     let mut b = bench(Spec::load(&dir.path().join("times.toml")).unwrap());
     for wg in [1, 2, 4, 8, 16] {
         assert_eq!(
-            b.evaluate(&[2, wg], None).unwrap().kind(),
+            b.evaluate(&[2, wg], Front::default()).unwrap().kind(),
             OutcomeKind::Measured
         );
     }
@@ -366,10 +397,10 @@ int twice(const ndtune_args *a, char *message, size_t size) {
     std::fs::write(dir.path().join("scale.toml"), text).unwrap();
     let mut b = bench(Spec::load(&dir.path().join("scale.toml")).unwrap());
     assert_eq!(
-        b.evaluate(&[16], None).unwrap().kind(),
+        b.evaluate(&[16], Front::default()).unwrap().kind(),
         OutcomeKind::Measured
     );
-    match b.evaluate(&[8], None).unwrap() {
+    match b.evaluate(&[8], Front::default()).unwrap() {
         Outcome::WrongResult { detail } => assert!(
             detail.starts_with("check `twice`: y[0] = 0, not twice ")
                 && detail.ends_with("(WG = 8, N = 256)"),
@@ -441,7 +472,14 @@ fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
             own: &own,
             verdict: &mut verdict,
         };
-        b.evaluate(&[wg], Some(check)).unwrap()
+        b.evaluate(
+            &[wg],
+            Front {
+                check: Some(check),
+                ..Front::default()
+            },
+        )
+        .unwrap()
     };
     match evaluate(16) {
         Outcome::Measured(t) => assert_eq!(t.times_ms.len(), 3),
@@ -462,6 +500,15 @@ fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
         own: &wrong,
         verdict: &mut never,
     };
-    let e = b.evaluate(&[16], Some(check)).unwrap_err().to_string();
+    let e = b
+        .evaluate(
+            &[16],
+            Front {
+                check: Some(check),
+                ..Front::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("`z`"), "{e}");
 }
