@@ -28,7 +28,9 @@ use std::collections::{HashMap, HashSet};
 ///   optimum after 50 evaluations on the convolution spaces.) The model is fitted to at most
 ///   [`MODEL_POINTS`] measurements, the cheapest and the latest; its hyper-parameters are
 ///   re-estimated after every evaluation up to [`REFIT_ALL_UNTIL`] measurements, then after
-///   every [`REFIT_EVERY`], from the [`HYPER_POINTS`] cheapest.
+///   every [`REFIT_EVERY`], from the [`HYPER_POINTS`] cheapest. Costs above the
+///   [`COST_CAP`] quantile of those fitted are lowered to it, so the model spends its
+///   flexibility on telling the fast points apart rather than on how slow the slow ones are.
 /// - Failures (build_failed, refused, ...) stay out of the regression: a point's chance of
 ///   success is the share of successes among the points evaluated near it, weighted by the
 ///   model's correlation and shrunk towards the overall share ([`FEASIBILITY_PRIOR`]
@@ -41,6 +43,12 @@ use std::collections::{HashMap, HashSet};
 ///   announced to the evaluator ([`Evaluator::upcoming`]) so their builds start.
 ///
 /// The default budget is min(points, 100).
+///
+/// Fitting datasets: the six convolution spaces of the strategy benchmark (Kernel Tuner's
+/// benchmark_hub); the dedispersion spaces and CLTune's SGEMM are held out. On the fitting
+/// datasets, 64 seeds, the cap on costs, the length-scale prior centred on the whole span
+/// ([`crate::gp`]) and a first batch chosen from 128 random points per point instead of 32 took
+/// `bo` from 0.773 to 0.803 of the optimum after 25 evaluations and from 0.868 to 0.889 after 50.
 #[derive(Debug, Clone, Copy)]
 pub struct Bayes {
     pub seed: u64,
@@ -49,7 +57,7 @@ pub struct Bayes {
 /// Points of the first, space-filling batch.
 pub const INITIAL: usize = 10;
 /// Random valid points drawn per point of the first batch, to choose it from.
-pub const DESIGN_SAMPLE: usize = 32;
+pub const DESIGN_SAMPLE: usize = 128;
 /// Random candidate points per acquisition.
 pub const POOL: usize = 1024;
 /// Steps of the greedy walk on the acquisition, and neighbours scored per step at most.
@@ -64,6 +72,8 @@ pub const HYPER_POINTS: usize = 64;
 /// Measurements the model is fitted to at most: half the cheapest, the rest the latest. It
 /// bounds a proposal's cost (the fit is cubic in them, each prediction quadratic).
 pub const MODEL_POINTS: usize = 200;
+/// The quantile of the fitted costs above which costs are lowered to it.
+pub const COST_CAP: f64 = 0.75;
 /// Pseudo-observations of the overall success rate in a point's chance of success.
 pub const FEASIBILITY_PRIOR: f64 = 0.5;
 /// Points announced to the evaluator after the one measured next.
@@ -111,11 +121,11 @@ impl Strategy for Bayes {
                     if hyper.is_none() || n <= REFIT_ALL_UNTIL || n >= fitted_at + REFIT_EVERY {
                         let start = hyper.clone().unwrap_or_else(|| Hyper::prior(enc.dims()));
                         let (x, y) = cheapest_and_latest(&measured, HYPER_POINTS, 0);
-                        hyper = Some(optimise(&x, &y, start, HYPER_STEPS));
+                        hyper = Some(optimise(&x, &capped(y), start, HYPER_STEPS));
                         fitted_at = n;
                     }
                     let (x, y) = cheapest_and_latest(&measured, MODEL_POINTS / 2, MODEL_POINTS / 2);
-                    Gp::fit(x, &y, hyper.as_ref().expect("estimated above"))
+                    Gp::fit(x, &capped(y), hyper.as_ref().expect("estimated above"))
                 })
                 .flatten();
             let ranked = match &gp {
@@ -229,6 +239,20 @@ fn cheapest_and_latest(
         .filter(|(_, k)| *k)
         .map(|(m, _)| m.clone())
         .unzip()
+}
+
+/// `costs` with those above their [`COST_CAP`] quantile lowered to it.
+fn capped(mut costs: Vec<f64>) -> Vec<f64> {
+    if costs.is_empty() {
+        return costs;
+    }
+    let mut sorted = costs.clone();
+    sorted.sort_by(f64::total_cmp);
+    let cap = sorted[((sorted.len() - 1) as f64 * COST_CAP).round() as usize];
+    for c in &mut costs {
+        *c = c.min(cap);
+    }
+    costs
 }
 
 /// `count` valid points not evaluated yet that spread over the space: greedy maximin over a
@@ -439,5 +463,22 @@ impl<'g> Acquire<'g> {
             }
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_above_the_cap_quantile_are_lowered_to_it() {
+        // Nine costs: the 0.75 quantile is the seventh smallest, 7.
+        let costs = vec![9.0, 1.0, 8.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0];
+        assert_eq!(
+            capped(costs),
+            vec![7.0, 1.0, 7.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0]
+        );
+        assert_eq!(capped(vec![2.0, 1.0]), vec![2.0, 1.0], "too few to cap");
+        assert!(capped(Vec::new()).is_empty());
     }
 }
