@@ -1,7 +1,8 @@
 """ndtune from Python: Kernel Tuner's `tune_kernel` and `run_kernel` for OpenCL kernels, with
 ndtune's engine (pruning, parallel builds, supervised workers, a results store that resumes)
-underneath; `space` (the pruned space, unmeasured), `Store` (a store's results), `report`, and
-`bench_strategies` (search strategies replayed on recorded spaces).
+underneath; `space` (the pruned space, unmeasured), `Store` (a store's results), `report`,
+`bench_strategies` (search strategies replayed on recorded spaces) and `collect` (stencil data
+collection for learning).
 
     from ndtune import tune_kernel
     results, env = tune_kernel("vector_add", kernel_string, size, args, tune_params)
@@ -18,7 +19,7 @@ from ._ndtune import CampaignError, DeviceError, NdtuneError, SpecError, StoreEr
 # processes (`python -m ndtune._worker`), which import this package, need none of it.
 _FROM_KT = ("tune_kernel", "ErrorConfig", "InvalidConfig", "CompilationFailedConfig",
             "RuntimeFailedConfig")
-_FROM_API = ("run_kernel", "space", "Store", "report", "bench_strategies")
+_FROM_API = ("run_kernel", "space", "Store", "report", "bench_strategies", "collect")
 
 
 def __getattr__(name):
@@ -46,6 +47,7 @@ __all__ = [
     "Store",
     "report",
     "bench_strategies",
+    "collect",
     "devices",
     "NdtuneError",
     "SpecError",

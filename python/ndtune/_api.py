@@ -1,6 +1,7 @@
 """What the package offers beside `tune_kernel`: Kernel Tuner's `run_kernel`, the pruned space of
 a call without measuring it (`space`), a results store's contents (`Store`) and its HTML report
-(`report`).
+(`report`), search strategies replayed on recorded spaces (`bench_strategies`) and stencil data
+collection for learning (`collect`).
 
 A call is written as a spec directory by `_kt`'s helpers, as `tune_kernel` writes it; the
 extension (`_ndtune`) runs, prunes and reads through the libraries the `ndtune` command uses.
@@ -22,6 +23,7 @@ from ._kt import (
     _kt_grid,
     _kt_prefix,
     _plain,
+    _worker_command,
     _refuse,
     _spec_text,
     write_spec,
@@ -170,3 +172,16 @@ def bench_strategies(recordings, strategies=("bo",), budgets=(25, 50, 100), seed
     for r in out["results"]:
         r["mean"] = {int(b): m for b, m in r["mean"].items()}
     return out
+
+
+def collect(campaign, db="ndtune.db", work=None, seed=1, quiet=False, export=None):
+    """Runs a stencil collection campaign file (docs/collect.md), as `ndtune collect` does: every
+    (device, kernel, dataset) scenario measured exhaustively into the store `db`, what it holds
+    reused; the scenarios' generated files go under `work` (default: `DB.stencils` beside the
+    store). With `export`, then writes the long CSV that `ndtune learn` reads there. Returns one
+    dict per scenario: `label`, `outcomes` (counts by kind), `evaluated` (now), `reused` and
+    `best_ms`. Ctrl-C stops it with what was measured kept."""
+    work = work if work is not None else f"{db}.stencils"
+    out = _ndtune.collect(str(campaign), str(db), str(work), int(seed), _worker_command(),
+                          bool(quiet), None if export is None else str(export))
+    return json.loads(out)

@@ -154,3 +154,26 @@ def test_bench_strategies_replays_the_cache_and_the_store_a_tuning_wrote(tmp_pat
         ndtune.bench_strategies("c.json", strategies=["genetic"], budgets=[2])
     with pytest.raises(ndtune.NdtuneError, match="nothing.json"):
         ndtune.bench_strategies("nothing.json", budgets=[2])
+
+
+def test_collect_measures_a_stencil_campaign_into_the_store_and_exports_its_csv(tmp_path):
+    # One reference stencil at one small size on the default device, a small grid.
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text('kernels = ["gol"]\ndatasets = [[32, 32]]\n'
+                        "[grid]\nwc = [2, 4, 8]\nwr = [2, 4]\n"
+                        "[measure]\nwarmup = 1\nruns = 3\nbest_of = 2\n")
+    db, csv = tmp_path / "stencils.db", tmp_path / "stencils.csv"
+    done = ndtune.collect(campaign, db=db, quiet=True, export=csv)
+    assert [d["label"].split(" @ ")[0] for d in done] == ["gol 32x32"]
+    assert done[0]["evaluated"] == 6 and done[0]["outcomes"]["measured"] >= 1
+    assert done[0]["best_ms"] > 0
+    lines = csv.read_text().splitlines()
+    assert lines[0].startswith("scenario,device,kernel,dataset,")
+    assert len(lines) == 1 + 6
+    # Rerun: everything is in the store.
+    again = ndtune.collect(campaign, db=db, quiet=True)
+    assert again[0]["evaluated"] == 0 and again[0]["reused"] == 6
+    with pytest.raises(ndtune.SpecError, match="unknown kernel `gool`"):
+        bad = tmp_path / "bad.toml"
+        bad.write_text('kernels = ["gool"]\n')
+        ndtune.collect(bad, db=db, quiet=True)

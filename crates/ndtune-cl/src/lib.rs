@@ -407,6 +407,35 @@ fn read_profile(
 }
 
 impl ClDevice {
+    /// The selector that picks this device again: its index, with `:K/N` for a sub-device.
+    pub fn selector(&self) -> String {
+        match self.sub {
+            Some((k, n)) => format!("{}:{k}/{n}", self.index),
+            None => self.index.to_string(),
+        }
+    }
+
+    /// How `ndtune devices` and reports name a device: `SELECTOR: NAME`.
+    pub fn label(&self) -> String {
+        format!("{}: {}", self.selector(), self.profile.name)
+    }
+
+    /// Picks one of `devices` (in discovery order) by selector: an index or part of a name,
+    /// `D:K/N` for sub-device K of N equal parts of device D.
+    pub fn pick(devices: &[ClDevice], sel: &str) -> Result<ClDevice, String> {
+        let names: Vec<&str> = devices.iter().map(|d| d.profile.name.as_str()).collect();
+        let selector = sel
+            .parse::<ndtune_device::Selector>()
+            .map_err(|e| e.to_string())?;
+        let device = &devices[selector.pick(&names).map_err(|e| e.to_string())?];
+        match selector {
+            ndtune_device::Selector::Sub { k, n, .. } => device
+                .sub_device(k, n)
+                .map_err(|e| format!("sub-device {sel}: {e}")),
+            _ => Ok(device.clone()),
+        }
+    }
+
     /// Sub-device `k` of `n` partitions of this device with equal compute units
     /// (`clCreateSubDevices` with `CL_DEVICE_PARTITION_EQUALLY`), so that co-execution can be
     /// tried on one CPU. Its profile is the sub-device's own (fewer compute units).

@@ -304,6 +304,29 @@ pub type Config = std::collections::BTreeMap<String, Value>;
 /// Constants of a problem, by name.
 pub type Constants = std::collections::BTreeMap<String, Value>;
 
+/// A sweep over constants: every combination of the values given for each name (`N` in
+/// `[256, 512]` and `K` in `[3, 5]` make four), the first name varying slowest; one empty map
+/// for no names. A name given twice is an error.
+pub fn sweep(values: &[(String, Vec<Value>)]) -> Result<Vec<Constants>, String> {
+    let mut combinations = vec![Constants::new()];
+    for (i, (name, vs)) in values.iter().enumerate() {
+        if values[..i].iter().any(|(other, _)| other == name) {
+            return Err(format!("names `{name}` twice"));
+        }
+        combinations = combinations
+            .iter()
+            .flat_map(|c| {
+                vs.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(name.clone(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    Ok(combinations)
+}
+
 /// A configuration of integer parameters (tests, recorded integer spaces).
 pub fn int_config<'a>(pairs: impl IntoIterator<Item = (&'a str, i64)>) -> Config {
     pairs

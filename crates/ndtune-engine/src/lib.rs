@@ -10,8 +10,8 @@
 //! - With more than one build job, define sets are compiled ahead in build worker processes
 //!   (`ndtune __builder`, see `ndtune_bench::builder`) in the order the strategy says it will ask
 //!   for them ([`ndtune_search::Evaluator::upcoming`]); the measurement worker loads their program
-//!   binaries. On a GPU builds overlap measurement; on a CPU device they are stopped while the
-//!   worker measures, so that they never disturb a timing.
+//!   binaries. On a GPU builds overlap measurement; on a CPU device they are stopped for the
+//!   worker's timed runs, so that they never disturb a timing.
 //! - [`TimeSpent`] accounts for the campaign's whole wall time, from its preparation to the
 //!   end of its workers: builds the campaign waited for count as their wall share, not as the
 //!   sum over build workers (given beside it).
@@ -47,6 +47,8 @@
 //!   workers build the spec's source. The front end may also check each configuration's
 //!   outputs itself ([`PerConfig::check`]: the Python package's `verify` function).
 //!
+//! - [`Tuning`]: one spec tuned on one device as every front end does it: pruned, its space's
+//!   counts kept in the store, `auto` resolved, then the [`Campaign`].
 //! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
 //! - [`strategy_bench`]: the strategy benchmark's recorded datasets and its runs over seeds and
 //!   budgets (`ndtune bench-strategies`, Python's `ndtune.bench_strategies`).
@@ -60,12 +62,14 @@ mod report;
 pub mod share;
 pub mod space;
 pub mod strategy_bench;
+pub mod tuning;
 
 pub use report::{
     Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,
     FAILURES_LISTED,
 };
 pub use share::Share;
+pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;

@@ -29,6 +29,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// How long the claims of a campaign of its own ([`crate::Options::guard`]) outlive its last
+/// heartbeat (a shared campaign's workers give theirs with `--lease`).
+pub const GUARD_LEASE: Duration = Duration::from_secs(60);
+
 /// How a campaign is shared: who this worker is and how long its claims last.
 #[derive(Debug, Clone)]
 pub struct Share {

@@ -11,6 +11,8 @@
 //! - [`report`]: the HTML report of a store ([`ndtune_report`], as `ndtune report`).
 //! - [`bench_strategies`]: strategies replayed on recorded spaces
 //!   ([`ndtune_engine::strategy_bench`], as `ndtune bench-strategies --json`).
+//! - [`collect`]: a stencil collection campaign measured into a store, and its CSV for
+//!   learning ([`ndtune_collect`], as `ndtune collect` and `collect --export`).
 
 use crate::{pick_device, spec_error, store_error, NdtuneError};
 use ndtune_bench::evaluate::Bench;
@@ -156,7 +158,97 @@ fn bench_strategies(
     })
 }
 
+/// Runs the stencil collection campaign file `campaign` into the store `db` (its scenarios'
+/// files under `work`), its measurement and build workers started as `worker` says; with
+/// `export`, then writes the long CSV there. Returns JSON: per scenario its label, outcome
+/// counts, configurations evaluated now and reused, and the best time.
+#[pyfunction]
+#[pyo3(signature = (campaign, db, work, seed, worker, quiet, export=None))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one by one
+fn collect(
+    py: Python<'_>,
+    campaign: PathBuf,
+    db: String,
+    work: PathBuf,
+    seed: u64,
+    worker: Vec<String>,
+    quiet: bool,
+    export: Option<PathBuf>,
+) -> PyResult<String> {
+    use indicatif::{ProgressBar, ProgressDrawTarget};
+    use ndtune_collect::{CollectCampaign, CollectError, Measuring};
+    use ndtune_engine::{Event, Processes, Share};
+    let fail = |e: CollectError| match e {
+        CollectError::Campaign(why) => spec_error(why),
+        CollectError::Store(e) => store_error(e),
+        CollectError::Tuning(e) => crate::CampaignError::new_err(e.to_string()),
+    };
+    let plan = CollectCampaign::load(&campaign).map_err(fail)?;
+    let found = ndtune_cl::discover().map_err(|e| crate::DeviceError::new_err(e.to_string()))?;
+    let devices = plan.devices(&found).map_err(fail)?;
+    let store = Store::open(&db).map_err(store_error)?;
+    let scenarios = ndtune_collect::prepare(&plan, &devices, &work).map_err(fail)?;
+    let (exe, args) = worker
+        .split_first()
+        .ok_or_else(|| NdtuneError::new_err("the worker command is empty"))?;
+    let mut done = Vec::new();
+    for scenario in &scenarios {
+        let how = Measuring {
+            seed,
+            timeout: None,
+            build_jobs: ndtune_engine::default_build_jobs(),
+            guard: Some(Share {
+                worker: format!(
+                    "python:{}:{}",
+                    std::process::id(),
+                    scenario.device.selector()
+                ),
+                lease: ndtune_engine::share::GUARD_LEASE,
+                location: db.clone().into(),
+            }),
+            processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
+        };
+        let bar = if quiet {
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+        } else {
+            ProgressBar::new(0)
+        };
+        bar.set_prefix(scenario.label.clone());
+        let mut interrupted = None;
+        let mut observer = |event: Event<'_>| match event {
+            Event::Started { total } => bar.set_length(total as u64),
+            Event::Evaluated { .. } => {
+                bar.inc(1);
+                // Ctrl-C: stop the workers as a signal to the CLI does; what was measured stays.
+                if interrupted.is_none() {
+                    if let Err(e) = py.check_signals() {
+                        interrupted = Some(e);
+                        ndtune_bench::children::stop(libc::SIGINT);
+                    }
+                }
+            }
+            Event::Warning(message) => bar.println(format!("{}: {message}", scenario.label)),
+        };
+        let measured = scenario.measure(&store, &how, &mut observer);
+        bar.finish_and_clear();
+        ndtune_bench::children::carry_on();
+        if let Some(e) = interrupted {
+            return Err(e);
+        }
+        let report = measured.map_err(fail)?.report;
+        done.push(json!({
+            "label": scenario.label, "outcomes": report.outcomes, "evaluated": report.evaluated,
+            "reused": report.reused, "best_ms": report.best_ms(),
+        }));
+    }
+    if let Some(out) = export {
+        ndtune_collect::export(&store, &out).map_err(fail)?;
+    }
+    Ok(Json::Array(done).to_string())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(collect, m)?)?;
     m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(space, m)?)?;
     m.add_function(wrap_pyfunction!(store_results, m)?)?;

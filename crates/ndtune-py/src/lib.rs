@@ -21,9 +21,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
-use ndtune_engine::{Campaign, Event, Options, PerConfig, Processes, Share};
+use ndtune_engine::{Event, Options, PerConfig, Processes, Share, Tuning};
 use ndtune_metrics::Inputs;
-use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::kt::{read_kt_cache, write_kt_cache, KtHeader, MetricValues};
 use ndtune_store::{Group, Record, ResultKey, Store};
@@ -67,9 +66,6 @@ create_exception!(
     NdtuneError,
     "A campaign stopped: a worker said the kernel or its reference is wrong."
 );
-
-/// How long the claims of a campaign outlive its last heartbeat (as the CLI's plain `tune`).
-const GUARD_LEASE: Duration = Duration::from_secs(60);
 
 fn spec_error(e: impl std::fmt::Display) -> PyErr {
     SpecError::new_err(e.to_string())
@@ -250,10 +246,6 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         .ok_or_else(|| spec_error(format!("{}: no kernel source", call.spec.display())))?;
     let device = pick_device(call.platform, call.device)?;
     let label = device_label(&device);
-    let pruning = spec
-        .problem
-        .prune(&[Target::from_profile(&label, &device.profile)])
-        .map_err(|e| spec_error(spec.locate(&e)))?;
     let store = Store::open(&call.db).map_err(store_error)?;
     let group = ndtune_engine::group(&spec, &source, call.seed, &device, &store)
         .map_err(|e| CampaignError::new_err(e.to_string()))?;
@@ -284,12 +276,12 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
     let unit = spec.metrics.unit(objective).unwrap_or_default();
     let mut results: Vec<Json> = Vec::new();
     let mut interrupted: Option<PyErr> = None;
-    let campaign = Campaign {
+    // Pruned, its space recorded and `auto` resolved as `ndtune tune` does.
+    let tuning = Tuning {
         spec: &spec,
         overrides: &overrides,
         device: &device,
         label: &label,
-        pruning,
         store: &store,
         options: Options {
             strategy: call.strategy.clone(),
@@ -299,7 +291,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
             share: None,
             guard: Some(Share {
                 worker: format!("python:{}:{}", std::process::id(), device.index),
-                lease: GUARD_LEASE,
+                lease: ndtune_engine::share::GUARD_LEASE,
                 location: call.db.clone().into(),
             }),
             seed: call.seed,
@@ -350,7 +342,9 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
             }
             Event::Warning(message) => bar.println(format!("{label}: {message}")),
         };
-        campaign.run_with(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
+        tuning
+            .run(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
+            .map(|tuned| tuned.report)
     };
     bar.finish_and_clear();
     ndtune_bench::children::carry_on();

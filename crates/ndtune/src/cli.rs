@@ -181,23 +181,12 @@ impl SetArgs {
     /// Every combination of the values, by name: the product over names, the first name
     /// varying slowest; one empty map without `--set`.
     pub fn sweep(&self) -> Result<Vec<Constants>, String> {
-        let mut combinations = vec![Constants::new()];
-        for (i, set) in self.set.iter().enumerate() {
-            if self.set[..i].iter().any(|s| s.name == set.name) {
-                return Err(format!("--set names `{}` twice", set.name));
-            }
-            combinations = combinations
-                .iter()
-                .flat_map(|c| {
-                    set.values.iter().map(move |v| {
-                        let mut c = c.clone();
-                        c.insert(set.name.clone(), v.clone());
-                        c
-                    })
-                })
-                .collect();
-        }
-        Ok(combinations)
+        let values: Vec<(String, Vec<Value>)> = self
+            .set
+            .iter()
+            .map(|s| (s.name.clone(), s.values.clone()))
+            .collect();
+        ndtune_core::sweep(&values).map_err(|e| format!("--set {e}"))
     }
 }
 

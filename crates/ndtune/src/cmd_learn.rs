@@ -7,7 +7,7 @@ use crate::cli::{
 use anyhow::{anyhow, bail, Context, Result};
 use ndtune_learn::data::Data;
 use ndtune_learn::eval::{evaluate, Fallback, Method, Options, Protocol, Step};
-use ndtune_learn::features::{kernel_features, scenario_features, Dataset};
+use ndtune_learn::features::{kernel_features, scenario_features};
 use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
 use ndtune_serve::limits::{LimitOverrides, Limits};
@@ -69,7 +69,7 @@ fn predict(a: &LearnPredictArgs) -> Result<()> {
     let (rows, cols) = parse_size(&a.size)?;
     stencil.check(rows, cols)?;
     let profile = one_profile(&a.device)?;
-    let dataset = dataset_of(&stencil, rows, cols);
+    let dataset = ndtune_collect::dataset_of(&stencil, rows, cols);
     let started = std::time::Instant::now();
     let f = scenario_features(&profile, &stencil.device_source(), "", &dataset)
         .map_err(|e| anyhow!("{}: {e}", a.kernel))?;
@@ -113,7 +113,7 @@ fn features(a: &LearnFeaturesArgs) -> Result<()> {
     let named: Vec<(String, f64)> = if path.to_string_lossy().ends_with(".stencil.toml") {
         let stencil = ndtune_stencil::Stencil::load(path)?;
         let (rows, cols) = parse_size(&a.size)?;
-        let dataset = dataset_of(&stencil, rows, cols);
+        let dataset = ndtune_collect::dataset_of(&stencil, rows, cols);
         let f = scenario_features(
             &one_profile(&a.device)?,
             &stencil.device_source(),
@@ -195,18 +195,6 @@ fn one_profile(args: &crate::cli::DeviceArgs) -> Result<ndtune_device::DevicePro
         .next()
         .map(|d| d.profile)
         .ok_or_else(|| anyhow!("no device"))
-}
-
-/// A stencil on a rows x cols matrix, as the dataset features see it.
-pub(crate) fn dataset_of(stencil: &ndtune_stencil::Stencil, rows: u64, cols: u64) -> Dataset {
-    let b = &stencil.border;
-    Dataset {
-        rows,
-        cols,
-        input: stencil.input.c_name().into(),
-        output: stencil.output.c_name().into(),
-        border: [b.north, b.south, b.east, b.west],
-    }
 }
 
 /// `512x256` as (rows, cols): the first number is the width (columns).

@@ -5,9 +5,9 @@
 //! when it was evaluated and by which ndtune.
 
 use crate::cli::ShowArgs;
-use crate::cmd_tune::show_constants;
 use anyhow::{bail, Result};
 use ndtune_core::{Config, Constants, Outcome};
+use ndtune_engine::show_constants;
 use ndtune_report::stored::{self, metric_values, when, Campaign, Metric};
 use ndtune_spec::Spec;
 use ndtune_store::{Group, Record};

@@ -4,11 +4,12 @@
 //! times without running anything.
 
 use crate::cli::{SearchArgs, SplitArgs};
-use crate::cmd_tune::{outcome_counts, show_config, show_constants, tune_device};
+use crate::cmd_tune::{outcome_counts, show_config, tune_device};
 use crate::targets;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
+use ndtune_engine::show_constants;
 use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};

@@ -10,13 +10,15 @@ use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, OutcomeKind};
-use ndtune_engine::{Best, Campaign, DeviceReport, Event, Options, Processes, Share, Worker};
-use ndtune_search::{AutoChoice, Budget};
+use ndtune_engine::{
+    show_constants, Best, DeviceReport, Event, Options, Processes, Share, Tuned, Tuning, Worker,
+};
+use ndtune_search::Budget;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
-use ndtune_store::{Group, Store};
+use ndtune_store::Store;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
     let mut wall = Wall::new();
@@ -198,12 +200,6 @@ pub(crate) fn apply_metrics(spec: &mut Spec, args: &MetricArgs) -> Result<()> {
         .map_err(|e| anyhow!("--metric/--objective: {e}"))
 }
 
-/// A campaign's report, with the time its device's space took to prune and record.
-pub(crate) struct Tuned {
-    pub report: DeviceReport,
-    pub prune_s: f64,
-}
-
 /// The engine's options for a campaign from the command line.
 fn options(
     campaign: &CampaignArgs,
@@ -255,10 +251,6 @@ pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice)
         )
     })
 }
-
-/// How long the claims of a campaign of its own outlive its last heartbeat (`--lease` is a
-/// worker's).
-const GUARD_LEASE: Duration = Duration::from_secs(60);
 
 /// One campaign of a sweep over constants, as its closing table shows it.
 #[derive(serde::Serialize)]
@@ -320,33 +312,11 @@ pub(crate) fn tune_device(
     share: Option<Share>,
     worker: Option<Worker>,
 ) -> Result<Tuned> {
-    let pruning_started = Instant::now();
     let race = campaign
         .race
         .rule(spec.measure.race)
         .map_err(|e| anyhow!(e))?;
-    let pruning = spec
-        .problem
-        .prune(&[Target::from_profile(label, &device.profile)])
-        .map_err(|e| spec.locate(&e))?;
-    let source = spec
-        .kernel_source()?
-        .ok_or_else(|| anyhow!("{}: [kernel] source is needed to tune", spec.path.display()))?;
-    let group = ndtune_engine::group(spec, &source, campaign.seed, device, store)?;
-    record_space(spec, label, &pruning, &group, store)?;
-    let resolved = resolve_strategy(campaign, search.time, pruning.stats.pruned, true);
-    if let Some(choice) = &resolved.auto {
-        // On stderr, so that it shows in a log too and never mixes with --json's output.
-        progress.suspend(|| eprintln!("{label}: strategy auto: {choice}"));
-    }
-    let prune_s = pruning_started.elapsed().as_secs_f64();
-    let bar = progress.add(ProgressBar::new(0));
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(label.to_string());
+    let bar = progress_bar(progress, label);
     let objective = &spec.metrics.objective().metric;
     let unit = spec.metrics.unit(objective).unwrap_or_default();
     let named = if spec.metrics.is_time() {
@@ -362,89 +332,60 @@ pub(crate) fn tune_device(
                 bar.set_message(format!("best {named}{v:.4} {unit}"));
             }
         }
-        // Through stderr, not the bars' println: it shows under --json too, where bars are hidden.
+        // On stderr, not the bars' println: it shows in a log and under --json too, where bars
+        // are hidden, and never mixes with --json's output.
         Event::Warning(message) => progress.suspend(|| eprintln!("{label}: {message}")),
     };
-    let report = Campaign {
+    let tuned = Tuning {
         spec,
         overrides,
         device,
         label,
-        pruning,
         store,
-        options: searching(
-            options(
-                campaign,
-                timeout,
-                search,
-                race,
-                share.clone(),
-                share.is_none().then(|| Share {
-                    worker: default_worker_id(device),
-                    lease: GUARD_LEASE,
-                    location: campaign.store.db.clone().into(),
-                }),
-            )?,
-            resolved,
-        ),
+        options: options(
+            campaign,
+            timeout,
+            search,
+            race,
+            share.clone(),
+            share.is_none().then(|| Share {
+                worker: default_worker_id(device),
+                lease: ndtune_engine::share::GUARD_LEASE,
+                location: campaign.store.db.clone().into(),
+            }),
+        )?,
         worker,
     }
-    .run(&mut observer);
+    .run(&mut observer, None);
     bar.finish();
-    Ok(Tuned {
-        report: report?,
-        prune_s,
-    })
+    Ok(tuned?)
 }
 
-/// `options` with the strategy and budget that `resolved` chose.
-fn searching(mut options: Options, resolved: Resolved) -> Options {
-    options.strategy = resolved.strategy;
-    options.budget = resolved.budget.evaluations;
-    options.time = resolved.budget.time;
-    options
+/// A campaign's progress bar under `progress`, named `label`.
+pub(crate) fn progress_bar(progress: &MultiProgress, label: &str) -> ProgressBar {
+    let bar = progress.add(ProgressBar::new(0));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(label.to_string());
+    bar
 }
 
-/// The strategy and budget a search runs with.
-pub(crate) struct Resolved {
-    pub strategy: String,
-    pub budget: Budget,
-    /// What `--strategy auto` chose, to tell the user.
-    pub auto: Option<AutoChoice>,
-}
-
-/// The strategy and budget of a search of a pruned space of `valid` configurations:
-/// `--strategy auto` (the default) resolved ([`ndtune_search::auto_choice`]; `live` where the
-/// campaign measures, so that auto may judge by the time its first evaluations take: it then
-/// runs as `auto` and decides during the run); any other strategy as given.
+/// The strategy and budget `tune --replay` and `--pool` search with: `--strategy auto`
+/// resolved for a space of `valid` configurations ([`ndtune_engine::resolve_strategy`]).
 pub(crate) fn resolve_strategy(
     campaign: &CampaignArgs,
     time: Option<Duration>,
     valid: u128,
     live: bool,
-) -> Resolved {
+) -> ndtune_engine::tuning::Resolved {
     let given = Budget {
         evaluations: campaign.budget,
         time,
     };
-    if campaign.strategy != "auto" {
-        return Resolved {
-            strategy: campaign.strategy.clone(),
-            budget: given,
-            auto: None,
-        };
-    }
-    let choice = ndtune_search::auto_choice(valid, given, live);
-    let (strategy, budget) = if choice.probe {
-        ("auto", given)
-    } else {
-        (choice.strategy, choice.budget)
-    };
-    Resolved {
-        strategy: strategy.to_string(),
-        budget,
-        auto: Some(choice),
-    }
+    ndtune_engine::resolve_strategy(&campaign.strategy, given, valid, live)
 }
 
 /// A worker's name where none is given: `host:pid:device` (the device's selector).
@@ -470,40 +411,6 @@ fn hostname() -> String {
     }
 }
 
-/// Keeps a tuned space's pruning counts (Erdem Tables 1-2) in the store for `ndtune report`: a
-/// study of kind `space` per (kernel, constants, device), its body `ndtune space --json`'s
-/// report with the device's fingerprint and the constants.
-fn record_space(
-    spec: &Spec,
-    label: &str,
-    pruning: &ndtune_space::problem::Pruning,
-    group: &Group,
-    store: &Store,
-) -> Result<()> {
-    let space = serde_json::to_value(ndtune_engine::space::SpaceReport::new(
-        spec,
-        Some(label.to_string()),
-        pruning,
-    ))
-    .context("the pruning counts do not fit JSON")?;
-    store.put_study(&ndtune_store::Study {
-        kind: "space".into(),
-        name: format!(
-            "{}{} on {}",
-            group.kernel,
-            show_constants(&group.constants),
-            group.device
-        ),
-        body: serde_json::json!({
-            "device": group.device,
-            "constants": group.constants,
-            "space": space,
-        }),
-        created_at: ndtune_store::now_ms(),
-    })?;
-    Ok(())
-}
-
 /// `measured 5, pruned 0, ...` in the taxonomy's order.
 pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static str, N>) -> String {
     OutcomeKind::ALL
@@ -511,11 +418,6 @@ pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static st
         .filter_map(|k| counts.get(k.as_str()).map(|n| format!("{k} {n}")))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
-pub(crate) fn show_constants(constants: &Constants) -> String {
-    constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
 /// `A=1 B=2` in the spec's parameter order.

@@ -2,8 +2,8 @@
 //! `tune --replay`): by kernel, device, constants and setup. Where several match, the error
 //! lists them and names the options that tell them apart.
 
-use crate::cmd_tune::show_constants;
 use anyhow::{bail, Result};
+use ndtune_engine::show_constants;
 use ndtune_store::{Group, Record, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -22,28 +22,17 @@ pub fn discover() -> Result<Vec<ClDevice>> {
 
 /// Picks one live device by selector; `D:K/N` makes sub-device K of N of device D.
 pub fn pick(devices: &[ClDevice], sel: &str) -> Result<ClDevice> {
-    let names: Vec<&str> = devices.iter().map(|d| d.profile.name.as_str()).collect();
-    let selector = sel.parse::<Selector>()?;
-    let device = &devices[selector.pick(&names)?];
-    match selector {
-        Selector::Sub { k, n, .. } => Ok(device
-            .sub_device(k, n)
-            .with_context(|| format!("sub-device {sel}"))?),
-        _ => Ok(device.clone()),
-    }
+    ClDevice::pick(devices, sel).map_err(|e| anyhow!(e))
 }
 
 /// How `ndtune devices` and reports name a device: its index (with `:K/N` for a sub-device).
 pub fn label(d: &ClDevice) -> String {
-    format!("{}: {}", selector(d), d.profile.name)
+    d.label()
 }
 
 /// The selector that picks `d` again: its index, with `:K/N` for a sub-device.
 pub fn selector(d: &ClDevice) -> String {
-    match d.sub {
-        Some((k, n)) => format!("{}:{k}/{n}", d.index),
-        None => d.index.to_string(),
-    }
+    d.selector()
 }
 
 fn live(d: ClDevice) -> Device {

@@ -1,0 +1,484 @@
+//! Stencil data collection (Cummins et al. 2016, §3.3, §5, §6): a campaign file names devices,
+//! stencil kernels and datasets ([`CollectCampaign`]); every (device, kernel, dataset) scenario
+//! gets a spec of its own (the stencil skeleton with WG_C x WG_R as launch-only parameters, so one
+//! build serves every size) and its features ([`prepare`]), and is measured exhaustively, every
+//! size by the whole protocol (no racing: learning needs every size's time), by the tuning engine
+//! into the store with its [`ScenarioInfo`] ([`Scenario::measure`]). [`export`] writes the long
+//! CSV that `ndtune learn` reads. `ndtune collect` and the Python package's `ndtune.collect` call
+//! it; they resolve the campaign's device selectors, show progress and print.
+
+use ndtune_cl::ClDevice;
+use ndtune_engine::{group, CampaignError, Observer, Options, Processes, Share, Tuned, Tuning};
+use ndtune_learn::collected::{self, ScenarioInfo};
+use ndtune_learn::features::{scenario_features, Dataset};
+use ndtune_space::problem::Target;
+use ndtune_spec::Spec;
+use ndtune_stencil::Stencil;
+use ndtune_store::{Store, StoreError};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Why a collection cannot go on; what was measured before is in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// The campaign file, a scenario or a file it names is wrong.
+    #[error("{0}")]
+    Campaign(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Tuning(#[from] CampaignError),
+}
+
+fn campaign_error(e: impl std::fmt::Display) -> CollectError {
+    CollectError::Campaign(e.to_string())
+}
+
+/// A collection campaign file (docs/collect.md).
+pub struct CollectCampaign {
+    pub path: PathBuf,
+    /// Device selectors (`ndtune devices`), `0` where the file names none.
+    pub devices: Vec<String>,
+    pub kernels: Vec<Stencil>,
+    /// (rows, columns) of each dataset.
+    pub datasets: Vec<(u64, u64)>,
+    grid: Grid,
+    measure: ndtune_stencil::Measure,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCampaign {
+    #[serde(default)]
+    devices: Vec<String>,
+    #[serde(default)]
+    kernels: Vec<String>,
+    synthetic: Option<RawSynthetic>,
+    datasets: Option<Vec<[u64; 2]>>,
+    #[serde(default)]
+    grid: Grid,
+    #[serde(default)]
+    measure: ndtune_stencil::Measure,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSynthetic {
+    seed: u64,
+    count: usize,
+}
+
+/// The work-group grid: each axis a list, a stepped range or powers of two; by default even
+/// sizes (multiples of 2, as the paper) up to the scenario's limit.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Grid {
+    wc: Option<Axis>,
+    wr: Option<Axis>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Axis {
+    List(Vec<u64>),
+    Range { range: [u64; 2], step: Option<u64> },
+    Pow2 { pow2: [u64; 2] },
+}
+
+impl Axis {
+    fn values(&self, limit: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = match self {
+            Axis::List(v) => v.clone(),
+            Axis::Range {
+                range: [a, b],
+                step,
+            } => (*a..=*b)
+                .step_by(step.unwrap_or(1).max(1) as usize)
+                .collect(),
+            Axis::Pow2 { pow2: [a, b] } => (0..63)
+                .map(|k| 1u64 << k)
+                .filter(|v| (*a..=*b).contains(v))
+                .collect(),
+        };
+        v.retain(|&x| x >= 1 && x <= limit);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+impl Grid {
+    /// Both axes on a device whose stencil kernel allows `wmax` work-items per group.
+    fn axes(&self, device: &ClDevice, wmax: u64) -> (Vec<u64>, Vec<u64>) {
+        let item = |d: usize| {
+            device
+                .profile
+                .max_work_item_sizes
+                .get(d)
+                .copied()
+                .unwrap_or(1)
+        };
+        let axis = |a: &Option<Axis>, d: usize| {
+            let limit = item(d).min(wmax);
+            match a {
+                Some(a) => a.values(limit),
+                None => Axis::Range {
+                    range: [2, limit],
+                    step: Some(2),
+                }
+                .values(limit),
+            }
+        };
+        (axis(&self.wc, 0), axis(&self.wr, 1))
+    }
+}
+
+impl CollectCampaign {
+    /// Reads and checks a campaign file; errors name the file, and the line and column where
+    /// TOML locates them.
+    pub fn load(path: &Path) -> Result<CollectCampaign, CollectError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| campaign_error(format!("cannot read {}: {e}", path.display())))?;
+        let raw: RawCampaign = toml::from_str(&text).map_err(|e| {
+            let (line, col) = e
+                .span()
+                .map_or((0, 0), |s| ndtune_core::text::line_col(&text, s.start));
+            campaign_error(format!(
+                "{}:{line}:{col}: {}",
+                path.display(),
+                e.message().trim()
+            ))
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut kernels = Vec::new();
+        for k in &raw.kernels {
+            let stencil = if k.ends_with(".toml") {
+                Stencil::load(&dir.join(k)).map_err(campaign_error)?
+            } else {
+                ndtune_stencil::reference(k).ok_or_else(|| {
+                    let names = ndtune_stencil::reference_names();
+                    let hint = ndtune_space::resolve::closest(k, names.iter().map(String::as_str))
+                        .map(|n| format!(" (did you mean `{n}`?)"))
+                        .unwrap_or_default();
+                    campaign_error(format!(
+                        "{}: unknown kernel `{k}`{hint}: a kernel is a reference stencil ({}) or a .stencil.toml file",
+                        path.display(),
+                        names.join(", ")
+                    ))
+                })?
+            };
+            kernels.push(stencil);
+        }
+        if let Some(s) = &raw.synthetic {
+            kernels.extend(ndtune_stencil::generate(s.seed, s.count));
+        }
+        if kernels.is_empty() {
+            return Err(campaign_error(format!("{}: the campaign names no kernel (kernels = [...] or synthetic = {{ seed, count }})", path.display())));
+        }
+        let datasets = match &raw.datasets {
+            Some(d) => d.iter().map(|[r, c]| (*r, *c)).collect(),
+            None => [512, 1024, 2048, 4096].iter().map(|&n| (n, n)).collect(),
+        };
+        Ok(CollectCampaign {
+            path: path.to_path_buf(),
+            devices: if raw.devices.is_empty() {
+                vec!["0".into()]
+            } else {
+                raw.devices
+            },
+            kernels,
+            datasets,
+            grid: raw.grid,
+            measure: raw.measure,
+        })
+    }
+
+    /// Picks the campaign's devices among `found` (in discovery order) by their selectors.
+    pub fn devices(&self, found: &[ClDevice]) -> Result<Vec<ClDevice>, CollectError> {
+        self.devices
+            .iter()
+            .map(|sel| {
+                ClDevice::pick(found, sel)
+                    .map_err(|e| campaign_error(format!("{}: devices: {e}", self.path.display())))
+            })
+            .collect()
+    }
+}
+
+/// One scenario, ready to measure: a stencil on a dataset on a device.
+pub struct Scenario<'d> {
+    pub device: &'d ClDevice,
+    /// `kernel ROWSxCOLS @ device`.
+    pub label: String,
+    /// Its spec, written under the work directory.
+    pub spec: Spec,
+    pub info: ScenarioInfo,
+}
+
+/// Every scenario of `campaign` on `devices` (the campaign's, [`CollectCampaign::devices`]):
+/// their files written under `work`, their W_max, grid and features worked out. Everything is
+/// checked first: a bad scenario stops the collection before anything is measured.
+pub fn prepare<'d>(
+    campaign: &CollectCampaign,
+    devices: &'d [ClDevice],
+    work: &Path,
+) -> Result<Vec<Scenario<'d>>, CollectError> {
+    let path = &campaign.path;
+    let mut scenarios = Vec::new();
+    for (d, device) in devices.iter().enumerate() {
+        for stencil in &campaign.kernels {
+            for &(rows, cols) in &campaign.datasets {
+                stencil
+                    .check(rows, cols)
+                    .map_err(|e| campaign_error(format!("{}: {e}", path.display())))?;
+                scenarios.push((d, device, stencil, rows, cols));
+            }
+        }
+    }
+    let mut limits: BTreeMap<(usize, String), u64> = BTreeMap::new();
+    let mut prepared = Vec::new();
+    for (d, device, stencil, rows, cols) in scenarios {
+        let label = format!("{} {rows}x{cols} @ {}", stencil.name, device.label());
+        let source = stencil.device_source();
+        let key = (d, stencil.name.clone());
+        let wmax = match limits.get(&key) {
+            Some(&w) => w,
+            None => {
+                let w = kernel_wmax(device, &source).map_err(|e| {
+                    campaign_error(format!(
+                        "{}: stencil `{}`: {e}",
+                        device.label(),
+                        stencil.name
+                    ))
+                })?;
+                limits.insert(key, w);
+                w
+            }
+        };
+        let (wc, wr) = campaign.grid.axes(device, wmax);
+        let spec_path = (!wc.is_empty() && !wr.is_empty())
+            .then(|| {
+                stencil.write_scenario(
+                    &work.join(&stencil.name),
+                    &device_tag(device),
+                    rows,
+                    cols,
+                    &wc,
+                    &wr,
+                    wmax,
+                    &campaign.measure,
+                )
+            })
+            .transpose()
+            .map_err(|e| {
+                campaign_error(format!(
+                    "writing the files of {label} under {}: {e}",
+                    work.display()
+                ))
+            })?;
+        let legal = match &spec_path {
+            None => None,
+            Some(p) => {
+                let spec = Spec::load(p).map_err(campaign_error)?;
+                let pruning = spec
+                    .problem
+                    .prune(&[Target::from_profile(&label, &device.profile)])
+                    .map_err(|e| campaign_error(spec.locate(&e)))?;
+                (pruning.stats.pruned > 0).then_some(spec)
+            }
+        };
+        let Some(spec) = legal else {
+            return Err(campaign_error(format!(
+                "{}: {label}: the work-group grid has no size within W_max = {wmax} and the device's limits (per dimension {:?}, local memory {} bytes)",
+                path.display(),
+                device.profile.max_work_item_sizes,
+                device.profile.local_mem_size
+            )));
+        };
+        let features = scenario_features(
+            &device.profile,
+            &source,
+            "",
+            &dataset_of(stencil, rows, cols),
+        )
+        .map_err(|e| campaign_error(format!("{label}: features: {e}")))?;
+        let info = ScenarioInfo {
+            label: label.clone(),
+            kernel: stencil.name.clone(),
+            device: device.label(),
+            dataset: format!("{rows}x{cols}"),
+            wc,
+            wr,
+            wmax,
+            feature_names: features.names,
+            features: features.values,
+        };
+        prepared.push(Scenario {
+            device,
+            label,
+            spec,
+            info,
+        });
+    }
+    Ok(prepared)
+}
+
+/// How a scenario is measured besides what collection fixes (exhaustive, no racing).
+pub struct Measuring {
+    /// Seed of the input data.
+    pub seed: u64,
+    /// A fixed per-evaluation deadline; without it, deadlines adapt.
+    pub timeout: Option<Duration>,
+    pub build_jobs: usize,
+    /// Claims what it measures as this worker, so that another process collecting the same
+    /// scenario in the same store never measures it too.
+    pub guard: Option<Share>,
+    pub processes: Processes,
+}
+
+impl Scenario<'_> {
+    /// Keeps the scenario's info in the store and measures every size of its grid, each by the
+    /// whole protocol (learning needs every size's time: no racing), reusing what the store
+    /// holds.
+    pub fn measure(
+        &self,
+        store: &Store,
+        how: &Measuring,
+        observer: &mut dyn Observer,
+    ) -> Result<Tuned, CollectError> {
+        let source = self
+            .spec
+            .kernel_source()
+            .map_err(campaign_error)?
+            .ok_or_else(|| {
+                campaign_error(format!(
+                    "{}: the scenario's spec names no source",
+                    self.label
+                ))
+            })?;
+        let g = group(&self.spec, &source, how.seed, self.device, store)?;
+        store.put_scenario(
+            &g,
+            &serde_json::to_value(&self.info).expect("scenario info serialises"),
+        )?;
+        let tuned = Tuning {
+            spec: &self.spec,
+            overrides: &BTreeMap::new(),
+            device: self.device,
+            label: &self.label,
+            store,
+            options: Options {
+                strategy: "exhaustive".into(),
+                budget: None,
+                time: None,
+                warm_start: false,
+                share: None,
+                guard: how.guard.clone(),
+                seed: how.seed,
+                timeout: how.timeout,
+                build_jobs: how.build_jobs,
+                race: None,
+                processes: how.processes.clone(),
+            },
+            worker: None,
+        }
+        .run(observer, None)?;
+        Ok(tuned)
+    }
+}
+
+/// Names a device in generated file names.
+fn device_tag(device: &ClDevice) -> String {
+    match device.sub {
+        Some((k, n)) => format!("d{}-{k}of{n}", device.index),
+        None => format!("d{}", device.index),
+    }
+}
+
+/// The W_max of a stencil kernel on a device: the device's limit and the build's
+/// CL_KERNEL_WORK_GROUP_SIZE (one build: the work-group size is no define).
+fn kernel_wmax(device: &ClDevice, source: &str) -> Result<u64, ndtune_cl::ClError> {
+    let mut session = ndtune_cl::Session::new(device)?;
+    let kernel = session.kernel(source, "stencil", "")?;
+    let limits = session.limits(&kernel)?;
+    Ok(limits
+        .work_group_size
+        .min(device.profile.max_work_group_size))
+}
+
+/// The dataset features of a stencil on a `rows` x `cols` grid.
+pub fn dataset_of(stencil: &Stencil, rows: u64, cols: u64) -> Dataset {
+    let b = &stencil.border;
+    Dataset {
+        rows,
+        cols,
+        input: stencil.input.c_name().into(),
+        output: stencil.output.c_name().into(),
+        border: [b.north, b.south, b.east, b.west],
+    }
+}
+
+/// Writes the long CSV that `ndtune learn` reads: one row per scenario and work-group size of
+/// its grid (docs/collect.md); how many rows, scenarios and features it wrote.
+pub fn export(store: &Store, out: &Path) -> Result<(usize, usize, usize), CollectError> {
+    let c = collected::read(store)?;
+    let scenarios: Vec<ScenarioInfo> = c.scenarios.into_iter().map(|(_, info)| info).collect();
+    let obs = c.observations;
+    if scenarios.is_empty() {
+        return Err(campaign_error(format!(
+            "{}: no collected scenario to export",
+            store.path().display()
+        )));
+    }
+    let names = &scenarios[0].feature_names;
+    if let Some(other) = scenarios.iter().find(|i| &i.feature_names != names) {
+        return Err(campaign_error(format!(
+            "{}: scenario `{}` has other features than `{}` (collected by another ndtune?): re-collect it",
+            store.path().display(),
+            other.label,
+            scenarios[0].label
+        )));
+    }
+    let mut text = String::new();
+    let mut header = vec!["scenario", "device", "kernel", "dataset"];
+    header.extend(names.iter().map(String::as_str));
+    header.extend(["wg_c", "wg_r", "runtime_ms", "status"]);
+    text.push_str(
+        &header
+            .iter()
+            .map(|h| csv_field(h))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    text.push('\n');
+    for o in &obs {
+        let info = &scenarios[o.scenario];
+        let mut row = vec![
+            csv_field(&info.label),
+            csv_field(&info.device),
+            csv_field(&info.kernel),
+            csv_field(&info.dataset),
+        ];
+        row.extend(info.features.iter().map(|v| v.to_string()));
+        row.push(o.wg.0.to_string());
+        row.push(o.wg.1.to_string());
+        row.push(o.runtime_ms.map_or(String::new(), |t| t.to_string()));
+        row.push(o.status.as_str().to_string());
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::write(out, text)
+        .map_err(|e| campaign_error(format!("cannot write {}: {e}", out.display())))?;
+    Ok((obs.len(), scenarios.len(), names.len()))
+}
+
+/// A CSV field, quoted where it must be (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
