@@ -463,11 +463,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 block_size_names=None, quiet=False, strategy=None, strategy_options=None,
                 cache=None, metrics=None, simulation_mode=None, parallel=None, observers=None,
                 objective=None, objective_higher_is_better=None, objectives=None, seed=None,
-                *, db="ndtune.db", build_jobs=None, warm_start=False, timeout=None):
+                *, db="ndtune.db", build_jobs=None, warm_start=False, timeout=None, pool=None):
     """Tunes an OpenCL kernel as Kernel Tuner's `tune_kernel` does, with ndtune's engine:
     returns `(results, env)` shaped as Kernel Tuner's. Beside Kernel Tuner's arguments: `db`
     (the store: an SQLite file or a PostgreSQL URL), `build_jobs`, `warm_start`, `timeout`
-    (seconds per evaluation). docs/python.md says what ndtune does with each argument."""
+    (seconds per evaluation), `pool` (device numbers of `platform`, identical devices tuning one
+    campaign together, a worker process each). docs/python.md says what ndtune does with each
+    argument."""
     _check_refused(locals())
     _check_lang(lang)
     objective = objective or "time"
@@ -483,6 +485,15 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     strings, functions = _restrictions(restrictions, tune_params)
     per_config = _PerConfig(kernel_source, files, problem_size, tune_params, grid_div,
                             block_size_names, defines, functions, own_check)
+    if pool is not None:
+        pool = [int(d) for d in pool]
+        if not pool:
+            raise SpecError("tune_kernel: pool names no device")
+        if per_config.active:
+            _refuse("pool with functions of the parameters or verify",
+                    "the pool's workers are processes of their own, which cannot call this "
+                    "process's functions; tune on one device")
+        device = pool[0]
     if per_config.identity:
         # The functions' identity is part of the kernel file's text, so of the results' setup.
         files = [(files[0][0], per_config.stub(files[0][1]))] + files[1:]
@@ -507,7 +518,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             "spec": str(spec), "db": str(db), "worker": _worker_command(), "platform": platform,
             "device": device, "strategy": name, "budget": budget, "time_limit": time_limit,
             "seed": int(seed or 0), "build_jobs": build_jobs, "warm_start": warm_start,
-            "timeout": timeout, "quiet": quiet, "cache": cache, "check": check,
+            "timeout": timeout, "quiet": quiet, "cache": cache, "check": check, "pool": pool,
         }), per_config if per_config.active else None))
     results = []
     for r in out["results"]:

@@ -225,3 +225,23 @@ def test_ctrl_c_keeps_what_was_measured_and_a_rerun_resumes(own_directory):
     assert env["ndtune_report"]["reused"] == kept
     assert env["ndtune_report"]["evaluated"] == 180 - kept
     assert len(results) == 180
+
+
+def test_a_pool_of_devices_tunes_one_campaign_together(own_directory):
+    # Two workers on the one PoCL device here: the pool's plumbing (worker processes served
+    # by this package, claims in the store, the last pass) is what is tested.
+    params = {"block_size_x": [16, 32, 64, 128], "unused": [0, 1, 2]}
+    args = vector_add_args()
+    answer = [args[1] + args[2], None, None, None]
+    results, env = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=answer,
+                               quiet=True, pool=[0, 0])
+    assert len(results) == 12
+    assert {r["ndtune_outcome"] for r in results} == {"measured"}
+    with sqlite3.connect("ndtune.db") as db:
+        workers = {w for (w,) in db.execute("SELECT DISTINCT worker FROM claims")}
+        assert db.execute("SELECT count(*) FROM results").fetchone()[0] == 12
+    assert any(w.endswith(":pool0") for w in workers), workers
+    # Functions of the parameters stay in this process: a pool cannot call them.
+    with pytest.raises(ndtune.SpecError, match="pool"):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True, pool=[0, 0],
+                    restrictions=lambda p: p["block_size_x"] > 16)

@@ -47,6 +47,7 @@
 //!   workers build the spec's source. The front end may also check each configuration's
 //!   outputs itself ([`PerConfig::check`]: the Python package's `verify` function).
 //!
+//! - [`pool::Pool`]: one campaign shared by identical local devices, a worker process each.
 //! - [`Tuning`]: one spec tuned on one device as every front end does it: pruned, its space's
 //!   counts kept in the store, `auto` resolved, then the [`Campaign`].
 //! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
@@ -58,6 +59,7 @@
 mod advice;
 mod build_history;
 mod live;
+pub mod pool;
 mod report;
 pub mod share;
 pub mod space;
@@ -111,9 +113,10 @@ pub enum CampaignError {
 }
 
 /// How the worker processes are started: this executable (or another ndtune) with the hidden
-/// subcommands `__worker` and `__builder`, or a program that serves them the same way given
-/// arguments before the subcommand (the Python package's `python -m ndtune._worker`).
-#[derive(Debug, Clone)]
+/// subcommands `__worker`, `__builder` and `__campaign` (a pool's worker), or a program that
+/// serves them the same way given arguments before the subcommand (the Python package's
+/// `python -m ndtune._worker`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Processes {
     exe: PathBuf,
     args: Vec<std::ffi::OsString>,

@@ -21,6 +21,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
+use ndtune_engine::pool::{pool_build_jobs, Pool, PoolEvent};
 use ndtune_engine::{Event, Options, PerConfig, Processes, Share, Tuning};
 use ndtune_metrics::Inputs;
 use ndtune_spec::Spec;
@@ -81,8 +82,9 @@ fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
     match sub {
         "__worker" => Ok(py.detach(ndtune_bench::worker::serve)),
         "__builder" => Ok(py.detach(ndtune_bench::builder::serve)),
+        "__campaign" => Ok(py.detach(ndtune_engine::pool::serve)),
         other => Err(NdtuneError::new_err(format!(
-            "ndtune._worker serves __worker or __builder, not `{other}`"
+            "ndtune._worker serves __worker, __builder or __campaign, not `{other}`"
         ))),
     }
 }
@@ -167,6 +169,10 @@ struct Call {
     /// The outputs the callable's `check` verifies (Kernel Tuner's `verify`), and where they
     /// are written.
     check: Option<OwnCheck>,
+    /// Tune on these devices of `platform` at once, one campaign shared among them
+    /// ([`ndtune_engine::pool`]); `device` is the first.
+    #[serde(default)]
+    pool: Option<Vec<usize>>,
 }
 
 /// The Python side's functions of the parameters, asked about each configuration (as JSON)
@@ -245,6 +251,16 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         .map_err(spec_error)?
         .ok_or_else(|| spec_error(format!("{}: no kernel source", call.spec.display())))?;
     let device = pick_device(call.platform, call.device)?;
+    let pool = call
+        .pool
+        .as_ref()
+        .map(|numbers| {
+            numbers
+                .iter()
+                .map(|&d| pick_device(call.platform, d))
+                .collect::<PyResult<Vec<_>>>()
+        })
+        .transpose()?;
     let label = device_label(&device);
     let store = Store::open(&call.db).map_err(store_error)?;
     let group = ndtune_engine::group(&spec, &source, call.seed, &device, &store)
@@ -276,32 +292,34 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
     let unit = spec.metrics.unit(objective).unwrap_or_default();
     let mut results: Vec<Json> = Vec::new();
     let mut interrupted: Option<PyErr> = None;
-    // Pruned, its space recorded and `auto` resolved as `ndtune tune` does.
+    let options = Options {
+        strategy: call.strategy.clone(),
+        budget: call.budget,
+        time: call.time_limit.map(Duration::from_secs_f64),
+        warm_start: call.warm_start,
+        share: None,
+        guard: Some(Share {
+            worker: format!("python:{}:{}", std::process::id(), device.index),
+            lease: ndtune_engine::share::GUARD_LEASE,
+            location: call.db.clone().into(),
+        }),
+        seed: call.seed,
+        timeout: call.timeout.map(Duration::from_secs_f64),
+        build_jobs: call
+            .build_jobs
+            .unwrap_or_else(ndtune_engine::default_build_jobs),
+        race: spec.measure.race,
+        processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
+    };
+    // Pruned, its space recorded and `auto` resolved as `ndtune tune` does; a pool's workers
+    // share the campaign through the store, and its last pass reads every result back.
     let tuning = Tuning {
         spec: &spec,
         overrides: &overrides,
         device: &device,
         label: &label,
         store: &store,
-        options: Options {
-            strategy: call.strategy.clone(),
-            budget: call.budget,
-            time: call.time_limit.map(Duration::from_secs_f64),
-            warm_start: call.warm_start,
-            share: None,
-            guard: Some(Share {
-                worker: format!("python:{}:{}", std::process::id(), device.index),
-                lease: ndtune_engine::share::GUARD_LEASE,
-                location: call.db.clone().into(),
-            }),
-            seed: call.seed,
-            timeout: call.timeout.map(Duration::from_secs_f64),
-            build_jobs: call
-                .build_jobs
-                .unwrap_or_else(ndtune_engine::default_build_jobs),
-            race: spec.measure.race,
-            processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
-        },
+        options: options.clone(),
         worker: None,
     };
     // The campaign holds the GIL (the store is not `Sync`): Python threads wait while it runs.
@@ -342,9 +360,39 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
             }
             Event::Warning(message) => bar.println(format!("{label}: {message}")),
         };
-        tuning
-            .run(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
-            .map(|tuned| tuned.report)
+        match &pool {
+            None => tuning
+                .run(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
+                .map(|tuned| tuned.report),
+            Some(devices) => {
+                let mut on = |event: PoolEvent<'_>| match event {
+                    PoolEvent::Started { total, .. } => {
+                        bar.set_length(total.try_into().unwrap_or(u64::MAX))
+                    }
+                    PoolEvent::Progress { results, .. } => bar.set_position(results),
+                    PoolEvent::Said { label, line } => bar.println(format!("{label}: {line}")),
+                    // The last pass reads every result back, counting them again.
+                    PoolEvent::LastPass => bar.set_position(0),
+                };
+                Pool {
+                    spec: &spec,
+                    overrides: &overrides,
+                    devices,
+                    store: &store,
+                    location: call.db.clone().into(),
+                    db_retry: Duration::from_secs(60),
+                    options: Options {
+                        guard: None,
+                        build_jobs: pool_build_jobs(call.build_jobs, devices.len()),
+                        ..options
+                    },
+                    lease: ndtune_engine::share::GUARD_LEASE,
+                    id: format!("python:{}", std::process::id()),
+                }
+                .run(&mut on, &mut observer)
+                .map(|p| p.report)
+            }
+        }
     };
     bar.finish_and_clear();
     ndtune_bench::children::carry_on();

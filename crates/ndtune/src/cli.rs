@@ -64,6 +64,9 @@ pub enum Command {
     /// A build worker that compiles configurations ahead of measurement (internal).
     #[command(name = "__builder", hide = true)]
     Builder,
+    /// A pool's worker, tuning its share of one campaign on one device (internal).
+    #[command(name = "__campaign", hide = true)]
+    PoolWorker,
 }
 
 /// Where device limits come from: a live device, a built-in profile or a saved profile file.

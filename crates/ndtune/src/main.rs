@@ -72,5 +72,6 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::BenchStrategies(args) => cmd_bench_strategies::run(&args),
         cli::Command::Worker => std::process::exit(ndtune_bench::worker::serve()),
         cli::Command::Builder => std::process::exit(ndtune_bench::builder::serve()),
+        cli::Command::PoolWorker => std::process::exit(ndtune_engine::pool::serve()),
     }
 }

@@ -220,7 +220,7 @@ fn a_killed_pool_leaves_no_worker_running() {
         dir.path(),
         &args,
         |procs| {
-            let workers = procs.iter().filter(|p| p.cmdline.contains("--worker"));
+            let workers = procs.iter().filter(|p| p.cmdline.contains("__campaign"));
             workers.count() == 2 && procs.iter().any(|p| p.cmdline.contains("__worker"))
         },
         libc::SIGKILL,

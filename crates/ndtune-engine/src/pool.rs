@@ -1,0 +1,405 @@
+//! A pool of identical local devices sharing one campaign (`ndtune tune --pool`, the Python
+//! package's `tune_kernel(..., pool=[...])`): a worker process per device (the front end's
+//! `__campaign`, served by [`serve`]) tunes the campaign shared through the store's claims
+//! ([`crate::share`]), coordinated by the store alone, SQLite or PostgreSQL. [`Pool::run`] tells
+//! the progress read from the store and each worker's error output, then makes the campaign's
+//! report by a last pass of a worker of its own over the store's results (which measures only
+//! what a dead worker left behind). The workers end with the pool: SIGTERM when it dies or is
+//! stopped (`ndtune_bench::children`), so that they give back their claims.
+
+use crate::tuning::{resolve_strategy, Tuning};
+use crate::{group, CampaignError, DeviceReport, Event, Observer, Options, Share};
+use ndtune_bench::children::{self, OnEnd};
+use ndtune_cl::ClDevice;
+use ndtune_core::Value;
+use ndtune_search::Budget;
+use ndtune_space::problem::Target;
+use ndtune_spec::{Race, Spec};
+use ndtune_store::{Store, WorkerStatus};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How often the progress is read from the store.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// The environment variable that gives a pool worker the store's location (so that a password
+/// never shows in a process list).
+pub const STORE_ENV: &str = "NDTUNE_DB";
+
+/// What a pool tells while it runs.
+#[derive(Debug)]
+pub enum PoolEvent<'a> {
+    /// The pool evaluates at most `total` configurations with `workers` workers.
+    Started { total: u128, workers: usize },
+    /// The store holds `results` of the campaign; `running` workers are still at it.
+    Progress { results: u64, running: usize },
+    /// A line a worker wrote on its error output, with its device's label.
+    Said { label: &'a str, line: &'a str },
+    /// The workers are done; the last pass (a campaign of its own) begins.
+    LastPass,
+}
+
+/// One campaign shared by the identical `devices`.
+pub struct Pool<'a> {
+    pub spec: &'a Spec,
+    pub overrides: &'a BTreeMap<String, Value>,
+    pub devices: &'a [ClDevice],
+    pub store: &'a Store,
+    /// Where the workers find the store (a path or a connection string).
+    pub location: OsString,
+    /// How long a worker keeps trying to reach a PostgreSQL store that went away.
+    pub db_retry: Duration,
+    /// The campaign's options: `build_jobs` is each worker's (see [`pool_build_jobs`]), `share`
+    /// and `guard` are the pool's own.
+    pub options: Options,
+    /// How long a worker's claims outlive its last heartbeat.
+    pub lease: Duration,
+    /// The pool's own name in the store; each worker is `ID:poolK`.
+    pub id: String,
+}
+
+/// What a pool did: the campaign's report (by its last pass) and each worker's share.
+pub struct PoolReport {
+    pub report: DeviceReport,
+    pub wall_s: f64,
+    /// This pool's workers, with what each evaluated.
+    pub workers: Vec<WorkerStatus>,
+    pub measured_twice: u64,
+    /// Workers that ended early, with how (what they measured is kept).
+    pub stopped_early: Vec<String>,
+}
+
+/// What one pool worker runs, sent on its standard input.
+#[derive(Debug, Serialize, Deserialize)]
+struct PoolJob {
+    spec: PathBuf,
+    overrides: BTreeMap<String, Value>,
+    /// The device's selector.
+    device: String,
+    worker: String,
+    strategy: String,
+    budget: Option<usize>,
+    time: Option<Duration>,
+    warm_start: bool,
+    seed: u64,
+    timeout: Option<Duration>,
+    build_jobs: usize,
+    race: Option<(f64, f64)>,
+    lease: Duration,
+    db_retry: Duration,
+    /// How the worker starts its own measurement and build workers.
+    processes: crate::Processes,
+}
+
+impl Pool<'_> {
+    /// Runs the pool to its end: the workers, then the last pass. An error where the devices
+    /// differ, a worker cannot start, or the pool is stopped (what was measured is kept).
+    pub fn run(
+        self,
+        on: &mut dyn FnMut(PoolEvent<'_>),
+        observer: &mut dyn Observer,
+    ) -> Result<PoolReport, CampaignError> {
+        let first = &self.devices[0];
+        let kind = ndtune_store::fingerprint(&first.profile);
+        if let Some(d) = self.devices[1..]
+            .iter()
+            .find(|d| ndtune_store::fingerprint(&d.profile) != kind)
+        {
+            return Err(CampaignError::Spec(format!(
+                "a pool shares one campaign among identical devices, and {} differs from {} \
+                 (another device kind keeps results of its own): pool each kind separately",
+                d.label(),
+                first.label()
+            )));
+        }
+        let spec = self.spec;
+        let source = spec
+            .kernel_source()
+            .map_err(|e| CampaignError::Spec(e.to_string()))?
+            .ok_or_else(|| CampaignError::Spec("[kernel] source is needed to tune".into()))?;
+        let group = group(spec, &source, self.options.seed, first, self.store)?;
+        let pruning = spec
+            .problem
+            .prune(&[Target::from_profile(first.label(), &first.profile)])
+            .map_err(|e| CampaignError::Spec(spec.locate(&e).to_string()))?;
+        let valid = pruning.stats.pruned;
+        let given = Budget {
+            evaluations: self.options.budget,
+            time: self.options.time,
+        };
+        let total = resolve_strategy(&self.options.strategy, given, valid, true)
+            .budget
+            .evaluations
+            .map_or(valid, |b| (b as u128).min(valid));
+        let started = Instant::now();
+        let (said, heard) = mpsc::channel::<(String, String)>();
+        let mut workers = Vec::new();
+        for (i, device) in self.devices.iter().enumerate() {
+            let job = self.job(device, format!("{}:pool{i}", self.id));
+            let child = spawn(&self.options, &self.location, &job).map_err(|e| {
+                CampaignError::Spec(format!(
+                    "cannot start the worker for {}: {e}",
+                    device.label()
+                ))
+            })?;
+            workers.push((job.worker, device.label(), child));
+        }
+        for (_, label, child) in &mut workers {
+            let stderr = child.stderr.take().expect("stderr is piped");
+            let (label, said) = (label.clone(), said.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if said.send((label.clone(), line)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(said);
+        on(PoolEvent::Started {
+            total,
+            workers: workers.len(),
+        });
+        let mut stopped_early = Vec::new();
+        while !workers.is_empty() {
+            std::thread::sleep(PROGRESS_EVERY);
+            for (label, line) in heard.try_iter() {
+                on(PoolEvent::Said {
+                    label: &label,
+                    line: &line,
+                });
+            }
+            let mut running = Vec::new();
+            for (id, label, mut child) in workers {
+                match exited(&mut child).map_err(|e| CampaignError::Spec(e.to_string()))? {
+                    None => running.push((id, label, child)),
+                    Some(exit) if !exit.success() => {
+                        stopped_early.push(format!("{id} ({label}): {exit}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+            workers = running;
+            // While stopping, the store may be what hangs: the workers' ends are what matter.
+            if children::stopping().is_none() {
+                let status = self.store.campaign_status(&group)?;
+                on(PoolEvent::Progress {
+                    results: status.results,
+                    running: workers.len(),
+                });
+            }
+        }
+        for (label, line) in heard.try_iter() {
+            on(PoolEvent::Said {
+                label: &label,
+                line: &line,
+            });
+        }
+        if let Some(why) = children::stopping() {
+            return Err(CampaignError::Stopped {
+                label: format!("pool of {}", self.devices.len()),
+                kernel: spec.kernel.name.clone(),
+                why,
+            });
+        }
+        let wall_s = started.elapsed().as_secs_f64();
+        on(PoolEvent::LastPass);
+        // The campaign's report, from every worker's results; whatever a dead worker left is
+        // measured here once its claims lapse. Nothing is left to build ahead, but for a dead
+        // worker's few configurations.
+        let options = Options {
+            share: Some(Share {
+                worker: format!("{}:pool", self.id),
+                lease: self.lease,
+                location: self.location.clone(),
+            }),
+            guard: None,
+            build_jobs: 1,
+            ..self.options
+        };
+        let label = format!("pool of {}", self.devices.len());
+        let report = Tuning {
+            spec,
+            overrides: self.overrides,
+            device: first,
+            label: &label,
+            store: self.store,
+            options,
+            worker: None,
+        }
+        .run(observer, None)?
+        .report;
+        let status = self.store.campaign_status(&group)?;
+        let mine = format!("{}:pool", self.id);
+        Ok(PoolReport {
+            report,
+            wall_s,
+            workers: status
+                .workers
+                .into_iter()
+                .filter(|w| w.worker.starts_with(&mine))
+                .collect(),
+            measured_twice: status.measured_twice,
+            stopped_early,
+        })
+    }
+
+    fn job(&self, device: &ClDevice, worker: String) -> PoolJob {
+        let o = &self.options;
+        PoolJob {
+            spec: std::fs::canonicalize(&self.spec.path).unwrap_or_else(|_| self.spec.path.clone()),
+            overrides: self.overrides.clone(),
+            device: device.selector(),
+            worker,
+            strategy: o.strategy.clone(),
+            budget: o.budget,
+            time: o.time,
+            warm_start: o.warm_start,
+            seed: o.seed,
+            timeout: o.timeout,
+            build_jobs: o.build_jobs,
+            race: o.race.map(|r| (r.margin, r.confidence)),
+            lease: self.lease,
+            db_retry: self.db_retry,
+            processes: o.processes.clone(),
+        }
+    }
+}
+
+/// Starts a pool worker with `job` on its standard input; the store's location goes by
+/// environment.
+fn spawn(options: &Options, location: &OsString, job: &PoolJob) -> std::io::Result<Child> {
+    let mut command = options.processes.command("__campaign")();
+    command
+        .env(STORE_ENV, location)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = children::spawn(command, OnEnd::Terminate)?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::to_string(job).expect("a job serialises")
+    )?;
+    Ok(child)
+}
+
+/// How a worker exited, if it did (reaped; see `children::reaped`).
+fn exited(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>> {
+    // SAFETY: waitid(2) on our own child with WNOWAIT leaves it to be reaped below.
+    let ended = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            child.id() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        ) == 0
+            && info.si_pid() != 0
+    };
+    if !ended {
+        return Ok(None);
+    }
+    children::reaped(child.id());
+    child.wait().map(Some)
+}
+
+/// Build jobs per worker: as given, or the machine's cores shared among the workers (less one
+/// each for its measurement).
+pub fn pool_build_jobs(given: Option<usize>, workers: usize) -> usize {
+    given.unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores / workers.max(1)).saturating_sub(1).max(1)
+    })
+}
+
+/// A pool worker's process (`ndtune __campaign`, `python -m ndtune._worker __campaign`): reads
+/// its job from standard input and the store's location from [`STORE_ENV`], tunes its share of
+/// the campaign; the exit code (1 with why on standard error where it could not).
+pub fn serve() -> i32 {
+    match serve_job() {
+        Ok(()) => 0,
+        Err(why) => {
+            eprintln!("{why}");
+            children::stopping_status().map_or(1, i32::from)
+        }
+    }
+}
+
+fn serve_job() -> Result<(), String> {
+    // Stopped (the pool's SIGTERM), it ends its own workers and gives back its claims.
+    children::end_with_signals().map_err(|e| format!("cannot handle SIGTERM and SIGINT: {e}"))?;
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| format!("no job: {e}"))?;
+    let job: PoolJob = serde_json::from_str(&line).map_err(|e| format!("a bad job: {e}"))?;
+    let location = std::env::var_os(STORE_ENV)
+        .ok_or_else(|| format!("{STORE_ENV} does not name the store"))?;
+    let store = Store::open(&location)
+        .map_err(|e| e.to_string())?
+        .reconnect_for(job.db_retry);
+    let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| e.to_string())?;
+    let found = ndtune_cl::discover().map_err(|e| e.to_string())?;
+    let device = ClDevice::pick(&found, &job.device)?;
+    let race = job
+        .race
+        .map(|(margin, confidence)| Race::new(margin, confidence))
+        .transpose()?;
+    let options = Options {
+        strategy: job.strategy,
+        budget: job.budget,
+        time: job.time,
+        warm_start: job.warm_start,
+        share: Some(Share {
+            worker: job.worker,
+            lease: job.lease,
+            location: location.clone(),
+        }),
+        guard: None,
+        seed: job.seed,
+        timeout: job.timeout,
+        build_jobs: job.build_jobs,
+        race,
+        processes: job.processes,
+    };
+    let label = device.label();
+    // What the campaign tells goes to standard error, which the pool shows under the device.
+    let mut tell = |event: Event<'_>| {
+        if let Event::Warning(message) = event {
+            eprintln!("{message}");
+        }
+    };
+    Tuning {
+        spec: &spec,
+        overrides: &job.overrides,
+        device: &device,
+        label: &label,
+        store: &store,
+        options,
+        worker: None,
+    }
+    .run(&mut tell, None)
+    .map(drop)
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_jobs_share_the_cores_among_workers() {
+        assert_eq!(pool_build_jobs(Some(3), 4), 3);
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(pool_build_jobs(None, 1), (cores - 1).max(1));
+        assert_eq!(pool_build_jobs(None, cores * 2), 1);
+    }
+}
