@@ -33,7 +33,6 @@ def main():
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    import numpy as np
     import pyopencl as cl
     import kernel_tuner
     from kernel_tuner.observers.nvml import NVMLObserver
@@ -43,18 +42,7 @@ def main():
     space = [json.loads(line) for line in listed.splitlines() if line.strip()]
     names = list(space[0].keys())
     valid = {tuple(c[n] for n in names) for c in space}
-    raw, consts = tv.load_spec(a.spec)
-    problem = tv.PROBLEMS[raw["verify"]["reference"]]
-    rng = np.random.default_rng(tv.SEED)
-    arrays, args = {}, []
-    for arg in raw["args"]:
-        n = int(eval(str(arg["len"]), {}, dict(consts)))
-        x = (rng.random(n) * 2 - 1).astype(np.float32) if arg.get("init") == "random" else np.zeros(n, np.float32)
-        arrays[arg["name"]] = x
-        args.append(x)
-    expected = problem["reference"](arrays, consts)
-    answer = [expected[arg["name"]].astype(np.float32) if arg["name"] in expected else None
-              for arg in raw["args"]]
+    raw, consts, problem, args, answer = tv.kt_problem(a.spec)
     platform = next(i for i, p in enumerate(cl.get_platforms()) if a.platform.lower() in p.name.lower())
 
     def restrict(p):  # a def, not a lambda: KT rewrites lambdas into expressions

@@ -161,14 +161,12 @@ def run_ndtune(a, tmp, label):
 
 # ---------------------------------------------------------------- Kernel Tuner
 
-def kt_child(a):
-    """Inside a fresh interpreter: imports, data, reference, tune_kernel; writes JSON."""
-    t0 = time.perf_counter()
+def kt_problem(spec):
+    """What Kernel Tuner gets for a spec: the spec, its constants, its PROBLEMS entry, the
+    arguments (random inputs in [-1, 1) from SEED, zeroed outputs) and the answer (the
+    reference's outputs as float32, None for the other arguments)."""
     import numpy as np
-    import pyopencl as cl
-    import kernel_tuner
-    import kernel_tuner.core
-    raw, consts = load_spec(a.spec)
+    raw, consts = load_spec(spec)
     problem = PROBLEMS[raw["verify"]["reference"]]
     rng = np.random.default_rng(SEED)
     arrays, args = {}, []
@@ -179,6 +177,16 @@ def kt_child(a):
         args.append(x)
     expected = problem["reference"](arrays, consts)
     answer = [expected[arg["name"]].astype(np.float32) if arg["name"] in expected else None for arg in raw["args"]]
+    return raw, consts, problem, args, answer
+
+
+def kt_child(a):
+    """Inside a fresh interpreter: imports, data, reference, tune_kernel; writes JSON."""
+    t0 = time.perf_counter()
+    import pyopencl as cl
+    import kernel_tuner
+    import kernel_tuner.core
+    raw, consts, problem, args, answer = kt_problem(a.spec)
     space = json.loads(Path(a.space).read_text())
     names = list(space[0].keys())
     valid = {tuple(c[n] for n in names) for c in space}

@@ -225,6 +225,18 @@ pub fn job(
     })
 }
 
+/// The kernel's source of a spec to tune (a spec for `ndtune space` alone may have none).
+pub(crate) fn tunable_source(spec: &Spec) -> Result<KernelSource, CampaignError> {
+    spec.kernel_source()
+        .map_err(|e| CampaignError::Spec(e.to_string()))?
+        .ok_or_else(|| {
+            CampaignError::Spec(format!(
+                "{}: [kernel] source is needed to tune",
+                spec.path.display()
+            ))
+        })
+}
+
 /// The default number of build jobs: the machine's cores less one (at least 1).
 pub fn default_build_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
@@ -314,15 +326,7 @@ impl Campaign<'_> {
         }
         let started = Instant::now();
         let spec = self.spec;
-        let source = spec
-            .kernel_source()
-            .map_err(|e| CampaignError::Spec(e.to_string()))?
-            .ok_or_else(|| {
-                CampaignError::Spec(format!(
-                    "{}: [kernel] source is needed to tune",
-                    spec.path.display()
-                ))
-            })?;
+        let source = tunable_source(spec)?;
         let job = job(
             spec,
             &source,

@@ -119,10 +119,7 @@ impl Pool<'_> {
             )));
         }
         let spec = self.spec;
-        let source = spec
-            .kernel_source()
-            .map_err(|e| CampaignError::Spec(e.to_string()))?
-            .ok_or_else(|| CampaignError::Spec("[kernel] source is needed to tune".into()))?;
+        let source = crate::tunable_source(spec)?;
         let group = group(spec, &source, self.options.seed, first, self.store)?;
         let pruning = spec
             .problem

@@ -4,6 +4,7 @@
 //! (what it chose told as an [`Event::Warning`]), then the [`Campaign`].
 
 use crate::space::SpaceReport;
+use crate::tunable_source;
 use crate::{
     group, Campaign, CampaignError, DeviceReport, Event, Observer, Options, PerConfig, Worker,
 };
@@ -52,15 +53,7 @@ impl Tuning<'_> {
             .problem
             .prune(&[Target::from_profile(self.label, &self.device.profile)])
             .map_err(|e| CampaignError::Spec(spec.locate(&e).to_string()))?;
-        let source = spec
-            .kernel_source()
-            .map_err(|e| CampaignError::Spec(e.to_string()))?
-            .ok_or_else(|| {
-                CampaignError::Spec(format!(
-                    "{}: [kernel] source is needed to tune",
-                    spec.path.display()
-                ))
-            })?;
+        let source = tunable_source(spec)?;
         let group = group(spec, &source, self.options.seed, self.device, self.store)?;
         record_space(spec, self.label, &pruning, &group, self.store)?;
         let mut options = self.options;
