@@ -113,8 +113,18 @@ impl Service for Builder {
     }
 }
 
+/// How much lower a build worker's scheduling priority is than the measurement's (nice(2)).
+/// On a CPU device the build workers run beside the measurement worker's untimed work (the
+/// first launch, restoring and comparing outputs) and stop for its timed runs; at a lower
+/// priority they take only the cores that work leaves idle.
+pub const BUILD_NICENESS: i32 = 10;
+
 /// Runs a build worker on stdin/stdout until stdin closes; the process exit code.
 pub fn serve() -> i32 {
+    // SAFETY: setpriority(2) on this process only; a failure leaves the priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, BUILD_NICENESS);
+    }
     serve_lines::<Builder>()
 }
 
