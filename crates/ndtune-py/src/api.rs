@@ -73,7 +73,7 @@ fn run_kernel(
 fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) -> PyResult<String> {
     let spec = load(&spec)?;
     let device = pick_device(platform, device)?;
-    let label = crate::device_label(&device);
+    let label = device.label();
     let pruning = spec
         .problem
         .prune(&[Target::from_profile(&label, &device.profile)])
@@ -175,7 +175,6 @@ fn collect(
     quiet: bool,
     export: Option<PathBuf>,
 ) -> PyResult<String> {
-    use indicatif::{ProgressBar, ProgressDrawTarget};
     use ndtune_collect::{CollectCampaign, CollectError, Measuring};
     use ndtune_engine::{Event, Processes, Share};
     let fail = |e: CollectError| match e {
@@ -191,6 +190,7 @@ fn collect(
     let (exe, args) = worker
         .split_first()
         .ok_or_else(|| NdtuneError::new_err("the worker command is empty"))?;
+    let processes = Processes::with_args(exe.into(), args.iter().map(Into::into).collect());
     let mut done = Vec::new();
     for scenario in &scenarios {
         let how = Measuring {
@@ -206,14 +206,9 @@ fn collect(
                 lease: ndtune_engine::share::GUARD_LEASE,
                 location: db.clone().into(),
             }),
-            processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
+            processes: processes.clone(),
         };
-        let bar = if quiet {
-            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
-        } else {
-            ProgressBar::new(0)
-        };
-        bar.set_prefix(scenario.label.clone());
+        let bar = crate::progress_bar(quiet, scenario.label.clone());
         let mut interrupted = None;
         let mut observer = |event: Event<'_>| match event {
             Event::Started { total } => bar.set_length(total as u64),

@@ -137,8 +137,20 @@ fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
 }
 
 /// How messages and the pruning name a device.
-fn device_label(device: &ClDevice) -> String {
-    format!("{}: {}", device.index, device.profile.name)
+/// A progress bar named `prefix`, hidden where `quiet`.
+fn progress_bar(quiet: bool, prefix: String) -> ProgressBar {
+    let bar = if quiet {
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+    } else {
+        ProgressBar::new(0)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(prefix);
+    bar
 }
 
 /// What the Python side asks of one campaign (`_kt.py` sends it as JSON).
@@ -261,7 +273,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                 .collect::<PyResult<Vec<_>>>()
         })
         .transpose()?;
-    let label = device_label(&device);
+    let label = device.label();
     let store = Store::open(&call.db).map_err(store_error)?;
     let group = ndtune_engine::group(&spec, &source, call.seed, &device, &store)
         .map_err(|e| CampaignError::new_err(e.to_string()))?;
@@ -277,17 +289,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         .worker
         .split_first()
         .ok_or_else(|| NdtuneError::new_err("the worker command is empty"))?;
-    let bar = if call.quiet {
-        ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
-    } else {
-        ProgressBar::new(0)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(spec.kernel.name.clone());
+    let bar = progress_bar(call.quiet, spec.kernel.name.clone());
     let objective = &spec.metrics.objective().metric;
     let unit = spec.metrics.unit(objective).unwrap_or_default();
     let mut results: Vec<Json> = Vec::new();

@@ -50,6 +50,8 @@ pub fn run(args: &CollectArgs) -> Result<()> {
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
+    let processes =
+        Processes::current_exe().context("cannot find the ndtune executable to start workers")?;
     for scenario in &scenarios {
         let how = Measuring {
             seed: args.seed,
@@ -60,8 +62,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
                 lease: ndtune_engine::share::GUARD_LEASE,
                 location: db.clone().into(),
             }),
-            processes: Processes::current_exe()
-                .context("cannot find the ndtune executable to start workers")?,
+            processes: processes.clone(),
         };
         let label = &scenario.label;
         let bar = progress_bar(&progress, label);

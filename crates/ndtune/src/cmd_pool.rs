@@ -6,7 +6,7 @@
 use crate::cli::TuneArgs;
 use crate::cmd_tune::{default_worker_id, nothing_measured, print_report, progress_bar};
 use anyhow::{bail, Context, Result};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar};
 use ndtune_cl::ClDevice;
 use ndtune_core::Value;
 use ndtune_engine::pool::{pool_build_jobs, Pool, PoolEvent};
@@ -46,13 +46,8 @@ pub fn run(
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let bar = progress.add(ProgressBar::new(0));
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(format!("pool of {}", devices.len()));
+    let name = format!("pool of {}", devices.len());
+    let bar = progress_bar(&progress, &name);
     let mut last: Option<ProgressBar> = None;
     let mut on = |event: PoolEvent<'_>| match event {
         PoolEvent::Started { total, .. } => bar.set_length(total.try_into().unwrap_or(u64::MAX)),
@@ -65,13 +60,9 @@ pub fn run(
         }
         PoolEvent::LastPass => {
             bar.finish();
-            last = Some(progress_bar(
-                &progress,
-                &format!("pool of {}", devices.len()),
-            ));
+            last = Some(progress_bar(&progress, &name));
         }
     };
-    let name = format!("pool of {}", devices.len());
     let mut observer = |event: Event<'_>| {
         if let Event::Warning(message) = event {
             progress.suspend(|| eprintln!("{name}: {message}"));
