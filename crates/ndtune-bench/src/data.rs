@@ -214,24 +214,44 @@ pub fn to_bytes(ty: ElemType, values: &[f64]) -> Vec<u8> {
 
 /// The elements of `bytes` (of type `ty`) as f64.
 pub fn from_bytes(ty: ElemType, bytes: &[u8]) -> Vec<f64> {
-    elements(ty, bytes).collect()
+    struct Collect;
+    impl ElementsTo for Collect {
+        type Out = Vec<f64>;
+        fn of(self, values: impl Iterator<Item = f64>) -> Vec<f64> {
+            values.collect()
+        }
+    }
+    elements(ty, bytes, Collect)
 }
 
-/// The elements of type `ty` in `bytes` (native byte order), as f64, without a copy.
-pub fn elements(ty: ElemType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
-    bytes.chunks_exact(ty.size()).map(move |c| match ty {
-        ElemType::Char => c[0] as i8 as f64,
-        ElemType::UChar => c[0] as f64,
-        ElemType::Short => i16::from_ne_bytes([c[0], c[1]]) as f64,
-        ElemType::UShort => u16::from_ne_bytes([c[0], c[1]]) as f64,
-        ElemType::Int => i32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
-        ElemType::UInt => u32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
-        ElemType::Long => i64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
-        ElemType::ULong => u64::from_ne_bytes(c.try_into().expect("8 bytes")) as f64,
-        ElemType::Half => half::f16::from_ne_bytes([c[0], c[1]]).to_f64(),
-        ElemType::Float => f32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64,
-        ElemType::Double => f64::from_ne_bytes(c.try_into().expect("8 bytes")),
-    })
+/// What to do with the elements of a buffer ([`elements`]).
+pub trait ElementsTo {
+    type Out;
+    fn of(self, values: impl Iterator<Item = f64>) -> Self::Out;
+}
+
+/// Gives `to` the elements of type `ty` in `bytes` (native byte order) as f64, without a copy,
+/// through an iterator of that one type, so that its loop is compiled for the type (a
+/// per-element choice of the type makes a comparison of float outputs five times slower).
+pub fn elements<T: ElementsTo>(ty: ElemType, bytes: &[u8], to: T) -> T::Out {
+    fn read<const N: usize>(c: &[u8]) -> [u8; N] {
+        c.try_into().expect("chunks of the element's size")
+    }
+    let n = ty.size();
+    let each = bytes.chunks_exact(n);
+    match ty {
+        ElemType::Char => to.of(each.map(|c| c[0] as i8 as f64)),
+        ElemType::UChar => to.of(each.map(|c| c[0] as f64)),
+        ElemType::Short => to.of(each.map(|c| i16::from_ne_bytes(read(c)) as f64)),
+        ElemType::UShort => to.of(each.map(|c| u16::from_ne_bytes(read(c)) as f64)),
+        ElemType::Int => to.of(each.map(|c| i32::from_ne_bytes(read(c)) as f64)),
+        ElemType::UInt => to.of(each.map(|c| u32::from_ne_bytes(read(c)) as f64)),
+        ElemType::Long => to.of(each.map(|c| i64::from_ne_bytes(read(c)) as f64)),
+        ElemType::ULong => to.of(each.map(|c| u64::from_ne_bytes(read(c)) as f64)),
+        ElemType::Half => to.of(each.map(|c| half::f16::from_ne_bytes(read(c)).to_f64())),
+        ElemType::Float => to.of(each.map(|c| f32::from_ne_bytes(read(c)) as f64)),
+        ElemType::Double => to.of(each.map(|c| f64::from_ne_bytes(read(c)))),
+    }
 }
 
 /// Every buffer argument's initial bytes for one configuration, by name: the same data the
