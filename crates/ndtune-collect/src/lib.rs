@@ -380,6 +380,7 @@ impl Scenario<'_> {
                 timeout: how.timeout,
                 build_jobs: how.build_jobs,
                 race: None,
+                advice_prior: true,
                 processes: how.processes.clone(),
             },
             worker: None,

@@ -178,6 +178,9 @@ pub struct Options {
     /// Racing: how configurations that cannot be the best stop early (`None`: every
     /// configuration gets every run). The spec's `[measure]` gives it unless overridden.
     pub race: Option<Race>,
+    /// Take the driver's advice as a prior that launches beyond it will be refused (see
+    /// [`ndtune_search::Evaluator::exceeds_advice`]); off, strategies ignore the advice.
+    pub advice_prior: bool,
     pub processes: Processes,
 }
 
@@ -500,6 +503,7 @@ impl Campaign<'_> {
             // would let them run past it, nor where a front end works out each configuration.
             scouting: race.is_some() && self.options.time.is_none() && per_config.is_none(),
             advice,
+            advice_prior: self.options.advice_prior,
             // Reborrowed for the campaign's own lifetime.
             per_config: per_config.map(|p| p as &mut dyn PerConfig),
             configured: None,

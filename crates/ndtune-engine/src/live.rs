@@ -75,6 +75,8 @@ pub(crate) struct Live<'a> {
     pub scouting: bool,
     /// The driver's advice per build, from every outcome seen.
     pub advice: AdviceBook<'a>,
+    /// Whether strategies are told of the advice ([`Options::advice_prior`](crate::Options)).
+    pub advice_prior: bool,
     /// What the front end works out for each configuration, where it does (then there is no
     /// build pool and no sharing: only the point asked for is measured).
     pub per_config: Option<&'a mut dyn PerConfig>,
@@ -567,7 +569,7 @@ impl Evaluator for Live<'_> {
     }
 
     fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
-        self.advice.exceeds(point)
+        self.advice.exceeds(point).filter(|_| self.advice_prior)
     }
 
     fn measuring(&self) -> bool {

@@ -90,6 +90,7 @@ struct PoolJob {
     seed: u64,
     timeout: Option<Duration>,
     build_jobs: usize,
+    advice_prior: bool,
     race: Option<(f64, f64)>,
     lease: Duration,
     db_retry: Duration,
@@ -261,6 +262,7 @@ impl Pool<'_> {
             seed: o.seed,
             timeout: o.timeout,
             build_jobs: o.build_jobs,
+            advice_prior: o.advice_prior,
             race: o.race.map(|r| (r.margin, r.confidence)),
             lease: self.lease,
             db_retry: self.db_retry,
@@ -364,6 +366,7 @@ fn serve_job() -> Result<(), String> {
         seed: job.seed,
         timeout: job.timeout,
         build_jobs: job.build_jobs,
+        advice_prior: job.advice_prior,
         race,
         processes: job.processes,
     };

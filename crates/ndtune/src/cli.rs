@@ -329,6 +329,11 @@ pub struct SearchArgs {
     /// devices or constants in the store.
     #[arg(long)]
     pub warm_start: bool,
+    /// Let strategies measure configurations beyond their build's queried work-group size or
+    /// local memory as readily as any other (by default such launches count as likely refused
+    /// until this run's launches show otherwise).
+    #[arg(long)]
+    pub no_advice_prior: bool,
 }
 
 /// Sharing one campaign among workers (docs/scale.md).

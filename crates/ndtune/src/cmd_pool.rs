@@ -39,6 +39,7 @@ pub fn run(
         timeout: args.timeout.map(Duration::from_secs_f64),
         build_jobs: pool_build_jobs(c.build_jobs.map(usize::from), devices.len()),
         race,
+        advice_prior: !args.search.no_advice_prior,
         processes: Processes::current_exe()
             .context("cannot find the ndtune executable to start workers")?,
     };

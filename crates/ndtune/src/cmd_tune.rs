@@ -222,6 +222,7 @@ fn options(
             .build_jobs
             .map_or_else(ndtune_engine::default_build_jobs, usize::from),
         race,
+        advice_prior: !search.no_advice_prior,
         processes: Processes::current_exe()
             .context("cannot find the ndtune executable to start workers")?,
     })
