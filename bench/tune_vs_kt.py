@@ -20,7 +20,10 @@ NVIDIA's compute cache, PyOpenCL's and ndtune's binary caches); a warm run follo
 the caches kept. Per repeat: cold + warm of one tool, then of the other, the order alternating;
 medians over repeats. A run during which other processes used more than --max-other of all cores'
 time is repeated (at most --retries times). Scores are compared like for like: ndtune's score is
-the mean of the best 5 of 10 runs, and so is the figure computed from KT's `times`.
+the mean of the best 5 of 10 runs, and so is the figure computed from KT's `times`. Where the
+device is noisy from process to process (PoCL), a score from one process says little about a
+configuration measured in another, so at the end a referee (Kernel Tuner, --referee-rounds rounds
+in one process) measures every best configuration either tool chose, and judges them side by side.
 
 "Overhead per configuration" is each tool's time per configuration in neither builds nor kernel
 launches: ndtune's `overhead_ms_per_config`; for KT its framework_time + strategy_time +
@@ -210,24 +213,26 @@ def kt_child(a):
     kernel_tuner.core.DeviceInterface.run_kernel = timed_run_kernel
     t1 = time.perf_counter()
     options = [f"-D{k}={v}" for k, v in consts.items()] + raw["kernel"].get("build_options", [])
-    results, env = kernel_tuner.tune_kernel(
-        raw["kernel"]["name"], (Path(a.spec).parent / raw["kernel"]["source"]).read_text(),
-        problem_size=problem["problem_size"](consts), arguments=args, tune_params=tune_params,
-        restrictions=[restrict],
-        block_size_names=problem["block_size_names"], grid_div_x=problem["grid_div_x"],
-        grid_div_y=problem["grid_div_y"], lang="OpenCL", compiler_options=options,
-        iterations=RUNS, answer=answer, atol=raw["verify"].get("atol", 1e-6), verbose=False,
-        quiet=True, platform=platform, device=0)
-    t2 = time.perf_counter()
     configs = []
-    for r in results:
-        err = r.get("__error__")
-        k = key(r, names)
-        configs.append(dict(config=k, error=None if err is None else type(err).__name__,
-                            times_ms=[float(x) for x in r.get("times", [])],
-                            compile_ms=r.get("compile_time"), verification_ms=r.get("verification_time"),
-                            benchmark_ms=r.get("benchmark_time"), framework_ms=r.get("framework_time"),
-                            strategy_ms=r.get("strategy_time"), verif_launch_ms=verif_launch_ms.get(k)))
+    # The referee tunes its few candidates round after round in this one process.
+    for round_ in range(a.kt_rounds):
+        results, env = kernel_tuner.tune_kernel(
+            raw["kernel"]["name"], (Path(a.spec).parent / raw["kernel"]["source"]).read_text(),
+            problem_size=problem["problem_size"](consts), arguments=args, tune_params=tune_params,
+            restrictions=[restrict],
+            block_size_names=problem["block_size_names"], grid_div_x=problem["grid_div_x"],
+            grid_div_y=problem["grid_div_y"], lang="OpenCL", compiler_options=options,
+            iterations=RUNS, answer=answer, atol=raw["verify"].get("atol", 1e-6), verbose=False,
+            quiet=True, platform=platform, device=0)
+        for r in results:
+            err = r.get("__error__")
+            k = key(r, names)
+            configs.append(dict(config=k, round=round_, error=None if err is None else type(err).__name__,
+                                times_ms=[float(x) for x in r.get("times", [])],
+                                compile_ms=r.get("compile_time"), verification_ms=r.get("verification_time"),
+                                benchmark_ms=r.get("benchmark_time"), framework_ms=r.get("framework_time"),
+                                strategy_ms=r.get("strategy_time"), verif_launch_ms=verif_launch_ms.get(k)))
+    t2 = time.perf_counter()
     json.dump(dict(setup_s=t1 - t0, tune_s=t2 - t1, device=env.get("device_name"), configs=configs),
               open(a.kt_child, "w"))
 
@@ -256,6 +261,26 @@ def run_kt(a, tmp, label):
     return r
 
 
+def referee(a, tmp, runs):
+    """Every best configuration either tool chose, measured again side by side by a neutral
+    judge: Kernel Tuner tuning only those, --referee-rounds times in one fresh process (so the
+    process-to-process noise of a CPU device, up to 40% on PoCL, cannot decide which is faster).
+    Returns each candidate's median score over the rounds."""
+    by_key = {key(c, a.names): c for c in json.loads(Path(a.space).read_text())}
+    candidates = sorted({r["best_config"] for r in runs})
+    space = Path(tmp) / "referee-space.json"
+    space.write_text(json.dumps([by_key[k] for k in candidates]))
+    out = Path(tmp) / "referee.json"
+    run_child([sys.executable, Path(__file__).resolve(), "--kt-child", out, "--spec", a.spec,
+               "--space", space, "--platform", a.platform, "--kt-rounds", a.referee_rounds],
+              Path(tmp) / "referee.stdout")
+    scores = {}
+    for c in json.loads(out.read_text())["configs"]:
+        if c["error"] is None and len(c["times_ms"]) == RUNS:
+            scores.setdefault(c["config"], []).append(best_of(c["times_ms"]))
+    return {k: med(v) for k, v in scores.items()}
+
+
 # ---------------------------------------------------------------- campaign and report
 
 def med(xs):
@@ -277,7 +302,10 @@ def main():
     ap.add_argument("--json-out")
     ap.add_argument("--keep")
     ap.add_argument("--ndtune", default=str(NDTUNE))
+    ap.add_argument("--referee-rounds", type=int, default=7,
+                    help="rounds of the referee that measures both tools' bests in one process (0: none)")
     ap.add_argument("--kt-child", help=argparse.SUPPRESS)
+    ap.add_argument("--kt-rounds", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--space", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.kt_child:
@@ -334,6 +362,16 @@ def main():
                ratios={m: nd[f"{m}_wall_s"] / kt[f"{m}_wall_s"] for m in modes},
                measured_by_kt_not_ndtune=missing, ndtune_best_as_kt_measured_rel=med(chosen),
                best_rel=nd["best_ms"] / kt["best_ms"] - 1, runs=runs)
+    if a.referee_rounds:
+        judged = referee(a, tmp, runs)
+        nd_bests = sorted(nd["best_configs"], key=lambda k: judged.get(k, float("inf")))
+        kt_bests = sorted(kt["best_configs"], key=lambda k: judged.get(k, float("inf")))
+        res["referee"] = dict(rounds=a.referee_rounds, scores_ms=judged,
+                              # Each tool's choices, median over its runs, as the referee scored them.
+                              ndtune_ms=med([judged.get(r["best_config"]) for r in runs if r["tool"] == "ndtune"]),
+                              kernel_tuner_ms=med([judged.get(r["best_config"]) for r in runs if r["tool"] == "kernel_tuner"]),
+                              ndtune_bests=nd_bests, kernel_tuner_bests=kt_bests)
+        res["referee"]["rel"] = res["referee"]["ndtune_ms"] / res["referee"]["kernel_tuner_ms"] - 1
     if a.json_out:
         Path(a.json_out).write_text(json.dumps(res, indent=1, default=str) + "\n")
     print(f"# {res['device']}: {Path(a.spec).name}, {len(space)} configurations, medians of {a.repeat}")
@@ -347,6 +385,11 @@ def main():
     print("ndtune / KT wall: " + ", ".join(f"{m} {v:.3f}x" for m, v in res["ratios"].items()))
     print(f"best: ndtune {res['best_rel'] * 100:+.1f}% vs KT's best; ndtune's choice as KT measured it "
           f"{res['ndtune_best_as_kt_measured_rel'] * 100:+.1f}%")
+    if "referee" in res:
+        ref = res["referee"]
+        print(f"referee (Kernel Tuner, {ref['rounds']} rounds in one process): ndtune's bests "
+              f"{ref['ndtune_ms']:.4f} ms, KT's bests {ref['kernel_tuner_ms']:.4f} ms ({ref['rel'] * 100:+.1f}%); "
+              + "; ".join(f"{k} {v:.4f}" for k, v in sorted(ref["scores_ms"].items(), key=lambda kv: kv[1])))
     print(f"measured by KT but not by ndtune: {len(missing)} {missing[:5]}; disturbed runs repeated: {discarded}")
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
