@@ -94,6 +94,11 @@ pub struct Session {
     /// Programs by build options; a failed build is remembered too, with its error.
     programs: Programs,
     source: Option<String>,
+    /// Commands enqueued without waiting (restoring copies, unmaps), with their API names: the
+    /// queue is in order, so they are done by the time a later command that waits is, and their
+    /// errors surface there ([`Session::settle`]); on a CPU device each wait is a round trip to
+    /// the driver's threads that costs as much as the work.
+    pending: std::cell::RefCell<Vec<(&'static str, opencl3::event::Event)>>,
 }
 
 impl Session {
@@ -112,7 +117,16 @@ impl Session {
                 device.profile.name.clone(),
             ),
             source: None,
+            pending: Default::default(),
         })
+    }
+
+    /// Checks the commands enqueued without a wait, done once a later command was waited for.
+    fn settle(&self) -> Result<(), ClError> {
+        for (what, event) in self.pending.borrow_mut().drain(..) {
+            event.wait().map_err(api(what))?;
+        }
+        Ok(())
     }
 
     /// Builds `source` with `options` (once per distinct options; the source must stay the same
@@ -244,15 +258,18 @@ impl Session {
             )
         }
         .map_err(api("clEnqueueMapBuffer"))?;
+        self.settle()?;
         // SAFETY: the map gives `len` readable bytes until it is unmapped.
         let out = f(unsafe { std::slice::from_raw_parts(mapped.cast::<u8>(), buffer.len) });
-        // SAFETY: unmapping this call's own mapping, then waiting for it.
+        // SAFETY: unmapping this call's own mapping; checked at the next wait.
         let unmapped = unsafe {
             self.queue
                 .enqueue_unmap_mem_object(buffer.buffer.get(), mapped, &[])
         }
         .map_err(api("clEnqueueUnmapMemObject"))?;
-        unmapped.wait().map_err(api("clWaitForEvents"))?;
+        self.pending
+            .borrow_mut()
+            .push(("clEnqueueUnmapMemObject", unmapped));
         Ok(out)
     }
 
@@ -326,20 +343,24 @@ impl Session {
         .map_err(api("clEnqueueWriteBuffer"))
     }
 
-    /// Copies the whole of `src` over the start of `dst` on the device and waits: how a tuner
-    /// restores a buffer a kernel may have written, without a host transfer.
+    /// Copies the whole of `src` over the start of `dst` on the device: how a tuner restores a
+    /// buffer a kernel may have written, without a host transfer. Not waited for: commands after
+    /// it see the copy done, and its error surfaces at the next one that waits.
     pub fn copy(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), ClError> {
         let n = src.len.min(dst.len);
         if n == 0 {
             return Ok(());
         }
-        // SAFETY: both ranges lie inside their buffers; the copy is waited for.
+        // SAFETY: both ranges lie inside their buffers; the copy is checked at the next wait.
         let event = unsafe {
             self.queue
                 .enqueue_copy_buffer(&src.buffer, &mut dst.buffer, 0, 0, n, &[])
         }
         .map_err(api("clEnqueueCopyBuffer"))?;
-        event.wait().map_err(api("clWaitForEvents"))
+        self.pending
+            .borrow_mut()
+            .push(("clEnqueueCopyBuffer", event));
+        Ok(())
     }
 
     /// Reads a whole buffer back (blocking).
@@ -379,8 +400,8 @@ impl Session {
             self.queue
                 .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, out, &[])
         }
-        .map(drop)
-        .map_err(api("clEnqueueReadBuffer"))
+        .map_err(api("clEnqueueReadBuffer"))?;
+        self.settle()
     }
 
     /// Sets every argument of `kernel`; their number must be the kernel's.
@@ -449,6 +470,7 @@ impl Session {
         }
         .map_err(api("clEnqueueNDRangeKernel"))?;
         event.wait().map_err(api("clWaitForEvents"))?;
+        self.settle()?;
         let start = event
             .profiling_command_start()
             .map_err(api("clGetEventProfilingInfo"))?;
