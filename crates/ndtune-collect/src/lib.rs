@@ -7,10 +7,12 @@
 //! CSV that `ndtune learn` reads. `ndtune collect` and the Python package's `ndtune.collect` call
 //! it; they resolve the campaign's device selectors, show progress and print.
 
+use indexmap::IndexMap;
 use ndtune_cl::ClDevice;
 use ndtune_engine::{group, CampaignError, Observer, Options, Processes, Share, Tuned, Tuning};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::features::{scenario_features, Dataset};
+use ndtune_metrics::{MetricDef, Objective, Place};
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_stencil::Stencil;
@@ -19,6 +21,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toml::Spanned;
 
 /// Why a collection cannot go on; what was measured before is in the store.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +49,10 @@ pub struct CollectCampaign {
     pub datasets: Vec<(u64, u64)>,
     grid: Grid,
     measure: ndtune_stencil::Measure,
+    /// The campaign's metrics and objective (a spec's `[metrics]` and `[objective]`): what the
+    /// oracle analysis and the models learned from the collection rank sizes by; the time
+    /// where it names none.
+    objective: (Vec<MetricDef>, Option<Objective>),
 }
 
 #[derive(Deserialize)]
@@ -61,6 +68,9 @@ struct RawCampaign {
     grid: Grid,
     #[serde(default)]
     measure: ndtune_stencil::Measure,
+    #[serde(default)]
+    metrics: IndexMap<String, ndtune_spec::raw::RawMetric>,
+    objective: Option<Spanned<ndtune_spec::raw::RawObjective>>,
 }
 
 #[derive(Deserialize)]
@@ -141,16 +151,39 @@ impl CollectCampaign {
     pub fn load(path: &Path) -> Result<CollectCampaign, CollectError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| campaign_error(format!("cannot read {}: {e}", path.display())))?;
-        let raw: RawCampaign = toml::from_str(&text).map_err(|e| {
-            let (line, col) = e
-                .span()
-                .map_or((0, 0), |s| ndtune_core::text::line_col(&text, s.start));
+        let at = |span: Option<std::ops::Range<usize>>, message: &str| {
+            let (line, col) = span.map_or((0, 0), |s| ndtune_core::text::line_col(&text, s.start));
             campaign_error(format!(
                 "{}:{line}:{col}: {}",
                 path.display(),
-                e.message().trim()
+                message.trim()
             ))
-        })?;
+        };
+        let raw: RawCampaign = toml::from_str(&text).map_err(|e| at(e.span(), e.message()))?;
+        let metrics = raw
+            .metrics
+            .iter()
+            .map(|(name, m)| MetricDef::new(name, &m.expr, m.unit.as_deref()))
+            .collect();
+        let objective = match &raw.objective {
+            None => None,
+            Some(o) => {
+                let r = o.get_ref();
+                let higher_is_better = r
+                    .higher_is_better
+                    .or_else(|| Objective::default_direction(&r.metric))
+                    .ok_or_else(|| {
+                        at(
+                            Some(o.span()),
+                            &format!("[objective] metric `{}`: say whether more is better, `higher_is_better = true` (GB/s) or `false` (joules); ndtune does not guess", r.metric),
+                        )
+                    })?;
+                Some(Objective {
+                    metric: r.metric.clone(),
+                    higher_is_better,
+                })
+            }
+        };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut kernels = Vec::new();
         for k in &raw.kernels {
@@ -192,6 +225,7 @@ impl CollectCampaign {
             datasets,
             grid: raw.grid,
             measure: raw.measure,
+            objective: (metrics, objective),
         })
     }
 
@@ -281,7 +315,22 @@ pub fn prepare<'d>(
         let legal = match &spec_path {
             None => None,
             Some(p) => {
-                let spec = Spec::load(p).map_err(campaign_error)?;
+                let mut spec = Spec::load(p).map_err(campaign_error)?;
+                let (metrics, objective) = &campaign.objective;
+                if !metrics.is_empty() || objective.is_some() {
+                    let defs = spec
+                        .metrics
+                        .definitions()
+                        .clone()
+                        .with(metrics.clone(), objective.clone());
+                    spec.set_metrics(defs).map_err(|e| {
+                        let section = match e.place {
+                            Place::Objective => "[objective]",
+                            Place::Metric(_) => "[metrics]",
+                        };
+                        campaign_error(format!("{}: {section} {e}", path.display()))
+                    })?;
+                }
                 let pruning = spec
                     .problem
                     .prune(&[Target::from_profile(&label, &device.profile)])
@@ -422,9 +471,13 @@ pub fn dataset_of(stencil: &Stencil, rows: u64, cols: u64) -> Dataset {
 }
 
 /// Writes the long CSV that `ndtune learn` reads: one row per scenario and work-group size of
-/// its grid (docs/collect.md); how many rows, scenarios and features it wrote.
+/// its grid (docs/collect.md), with the run time, or the cost of the collection's objective and
+/// its name; how many rows, scenarios and features it wrote.
 pub fn export(store: &Store, out: &Path) -> Result<(usize, usize, usize), CollectError> {
     let c = collected::read(store)?;
+    // The run time, or the collection objective's cost and its name on every row.
+    let objective = (c.objective != Objective::time())
+        .then(|| format!("{} ({})", c.objective.metric, c.objective.direction()));
     let scenarios: Vec<ScenarioInfo> = c.scenarios.into_iter().map(|(_, info)| info).collect();
     let obs = c.observations;
     if scenarios.is_empty() {
@@ -445,7 +498,10 @@ pub fn export(store: &Store, out: &Path) -> Result<(usize, usize, usize), Collec
     let mut text = String::new();
     let mut header = vec!["scenario", "device", "kernel", "dataset"];
     header.extend(names.iter().map(String::as_str));
-    header.extend(["wg_c", "wg_r", "runtime_ms", "status"]);
+    match objective {
+        None => header.extend(["wg_c", "wg_r", "runtime_ms", "status"]),
+        Some(_) => header.extend(["wg_c", "wg_r", "cost", "status", "objective"]),
+    }
     text.push_str(
         &header
             .iter()
@@ -465,8 +521,11 @@ pub fn export(store: &Store, out: &Path) -> Result<(usize, usize, usize), Collec
         row.extend(info.features.iter().map(|v| v.to_string()));
         row.push(o.wg.0.to_string());
         row.push(o.wg.1.to_string());
-        row.push(o.runtime_ms.map_or(String::new(), |t| t.to_string()));
+        row.push(o.cost.map_or(String::new(), |t| t.to_string()));
         row.push(o.status.as_str().to_string());
+        if let Some(objective) = &objective {
+            row.push(csv_field(objective));
+        }
         text.push_str(&row.join(","));
         text.push('\n');
     }

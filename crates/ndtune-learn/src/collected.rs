@@ -1,10 +1,13 @@
 //! What `ndtune collect` keeps in a results store, read back as the oracle analysis's input: each
 //! scenario's [`ScenarioInfo`] (the `scenarios` table) and one [`Observation`] per size of its
 //! grid, from the store's outcomes (`WG_C` x `WG_R`); a size of the grid that was never run
-//! (beyond W_max or the device's limits) is [`Status::Illegal`].
+//! (beyond W_max or the device's limits) is [`Status::Illegal`]. A measured size's cost is its
+//! run time, or the cost of the objective the collection named ([`Objective::cost`]), computed
+//! from the metrics the store keeps with the scenario's results.
 
 use crate::oracle::{Observation, Status};
 use ndtune_core::Outcome;
+use ndtune_metrics::{Inputs, Metrics, Objective};
 use ndtune_store::{Group, Record, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -33,6 +36,8 @@ pub struct Collected {
     /// Scenario `i` of the observations, with the store's group of its results.
     pub scenarios: Vec<(Group, ScenarioInfo)>,
     pub observations: Vec<Observation>,
+    /// What every scenario was collected for: what the observations' costs are.
+    pub objective: Objective,
 }
 
 /// Reads every recorded scenario of `store` and its observations on the grid. A scenario
@@ -56,31 +61,68 @@ pub fn read(store: &Store) -> Result<Collected, StoreError> {
         }
     }
     let mut out = Collected::default();
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: store.path().to_path_buf(),
+        detail,
+    };
     for (i, (g, info, records, _)) in newest.into_iter().enumerate() {
-        let info: ScenarioInfo = serde_json::from_value(info).map_err(|e| StoreError::Corrupt {
-            path: store.path().to_path_buf(),
-            detail: format!("a scenario this ndtune cannot read: {e}"),
-        })?;
-        let records: BTreeMap<(u64, u64), Outcome> = records
-            .into_iter()
+        let info: ScenarioInfo = serde_json::from_value(info)
+            .map_err(|e| corrupt(format!("a scenario this ndtune cannot read: {e}")))?;
+        let defs = store.metrics(&g)?.unwrap_or_default();
+        if i > 0 && defs.objective != out.objective {
+            return Err(StoreError::Unreadable {
+                path: store.path().to_path_buf(),
+                reason: format!(
+                    "scenario `{}` was collected for the objective `{}`, `{}` for `{}`: a collection ranks every scenario by one objective; collect each in a store of its own",
+                    out.scenarios[0].1.label,
+                    out.objective.metric,
+                    info.label,
+                    defs.objective.metric
+                ),
+            });
+        }
+        out.objective = defs.objective.clone();
+        let configs: Vec<_> = records.iter().map(|r| &r.key.config).collect();
+        let metrics = Metrics::check_recorded(
+            defs,
+            vec!["WG_C".into(), "WG_R".into()],
+            configs,
+            &g.constants,
+            &[],
+        )
+        .map_err(|e| corrupt(format!("scenario `{}`: {e}", info.label)))?;
+        let records: BTreeMap<(u64, u64), (&ndtune_core::Config, &Outcome)> = records
+            .iter()
             .filter_map(|r| {
                 let c = r.key.config.get("WG_C")?.as_int()?;
                 let w = r.key.config.get("WG_R")?.as_int()?;
-                Some(((c as u64, w as u64), r.outcome))
+                Some(((c as u64, w as u64), (&r.key.config, &r.outcome)))
             })
             .collect();
         for &wc in &info.wc {
             for &wr in &info.wr {
-                let (status, runtime_ms) = match records.get(&(wc, wr)) {
+                let (status, cost) = match records.get(&(wc, wr)) {
                     None => (Status::Illegal, None),
-                    Some(Outcome::Measured(t)) => (Status::Measured, Some(t.score_ms())),
-                    Some(o) => (Status::from(o.kind()), None),
+                    Some((config, outcome @ Outcome::Measured(_))) => {
+                        let cost = metrics.cost(&Inputs::new(&g.constants, config, outcome));
+                        // A measured size whose objective has no value (a division by zero, a
+                        // missing energy reading) cannot be ranked, and is no failure either.
+                        let cost = cost.ok_or_else(|| StoreError::Unreadable {
+                            path: store.path().to_path_buf(),
+                            reason: format!(
+                                "scenario `{}`, size {wc}x{wr}: the objective `{}` has no positive value for it; change the collection's metrics",
+                                info.label, out.objective.metric
+                            ),
+                        })?;
+                        (Status::Measured, Some(cost))
+                    }
+                    Some((_, o)) => (Status::from(o.kind()), None),
                 };
                 out.observations.push(Observation {
                     scenario: i,
                     wg: (wc, wr),
                     status,
-                    runtime_ms,
+                    cost,
                 });
             }
         }
@@ -134,7 +176,7 @@ mod tests {
             .map(|(g, _)| (g.source_hash.as_str(), g.setup.as_str()))
             .collect();
         assert_eq!(read, [("gol", "new"), ("heat", "new")]);
-        let times: Vec<Option<f64>> = c.observations.iter().map(|o| o.runtime_ms).collect();
+        let times: Vec<Option<f64>> = c.observations.iter().map(|o| o.cost).collect();
         assert_eq!(times, [Some(3.0), Some(4.0)]);
     }
 }

@@ -3,7 +3,9 @@
 //! scenario's features and must agree on every row of a scenario. Errors name the file, the line
 //! and the column. Features may be any finite number (see `crate::models` for how extreme ones
 //! are scaled); work-group sides must be integers in [`WG_SIDE`] and the run times of measured
-//! rows numbers in [`RUNTIME_MS`].
+//! rows numbers in [`RUNTIME_MS`]. A collection for another objective than the time has a `cost`
+//! column instead of `runtime_ms` (the objective's value where lower is better, its reciprocal
+//! where higher is) and an `objective` column that names it, the same on every row.
 
 use crate::oracle::{Observation, Status, Wg, RUNTIME_MS, WG_SIDE};
 use std::collections::HashMap;
@@ -25,6 +27,8 @@ pub struct Data {
     pub feature_names: Vec<String>,
     pub scenarios: Vec<Scenario>,
     pub observations: Vec<Observation>,
+    /// The objective the costs are of (`energy_j (lower is better)`); `None`: the run time.
+    pub objective: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +46,13 @@ pub enum DataError {
     },
     #[error("{path}: no column `{column}` (the format is in docs/collect.md)")]
     MissingColumn { path: PathBuf, column: String },
+    #[error("{path}:{line}: column `objective`: `{value}`, where the rows before say `{first}`: a dataset ranks by one objective")]
+    MixedObjectives {
+        path: PathBuf,
+        line: u64,
+        value: String,
+        first: String,
+    },
     #[error("{path}: no feature columns (f_*)")]
     NoFeatures { path: PathBuf },
     #[error("{path}:{line}:{col}: column `{column}`: `{value}` is not {expected}")]
@@ -114,15 +125,15 @@ impl Data {
                     column: name.to_string(),
                 })
         };
+        // A collection for another objective has its costs and their objective's name.
+        let objective_col = header.iter().position(|h| h == "objective");
+        let value_col = if objective_col.is_some() {
+            "cost"
+        } else {
+            "runtime_ms"
+        };
         let [scenario, device, kernel, dataset, wg_c, wg_r, runtime, status_col] = [
-            "scenario",
-            "device",
-            "kernel",
-            "dataset",
-            "wg_c",
-            "wg_r",
-            "runtime_ms",
-            "status",
+            "scenario", "device", "kernel", "dataset", "wg_c", "wg_r", value_col, "status",
         ]
         .map(col);
         let (scenario, device, kernel, dataset) = (scenario?, device?, kernel?, dataset?);
@@ -137,6 +148,7 @@ impl Data {
             feature_names: feature_cols.iter().map(|&i| header[i].clone()).collect(),
             scenarios: Vec::new(),
             observations: Vec::new(),
+            objective: None,
         };
         let mut index: HashMap<String, usize> = HashMap::new();
         for record in csv.records() {
@@ -165,7 +177,7 @@ impl Data {
                     .filter(|s| WG_SIDE.contains(s))
                     .ok_or_else(|| bad(i, "a work-group size: an integer from 1 to 4294967295"))
             };
-            let runtime_ms = |i: usize| -> Result<f64, DataError> {
+            let cost = |i: usize| -> Result<f64, DataError> {
                 let v = record.get(i).unwrap_or("").trim();
                 v.parse::<f64>()
                     .ok()
@@ -173,11 +185,30 @@ impl Data {
                     .ok_or_else(|| {
                         bad(
                             i,
-                            "the run time of a measured size: milliseconds from 1e-9 to 1e12",
+                            if objective_col.is_some() {
+                                "the cost of a measured size: a number from 1e-9 to 1e12"
+                            } else {
+                                "the run time of a measured size: milliseconds from 1e-9 to 1e12"
+                            },
                         )
                     })
             };
             let field = |i: usize| record.get(i).unwrap_or("").to_string();
+            if let Some(i) = objective_col {
+                let named = field(i);
+                match &data.objective {
+                    None => data.objective = Some(named),
+                    Some(first) if *first != named => {
+                        return Err(DataError::MixedObjectives {
+                            path: p(),
+                            line,
+                            value: named,
+                            first: first.clone(),
+                        })
+                    }
+                    Some(_) => {}
+                }
+            }
             let features = feature_cols
                 .iter()
                 .map(|&i| number(i))
@@ -233,15 +264,15 @@ impl Data {
                 }
             })?;
             let wg: Wg = (side(wg_c)?, side(wg_r)?);
-            let runtime_ms = match st {
-                Status::Measured => Some(runtime_ms(runtime)?),
+            let cost = match st {
+                Status::Measured => Some(cost(runtime)?),
                 _ => None,
             };
             data.observations.push(Observation {
                 scenario: s,
                 wg,
                 status: st,
-                runtime_ms,
+                cost,
             });
         }
         if data.scenarios.is_empty() {
@@ -282,7 +313,7 @@ mod tests {
         assert_eq!(d.scenarios[1].id, "s2, x");
         assert_eq!(d.scenarios[1].features, [3.0, 4.0]);
         assert_eq!(d.observations[1].status, Status::Refused);
-        assert_eq!(d.observations[1].runtime_ms, None);
+        assert_eq!(d.observations[1].cost, None);
         assert_eq!(d.observations[2].wg, (8, 8));
     }
 

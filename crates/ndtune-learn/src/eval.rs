@@ -246,7 +246,7 @@ impl Facts {
         let mut times = vec![HashMap::new(); n];
         let mut refused = vec![BTreeSet::new(); n];
         for o in &data.observations {
-            match (o.status, o.runtime_ms) {
+            match (o.status, o.cost) {
                 (Status::Measured, Some(t)) => {
                     times[o.scenario].insert(o.wg, t);
                 }
@@ -902,6 +902,7 @@ mod tests {
             feature_names: vec!["f_kind".into(), "f_noise".into()],
             scenarios: vec![],
             observations: vec![],
+            objective: None,
         };
         for i in 0..24 {
             let kind = (i % 2) as f64;
@@ -920,7 +921,7 @@ mod tests {
                     scenario: i,
                     wg,
                     status: Status::Measured,
-                    runtime_ms: Some(ms),
+                    cost: Some(ms),
                 });
             }
             if device == "gpu" {
@@ -928,7 +929,7 @@ mod tests {
                     scenario: i,
                     wg: (32, 32),
                     status: Status::Refused,
-                    runtime_ms: None,
+                    cost: None,
                 });
             }
         }

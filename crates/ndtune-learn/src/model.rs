@@ -29,6 +29,11 @@ pub struct Model {
     pub classifier: Classifier,
     /// What the classifier learnt from: one row per scenario.
     pub training: Vec<TrainingRow>,
+    /// The objective its oracle sizes are best for (`energy_j (lower is better)`, from the
+    /// collection's `objective` column); `None`: the run time, which programs' observations
+    /// are, so only then can they teach it.
+    #[serde(default)]
+    pub objective: Option<String>,
 }
 
 /// One training scenario: its features (in the model's feature order) and its oracle size.
@@ -77,7 +82,7 @@ impl Model {
             data.feature_names.clone(),
             rows,
             fixed_ranking(data),
-            kind,
+            (kind, data.objective.clone()),
             seed,
         )
     }
@@ -103,7 +108,7 @@ impl Model {
             self.feature_names.clone(),
             rows,
             ranking,
-            self.classifier.kind(),
+            (self.classifier.kind(), self.objective.clone()),
             seed,
         )
     }
@@ -112,7 +117,7 @@ impl Model {
         feature_names: Vec<String>,
         training: Vec<TrainingRow>,
         ranking: Vec<Wg>,
-        kind: ClassifierKind,
+        (kind, objective): (ClassifierKind, Option<String>),
         seed: u64,
     ) -> Result<Model, ModelError> {
         let mut classes: Vec<Wg> = training.iter().map(|t| t.oracle).collect();
@@ -132,6 +137,7 @@ impl Model {
             ranking,
             classifier,
             training,
+            objective,
         };
         model.check().map_err(|message| ModelError::Fit {
             model: kind.name(),

@@ -87,8 +87,10 @@ pub struct Observation {
     pub scenario: usize,
     pub wg: Wg,
     pub status: Status,
-    /// Set exactly when measured.
-    pub runtime_ms: Option<f64>,
+    /// Set exactly when measured: what learning minimises for this size, its run time in
+    /// milliseconds or the cost of the collection's objective ([`ndtune_metrics::Objective::cost`]:
+    /// the value where lower is better, its reciprocal where higher is).
+    pub cost: Option<f64>,
 }
 
 /// Per-scenario figures.
@@ -98,9 +100,10 @@ pub struct ScenarioStats {
     pub legal: usize,
     pub refused: usize,
     pub illegal: usize,
-    /// Fastest legal size and its time; None where nothing was measured.
+    /// The legal size of least cost (fastest, unless the collection has another objective) and
+    /// its cost; None where nothing was measured.
     pub oracle: Option<(Wg, f64)>,
-    /// Slowest over fastest legal time.
+    /// Highest over lowest legal cost.
     pub spread: Option<f64>,
 }
 
@@ -156,7 +159,7 @@ pub fn analyse(scenarios: usize, obs: &[Observation]) -> Analysis {
         .collect();
     for o in obs {
         let s = &mut stats[o.scenario];
-        match (o.status, o.runtime_ms) {
+        match (o.status, o.cost) {
             (Status::Measured, Some(t)) if t.is_finite() && t > 0.0 => {
                 s.legal += 1;
                 times[o.scenario].insert(o.wg, t);
@@ -271,7 +274,7 @@ mod tests {
             scenario,
             wg,
             status: Status::Measured,
-            runtime_ms: Some(ms),
+            cost: Some(ms),
         }
     }
 
@@ -280,7 +283,7 @@ mod tests {
             scenario,
             wg,
             status,
-            runtime_ms: None,
+            cost: None,
         }
     }
 

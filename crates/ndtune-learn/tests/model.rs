@@ -162,3 +162,65 @@ fn the_reach_of_a_model_widens_its_training_range_by_ten_times_its_magnitude() {
     assert_eq!(reach.outside(&[1.0, -1.0]), Some((1, (0.0, 10.0))));
     assert_eq!(reach.outside(&[f64::NAN, 0.0]), Some((0, (0.0, 104.5))));
 }
+
+#[test]
+fn a_model_of_a_collection_for_another_objective_keeps_it_and_mixed_objectives_are_refused() {
+    let mut csv =
+        String::from("scenario,device,kernel,dataset,f_a,wg_c,wg_r,cost,status,objective\n");
+    for (s, a, best) in [
+        ("s1", 1.0, (8, 8)),
+        ("s1b", 1.5, (8, 8)),
+        ("s2", 5.0, (16, 4)),
+        ("s2b", 5.5, (16, 4)),
+    ] {
+        for wg in [(8, 8), (16, 4)] {
+            let cost = if wg == best { 0.5 } else { 3.0 };
+            csv.push_str(&format!(
+                "{s},d,k,x,{a},{},{},{cost},measured,energy_j (lower is better)\n",
+                wg.0, wg.1
+            ));
+        }
+    }
+    let data = Data::read(csv.as_bytes(), Path::new("e.csv")).unwrap();
+    assert_eq!(
+        data.objective.as_deref(),
+        Some("energy_j (lower is better)")
+    );
+    let model = Model::train(&data, ClassifierKind::DecisionTree, 1).unwrap();
+    let oracles: Vec<_> = model.training.iter().map(|t| t.oracle).collect();
+    assert_eq!(oracles, [(8, 8), (8, 8), (16, 4), (16, 4)], "least cost");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    model.save(&path).unwrap();
+    let loaded = Model::load(&path).unwrap();
+    assert_eq!(loaded.objective, model.objective);
+    let again = loaded.retrained(&[], 1).unwrap();
+    assert_eq!(
+        again.objective.as_deref(),
+        Some("energy_j (lower is better)")
+    );
+    // A model file written before objectives were kept is a model of run times.
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("objective");
+    std::fs::write(&path, old.to_string()).unwrap();
+    assert_eq!(Model::load(&path).unwrap().objective, None);
+
+    let mixed = csv.replacen(
+        ",energy_j (lower is better)\n",
+        ",time (lower is better)\n",
+        1,
+    );
+    let e = Data::read(mixed.as_bytes(), Path::new("e.csv")).unwrap_err();
+    assert!(e.to_string().starts_with("e.csv:3: column `objective`: `energy_j (lower is better)`, where the rows before say `time (lower is better)`"), "{e}");
+    // Its costs are required where it names an objective.
+    let e = Data::read(
+        csv.replace(",cost,", ",runtime_ms,").as_bytes(),
+        Path::new("e.csv"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "e.csv: no column `cost` (the format is in docs/collect.md)"
+    );
+}

@@ -203,7 +203,7 @@ pub struct Collection {
 #[derive(Debug, Clone)]
 pub struct Scenario {
     pub info: ScenarioInfo,
-    /// Every size of the grid: status and runtime.
+    /// Every size of the grid: status and cost (the run time, or the collection objective's).
     pub cells: BTreeMap<Wg, (Status, Option<f64>)>,
 }
 
@@ -419,9 +419,7 @@ fn collection(store: &Store) -> Result<Option<Collection>, Error> {
         })
         .collect();
     for o in &c.observations {
-        scenarios[o.scenario]
-            .cells
-            .insert(o.wg, (o.status, o.runtime_ms));
+        scenarios[o.scenario].cells.insert(o.wg, (o.status, o.cost));
     }
     Ok(Some(Collection {
         shown: most_spread(&analysis, &c.observations, scenarios.len()),
@@ -756,6 +754,7 @@ mod tests {
             feature_names: vec!["f".into()],
             scenarios: vec![],
             observations: vec![],
+            objective: None,
         };
         for i in 0..6 {
             data.scenarios.push(LearnScenario {
@@ -770,7 +769,7 @@ mod tests {
                     scenario: i,
                     wg,
                     status: Status::Measured,
-                    runtime_ms: Some(ms),
+                    cost: Some(ms),
                 });
             }
         }

@@ -77,7 +77,8 @@ impl Current {
 /// Why an observation is not learnt from: a short reason (a metric label) and the whole story.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
-    /// `runtime_out_of_range`, `local_not_legal`, `limits_unknown` or `feature_out_of_reach`.
+    /// `objective_not_time`, `runtime_out_of_range`, `local_not_legal`, `limits_unknown` or
+    /// `feature_out_of_reach`.
     pub reason: &'static str,
     pub message: String,
 }
@@ -746,6 +747,14 @@ pub fn admit(
     local: [u64; 2],
     runtime_ms: Option<f64>,
 ) -> Result<(), Rejection> {
+    if let (Some(objective), Some(_)) = (&model.objective, runtime_ms) {
+        return Err(Rejection {
+            reason: "objective_not_time",
+            message: format!(
+                "the model ranks sizes by {objective}, not by run time: a run time cannot teach it (train it again on a collection)"
+            ),
+        });
+    }
     if let Some(t) = runtime_ms.filter(|t| !RUNTIME_MS.contains(t)) {
         return Err(Rejection {
             reason: "runtime_out_of_range",
@@ -841,6 +850,37 @@ pub fn training_rows(names: &[String], observations: &[Observation]) -> Vec<Trai
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_for_another_objective_learns_no_run_time() {
+        let mut csv =
+            String::from("scenario,device,kernel,dataset,f_a,wg_c,wg_r,cost,status,objective\n");
+        for (s, a) in [("s1", 1.0), ("s2", 1.5)] {
+            csv.push_str(&format!(
+                "{s},d,k,x,{a},8,8,0.5,measured,energy_j (lower is better)\n"
+            ));
+        }
+        let data =
+            ndtune_learn::data::Data::read(csv.as_bytes(), std::path::Path::new("e.csv")).unwrap();
+        let kind = ndtune_learn::models::ClassifierKind::DecisionTree;
+        let mut model = Model::train(&data, kind, 1).unwrap();
+        let features = BTreeMap::from([("f_a".to_string(), 1.2)]);
+        let admitted =
+            |model: &Model, ms| admit(model, &model.reach(), &features, None, [8, 8], ms);
+        let refused = admitted(&model, Some(1.0)).unwrap_err();
+        assert_eq!(refused.reason, "objective_not_time");
+        assert!(
+            refused
+                .message
+                .contains("ranks sizes by energy_j (lower is better)"),
+            "{}",
+            refused.message
+        );
+        // A refusal says nothing of a cost: it is learnt from.
+        assert!(admitted(&model, None).is_ok());
+        model.objective = None;
+        assert!(admitted(&model, Some(1.0)).is_ok());
+    }
 
     fn obs(scenario: &str, a: f64, local: [u64; 2], runtime_ms: Option<f64>) -> Observation {
         Observation {

@@ -13,6 +13,7 @@ use ndtune_collect::{CollectCampaign, Measuring};
 use ndtune_engine::{Event, Processes, Share};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::oracle::{analyse, Observation, Status};
+use ndtune_metrics::Objective;
 use ndtune_store::Store;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,17 +87,18 @@ pub fn run(args: &CollectArgs) -> Result<()> {
     summary(&store, args.json)
 }
 
-/// Every recorded scenario's info and its observations on the grid.
-fn observations(store: &Store) -> Result<(Vec<ScenarioInfo>, Vec<Observation>)> {
+/// Every recorded scenario's info, its observations on the grid and what they rank by.
+fn observations(store: &Store) -> Result<(Vec<ScenarioInfo>, Vec<Observation>, Objective)> {
     let c = collected::read(store)?;
     Ok((
         c.scenarios.into_iter().map(|(_, info)| info).collect(),
         c.observations,
+        c.objective,
     ))
 }
 
 fn summary(store: &Store, json: bool) -> Result<()> {
-    let (scenarios, obs) = observations(store)?;
+    let (scenarios, obs, objective) = observations(store)?;
     if scenarios.is_empty() {
         bail!(
             "{}: no collected scenario (run `ndtune collect CAMPAIGN.toml` first)",
@@ -130,7 +132,7 @@ fn summary(store: &Store, json: bool) -> Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "labels": labels, "devices": devices, "analysis": a,
+                "labels": labels, "devices": devices, "analysis": a, "objective": objective,
             }))?
         );
         return Ok(());
@@ -140,9 +142,24 @@ fn summary(store: &Store, json: bool) -> Result<()> {
         scenarios.len(),
         store.path().display()
     );
+    let value = if objective == Objective::time() {
+        "oracle ms"
+    } else {
+        println!(
+            "  ranked by {} ({}); a cost is its value{}",
+            objective.metric,
+            objective.direction(),
+            if objective.higher_is_better {
+                "'s reciprocal"
+            } else {
+                ""
+            }
+        );
+        "oracle cost"
+    };
     println!(
         "  {:<56} {:>6} {:>8} {:>8} {:>10} {:>11} {:>8}",
-        "scenario", "legal", "refused", "illegal", "oracle", "oracle ms", "spread"
+        "scenario", "legal", "refused", "illegal", "oracle", value, "spread"
     );
     for (s, info) in a.scenarios.iter().zip(&scenarios) {
         let (oracle, ms) = s

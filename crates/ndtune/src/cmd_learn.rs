@@ -31,11 +31,12 @@ fn train(a: &LearnTrainArgs) -> Result<()> {
         .save(&a.out)
         .with_context(|| format!("cannot write {}", a.out.display()))?;
     eprintln!(
-        "trained {} on {} scenarios ({} features, {} classes) in {:.2} s: {}",
+        "trained {} on {} scenarios ({} features, {} classes, best sizes by {}) in {:.2} s: {}",
         kind.name(),
         data.scenarios.len(),
         data.feature_names.len(),
         model.classes.len(),
+        data.objective.as_deref().unwrap_or("run time"),
         started.elapsed().as_secs_f64(),
         a.out.display()
     );

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{examples, fails, json, ndtune, write};
+use common::{examples, fails, json, ndtune, succeeds, write};
 
 #[test]
 fn the_small_campaign_is_collected_resumed_summarised_and_exported() {
@@ -85,6 +85,112 @@ fn the_small_campaign_is_collected_resumed_summarised_and_exported() {
         .contains(&status));
         assert_eq!(status == "measured", !runtime.is_empty(), "{r:?}");
     }
+}
+
+/// One scenario's oracle size and its cost in the summary of `db`, and the summary's objective.
+fn oracle_of(db: &str) -> ((u64, u64), f64, String) {
+    let v = json(&["collect", "--db", db, "--summary", "--json"]);
+    let o = &v["analysis"]["scenarios"][0]["oracle"];
+    let wg = (o[0][0].as_u64().unwrap(), o[0][1].as_u64().unwrap());
+    let metric = v["objective"]["metric"].as_str().unwrap().to_string();
+    (wg, o[1].as_f64().unwrap(), metric)
+}
+
+#[test]
+fn a_collection_ranks_sizes_by_its_objective_from_the_same_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let campaign = |extra: &str| {
+        write(
+            dir.path(),
+            "c.toml",
+            &format!(
+                "kernels = [\"gaussian-1\"]\ndatasets = [[64, 64]]\n[grid]\nwc = [2, 4, 8, 16]\nwr = [2, 4]\n[measure]\nwarmup = 1\nruns = 3\nbest_of = 2\n{extra}"
+            ),
+        )
+    };
+    let collect = |file: &str| {
+        let out = ndtune()
+            .args(["collect", file, "--db", db])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    collect(&campaign(""));
+    let (by_time, ms, metric) = oracle_of(db);
+    assert_eq!(metric, "time");
+    let export = |name: &str| {
+        let csv = dir.path().join(name);
+        succeeds(&["collect", "--db", db, "--export", csv.to_str().unwrap()]);
+        std::fs::read_to_string(csv).unwrap()
+    };
+    let times = export("time.csv");
+    assert!(times
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",runtime_ms,status"));
+
+    // GB/s maximised over fixed bytes must agree with the time, from the same measurements.
+    let log = collect(&campaign(
+        "[objective]\nmetric = \"gbytes_per_s\"\nhigher_is_better = true\n",
+    ));
+    assert!(
+        log.contains("0 evaluated now"),
+        "nothing measured again: {log}"
+    );
+    let (by_rate, cost, metric) = oracle_of(db);
+    assert_eq!((by_rate, metric.as_str()), (by_time, "gbytes_per_s"));
+    let rates = export("rate.csv");
+    let mut lines = rates.lines();
+    assert!(lines.next().unwrap().ends_with(",cost,status,objective"));
+    assert!(lines.all(|l| l.ends_with(",gbytes_per_s (higher is better)")));
+    // The cost of a maximised objective is its reciprocal: GB/s of 64x64 floats read and
+    // written, against the time.
+    let gbps = 64.0 * 64.0 * 8.0 / ms / 1e6;
+    assert!((cost * gbps - 1.0).abs() < 1e-9, "{cost} vs 1/{gbps}");
+
+    // A metric that penalises the fastest size: the oracle is the fastest of the others.
+    let (c, r) = by_time;
+    let log = collect(&campaign(&format!(
+        "[metrics]\npenalised = \"time * 1000 if WG_C == {c} and WG_R == {r} else time\"\n[objective]\nmetric = \"penalised\"\nhigher_is_better = false\n"
+    )));
+    assert!(log.contains("0 evaluated now"), "{log}");
+    let (by_penalty, _, metric) = oracle_of(db);
+    assert_eq!(metric, "penalised");
+    assert_ne!(by_penalty, by_time);
+    let second = times
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[f.len() - 1] == "measured")
+        .map(|f| {
+            let n = f.len();
+            let size = (
+                f[n - 4].parse::<u64>().unwrap(),
+                f[n - 3].parse::<u64>().unwrap(),
+            );
+            (size, f[n - 2].parse::<f64>().unwrap())
+        })
+        .filter(|(size, _)| *size != by_time)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap()
+        .0;
+    assert_eq!(by_penalty, second);
+
+    // An objective whose direction is unsaid is refused with the file, line and column.
+    let bad = campaign("[objective]\nmetric = \"penalised\"\n[metrics]\npenalised = \"time\"\n");
+    let err = fails(&["collect", &bad, "--db", db]);
+    assert!(
+        err.contains("c.toml:") && err.contains("higher_is_better"),
+        "{err}"
+    );
 }
 
 #[test]
