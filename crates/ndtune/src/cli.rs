@@ -414,7 +414,8 @@ pub struct CampaignArgs {
     #[command(flatten)]
     pub constants: SetArgs,
     /// Build worker processes that compile configurations ahead of measurement (default: the
-    /// machine's cores less one); 1 builds each configuration in the measurement worker.
+    /// machine's cores less one, at least 2); 1 builds each configuration in the measurement
+    /// worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub build_jobs: Option<u16>,
     #[command(flatten)]
