@@ -182,6 +182,9 @@ struct State {
     /// Whether the queue may be built in any order (the strategy promised to ask for all of
     /// it): then the builds expected to take longest go first.
     any_order: bool,
+    /// How many builds at the queue's front go first, in their order, before the longest
+    /// ([`BuildPool::hurry`]).
+    urgent: usize,
     times: BuildTimes,
     files: usize,
     /// Builds whose worker died once: built again in a fresh worker before the crash counts
@@ -287,6 +290,26 @@ impl BuildPool {
             .collect();
         s.queue = queue;
         s.any_order = any_order;
+        s.urgent = 0;
+        self.shared.changed.notify_all();
+    }
+
+    /// Builds `builds` (planned, or not) before the rest of the queue, in this order: what the
+    /// campaign measures first whatever the plan's order (its scouts).
+    pub fn hurry(&self, builds: impl IntoIterator<Item = (String, Vec<i64>)>) {
+        let mut s = self.shared.lock();
+        let mut front = Vec::new();
+        for (key, config) in builds {
+            if front.iter().any(|(k, _)| *k == key) || self.shared.known(&mut s, &key) {
+                continue;
+            }
+            s.queue.retain(|(k, _)| *k != key);
+            front.push((key, config));
+        }
+        s.urgent = front.len();
+        for build in front.into_iter().rev() {
+            s.queue.push_front(build);
+        }
         self.shared.changed.notify_all();
     }
 
@@ -402,7 +425,10 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                     return;
                 }
                 if !s.paused {
-                    let next = if s.any_order {
+                    let next = if s.urgent > 0 {
+                        s.urgent -= 1;
+                        Some(0)
+                    } else if s.any_order {
                         s.times.longest(s.queue.iter().map(|(_, c)| c.as_slice()))
                     } else {
                         Some(0)

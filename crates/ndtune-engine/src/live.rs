@@ -388,6 +388,11 @@ impl Live<'_> {
         let scouts: Vec<Point> = (0..wanted)
             .map(|i| self.promised[(2 * i + 1) * n / (2 * wanted)].1.clone())
             .collect();
+        // Their builds go first: a pool would otherwise build (and so measure) the promise in
+        // its own order, longest first, before reaching them.
+        if let Some(pool) = &self.pool {
+            pool.hurry(scouts.iter().map(|p| ((self.build_key)(p), p.clone())));
+        }
         for scout in scouts {
             if self.existing.contains_key(&self.config(&scout)) {
                 continue; // measured meanwhile, while an earlier scout's build was not done
