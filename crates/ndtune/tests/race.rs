@@ -139,15 +139,25 @@ fn scouts_find_a_fast_configuration_first_so_racing_stops_a_walk_that_starts_wit
     // and none could be stopped.
     let spec = spec_with(dir.path(), "64 * (31 - W)");
     let db = dir.path().join("scouts.db");
-    let d = tune(&spec, &db, &["--strategy", "exhaustive"])["devices"][0].clone();
+    // Two build workers: the scouts' builds go first, after the two already under way.
+    let d = tune(
+        &spec,
+        &db,
+        &["--strategy", "exhaustive", "--build-jobs", "2"],
+    )["devices"][0]
+        .clone();
     assert_eq!(d["outcomes"]["measured"], 30, "{d}");
-    assert_eq!(d["best"]["config"]["W"], 30, "{d}");
-    // The first measured are the scouts, spread over the walk: a fast one among them.
+    // W = 30 has half the work of W = 29, but at this size both take about the launch's own
+    // 0.3 ms on PoCL, closer than its noise: either may come out best.
+    let best = d["best"]["config"]["W"].as_i64().unwrap();
+    assert!(best >= 29, "{d}");
+    // The first measured are the scouts, spread over the walk (and the two builds that were
+    // under way when they were asked for): a fast one among them.
     let store = ndtune_store::Store::open(&db).unwrap();
     let g = &store.groups().unwrap()[0];
     let mut records = store.records(g).unwrap();
     records.sort_by_key(|r| r.started_at);
-    let first: Vec<i64> = records[..12]
+    let first: Vec<i64> = records[..14]
         .iter()
         .map(|r| r.key.config["W"].as_int().unwrap())
         .collect();
