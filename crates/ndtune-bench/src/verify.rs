@@ -6,8 +6,8 @@
 use crate::data::{elements, from_bytes, ElementsTo};
 use ndtune_spec::ElemType;
 
-/// Outputs shorter than this many elements are compared on one thread; longer ones in chunks of
-/// at least this many, one per core: about 0.3 ms of work each, far more than starting a thread,
+/// Outputs shorter than twice this many elements are compared on one thread; longer ones in
+/// chunks of at least this many, one per core: about 0.3 ms of work each, far more than starting a thread,
 /// which on a CPU device whose cores the build workers keep busy can take milliseconds.
 const PARALLEL_FROM: usize = 1 << 18;
 

@@ -165,25 +165,11 @@ impl CollectCampaign {
             .iter()
             .map(|(name, m)| MetricDef::new(name, &m.expr, m.unit.as_deref()))
             .collect();
-        let objective = match &raw.objective {
-            None => None,
-            Some(o) => {
-                let r = o.get_ref();
-                let higher_is_better = r
-                    .higher_is_better
-                    .or_else(|| Objective::default_direction(&r.metric))
-                    .ok_or_else(|| {
-                        at(
-                            Some(o.span()),
-                            &format!("[objective] metric `{}`: say whether more is better, `higher_is_better = true` (GB/s) or `false` (joules); ndtune does not guess", r.metric),
-                        )
-                    })?;
-                Some(Objective {
-                    metric: r.metric.clone(),
-                    higher_is_better,
-                })
-            }
-        };
+        let objective = raw
+            .objective
+            .as_ref()
+            .map(|o| o.get_ref().objective().map_err(|e| at(Some(o.span()), &e)))
+            .transpose()?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut kernels = Vec::new();
         for k in &raw.kernels {

@@ -147,6 +147,26 @@ pub struct RawObjective {
     pub higher_is_better: Option<bool>,
 }
 
+impl RawObjective {
+    /// The objective it says; where its direction is unsaid and not the measured quantities'
+    /// own, why (the caller adds where it stands).
+    pub fn objective(&self) -> Result<ndtune_metrics::Objective, String> {
+        let higher_is_better = self
+            .higher_is_better
+            .or_else(|| ndtune_metrics::Objective::default_direction(&self.metric))
+            .ok_or_else(|| {
+                format!(
+                    "[objective] metric `{}`: say whether more is better, `higher_is_better = true` (GFLOP/s) or `false` (joules); ndtune does not guess",
+                    self.metric
+                )
+            })?;
+        Ok(ndtune_metrics::Objective {
+            metric: self.metric.clone(),
+            higher_is_better,
+        })
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLaunch {

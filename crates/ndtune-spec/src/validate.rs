@@ -4,7 +4,7 @@ use crate::raw::{NumOrExpr, RawArg, RawSpec};
 use crate::{BuildOption, SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
 use ndtune_core::{Codec, Constants, Value};
-use ndtune_metrics::{Definitions, MetricDef, Metrics, Objective, Place};
+use ndtune_metrics::{Definitions, MetricDef, Metrics, Place};
 use ndtune_space::domain::Domain;
 use ndtune_space::expr::Expr;
 use ndtune_space::platform::Model;
@@ -1196,23 +1196,7 @@ fn metrics(cx: &Ctx, raw: &RawSpec, problem: &Problem) -> Result<Metrics, SpecEr
     }
     let objective_span = raw.objective.as_ref().map_or(0..0, |o| o.span());
     if let Some(o) = &raw.objective {
-        let r = o.get_ref();
-        let higher_is_better = r
-            .higher_is_better
-            .or_else(|| Objective::default_direction(&r.metric))
-            .ok_or_else(|| {
-                cx.err(
-                    &o.span(),
-                    format!(
-                        "[objective] metric `{}`: say whether more is better, `higher_is_better = true` (GFLOP/s) or `false` (joules); ndtune does not guess",
-                        r.metric
-                    ),
-                )
-            })?;
-        defs.objective = Objective {
-            metric: r.metric.clone(),
-            higher_is_better,
-        };
+        defs.objective = o.get_ref().objective().map_err(|e| cx.err(&o.span(), e))?;
     }
     let scope = problem
         .scope(None)
