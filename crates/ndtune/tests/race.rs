@@ -68,8 +68,14 @@ fn timings(db: &Path) -> BTreeMap<i64, Timing> {
         .collect()
 }
 
+/// Tunes with the builds in the measurement worker unless `extra` says otherwise: the tests
+/// compare bests 2x apart at about PoCL's launch time, which build workers sharing a 2-core
+/// machine's cores blur (the scouts' test names its pool).
 fn tune(spec: &str, db: &Path, extra: &[&str]) -> Value {
     let mut args = vec!["tune", spec, "--db", db.to_str().unwrap(), "--json"];
+    if !extra.contains(&"--build-jobs") {
+        args.extend(["--build-jobs", "1"]);
+    }
     args.extend_from_slice(extra);
     json(&args)
 }
