@@ -215,13 +215,59 @@ fn include_lines(text: &str) -> Vec<Include> {
         .collect()
 }
 
-/// Every identifier-like word of an OpenCL C source: the names it may use as defines.
+/// Every identifier-like word of an OpenCL C source outside its comments and string or
+/// character literals: the names it may use as defines. A name the code never uses gets no
+/// define, so configurations that differ only in it share one build (a name only a comment
+/// mentions would otherwise cost a build per value).
 pub fn source_names(source: &str) -> HashSet<String> {
-    source
+    code_only(source)
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
         .map(str::to_string)
         .collect()
+}
+
+/// `source` with each comment and each string or character literal blanked out, as the
+/// preprocessor sees it: a line comment ends at a newline not preceded by a backslash, a block
+/// comment at the first `*/`, a literal at its unescaped closing quote or the line's end.
+fn code_only(source: &str) -> String {
+    #[derive(Clone, Copy, PartialEq)]
+    enum In {
+        Code,
+        LineComment,
+        BlockComment,
+        Literal(char),
+    }
+    let mut code = String::with_capacity(source.len());
+    let mut state = In::Code;
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        state = match (state, c) {
+            (In::Code, '/') if chars.peek() == Some(&'/') => In::LineComment,
+            (In::Code, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                In::BlockComment
+            }
+            (In::Code, '"' | '\'') => In::Literal(c),
+            (In::Code, _) => {
+                code.push(c);
+                continue;
+            }
+            (In::LineComment | In::Literal(_), '\\') => {
+                chars.next();
+                state
+            }
+            (In::LineComment | In::Literal(_), '\n') => In::Code,
+            (In::Literal(quote), _) if c == quote => In::Code,
+            (In::BlockComment, '*') if chars.peek() == Some(&'/') => {
+                chars.next();
+                In::Code
+            }
+            _ => state,
+        };
+        code.push(if c == '\n' { '\n' } else { ' ' });
+    }
+    code
 }
 
 #[cfg(test)]

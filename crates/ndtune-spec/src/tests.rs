@@ -243,6 +243,23 @@ fn source_names_are_whole_words() {
 }
 
 #[test]
+fn names_only_in_comments_or_literals_are_not_the_codes() {
+    let text = "// BX x BY work-items \\\n  still CONT\n/* BLOCK\n * LINES */ int a = TX; /**/ int b = TY;\n\
+                printf(\"Q=%d \\\" QQ\", R); char c = 'S'; char d = '\\''; int e = T2; // END";
+    let ids = crate::source_names(text);
+    for w in [
+        "int", "a", "TX", "b", "TY", "printf", "R", "c", "d", "e", "T2",
+    ] {
+        assert!(ids.contains(w), "{w} is code");
+    }
+    for w in [
+        "BX", "BY", "still", "CONT", "BLOCK", "LINES", "Q", "QQ", "S", "END",
+    ] {
+        assert!(!ids.contains(w), "{w} is not code");
+    }
+}
+
+#[test]
 fn the_platform_model_is_chosen_by_name() {
     use ndtune_space::platform::Model;
     let spec = |platform: &str| {
