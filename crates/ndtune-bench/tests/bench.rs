@@ -167,9 +167,10 @@ fn one_run_reads_every_buffer_back_or_ends_as_its_outcome() {
 }
 
 #[test]
-fn configurations_share_builds_when_the_source_ignores_a_parameter() {
+fn configurations_share_builds_when_the_code_ignores_a_parameter() {
     let dir = tempfile::tempdir().unwrap();
-    let kernel = "__kernel void copy(__global const float *x, __global float *y) { size_t i = get_global_id(0); y[i] = x[i]; }";
+    // Comments may name the parameter: the code does not use it.
+    let kernel = "// y = x, WG work-items a group\n__kernel void copy(__global const float *x, __global float *y) { /* any WG */ size_t i = get_global_id(0); y[i] = x[i]; }";
     std::fs::write(dir.path().join("copy.cl"), kernel).unwrap();
     let text = format!(
         "[kernel]\nname = \"copy\"\nsource = \"copy.cl\"\n[constants]\nN = 64\n[params]\nWG = [1, 2, 4]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n{ARGS}[verify]\noutputs = [\"y\"]\nreference = {{ config = {{ WG = 1 }} }}\n"
