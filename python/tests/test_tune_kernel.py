@@ -188,15 +188,19 @@ sys.path.insert(0, sys.argv[1])
 from kernels import VECTOR_ADD, vector_add_args
 tune_kernel("vector_add", VECTOR_ADD, 1 << 16, vector_add_args(1 << 16),
             {"block_size_x": [1, 2, 4, 8, 16, 32, 64, 128, 256], "unused": list(range(20))},
-            iterations=5, quiet=True)
+            iterations=5, quiet=True, pool=eval(sys.argv[2]))
 """
 
 
-def test_ctrl_c_keeps_what_was_measured_and_a_rerun_resumes(own_directory):
+# Ctrl-C signals this process alone, as a notebook's interrupt does: with a pool, the workers are
+# stopped by the campaign, not by the signal.
+@pytest.mark.parametrize("pool", [None, [0, 0]])
+def test_ctrl_c_keeps_what_was_measured_and_a_rerun_resumes(own_directory, pool):
     import signal
     import time
     here = os.path.dirname(os.path.abspath(__file__))
-    child = subprocess.Popen([sys.executable, "-c", CAMPAIGN, here], stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", CAMPAIGN, here, repr(pool)], stderr=subprocess.PIPE,
+                             text=True)
     count = 0
     deadline = time.time() + 120
     while count < 3 and time.time() < deadline and child.poll() is None:

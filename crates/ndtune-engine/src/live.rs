@@ -128,7 +128,7 @@ impl Live<'_> {
         let codec = self.codec;
         let held: Option<(&str, Vec<Point>)> = match (&mut self.claims, &mut self.guard) {
             (Some(c), _) => {
-                let points = std::mem::take(&mut c.held).into();
+                let points = c.take_unmeasured();
                 Some((&c.share.worker, points))
             }
             (None, Some(g)) => {
@@ -275,6 +275,9 @@ impl Live<'_> {
         }
         if let Some(guard) = &mut self.guard {
             guard.measured(point);
+        }
+        if let Some(claims) = &mut self.claims {
+            claims.measured(point);
         }
         self.note_best(config, &outcome);
         self.racing.note(&outcome);

@@ -61,6 +61,9 @@ pub(crate) struct Claims {
     ahead: Vec<Point>,
     /// Points this worker claimed and has not measured yet, in claim order.
     pub held: VecDeque<Point>,
+    /// The claimed point being measured now, until its result is recorded: a campaign stopped
+    /// meanwhile gives it back with the others.
+    in_flight: Option<Point>,
     _heartbeat: Heartbeat,
 }
 
@@ -73,6 +76,7 @@ impl Claims {
             depth: depth.max(1),
             ahead: Vec::new(),
             held: VecDeque::new(),
+            in_flight: None,
             _heartbeat: heartbeat,
         })
     }
@@ -92,6 +96,22 @@ impl Claims {
     /// claims a configuration it holds gets it back).
     pub fn measuring(&mut self, point: &[i64]) {
         self.ahead.retain(|p| p != point);
+        self.in_flight = Some(point.to_vec());
+    }
+
+    /// `point`'s result is recorded (its claim completed).
+    pub fn measured(&mut self, point: &[i64]) {
+        if self.in_flight.as_deref() == Some(point) {
+            self.in_flight = None;
+        }
+    }
+
+    /// The points claimed and not measured (the one in flight included), forgotten here (to
+    /// give them back, [`give_back`]).
+    pub fn take_unmeasured(&mut self) -> Vec<Point> {
+        let mut points: Vec<Point> = std::mem::take(&mut self.held).into();
+        points.extend(self.in_flight.take());
+        points
     }
 
     /// Claims points of the announced order until `depth` are held; `known` tells the points

@@ -31,6 +31,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use serde_json::{json, Value as Json};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -293,7 +294,19 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
     let objective = &spec.metrics.objective().metric;
     let unit = spec.metrics.unit(objective).unwrap_or_default();
     let mut results: Vec<Json> = Vec::new();
-    let mut interrupted: Option<PyErr> = None;
+    // Ctrl-C reaches Python's handler, which only notes it: look whenever the campaign reports
+    // (a configuration done, a pool's progress), and stop the workers as a signal to the CLI
+    // does. A notebook's interrupt signals this process alone, not a pool's workers.
+    let interrupted: RefCell<Option<PyErr>> = RefCell::new(None);
+    let look_for_ctrl_c = || {
+        let mut seen = interrupted.borrow_mut();
+        if seen.is_none() {
+            if let Err(e) = py.check_signals() {
+                *seen = Some(e);
+                ndtune_bench::children::stop(libc::SIGINT);
+            }
+        }
+    };
     let options = Options {
         strategy: call.strategy.clone(),
         budget: call.budget,
@@ -352,14 +365,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                 if let Some(v) = best {
                     bar.set_message(format!("best {objective} {v:.4} {unit}"));
                 }
-                // Ctrl-C reaches Python's handler, which only notes it: look between two
-                // configurations, and stop the workers as a signal to the CLI does.
-                if interrupted.is_none() {
-                    if let Err(e) = py.check_signals() {
-                        interrupted = Some(e);
-                        ndtune_bench::children::stop(libc::SIGINT);
-                    }
-                }
+                look_for_ctrl_c();
             }
             Event::Warning(message) => bar.println(format!("{label}: {message}")),
         };
@@ -372,7 +378,10 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                     PoolEvent::Started { total, .. } => {
                         bar.set_length(total.try_into().unwrap_or(u64::MAX))
                     }
-                    PoolEvent::Progress { results, .. } => bar.set_position(results),
+                    PoolEvent::Progress { results, .. } => {
+                        bar.set_position(results);
+                        look_for_ctrl_c();
+                    }
                     PoolEvent::Said { label, line } => bar.println(format!("{label}: {line}")),
                     // The last pass reads every result back, counting them again.
                     PoolEvent::LastPass => bar.set_position(0),
@@ -415,7 +424,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
             write_kt_cache(path, header, &records, &metrics).map_err(store_error)?;
         }
     }
-    if let Some(e) = interrupted {
+    if let Some(e) = interrupted.into_inner() {
         return Err(e);
     }
     let report = report.map_err(|e| CampaignError::new_err(e.to_string()))?;
