@@ -2,7 +2,7 @@
 //! `tune --worker` processes on a real PostgreSQL server started by the test, one killed with
 //! SIGKILL mid-campaign; a worker whose server restarts mid-campaign; `tune --pool` on SQLite;
 //! two plain `tune`s of one campaign at once; a warm start from another campaign of the same
-//! kernel; time budgets.
+//! kernel; time budgets; a worker stopped with SIGTERM mid-measurement.
 
 mod common;
 
@@ -332,4 +332,30 @@ fn a_time_budget_stops_the_search_and_bad_durations_are_named() {
     assert_eq!(v["devices"][0]["evaluated"], 0, "{v}");
     let err = fails(&["tune", &spec, "--db", db, "--time", "ten minutes"]);
     assert!(err.contains("`ten minutes` is not a duration"), "{err}");
+}
+
+#[test]
+fn a_worker_stopped_mid_measurement_gives_back_every_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("stopped.db");
+    let db = db.to_str().unwrap();
+    let mut stopped = worker(dir.path(), &spec, db, "0", "stopped");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while status(db).map_or(0, |s| s.results) < 2 {
+        assert!(Instant::now() < deadline, "nothing measured in 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Most of a worker's time goes to measuring: the signal finds a claimed configuration in
+    // flight, besides those claimed ahead.
+    // SAFETY: kill(2) of the child started above.
+    unsafe {
+        libc::kill(stopped.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let exit = stopped.wait().unwrap();
+    let err = std::fs::read_to_string(dir.path().join("stopped.err")).unwrap();
+    assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
+    let s = status(db).unwrap();
+    assert!(s.results < CONFIGURATIONS, "stopped before the end: {s:?}");
+    assert!(s.workers.iter().all(|w| w.claimed == 0), "{s:?}");
 }
