@@ -151,8 +151,9 @@ impl Processes {
     }
 }
 
-/// How a campaign searches and measures.
-#[derive(Debug, Clone)]
+/// How a campaign searches and measures. A pool sends it whole to its workers (all but the
+/// sharing, which each worker sets for itself), so that a new option reaches them too.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// A strategy name from [`ndtune_search::STRATEGY_NAMES`].
     pub strategy: String,
@@ -164,10 +165,12 @@ pub struct Options {
     /// Measure first the configurations that did best elsewhere ([`warm_points`]).
     pub warm_start: bool,
     /// Share the campaign with other workers through the store's claims.
+    #[serde(skip)]
     pub share: Option<Share>,
     /// Without `share`: claim each configuration just before measuring it, as this worker, so
     /// that another process tuning the same campaign in the same store never measures it too
     /// (see [`share`]).
+    #[serde(skip)]
     pub guard: Option<Share>,
     /// Seed of the strategy and of the input data.
     pub seed: u64,

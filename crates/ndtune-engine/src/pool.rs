@@ -14,7 +14,7 @@ use ndtune_cl::ClDevice;
 use ndtune_core::Value;
 use ndtune_search::Budget;
 use ndtune_space::problem::Target;
-use ndtune_spec::{Race, Spec};
+use ndtune_spec::Spec;
 use ndtune_store::{Store, WorkerStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -83,19 +83,10 @@ struct PoolJob {
     /// The device's selector.
     device: String,
     worker: String,
-    strategy: String,
-    budget: Option<usize>,
-    time: Option<Duration>,
-    warm_start: bool,
-    seed: u64,
-    timeout: Option<Duration>,
-    build_jobs: usize,
-    advice_prior: bool,
-    race: Option<(f64, f64)>,
     lease: Duration,
     db_retry: Duration,
-    /// How the worker starts its own measurement and build workers.
-    processes: crate::Processes,
+    /// The pool's options (its `share` and `guard` are not sent: the worker shares as `worker`).
+    options: Options,
 }
 
 impl Pool<'_> {
@@ -249,24 +240,14 @@ impl Pool<'_> {
     }
 
     fn job(&self, device: &ClDevice, worker: String) -> PoolJob {
-        let o = &self.options;
         PoolJob {
             spec: std::fs::canonicalize(&self.spec.path).unwrap_or_else(|_| self.spec.path.clone()),
             overrides: self.overrides.clone(),
             device: device.selector(),
             worker,
-            strategy: o.strategy.clone(),
-            budget: o.budget,
-            time: o.time,
-            warm_start: o.warm_start,
-            seed: o.seed,
-            timeout: o.timeout,
-            build_jobs: o.build_jobs,
-            advice_prior: o.advice_prior,
-            race: o.race.map(|r| (r.margin, r.confidence)),
             lease: self.lease,
             db_retry: self.db_retry,
-            processes: o.processes.clone(),
+            options: self.options.clone(),
         }
     }
 }
@@ -348,27 +329,14 @@ fn serve_job() -> Result<(), String> {
     let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| e.to_string())?;
     let found = ndtune_cl::discover().map_err(|e| e.to_string())?;
     let device = ClDevice::pick(&found, &job.device)?;
-    let race = job
-        .race
-        .map(|(margin, confidence)| Race::new(margin, confidence))
-        .transpose()?;
     let options = Options {
-        strategy: job.strategy,
-        budget: job.budget,
-        time: job.time,
-        warm_start: job.warm_start,
         share: Some(Share {
             worker: job.worker,
             lease: job.lease,
             location: location.clone(),
         }),
         guard: None,
-        seed: job.seed,
-        timeout: job.timeout,
-        build_jobs: job.build_jobs,
-        advice_prior: job.advice_prior,
-        race,
-        processes: job.processes,
+        ..job.options
     };
     let label = device.label();
     // What the campaign tells goes to standard error, which the pool shows under the device.
@@ -394,6 +362,36 @@ fn serve_job() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndtune_spec::Race;
+
+    #[test]
+    fn a_pool_worker_gets_every_option_but_the_sharing() {
+        let options = Options {
+            strategy: "bo".into(),
+            budget: Some(42),
+            time: Some(Duration::from_secs(7)),
+            warm_start: true,
+            share: None,
+            guard: Some(Share {
+                worker: "front".into(),
+                lease: Duration::from_secs(60),
+                location: "x.db".into(),
+            }),
+            seed: 9,
+            timeout: Some(Duration::from_millis(1500)),
+            build_jobs: 3,
+            race: Some(Race::new(0.25, 0.9).unwrap()),
+            advice_prior: false,
+            processes: crate::Processes::new("/bin/ndtune".into()),
+        };
+        let line = serde_json::to_string(&options).unwrap();
+        let got: Options = serde_json::from_str(&line).unwrap();
+        let without_sharing = Options {
+            guard: None,
+            ..options
+        };
+        assert_eq!(format!("{got:?}"), format!("{without_sharing:?}"));
+    }
 
     #[test]
     fn build_jobs_share_the_cores_among_workers() {

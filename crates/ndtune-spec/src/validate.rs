@@ -294,7 +294,7 @@ impl Default for Measure {
 /// once its fastest run so far is above the best score of the campaign times `1 + margin` times
 /// the campaign's measurement noise at `confidence` (`ndtune_bench::race`). A configuration that
 /// could be the best always gets the protocol's runs.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Race {
     /// How much slower than the best, beyond the noise, a configuration must be to stop.
     pub margin: f64,
