@@ -78,6 +78,23 @@ def test_restriction_functions_as_kernel_tuner_calls_them():
     assert set(outcomes(results)) == {(32, 2), (64, 2)}
 
 
+def test_restriction_functions_leave_the_builds_to_the_build_workers(own_directory, monkeypatch):
+    # Functions that only choose configurations (or their grids) leave the code the spec's: the
+    # build workers build ahead what they allow, each build kept in the program cache.
+    cache = own_directory / "cache"
+    monkeypatch.setenv("NDTUNE_CACHE_DIR", str(cache))
+    args = vector_add_args(N)
+    results, env = tune_kernel("vadd", UNROLLED, N, args, PARAMS,
+                               restrictions=lambda p: p["unroll"] < 4,
+                               grid_div_x=["block_size_x", "unroll"], answer=answer(args),
+                               build_jobs=2, quiet=True)
+    assert outcomes(results) == {(b, u): "measured" for b in (32, 64) for u in (1, 2)}
+    assert env["ndtune_report"]["time"]["build_workers_s"] > 0
+    # One program per configuration the restriction allows (every parameter is a define, as in
+    # Kernel Tuner); the two with unroll=4, excluded, were never built.
+    assert len(list((cache / "programs").iterdir())) == 4
+
+
 def test_defines_replace_the_parameters_defines():
     args = vector_add_args(N)
     kernel = HEADER + """ {

@@ -43,9 +43,11 @@
 //! - With a [`PerConfig`] ([`Campaign::run_with`]), the front end that runs the campaign works
 //!   out in its own process what each configuration is before it is evaluated: excluded from
 //!   the space, or its own code and global size (the Python package's functions of the
-//!   parameters). Builds then happen in the measurement worker, one at a time: the build
-//!   workers build the spec's source. The front end may also check each configuration's
-//!   outputs itself ([`PerConfig::check`]: the Python package's `verify` function).
+//!   parameters). Where it generates code, builds happen in the measurement worker, one at a
+//!   time (the build workers build the spec's source); where it only excludes points or sets
+//!   global sizes, the build workers build ahead what it does not exclude. The front end may
+//!   also check each configuration's outputs itself ([`PerConfig::check`]: the Python
+//!   package's `verify` function).
 //!
 //! - [`pool::Pool`]: one campaign shared by identical local devices, a worker process each.
 //! - [`Tuning`]: one spec tuned on one device as every front end does it: pruned, its space's
@@ -279,6 +281,11 @@ pub trait PerConfig {
     /// the campaign.
     fn configure(&mut self, config: &Config) -> Result<Option<Generated>, String>;
 
+    /// Whether [`PerConfig::configure`] may give a configuration code of its own. Where it never
+    /// does, the build workers build the spec's source ahead as in any campaign (the points it
+    /// excludes left out); where it may, each configuration is built when it is measured.
+    fn generates_code(&self) -> bool;
+
     /// The outputs the front end checks itself after each measured configuration's
     /// verification run, and where they are written; `None`: it checks none.
     fn own_check(&self) -> Option<&OwnCheck>;
@@ -412,7 +419,8 @@ impl Campaign<'_> {
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile.device_type == DeviceType::Cpu;
-        let pool = (self.options.build_jobs > 1 && per_config.is_none())
+        let builds_ahead = per_config.as_ref().is_none_or(|p| !p.generates_code());
+        let pool = (self.options.build_jobs > 1 && builds_ahead)
             .then(|| {
                 BuildPool::new(
                     self.options.processes.command("__builder"),

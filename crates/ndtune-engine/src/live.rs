@@ -497,6 +497,11 @@ impl Live<'_> {
             .filter(|p| !self.existing.contains_key(&self.config(p)))
             .cloned()
             .collect();
+        // What the front end excludes is never built: it is asked about each point now.
+        let points: Vec<Point> = match (&self.pool, self.per_config.is_some()) {
+            (Some(_), true) => points.into_iter().filter(|p| !self.excluded(p)).collect(),
+            _ => points,
+        };
         if let Some(claims) = &mut self.claims {
             claims.announce(&points);
             self.top_up();

@@ -197,6 +197,9 @@ struct Call {
 struct PyPerConfig<'py> {
     callable: Bound<'py, PyAny>,
     check: Option<OwnCheck>,
+    /// The callable's `generates`: whether it may give a configuration code of its own (true
+    /// where it does not say).
+    generates: bool,
     raised: Option<PyErr>,
 }
 
@@ -222,6 +225,10 @@ impl PerConfig for PyPerConfig<'_> {
         }
     }
 
+    fn generates_code(&self) -> bool {
+        self.generates
+    }
+
     fn own_check(&self) -> Option<&OwnCheck> {
         self.check.as_ref()
     }
@@ -245,6 +252,10 @@ fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyR
     let call: Call = serde_json::from_str(call)
         .map_err(|e| NdtuneError::new_err(format!("the call to _ndtune.tune: {e}")))?;
     let mut per_config = per_config.map(|callable| PyPerConfig {
+        generates: callable
+            .getattr("generates")
+            .and_then(|g| g.extract::<bool>())
+            .unwrap_or(true),
         callable,
         check: call.check.clone(),
         raised: None,
