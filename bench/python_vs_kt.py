@@ -1,10 +1,13 @@
 """One Kernel Tuner style script run both ways: Kernel Tuner 1.5's tune_kernel and ndtune's, on
 the same device; prints the wall time and the best configuration of each as JSON.
 
-    python bench/python_vs_kt.py [--size N] [--out FILE]
+    python bench/python_vs_kt.py [--size N] [--out FILE] [--restriction-function]
+                                 [--build-jobs N] [--no-kt]
 
 A matrix multiply with local-memory tiles (block sizes, work per thread, tiles): 2D grid_div and
-restrictions as Kernel Tuner scripts write them. ndtune starts from an empty store each time.
+restrictions as Kernel Tuner scripts write them (`--restriction-function`: as one Python
+function, which ndtune calls per configuration). ndtune starts from an empty store each time;
+`--build-jobs` is its `build_jobs` (default: its own); `--no-kt` runs ndtune only.
 """
 
 import argparse
@@ -43,7 +46,9 @@ __kernel void matmul(__global float *C, __global const float *A, __global const 
 """
 
 
-def call(n):
+def call(n, restriction_function=False):
+    if restriction_function and n % 128:
+        raise SystemExit("--restriction-function needs a size divisible by 128")
     rng = np.random.default_rng(1)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
@@ -57,7 +62,13 @@ def call(n):
     options = dict(
         grid_div_x=["block_size_x", "tile_x"],
         grid_div_y=["block_size_y", "tile_y"],
-        restrictions=["block_size_x == block_size_y * tile_y", f"{n} % (block_size_x * tile_x) == 0"],
+        # Kernel Tuner 1.5 recompiles a restriction function from its source, without its
+        # closure: the function cannot name `n`, and needs no term for it where the largest
+        # block_size_x * tile_x, 128, divides n.
+        restrictions=(
+            (lambda p: p["block_size_x"] == p["block_size_y"] * p["tile_y"])
+            if restriction_function else
+            ["block_size_x == block_size_y * tile_y", f"{n} % (block_size_x * tile_x) == 0"]),
         iterations=7,
         quiet=True,
     )
@@ -74,15 +85,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--out")
+    parser.add_argument("--restriction-function", action="store_true")
+    parser.add_argument("--build-jobs", type=int)
+    parser.add_argument("--no-kt", action="store_true")
     a = parser.parse_args()
-    report = {"size": a.size}
-    positional, options = call(a.size)
-    import kernel_tuner
-    t = time.perf_counter()
-    results, _ = kernel_tuner.tune_kernel(*positional, lang="OpenCL", **options)
-    wall = time.perf_counter() - t
-    config, ms, n = best(results)
-    report["kernel_tuner"] = {"wall_s": wall, "best": config, "best_ms": ms, "measured": n}
+    report = {"size": a.size, "restriction_function": a.restriction_function,
+              "build_jobs": a.build_jobs}
+    positional, options = call(a.size, a.restriction_function)
+    if not a.no_kt:
+        import kernel_tuner
+        t = time.perf_counter()
+        results, _ = kernel_tuner.tune_kernel(*positional, lang="OpenCL", **options)
+        wall = time.perf_counter() - t
+        config, ms, n = best(results)
+        report["kernel_tuner"] = {"wall_s": wall, "best": config, "best_ms": ms, "measured": n}
+    if a.build_jobs is not None:
+        options["build_jobs"] = a.build_jobs
     import ndtune
     with tempfile.TemporaryDirectory() as d:
         os.environ["NDTUNE_PYTHON_DIR"] = os.path.join(d, "specs")
