@@ -4,47 +4,71 @@
 //!
 //! Each is compiled once with clang, together with a small `main` ndtune writes and the header
 //! `ndtune.h` beside it ([`HEADER`]: the C ABI, included in the user's file for them so that a
-//! wrong signature does not compile), into a program that reads the arguments on stdin, calls
-//! the function and writes its verdict and every buffer back on stdout. A separate process: a
-//! function that crashes cannot take the worker with it, and no foreign code is loaded into
-//! ndtune.
+//! wrong signature does not compile), into a program that maps the arguments from a memory
+//! file, calls the function and writes its verdict (and a reference's buffers) on stdout. A
+//! separate process: a function that crashes cannot take the worker with it, and no foreign
+//! code is loaded into ndtune.
 
 use ndtune_core::Value;
 use ndtune_spec::ElemType;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 /// The C ABI of host functions (`ndtune.h`).
 pub const HEADER: &str = include_str!("ndtune.h");
 
-/// The driver around the user's function. Input, in host byte order: the counts of buffers,
-/// scalars, parameters and constants (u64 each); per buffer its name, type (u64), byte length
-/// (u64), initial bytes, then 1 (u64) where its data are those bytes, else 0 and the data bytes;
-/// per scalar its name, type and 8 bytes of value (the type's bytes first); per parameter and
-/// constant its name, kind (u64), integer (i64), real (f64) and text. A name or text is a u64
-/// length and its bytes. Output: the verdict (u64, 0 for right), the message, then for a
-/// reference every buffer's data after the call.
+/// The driver around the user's function. Input: a memory file (its descriptor and the header's
+/// offset are the program's arguments) holding each buffer's initial bytes and data at
+/// multiples of [`PAGE`] (data equal to the initial bytes are the same bytes, mapped twice),
+/// then the header, in host byte order: the counts of buffers, scalars, parameters and
+/// constants (u64 each); per buffer its name, type (u64), byte length, initial bytes' and
+/// data's offsets (u64 each); per scalar its name, type and 8 bytes of value (the type's bytes
+/// first); per parameter and constant its name, kind (u64), integer (i64), real (f64) and text.
+/// A name or text is a u64 length and its bytes. Each buffer is mapped privately where it lies:
+/// nothing is copied but what the function writes. Output, on stdout: the verdict (u64, 0 for
+/// right), the message, then for a reference every buffer's data after the call.
 const MAIN: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include "ndtune.h"
 
 static void need(int ok, const char *what) {
     if (!ok) { fprintf(stderr, "ndtune host function: %s\n", what); exit(2); }
 }
+/* The input file (argv[1], a descriptor) and the part of it being read: the header. */
+static int input;
+static const unsigned char *cursor, *end;
 static unsigned long long number(void) {
     unsigned long long v;
-    need(fread(&v, 8, 1, stdin) == 1, "short input");
+    need(end - cursor >= 8, "short input");
+    memcpy(&v, cursor, 8);
+    cursor += 8;
     return v;
 }
 static char *bytes(size_t n) {
+    need((size_t)(end - cursor) >= n, "short input");
     char *p = malloc(n + 1);
     need(p != NULL, "out of memory");
-    need(fread(p, 1, n, stdin) == n, "short input");
+    memcpy(p, cursor, n);
+    cursor += n;
     p[n] = 0;
+    return p;
+}
+/* A private, writable mapping of n bytes of the input at offset (a multiple of the page size):
+   the bytes are the file's, copied only where written. */
+static char *region(unsigned long long offset, size_t n) {
+    if (n == 0) return calloc(1, 1);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, input, (off_t)offset);
+    need(p != MAP_FAILED, "cannot map the input");
     return p;
 }
 static const char *text(void) { return bytes(number()); }
@@ -54,13 +78,24 @@ static const ndtune_value *values(size_t n) {
     for (size_t k = 0; k < n; ++k) {
         v[k].name = text();
         v[k].kind = (ndtune_kind)number();
-        need(fread(&v[k].i, 8, 1, stdin) == 1 && fread(&v[k].f, 8, 1, stdin) == 1, "short input");
+        unsigned long long i = number(), f = number();
+        memcpy(&v[k].i, &i, 8);
+        memcpy(&v[k].f, &f, 8);
         v[k].text = text();
     }
     return v;
 }
 static const size_t SIZE[] = { 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8 };
-int main(void) {
+int main(int argc, char **argv) {
+    need(argc == 3, "usage: program INPUT_FD HEADER_OFFSET");
+    input = atoi(argv[1]);
+    unsigned long long header = strtoull(argv[2], NULL, 10);
+    struct stat st;
+    need(fstat(input, &st) == 0 && (unsigned long long)st.st_size >= header, "no input");
+    const unsigned char *file = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, input, 0);
+    need(file != MAP_FAILED, "cannot map the input");
+    cursor = file + header;
+    end = file + st.st_size;
     ndtune_args a;
     a.num_buffers = number();
     a.num_scalars = number();
@@ -75,21 +110,15 @@ int main(void) {
         buffers[k].type = (ndtune_type)number();
         size[k] = number();
         buffers[k].len = size[k] / SIZE[buffers[k].type];
-        buffers[k].initial = bytes(size[k]);
-        if (number()) {
-            /* The data are the initial bytes (an input the kernel left as it was). */
-            char *data = malloc(size[k] + 1);
-            need(data != NULL, "out of memory");
-            memcpy(data, buffers[k].initial, size[k]);
-            buffers[k].data = data;
-        } else {
-            buffers[k].data = bytes(size[k]);
-        }
+        buffers[k].initial = region(number(), size[k]);
+        buffers[k].data = region(number(), size[k]);
     }
     for (size_t k = 0; k < a.num_scalars; ++k) {
         scalars[k].name = text();
         scalars[k].type = (ndtune_type)number();
-        need(fread(&scalars[k].value, 8, 1, stdin) == 1, "short input");
+        need(end - cursor >= 8, "short input");
+        memcpy(&scalars[k].value, cursor, 8);
+        cursor += 8;
     }
     a.buffers = buffers;
     a.scalars = scalars;
@@ -232,8 +261,47 @@ fn type_code(ty: ElemType) -> u64 {
         .expect("every type is listed") as u64
 }
 
-fn run(source: &Path, function: &str, role: Role, args: &HostArgs) -> Result<Answer, String> {
+/// The input file of this process's host functions: a memory file (`memfd_create`), kept and
+/// rewritten for each call (its pages stay allocated between calls of one size), which the
+/// program inherits and maps.
+static INPUT: Mutex<Option<File>> = Mutex::new(None);
+
+/// Buffers lie in the input at multiples of this (the page size or a multiple of it), so that
+/// the program maps each where it lies.
+const PAGE: u64 = 1 << 16;
+
+fn run<'a>(
+    source: &Path,
+    function: &str,
+    role: Role,
+    args: &'a HostArgs<'a>,
+) -> Result<Answer, String> {
     let program = compile(source, function, role)?;
+    let mut held = INPUT.lock().unwrap_or_else(|p| p.into_inner());
+    let file = match held.as_mut() {
+        Some(file) => file,
+        None => held.insert(memory_file()?),
+    };
+    // Each buffer's bytes at an aligned offset, data equal to the initial bytes (the inputs,
+    // nearly always) written once; the header after them.
+    let mut placed: Vec<(u64, &[u8])> = Vec::new();
+    let mut offsets = Vec::new();
+    let mut next = 0u64;
+    let mut place = |bytes: &'a [u8]| {
+        let at = next;
+        next = (at + bytes.len() as u64).div_ceil(PAGE) * PAGE;
+        placed.push((at, bytes));
+        at
+    };
+    for b in &args.buffers {
+        let initial = place(b.initial);
+        let data = match b.data == b.initial {
+            true => initial,
+            false => place(b.data),
+        };
+        offsets.push((initial, data));
+    }
+    let header_at = next;
     let mut input = Vec::new();
     for n in [
         args.buffers.len(),
@@ -243,16 +311,12 @@ fn run(source: &Path, function: &str, role: Role, args: &HostArgs) -> Result<Ans
     ] {
         input.extend((n as u64).to_ne_bytes());
     }
-    for b in &args.buffers {
+    for (b, (initial, data)) in args.buffers.iter().zip(&offsets) {
         put(&mut input, b.name.as_bytes());
         input.extend(type_code(b.ty).to_ne_bytes());
-        put(&mut input, b.initial);
-        // Data equal to the initial bytes (the inputs, nearly always) are not sent twice.
-        let same = b.data == b.initial;
-        input.extend(u64::from(same).to_ne_bytes());
-        if !same {
-            input.extend_from_slice(b.data);
-        }
+        input.extend((b.initial.len() as u64).to_ne_bytes());
+        input.extend(initial.to_ne_bytes());
+        input.extend(data.to_ne_bytes());
     }
     for s in &args.scalars {
         put(&mut input, s.name.as_bytes());
@@ -268,16 +332,28 @@ fn run(source: &Path, function: &str, role: Role, args: &HostArgs) -> Result<Ans
         input.extend(v.real.to_ne_bytes());
         put(&mut input, v.text.as_bytes());
     }
+    let written = file
+        .set_len(header_at + input.len() as u64)
+        .and_then(|()| {
+            placed
+                .iter()
+                .try_for_each(|(at, bytes)| file.write_all_at(bytes, *at))
+        })
+        .and_then(|()| file.write_all_at(&input, header_at));
+    written.map_err(|e| format!("cannot write the input of the host function: {e}"))?;
     let what = format!("{} {} `{function}`", role.noun(), source.display());
-    let mut child = Command::new(&program)
-        .stdin(Stdio::piped())
+    // The program inherits the input; other processes started meanwhile by other threads may
+    // too, for this moment only (it is close-on-exec otherwise).
+    set_inherited(file, true);
+    let spawned = Command::new(&program)
+        .arg(file.as_raw_fd().to_string())
+        .arg(header_at.to_string())
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-    // Feed stdin from a thread: the program may fill its stdout before it has read everything.
-    let mut stdin = child.stdin.take().expect("piped");
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+        .spawn();
+    set_inherited(file, false);
+    let mut child = spawned.map_err(|e| format!("cannot run {}: {e}", program.display()))?;
     let mut out = Vec::new();
     child
         .stdout
@@ -286,7 +362,6 @@ fn run(source: &Path, function: &str, role: Role, args: &HostArgs) -> Result<Ans
         .read_to_end(&mut out)
         .map_err(|e| e.to_string())?;
     let status = child.wait_with_output().map_err(|e| e.to_string())?;
-    let _ = feeder.join();
     if !status.status.success() {
         return Err(format!(
             "{what} failed ({}): {}",
@@ -320,6 +395,29 @@ fn run(source: &Path, function: &str, role: Role, args: &HostArgs) -> Result<Ans
         message,
         buffers,
     })
+}
+
+/// A memory file, close-on-exec.
+fn memory_file() -> Result<File, String> {
+    // SAFETY: memfd_create(2) with a NUL-terminated name; the descriptor is owned by the File.
+    let fd = unsafe { libc::memfd_create(c"ndtune-host-input".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!(
+            "cannot make the input of host functions: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Whether processes started from now on inherit `file` (clears or sets close-on-exec).
+fn set_inherited(file: &File, inherited: bool) {
+    let flags = if inherited { 0 } else { libc::FD_CLOEXEC };
+    // SAFETY: fcntl(2) F_SETFD on a descriptor `file` owns.
+    unsafe {
+        libc::fcntl(file.as_raw_fd(), libc::F_SETFD, flags);
+    }
 }
 
 /// The compiled program for a source, function and role, built once per content (cached in
