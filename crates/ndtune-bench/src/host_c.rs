@@ -116,9 +116,8 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < a.num_scalars; ++k) {
         scalars[k].name = text();
         scalars[k].type = (ndtune_type)number();
-        need(end - cursor >= 8, "short input");
-        memcpy(&scalars[k].value, cursor, 8);
-        cursor += 8;
+        unsigned long long value = number();
+        memcpy(&scalars[k].value, &value, 8);
     }
     a.buffers = buffers;
     a.scalars = scalars;

@@ -214,13 +214,7 @@ fn collect(
             Event::Started { total } => bar.set_length(total as u64),
             Event::Evaluated { .. } => {
                 bar.inc(1);
-                // Ctrl-C: stop the workers as a signal to the CLI does; what was measured stays.
-                if interrupted.is_none() {
-                    if let Err(e) = py.check_signals() {
-                        interrupted = Some(e);
-                        ndtune_bench::children::stop(libc::SIGINT);
-                    }
-                }
+                crate::look_for_ctrl_c(py, &mut interrupted);
             }
             Event::Warning(message) => bar.println(format!("{}: {message}", scenario.label)),
         };

@@ -242,6 +242,18 @@ impl PerConfig for PyPerConfig<'_> {
     }
 }
 
+/// Ctrl-C reaches Python's handler, which only notes it: where it was pressed and `seen` holds
+/// nothing yet, keeps the `KeyboardInterrupt` there and stops the campaign's workers as a
+/// signal to the CLI does (what was measured stays).
+pub(crate) fn look_for_ctrl_c(py: Python<'_>, seen: &mut Option<PyErr>) {
+    if seen.is_none() {
+        if let Err(e) = py.check_signals() {
+            *seen = Some(e);
+            ndtune_bench::children::stop(libc::SIGINT);
+        }
+    }
+}
+
 /// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store; with
 /// `per_config`, a callable asked about each configuration first ([`PyPerConfig`]). Returns
 /// JSON: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
@@ -305,19 +317,10 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
     let objective = &spec.metrics.objective().metric;
     let unit = spec.metrics.unit(objective).unwrap_or_default();
     let mut results: Vec<Json> = Vec::new();
-    // Ctrl-C reaches Python's handler, which only notes it: look whenever the campaign reports
-    // (a configuration done, a pool's progress), and stop the workers as a signal to the CLI
-    // does. A notebook's interrupt signals this process alone, not a pool's workers.
+    // Ctrl-C is looked for whenever the campaign reports (a configuration done, a pool's
+    // progress): a notebook's interrupt signals this process alone, not a pool's workers.
     let interrupted: RefCell<Option<PyErr>> = RefCell::new(None);
-    let look_for_ctrl_c = || {
-        let mut seen = interrupted.borrow_mut();
-        if seen.is_none() {
-            if let Err(e) = py.check_signals() {
-                *seen = Some(e);
-                ndtune_bench::children::stop(libc::SIGINT);
-            }
-        }
-    };
+    let look_for_ctrl_c = || look_for_ctrl_c(py, &mut interrupted.borrow_mut());
     let options = Options {
         strategy: call.strategy.clone(),
         budget: call.budget,
