@@ -6,13 +6,14 @@
 //! cargo run --release -p ndtune-bench --example verify_speed
 //! ```
 
-use ndtune_bench::verify::compare_bytes;
+use ndtune_bench::verify::{compare_bytes, Want};
 use ndtune_spec::ElemType;
 use std::time::Instant;
 
 fn main() {
     let n = 2048 * 2048;
     let expected: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 * 0.25).collect();
+    let want = Want::new(expected.clone(), ElemType::Float);
     let actual: Vec<u8> = expected
         .iter()
         .flat_map(|&e| (e as f32).to_ne_bytes())
@@ -20,7 +21,7 @@ fn main() {
     let mut times: Vec<f64> = (0..21)
         .map(|_| {
             let t = Instant::now();
-            compare_bytes("C", &expected, ElemType::Float, &actual, 1e-4, 2e-3).unwrap();
+            compare_bytes("C", &want, ElemType::Float, &actual, 1e-4, 2e-3).unwrap();
             t.elapsed().as_secs_f64() * 1e3
         })
         .collect();

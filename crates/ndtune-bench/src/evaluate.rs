@@ -18,7 +18,7 @@ use crate::data::{from_bytes, initial_bytes};
 use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::race::Limits;
-use crate::verify::compare_bytes;
+use crate::verify::{compare_bytes, Want};
 use crate::worker::{Generated, OwnCheck};
 use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
 use ndtune_core::{Advice, Energy, Outcome, Timing};
@@ -50,11 +50,6 @@ pub struct FrontCheck<'a> {
 pub struct Front<'a> {
     /// Its own check of the outputs.
     pub check: Option<FrontCheck<'a>>,
-    /// Called after the verification run, just before the warm-up and timed runs: the front
-    /// end quiets the machine then (stops the build workers of a CPU device), so that they go
-    /// on through everything untimed (the first launch, where PoCL compiles the kernel for
-    /// its work-group size; the verification).
-    pub before_timing: Option<&'a mut dyn FnMut() -> Result<(), Fatal>>,
 }
 
 /// Launch errors that mean the spec's arguments are wrong, not that this configuration is refused.
@@ -88,7 +83,7 @@ struct ReferenceKey {
 /// The outputs a reference computed; `id` tells them apart in the device's upload cache.
 struct Expected {
     id: u64,
-    outputs: Buffers,
+    outputs: BTreeMap<String, Want>,
 }
 
 /// Per argument, its buffer's bytes after one run ([`Bench::run_once`]); `None` for scalars and
@@ -790,13 +785,14 @@ impl Bench {
             let mut device_check = self.device_check.borrow_mut();
             if let Some(check) = device_check.as_mut() {
                 let started = Instant::now();
-                let loaded = check.load(&self.session, (i, expected.id), ty, buffer, want);
+                let loaded = check.load(&self.session, (i, expected.id), ty, buffer, &want.values);
                 self.add_data_time(started);
                 if loaded.is_err() {
                     // A driver that cannot build the comparison: the host compares from now on.
                     *device_check = None;
                 } else {
-                    match check.matches(&self.session, (i, expected.id), ty, buffer, want, verify) {
+                    let key = (i, expected.id);
+                    match check.matches(&self.session, key, ty, buffer, &want.values, verify) {
                         Ok(Some(true)) => continue,
                         Ok(_) => {}
                         // A driver that cannot run the comparison: the host compares from now on.
@@ -924,6 +920,17 @@ impl Bench {
             self.references.clear();
         }
         self.computed_references += 1;
+        let outputs = outputs
+            .into_iter()
+            .map(|(name, values)| {
+                let i = output_index(&self.spec, &name);
+                let want = match self.spec.args[i].kind {
+                    ArgKind::Buffer { ty, .. } => Want::new(values, ty),
+                    _ => unreachable!("validated: outputs are buffers"),
+                };
+                (name, want)
+            })
+            .collect();
         let expected = Rc::new(Expected {
             id: self.computed_references,
             outputs,
@@ -1128,10 +1135,7 @@ impl Bench {
         expected: Option<&Expected>,
         front: Front<'_>,
     ) -> Result<Outcome, RunError> {
-        let Front {
-            check,
-            before_timing,
-        } = front;
+        let Front { check } = front;
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         let mut warmup = self.spec.measure.warmup;
@@ -1158,9 +1162,6 @@ impl Bench {
             }
         }
         let (runs, best_of) = (self.spec.measure.runs, self.spec.measure.best_of);
-        if let Some(quiet) = before_timing {
-            quiet()?;
-        }
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }

@@ -148,8 +148,7 @@ impl Supervisor {
     /// Evaluates one configuration in the worker, with the program binary a build worker made
     /// for it where there is one, the limits that stop its timing early where racing, and the
     /// code or global size the front end generated for it, and the outputs the front end checks
-    /// with `verdict` (the time it takes is not the worker's: no part of the deadline); `quiet`
-    /// is called when the worker's timed runs are next (it stops what would disturb them). A
+    /// with `verdict` (the time it takes is not the worker's: no part of the deadline). A
     /// crash or a hang is an outcome; only a fatal answer (a broken spec, kernel or reference)
     /// or a failed verdict is an error.
     ///
@@ -164,7 +163,6 @@ impl Supervisor {
         race: Option<&Limits>,
         generated: Option<&Generated>,
         mut check: Option<(&OwnCheck, Verdict<'_>)>,
-        mut quiet: Option<&mut dyn FnMut()>,
     ) -> Result<Evaluation, Fatal> {
         let first = self.evaluate_once(
             config,
@@ -174,7 +172,6 @@ impl Supervisor {
             check
                 .as_mut()
                 .map(|(own, verdict)| (*own, &mut **verdict as _)),
-            quiet.as_mut().map(|q| &mut **q as _),
         )?;
         let Outcome::Crashed {
             detail: first_death,
@@ -182,7 +179,7 @@ impl Supervisor {
         else {
             return Ok(first);
         };
-        let mut again = self.evaluate_once(config, binary, race, generated, check, quiet)?;
+        let mut again = self.evaluate_once(config, binary, race, generated, check)?;
         again.round_trip_ms += first.round_trip_ms;
         if let Outcome::Crashed { detail } = &mut again.outcome {
             *detail = format!("{detail}, and before that, in another worker: {first_death}");
@@ -197,7 +194,6 @@ impl Supervisor {
         race: Option<&Limits>,
         generated: Option<&Generated>,
         mut check: Option<(&OwnCheck, Verdict<'_>)>,
-        mut quiet: Option<&mut dyn FnMut()>,
     ) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
@@ -210,30 +206,23 @@ impl Supervisor {
             race: race.cloned(),
             generated: generated.cloned(),
             check: check.as_ref().map(|(own, _)| (*own).clone()),
-            quiet: quiet.is_some(),
         })
         .expect("serialises");
         let started = Instant::now();
         let mut answered = worker.ask(&request, deadline);
-        // The front end's part in the middle of the evaluation: a verdict on the outputs, the
-        // machine quieted for the timed runs. Its time is no part of the worker's deadline.
+        // The front end's part in the middle of the evaluation: a verdict on the outputs. Its
+        // time is no part of the worker's deadline.
         let mut front_end = Duration::ZERO;
         while let Ok(line) = &answered {
             let asked = Instant::now();
-            let reply = match (serde_json::from_str(line), check.as_mut(), quiet.as_mut()) {
-                (Ok(Response::Check { outputs }), Some((_, verdict)), _) => {
-                    match verdict(&outputs) {
-                        Ok(wrong) => Request::Checked { wrong },
-                        Err(why) => {
-                            self.stop();
-                            return Err(Fatal(why));
-                        }
+            let reply = match (serde_json::from_str(line), check.as_mut()) {
+                (Ok(Response::Check { outputs }), Some((_, verdict))) => match verdict(&outputs) {
+                    Ok(wrong) => Request::Checked { wrong },
+                    Err(why) => {
+                        self.stop();
+                        return Err(Fatal(why));
                     }
-                }
-                (Ok(Response::Timing), _, Some(quiet)) => {
-                    quiet();
-                    Request::Quiet
-                }
+                },
                 _ => break,
             };
             front_end += asked.elapsed();
@@ -328,7 +317,7 @@ fi"#;
     fn a_worker_that_died_once_is_asked_again_in_a_fresh_one_whose_answer_counts() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = supervisor(dir.path().join("died"), false);
-        let e = s.evaluate(&[1], None, None, None, None, None).unwrap();
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
         let refused = Outcome::Refused {
             error: "stand-in".into(),
         };
@@ -339,7 +328,7 @@ fi"#;
     fn a_configuration_that_kills_two_workers_is_crashed_and_says_both() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = supervisor(dir.path().join("died"), true);
-        let e = s.evaluate(&[1], None, None, None, None, None).unwrap();
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
         let Outcome::Crashed { detail } = &e.outcome else {
             panic!("{:?}", e.outcome)
         };

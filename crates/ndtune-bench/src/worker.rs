@@ -63,8 +63,7 @@ pub enum Request {
     /// Evaluate a configuration (values in parameter order); `binary`: a file holding the
     /// program binary a build worker made for its build options, loaded instead of compiling;
     /// `race`: when its timing stops early ([`crate::race`]); `generated`: its own code or
-    /// global size; `check`: the outputs the front end checks; `quiet`: say
-    /// [`Response::Timing`] before the timed runs and wait for [`Request::Quiet`].
+    /// global size; `check`: the outputs the front end checks.
     Evaluate {
         config: Vec<i64>,
         binary: Option<PathBuf>,
@@ -74,11 +73,7 @@ pub enum Request {
         generated: Option<Generated>,
         #[serde(default)]
         check: Option<OwnCheck>,
-        #[serde(default)]
-        quiet: bool,
     },
-    /// The front end quieted the machine after [`Response::Timing`]: the timed runs may start.
-    Quiet,
     /// The front end's verdict on the outputs of [`Response::Check`]: why they are wrong, or
     /// `None` where they are right.
     Checked { wrong: Option<String> },
@@ -98,8 +93,6 @@ pub enum Response {
     Check {
         outputs: BTreeMap<String, PathBuf>,
     },
-    /// The timed runs are next: the front end quiets the machine, then says [`Request::Quiet`].
-    Timing,
     Fatal(String),
 }
 
@@ -224,28 +217,21 @@ impl Service for Bench {
             race,
             generated,
             check,
-            quiet,
         } = request
         else {
             return Err(Fatal("an answer without a question".into()));
         };
         self.generate(generated);
-        // Both the check and the quieting ask the front end in the middle of the evaluation.
-        let ask = std::cell::RefCell::new(ask);
-        let mut verdict = |outputs| match (ask.borrow_mut())(Response::Check { outputs })? {
+        // The check asks the front end in the middle of the evaluation.
+        let mut verdict = |outputs| match ask(Response::Check { outputs })? {
             Request::Checked { wrong } => Ok(wrong),
             _ => Err(Fatal("another answer than a verdict".into())),
-        };
-        let mut quieted = || match (ask.borrow_mut())(Response::Timing)? {
-            Request::Quiet => Ok(()),
-            _ => Err(Fatal("another answer than quiet".into())),
         };
         let front = Front {
             check: check.as_ref().map(|own| FrontCheck {
                 own,
                 verdict: &mut verdict,
             }),
-            before_timing: quiet.then_some(&mut quieted as _),
         };
         let (outcome, cost) =
             self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), front)?;

@@ -106,37 +106,6 @@ fn every_configuration_ends_as_one_outcome() {
 }
 
 #[test]
-fn the_front_end_is_told_before_the_timed_runs_of_a_verified_configuration_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
-    let mut told = 0;
-    let mut evaluate = |b: &mut Bench, wg: i64| {
-        let mut quiet = || {
-            told += 1;
-            Ok(())
-        };
-        let front = Front {
-            before_timing: Some(&mut quiet),
-            ..Front::default()
-        };
-        b.evaluate(&[wg], front).unwrap().kind()
-    };
-    // Measured: told once, after the verified run and before the warm-up and timed runs.
-    assert_eq!(evaluate(&mut b, 16), OutcomeKind::Measured);
-    // A wrong result or a failed build has no timed runs: nothing to quiet.
-    assert_eq!(evaluate(&mut b, 8), OutcomeKind::WrongResult);
-    assert_eq!(evaluate(&mut b, 4), OutcomeKind::BuildFailed);
-    assert_eq!(told, 1);
-    // A front end that cannot quiet the machine stops the evaluation.
-    let mut failing = || Err(Fatal("no".into()));
-    let front = Front {
-        before_timing: Some(&mut failing),
-        ..Front::default()
-    };
-    assert_eq!(b.evaluate(&[16], front).unwrap_err().to_string(), "no");
-}
-
-#[test]
 fn one_run_reads_every_buffer_back_or_ends_as_its_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
@@ -473,14 +442,7 @@ fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
             own: &own,
             verdict: &mut verdict,
         };
-        b.evaluate(
-            &[wg],
-            Front {
-                check: Some(check),
-                ..Front::default()
-            },
-        )
-        .unwrap()
+        b.evaluate(&[wg], Front { check: Some(check) }).unwrap()
     };
     match evaluate(16) {
         Outcome::Measured(t) => assert_eq!(t.times_ms.len(), 3),
@@ -502,13 +464,7 @@ fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
         verdict: &mut never,
     };
     let e = b
-        .evaluate(
-            &[16],
-            Front {
-                check: Some(check),
-                ..Front::default()
-            },
-        )
+        .evaluate(&[16], Front { check: Some(check) })
         .unwrap_err()
         .to_string();
     assert!(e.contains("`z`"), "{e}");

@@ -209,10 +209,14 @@ impl Live<'_> {
         if self.stopped.is_some() {
             return None;
         }
-        // On a CPU device the build workers stop for the timed runs only: through the first
-        // launch (where PoCL compiles for the work-group size) and the verification they go on.
+        // On a CPU device the build workers stop while the measurement worker evaluates: the
+        // untimed part (restores, the verified run, the comparison) runs faster on a quiet
+        // machine too, and a build's priming (PoCL's compile for a work-group size) is part of
+        // the build, done before the build counts as done.
         let pool = self.pool.as_ref().filter(|_| self.pause_builds);
-        let mut pause = pool.map(|pool| move || pool.pause());
+        if let Some(pool) = pool {
+            pool.pause();
+        }
         let limits = self.racing.limits();
         let per_config = self.per_config.as_deref_mut();
         let own = per_config.as_ref().and_then(|p| p.own_check().cloned());
@@ -224,7 +228,6 @@ impl Live<'_> {
             limits.as_ref(),
             generated.as_ref(),
             check,
-            pause.as_mut().map(|p| p as &mut dyn FnMut()),
         );
         if let Some(pool) = pool {
             pool.resume();
