@@ -205,6 +205,38 @@ impl State {
     fn paused_so_far(&self) -> Duration {
         self.paused_total + self.paused_since.map_or(Duration::ZERO, |t| t.elapsed())
     }
+
+    /// Queues build `key` (of `config`) first, as urgent: the campaign waits for it now. The
+    /// builds hurried before it stay urgent, after it.
+    fn put_first(&mut self, key: &str, config: &[i64]) {
+        if let Some(at) = self.queue.iter().position(|(k, _)| k == key) {
+            self.queue.remove(at);
+            if at < self.urgent {
+                self.urgent -= 1;
+            }
+        }
+        self.queue.push_front((key.to_string(), config.to_vec()));
+        self.urgent += 1;
+    }
+
+    /// The build a free worker takes next, off the queue and marked running: the urgent ones at
+    /// the queue's front in order, then the longest expected where any order will do, else the
+    /// queue's order.
+    fn take_next(&mut self) -> Option<(String, Vec<i64>)> {
+        let next = if self.urgent > 0 {
+            self.urgent -= 1;
+            Some(0)
+        } else if self.any_order {
+            self.times
+                .longest(self.queue.iter().map(|(_, c)| c.as_slice()))
+        } else {
+            Some(0)
+        };
+        let (key, config) = next.and_then(|i| self.queue.remove(i))?;
+        self.running.insert(key.clone());
+        self.times.running(&config, true);
+        Some((key, config))
+    }
 }
 
 impl Shared {
@@ -340,8 +372,7 @@ impl BuildPool {
         let mut s = self.shared.lock();
         let queued = s.any_order && s.queue.iter().any(|(k, _)| k == key);
         if !queued && !self.shared.known(&mut s, key) {
-            s.queue.retain(|(k, _)| k != key);
-            s.queue.push_front((key.to_string(), config.to_vec()));
+            s.put_first(key, config);
             self.shared.changed.notify_all();
         }
         loop {
@@ -434,18 +465,8 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                     return;
                 }
                 if !s.paused {
-                    let next = if s.urgent > 0 {
-                        s.urgent -= 1;
-                        Some(0)
-                    } else if s.any_order {
-                        s.times.longest(s.queue.iter().map(|(_, c)| c.as_slice()))
-                    } else {
-                        Some(0)
-                    };
-                    if let Some((k, config)) = next.and_then(|i| s.queue.remove(i)) {
-                        s.running.insert(k.clone());
-                        s.times.running(&config, true);
-                        break (k, config);
+                    if let Some(next) = s.take_next() {
+                        break next;
                     }
                 }
                 s = shared.changed.wait(s).unwrap_or_else(|p| p.into_inner());
@@ -730,8 +751,45 @@ impl BuildTimes {
 
 #[cfg(test)]
 mod tests {
-    use super::BuildTimes;
+    use super::{BuildTimes, State};
     use std::time::Duration;
+
+    /// A build the campaign waits for goes first, ahead of the longest expected and of the
+    /// hurried scouts, which keep their turn after it.
+    #[test]
+    fn a_build_waited_for_goes_first_and_the_hurried_keep_their_turn() {
+        let mut s = State {
+            any_order: true,
+            ..State::default()
+        };
+        for (v, ms) in [(1, 100), (2, 200), (3, 300), (9, 900)] {
+            s.times.add(&[v], Duration::from_millis(ms));
+        }
+        let build = |v: i64| (format!("V={v}"), vec![v]);
+        s.queue = [2, 3, 9, 1].into_iter().map(build).collect();
+        // The scouts 2 and 3 were hurried; then the campaign waits for 5, not planned.
+        s.urgent = 2;
+        s.put_first("V=5", &[5]);
+        let mut taken = || s.take_next().map(|(k, _)| k);
+        assert_eq!(taken().as_deref(), Some("V=5"));
+        assert_eq!(taken().as_deref(), Some("V=2"));
+        assert_eq!(taken().as_deref(), Some("V=3"));
+        // Then the longest expected, 9, before 1.
+        assert_eq!(taken().as_deref(), Some("V=9"));
+        assert_eq!(taken().as_deref(), Some("V=1"));
+        assert_eq!(taken(), None);
+        // Waiting for a build that was hurried moves it first without a turn more.
+        let mut s = State {
+            any_order: true,
+            ..State::default()
+        };
+        s.queue = [2, 3, 9].into_iter().map(build).collect();
+        s.urgent = 2;
+        s.put_first("V=3", &[3]);
+        assert_eq!(s.urgent, 2);
+        let order: Vec<String> = std::iter::from_fn(|| s.take_next().map(|(k, _)| k)).collect();
+        assert_eq!(order, ["V=3", "V=2", "V=9"]);
+    }
 
     #[test]
     fn the_longest_expected_build_goes_first_and_new_values_count_as_longest() {
