@@ -777,10 +777,7 @@ impl Bench {
         let failed = |e: ClError| RunError::outcome(refused(&e));
         let outputs = expected.outputs.iter();
         for (name, want) in outputs.filter(|(n, _)| verify.outputs.contains(n)) {
-            let i = output_index(&self.spec, name);
-            let ArgKind::Buffer { ty, .. } = self.spec.args[i].kind else {
-                unreachable!("validated: outputs are buffers")
-            };
+            let (i, ty) = output(&self.spec, name);
             let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
             let mut device_check = self.device_check.borrow_mut();
             if let Some(check) = device_check.as_mut() {
@@ -923,11 +920,7 @@ impl Bench {
         let outputs = outputs
             .into_iter()
             .map(|(name, values)| {
-                let i = output_index(&self.spec, &name);
-                let want = match self.spec.args[i].kind {
-                    ArgKind::Buffer { ty, .. } => Want::new(values, ty),
-                    _ => unreachable!("validated: outputs are buffers"),
-                };
+                let want = Want::new(values, output(&self.spec, &name).1);
                 (name, want)
             })
             .collect();
@@ -1039,7 +1032,7 @@ impl Bench {
     ) -> Result<Option<String>, RunError> {
         let mut outputs = BTreeMap::new();
         for name in &verify.outputs {
-            let i = output_index(&self.spec, name);
+            let (i, _) = output(&self.spec, name);
             let buffer = p.buffers[i].as_ref().expect("a buffer argument").buffer();
             let bytes = self
                 .session
@@ -1227,12 +1220,18 @@ fn describe(o: &Outcome) -> String {
     }
 }
 
-/// The position in `[[args]]` of an output named in `[verify]`.
-fn output_index(spec: &Spec, name: &str) -> usize {
-    spec.args
+/// The position in `[[args]]` of an output named in `[verify]` (or computed by a reference),
+/// and its element type.
+fn output(spec: &Spec, name: &str) -> (usize, ElemType) {
+    let i = spec
+        .args
         .iter()
         .position(|a| a.name == name)
-        .expect("validated: outputs are args")
+        .expect("validated: outputs are args");
+    let ArgKind::Buffer { ty, .. } = spec.args[i].kind else {
+        unreachable!("validated: outputs are buffers")
+    };
+    (i, ty)
 }
 
 /// A configuration's device buffers, per argument.
@@ -1254,10 +1253,7 @@ fn read_outputs(
         return Ok(out);
     };
     for name in &verify.outputs {
-        let i = output_index(spec, name);
-        let ArgKind::Buffer { ty, .. } = spec.args[i].kind else {
-            unreachable!("validated: outputs are buffers")
-        };
+        let (i, ty) = output(spec, name);
         let bytes = session.read(buffers[i].expect("a buffer argument has a buffer"))?;
         out.insert(name.clone(), from_bytes(ty, &bytes));
     }
