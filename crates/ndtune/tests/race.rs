@@ -82,6 +82,7 @@ fn tune(spec: &str, db: &Path, extra: &[&str]) -> Value {
 
 #[test]
 fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(dir.path());
     let db = dir.path().join("race.db");
@@ -139,6 +140,7 @@ fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing(
 
 #[test]
 fn scouts_find_a_fast_configuration_first_so_racing_stops_a_walk_that_starts_with_the_slowest() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     // Work falls as W grows, so the space's own order is slowest first: walked in that order,
     // every configuration after the ten racing needs in full is faster than the best so far,

@@ -4,6 +4,15 @@
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Held by a test that compares timings, so that the tests of its file run one at a time: the
+/// others' builds and kernels would share the CPU it times on (a test file's tests run in
+/// parallel threads of one process).
+pub fn alone() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The `ndtune` binary, keeping program binaries in a folder of this test run's own (not the
 /// user's cache: a test then sees what a first campaign on a fresh machine sees).
