@@ -104,10 +104,13 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let r = &report["devices"][0];
     assert_eq!(r["outcomes"]["measured"], CONFIGURATIONS, "{r}");
+    let log = |id: &str| std::fs::read_to_string(dir.path().join(format!("{id}.err"))).unwrap();
     assert_eq!(
         r["evaluated"].as_u64().unwrap(),
         share(&s, "a").unwrap().done,
-        "{r}"
+        "{r}\nstore: {s:?}\nworker a's log:\n{}\nworker b's log:\n{}",
+        log("a"),
+        log("b")
     );
 
     // The shared store serves export and report like any other.
