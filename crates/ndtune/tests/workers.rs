@@ -53,6 +53,7 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
     };
     let db = server.create_database("workers").unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let log = |id: &str| std::fs::read_to_string(dir.path().join(format!("{id}.err"))).unwrap();
     let spec = spec(dir.path());
     // Two parts of the CPU, the first shared by the worker that is killed.
     let mut doomed = worker(dir.path(), &spec, &db, "0:0/2", "doomed");
@@ -68,7 +69,7 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
         assert!(
             doomed.try_wait().unwrap().is_none(),
             "the doomed worker ended before it was killed: {}",
-            std::fs::read_to_string(dir.path().join("doomed.err")).unwrap()
+            log("doomed")
         );
         if let Some(s) = status(&db) {
             if share(&s, "doomed").is_some_and(|w| w.done >= 1 && w.claimed >= 1) {
@@ -81,8 +82,7 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
     doomed.wait().unwrap();
     for (name, child) in [("a", &mut a), ("b", &mut b)] {
         let exit = child.wait().unwrap();
-        let err = std::fs::read_to_string(dir.path().join(format!("{name}.err"))).unwrap();
-        assert!(exit.success(), "worker {name}: {err}");
+        assert!(exit.success(), "worker {name}: {}", log(name));
     }
 
     let s = status(&db).unwrap();
@@ -104,7 +104,6 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let r = &report["devices"][0];
     assert_eq!(r["outcomes"]["measured"], CONFIGURATIONS, "{r}");
-    let log = |id: &str| std::fs::read_to_string(dir.path().join(format!("{id}.err"))).unwrap();
     assert_eq!(
         r["evaluated"].as_u64().unwrap(),
         share(&s, "a").unwrap().done,
