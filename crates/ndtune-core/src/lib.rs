@@ -10,7 +10,10 @@
 //! - [`setup`]: what a result was measured under besides device, constants and configuration,
 //!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
-//! - [`tools`]: where the external tools ndtune runs (clang) are.
+//! - [`tools`]: where the external tools ndtune runs (clang) are; [`bounded`]: running one
+//!   within a time, memory and output limit, killed whole.
+//! - [`input`]: reading an input file within bounds (regular files only, a size limit per
+//!   kind, gzip unpacked within a limit).
 //!
 //! ```
 //! use ndtune_core::{Outcome, Timing};
@@ -19,6 +22,8 @@
 //! assert_eq!(Outcome::Measured(t).kind().as_str(), "measured");
 //! ```
 
+pub mod bounded;
+pub mod input;
 pub mod setup;
 pub mod text;
 pub mod tools;

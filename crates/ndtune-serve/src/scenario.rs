@@ -5,7 +5,7 @@
 
 use ndtune_core::text::hex;
 use ndtune_device::DeviceProfile;
-use ndtune_learn::features::{dataset_features, device_features, kernel_features, Dataset};
+use ndtune_learn::features::{dataset_features, device_features, request_kernel_features, Dataset};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -196,7 +196,7 @@ impl Resolver {
                     return Ok((hash, hit.clone()));
                 }
                 let values = Arc::new(
-                    kernel_features(source, &kernel.options)
+                    request_kernel_features(source, &kernel.options)
                         .map_err(|e| ScenarioError::Invalid(format!("`kernel`: {e}")))?,
                 );
                 let mut kernels = self.kernels.write().unwrap_or_else(PoisonError::into_inner);

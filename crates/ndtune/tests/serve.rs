@@ -918,3 +918,147 @@ fn bad_arguments_are_refused_before_serving() {
     ]);
     assert!(e.contains("--request-timeout"), "{e}");
 }
+
+/// A request whose kernel is `source` with build `options`.
+fn with_kernel(source: &str, options: &str) -> Value {
+    let mut body = scenario("gtx-titan", [1; 4], "float");
+    body["kernel"] = json!({"source": source, "options": options});
+    body
+}
+
+#[test]
+fn a_clients_kernel_cannot_read_or_write_the_servers_files() {
+    let server = Server::tcp(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let secret = write(dir.path(), "secret.h", "int the_secret_is_swordfish;\n");
+    let victim = write(dir.path(), "victim", "precious\n");
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let plugin = write(dir.path(), "plugin.so", "not a plugin");
+    let include = |path: &str| format!("#include \"{path}\"\n{KERNEL}");
+    let cases = [
+        (include(&secret), String::new(), "`#include` is not allowed"),
+        (
+            format!("%:include <{secret}>\n{KERNEL}"),
+            String::new(),
+            "`#include` is not allowed",
+        ),
+        (
+            format!("#if __has_include(\"{secret}\")\n#endif\n{KERNEL}"),
+            String::new(),
+            "`__has_include` is not allowed",
+        ),
+        (
+            format!("#pragma GCC dependency \"{secret}\"\n{KERNEL}"),
+            String::new(),
+            "`#pragma GCC` is not allowed",
+        ),
+        (
+            include(fifo.to_str().unwrap()),
+            String::new(),
+            "`#include` is not allowed",
+        ),
+        (
+            KERNEL.into(),
+            format!("@{secret}"),
+            "is not allowed in a request",
+        ),
+        (KERNEL.into(), secret.clone(), "is not allowed in a request"),
+        (KERNEL.into(), format!("-o {victim}"), "`-o` is not allowed"),
+        (
+            KERNEL.into(),
+            format!("-MD -MF {victim}"),
+            "`-MD` is not allowed",
+        ),
+        (
+            KERNEL.into(),
+            format!("-fplugin={plugin}"),
+            "is not allowed",
+        ),
+        (
+            KERNEL.into(),
+            format!("-Xclang -load -Xclang {plugin}"),
+            "`-Xclang` is not allowed",
+        ),
+        (
+            KERNEL.into(),
+            format!("-I {}", dir.path().display()),
+            "`-I` is not allowed",
+        ),
+        (
+            KERNEL.into(),
+            "-DX=_Pragma(\"GCC\")".into(),
+            "`_Pragma` is not allowed",
+        ),
+    ];
+    let started = Instant::now();
+    for (source, options, message) in &cases {
+        let (status, v) = server.post("/v1/predict", &with_kernel(source, options));
+        let error = v["error"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{options} {source}: {v}");
+        assert!(
+            error.contains(message),
+            "{options}: `{error}` lacks `{message}`"
+        );
+        assert!(!error.contains("swordfish"), "the secret leaked: {error}");
+    }
+    // None of it blocked on the FIFO or took clang's time limit.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        4,
+        "no file was created"
+    );
+    // What a client may send still works: defines, undefines and OpenCL's flags.
+    let (status, v) = server.post(
+        "/v1/predict",
+        &with_kernel(
+            "#define TWO 2.0f\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nkernel void k(global float *a) { a[get_global_id(0)] *= TWO * SCALE; }",
+            "-D SCALE=3 -UOTHER -cl-mad-enable -cl-std=CL1.2",
+        ),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_kernel_that_makes_clang_run_away_is_killed_at_its_limits() {
+    let server = Server::tcp(&[]);
+    // Each level doubles the expansion: 2^40 tokens, which clang would expand for hours.
+    let mut bomb = String::from("#define L0 x x\n");
+    for i in 1..=40 {
+        bomb.push_str(&format!("#define L{i} L{} L{}\n", i - 1, i - 1));
+    }
+    bomb.push_str("kernel void k(global float *a) { int L40; }\n");
+    let started = Instant::now();
+    let (status, v) = server.post("/v1/predict", &with_kernel(&bomb, ""));
+    assert_eq!(status, 400, "{v}");
+    let error = v["error"].as_str().unwrap();
+    // Killed at the time limit, or out of its address space first.
+    assert!(error.contains("clang cannot compile"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    // No clang is left behind.
+    std::thread::sleep(Duration::from_millis(300));
+    let clangs = std::process::Command::new("pgrep")
+        .args(["-P", &server.child.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        clangs.stdout.is_empty(),
+        "children left: {}",
+        String::from_utf8_lossy(&clangs.stdout)
+    );
+    assert_eq!(server.health()["status"], "ok");
+    assert!(server.stop().success());
+}

@@ -9,11 +9,12 @@
 
 use super::ir::{self, IrStats, CALL_KINDS, OPCODES, SPACES};
 use super::FeatureError;
+use ndtune_core::bounded::{self, Bounds, RunError};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// clang's arguments before the build options, which come after them so that they can override
 /// them (`-cl-std=CL2.0`); `-- -` after the options makes stdin the only input.
@@ -55,10 +56,43 @@ pub(super) fn names() -> Vec<String> {
 /// The features of every function `source` defines, compiled with `build_options` (OpenCL build
 /// options such as `-D N=1024 -cl-mad-enable`, separated by whitespace, without quoting).
 /// `f_ker_density_<op>` is `f_ker_count_<op>` over `f_ker_total`; the densities, `other`
-/// included, sum to 1.
+/// included, sum to 1. For the user's own kernels: the options may name files (`-I`), which
+/// clang reads; a kernel from a client goes through [`request_kernel_features`].
 pub fn kernel_features(
     source: &str,
     build_options: &str,
+) -> Result<Vec<(String, f64)>, FeatureError> {
+    let args: Vec<String> = build_options
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    features(source, build_options, &args, Trust::User)
+}
+
+/// [`kernel_features`] of a kernel sent by a client who is not trusted: the source and the
+/// options are checked first ([`super::untrusted`]), and clang runs walled off from the file
+/// system, within a time and memory limit.
+pub fn request_kernel_features(
+    source: &str,
+    options: &str,
+) -> Result<Vec<(String, f64)>, FeatureError> {
+    let args = super::untrusted::check_options(options).map_err(FeatureError::Refused)?;
+    super::untrusted::check_source(source).map_err(FeatureError::Refused)?;
+    features(source, options, &args, Trust::Client)
+}
+
+/// Whose kernel is compiled.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    User,
+    Client,
+}
+
+fn features(
+    source: &str,
+    build_options: &str,
+    args: &[String],
+    trust: Trust,
 ) -> Result<Vec<(String, f64)>, FeatureError> {
     let mut hasher = Sha256::new();
     // Length-prefixed, so that no (source, options) pair hashes like another.
@@ -75,7 +109,7 @@ pub fn kernel_features(
     }
     // Compiled without the lock held, so that threads extracting different kernels run clang in
     // parallel.
-    let stats = ir::parse(&compile(source, build_options)?);
+    let stats = ir::parse(&compile(source, build_options, args, trust)?);
     if stats.total() == 0 {
         return Err(FeatureError::NoInstructions);
     }
@@ -87,33 +121,58 @@ pub fn kernel_features(
     Ok(features)
 }
 
-/// The LLVM IR text of `source`.
-fn compile(source: &str, build_options: &str) -> Result<String, FeatureError> {
-    let mut child = Command::new(ndtune_core::tools::clang())
-        .args(CLANG_ARGS)
-        .args(build_options.split_whitespace())
-        .args(["--", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(FeatureError::Clang)?;
-    // clang reads all of stdin before it writes anything, so writing first cannot deadlock. A
-    // write fails when clang exits early (a bad option); its exit status and stderr say why.
-    let written = child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(source.as_bytes());
-    let out = child.wait_with_output().map_err(FeatureError::Clang)?;
-    if !out.status.success() {
+/// The LLVM IR text of `source`. A client's kernel is compiled without the standard include
+/// directories or trigraphs, in an empty directory of its own, with an empty environment.
+fn compile(
+    source: &str,
+    build_options: &str,
+    args: &[String],
+    trust: Trust,
+) -> Result<String, FeatureError> {
+    let clang = ndtune_core::tools::clang();
+    let mut command = Command::new(&clang);
+    command.args(CLANG_ARGS);
+    let mut bounds = Bounds::wall(Duration::from_secs(300));
+    bounds.output = 256 << 20;
+    let private = match trust {
+        Trust::User => None,
+        Trust::Client => {
+            let dir = tempfile::tempdir().map_err(FeatureError::Clang)?;
+            // clang is found where this process finds it; nothing else of the environment
+            // (CPATH, C_INCLUDE_PATH, ...) reaches it.
+            command
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .current_dir(dir.path())
+                .args(["-nostdlibinc", "-fno-trigraphs"]);
+            bounds.wall = super::untrusted::TIME_LIMIT;
+            bounds.memory = Some(super::untrusted::MEMORY_LIMIT);
+            bounds.output = 64 << 20;
+            Some(dir)
+        }
+    };
+    command.args(args).args(["--", "-"]);
+    let ran = bounded::run(command, source.as_bytes(), bounds).map_err(|e| match e {
+        RunError::Spawn(e) => FeatureError::Clang(e),
+        e => FeatureError::Compile {
+            options: build_options.to_string(),
+            stderr: format!("clang {e}"),
+        },
+    })?;
+    drop(private);
+    if !ran.status.success() {
         return Err(FeatureError::Compile {
             options: build_options.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+            stderr: ran.failure(),
         });
     }
-    written.map_err(FeatureError::Clang)?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    if ran.truncated {
+        return Err(FeatureError::Compile {
+            options: build_options.to_string(),
+            stderr: format!("the LLVM IR is larger than {} MiB", bounds.output >> 20),
+        });
+    }
+    Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
 }
 
 /// `stats` as named features, in column order.

@@ -10,10 +10,11 @@ mod dataset;
 mod device;
 mod ir;
 mod kernel;
+pub mod untrusted;
 
 pub use dataset::{dataset_features, Dataset};
 pub use device::device_features;
-pub use kernel::kernel_features;
+pub use kernel::{kernel_features, request_kernel_features};
 
 use ndtune_device::DeviceProfile;
 
@@ -24,6 +25,8 @@ pub enum FeatureError {
     Clang(#[source] std::io::Error),
     #[error("clang cannot compile the kernel with build options `{options}`:\n{stderr}")]
     Compile { options: String, stderr: String },
+    #[error("{0}")]
+    Refused(String),
     #[error("the kernel's LLVM IR holds no instructions: the source defines no function")]
     NoInstructions,
     #[error("dataset {field} type `{name}` is not an OpenCL C scalar type (int, float, ...)")]

@@ -1,0 +1,295 @@
+//! Running an external tool (clang, a compiled host function) within bounds: a wall-clock
+//! limit, optional memory and CPU-time limits, output captured on both pipes at once up to a
+//! size (so that a tool writing much on one pipe cannot block on it while the other is read),
+//! in a process group of its own that is killed whole when the limit passes, when the caller
+//! drops the run (a panic, an ended request) and, through a parent-death signal, when the
+//! thread that started it dies. Nothing a tool started can outlive the run.
+
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The bounds of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// Wall-clock time, after which the process group is killed.
+    pub wall: Duration,
+    /// Address space in bytes (`RLIMIT_AS`), where limited.
+    pub memory: Option<u64>,
+    /// Bytes kept of each of stdout and stderr; more is read and dropped.
+    pub output: usize,
+}
+
+impl Bounds {
+    /// `wall` time, no memory limit, 1 MiB of output kept per pipe.
+    pub fn wall(wall: Duration) -> Bounds {
+        Bounds {
+            wall,
+            memory: None,
+            output: 1 << 20,
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Ran {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Whether either pipe carried more than [`Bounds::output`] (the rest was dropped).
+    pub truncated: bool,
+}
+
+impl Ran {
+    /// Exit status and stderr in words, for an error message: `exit status 2: <stderr>` with
+    /// control characters escaped.
+    pub fn failure(&self) -> String {
+        let stderr = printable(String::from_utf8_lossy(&self.stderr).trim_end());
+        match self.status.signal() {
+            Some(signal) => format!("killed by signal {signal}: {stderr}"),
+            None => format!("{}: {stderr}", self.status),
+        }
+    }
+}
+
+/// Why a run gave no [`Ran`].
+#[derive(Debug)]
+pub enum RunError {
+    /// The tool could not be started.
+    Spawn(std::io::Error),
+    /// The wall-clock limit passed; the process group was killed. What it wrote until then.
+    TimedOut {
+        limit: Duration,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    },
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Spawn(e) => write!(f, "{e}"),
+            RunError::TimedOut { limit, stderr, .. } => {
+                write!(
+                    f,
+                    "did not finish within {} s and was killed",
+                    limit.as_secs_f64()
+                )?;
+                let said = printable(String::from_utf8_lossy(stderr).trim_end());
+                match said.is_empty() {
+                    true => Ok(()),
+                    false => write!(f, "; it wrote: {said}"),
+                }
+            }
+        }
+    }
+}
+
+/// Runs `command` with `stdin` as its input, within `bounds`. The command's stdio is set here;
+/// anything else (arguments, environment, working directory, inherited descriptors) is the
+/// caller's.
+pub fn run(mut command: Command, stdin: &[u8], bounds: Bounds) -> Result<Ran, RunError> {
+    command
+        .stdin(if stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let memory = bounds.memory;
+    // SAFETY: between fork and exec only async-signal-safe calls (setpgid, prctl, setrlimit).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0
+                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(bytes) = memory {
+                let limit = libc::rlimit {
+                    rlim_cur: bytes as libc::rlim_t,
+                    rlim_max: bytes as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(RunError::Spawn)?;
+    let mut group = Group(child);
+    let feeding = group.0.stdin.take().map(|mut pipe| {
+        let input = stdin.to_vec();
+        // A write fails when the tool exits early (a bad option): its status says why.
+        std::thread::spawn(move || drop(pipe.write_all(&input)))
+    });
+    let keep = bounds.output;
+    let stdout = collect(group.0.stdout.take().expect("piped"), keep);
+    let stderr = collect(group.0.stderr.take().expect("piped"), keep);
+    let deadline = Instant::now() + bounds.wall;
+    let mut pause = Duration::from_micros(200);
+    let status = loop {
+        match group.0.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() >= deadline => break None,
+            Ok(None) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(e) => return Err(RunError::Spawn(e)),
+        }
+    };
+    // The group goes whole: a tool's own children could hold the pipes open.
+    group.kill();
+    if let Some(feeding) = feeding {
+        let _ = feeding.join();
+    }
+    let (stdout, more_out) = stdout.join().unwrap_or_default();
+    let (stderr, more_err) = stderr.join().unwrap_or_default();
+    match status {
+        Some(status) => Ok(Ran {
+            status,
+            stdout,
+            stderr,
+            truncated: more_out || more_err,
+        }),
+        None => Err(RunError::TimedOut {
+            limit: bounds.wall,
+            stdout,
+            stderr,
+        }),
+    }
+}
+
+/// A child leading its process group, which is killed whole when this is dropped.
+struct Group(Child);
+
+impl Group {
+    fn kill(&mut self) {
+        // SAFETY: kill(2) of the process group this child leads (setpgid in pre_exec); the
+        // child itself is not reaped yet or was reaped by try_wait, and its group id cannot
+        // be reused while the group has members or the child is unreaped.
+        unsafe {
+            libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            self.kill();
+        }
+    }
+}
+
+/// Reads `pipe` to its end on a thread, keeping the first `keep` bytes; says whether more came.
+fn collect(mut pipe: impl Read + Send + 'static, keep: usize) -> JoinHandle<(Vec<u8>, bool)> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut more = false;
+        let mut chunk = [0u8; 8192];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = keep.saturating_sub(kept.len());
+                    kept.extend_from_slice(&chunk[..n.min(room)]);
+                    more |= n > room;
+                }
+            }
+        }
+        (kept, more)
+    })
+}
+
+/// `text` with control characters other than newline and tab written as `\u{1b}`: a tool's or
+/// a user's message cannot move a terminal's cursor or change its colours.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c.to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn both_pipes_are_read_at_once_and_kept_to_the_bound() {
+        // 1 MiB on stderr before anything on stdout: read one pipe after the other, this blocks.
+        let bounds = Bounds {
+            output: 1000,
+            ..Bounds::wall(Duration::from_secs(30))
+        };
+        let ran = run(sh("head -c 1048576 /dev/zero >&2; echo done"), b"", bounds).unwrap();
+        assert!(ran.status.success());
+        assert_eq!(ran.stdout, b"done\n");
+        assert_eq!(ran.stderr.len(), 1000);
+        assert!(ran.truncated);
+    }
+
+    #[test]
+    fn a_hung_tool_and_its_children_are_killed_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!(
+            "sleep 300 & echo $! > {}; echo started >&2; wait",
+            pid_file.display()
+        );
+        let started = Instant::now();
+        let err = run(sh(&script), b"", Bounds::wall(Duration::from_millis(500))).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let message = err.to_string();
+        assert!(
+            message.contains("did not finish within 0.5 s") && message.contains("started"),
+            "{message}"
+        );
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The grandchild is gone (or a zombie about to be reaped by init).
+        std::thread::sleep(Duration::from_millis(200));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            state.is_empty() || state.contains(") Z "),
+            "the tool's child still runs: {state}"
+        );
+    }
+
+    #[test]
+    fn input_is_fed_and_a_memory_limit_holds() {
+        let ran = run(sh("cat"), b"abc", Bounds::wall(Duration::from_secs(30))).unwrap();
+        assert_eq!(ran.stdout, b"abc");
+        let bounds = Bounds {
+            memory: Some(64 << 20),
+            ..Bounds::wall(Duration::from_secs(30))
+        };
+        // python3 cannot map 1 GiB under a 64 MiB address-space limit.
+        let ran = run(sh("exec python3 -c 'b = bytearray(1 << 30)'"), b"", bounds).unwrap();
+        assert!(!ran.status.success(), "{}", ran.failure());
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("a\x1b[31mb\n\tc"), "a\\u{1b}[31mb\n\tc");
+    }
+}
