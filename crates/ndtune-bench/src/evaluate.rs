@@ -29,7 +29,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What stops a campaign: the spec, the kernel or the reference is wrong, whatever the
 /// configuration.
@@ -157,7 +157,13 @@ pub struct Bench {
     /// The code and global size the front end worked out for the configuration being
     /// evaluated, where it did ([`Bench::generate`]).
     generated: Generated,
+    /// When the host functions of the configuration being evaluated must have ended
+    /// ([`Bench::set_deadline`]).
+    host_deadline: Cell<Option<Instant>>,
 }
+
+/// How long a host function may run where the evaluation has no deadline.
+const HOST_LIMIT: Duration = Duration::from_secs(600);
 
 /// One buffer's initial contents, as bytes for the device and as values for references.
 struct HostData {
@@ -279,7 +285,7 @@ impl Bench {
         let local = launch.local.iter().map(parse).collect::<Result<_, _>>()?;
         let reference_source = match spec.verify.as_ref().and_then(|v| v.reference.as_ref()) {
             Some(Reference::Kernel { source, name, .. }) => Some(
-                KernelSource::read(std::slice::from_ref(source), &spec.kernel.include_dirs)
+                KernelSource::read(std::slice::from_ref(source), &spec.kernel.search_dirs())
                     .map_err(|e| {
                         Fatal(format!(
                             "[verify] reference kernel `{name}` ({}): {}",
@@ -356,7 +362,27 @@ impl Bench {
             host_data: RefCell::new(HashMap::new()),
             meter: None,
             generated: Generated::default(),
+            host_deadline: Cell::new(None),
         })
+    }
+
+    /// The evaluation that starts now must end within `deadline` (its worker is killed then):
+    /// its host functions get nine tenths of it, so that a check that hangs is killed and
+    /// reported as the check's failure before the evaluation is taken for the kernel's
+    /// timeout.
+    pub fn set_deadline(&self, deadline: Option<Duration>) {
+        self.host_deadline
+            .set(deadline.map(|d| Instant::now() + d.mul_f64(0.9)));
+    }
+
+    /// The time the next host function may run.
+    fn host_limit(&self) -> Duration {
+        match self.host_deadline.get() {
+            Some(at) => at
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100)),
+            None => HOST_LIMIT,
+        }
     }
 
     /// Measures the energy from now on: each measured configuration's timing keeps the
@@ -996,6 +1022,7 @@ impl Bench {
             &host.source,
             &host.function,
             &self.host_args(p, &none, None),
+            self.host_limit(),
         )
         .map_err(Fatal)?;
         let verify = self
@@ -1041,7 +1068,9 @@ impl Bench {
             outputs.insert(name.clone(), bytes);
         }
         let args = self.host_args(p, &outputs, Some(config));
-        let verdict = crate::host_c::check(&check.source, &check.function, &args).map_err(Fatal)?;
+        let verdict =
+            crate::host_c::check(&check.source, &check.function, &args, self.host_limit())
+                .map_err(Fatal)?;
         Ok(verdict.err())
     }
 

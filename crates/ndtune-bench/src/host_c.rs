@@ -9,16 +9,18 @@
 //! separate process: a function that crashes cannot take the worker with it, and no foreign
 //! code is loaded into ndtune.
 
+use ndtune_core::bounded::{self, Bounds, RunError};
 use ndtune_core::Value;
 use ndtune_spec::ElemType;
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::FileExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// The C ABI of host functions (`ndtune.h`).
 pub const HEADER: &str = include_str!("ndtune.h");
@@ -32,13 +34,15 @@ pub const HEADER: &str = include_str!("ndtune.h");
 /// first); per parameter and constant its name, kind (u64), integer (i64), real (f64) and text.
 /// A name or text is a u64 length and its bytes. Each buffer is mapped privately where it lies:
 /// nothing is copied but what the function writes. Output, on stdout: the verdict (u64, 0 for
-/// right), the message, then for a reference every buffer's data after the call.
+/// right), the message, then for a reference every buffer's data after the call; the
+/// function's own stdout is sent to stderr, which is captured and shown.
 const MAIN: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "ndtune.h"
 
 static void need(int ok, const char *what) {
@@ -88,6 +92,12 @@ static const ndtune_value *values(size_t n) {
 static const size_t SIZE[] = { 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8 };
 int main(int argc, char **argv) {
     need(argc == 3, "usage: program INPUT_FD HEADER_OFFSET");
+    /* The answer goes to the stdout ndtune reads; what the function prints goes to stderr,
+       which ndtune shows: a printf cannot be taken for a verdict. */
+    int answer_fd = dup(1);
+    need(answer_fd >= 0 && dup2(2, 1) == 1, "cannot set up the output");
+    FILE *answer = fdopen(answer_fd, "wb");
+    need(answer != NULL, "cannot set up the output");
     input = atoi(argv[1]);
     unsigned long long header = strtoull(argv[2], NULL, 10);
     struct stat st;
@@ -132,14 +142,15 @@ int main(int argc, char **argv) {
 #endif
     message[sizeof message - 1] = 0;
     unsigned long long n = strlen(message);
-    need(fwrite(&verdict, 8, 1, stdout) == 1 && fwrite(&n, 8, 1, stdout) == 1
-         && fwrite(message, 1, n, stdout) == n, "cannot write");
+    fflush(stdout);
+    need(fwrite(&verdict, 8, 1, answer) == 1 && fwrite(&n, 8, 1, answer) == 1
+         && fwrite(message, 1, n, answer) == n, "cannot write");
 #ifndef NDTUNE_CHECK
     /* A reference's outputs; a check's verdict is all that is read back. */
     for (size_t k = 0; k < a.num_buffers; ++k)
-        need(fwrite(buffers[k].data, 1, size[k], stdout) == size[k], "cannot write");
+        need(fwrite(buffers[k].data, 1, size[k], answer) == size[k], "cannot write");
 #endif
-    return fflush(stdout) != 0;
+    return fflush(answer) != 0;
 }
 "#;
 
@@ -224,26 +235,49 @@ pub struct HostArgs<'a> {
 }
 
 /// What a host function said: 0 where the outputs are right (always for a reference), its
-/// message, and every buffer's data after the call.
+/// message, every buffer's data after the call, and what it printed (control characters
+/// escaped).
 struct Answer {
     verdict: u64,
     message: String,
     buffers: Vec<Vec<u8>>,
+    printed: String,
 }
 
-/// Runs the reference `function` of C file `source`: every buffer's data after the call.
-pub fn reference(source: &Path, function: &str, args: &HostArgs) -> Result<Vec<Vec<u8>>, String> {
-    Ok(run(source, function, Role::Reference, args)?.buffers)
+/// The most of a host function's printed output that is kept and shown.
+const PRINTED: usize = 64 << 10;
+
+/// Runs the reference `function` of C file `source` within `limit`: every buffer's data after
+/// the call.
+pub fn reference(
+    source: &Path,
+    function: &str,
+    args: &HostArgs,
+    limit: Duration,
+) -> Result<Vec<Vec<u8>>, String> {
+    Ok(run(source, function, Role::Reference, args, limit)?.buffers)
 }
 
-/// Runs the check `function` of C file `source`: `Ok(Err(message))` where it found the outputs
-/// wrong; `Err` where it could not run.
-pub fn check(source: &Path, function: &str, args: &HostArgs) -> Result<Result<(), String>, String> {
-    let answer = run(source, function, Role::Check, args)?;
+/// Runs the check `function` of C file `source` within `limit`: `Ok(Err(message))` where it
+/// found the outputs wrong (with what it printed); `Err` where it could not run or did not end.
+pub fn check(
+    source: &Path,
+    function: &str,
+    args: &HostArgs,
+    limit: Duration,
+) -> Result<Result<(), String>, String> {
+    let answer = run(source, function, Role::Check, args, limit)?;
+    let printed = match answer.printed.trim() {
+        "" => String::new(),
+        text => format!("\n(it printed: {text})"),
+    };
     Ok(match answer.verdict {
         0 => Ok(()),
-        _ if answer.message.trim().is_empty() => Err(format!("check `{function}` failed")),
-        _ => Err(format!("check `{function}`: {}", answer.message.trim())),
+        _ if answer.message.trim().is_empty() => Err(format!("check `{function}` failed{printed}")),
+        _ => Err(format!(
+            "check `{function}`: {}{printed}",
+            answer.message.trim()
+        )),
     })
 }
 
@@ -274,8 +308,21 @@ fn run<'a>(
     function: &str,
     role: Role,
     args: &'a HostArgs<'a>,
+    limit: Duration,
 ) -> Result<Answer, String> {
     let program = compile(source, function, role)?;
+    let what = format!("{} {} `{function}`", role.noun(), source.display());
+    execute(&program, &what, role, args, limit)
+}
+
+/// Runs `program` (a host function compiled for `role`, described as `what`) on `args`.
+fn execute<'a>(
+    program: &Path,
+    what: &str,
+    role: Role,
+    args: &'a HostArgs<'a>,
+    limit: Duration,
+) -> Result<Answer, String> {
     let mut held = INPUT.lock().unwrap_or_else(|p| p.into_inner());
     let file = match held.as_mut() {
         Some(file) => file,
@@ -340,34 +387,45 @@ fn run<'a>(
         })
         .and_then(|()| file.write_all_at(&input, header_at));
     written.map_err(|e| format!("cannot write the input of the host function: {e}"))?;
-    let what = format!("{} {} `{function}`", role.noun(), source.display());
-    // The program inherits the input; other processes started meanwhile by other threads may
-    // too, for this moment only (it is close-on-exec otherwise).
-    set_inherited(file, true);
-    let spawned = Command::new(&program)
+    let mut command = Command::new(program);
+    command
         .arg(file.as_raw_fd().to_string())
-        .arg(header_at.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    set_inherited(file, false);
-    let mut child = spawned.map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-    let mut out = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("piped")
-        .read_to_end(&mut out)
-        .map_err(|e| e.to_string())?;
-    let status = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !status.status.success() {
-        return Err(format!(
-            "{what} failed ({}): {}",
-            status.status,
-            String::from_utf8_lossy(&status.stderr).trim()
-        ));
+        .arg(header_at.to_string());
+    // The program inherits the input: close-on-exec is cleared in the child alone.
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl(2) is async-signal-safe; `fd` stays open until the run ends.
+    unsafe {
+        command.pre_exec(move || match libc::fcntl(fd, libc::F_SETFD, 0) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
     }
+    let answer_bytes = 16 + 4096 + args.buffers.iter().map(|b| b.data.len()).sum::<usize>();
+    let bounds = Bounds {
+        output: answer_bytes.max(PRINTED),
+        ..Bounds::wall(limit)
+    };
+    let ran = bounded::run(command, &[], bounds).map_err(|e| match e {
+        RunError::Spawn(e) => format!("cannot run {}: {e}", program.display()),
+        e => format!("{what} {e}"),
+    })?;
+    drop(held);
+    let printed = {
+        let mut text =
+            String::from_utf8_lossy(&ran.stderr[..ran.stderr.len().min(PRINTED)]).into_owned();
+        if ran.stderr.len() > PRINTED {
+            text.push_str(" [...]");
+        }
+        bounded::printable(&text)
+    };
+    if !ran.status.success() {
+        let status = match ran.status.signal() {
+            Some(signal) => format!("killed by signal {signal}"),
+            None => ran.status.to_string(),
+        };
+        return Err(format!("{what} failed ({status}): {printed}"));
+    }
+    let out = ran.stdout;
     let mut rest = &out[..];
     let mut take = |n: usize| -> Result<&[u8], String> {
         if rest.len() < n {
@@ -380,7 +438,7 @@ fn run<'a>(
     let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
     let verdict = word(take(8)?);
     let length = word(take(8)?) as usize;
-    let message = String::from_utf8_lossy(take(length)?).into_owned();
+    let message = bounded::printable(&String::from_utf8_lossy(take(length)?));
     let buffers = match role {
         Role::Reference => args
             .buffers
@@ -393,6 +451,7 @@ fn run<'a>(
         verdict,
         message,
         buffers,
+        printed,
     })
 }
 
@@ -410,71 +469,279 @@ fn memory_file() -> Result<File, String> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
-/// Whether processes started from now on inherit `file` (clears or sets close-on-exec).
-fn set_inherited(file: &File, inherited: bool) {
-    let flags = if inherited { 0 } else { libc::FD_CLOEXEC };
-    // SAFETY: fcntl(2) F_SETFD on a descriptor `file` owns.
-    unsafe {
-        libc::fcntl(file.as_raw_fd(), libc::F_SETFD, flags);
-    }
+/// The compiled program for a source, function and role, built once per content and kept in the
+/// user's private cache (`host-functions` in [`ndtune_core::cache::folder`]; a private
+/// temporary folder of this process where there is none): a program is run from there only
+/// where it and its records are the user's own and private, its content has the digest
+/// recorded when it was built, and every file its compile read (clang's dependency output:
+/// headers `#include`d by the user's file, through any path) still has the content it had.
+fn compile(source: &Path, function: &str, role: Role) -> Result<PathBuf, String> {
+    compile_in(&programs_folder()?, source, function, role)
 }
 
-/// The compiled program for a source, function and role, built once per content (cached in
-/// the temporary directory, keyed by a hash of all of it).
-fn compile(source: &Path, function: &str, role: Role) -> Result<PathBuf, String> {
+/// [`compile`] with the programs kept in `dir`.
+fn compile_in(dir: &Path, source: &Path, function: &str, role: Role) -> Result<PathBuf, String> {
     let what = format!("{} {}", role.noun(), source.display());
-    let text = std::fs::read_to_string(source).map_err(|e| format!("{what}: {e}"))?;
+    let text = ndtune_core::input::read_text(source, ndtune_core::input::SOURCE)
+        .map_err(|e| format!("{what}: {}", e.message))?;
     let hash = Sha256::digest(format!(
         "{}\0{function}\0{text}\0{MAIN}\0{HEADER}",
         role.macro_name()
     ));
-    let hex = ndtune_core::text::hex(&hash[..12]);
-    let dir = std::env::temp_dir().join("ndtune-host-functions");
-    let program = dir.join(format!("host-{hex}"));
-    if program.exists() {
-        return Ok(program);
+    let key = ndtune_core::text::hex(&hash[..12]);
+    let program = dir.join(format!("host-{key}"));
+    let deps = dir.join(format!("host-{key}.deps"));
+    if !(program.exists() && still_valid(&program, &deps)) {
+        build(source, function, role, dir, &program, &deps).map_err(|e| format!("{what}{e}"))?;
     }
-    // Build in a folder of our own, then rename: concurrent workers never see half a file.
-    let work = dir.join(format!("building-{hex}-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let header = work.join("ndtune.h");
-    let main_c = work.join("main.c");
-    for (path, text) in [(&header, HEADER), (&main_c, MAIN)] {
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    let building = work.join("program");
-    let out = Command::new(ndtune_core::tools::clang())
-        .args(["-std=c99", "-O2", "-w"])
-        .arg(format!("-D{}={function}", role.macro_name()))
-        .arg("-I")
-        .arg(&work)
-        .arg("-include")
-        .arg(&header)
-        .arg(source)
-        .arg(&main_c)
-        .arg("-lm")
-        .arg("-o")
-        .arg(&building)
-        .output()
-        .map_err(|e| format!("cannot run clang to build {what}: {e}"));
-    let renamed = out.and_then(|out| {
-        if !out.status.success() {
-            let log = String::from_utf8_lossy(&out.stderr);
-            let hint = match log.contains("conflicting types") {
-                true => "\n(a host reference is `void f(const ndtune_args *args)`, a check `int f(const ndtune_args *args, char *message, size_t size)`: docs/spec.md, \"Host functions\")",
-                false => "",
-            };
-            return Err(format!("{what} does not compile:\n{}{hint}", log.trim_end()));
-        }
-        std::fs::rename(&building, &program).map_err(|e| format!("{}: {e}", program.display()))
-    });
-    let _ = std::fs::remove_dir_all(&work);
-    renamed.map(|()| program)
+    Ok(program)
 }
+
+/// The folder compiled host functions are kept in (see [`compile`]).
+fn programs_folder() -> Result<PathBuf, String> {
+    if let Some(dir) = ndtune_core::cache::folder("host-functions")? {
+        return Ok(dir);
+    }
+    static PRIVATE: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
+    PRIVATE
+        .get_or_init(|| {
+            tempfile::Builder::new()
+                .prefix("ndtune-host-functions-")
+                .tempdir()
+                .map_err(|e| format!("cannot make a folder for host functions: {e}"))
+        })
+        .as_ref()
+        .map(|d| d.path().to_path_buf())
+        .map_err(Clone::clone)
+}
+
+/// Whether a kept program may be run: see [`compile`].
+fn still_valid(program: &Path, deps: &Path) -> bool {
+    if ndtune_core::cache::verify_digest(program).is_err()
+        || ndtune_core::cache::owned_and_private(deps).is_err()
+    {
+        return false;
+    }
+    let Ok(recorded) = std::fs::read_to_string(deps) else {
+        return false;
+    };
+    recorded.lines().all(|line| {
+        line.split_once('\t').is_some_and(|(digest, path)| {
+            ndtune_core::text::short_sha256_file(Path::new(path)).is_ok_and(|now| now == digest)
+        })
+    })
+}
+
+/// Builds `program` in a private folder of `dir` and renames it into place (concurrent
+/// workers never see half a file), with its digest and the digests of every file the
+/// compile read (`deps`). The error starts where "{what}" ends: ` does not compile: ...`.
+fn build(
+    source: &Path,
+    function: &str,
+    role: Role,
+    dir: &Path,
+    program: &Path,
+    deps: &Path,
+) -> Result<(), String> {
+    let work = tempfile::Builder::new()
+        .prefix("building-")
+        .tempdir_in(dir)
+        .map_err(|e| format!(": cannot make a build folder in {}: {e}", dir.display()))?;
+    let header = work.path().join("ndtune.h");
+    let main_c = work.path().join("main.c");
+    for (path, text) in [(&header, HEADER), (&main_c, MAIN)] {
+        std::fs::write(path, text).map_err(|e| format!(": {}: {e}", path.display()))?;
+    }
+    let clang = |extra: &[&std::ffi::OsStr]| {
+        let mut c = Command::new(ndtune_core::tools::clang());
+        // POSIX's declarations (fdopen, dup2) in strict C99, before `ndtune.h` includes stdio.h.
+        c.args(["-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-w"])
+            .arg(format!("-D{}={function}", role.macro_name()))
+            .arg("-I")
+            .arg(work.path())
+            .arg("-include")
+            .arg(&header)
+            .args(extra);
+        let ran = bounded::run(c, &[], Bounds::wall(CLANG_LIMIT))
+            .map_err(|e| format!(": cannot run clang: {e}"))?;
+        match ran.status.success() {
+            true => Ok(ran.stdout),
+            false => {
+                let log = bounded::printable(String::from_utf8_lossy(&ran.stderr).trim_end());
+                let hint = match log.contains("conflicting types") {
+                    true => "\n(a host reference is `void f(const ndtune_args *args)`, a check `int f(const ndtune_args *args, char *message, size_t size)`: docs/spec.md, \"Host functions\")",
+                    false => "",
+                };
+                Err(format!(" does not compile:\n{log}{hint}"))
+            }
+        }
+    };
+    // The files the user's source reads, as clang's preprocessor finds them.
+    let listed = clang(&["-M".as_ref(), source.as_os_str()])?;
+    let mut recorded = String::new();
+    for file in make_dependencies(&String::from_utf8_lossy(&listed)) {
+        let absolute = std::path::absolute(&file).unwrap_or(file);
+        let digest = ndtune_core::text::short_sha256_file(&absolute)
+            .map_err(|e| format!(": {}: {e}", absolute.display()))?;
+        recorded.push_str(&format!("{digest}\t{}\n", absolute.display()));
+    }
+    let building = work.path().join("program");
+    clang(&[
+        source.as_os_str(),
+        main_c.as_os_str(),
+        "-lm".as_ref(),
+        "-o".as_ref(),
+        building.as_os_str(),
+    ])?;
+    let place = |from: &Path, to: &Path| {
+        std::fs::rename(from, to).map_err(|e| format!(": {}: {e}", to.display()))
+    };
+    let listing = work.path().join("deps");
+    std::fs::write(&listing, recorded).map_err(|e| format!(": {}: {e}", listing.display()))?;
+    ndtune_core::cache::record_digest(&building)
+        .map_err(|e| format!(": {}: {e}", building.display()))?;
+    let digest_of = ndtune_core::cache::digest_file;
+    place(&listing, deps)?;
+    place(&digest_of(&building), &digest_of(program))?;
+    place(&building, program)
+}
+
+/// The prerequisites of a make rule as `clang -M` writes it (`target: a.c b.h \` lines;
+/// a space in a name escaped with a backslash).
+fn make_dependencies(rule: &str) -> Vec<PathBuf> {
+    let joined = rule.replace("\\\n", " ");
+    let Some((_, prerequisites)) = joined.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    let mut name = String::new();
+    let mut chars = prerequisites.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => name.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !name.is_empty() {
+                    files.push(PathBuf::from(std::mem::take(&mut name)));
+                }
+            }
+            c => name.push(c),
+        }
+    }
+    if !name.is_empty() {
+        files.push(PathBuf::from(name));
+    }
+    files
+}
+
+/// How long one clang run building a host function may take.
+const CLANG_LIMIT: Duration = Duration::from_secs(300);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    const LIMIT: Duration = Duration::from_secs(120);
+
+    /// One float buffer `y` of `[1, 2]` and no other argument.
+    fn one_buffer(y: &[u8]) -> HostArgs<'_> {
+        HostArgs {
+            buffers: vec![HostBuffer {
+                name: "y",
+                ty: ElemType::Float,
+                initial: y,
+                data: y,
+            }],
+            ..HostArgs::default()
+        }
+    }
+
+    fn ys() -> Vec<u8> {
+        [1.0f32, 2.0].iter().flat_map(|v| v.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn what_a_check_prints_is_shown_never_taken_for_its_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("check.c");
+        // Printing to stdout, 1 MiB to stderr (more than a pipe holds), escapes for a terminal.
+        std::fs::write(
+            &src,
+            "#include <stdio.h>\nint ok(const ndtune_args *a, char *m, size_t n) {\n  printf(\"checking %zu\\n\", a->buffers[0].len);\n  for (int i = 0; i < 1 << 20; ++i) fputc('x', stderr);\n  return 0;\n}\nint no(const ndtune_args *a, char *m, size_t n) {\n  printf(\"\\033[31mred\\n\");\n  snprintf(m, n, \"\\033[2Jwrong\");\n  return 1;\n}\n",
+        )
+        .unwrap();
+        let y = ys();
+        assert_eq!(check(&src, "ok", &one_buffer(&y), LIMIT).unwrap(), Ok(()));
+        let wrong = check(&src, "no", &one_buffer(&y), LIMIT)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            wrong,
+            "check `no`: \\u{1b}[2Jwrong\n(it printed: \\u{1b}[31mred)"
+        );
+    }
+
+    #[test]
+    fn a_check_that_hangs_is_killed_with_its_children_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("hang.c");
+        let pid_file = dir.path().join("pid");
+        std::fs::write(
+            &src,
+            format!("#include <stdio.h>\n#include <unistd.h>\nint hang(const ndtune_args *a, char *m, size_t n) {{\n  if (fork() == 0) {{ FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d\", getpid()); fclose(f); for (;;) pause(); }}\n  for (;;) pause();\n}}\n", pid_file.display()),
+        )
+        .unwrap();
+        let y = ys();
+        let started = std::time::Instant::now();
+        let e = check(&src, "hang", &one_buffer(&y), Duration::from_secs(2)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(60));
+        assert!(
+            e.starts_with("host check ") && e.contains("`hang` did not finish within 2 s"),
+            "{e}"
+        );
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z "), "{state}");
+    }
+
+    #[test]
+    fn a_planted_or_stale_program_is_never_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        let src = dir.path().join("check.c");
+        let header = dir.path().join("limit.h");
+        std::fs::write(&header, "#define LIMIT 0\n").unwrap();
+        std::fs::write(
+            &src,
+            "#include \"limit.h\"\nint c(const ndtune_args *a, char *m, size_t n) {\n  return ((const float *)a->buffers[0].data)[0] > LIMIT;\n}\n",
+        )
+        .unwrap();
+        let y = ys();
+        // Check `c` built in `cache`: whether it passes on `y`.
+        let passes = || {
+            let program = compile_in(&cache, &src, "c", Role::Check).unwrap();
+            let answer = execute(&program, "check", Role::Check, &one_buffer(&y), LIMIT).unwrap();
+            answer.verdict == 0
+        };
+        assert!(!passes(), "1 > 0");
+        let program = compile_in(&cache, &src, "c", Role::Check).unwrap();
+        // A program planted in its place (another content than recorded) is built again.
+        let marker = dir.path().join("ran");
+        std::fs::write(&program, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        assert!(!passes());
+        assert!(!marker.exists(), "the planted program ran");
+        ndtune_core::cache::verify_digest(&program).unwrap();
+        // A header the check includes changed: the program is built again.
+        std::fs::write(&header, "#define LIMIT 5\n").unwrap();
+        assert!(passes(), "1 > 5 is false");
+        // A cache folder others can write to is not used.
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(ndtune_core::cache::verify_digest(&program).is_err());
+        assert!(passes(), "rebuilt over the file others could write");
+        ndtune_core::cache::verify_digest(&program).unwrap();
+    }
 
     fn floats(bytes: &[u8]) -> Vec<f32> {
         bytes
@@ -525,7 +792,7 @@ mod tests {
                 HostValue::new("T", &Value::Text("float".into())),
             ],
         };
-        let out = reference(&src, "add", &args).unwrap();
+        let out = reference(&src, "add", &args, LIMIT).unwrap();
         assert_eq!(floats(&out[1]), vec![11.5, 12.5, 13.5]);
         assert_eq!(out[0], x, "inputs come back as they went");
 
@@ -536,16 +803,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            check(&src, "sums", &args).unwrap(),
+            check(&src, "sums", &args, LIMIT).unwrap(),
             Err("check `sums`: y[0] is 0".into())
         );
         std::fs::write(&src, "void add(void **b, const long long *s) {}\n").unwrap();
-        let err = reference(&src, "add", &args).unwrap_err();
+        let err = reference(&src, "add", &args, LIMIT).unwrap_err();
         assert!(
             err.contains("does not compile") && err.contains("const ndtune_args *args"),
             "{err}"
         );
-        let err = reference(&dir.path().join("none.c"), "add", &args).unwrap_err();
+        let err = reference(&dir.path().join("none.c"), "add", &args, LIMIT).unwrap_err();
         assert!(err.contains("none.c"), "{err}");
     }
 }

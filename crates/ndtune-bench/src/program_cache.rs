@@ -1,6 +1,7 @@
 //! Program binaries kept across campaigns, as PyOpenCL keeps its own: a build worker's binary of a
 //! define set is copied into `$NDTUNE_CACHE_DIR/programs` (default `$XDG_CACHE_HOME/ndtune` or
-//! `~/.cache/ndtune`), named by a hash of the device (name, platform, OpenCL and driver
+//! `~/.cache/ndtune`; used only where it and each file are the user's own and nobody else's to
+//! write: [`ndtune_core::cache`]), named by a hash of the device (name, platform, OpenCL and driver
 //! versions), the kernel source with every header it includes ([`KernelSource::digest`]) and
 //! the build options. A later campaign that needs the same
 //! program takes the file instead of starting a build worker: on a GPU, where each build worker
@@ -28,17 +29,9 @@ impl ProgramCache {
     /// The cache of `source`'s programs on `device`, in the folder the environment names; none
     /// where it is `off` or no folder can be made.
     pub fn open(device: &DeviceProfile, source: &KernelSource) -> Option<ProgramCache> {
-        let base = match std::env::var_os("NDTUNE_CACHE_DIR") {
-            Some(d) if d == "off" => return None,
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => std::env::var_os("XDG_CACHE_HOME")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?
-                .join("ndtune"),
-        };
-        let dir = base.join("programs");
-        std::fs::create_dir_all(&dir).ok()?;
+        // A folder that is not the user's own and private is not used (nor is one that cannot
+        // be made): the driver would load what another user put there.
+        let dir = ndtune_core::cache::folder("programs").ok()??;
         let identity = format!(
             "{}\0{}\0{}\0{}\0{}",
             device.name,
@@ -59,10 +52,11 @@ impl ProgramCache {
         self.dir.join(format!("{}.bin", hex(&h.finalize())))
     }
 
-    /// The kept binary of the program built with `options`, if there is one.
+    /// The kept binary of the program built with `options`, if there is one that is the
+    /// user's own and private.
     pub fn get(&self, options: &str) -> Option<PathBuf> {
         let path = self.path(options);
-        path.is_file().then_some(path)
+        (path.is_file() && ndtune_core::cache::owned_and_private(&path).is_ok()).then_some(path)
     }
 
     /// Keeps a copy of `binary` (a file) as the program built with `options`; copied aside and

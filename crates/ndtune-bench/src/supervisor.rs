@@ -206,6 +206,7 @@ impl Supervisor {
             race: race.cloned(),
             generated: generated.cloned(),
             check: check.as_ref().map(|(own, _)| (*own).clone()),
+            deadline_ms: Some(deadline.as_millis() as u64),
         })
         .expect("serialises");
         let started = Instant::now();

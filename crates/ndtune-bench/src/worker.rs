@@ -73,6 +73,9 @@ pub enum Request {
         generated: Option<Generated>,
         #[serde(default)]
         check: Option<OwnCheck>,
+        /// When the supervisor gives up on the evaluation, in milliseconds from its request.
+        #[serde(default)]
+        deadline_ms: Option<u64>,
     },
     /// The front end's verdict on the outputs of [`Response::Check`]: why they are wrong, or
     /// `None` where they are right.
@@ -217,10 +220,12 @@ impl Service for Bench {
             race,
             generated,
             check,
+            deadline_ms,
         } = request
         else {
             return Err(Fatal("an answer without a question".into()));
         };
+        self.set_deadline(deadline_ms.map(std::time::Duration::from_millis));
         self.generate(generated);
         // The check asks the front end in the middle of the evaluation.
         let mut verdict = |outputs| match ask(Response::Check { outputs })? {

@@ -12,6 +12,7 @@
 //! - [`text`]: line and column of a position in a file, for errors.
 //! - [`tools`]: where the external tools ndtune runs (clang) are; [`bounded`]: running one
 //!   within a time, memory and output limit, killed whole.
+//! - [`cache`]: the user's private cache folder and the checks on what is kept there.
 //! - [`input`]: reading an input file within bounds (regular files only, a size limit per
 //!   kind, gzip unpacked within a limit).
 //!
@@ -23,6 +24,7 @@
 //! ```
 
 pub mod bounded;
+pub mod cache;
 pub mod input;
 pub mod setup;
 pub mod text;

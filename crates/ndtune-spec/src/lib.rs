@@ -243,7 +243,7 @@ impl Spec {
         if self.kernel.sources.is_empty() {
             return Ok(None);
         }
-        KernelSource::read(&self.kernel.sources, &self.kernel.include_dirs)
+        KernelSource::read(&self.kernel.sources, &self.kernel.search_dirs())
             .map(Some)
             .map_err(|e| {
                 self.error_at(

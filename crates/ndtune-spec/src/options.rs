@@ -67,6 +67,24 @@ impl BuildOption {
         Ok(BuildOption { pieces, when })
     }
 
+    /// The directories this option names with `-I DIR` or `-IDIR` in its literal text (a
+    /// placeholder's value is no directory): the compiler searches them for headers.
+    pub fn include_dirs(&self) -> Vec<std::path::PathBuf> {
+        let mut dirs = Vec::new();
+        for piece in &self.pieces {
+            let Piece::Text(text) = piece else { continue };
+            let mut words = text.split_whitespace();
+            while let Some(word) = words.next() {
+                match word {
+                    "-I" => dirs.extend(words.next().map(std::path::PathBuf::from)),
+                    _ if word.len() > 2 && word.starts_with("-I") => dirs.push(word[2..].into()),
+                    _ => {}
+                }
+            }
+        }
+        dirs
+    }
+
     /// The option in a configuration (`point`: parameter values in declaration order), or
     /// `None` where its condition does not hold; `value` gives a name's value as text.
     pub(crate) fn for_config(
@@ -102,6 +120,19 @@ mod tests {
             "TS" => "16".into(),
             _ => "1024".into(),
         }
+    }
+
+    #[test]
+    fn include_directories_are_read_from_the_literal_text() {
+        let o = BuildOption::parse("-I inc -Iother/dir -DX={TS} -Ino", None, known).unwrap();
+        assert_eq!(
+            o.include_dirs(),
+            [
+                std::path::PathBuf::from("inc"),
+                "other/dir".into(),
+                "no".into()
+            ]
+        );
     }
 
     #[test]

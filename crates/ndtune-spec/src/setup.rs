@@ -13,7 +13,7 @@
 //! `[constants]` are left out (the constants key results themselves), as are `[params]`,
 //! `[space]` and `[split]`, which choose configurations but do not change what one measures.
 
-use crate::sources::{KernelSource, MAX_SOURCE_BYTES};
+use crate::sources::KernelSource;
 use crate::{Reference, SpanKey, Spec, SpecError};
 use ndtune_core::setup::Setup;
 use serde_json::{Map, Value};
@@ -31,8 +31,10 @@ impl Spec {
             })
         };
         let mut files = Map::new();
-        let mut add = |path: &Path, digest: Option<&str>| {
-            files.insert(self.shown(path), digest.unwrap_or("missing").into());
+        // A header found nowhere is named as its `#include` line writes it.
+        let mut add = |path: &Path, digest: Option<&str>| match digest {
+            Some(digest) => files.insert(self.shown(path), digest.into()),
+            None => files.insert(path.display().to_string(), "missing".into()),
         };
         for f in &source.files {
             add(&f.path, f.digest.as_deref());
@@ -42,26 +44,25 @@ impl Spec {
         match verify.and_then(|v| v.reference.as_ref()) {
             Some(Reference::Kernel { source, .. }) => {
                 let reference =
-                    KernelSource::read(std::slice::from_ref(source), &self.kernel.include_dirs)
+                    KernelSource::read(std::slice::from_ref(source), &self.kernel.search_dirs())
                         .map_err(|e| at_verify(format!("[verify] reference: {}", e.message)))?;
                 for f in &reference.files {
                     add(&f.path, f.digest.as_deref());
                 }
             }
             Some(Reference::Host(host)) => {
-                let bytes = crate::read_bytes(&host.source, MAX_SOURCE_BYTES, "host reference")
-                    .map_err(|e| at_verify(format!("[verify] reference: {e}")))?;
-                add(&host.source, Some(&ndtune_core::text::short_sha256(&bytes)));
+                for f in
+                    host_files(host).map_err(|e| at_verify(format!("[verify] reference: {e}")))?
+                {
+                    add(&f.path, f.digest.as_deref());
+                }
             }
             Some(Reference::Config(_) | Reference::Builtin(_)) | None => {}
         }
         if let Some(check) = verify.and_then(|v| v.check.as_ref()) {
-            let bytes = crate::read_bytes(&check.source, MAX_SOURCE_BYTES, "host check")
-                .map_err(|e| at_verify(format!("[verify] check: {e}")))?;
-            add(
-                &check.source,
-                Some(&ndtune_core::text::short_sha256(&bytes)),
-            );
+            for f in host_files(check).map_err(|e| at_verify(format!("[verify] check: {e}")))? {
+                add(&f.path, f.digest.as_deref());
+            }
         }
         // Inputs read from files are data whose every byte can change a result.
         for arg in &self.args {
@@ -114,9 +115,31 @@ impl Spec {
     }
 
     /// A file as the description names it: relative to the spec's directory where it is
-    /// inside it.
+    /// inside it, the same however the spec's path was given (`spec.toml`, `./spec.toml`, an
+    /// absolute path: a worker may get another form than the command line).
     fn shown(&self, path: &Path) -> String {
-        let dir = self.path.parent().unwrap_or(Path::new(""));
-        path.strip_prefix(dir).unwrap_or(path).display().to_string()
+        // Components drop the `.`s that `absolute` keeps.
+        let absolute = |p: &Path| {
+            let a = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+            a.components().collect::<std::path::PathBuf>()
+        };
+        // `spec.toml`'s parent is the empty path, which `absolute` refuses.
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => absolute(d),
+            _ => absolute(Path::new(".")),
+        };
+        let path = absolute(path);
+        path.strip_prefix(&dir)
+            .unwrap_or(&path)
+            .display()
+            .to_string()
     }
+}
+
+/// A C host function's file and the headers its `#include` lines reach from its own directory
+/// (found or not: creating one later changes the setup).
+fn host_files(host: &crate::HostFunction) -> Result<Vec<crate::sources::SourceFile>, String> {
+    KernelSource::read(std::slice::from_ref(&host.source), &[])
+        .map(|read| read.files)
+        .map_err(|e| e.message)
 }

@@ -28,6 +28,21 @@ pub struct Kernel {
     pub build_options: Vec<BuildOption>,
 }
 
+impl Kernel {
+    /// Every directory the compiler searches for headers besides the sources' own:
+    /// `include_dirs`, then each `-I` of `build_options` (as written: the compiler resolves a
+    /// relative one from the working directory).
+    pub fn search_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = self.include_dirs.clone();
+        dirs.extend(
+            self.build_options
+                .iter()
+                .flat_map(BuildOption::include_dirs),
+        );
+        dirs
+    }
+}
+
 /// OpenCL C element types of buffers and scalars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElemType {

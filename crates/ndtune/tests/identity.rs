@@ -386,3 +386,70 @@ fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_consta
         "report --set N=64"
     );
 }
+
+/// The kernel includes `factor.h` found only through an `-I` of `build_options`; a host check,
+/// whose expected factor comes from a header it includes, verifies `y = FACTOR * x`.
+fn header_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("other")).unwrap();
+    std::fs::write(d.join("scale.cl"), SCALE).unwrap();
+    std::fs::write(d.join("other/factor.h"), "#define FACTOR 2.0f\n").unwrap();
+    std::fs::write(d.join("expect.h"), "#define EXPECTED 2.0f\n").unwrap();
+    std::fs::write(
+        d.join("check.c"),
+        "#include \"expect.h\"\nint c(const ndtune_args *a, char *m, size_t n) {\n  const float *x = a->buffers[0].data, *y = a->buffers[1].data;\n  for (size_t i = 0; i < a->buffers[1].len; ++i)\n    if (y[i] != EXPECTED * x[i]) { snprintf(m, n, \"y[%zu] is %g\", i, y[i]); return 1; }\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let spec = spec(&Variant {
+        options: "\"-I other\"",
+        ..BASE
+    })
+    .replace("include_dirs = [\"inc\"]\n", "")
+    .replace(
+        "[measure]",
+        "[verify]\noutputs = [\"y\"]\ncheck = { host = \"check.c\", function = \"c\" }\n[measure]",
+    );
+    std::fs::write(d.join("spec.toml"), spec).unwrap();
+    dir
+}
+
+/// `cd dir && ndtune tune spec.toml --db db`: (evaluated now, reused, measured, wrong_result).
+fn tune_from_inside(dir: &Path, db: &str) -> (u64, u64, u64, u64) {
+    let out = ndtune()
+        .current_dir(dir)
+        .args([
+            "tune",
+            "spec.toml",
+            "--db",
+            db,
+            "--build-jobs",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    counts(&v["devices"][0])
+}
+
+#[test]
+fn headers_behind_an_include_option_or_a_host_check_are_part_of_the_setup() {
+    let dir = header_dir();
+    let d = dir.path();
+    // Run from the spec's folder with a relative path (the campaign's workers see another
+    // form of the path: the setup must be the same).
+    assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 3, 0));
+    assert_eq!(tune_from_inside(d, "t.db"), (0, 3, 3, 0));
+    // The kernel's header behind `-I other` now gives 3 * x: every result is wrong, in the
+    // same store and in a fresh one (no stale program from the cache).
+    std::fs::write(d.join("other/factor.h"), "#define FACTOR 3.0f\n").unwrap();
+    assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 0, 3));
+    assert_eq!(tune_from_inside(d, "fresh.db"), (3, 0, 0, 3));
+    // The check's own header agrees again: measured, its program built anew.
+    std::fs::write(d.join("expect.h"), "#define EXPECTED 3.0f\n").unwrap();
+    assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 3, 0));
+    assert_eq!(tune_from_inside(d, "other.db"), (3, 0, 3, 0));
+}
