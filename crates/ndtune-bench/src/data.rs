@@ -145,9 +145,20 @@ fn numpy_name(ty: ElemType) -> &'static str {
 /// The elements of a `.npy` file as bytes of `ty` in host order: its dtype must be `ty`'s
 /// (either byte order) and it must hold `len` elements, in C order.
 fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // A regular file only: a FIFO or a device would never end.
+    let mut file = ndtune_core::input::open_regular(path, "NumPy file").map_err(|e| e.message)?;
+    // npyz multiplies the shape without a check: an overflowing one is refused first.
+    npy_count(&mut file)?;
+    std::io::Seek::rewind(&mut file).map_err(|e| format!("cannot be read ({e})"))?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
         .map_err(|e| format!("not a NumPy .npy file ({e})"))?;
+    let count = npy.shape().iter().product::<u64>();
+    if count != len as u64 {
+        return Err(format!(
+            "holds {count} elements (shape {:?}), not the argument's len {len}",
+            npy.shape()
+        ));
+    }
     let dtype = npy.dtype().descr();
     let wrong_type = || {
         format!(
@@ -188,6 +199,47 @@ fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String> {
         ElemType::Float => read_as!(f32),
         ElemType::Double => read_as!(f64),
     })
+}
+
+/// The element count of the shape in an `.npy` header (magic, version, header length, then a
+/// Python dict with `'shape': (d0, d1, ...)`), where it fits in 64 bits.
+fn npy_count(file: &mut impl std::io::Read) -> Result<u64, String> {
+    use std::io::Read;
+    let not_npy = |why: &str| format!("not a NumPy .npy file ({why})");
+    let mut start = [0u8; 12];
+    file.read_exact(&mut start[..10])
+        .map_err(|_| not_npy("too short"))?;
+    if &start[..6] != b"\x93NUMPY" {
+        return Err(not_npy("no magic string"));
+    }
+    let length = match start[6] {
+        1 => u16::from_le_bytes([start[8], start[9]]) as u64,
+        _ => {
+            file.read_exact(&mut start[10..12])
+                .map_err(|_| not_npy("too short"))?;
+            u32::from_le_bytes([start[8], start[9], start[10], start[11]]) as u64
+        }
+    };
+    let mut header = Vec::new();
+    file.take(length.min(1 << 20))
+        .read_to_end(&mut header)
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    let header = String::from_utf8_lossy(&header);
+    let shape = header
+        .split_once("'shape'")
+        .and_then(|(_, rest)| rest.split_once('(')?.1.split_once(')'))
+        .map(|(dims, _)| dims)
+        .ok_or_else(|| not_npy("no shape in its header"))?;
+    let dims: Vec<u64> = shape
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.trim_end_matches('L').parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| not_npy("a shape that is not whole numbers"))?;
+    dims.iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| format!("has shape {dims:?}, whose element count does not fit in 64 bits"))
 }
 
 /// Host bytes of `values` as elements of `ty` (host byte order, as the device expects on the
@@ -351,6 +403,27 @@ mod tests {
         let s = spec(dir.path(), 4, "{ npy = \"none.npy\" }", "\"zeros\"");
         let e = spec_inputs(&s, &[1], 1).unwrap_err();
         assert!(e.contains("none.npy: "), "{e}");
+        // A shape whose element count overflows (npyz would wrap it to 1024).
+        let mut header =
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (18014398509481985, 1024), }"
+                .to_string();
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header.as_bytes());
+        bytes.extend([0u8; 4096]);
+        std::fs::write(dir.path().join("huge.npy"), bytes).unwrap();
+        let s = spec(dir.path(), 1024, "{ npy = \"huge.npy\" }", "\"zeros\"");
+        let e = spec_inputs(&s, &[1], 1).unwrap_err();
+        assert!(e.contains("does not fit in 64 bits"), "{e}");
+        // A device or a FIFO never ends: refused before a byte is read.
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.npy")).unwrap();
+        let s = spec(dir.path(), 4, "{ npy = \"zero.npy\" }", "\"zeros\"");
+        let e = spec_inputs(&s, &[1], 1).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 
     #[test]

@@ -149,8 +149,8 @@ impl CollectCampaign {
     /// Reads and checks a campaign file; errors name the file, and the line and column where
     /// TOML locates them.
     pub fn load(path: &Path) -> Result<CollectCampaign, CollectError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| campaign_error(format!("cannot read {}: {e}", path.display())))?;
+        let text = ndtune_core::input::read_text(path, ndtune_core::input::CAMPAIGN)
+            .map_err(|e| campaign_error(e.to_string()))?;
         let at = |span: Option<std::ops::Range<usize>>, message: &str| {
             let (line, col) = span.map_or((0, 0), |s| ndtune_core::text::line_col(&text, s.start));
             campaign_error(format!(

@@ -17,18 +17,28 @@ pub struct Kind {
     pub what: &'static str,
     /// Bytes, as stored (compressed, where it is).
     pub limit: u64,
-    /// Bytes once unpacked, for gzip data.
-    pub unpacked: u64,
+    /// Bytes once unpacked, where the kind may be gzip data; `None`: never unpacked.
+    pub unpacked: Option<u64>,
 }
 
 const MIB: u64 = 1 << 20;
 
 impl Kind {
+    /// A kind that is never gzip data.
     pub const fn new(what: &'static str, limit: u64) -> Kind {
         Kind {
             what,
             limit,
-            unpacked: limit,
+            unpacked: None,
+        }
+    }
+
+    /// A kind that may be gzip data, unpacked to at most `unpacked` bytes.
+    pub const fn packed(what: &'static str, limit: u64, unpacked: u64) -> Kind {
+        Kind {
+            what,
+            limit,
+            unpacked: Some(unpacked),
         }
     }
 }
@@ -37,20 +47,14 @@ impl Kind {
 pub const PROFILE: Kind = Kind::new("device profile", 4 * MIB);
 /// A trained model (`serve --model`, `learn predict`).
 pub const MODEL: Kind = Kind::new("model", 512 * MIB);
-/// A campaign file of `collect`, a stencil file.
+/// A campaign file of `collect`.
 pub const CAMPAIGN: Kind = Kind::new("campaign file", 4 * MIB);
+/// A stencil file (`.stencil.toml`).
+pub const STENCIL: Kind = Kind::new("stencil file", 4 * MIB);
 /// Learning data (CSV, maybe gzip).
-pub const LEARNING_DATA: Kind = Kind {
-    what: "learning data",
-    limit: 1 << 30,
-    unpacked: 4 << 30,
-};
+pub const LEARNING_DATA: Kind = Kind::packed("learning data", 1 << 30, 4 << 30);
 /// A recording replayed (a Kernel Tuner cache, CLTune output), maybe gzip.
-pub const RECORDING: Kind = Kind {
-    what: "recording",
-    limit: 512 * MIB,
-    unpacked: 2 << 30,
-};
+pub const RECORDING: Kind = Kind::packed("recording", 512 * MIB, 2 << 30);
 /// Kernel Tuner's strategy results given to `bench-strategies --kt`.
 pub const KT_RESULTS: Kind = Kind::new("Kernel Tuner results", 64 * MIB);
 /// An OpenCL or C source file.
@@ -60,6 +64,11 @@ pub const SOURCE: Kind = Kind::new("source file", 16 * MIB);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
     pub path: PathBuf,
+    /// The operating system's error, where opening or reading failed (no file, no
+    /// permission): its words alone, for callers that name the file and the kind themselves.
+    pub io: Option<String>,
+    /// The whole message: `cannot read the spec file: ...`, `the model is not a regular
+    /// file ...`.
     pub message: String,
 }
 
@@ -75,8 +84,25 @@ impl InputError {
     fn new(path: &Path, message: String) -> InputError {
         InputError {
             path: path.to_path_buf(),
+            io: None,
             message,
         }
+    }
+
+    fn io(path: &Path, what: &str, e: &io::Error) -> InputError {
+        InputError {
+            path: path.to_path_buf(),
+            io: Some(e.to_string()),
+            message: format!("cannot read the {what}: {e}"),
+        }
+    }
+}
+
+/// For callers whose errors hold an `io::Error` and name the file themselves: the OS's words
+/// where there are some, else the message.
+impl From<InputError> for io::Error {
+    fn from(e: InputError) -> io::Error {
+        io::Error::other(e.io.unwrap_or(e.message))
     }
 }
 
@@ -87,10 +113,10 @@ pub fn open_regular(path: &Path, what: &str) -> Result<File, InputError> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| InputError::new(path, format!("cannot read the {what}: {e}")))?;
+        .map_err(|e| InputError::io(path, what, &e))?;
     let meta = file
         .metadata()
-        .map_err(|e| InputError::new(path, format!("cannot read the {what}: {e}")))?;
+        .map_err(|e| InputError::io(path, what, &e))?;
     if !meta.is_file() {
         return Err(InputError::new(
             path,
@@ -151,21 +177,47 @@ pub fn reader(path: &Path, kind: Kind) -> Result<Box<dyn Read>, InputError> {
         kind.limit,
         too_large(kind.what, kind.limit, false),
     ));
+    let Some(unpacked) = kind.unpacked else {
+        return Ok(Box::new(raw));
+    };
     let gzip = {
         use io::BufRead;
         let head = raw
             .fill_buf()
-            .map_err(|e| InputError::new(path, format!("cannot read the {}: {e}", kind.what)))?;
-        head.starts_with(&[0x1f, 0x8b])
+            .map_err(|e| InputError::io(path, kind.what, &e))?;
+        head.starts_with(&GZIP)
     };
     Ok(match gzip {
         true => Box::new(limited(
             flate2::bufread::MultiGzDecoder::new(raw),
-            kind.unpacked,
-            too_large(kind.what, kind.unpacked, true),
+            unpacked,
+            too_large(kind.what, unpacked, true),
         )),
         false => Box::new(raw),
     })
+}
+
+/// The magic bytes of gzip data.
+const GZIP: [u8; 2] = [0x1f, 0x8b];
+
+/// `bytes` unpacked where they are gzip data (at most `kind`'s unpacked limit), else as they
+/// are: for data already in memory.
+pub fn unpack(bytes: &[u8], kind: Kind) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    let Some(unpacked) = kind.unpacked.filter(|_| bytes.starts_with(&GZIP)) else {
+        return Ok(std::borrow::Cow::Borrowed(bytes));
+    };
+    let mut out = Vec::new();
+    limited(
+        flate2::read::MultiGzDecoder::new(bytes),
+        unpacked,
+        too_large(kind.what, unpacked, true),
+    )
+    .read_to_end(&mut out)
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::FileTooLarge => e.to_string(),
+        _ => format!("not gzip data: {e}"),
+    })?;
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// The bytes of `path` (gzip data unpacked) within `kind`'s limits.
@@ -175,7 +227,7 @@ pub fn read_bytes(path: &Path, kind: Kind) -> Result<Vec<u8>, InputError> {
         .read_to_end(&mut bytes)
         .map_err(|e| match e.kind() {
             io::ErrorKind::FileTooLarge => InputError::new(path, e.to_string()),
-            _ => InputError::new(path, format!("cannot read the {}: {e}", kind.what)),
+            _ => InputError::io(path, kind.what, &e),
         })?;
     Ok(bytes)
 }
@@ -206,11 +258,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    const SMALL: Kind = Kind {
-        what: "test file",
-        limit: 100,
-        unpacked: 1000,
-    };
+    const SMALL: Kind = Kind::packed("test file", 100, 1000);
 
     #[test]
     fn devices_fifos_directories_and_links_to_them_are_refused_at_once() {
@@ -251,6 +299,10 @@ mod tests {
         };
         let e = read_bytes(&bomb, big).unwrap_err();
         assert!(e.message.contains("unpacks to more than 1000 bytes"), "{e}");
+        let e = unpack(&packed, big).unwrap_err();
+        assert!(e.contains("unpacks to more than 1000 bytes"), "{e}");
+        let plain = Kind::new("plain file", 1 << 20);
+        assert_eq!(read_bytes(&bomb, plain).unwrap(), packed, "never unpacked");
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(b"x,y\n1,2\n").unwrap();
         std::fs::write(&bomb, gz.finish().unwrap()).unwrap();

@@ -20,11 +20,12 @@ pub fn short_sha256(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes)[..8])
 }
 
-/// [`short_sha256`] of a file's content, read in pieces (data files may be large).
+/// [`short_sha256`] of a regular file's content, read in pieces (data files may be large; a
+/// FIFO or a device, which may never end, is refused).
 pub fn short_sha256_file(path: &std::path::Path) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
-    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    std::io::copy(&mut crate::input::open_regular(path, "file")?, &mut hasher)?;
     Ok(hex(&hasher.finalize()[..8]))
 }
 

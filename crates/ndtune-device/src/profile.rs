@@ -172,10 +172,13 @@ impl DeviceProfile {
     /// one (the output of `ndtune devices --json --device SEL`).
     pub fn load(path: &Path) -> Result<DeviceProfile, ProfileError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let text =
+            ndtune_core::input::read_text(path, ndtune_core::input::PROFILE).map_err(|e| {
+                ProfileError::Read {
+                    path: shown.clone(),
+                    source: e.into(),
+                }
+            })?;
         Self::from_json(&text, &shown)
     }
 

@@ -86,18 +86,16 @@ pub enum DataError {
 }
 
 impl Data {
-    /// Reads a CSV file (gzip-compressed where the name ends in `.gz`).
+    /// Reads a CSV file (gzip-compressed or plain), within the limits of
+    /// [`ndtune_core::input::LEARNING_DATA`].
     pub fn load(path: &Path) -> Result<Data, DataError> {
-        let io = |source| DataError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
-            Box::new(flate2::read::GzDecoder::new(file))
-        } else {
-            Box::new(file)
-        };
+        let reader =
+            ndtune_core::input::reader(path, ndtune_core::input::LEARNING_DATA).map_err(|e| {
+                DataError::Io {
+                    path: path.to_path_buf(),
+                    source: e.into(),
+                }
+            })?;
         Data::read(reader, path)
     }
 

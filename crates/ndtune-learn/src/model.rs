@@ -202,9 +202,11 @@ impl Model {
     }
 
     pub fn load(path: &Path) -> Result<Model, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
-            path: path.to_path_buf(),
-            source,
+        let text = ndtune_core::input::read_text(path, ndtune_core::input::MODEL).map_err(|e| {
+            LoadError::Io {
+                path: path.to_path_buf(),
+                source: e.into(),
+            }
         })?;
         let not_a_model = |message: String| LoadError::NotAModel {
             path: path.to_path_buf(),

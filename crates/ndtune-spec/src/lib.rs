@@ -100,36 +100,20 @@ pub const MAX_SPEC_BYTES: u64 = 16 << 20;
 /// Reads a regular file of at most `limit` bytes: a larger file and anything but a regular file
 /// (a directory, a device such as `/dev/zero` that never ends, a pipe) are errors naming the
 /// file, never an unbounded read.
-pub fn read_bytes(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, SpecError> {
-    use std::io::Read;
-    let err = |message: String| SpecError {
-        path: path.display().to_string(),
-        line: 0,
-        column: 0,
-        message,
-    };
-    let cannot = |e: std::io::Error| err(format!("cannot read the {what}: {e}"));
-    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
-        return Err(err(format!(
-            "the {what} is not a regular file (a directory, a device or a pipe)"
-        )));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(limit + 1).read_to_end(&mut bytes))
-        .map_err(cannot)?;
-    if bytes.len() as u64 > limit {
-        return Err(err(format!(
-            "the {what} is larger than {} MiB; ndtune reads at most that",
-            limit >> 20
-        )));
-    }
-    Ok(bytes)
+pub fn read_bytes(path: &Path, limit: u64, what: &'static str) -> Result<Vec<u8>, SpecError> {
+    ndtune_core::input::read_bytes(path, ndtune_core::input::Kind::new(what, limit)).map_err(|e| {
+        SpecError {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: e.message,
+        }
+    })
 }
 
 /// Reads a text file of at most `limit` bytes ([`read_bytes`]): NUL bytes and bytes that are
 /// not UTF-8 are errors naming the file, line and column.
-pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, SpecError> {
+pub fn read_text(path: &Path, limit: u64, what: &'static str) -> Result<String, SpecError> {
     let bytes = read_bytes(path, limit, what)?;
     let at = |offset: usize, message: String| {
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;

@@ -75,12 +75,15 @@ impl<'de> Deserialize<'de> for Padding {
 impl Stencil {
     /// Reads and validates a `.stencil.toml` file.
     pub fn load(path: &Path) -> Result<Stencil, StencilError> {
-        let text = std::fs::read_to_string(path).map_err(|e| StencilError::File {
-            path: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read the stencil file: {e}"),
-        })?;
+        let text =
+            ndtune_core::input::read_text(path, ndtune_core::input::STENCIL).map_err(|e| {
+                StencilError::File {
+                    path: path.display().to_string(),
+                    line: 0,
+                    column: 0,
+                    message: e.message,
+                }
+            })?;
         Stencil::parse(&text, path)
     }
 

@@ -5,7 +5,6 @@
 
 use crate::kt::KtError;
 use ndtune_core::{Config, Outcome, Timing};
-use std::io::Read;
 use std::path::Path;
 
 /// A recorded space: the parameter names in column order, and each configuration with its runs
@@ -18,10 +17,13 @@ pub struct CltuneTable {
 
 /// Reads a CLTune CSV file; errors name the file and the line.
 pub fn read_cltune_csv(path: &Path) -> Result<CltuneTable, KtError> {
-    let bytes = std::fs::read(path).map_err(|source| KtError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes =
+        ndtune_core::input::read_bytes(path, ndtune_core::input::RECORDING).map_err(|e| {
+            KtError::Io {
+                path: path.to_path_buf(),
+                source: e.into(),
+            }
+        })?;
     parse_cltune_csv(&bytes, path)
 }
 
@@ -31,14 +33,10 @@ pub fn parse_cltune_csv(bytes: &[u8], path: &Path) -> Result<CltuneTable, KtErro
         path: path.to_path_buf(),
         message,
     };
-    let mut text = String::new();
-    let read = if bytes.starts_with(&[0x1f, 0x8b]) {
-        flate2::read::GzDecoder::new(bytes).read_to_string(&mut text)
-    } else {
-        let mut plain = bytes;
-        plain.read_to_string(&mut text)
-    };
-    read.map_err(|e| invalid(format!("not a CSV text file: {e}")))?;
+    let bytes =
+        ndtune_core::input::unpack(bytes, ndtune_core::input::RECORDING).map_err(invalid)?;
+    let text = String::from_utf8(bytes.into_owned())
+        .map_err(|e| invalid(format!("not a CSV text file: {e}")))?;
     let mut lines = text.lines().enumerate();
     let (_, header) = lines
         .next()

@@ -31,7 +31,6 @@ use ndtune_metrics::MetricDef;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The Kernel Tuner cache schema version [`write_kt_cache`] follows.
@@ -131,7 +130,8 @@ pub struct KtCache {
 
 /// Reads a Kernel Tuner cache file, gzipped or plain JSON.
 pub fn read_kt_cache(path: &Path) -> Result<KtCache, KtError> {
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let bytes = ndtune_core::input::read_bytes(path, ndtune_core::input::RECORDING)
+        .map_err(|e| io_error(path)(e.into()))?;
     parse_kt_cache(&bytes, path)
 }
 
@@ -192,14 +192,9 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> KtError + '_ {
 }
 
 fn read_text(bytes: &[u8], path: &Path) -> Result<String, KtError> {
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(bytes)
-            .read_to_string(&mut text)
-            .map_err(io_error(path))?;
-        return Ok(text);
-    }
-    String::from_utf8(bytes.to_vec())
+    let bytes = ndtune_core::input::unpack(bytes, ndtune_core::input::RECORDING)
+        .map_err(|e| invalid(path, &e))?;
+    String::from_utf8(bytes.into_owned())
         .map_err(|_| invalid(path, "not a Kernel Tuner cache file: not UTF-8 text"))
 }
 

@@ -57,8 +57,7 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
     )
     .map_err(|e| anyhow!(e))?;
     if let Some(kt) = &args.kt {
-        let text =
-            std::fs::read_to_string(kt).with_context(|| format!("reading {}", kt.display()))?;
+        let text = ndtune_core::input::read_text(kt, ndtune_core::input::KT_RESULTS)?;
         let theirs: Vec<StrategyResult> = serde_json::from_str(&text)
             .with_context(|| format!("{}: not bench/kt_strategies.py's JSON", kt.display()))?;
         let ids: Vec<&str> = datasets.iter().map(|d| d.id.as_str()).collect();

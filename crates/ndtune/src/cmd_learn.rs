@@ -124,8 +124,7 @@ fn features(a: &LearnFeaturesArgs) -> Result<()> {
         .map_err(|e| anyhow!("{}: {e}", path.display()))?;
         f.names.into_iter().zip(f.values).collect()
     } else {
-        let source = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let source = ndtune_core::input::read_text(path, ndtune_core::input::SOURCE)?;
         kernel_features(&source, &a.options).map_err(|e| anyhow!("{}: {e}", path.display()))?
     };
     if a.json {
