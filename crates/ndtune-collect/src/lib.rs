@@ -416,6 +416,7 @@ impl Scenario<'_> {
                 build_jobs: how.build_jobs,
                 race: None,
                 advice_prior: true,
+                keep_timed_out: false,
                 processes: how.processes.clone(),
             },
             worker: None,

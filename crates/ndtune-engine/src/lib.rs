@@ -186,6 +186,11 @@ pub struct Options {
     /// Take the driver's advice as a prior that launches beyond it will be refused (see
     /// [`ndtune_search::Evaluator::exceeds_advice`]); off, strategies ignore the advice.
     pub advice_prior: bool,
+    /// Keep stored `timed_out` outcomes (`--keep-timed-out`); by default a campaign measures
+    /// them again, since a timeout may come from the machine's load rather than the
+    /// configuration.
+    #[serde(default)]
+    pub keep_timed_out: bool,
     pub processes: Processes,
 }
 
@@ -396,6 +401,10 @@ impl Campaign<'_> {
         for r in self.store.records(&group)? {
             // A result measured without the energy its metrics now need is measured again.
             if energy.measured && lacks_energy(&r.outcome) {
+                measure_again.insert(r.key.config);
+                continue;
+            }
+            if matches!(r.outcome, Outcome::TimedOut { .. }) && !self.options.keep_timed_out {
                 measure_again.insert(r.key.config);
                 continue;
             }

@@ -179,6 +179,10 @@ impl Live<'_> {
         };
         match pool.wait(&(self.build_key)(point), point) {
             Built::Binary(path) => Ok(Some(path)),
+            // A build worker that ran out of time may have been starved (idle priority on a
+            // busy machine): not the configuration's outcome. The measurement worker builds it
+            // once more under the evaluation's own deadline.
+            Built::Failed(Outcome::TimedOut { .. }) => Ok(None),
             Built::Failed(outcome) => Err(outcome),
             Built::Unavailable(why) => {
                 if !self.unavailable_told {

@@ -382,6 +382,7 @@ mod tests {
             build_jobs: 3,
             race: Some(Race::new(0.25, 0.9).unwrap()),
             advice_prior: false,
+            keep_timed_out: true,
             processes: crate::Processes::new("/bin/ndtune".into()),
         };
         let line = serde_json::to_string(&options).unwrap();

@@ -339,6 +339,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
             .unwrap_or_else(ndtune_engine::default_build_jobs),
         race: spec.measure.race,
         advice_prior: true,
+        keep_timed_out: false,
         processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
     };
     // Pruned, its space recorded and `auto` resolved as `ndtune tune` does; a pool's workers

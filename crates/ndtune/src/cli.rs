@@ -334,6 +334,10 @@ pub struct SearchArgs {
     /// until this run's launches show otherwise).
     #[arg(long)]
     pub no_advice_prior: bool,
+    /// Reuse stored `timed_out` outcomes (by default they are measured again: a timeout may
+    /// have come from the machine's load, not from the configuration).
+    #[arg(long)]
+    pub keep_timed_out: bool,
 }
 
 /// Sharing one campaign among workers (docs/scale.md).

@@ -40,6 +40,7 @@ pub fn run(
         build_jobs: pool_build_jobs(c.build_jobs.map(usize::from), devices.len()),
         race,
         advice_prior: !args.search.no_advice_prior,
+        keep_timed_out: args.search.keep_timed_out,
         processes: Processes::current_exe()
             .context("cannot find the ndtune executable to start workers")?,
     };

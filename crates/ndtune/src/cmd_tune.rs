@@ -223,6 +223,7 @@ fn options(
             .map_or_else(ndtune_engine::default_build_jobs, usize::from),
         race,
         advice_prior: !search.no_advice_prior,
+        keep_timed_out: search.keep_timed_out,
         processes: Processes::current_exe()
             .context("cannot find the ndtune executable to start workers")?,
     })
