@@ -12,9 +12,10 @@
 //! - [`end_with_signals`] makes SIGTERM, SIGINT and SIGHUP stop the campaign: [`stopping`] says
 //!   so from then on, every living child gets its signal, and a worker that dies of it is not
 //!   taken for a crash ([`crate::process::Silence::Interrupted`]), so nothing false is stored.
-//!   The campaign stops as after a fatal error, keeping what it measured; where it has not
-//!   ended [`GRACE`] later, or at a second signal, the process exits at once (its children
-//!   then die of the parent-death signal). With no child living, it exits at once.
+//!   The campaign stops as after a fatal error, keeping what it measured, giving back its
+//!   claims and removing its temporary files; where it has not ended [`GRACE`] later, or at a
+//!   second signal, the process exits at once (its children then die of the parent-death
+//!   signal).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -159,12 +160,10 @@ pub fn end_with_signals() -> io::Result<()> {
                 return;
             };
             let name = signal_name(signal);
-            if !stop(signal) {
-                // No child to end: nothing is in flight that a kill would not leave intact.
-                eprintln!("ndtune: interrupted ({name})");
-                // SAFETY: as below.
-                unsafe { libc::_exit(128 + signal) }
-            }
+            // With or without a child to end, the campaign gets its grace: it gives back its
+            // claims, removes its temporary files and sums up (a pool's worker between two
+            // evaluations has no child, and holds claims all the same).
+            stop(signal);
             let deadline = Instant::now() + GRACE;
             let again = loop {
                 if signals.pending().next().is_some() {

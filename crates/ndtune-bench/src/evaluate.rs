@@ -324,6 +324,13 @@ impl Bench {
                 len.vars(&mut vars);
                 // Evaluated only where it reads no parameter.
                 if let Some(n) = vars.is_empty().then(|| len.eval(&[])).flatten() {
+                    if n < 0 {
+                        return Err(Fatal(format!(
+                            "{}: [[args]] {}: len is {n}; a buffer's length cannot be negative",
+                            spec.path.display(),
+                            a.name
+                        )));
+                    }
                     let n = usize::try_from(n).unwrap_or(usize::MAX);
                     if let Some(why) = buffer_too_large(device, *ty, n) {
                         return Err(Fatal(format!(

@@ -88,8 +88,11 @@ impl LineProcess {
     }
 
     fn send(&mut self, line: &str) -> std::io::Result<()> {
-        writeln!(self.stdin, "{line}")?;
-        self.stdin.flush()
+        // A child that died makes this fail (its death is told by `answer`), never SIGPIPE.
+        ndtune_core::bounded::without_sigpipe(|| {
+            writeln!(self.stdin, "{line}")?;
+            self.stdin.flush()
+        })
     }
 
     /// The next line the child writes, waiting at most `deadline`.

@@ -126,7 +126,7 @@ pub fn run(mut command: Command, stdin: &[u8], bounds: Bounds) -> Result<Ran, Ru
     let feeding = group.0.stdin.take().map(|mut pipe| {
         let input = stdin.to_vec();
         // A write fails when the tool exits early (a bad option): its status says why.
-        std::thread::spawn(move || drop(pipe.write_all(&input)))
+        std::thread::spawn(move || drop(without_sigpipe(|| pipe.write_all(&input))))
     });
     let keep = bounds.output;
     let stdout = collect(group.0.stdout.take().expect("piped"), keep);
@@ -163,6 +163,32 @@ pub fn run(mut command: Command, stdin: &[u8], bounds: Bounds) -> Result<Ran, Ru
             stdout,
             stderr,
         }),
+    }
+}
+
+/// Runs `write` (a write to a child's pipe) with SIGPIPE blocked in this thread: a child that
+/// died makes the write fail with `EPIPE` instead of killing this process (ndtune keeps
+/// SIGPIPE's default, ending quietly when the reader of its own output goes away). A SIGPIPE
+/// the write raised is taken off the thread before SIGPIPE is unblocked again.
+pub fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use; pthread_sigmask
+    // and sigtimedwait act on this thread only.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut before);
+        let result = write();
+        if matches!(&result, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            let now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        result
     }
 }
 
@@ -286,6 +312,21 @@ mod tests {
         // python3 cannot map 1 GiB under a 64 MiB address-space limit.
         let ran = run(sh("exec python3 -c 'b = bytearray(1 << 30)'"), b"", bounds).unwrap();
         assert!(!ran.status.success(), "{}", ran.failure());
+    }
+
+    #[test]
+    fn a_write_to_a_dead_child_fails_instead_of_killing_the_process() {
+        // The default disposition, as ndtune's main sets it: a SIGPIPE would end this test.
+        // SAFETY: setting a signal's disposition; the test binary's other tests do not write
+        // to closed pipes.
+        let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let mut child = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        child.wait().unwrap();
+        let e = without_sigpipe(|| pipe.write_all(b"x\n")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGPIPE, old) };
     }
 
     #[test]

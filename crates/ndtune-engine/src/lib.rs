@@ -541,13 +541,18 @@ impl Campaign<'_> {
             },
             warm,
         };
-        let trace = strategy.search(&space, &mut live, &run);
+        let mut trace = strategy.search(&space, &mut live, &run);
         let stopped_early = live.stopped.take();
         let constants = live.group.constants.clone();
         let time = live.finish(started);
-        if let Some(why) = stopped_early {
-            return Err(stopped(why));
-        }
+        // Stopped by a signal, the campaign still sums up what it measured (the caller exits
+        // with the signal's status); stopped by an error, it fails.
+        let interrupted = match stopped_early {
+            Some(why) if ndtune_bench::children::stopping().is_some() => Some(why),
+            Some(why) => return Err(stopped(why)),
+            None => None,
+        };
+        trace.steps.retain(|s| !live::asked_after_stop(&s.outcome));
         let mut report = report::report(
             spec,
             &constants,
@@ -562,6 +567,7 @@ impl Campaign<'_> {
         report.setup = setup;
         report.not_reused = not_reused;
         report.hints = hints;
+        report.interrupted = interrupted;
         Ok(report)
     }
 }

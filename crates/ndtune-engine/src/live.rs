@@ -25,6 +25,12 @@ use std::time::Instant;
 /// neither run nor stored.
 const STOPPED: &str = "campaign stopped";
 
+/// Whether `outcome` is what a point asked for after the campaign stopped gets (neither run
+/// nor stored: no part of a summary).
+pub(crate) fn asked_after_stop(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Pruned { constraint } if constraint == STOPPED)
+}
+
 /// How many scouts a racing campaign measures first ([`Live::scout`]): about as many as racing
 /// needs measured in full before it stops any configuration.
 pub(crate) const SCOUTS: usize = 12;

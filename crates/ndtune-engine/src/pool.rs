@@ -263,11 +263,8 @@ fn spawn(options: &Options, location: &OsString, job: &PoolJob) -> std::io::Resu
         .stderr(Stdio::piped());
     let mut child = children::spawn(command, OnEnd::Terminate)?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    writeln!(
-        stdin,
-        "{}",
-        serde_json::to_string(job).expect("a job serialises")
-    )?;
+    let line = serde_json::to_string(job).expect("a job serialises");
+    ndtune_core::bounded::without_sigpipe(|| writeln!(stdin, "{line}"))?;
     Ok(child)
 }
 
@@ -307,7 +304,7 @@ pub fn serve() -> i32 {
     match serve_job() {
         Ok(()) => 0,
         Err(why) => {
-            eprintln!("{why}");
+            let _ = writeln!(std::io::stderr(), "{why}");
             children::stopping_status().map_or(1, i32::from)
         }
     }
@@ -340,9 +337,10 @@ fn serve_job() -> Result<(), String> {
     };
     let label = device.label();
     // What the campaign tells goes to standard error, which the pool shows under the device.
+    // A pool that died reads no more: the write fails, and the worker goes on to clean up.
     let mut tell = |event: Event<'_>| {
         if let Event::Warning(message) = event {
-            eprintln!("{message}");
+            let _ = writeln!(std::io::stderr(), "{message}");
         }
     };
     Tuning {

@@ -248,6 +248,9 @@ pub struct DeviceReport {
     /// The spec's parameter names, in declaration order.
     #[serde(skip)]
     pub names: Vec<String>,
+    /// Why the campaign stopped before its end, where a signal stopped it (SIGTERM, SIGINT):
+    /// this report then sums up what was measured until then.
+    pub interrupted: Option<String>,
 }
 
 impl DeviceReport {
@@ -391,5 +394,6 @@ pub(crate) fn report(
         hints: Vec::new(),
         time,
         names: codec.names().to_vec(),
+        interrupted: None,
     }
 }

@@ -83,8 +83,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             message: r.body_text(),
         })?;
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            // serde_json calls some shape errors syntax (an array longer than a fixed-size
+            // one is "trailing characters"): a body that is valid JSON is a shape error.
+            let valid_json = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok();
             let status = match e.classify() {
                 serde_json::error::Category::Data => 422,
+                _ if valid_json => 422,
                 _ => 400,
             };
             Refusal {

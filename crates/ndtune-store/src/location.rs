@@ -66,11 +66,14 @@ fn is_postgres_url(s: &str) -> bool {
 }
 
 /// Whether `s` is a key/value connection string: `keyword = value ...` with a keyword the
-/// client knows first.
+/// client knows first, in any case (`HOST=...` is a connection string the client then refuses
+/// by name, never an SQLite file of that name).
 fn is_key_values(s: &str) -> bool {
-    s.trim_start()
-        .split_once('=')
-        .is_some_and(|(keyword, _)| KEYWORDS.contains(&keyword.trim_end()))
+    s.trim_start().split_once('=').is_some_and(|(keyword, _)| {
+        KEYWORDS
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(keyword.trim_end()))
+    })
 }
 
 /// A PostgreSQL location with its password hidden: a URL's user password and `password=`
@@ -130,7 +133,7 @@ fn redact_key_values(s: &str) -> String {
         let value = &after_eq[value_at..];
         let Some(len) = value_len(value) else {
             out.push_str(&rest[..eq + 1 + value_at]);
-            if keyword != "password" {
+            if !keyword.eq_ignore_ascii_case("password") {
                 out.push_str(value);
             } else {
                 out.push_str("***");
@@ -138,7 +141,7 @@ fn redact_key_values(s: &str) -> String {
             return out;
         };
         out.push_str(&rest[..eq + 1 + value_at]);
-        out.push_str(if keyword == "password" {
+        out.push_str(if keyword.eq_ignore_ascii_case("password") {
             "***"
         } else {
             &value[..len]
@@ -192,6 +195,7 @@ mod tests {
             Location::File("runs/n=1024.db".into())
         );
         assert_eq!(pg("size=2.db"), Location::File("size=2.db".into()));
+        assert!(matches!(pg("HOST=h PASSWORD=p"), Location::Postgres(_)));
     }
 
     #[test]
@@ -204,6 +208,10 @@ mod tests {
         assert_eq!(
             shown("password = 'a b\\' c' host=h"),
             Path::new("password = *** host=h")
+        );
+        assert_eq!(
+            shown("HOST=h PASSWORD=secret"),
+            Path::new("HOST=h PASSWORD=***")
         );
         assert_eq!(
             shown("host=h password=x\\ y dbname=d"),

@@ -230,6 +230,13 @@ pub fn parse_metric(s: &str) -> Result<MetricDef, String> {
         Some((name, unit)) => (name.trim(), Some(unit.trim())),
         None => (head, None),
     };
+    let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !identifier || unit.is_some_and(|u| u.contains(['[', ']'])) {
+        return Err(format!(
+            "`{s}`: `{head}` is not NAME or NAME[UNIT] (a name of letters, digits and `_`), e.g. gflops[GFLOP/s]=2*N**3/time/1e6"
+        ));
+    }
     Ok(MetricDef::new(
         name,
         expr.trim(),
@@ -938,6 +945,20 @@ mod tests {
         );
         assert_eq!(parse_metric("e=energy_j").unwrap().unit, None);
         assert!(parse_metric("gflops").unwrap_err().contains("NAME=EXPR"));
+        for bad in [
+            "z[GFLOP/s=time",
+            "z]=time",
+            "2x=time",
+            "a b=time",
+            "z[a[b]]=time",
+        ] {
+            assert!(
+                parse_metric(bad)
+                    .unwrap_err()
+                    .contains("is not NAME or NAME[UNIT]"),
+                "{bad}"
+            );
+        }
         let args = |objective: &str, maximize: bool, minimize: bool| MetricArgs {
             objective: Some(objective.into()),
             maximize,

@@ -80,6 +80,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 &progress,
                 &SearchArgs::default(),
                 None,
+                ndtune_engine::share::GUARD_LEASE,
                 None,
             )?
             .report;

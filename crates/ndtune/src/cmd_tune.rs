@@ -105,10 +105,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     if args.json {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let mut reports = Vec::new();
+    let mut reports: Vec<DeviceReport> = Vec::new();
     let mut workers = workers.into_iter();
     for (spec, overrides) in specs.iter().zip(&sweep) {
         for device in &devices {
+            // A signal stopped the campaign before: the others are not started.
+            if reports.iter().any(|r| r.interrupted.is_some()) {
+                break;
+            }
             let share = args.share.worker.then(|| Share {
                 worker: args
                     .share
@@ -129,6 +133,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 &progress,
                 &args.search,
                 share,
+                args.share.lease,
                 workers.next().flatten(),
             )?;
             wall.lap();
@@ -178,6 +183,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .zip(tuned)
         .filter_map(|(r, (spec, device))| nothing_measured(spec, r, device))
         .collect();
+    if let Some(why) = reports.iter().find_map(|r| r.interrupted.as_ref()) {
+        bail!("{why}");
+    }
     if !why.is_empty() {
         bail!("{}", why.join("\n"));
     }
@@ -297,9 +305,9 @@ fn print_sweep(swept: &[Swept], names: &[String]) {
 
 /// Tunes a spec on one device with the tuning engine, committing every outcome to `store`, with
 /// a progress bar; the report of the campaign. Without `share` (a worker's), the campaign claims
-/// what it measures as `host:pid:device`, so that another process tuning the same campaign in
-/// the same store never measures it too. `worker`: its measurement worker, if started ahead
-/// ([`Worker::start`]).
+/// what it measures as `host:pid:device` for `lease`, so that another process tuning the same
+/// campaign in the same store never measures it too. `worker`: its measurement worker, if
+/// started ahead ([`Worker::start`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_device(
     campaign: &CampaignArgs,
@@ -312,6 +320,7 @@ pub(crate) fn tune_device(
     progress: &MultiProgress,
     search: &SearchArgs,
     share: Option<Share>,
+    lease: Duration,
     worker: Option<Worker>,
 ) -> Result<Tuned> {
     let race = campaign
@@ -352,7 +361,7 @@ pub(crate) fn tune_device(
             share.clone(),
             share.is_none().then(|| Share {
                 worker: default_worker_id(device),
-                lease: ndtune_engine::share::GUARD_LEASE,
+                lease,
                 location: campaign.store.db.clone().into(),
             }),
         )?,
@@ -446,6 +455,9 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         r.evaluated + r.reused,
         r.pruned
     );
+    if let Some(why) = &r.interrupted {
+        println!("  stopped    {why}");
+    }
     let by_time = r.objective.metric == "time" && !r.objective.higher_is_better;
     if !by_time {
         let unit = r

@@ -31,13 +31,21 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     wall::start();
-    // Like other Unix tools, end quietly when the reader of our output goes away (`| head`);
-    // Rust ignores SIGPIPE by default and `println!` would panic instead.
-    // SAFETY: restoring a signal's default disposition before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = cli::Cli::parse();
+    // Like other Unix tools, end quietly when the reader of our output goes away (`| head`);
+    // Rust ignores SIGPIPE by default and `println!` would panic instead. Not the internal
+    // commands (a campaign's workers): their reader is the campaign, and one whose campaign
+    // died must still give back its claims and clean up, its writes failing instead.
+    let internal = matches!(
+        cli.command,
+        cli::Command::Worker | cli::Command::Builder | cli::Command::PoolWorker
+    );
+    if !internal {
+        // SAFETY: restoring a signal's default disposition before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // A campaign stopped by SIGTERM, SIGINT or SIGHUP ends its worker processes and keeps what
     // it measured (ndtune_bench::children).
     if let cli::Command::Tune(_) | cli::Command::Collect(_) | cli::Command::Split(_) = cli.command {

@@ -52,14 +52,33 @@ pub(crate) fn select(
         .collect();
     match groups.as_slice() {
         [one] => Ok((one.clone(), device_name(&one.device), store.records(one)?)),
-        [] => bail!(
-            "{}: no recorded campaign matches (kernel {:?}, device {:?}, constants {:?}, setup {:?}); `ndtune status --db {0}` lists them",
-            path.display(),
-            criteria.kernel,
-            criteria.device,
-            criteria.constants,
-            criteria.setup,
-        ),
+        [] => {
+            let mut asked = Vec::new();
+            if let Some(k) = criteria.kernel {
+                asked.push(format!("kernel `{k}`"));
+            }
+            if let Some(d) = criteria.device {
+                asked.push(format!("device `{d}`"));
+            }
+            if !criteria.constants.is_empty() {
+                asked.push(format!("constants{}", show_constants(&criteria.constants)));
+            }
+            if let Some(s) = criteria.setup {
+                asked.push(format!("setup {s}"));
+            }
+            match (asked.is_empty(), store.groups()?.is_empty()) {
+                (_, true) => bail!(
+                    "{}: the store holds no campaign yet: `ndtune tune SPEC --db {0}` records one",
+                    path.display()
+                ),
+                (true, false) => unreachable!("with no criteria every campaign matches"),
+                (false, false) => bail!(
+                    "{}: no recorded campaign matches {}; `ndtune status --db {0}` lists them",
+                    path.display(),
+                    asked.join(", ")
+                ),
+            }
+        }
         many => {
             let mut lines = Vec::new();
             for g in many {

@@ -69,16 +69,20 @@ fn marked(marker: &str) -> Vec<Proc> {
 /// Starts `ndtune ARGS` from a shell script that waits for it, as a script or a service manager
 /// would: ndtune does not lead its process group. Waits until `ready` holds of the campaign's
 /// processes, checks that ndtune is not its group's leader, and sends it `signal`. Returns the
-/// script's exit status and ndtune's stderr, after checking that 5 s later no process of the
-/// campaign is left.
+/// script's exit status and ndtune's stderr and stdout, after checking that 5 s later no
+/// process of the campaign is left, and no temporary file of it (its `TMPDIR` is a folder of
+/// its own).
 fn kill_campaign(
     dir: &Path,
     args: &[&str],
     ready: impl Fn(&[Proc]) -> bool,
     signal: i32,
-) -> (std::process::ExitStatus, String) {
+) -> (std::process::ExitStatus, String, String) {
     let marker = format!("{}-{}-{signal}", std::process::id(), args.len());
     let err_path = dir.join(format!("tune-{signal}.err"));
+    let out_path = dir.join(format!("tune-{signal}.out"));
+    let tmp = dir.join(format!("tmp-{signal}"));
+    std::fs::create_dir(&tmp).unwrap();
     let mut script = Command::new("sh");
     script
         .args(["-c", r#""$0" "$@" & wait $!"#])
@@ -90,7 +94,8 @@ fn kill_campaign(
                 .filter_map(|(k, v)| Some((k, v?))),
         )
         .env(MARK, &marker)
-        .stdout(Stdio::null())
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()))
         .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
     let mut script = script.spawn().unwrap();
     let err = || std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -129,7 +134,13 @@ fn kill_campaign(
         "left behind after 5 s: {left:?}; {}",
         err()
     );
-    (script.wait().unwrap(), err())
+    let exit = script.wait().unwrap();
+    // SIGKILL leaves what a process cannot remove itself.
+    if signal != libc::SIGKILL {
+        let files: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(files.is_empty(), "temporary files left: {files:?}");
+    }
+    (exit, err(), std::fs::read_to_string(&out_path).unwrap())
 }
 
 /// A campaign whose build workers are stopped (state T) while it measures on the CPU.
@@ -158,7 +169,7 @@ fn a_killed_tune_leaves_no_process_even_with_its_builders_stopped() {
     let spec = work_spec(dir.path());
     let db = dir.path().join("killed.db");
     let db = db.to_str().unwrap();
-    let (exit, _) = kill_campaign(
+    let (exit, _, _) = kill_campaign(
         dir.path(),
         &tune_args(&spec, db),
         builders_stopped,
@@ -188,13 +199,18 @@ fn a_terminated_tune_ends_its_workers_keeps_its_results_and_gives_back_its_claim
                 .any(|g| s.campaign_status(g).unwrap().results > 0)
         })
     };
-    let (exit, err) = kill_campaign(
+    let (exit, err, out) = kill_campaign(
         dir.path(),
         &tune_args(&spec, db),
         |procs| builders_stopped(procs) && measured(),
         libc::SIGTERM,
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
+    // The summary of what was measured until then.
+    assert!(
+        out.contains("stopped    ndtune was interrupted (SIGTERM)") && out.contains("measured "),
+        "{out}"
+    );
     assert!(err.contains("ndtune was interrupted (SIGTERM)"), "{err}");
     assert!(err.contains("the same command goes on from there"), "{err}");
     let store = Store::open(db).unwrap();
@@ -216,16 +232,35 @@ fn a_killed_pool_leaves_no_worker_running() {
     let db = db.to_str().unwrap();
     let mut args = tune_args(&spec, db);
     args.extend(["--device", "0:0/2,0:1/2", "--pool"]);
-    let (exit, _) = kill_campaign(
+    let (exit, _, _) = kill_campaign(
         dir.path(),
         &args,
         |procs| {
             let workers = procs.iter().filter(|p| p.cmdline.contains("__campaign"));
-            workers.count() == 2 && procs.iter().any(|p| p.cmdline.contains("__worker"))
+            workers.count() == 2
+                && procs.iter().any(|p| p.cmdline.contains("__worker"))
+                && claimed(db)
         },
         libc::SIGKILL,
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
+    // Its workers, ended by the parent's death, gave back their claims: a next run need not
+    // wait for the lease (a campaign with neither results nor claims is not listed).
+    let store = Store::open(db).unwrap();
+    for group in store.campaigns().unwrap() {
+        let status = store.campaign_status(&group).unwrap();
+        assert!(status.workers.iter().all(|w| w.claimed == 0), "{status:?}");
+    }
+}
+
+/// Whether a worker holds a claim in the store at `db`.
+fn claimed(db: &str) -> bool {
+    Store::open_read_only(db).is_ok_and(|s| {
+        s.campaigns().unwrap_or_default().iter().any(|g| {
+            s.campaign_status(g)
+                .is_ok_and(|st| st.workers.iter().any(|w| w.claimed > 0))
+        })
+    })
 }
 
 /// Runs `ndtune ARGS` in `cwd` as a user who cannot write the store's directory: as root (who

@@ -423,6 +423,7 @@ fn bad_requests_get_a_4xx_and_a_message_and_the_service_carries_on() {
         ("POST", "/v1/observe", br#"{"scenario": "abc", "local": [8, 8]}"#.to_vec(), 400, "`runtime_ms` or"),
         ("POST", "/v1/observe", br#"{"scenario": 5, "local": [8, 8], "refused": true}"#.to_vec(), 400, "`scenario`"),
         ("POST", "/v1/observe", br#"{"scenario": "abc", "local": [8], "refused": true}"#.to_vec(), 422, "invalid length"),
+        ("POST", "/v1/observe", br#"{"scenario": "abc", "local": [8, 8, 8], "refused": true}"#.to_vec(), 422, "request body"),
         ("GET", "/v1/nothing", Vec::new(), 404, "no route GET /v1/nothing"),
     ];
     for (method, path, body, status, message) in &cases {
