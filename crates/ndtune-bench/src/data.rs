@@ -144,7 +144,7 @@ fn numpy_name(ty: ElemType) -> &'static str {
 
 /// The elements of a `.npy` file as bytes of `ty` in host order: its dtype must be `ty`'s
 /// (either byte order) and it must hold `len` elements, in C order.
-fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String> {
+pub fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String> {
     // A regular file only: a FIFO or a device would never end.
     let mut file = ndtune_core::input::open_regular(path, "NumPy file").map_err(|e| e.message)?;
     // npyz multiplies the shape without a check: an overflowing one is refused first.

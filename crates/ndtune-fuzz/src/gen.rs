@@ -855,3 +855,120 @@ pub fn serve_request(known: Known) -> impl Strategy<Value = HttpRequest> {
         1 => other,
     ]
 }
+
+/// Where a generated kernel names the fuzz target's secret file (replaced by its path).
+pub const SECRET: &str = "@SECRET@";
+
+/// Pieces of the preprocessor and of clang's options that reach files, or that could be put
+/// together to (digraphs, splices, pasting, pragmas), and harmless pieces around them.
+const KERNEL_FRAGMENTS: &[&str] = &[
+    "#include \"@SECRET@\"\n",
+    "#include <@SECRET@>\n",
+    "%:include \"@SECRET@\"\n",
+    "#inc\\\nlude \"@SECRET@\"\n",
+    "#  include_next <@SECRET@>\n",
+    "#embed \"@SECRET@\"\n",
+    "#import \"@SECRET@\"\n",
+    "#pragma GCC dependency \"@SECRET@\"\n",
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
+    "#if __has_include(\"@SECRET@\")\n#endif\n",
+    "_Pragma(\"GCC dependency \\\"@SECRET@\\\"\")",
+    "#define P(a, b) a ## b\n",
+    "#define Q(a, b) a %:%: b\n",
+    "??=include \"@SECRET@\"\n",
+    "#define X 1\n",
+    "#if X\n",
+    "#endif\n",
+    "/*",
+    "*/",
+    "//",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    "#",
+    "%:",
+];
+
+const KERNEL: &str = "#define W 4\nkernel void k(global float *a) {\n  // a comment\n  a[get_global_id(0)] *= (float)W;\n}\n";
+
+/// Kernel sources as a client may send them: an ordinary kernel edited with
+/// [`KERNEL_FRAGMENTS`], or raw text.
+pub fn request_kernel() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => mutated(Just(KERNEL.to_string()), KERNEL_FRAGMENTS),
+        1 => raw_text(),
+    ]
+}
+
+const OPTION_WORDS: &[&str] = &[
+    "-D",
+    "-DN=4",
+    "-D X=_Pragma(\"x\")",
+    "-DY=a##b",
+    "-U",
+    "-UX",
+    "-cl-mad-enable",
+    "-cl-std=CL1.2",
+    "-cl-ext=@@SECRET@",
+    "-I",
+    "-I/",
+    "-o",
+    "-MD",
+    "-MF",
+    "@@SECRET@",
+    "@SECRET@",
+    "-fplugin=@SECRET@",
+    "-Xclang",
+    "-load",
+    "-include",
+    "--",
+    "-",
+    "-x",
+    "c",
+];
+
+/// Build options as a client may send them: words of [`OPTION_WORDS`].
+pub fn request_options() -> impl Strategy<Value = String> {
+    vec(select(OPTION_WORDS), 0..5).prop_map(|w| w.join(" "))
+}
+
+/// A file given to a reader: bytes (plain, gzipped, or a small gzip bomb), or something that is
+/// no regular file.
+#[derive(Debug, Clone)]
+pub enum InputFile {
+    Bytes(Vec<u8>),
+    Gzip(Vec<u8>),
+    /// `n` MiB of zeros, gzipped (some kilobytes).
+    Bomb(usize),
+    Fifo,
+    DevZero,
+    Directory,
+}
+
+/// Text near the readers' formats: JSON objects, CSV headers, an `.npy` header, TOML.
+const FILE_SEEDS: &[&str] = &[
+    "{}",
+    "[]",
+    "{\"format\": 1}",
+    "{\"name\": \"gpu\", \"max_work_group_size\": 1024}",
+    "scenario,device,kernel,dataset,f_a,wg_c,wg_r,runtime_ms,status\ns,d,k,x,1,8,8,1.0,measured\n",
+    "\u{93}NUMPY\u{1}\u{0}v\u{0}{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+    "[campaign]\nname = \"x\"\n",
+    "name = \"blur\"\n",
+    "A,B,time (ms)\n1,2,3.5\n",
+];
+
+/// Files for every reader of the readers' target.
+pub fn input_file() -> impl Strategy<Value = InputFile> {
+    prop_oneof![
+        4 => mutated(select(FILE_SEEDS).prop_map(String::from), KT_FRAGMENTS)
+            .prop_map(|t| InputFile::Bytes(t.into_bytes())),
+        2 => vec(any::<u8>(), 0..300).prop_map(InputFile::Bytes),
+        1 => select(FILE_SEEDS).prop_map(|t| InputFile::Gzip(t.as_bytes().to_vec())),
+        1 => (1usize..4).prop_map(InputFile::Bomb),
+        1 => Just(InputFile::Fifo),
+        1 => Just(InputFile::DevZero),
+        1 => Just(InputFile::Directory),
+    ]
+}

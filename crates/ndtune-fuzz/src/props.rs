@@ -335,3 +335,130 @@ impl LocalService {
         })
     }
 }
+
+/// A client's kernel and options: the checks never panic, and what they let through compiles,
+/// or fails, without opening `secret` — a FIFO nobody writes, so that clang opening it to read
+/// (an include, an `@file`) or to write (`-o`, `-MF`) would block until the compile's time
+/// limit kills it; a compile of these small kernels takes well under that.
+pub fn request_kernel(secret: &Path, source: &str, options: &str) -> Result<(), String> {
+    let path = secret.to_str().expect("a UTF-8 temporary path");
+    let source = source.replace(crate::gen::SECRET, path);
+    let options = options.replace(crate::gen::SECRET, path);
+    let started = std::time::Instant::now();
+    let result = ndtune_learn::features::request_kernel_features(&source, &options);
+    let took = started.elapsed();
+    let shown = match &result {
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    };
+    ensure(
+        took < ndtune_learn::features::untrusted::TIME_LIMIT.mul_f64(0.8)
+            && !shown.contains("did not finish"),
+        || format!("the compile took {took:?} (it opened the FIFO?): {shown}"),
+    )
+}
+
+/// Every reader of an input file, on one file: none panics or hangs (a FIFO or a device is
+/// refused before a byte is read), every error names the file, and a gzip bomb stops at the
+/// unpacked limit.
+pub fn input_file(dir: &Path, file: &crate::gen::InputFile) -> Result<(), String> {
+    use crate::gen::InputFile;
+    use ndtune_core::input;
+    let path = dir.join("input");
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir(&path),
+        Ok(_) => std::fs::remove_file(&path),
+        Err(_) => Ok(()),
+    }
+    .map_err(|e| format!("cleaning up: {e}"))?;
+    let special = match file {
+        InputFile::Bytes(b) => std::fs::write(&path, b).map(|()| false),
+        InputFile::Gzip(b) => std::fs::write(&path, crate::gen::gzip(b)).map(|()| false),
+        InputFile::Bomb(mib) => {
+            std::fs::write(&path, crate::gen::gzip(&vec![0; mib << 20])).map(|()| false)
+        }
+        InputFile::Fifo => {
+            let c = std::ffi::CString::new(path.to_str().expect("UTF-8")).expect("no NUL");
+            // SAFETY: mkfifo(3) with a NUL-terminated path.
+            match unsafe { libc::mkfifo(c.as_ptr(), 0o600) } {
+                0 => Ok(true),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        }
+        InputFile::DevZero => std::os::unix::fs::symlink("/dev/zero", &path).map(|()| true),
+        InputFile::Directory => std::fs::create_dir(&path).map(|()| true),
+    }
+    .map_err(|e| format!("making the input: {e}"))?;
+    let shown = path.display().to_string();
+    let errors: Vec<(&str, Option<String>)> = vec![
+        (
+            "profile",
+            ndtune_device::DeviceProfile::load(&path)
+                .err()
+                .map(|e| e.to_string()),
+        ),
+        ("model", Model::load(&path).err().map(|e| e.to_string())),
+        (
+            "learning data",
+            Data::load(&path).err().map(|e| e.to_string()),
+        ),
+        (
+            "stencil",
+            ndtune_stencil::Stencil::load(&path)
+                .err()
+                .map(|e| e.to_string()),
+        ),
+        (
+            "campaign",
+            ndtune_collect::CollectCampaign::load(&path)
+                .err()
+                .map(|e| e.to_string()),
+        ),
+        (
+            "kt cache",
+            ndtune_store::kt::read_kt_cache(&path)
+                .err()
+                .map(|e| e.to_string()),
+        ),
+        (
+            "cltune",
+            ndtune_store::cltune::read_cltune_csv(&path)
+                .err()
+                .map(|e| e.to_string()),
+        ),
+        (
+            "npy",
+            ndtune_bench::data::read_npy(&path, ndtune_spec::ElemType::Float, 4)
+                .err()
+                .map(|e| format!("{shown}: {e}")),
+        ),
+        (
+            "source",
+            input::read_text(&path, input::SOURCE)
+                .err()
+                .map(|e| e.to_string()),
+        ),
+    ];
+    for (reader, error) in errors {
+        match error {
+            None => ensure(!special, || format!("{reader} read a {file:?}"))?,
+            Some(e) => {
+                ensure(e.contains(&shown), || {
+                    format!("{reader}: an error without its file: {e}")
+                })?;
+                ensure(!special || e.contains("not a regular file"), || {
+                    format!("{reader} on a {file:?}: {e}")
+                })?;
+            }
+        }
+    }
+    // The unpacked limit holds, at a size a test can afford.
+    let small = input::Kind::packed("fuzz input", 1 << 20, 1 << 20);
+    if let (InputFile::Bomb(mib), Err(e)) = (file, input::read_bytes(&path, small)) {
+        ensure(
+            *mib >= 1 && e.message.contains("unpacks to more than"),
+            || format!("a {mib} MiB bomb: {e}"),
+        )?;
+    }
+    Ok(())
+}

@@ -37,3 +37,25 @@ fn service_requests() {
         service.property(r.method, r.path, r.body)
     });
 }
+
+#[test]
+fn service_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.h");
+    let c = std::ffi::CString::new(secret.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    fuzz(
+        "serve-kernel",
+        (gen::request_kernel(), gen::request_options()),
+        |(source, options)| props::request_kernel(&secret, &source, &options),
+    );
+}
+
+#[test]
+fn input_files() {
+    let dir = tempfile::tempdir().unwrap();
+    fuzz("input-files", gen::input_file(), |file| {
+        props::input_file(dir.path(), &file)
+    });
+}
