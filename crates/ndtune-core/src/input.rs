@@ -237,15 +237,7 @@ pub fn read_bytes(path: &Path, kind: Kind) -> Result<Vec<u8>, InputError> {
 pub fn read_text(path: &Path, kind: Kind) -> Result<String, InputError> {
     let bytes = read_bytes(path, kind)?;
     String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let bytes = e.as_bytes();
-        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = at
-            - bytes[..at]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |p| p + 1)
-            + 1;
+        let (line, column) = crate::text::byte_line_col(e.as_bytes(), e.utf8_error().valid_up_to());
         InputError::new(
             path,
             format!("{line}:{column}: the {} is not UTF-8 text", kind.what),

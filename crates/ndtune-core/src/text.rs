@@ -9,6 +9,29 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// 1-based line and column (in bytes) of a byte offset of `bytes`, text or not.
+pub fn byte_line_col(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = before.len()
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1)
+        + 1;
+    (line, column)
+}
+
+/// Whether `name` is an identifier of C and of ndtune's expressions: a letter or `_`, then
+/// letters, digits and `_`.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `bytes` as lower-case hexadecimal, two digits each.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -31,6 +54,17 @@ pub fn short_sha256_file(path: &std::path::Path) -> std::io::Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn identifiers_and_byte_positions() {
+        assert!(super::is_identifier("_a1") && super::is_identifier("N"));
+        assert!(
+            !super::is_identifier("1a")
+                && !super::is_identifier("")
+                && !super::is_identifier("a-b")
+        );
+        assert_eq!(super::byte_line_col(b"ab\ncd\xff", 5), (2, 3));
+    }
+
     #[test]
     fn lines_and_columns_count_from_one() {
         assert_eq!(super::line_col("ab\ncdé f", 0), (1, 1));

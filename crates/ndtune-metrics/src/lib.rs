@@ -32,6 +32,7 @@
 //! assert_eq!(metrics.objective().cost(500.0), Some(1.0 / 500.0));
 //! ```
 
+use ndtune_core::text::is_identifier;
 use ndtune_core::{Config, Constants, Outcome, Value};
 use ndtune_space::expr::{Expr, ExprError};
 use ndtune_space::resolve::{resolve, Scope, Type};
@@ -200,15 +201,6 @@ pub struct Metrics {
 
 /// A value standing for a measured quantity while definitions are checked.
 const PLACEHOLDER: f64 = 1.234_567;
-
-/// Whether `name` can be written in an expression.
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
 
 impl Metrics {
     /// No metric, the time minimised: what a campaign optimises by default.

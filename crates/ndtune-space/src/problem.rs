@@ -6,6 +6,7 @@ use crate::expr::{Dialect, Expr, ExprError};
 use crate::platform::{self, Launch, Limits, Model, Rule};
 use crate::resolve::{resolve, Node, Scope, Type};
 use crate::space::{Constraint, Param, Space, Stats};
+use ndtune_core::text::is_identifier;
 use ndtune_core::Constants;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -427,14 +428,6 @@ fn rounded_up(global: &str, local: &str) -> String {
     };
     let (g, l) = (atom(global), atom(local));
     format!("({g} + {l} - 1) / {l} * {l}")
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 impl Target {

@@ -116,13 +116,7 @@ pub fn read_bytes(path: &Path, limit: u64, what: &'static str) -> Result<Vec<u8>
 pub fn read_text(path: &Path, limit: u64, what: &'static str) -> Result<String, SpecError> {
     let bytes = read_bytes(path, limit, what)?;
     let at = |offset: usize, message: String| {
-        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = offset
-            - bytes[..offset]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |p| p + 1)
-            + 1;
+        let (line, column) = ndtune_core::text::byte_line_col(&bytes, offset);
         SpecError {
             path: path.display().to_string(),
             line,

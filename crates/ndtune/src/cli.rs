@@ -230,9 +230,7 @@ pub fn parse_metric(s: &str) -> Result<MetricDef, String> {
         Some((name, unit)) => (name.trim(), Some(unit.trim())),
         None => (head, None),
     };
-    let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !identifier || unit.is_some_and(|u| u.contains(['[', ']'])) {
+    if !ndtune_core::text::is_identifier(name) || unit.is_some_and(|u| u.contains(['[', ']'])) {
         return Err(format!(
             "`{s}`: `{head}` is not NAME or NAME[UNIT] (a name of letters, digits and `_`), e.g. gflops[GFLOP/s]=2*N**3/time/1e6"
         ));

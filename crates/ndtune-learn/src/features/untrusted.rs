@@ -14,6 +14,7 @@
 //! an empty directory of its own, with an empty environment, a time and a memory limit
 //! ([`ndtune_core::bounded`]).
 
+use ndtune_core::text::is_identifier;
 use std::time::Duration;
 
 /// The wall-clock limit of one compile of a client's kernel.
@@ -83,14 +84,6 @@ pub fn check_options(options: &str) -> Result<Vec<String>, String> {
 /// Checks a client's kernel source: `Err` names the line and what is not allowed.
 pub fn check_source(source: &str) -> Result<(), String> {
     scan(source).map_err(|(line, why)| format!("`source` line {line}: {why}"))
-}
-
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The scan of the module's header: `Err((line, why))` at the first thing not allowed.
