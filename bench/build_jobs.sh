@@ -25,6 +25,8 @@ echo "GPU index $gpu of $(nproc) cores; $(nvidia-smi -L | wc -l) GPUs"
 nvidia-smi -L | head -1
 nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1
 export NDTUNE_CACHE_DIR="$out/cache"
+# Each run's summary goes under $out/runs (one file back instead of one a run).
+mkdir -p "$out/runs"
 cold() {
   rm -rf "$NDTUNE_CACHE_DIR" ~/.nv/ComputeCache ~/.cache/pyopencl "$out/run.db"
 }
@@ -33,15 +35,17 @@ for jobs in default ${JOBS:-}; do
   cold
   args=()
   [ "$jobs" = default ] || args=(--build-jobs "$jobs")
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   timeout 120 "$ndtune" tune examples/sgemm.toml --device "$gpu" --db "$out/run.db" "${args[@]}" \
     > "$out/run-$jobs.txt" 2>&1 || echo "(exit $?)" >> "$out/run-$jobs.txt"
-  end=$(date +%s.%N)
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
   line=$(grep -m1 "builds ahead" "$out/run-$jobs.txt" | sed 's/^ *//' || true)
-  printf '%-8s %6.2f s  %s\n' "$jobs" "$(echo "$end - $start" | bc)" "$line" | tee -a "$out/build_jobs.txt"
+  printf '%-8s %4d.%03d s  %s\n' "$jobs" $((ms / 1000)) $((ms % 1000)) "$line" | tee -a "$out/build_jobs.txt"
+  mv "$out/run-$jobs.txt" "$out/runs/"
 done
 cold
 timeout 300 "$python" bench/tune_vs_kt.py --spec examples/sgemm.toml --nd-device "$gpu" \
   --platform NVIDIA --repeat 1 --retries 0 --modes cold --ndtune "$ndtune" \
   --json-out "$out/kt.json" > "$out/kt.txt" 2> "$out/kt.log" || echo "(kt: $?)"
 cat "$out/kt.txt"
+tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs" "$out/cache" "$out/run.db"

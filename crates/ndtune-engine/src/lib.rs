@@ -202,13 +202,10 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts the measurement worker for `job` (see [`job`]) as `options` say.
-    pub fn start(job: Job, options: &Options) -> Worker {
-        let mut supervisor = Supervisor::new(
-            options.processes.command("__worker"),
-            job.clone(),
-            options.timeout,
-        );
+    /// Starts the measurement worker for `job` (see [`job`]) from `processes`, with a fixed
+    /// per-evaluation `timeout` or none.
+    pub fn start(job: Job, processes: &Processes, timeout: Option<Duration>) -> Worker {
+        let mut supervisor = Supervisor::new(processes.command("__worker"), job.clone(), timeout);
         supervisor.start_ahead();
         Worker { job, supervisor }
     }
@@ -250,14 +247,31 @@ pub(crate) fn tunable_source(spec: &Spec) -> Result<KernelSource, CampaignError>
         })
 }
 
-/// The default number of build jobs: the machine's cores less one, at least 2 (1 on one core).
-pub fn default_build_jobs() -> usize {
-    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
-        1 => 1,
+/// The most build workers a campaign on a GPU starts by default. Each is a process with a
+/// context of its own on the GPU, and NVIDIA's driver makes every process that holds one slower
+/// to start and to build as their number grows; a GPU campaign's builds are bounded by its
+/// longest build, which four workers keep pace with. `examples/sgemm.toml` cold on one GPU
+/// (bench/build_jobs.sh, BENCHMARKS.md): on a 64-core node 36.6 s with 63 workers, 16.2 s with
+/// 15, 14.6 s with 7, 13.6 s with 4; on a 16-core host 17.9 s with 15, 13.8 s with 7, 14.3 s
+/// with 4, 28.3 s with 2.
+pub const GPU_BUILD_JOBS: usize = 4;
+
+/// The default number of build workers of each of `workers` campaigns sharing this host on
+/// devices of `device_type`: its share of the cores less one for its measurement (at least 2
+/// for a campaign alone, 1 on one core), and on a GPU at most [`GPU_BUILD_JOBS`].
+pub fn default_build_jobs(device_type: DeviceType, workers: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let by_cores = match (cores, workers.max(1)) {
+        (1, _) => 1,
         // Even on two cores a build worker pays: it compiles (and on a CPU device primes) while
         // the measurement worker launches, where builds in the measurement worker come one after
         // another with the launches (conv2d on PoCL, 2 cores: 132 s instead of 213 s).
-        cores => (cores - 1).max(2),
+        (cores, 1) => (cores - 1).max(2),
+        (cores, workers) => (cores / workers).saturating_sub(1).max(1),
+    };
+    match device_type {
+        DeviceType::Cpu => by_cores,
+        _ => by_cores.min(GPU_BUILD_JOBS),
     }
 }
 

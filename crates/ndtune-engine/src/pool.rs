@@ -12,6 +12,7 @@ use crate::{group, CampaignError, DeviceReport, Event, Observer, Options, Share}
 use ndtune_bench::children::{self, OnEnd};
 use ndtune_cl::ClDevice;
 use ndtune_core::Value;
+use ndtune_device::DeviceType;
 use ndtune_search::Budget;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -288,13 +289,10 @@ fn exited(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>
     child.wait().map(Some)
 }
 
-/// Build jobs per worker: as given, or the machine's cores shared among the workers (less one
-/// each for its measurement).
-pub fn pool_build_jobs(given: Option<usize>, workers: usize) -> usize {
-    given.unwrap_or_else(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (cores / workers.max(1)).saturating_sub(1).max(1)
-    })
+/// Build jobs per worker of a pool of `workers` on devices of `device_type`: as given, or
+/// [`crate::default_build_jobs`].
+pub fn pool_build_jobs(given: Option<usize>, workers: usize, device_type: DeviceType) -> usize {
+    given.unwrap_or_else(|| crate::default_build_jobs(device_type, workers))
 }
 
 /// A pool worker's process (`ndtune __campaign`, `python -m ndtune._worker __campaign`): reads
@@ -393,10 +391,20 @@ mod tests {
     }
 
     #[test]
-    fn build_jobs_share_the_cores_among_workers() {
-        assert_eq!(pool_build_jobs(Some(3), 4), 3);
+    fn build_jobs_share_the_cores_among_workers_and_a_gpu_gets_few() {
+        use crate::{default_build_jobs, GPU_BUILD_JOBS};
+        assert_eq!(pool_build_jobs(Some(3), 4, DeviceType::Gpu), 3);
         let cores = std::thread::available_parallelism().unwrap().get();
-        assert_eq!(pool_build_jobs(None, 1), (cores - 1).max(1));
-        assert_eq!(pool_build_jobs(None, cores * 2), 1);
+        let alone = if cores == 1 { 1 } else { (cores - 1).max(2) };
+        assert_eq!(pool_build_jobs(None, 1, DeviceType::Cpu), alone);
+        assert_eq!(pool_build_jobs(None, cores * 2, DeviceType::Cpu), 1);
+        assert_eq!(
+            default_build_jobs(DeviceType::Gpu, 1),
+            alone.min(GPU_BUILD_JOBS)
+        );
+        assert_eq!(
+            default_build_jobs(DeviceType::Accelerator, 4),
+            (cores / 4).saturating_sub(1).clamp(1, GPU_BUILD_JOBS)
+        );
     }
 }

@@ -336,7 +336,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         timeout: call.timeout.map(Duration::from_secs_f64),
         build_jobs: call
             .build_jobs
-            .unwrap_or_else(ndtune_engine::default_build_jobs),
+            .unwrap_or_else(|| ndtune_engine::default_build_jobs(device.profile.device_type, 1)),
         race: spec.measure.race,
         advice_prior: true,
         keep_timed_out: false,
@@ -410,7 +410,11 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                     db_retry: Duration::from_secs(60),
                     options: Options {
                         guard: None,
-                        build_jobs: pool_build_jobs(call.build_jobs, devices.len()),
+                        build_jobs: pool_build_jobs(
+                            call.build_jobs,
+                            devices.len(),
+                            devices[0].profile.device_type,
+                        ),
                         ..options
                     },
                     lease: ndtune_engine::share::GUARD_LEASE,

@@ -37,7 +37,11 @@ pub fn run(
         guard: None,
         seed: c.seed,
         timeout: args.timeout.map(Duration::from_secs_f64),
-        build_jobs: pool_build_jobs(c.build_jobs.map(usize::from), devices.len()),
+        build_jobs: pool_build_jobs(
+            c.build_jobs.map(usize::from),
+            devices.len(),
+            devices[0].profile.device_type,
+        ),
         race,
         advice_prior: !args.search.no_advice_prior,
         keep_timed_out: args.search.keep_timed_out,

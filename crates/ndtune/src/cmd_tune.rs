@@ -53,8 +53,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         })
         .collect::<Result<Vec<Spec>>>()?;
     ndtune_search::by_name(&args.campaign.strategy, args.campaign.seed)?;
-    let race = args
-        .campaign
+    // The racing flags are checked before any worker starts.
+    args.campaign
         .race
         .rule(specs[0].measure.race)
         .map_err(|e| anyhow!(e))?;
@@ -88,9 +88,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 (p.index, p.sub),
                 args.campaign.seed,
             )?;
+            let processes = Processes::current_exe()
+                .context("cannot find the ndtune executable to start workers")?;
             Some(Worker::start(
                 job,
-                &options(&args.campaign, args.timeout, &args.search, race, None, None)?,
+                &processes,
+                args.timeout.map(Duration::from_secs_f64),
             ))
         });
     }
@@ -211,6 +214,7 @@ pub(crate) fn apply_metrics(spec: &mut Spec, args: &MetricArgs) -> Result<()> {
 /// The engine's options for a campaign from the command line.
 fn options(
     campaign: &CampaignArgs,
+    device: &ClDevice,
     timeout: Option<f64>,
     search: &SearchArgs,
     race: Option<ndtune_spec::Race>,
@@ -226,9 +230,10 @@ fn options(
         guard,
         seed: campaign.seed,
         timeout: timeout.map(Duration::from_secs_f64),
-        build_jobs: campaign
-            .build_jobs
-            .map_or_else(ndtune_engine::default_build_jobs, usize::from),
+        build_jobs: campaign.build_jobs.map_or_else(
+            || ndtune_engine::default_build_jobs(device.profile.device_type, 1),
+            usize::from,
+        ),
         race,
         advice_prior: !search.no_advice_prior,
         keep_timed_out: search.keep_timed_out,
@@ -355,6 +360,7 @@ pub(crate) fn tune_device(
         store,
         options: options(
             campaign,
+            device,
             timeout,
             search,
             race,
