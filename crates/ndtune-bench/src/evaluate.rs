@@ -229,16 +229,17 @@ fn eval(node: &Node, config: &[i64], what: &str) -> Result<i64, Fatal> {
 /// (it divides by zero, or does not fit the type).
 pub fn scalar_bytes(
     ty: ndtune_spec::ElemType,
-    value: &Node,
+    value: &ndtune_spec::ScalarValue,
     config: &[i64],
     what: &str,
 ) -> Result<Vec<u8>, Fatal> {
-    let v = value.value(config).ok_or_else(|| {
-        Fatal(format!(
-            "{what} value divides by zero or overflows for configuration {config:?}"
-        ))
-    })?;
-    ty.scalar_bytes(&v)
+    value
+        .bytes(ty, config)
+        .ok_or_else(|| {
+            Fatal(format!(
+                "{what} value divides by zero or overflows for configuration {config:?}"
+            ))
+        })?
         .map_err(|e| Fatal(format!("{what} value for configuration {config:?}: {e}")))
 }
 

@@ -27,8 +27,8 @@ mod validate;
 pub use options::BuildOption;
 pub use sources::{source_names, KernelSource};
 pub use validate::{
-    Access, Arg, ArgKind, ElemType, HostFunction, Init, Kernel, Measure, Race, Reference, Split,
-    SplitBuffer, Verify, BYTES_METRIC, FLOPS_METRIC,
+    Access, Arg, ArgKind, ElemType, HostFunction, Init, Kernel, Measure, Race, Reference,
+    ScalarValue, Split, SplitBuffer, Verify, BYTES_METRIC, FLOPS_METRIC,
 };
 
 use ndtune_core::text::line_col;

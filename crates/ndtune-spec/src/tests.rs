@@ -674,10 +674,22 @@ fn scalar(ty: &str, value: &str) -> Result<Spec, String> {
 }
 
 fn scalar_value(spec: &Spec, point: &[i64]) -> Value {
-    let ArgKind::Scalar { value, .. } = &spec.args[0].kind else {
+    let ArgKind::Scalar {
+        value: crate::ScalarValue::Expr(node),
+        ..
+    } = &spec.args[0].kind
+    else {
+        panic!("a scalar of an expression")
+    };
+    node.value(point).unwrap()
+}
+
+/// The bytes the kernel gets for the spec's first argument, a scalar.
+fn scalar_bytes(spec: &Spec) -> Result<Vec<u8>, String> {
+    let ArgKind::Scalar { ty, value } = &spec.args[0].kind else {
         panic!("a scalar")
     };
-    value.value(point).unwrap()
+    value.bytes(*ty, &[1]).expect("defined")
 }
 
 #[test]
@@ -717,6 +729,19 @@ fn scalars_take_their_type_and_never_change_silently() {
     );
     let e = scalar("int", "true").unwrap_err();
     assert!(e.contains("a number or an expression string"), "{e}");
+    // A ulong holds values of 2^63 and up, beyond the expressions' 64-bit signed arithmetic.
+    for text in ["\"18446744073709551615\"", "\"0xFFFFFFFFFFFFFFFF\""] {
+        let s = scalar("ulong", text).unwrap();
+        assert_eq!(scalar_bytes(&s).unwrap(), u64::MAX.to_ne_bytes());
+    }
+    let s = scalar("ulong", "\"9223372036854775808\"").unwrap();
+    assert_eq!(scalar_bytes(&s).unwrap(), (1u64 << 63).to_ne_bytes());
+    let s = scalar("ulong", "\"N * 2\"").unwrap();
+    assert_eq!(scalar_bytes(&s).unwrap(), 8u64.to_ne_bytes());
+    let e = scalar("ulong", "\"18446744073709551616\"").unwrap_err();
+    assert!(e.contains("[[args]] a value"), "{e}");
+    let e = scalar("long", "\"18446744073709551615\"").unwrap_err();
+    assert!(e.contains("[[args]] a value"), "{e}");
 }
 
 #[test]

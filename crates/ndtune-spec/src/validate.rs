@@ -220,7 +220,7 @@ pub enum ArgKind {
     /// `double` (`1 / 2` is 0.5), 64-bit integers otherwise.
     Scalar {
         ty: ElemType,
-        value: Node,
+        value: ScalarValue,
     },
     Local {
         bytes: Node,
@@ -957,7 +957,10 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<A
             let value = need(cx, &span, &what, &r.kind, &r.value, "value")?;
             ArgKind::Scalar {
                 ty,
-                value: scalar_value(cx, problem, &what, ty, value)?,
+                value: match wide_ulong(ty, &value.get_ref().source()) {
+                    Some(v) => ScalarValue::Unsigned(v),
+                    None => ScalarValue::Expr(scalar_value(cx, problem, &what, ty, value)?),
+                },
             }
         }
         "local" => ArgKind::Local {
@@ -979,6 +982,40 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<A
         name: r.name.clone(),
         kind,
     })
+}
+
+/// A scalar argument's value: an expression of constants and parameters, or a `ulong` literal
+/// beyond what expressions compute in (2^63 and up, which 64-bit signed arithmetic cannot hold).
+#[derive(Debug, Clone)]
+pub enum ScalarValue {
+    Expr(Node),
+    Unsigned(u64),
+}
+
+impl ScalarValue {
+    /// The bytes the kernel gets for configuration `point` (values in parameter declaration
+    /// order): `None` where the expression divides by zero or overflows; `Err` where the value
+    /// does not fit `ty`.
+    pub fn bytes(&self, ty: ElemType, point: &[i64]) -> Option<Result<Vec<u8>, String>> {
+        match self {
+            ScalarValue::Expr(node) => node.value(point).map(|v| ty.scalar_bytes(&v)),
+            ScalarValue::Unsigned(v) => Some(Ok(v.to_ne_bytes().to_vec())),
+        }
+    }
+}
+
+/// A `ulong` value written as a literal of 2^63 or more (`"18446744073709551615"`, or in
+/// hexadecimal `"0xffffffffffffffff"`), which no expression computes.
+fn wide_ulong(ty: ElemType, src: &str) -> Option<u64> {
+    if ty != ElemType::ULong {
+        return None;
+    }
+    let src = src.trim();
+    let v = match src.strip_prefix("0x").or_else(|| src.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => src.parse::<u64>().ok()?,
+    };
+    (v > i64::MAX as u64).then_some(v)
 }
 
 /// A scalar argument's value, resolved in its type's arithmetic; an integer division of
