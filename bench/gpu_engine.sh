@@ -3,7 +3,7 @@
 # minutes on an H100 with 16 cores (each part has a time limit); logs and JSON under $OUT:
 #   devices.txt             what OpenCL sees (NVIDIA registered first)
 #   sgemm.{txt,log,json}    examples/sgemm.toml cold and warm against Kernel Tuner, 2 repeats
-#   sgemm/                  each run's store and report (bench/tune_vs_kt.py --keep)
+#   sgemm.tgz               each run's store and report (bench/tune_vs_kt.py --keep)
 #   bound.txt               each cold run against its physical bound (bench/physical_bound.py)
 #   overhead.txt            overhead per configuration against buffer size, 4 to 256 MiB
 #   accounting.txt          one cold and one warm campaign's summary: where every second went
@@ -37,9 +37,11 @@ ndtune=$(realpath "${NDTUNE:-$default_ndtune}")
 export NDTUNE_CACHE_DIR="$out/cache"
 "$ndtune" devices > "$out/devices.txt"
 cat "$out/devices.txt"
+# One GPU by its index: a selector such as `NVIDIA` matches every GPU of a multi-GPU host.
+gpu=$(sed -n 's/^ *\[\([0-9]*\)\] .*NVIDIA.*GPU).*/\1/p' "$out/devices.txt" | head -1)
 
 echo "== SGEMM against Kernel Tuner (cold, warm; 2 repeats)"
-timeout 300 "$python" bench/tune_vs_kt.py --spec examples/sgemm.toml --nd-device NVIDIA \
+timeout 300 "$python" bench/tune_vs_kt.py --spec examples/sgemm.toml --nd-device "$gpu" \
   --platform NVIDIA --repeat 2 --retries 0 --ndtune "$ndtune" --keep "$out/sgemm" \
   --json-out "$out/sgemm.json" > "$out/sgemm.txt" 2> "$out/sgemm.log" || echo "(sgemm: $?)"
 cat "$out/sgemm.txt"
@@ -47,7 +49,7 @@ tail -n 8 "$out/sgemm.log"
 python3 bench/physical_bound.py "$out/sgemm" | tee "$out/bound.txt" || true
 
 echo "== overhead per configuration against buffer size"
-NDTUNE="$ndtune" timeout 60 bench/overhead.sh NVIDIA "1024 2048 4096 8192" | tee "$out/overhead.txt" || true
+NDTUNE="$ndtune" timeout 60 bench/overhead.sh "$gpu" "1024 2048 4096 8192" | tee "$out/overhead.txt" || true
 
 echo "== where every second goes: one cold and one warm campaign's summary"
 rm -rf "$NDTUNE_CACHE_DIR" ~/.nv/ComputeCache
@@ -55,9 +57,11 @@ db="$out/accounting.db"
 TIMEFORMAT='%R s wall (measured outside)'
 {
   echo "-- cold"
-  time timeout 45 "$ndtune" tune examples/sgemm.toml --device NVIDIA --db "$db"
+  time timeout 45 "$ndtune" tune examples/sgemm.toml --device "$gpu" --db "$db"
   rm -f "$db"
   echo "-- warm (programs kept, a fresh store)"
-  time timeout 20 "$ndtune" tune examples/sgemm.toml --device NVIDIA --db "$db"
+  time timeout 20 "$ndtune" tune examples/sgemm.toml --device "$gpu" --db "$db"
 } > "$out/accounting.txt" 2>&1 || true
 cat "$out/accounting.txt"
+# At most 8 files come back from the device machine: the kept runs go as one archive.
+tar czf "$out/sgemm.tgz" -C "$out" sgemm && rm -rf "$out/sgemm" "$out/cache" "$out/accounting.db"

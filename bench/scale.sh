@@ -3,7 +3,7 @@
 # machine, one `ndtune tune --worker` per GPU, sharing a PostgreSQL store on a throwaway server
 # (crates/ndtune-store/examples/pg_server.rs, server binaries from NDTUNE_PG_BIN or Debian's
 # package). Each run starts cold (NVIDIA's compute cache cleared) with a database of its own;
-# every worker has BUILD_JOBS build workers (default 15: a GPU's share of a 16-core host).
+# every worker has BUILD_JOBS build workers (default ndtune's: on a GPU at most 4).
 # KEEP_CACHE=1 keeps the compute cache (warm runs).
 #   bench/scale.sh [SPEC] ["1 2 4"]
 # Binaries: NDTUNE (default target/release/ndtune), PG_SERVER (default
@@ -18,7 +18,7 @@ counts=${2:-"1 2 4"}
 ndtune=${NDTUNE:-target/release/ndtune}
 pg_server=${PG_SERVER:-target/release/examples/pg_server}
 out=${OUT_DIR:-bench/out/scale}
-jobs=${BUILD_JOBS:-15}
+jobs=${BUILD_JOBS:-}
 mkdir -p "$out"
 rm -f "$out"/*
 gpus=(${DEVICES:-$("$ndtune" devices --json | python3 -c 'import json, sys
@@ -46,8 +46,10 @@ for n in $counts; do
     start=$(date +%s.%N)
     pids=()
     for ((i = 0; i < n; i++)); do
+        # Exhaustive: a scaling figure compares the same work at every count (`auto` may pick
+        # another strategy).
         NDTUNE_DB=$url "$ndtune" tune "$spec" --device "${gpus[$i]}" --worker --worker-id "gpu$i" \
-            --build-jobs "$jobs" ${TUNE_ARGS:-} --json >"$out/w$n-$i.json" 2>"$out/w$n-$i.err" &
+            --strategy exhaustive ${jobs:+--build-jobs "$jobs"} ${TUNE_ARGS:-} --json >"$out/w$n-$i.json" 2>"$out/w$n-$i.err" &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
