@@ -33,14 +33,12 @@ fn main() -> ExitCode {
     wall::start();
     let cli = cli::Cli::parse();
     // Like other Unix tools, end quietly when the reader of our output goes away (`| head`);
-    // Rust ignores SIGPIPE by default and `println!` would panic instead. Not the internal
-    // commands (a campaign's workers): their reader is the campaign, and one whose campaign
-    // died must still give back its claims and clean up, its writes failing instead.
-    let internal = matches!(
-        cli.command,
-        cli::Command::Worker | cli::Command::Builder | cli::Command::PoolWorker
-    );
-    if !internal {
+    // Rust ignores SIGPIPE by default and `println!` would panic instead. Not a pool's worker:
+    // its reader is the pool, and one whose pool died must still give back its claims and
+    // clean up, its writes failing instead. (The measurement and build workers keep the
+    // default: they die with their campaign anyway, and the OpenCL driver in them runs as it
+    // always has.)
+    if !matches!(cli.command, cli::Command::PoolWorker) {
         // SAFETY: restoring a signal's default disposition before any thread starts.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
