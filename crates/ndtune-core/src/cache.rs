@@ -6,7 +6,6 @@
 //! ([`record_digest`], [`verify_digest`]): a shared, predictable path such as `/tmp/...` is
 //! never trusted.
 
-use sha2::{Digest, Sha256};
 use std::fs::DirBuilder;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -78,9 +77,7 @@ pub fn digest_file(path: &Path) -> PathBuf {
 }
 
 fn sha256_of(path: &Path) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
-    Ok(crate::text::hex(&hasher.finalize()))
+    crate::text::sha256_file(path).map(|d| crate::text::hex(&d))
 }
 
 /// Records the SHA-256 of `path` beside it (`PATH.sha256`), for [`verify_digest`].

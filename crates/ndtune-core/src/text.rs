@@ -46,10 +46,15 @@ pub fn short_sha256(bytes: &[u8]) -> String {
 /// [`short_sha256`] of a regular file's content, read in pieces (data files may be large; a
 /// FIFO or a device, which may never end, is refused).
 pub fn short_sha256_file(path: &std::path::Path) -> std::io::Result<String> {
+    Ok(hex(&sha256_file(path)?[..8]))
+}
+
+/// The whole SHA-256 of a regular file's content, as [`short_sha256_file`] reads it.
+pub fn sha256_file(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     std::io::copy(&mut crate::input::open_regular(path, "file")?, &mut hasher)?;
-    Ok(hex(&hasher.finalize()[..8]))
+    Ok(hasher.finalize().into())
 }
 
 #[cfg(test)]
