@@ -138,7 +138,7 @@ pub fn serve() -> i32 {
 }
 
 /// What became of one define set.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Built {
     /// The program binary, in a file of the pool's directory.
     Binary(PathBuf),

@@ -28,6 +28,7 @@ pub mod device_check;
 pub mod energy;
 pub mod evaluate;
 pub mod host_c;
+pub mod node_builds;
 pub mod process;
 pub mod program_cache;
 pub mod race;

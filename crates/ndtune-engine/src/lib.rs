@@ -77,6 +77,7 @@ pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
+use ndtune_bench::node_builds::{Builds, ServiceKey};
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
@@ -141,6 +142,11 @@ impl Processes {
     /// Workers are started from the running executable (which must be ndtune).
     pub fn current_exe() -> std::io::Result<Processes> {
         Ok(Processes::new(std::env::current_exe()?))
+    }
+
+    /// The command line that starts a worker, as text.
+    fn describe(&self) -> String {
+        format!("{:?} {:?}", self.exe, self.args)
     }
 
     fn command(&self, sub: &'static str) -> Box<dyn Fn() -> Command + Send + Sync> {
@@ -256,18 +262,17 @@ pub(crate) fn tunable_source(spec: &Spec) -> Result<KernelSource, CampaignError>
 /// with 4, 28.3 s with 2.
 pub const GPU_BUILD_JOBS: usize = 4;
 
-/// The default number of build workers of each of `workers` campaigns sharing this host on
-/// devices of `device_type`: its share of the cores less one for its measurement (at least 2
-/// for a campaign alone, 1 on one core), and on a GPU at most [`GPU_BUILD_JOBS`].
-pub fn default_build_jobs(device_type: DeviceType, workers: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let by_cores = match (cores, workers.max(1)) {
-        (1, _) => 1,
+/// The default number of build workers of a campaign on a device of `device_type`, or of the
+/// node's build service that the workers of a shared campaign on this host use together
+/// ([`ndtune_bench::node_builds`]): the cores less one for the measurement (at least 2, 1 on
+/// one core), and on a GPU at most [`GPU_BUILD_JOBS`].
+pub fn default_build_jobs(device_type: DeviceType) -> usize {
+    let by_cores = match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        1 => 1,
         // Even on two cores a build worker pays: it compiles (and on a CPU device primes) while
         // the measurement worker launches, where builds in the measurement worker come one after
         // another with the launches (conv2d on PoCL, 2 cores: 132 s instead of 213 s).
-        (cores, 1) => (cores - 1).max(2),
-        (cores, workers) => (cores / workers).saturating_sub(1).max(1),
+        cores => (cores - 1).max(2),
     };
     match device_type {
         DeviceType::Cpu => by_cores,
@@ -443,20 +448,36 @@ impl Campaign<'_> {
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile.device_type == DeviceType::Cpu;
         let builds_ahead = per_config.as_ref().is_none_or(|p| !p.generates_code());
-        let pool = (self.options.build_jobs > 1 && builds_ahead)
-            .then(|| {
-                BuildPool::new(
-                    self.options.processes.command("__builder"),
-                    &job,
-                    self.options.build_jobs,
-                    self.options.timeout,
-                    cpu,
-                    ProgramCache::open(&self.device.profile, &source),
-                    &build_history::load(self.store, &group, codec.names()),
-                )
-            })
-            .transpose()
-            .map_err(|e| stopped(e.0))?;
+        let history = build_history::load(self.store, &group, codec.names());
+        let own_pool = || {
+            BuildPool::new(
+                self.options.processes.command("__builder"),
+                &job,
+                self.options.build_jobs,
+                self.options.timeout,
+                cpu,
+                ProgramCache::open(&self.device.profile, &source),
+                &history,
+            )
+        };
+        let pool = if self.options.build_jobs <= 1 || !builds_ahead {
+            None
+        } else if self.options.share.is_some() {
+            // The workers of one node share its builders (see `ndtune_bench::node_builds`).
+            let key = ServiceKey {
+                job: &job,
+                device_kind: &ndtune_store::fingerprint(&self.device.profile),
+                prime: cpu,
+                timeout: self.options.timeout,
+                program: &self.options.processes.describe(),
+            };
+            match Builds::join(&key, own_pool).map_err(|e| stopped(e.0))? {
+                Some(builds) => Some(builds),
+                None => Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?)),
+            }
+        } else {
+            Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?))
+        };
         let warm = if self.options.warm_start {
             let points = warm_points(self.store, &group, &codec, metrics)?;
             observer.event(Event::Warning(format!(

@@ -8,7 +8,8 @@
 use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, PerConfig, TimeSpent};
-use ndtune_bench::builder::{BuildPool, Built};
+use ndtune_bench::builder::Built;
+use ndtune_bench::node_builds::Builds;
 use ndtune_bench::race::{Limits, Noise};
 use ndtune_bench::supervisor::{Supervisor, Verdict};
 use ndtune_bench::worker::Generated;
@@ -40,7 +41,7 @@ pub(crate) type BuildKey<'a> = Box<dyn Fn(&[i64]) -> String + 'a>;
 
 pub(crate) struct Live<'a> {
     pub supervisor: Supervisor,
-    pub pool: Option<BuildPool>,
+    pub pool: Option<Builds>,
     /// Stop the build workers while the measurement worker runs (a CPU device: builds would
     /// compete with the timed kernel for its cores).
     pub pause_builds: bool,
@@ -156,6 +157,7 @@ impl Live<'_> {
         time.startup_waited_s = self.supervisor.startup_waited_s;
         if let Some(pool) = &self.pool {
             time.build_workers_s = pool.busy_s();
+            time.node_builds = pool.node_role();
             let kept = crate::build_history::save(
                 self.store,
                 &self.group,
@@ -357,7 +359,14 @@ impl Live<'_> {
         }
         if let Some(pool) = &self.pool {
             let build_key = &self.build_key;
-            pool.plan(claims.held.iter().map(|p| (build_key(p), p.clone())), false);
+            pool.plan(
+                claims
+                    .held
+                    .iter()
+                    .map(|p| (build_key(p), p.clone()))
+                    .collect(),
+                false,
+            );
         }
         Some(())
     }
@@ -407,7 +416,12 @@ impl Live<'_> {
         // Their builds go first: a pool would otherwise build (and so measure) the promise in
         // its own order, longest first, before reaching them.
         if let Some(pool) = &self.pool {
-            pool.hurry(scouts.iter().map(|p| ((self.build_key)(p), p.clone())));
+            pool.hurry(
+                scouts
+                    .iter()
+                    .map(|p| ((self.build_key)(p), p.clone()))
+                    .collect(),
+            );
         }
         for scout in scouts {
             if self.existing.contains_key(&self.config(&scout)) {
@@ -525,7 +539,7 @@ impl Live<'_> {
             .map(|p| ((self.build_key)(&p), p))
             .collect();
         if let Some(pool) = &self.pool {
-            pool.plan(planned.iter().cloned(), promise);
+            pool.plan(planned.clone(), promise);
         }
         // A front end's per-configuration hook sees each point before it is measured: nothing
         // is measured ahead of being asked for.

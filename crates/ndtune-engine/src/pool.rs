@@ -8,11 +8,10 @@
 //! stopped (`ndtune_bench::children`), so that they give back their claims.
 
 use crate::tuning::{resolve_strategy, Tuning};
-use crate::{group, CampaignError, DeviceReport, Event, Observer, Options, Share};
+use crate::{group, CampaignError, DeviceReport, Event, Observer, Options, Share, TimeSpent};
 use ndtune_bench::children::{self, OnEnd};
 use ndtune_cl::ClDevice;
 use ndtune_core::Value;
-use ndtune_device::DeviceType;
 use ndtune_search::Budget;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -56,7 +55,7 @@ pub struct Pool<'a> {
     pub location: OsString,
     /// How long a worker keeps trying to reach a PostgreSQL store that went away.
     pub db_retry: Duration,
-    /// The campaign's options: `build_jobs` is each worker's (see [`pool_build_jobs`]), `share`
+    /// The campaign's options: `build_jobs` is the node's build service's, `share`
     /// and `guard` are the pool's own.
     pub options: Options,
     /// How long a worker's claims outlive its last heartbeat.
@@ -71,9 +70,22 @@ pub struct PoolReport {
     pub wall_s: f64,
     /// This pool's workers, with what each evaluated.
     pub workers: Vec<WorkerStatus>,
+    /// Each worker's own account, by worker name, from those that ended normally.
+    pub accounts: BTreeMap<String, WorkerAccount>,
     pub measured_twice: u64,
     /// Workers that ended early, with how (what they measured is kept).
     pub stopped_early: Vec<String>,
+}
+
+/// What a pool worker tells of its campaign when it ends (a line on its standard output).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerAccount {
+    /// Its device.
+    pub device: String,
+    /// Configurations it evaluated.
+    pub evaluated: usize,
+    /// Where its time went.
+    pub time: TimeSpent,
 }
 
 /// What one pool worker runs, sent on its standard input.
@@ -140,7 +152,17 @@ impl Pool<'_> {
             })?;
             workers.push((job.worker, device.label(), child));
         }
-        for (_, label, child) in &mut workers {
+        let mut accounts = Vec::new();
+        for (id, label, child) in &mut workers {
+            let stdout = child.stdout.take().expect("stdout is piped");
+            let id = id.clone();
+            accounts.push(std::thread::spawn(move || {
+                let line = BufReader::new(stdout)
+                    .lines()
+                    .map_while(Result::ok)
+                    .last()?;
+                Some((id, serde_json::from_str::<WorkerAccount>(&line).ok()?))
+            }));
             let stderr = child.stderr.take().expect("stderr is piped");
             let (label, said) = (label.clone(), said.clone());
             std::thread::spawn(move || {
@@ -199,6 +221,10 @@ impl Pool<'_> {
             });
         }
         let wall_s = started.elapsed().as_secs_f64();
+        let accounts = accounts
+            .into_iter()
+            .filter_map(|t| t.join().ok().flatten())
+            .collect();
         on(PoolEvent::LastPass);
         // The campaign's report, from every worker's results; whatever a dead worker left is
         // measured here once its claims lapse. Nothing is left to build ahead, but for a dead
@@ -235,6 +261,7 @@ impl Pool<'_> {
                 .into_iter()
                 .filter(|w| w.worker.starts_with(&mine))
                 .collect(),
+            accounts,
             measured_twice: status.measured_twice,
             stopped_early,
         })
@@ -260,7 +287,7 @@ fn spawn(options: &Options, location: &OsString, job: &PoolJob) -> std::io::Resu
     command
         .env(STORE_ENV, location)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = children::spawn(command, OnEnd::Terminate)?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
@@ -287,12 +314,6 @@ fn exited(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>
     }
     children::reaped(child.id());
     child.wait().map(Some)
-}
-
-/// Build jobs per worker of a pool of `workers` on devices of `device_type`: as given, or
-/// [`crate::default_build_jobs`].
-pub fn pool_build_jobs(given: Option<usize>, workers: usize, device_type: DeviceType) -> usize {
-    given.unwrap_or_else(|| crate::default_build_jobs(device_type, workers))
 }
 
 /// A pool worker's process (`ndtune __campaign`, `python -m ndtune._worker __campaign`): reads
@@ -341,7 +362,7 @@ fn serve_job() -> Result<(), String> {
             let _ = writeln!(std::io::stderr(), "{message}");
         }
     };
-    Tuning {
+    let done = Tuning {
         spec: &spec,
         overrides: &job.overrides,
         device: &device,
@@ -351,13 +372,22 @@ fn serve_job() -> Result<(), String> {
         worker: None,
     }
     .run(&mut tell, None)
-    .map(drop)
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    let account = WorkerAccount {
+        device: label.clone(),
+        evaluated: done.report.evaluated,
+        time: done.report.time,
+    };
+    let line = serde_json::to_string(&account).expect("an account serialises");
+    // A pool that died reads no more: nothing to tell then.
+    let _ = ndtune_core::bounded::without_sigpipe(|| writeln!(std::io::stdout(), "{line}"));
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndtune_device::DeviceType;
     use ndtune_spec::Race;
 
     #[test]
@@ -391,20 +421,14 @@ mod tests {
     }
 
     #[test]
-    fn build_jobs_share_the_cores_among_workers_and_a_gpu_gets_few() {
+    fn build_jobs_take_the_cores_but_one_and_a_gpu_gets_few() {
         use crate::{default_build_jobs, GPU_BUILD_JOBS};
-        assert_eq!(pool_build_jobs(Some(3), 4, DeviceType::Gpu), 3);
         let cores = std::thread::available_parallelism().unwrap().get();
         let alone = if cores == 1 { 1 } else { (cores - 1).max(2) };
-        assert_eq!(pool_build_jobs(None, 1, DeviceType::Cpu), alone);
-        assert_eq!(pool_build_jobs(None, cores * 2, DeviceType::Cpu), 1);
+        assert_eq!(default_build_jobs(DeviceType::Cpu), alone);
         assert_eq!(
-            default_build_jobs(DeviceType::Gpu, 1),
+            default_build_jobs(DeviceType::Gpu),
             alone.min(GPU_BUILD_JOBS)
-        );
-        assert_eq!(
-            default_build_jobs(DeviceType::Accelerator, 4),
-            (cores / 4).saturating_sub(1).clamp(1, GPU_BUILD_JOBS)
         );
     }
 }

@@ -8,7 +8,7 @@ use ndtune_core::{Codec, Config, Constants, Outcome, OutcomeKind, Timing};
 use ndtune_metrics::{Inputs, Metrics, Values};
 use ndtune_search::Trace;
 use ndtune_spec::Spec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The best configuration by the objective.
@@ -96,7 +96,7 @@ pub struct EnergyReport {
 /// (their wall share; builds done while the device measured something else cost nothing here)
 /// and loading or compiling programs in the measurement worker. `build_workers_s` is the build
 /// workers' own time summed over workers, to compare.
-#[derive(Debug, Serialize, Default, Clone, Copy)]
+#[derive(Debug, Serialize, Deserialize, Default, Clone, Copy)]
 pub struct TimeSpent {
     /// The campaign's wall time: the sum of `setup_s`, `startup_waited_s`, `total_s`,
     /// `lost_s`, `store_s`, `search_s` and `shutdown_s`.
@@ -115,8 +115,12 @@ pub struct TimeSpent {
     /// generated and uploaded, expected outputs uploaded for the comparison on the device.
     pub data_s: f64,
     pub build_s: f64,
-    /// Build worker processes (1: builds in the measurement worker).
+    /// Build worker processes (1: builds in the measurement worker); of the node's build
+    /// service where the campaign used one.
     pub build_jobs: usize,
+    /// The campaign's part in its node's build service (`ndtune_bench::node_builds`), where it
+    /// used one: `hosted` or `joined`; else its build workers were its own.
+    pub node_builds: Option<ndtune_bench::node_builds::NodeRole>,
     pub build_workers_s: f64,
     /// Kernel launches, waits included.
     pub launch_s: f64,

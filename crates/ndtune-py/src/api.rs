@@ -196,7 +196,7 @@ fn collect(
         let how = Measuring {
             seed,
             timeout: None,
-            build_jobs: ndtune_engine::default_build_jobs(scenario.device.profile.device_type, 1),
+            build_jobs: ndtune_engine::default_build_jobs(scenario.device.profile.device_type),
             guard: Some(Share {
                 worker: format!(
                     "python:{}:{}",

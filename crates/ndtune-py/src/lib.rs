@@ -21,7 +21,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
-use ndtune_engine::pool::{pool_build_jobs, Pool, PoolEvent};
+use ndtune_engine::pool::{Pool, PoolEvent};
 use ndtune_engine::{Event, Options, PerConfig, Processes, Share, Tuning};
 use ndtune_metrics::Inputs;
 use ndtune_spec::Spec;
@@ -336,7 +336,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         timeout: call.timeout.map(Duration::from_secs_f64),
         build_jobs: call
             .build_jobs
-            .unwrap_or_else(|| ndtune_engine::default_build_jobs(device.profile.device_type, 1)),
+            .unwrap_or_else(|| ndtune_engine::default_build_jobs(device.profile.device_type)),
         race: spec.measure.race,
         advice_prior: true,
         keep_timed_out: false,
@@ -410,11 +410,9 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                     db_retry: Duration::from_secs(60),
                     options: Options {
                         guard: None,
-                        build_jobs: pool_build_jobs(
-                            call.build_jobs,
-                            devices.len(),
-                            devices[0].profile.device_type,
-                        ),
+                        build_jobs: call.build_jobs.unwrap_or_else(|| {
+                            ndtune_engine::default_build_jobs(devices[0].profile.device_type)
+                        }),
                         ..options
                     },
                     lease: ndtune_engine::share::GUARD_LEASE,

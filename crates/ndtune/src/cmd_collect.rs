@@ -57,7 +57,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         let how = Measuring {
             seed: args.seed,
             timeout: args.timeout.map(Duration::from_secs_f64),
-            build_jobs: ndtune_engine::default_build_jobs(scenario.device.profile.device_type, 1),
+            build_jobs: ndtune_engine::default_build_jobs(scenario.device.profile.device_type),
             guard: Some(Share {
                 worker: default_worker_id(scenario.device),
                 lease: ndtune_engine::share::GUARD_LEASE,

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar};
 use ndtune_cl::ClDevice;
 use ndtune_core::Value;
-use ndtune_engine::pool::{pool_build_jobs, Pool, PoolEvent};
+use ndtune_engine::pool::{Pool, PoolEvent, PoolReport};
 use ndtune_engine::{Event, Options, Processes};
 use ndtune_spec::Spec;
 use ndtune_store::Store;
@@ -37,10 +37,9 @@ pub fn run(
         guard: None,
         seed: c.seed,
         timeout: args.timeout.map(Duration::from_secs_f64),
-        build_jobs: pool_build_jobs(
-            c.build_jobs.map(usize::from),
-            devices.len(),
-            devices[0].profile.device_type,
+        build_jobs: c.build_jobs.map_or_else(
+            || ndtune_engine::default_build_jobs(devices[0].profile.device_type),
+            usize::from,
         ),
         race,
         advice_prior: !args.search.no_advice_prior,
@@ -103,7 +102,7 @@ pub fn run(
                 "devices": [report],
                 "pool": {
                     "wall_s": pool.wall_s,
-                    "workers": pool.workers,
+                    "workers": workers_json(&pool),
                     "measured_twice": pool.measured_twice,
                     "stopped_early": pool.stopped_early,
                 },
@@ -126,4 +125,26 @@ pub fn run(
         Some(why) => bail!("{why}"),
         None => Ok(()),
     }
+}
+
+/// Each worker's share from the store, with its own account where it ended normally: its
+/// device, what it evaluated and where its time went.
+fn workers_json(pool: &PoolReport) -> Vec<serde_json::Value> {
+    pool.workers
+        .iter()
+        .map(|w| {
+            let mut entry = serde_json::to_value(w).expect("a worker's status serialises");
+            if let (Some(account), Some(entry)) =
+                (pool.accounts.get(&w.worker), entry.as_object_mut())
+            {
+                entry.insert("device".into(), account.device.clone().into());
+                entry.insert("evaluated".into(), account.evaluated.into());
+                entry.insert(
+                    "time".into(),
+                    serde_json::to_value(account.time).expect("times serialise"),
+                );
+            }
+            entry
+        })
+        .collect()
 }

@@ -231,7 +231,7 @@ fn options(
         seed: campaign.seed,
         timeout: timeout.map(Duration::from_secs_f64),
         build_jobs: campaign.build_jobs.map_or_else(
-            || ndtune_engine::default_build_jobs(device.profile.device_type, 1),
+            || ndtune_engine::default_build_jobs(device.profile.device_type),
             usize::from,
         ),
         race,

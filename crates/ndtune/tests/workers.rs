@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fails, json, ndtune, ndtune_process, work_spec as spec, CONFIGURATIONS};
+use common::{fails, json, json_of, ndtune, ndtune_process, work_spec as spec, CONFIGURATIONS};
 use ndtune_store::testing::PgServer;
 use ndtune_store::{CampaignStatus, Store};
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ fn worker(dir: &Path, spec: &str, db: &str, device: &str, id: &str) -> Child {
             "--worker-id",
             id,
         ])
-        .args(["--lease", "3s", "--build-jobs", "1", "--json"])
+        .args(["--lease", "3s", "--build-jobs", "2", "--json"])
         .env("NDTUNE_DB", db)
         .stdout(Stdio::from(log("out")))
         .stderr(Stdio::from(log("err")))
@@ -125,6 +125,17 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
     let out = std::fs::read_to_string(dir.path().join("a.out")).unwrap();
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let r = &report["devices"][0];
+    // The workers of this host share one build service, which one of them hosted; where that
+    // was the doomed one, the others built alone once it died.
+    for id in ["a", "b"] {
+        let out = std::fs::read_to_string(dir.path().join(format!("{id}.out"))).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let time = &report["devices"][0]["time"];
+        assert!(
+            ["hosted", "joined"].contains(&time["node_builds"].as_str().unwrap()),
+            "{time}"
+        );
+    }
     assert_eq!(r["outcomes"]["measured"], CONFIGURATIONS, "{r}");
     assert_eq!(
         r["evaluated"].as_u64().unwrap(),
@@ -265,18 +276,24 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
     let spec = spec(dir.path());
     let db = dir.path().join("pool.db");
     let db = db.to_str().unwrap();
-    let v = json(&[
-        "tune",
-        &spec,
-        "--db",
-        db,
-        "--device",
-        "0:0/2,0:1/2",
-        "--pool",
-        "--build-jobs",
-        "1",
-        "--json",
-    ]);
+    let cache = dir.path().join("cache");
+    let mut tune = ndtune();
+    tune.env("NDTUNE_CACHE_DIR", &cache);
+    let v = json_of(
+        tune,
+        &[
+            "tune",
+            &spec,
+            "--db",
+            db,
+            "--device",
+            "0:0/2,0:1/2",
+            "--pool",
+            "--build-jobs",
+            "2",
+            "--json",
+        ],
+    );
     let report = &v["devices"][0];
     assert_eq!(report["outcomes"]["measured"], CONFIGURATIONS, "{v}");
     let workers = v["pool"]["workers"].as_array().unwrap();
@@ -288,6 +305,25 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
     assert!(done.iter().all(|&n| n > 0), "both parts measured: {v}");
     assert_eq!(done.iter().sum::<u64>(), CONFIGURATIONS, "{v}");
     assert_eq!(v["pool"]["measured_twice"], 0, "{v}");
+    // Each worker tells its own account; the two share one build service, which one of them
+    // hosted for the node and which is gone with the pool.
+    for w in workers {
+        assert_eq!(w["evaluated"], w["done"], "{w}");
+        assert!(w["time"]["total_s"].as_f64().unwrap() > 0.0, "{w}");
+        assert_eq!(w["time"]["build_jobs"], 2, "{w}");
+    }
+    let mut roles: Vec<&str> = workers
+        .iter()
+        .map(|w| w["time"]["node_builds"].as_str().unwrap())
+        .collect();
+    roles.sort();
+    assert_eq!(roles, ["hosted", "joined"], "{v}");
+    let left: Vec<_> = std::fs::read_dir(cache.join("node-builds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".sock"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     let s = status(db).unwrap();
     assert_eq!(s.results, CONFIGURATIONS);
 
