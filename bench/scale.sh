@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Scale-out benchmark (docs/scale.md): one campaign measured by 1, 2, 4, ... GPUs of this
-# machine, one `ndtune tune --worker` per GPU, sharing a PostgreSQL store on a throwaway server
+# machine, one `ndtune tune --worker` per GPU sharing a store, or one `ndtune tune --pool` of
+# them (POOL=1). The store is a PostgreSQL database on a throwaway server
 # (crates/ndtune-store/examples/pg_server.rs, server binaries from NDTUNE_PG_BIN or Debian's
-# package). Each run starts cold (NVIDIA's compute cache cleared) with a database of its own;
-# every worker has BUILD_JOBS build workers (default ndtune's: on a GPU at most 4).
-# KEEP_CACHE=1 keeps the compute cache (warm runs).
+# package), or an SQLite file per run (STORE=sqlite; no server). Each run starts cold (NVIDIA's
+# compute cache and ndtune's program cache cleared) with a store of its own; the workers of the
+# node share one build service with ndtune's default number of build workers (BUILD_JOBS
+# overrides it). KEEP_CACHE=1 keeps the caches (warm runs).
 #   bench/scale.sh [SPEC] ["1 2 4"]
 # Binaries: NDTUNE (default target/release/ndtune), PG_SERVER (default
 # target/release/examples/pg_server; PG_LIBS: libraries the server alone needs). Results in
 # OUT_DIR (default bench/out/scale). DEVICES replaces the GPUs by other selectors
-# (`DEVICES="0:0/2 0:1/2"`: PoCL's halves); TUNE_ARGS adds arguments to each worker's
-# `ndtune tune` (`TUNE_ARGS="--set N=256"`).
+# (`DEVICES="0:0/2 0:1/2"`: PoCL's halves); TUNE_ARGS adds arguments to each `ndtune tune`
+# (`TUNE_ARGS="--set N=256"`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 spec=${1:-bench/scale/sgemm-360.toml}
@@ -20,22 +22,26 @@ pg_server=${PG_SERVER:-target/release/examples/pg_server}
 out=${OUT_DIR:-bench/out/scale}
 jobs=${BUILD_JOBS:-}
 mkdir -p "$out"
-rm -f "$out"/*
+rm -rf "$out"/*
 gpus=(${DEVICES:-$("$ndtune" devices --json | python3 -c 'import json, sys
 print(" ".join(str(i) for i, d in enumerate(json.load(sys.stdin)) if d["device_type"].lower() == "gpu"))')})
-echo "GPUs: ${gpus[*]}" | tee "$out/summary.txt"
+echo "GPUs: ${gpus[*]}; ${POOL:+pool, }store ${STORE:-postgres}, build jobs ${jobs:-default}" | tee "$out/summary.txt"
 
-# The server lives while this script holds its standard input open.
-mkfifo "$out/pg.in"
 names=(); for n in $counts; do names+=("scale$n"); done
-LD_LIBRARY_PATH=${PG_LIBS:-${LD_LIBRARY_PATH:-}} "$pg_server" "${names[@]}" <"$out/pg.in" >"$out/pg.urls" 2>"$out/pg.err" &
-server=$!
-exec 3>"$out/pg.in"
-trap 'exec 3>&-; wait $server' EXIT
-while [ "$(wc -l <"$out/pg.urls")" -lt "${#names[@]}" ]; do
-    kill -0 $server 2>/dev/null || { cat "$out/pg.err"; exit 1; }
-    sleep 0.2
-done
+if [ "${STORE:-postgres}" = sqlite ]; then
+    for n in $counts; do echo "$PWD/$out/scale$n.db"; done >"$out/pg.urls"
+else
+    # The server lives while this script holds its standard input open.
+    mkfifo "$out/pg.in"
+    LD_LIBRARY_PATH=${PG_LIBS:-${LD_LIBRARY_PATH:-}} "$pg_server" "${names[@]}" <"$out/pg.in" >"$out/pg.urls" 2>"$out/pg.err" &
+    server=$!
+    exec 3>"$out/pg.in"
+    trap 'exec 3>&-; wait $server' EXIT
+    while [ "$(wc -l <"$out/pg.urls")" -lt "${#names[@]}" ]; do
+        kill -0 $server 2>/dev/null || { cat "$out/pg.err"; exit 1; }
+        sleep 0.2
+    done
+fi
 
 run=0
 for n in $counts; do
@@ -44,15 +50,31 @@ for n in $counts; do
     [ "$n" -le "${#gpus[@]}" ] || { echo "$n GPUs: this machine has ${#gpus[@]}"; continue; }
     [ -n "${KEEP_CACHE:-}" ] || rm -rf "$HOME"/.nv/ComputeCache* "${XDG_CACHE_HOME:-$HOME/.cache}"/{pocl,ndtune}
     start=$(date +%s.%N)
-    pids=()
-    for ((i = 0; i < n; i++)); do
-        # Exhaustive: a scaling figure compares the same work at every count (`auto` may pick
-        # another strategy).
-        NDTUNE_DB=$url "$ndtune" tune "$spec" --device "${gpus[$i]}" --worker --worker-id "gpu$i" \
-            --strategy exhaustive ${jobs:+--build-jobs "$jobs"} ${TUNE_ARGS:-} --json >"$out/w$n-$i.json" 2>"$out/w$n-$i.err" &
-        pids+=($!)
-    done
-    for p in "${pids[@]}"; do wait "$p"; done
+    # Exhaustive: a scaling figure compares the same work at every count (`auto` may pick
+    # another strategy).
+    if [ -n "${POOL:-}" ]; then
+        pool=$(IFS=,; echo "${gpus[*]:0:$n}")
+        NDTUNE_DB=$url "$ndtune" tune "$spec" --device "$pool" --pool --strategy exhaustive \
+            ${jobs:+--build-jobs "$jobs"} ${TUNE_ARGS:-} --json >"$out/pool$n.json" 2>"$out/pool$n.err"
+        # Each worker's own report, as the worker files below.
+        python3 - "$out" "$n" <<'PY'
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+pool = json.load(open(f"{out}/pool{n}.json"))
+for i, w in enumerate(sorted(pool["pool"]["workers"], key=lambda w: w["worker"])):
+    report = {"devices": [dict(pool["devices"][0], evaluated=w.get("evaluated", 0), reused=0,
+                               time=w.get("time", {}))]}
+    json.dump(report, open(f"{out}/w{n}-{i}.json", "w"))
+PY
+    else
+        pids=()
+        for ((i = 0; i < n; i++)); do
+            NDTUNE_DB=$url "$ndtune" tune "$spec" --device "${gpus[$i]}" --worker --worker-id "gpu$i" \
+                --strategy exhaustive ${jobs:+--build-jobs "$jobs"} ${TUNE_ARGS:-} --json >"$out/w$n-$i.json" 2>"$out/w$n-$i.err" &
+            pids+=($!)
+        done
+        for p in "${pids[@]}"; do wait "$p"; done
+    fi
     end=$(date +%s.%N)
     NDTUNE_DB=$url "$ndtune" status --json >"$out/status$n.json"
     python3 - "$n" "$start" "$end" "$out" <<'PY' | tee -a "$out/summary.txt"
@@ -68,8 +90,9 @@ for i in range(n):
     r = json.load(open(f"{out}/w{n}-{i}.json"))["devices"][0]
     t = r["time"]
     print(f"  gpu{i}: evaluated {r['evaluated']}, reused {r['reused']}; " + ", ".join(
-        f"{k} {t[k]:.2f}" for k in ("total_s", "startup_s", "reference_s", "build_s",
-                                    "build_workers_s", "launch_s", "prepare_s", "verify_s",
-                                    "lost_s")))
+        f"{k} {t.get(k, 0):.2f}" for k in ("campaign_s", "total_s", "startup_s",
+                                           "startup_waited_s", "build_s", "build_workers_s",
+                                           "launch_s", "shutdown_s", "lost_s"))
+          + f"; builds {t.get('node_builds') or 'own'} ({t.get('build_jobs')} jobs)")
 PY
 done

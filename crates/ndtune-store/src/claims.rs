@@ -34,6 +34,19 @@ pub struct WorkerStatus {
     pub expired: u64,
     /// Its last claim, completion or heartbeat, if the store has heard of it.
     pub heartbeat: Option<UnixMs>,
+    /// When it claimed its first configuration of the campaign that it still holds or did.
+    pub first_claim: Option<UnixMs>,
+    /// When it completed its last one.
+    pub last_done: Option<UnixMs>,
+}
+
+impl WorkerStatus {
+    /// Configurations it evaluated per minute, from its first claim to its last completion;
+    /// `None` before it completed one.
+    pub fn per_minute(&self) -> Option<f64> {
+        let span_ms = self.last_done? - self.first_claim?;
+        (self.done > 0 && span_ms > 0).then(|| self.done as f64 * 60_000.0 / span_ms as f64)
+    }
 }
 
 /// A campaign's progress: its results and each worker's share.
@@ -385,7 +398,8 @@ impl Store {
                 "SELECT worker,
                      sum(CASE WHEN done_at IS NULL AND deadline >= ?6 THEN 1 ELSE 0 END),
                      sum(CASE WHEN done_at IS NOT NULL THEN 1 ELSE 0 END),
-                     sum(CASE WHEN done_at IS NULL AND deadline < ?6 THEN 1 ELSE 0 END)
+                     sum(CASE WHEN done_at IS NULL AND deadline < ?6 THEN 1 ELSE 0 END),
+                     min(claimed_at), max(done_at)
                  FROM claims WHERE {GROUP_IS} GROUP BY worker"
             ),
             &with_now,
@@ -395,6 +409,8 @@ impl Store {
             status.claimed = self.cell(row.int(1))? as u64;
             status.done = self.cell(row.int(2))? as u64;
             status.expired = self.cell(row.int(3))? as u64;
+            status.first_claim = self.cell(row.int_or_null(4))?;
+            status.last_done = self.cell(row.int_or_null(5))?;
         }
         let lapses = self.query(
             &format!("SELECT worker, count(*) FROM lapses WHERE {GROUP_IS} GROUP BY worker"),
@@ -426,5 +442,7 @@ fn share(workers: &mut BTreeMap<String, WorkerStatus>, worker: String) -> &mut W
         done: 0,
         expired: 0,
         heartbeat: None,
+        first_claim: None,
+        last_done: None,
     })
 }

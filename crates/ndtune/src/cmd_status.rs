@@ -1,6 +1,6 @@
 //! `ndtune status`: the progress of the campaigns of a store, per worker: configurations
-//! claimed, done and expired, and each worker's last heartbeat (workers sharing a campaign
-//! through one store), as a table or JSON. A kernel tuned again with the same constants on the
+//! claimed, done and expired, its rate (configurations per minute) and its last heartbeat
+//! (workers sharing a campaign through one store), as a table or JSON. A kernel tuned again with the same constants on the
 //! same device under another setup shows its earlier campaigns after the newest, with what
 //! differs.
 
@@ -121,15 +121,18 @@ fn table(
         .unwrap_or(0)
         .max("worker".len());
     out.push_str(&format!(
-        "  {:width$}  {:>7}  {:>6}  {:>7}  last heartbeat\n",
-        "worker", "claimed", "done", "expired"
+        "  {:width$}  {:>7}  {:>6}  {:>7}  {:>7}  last heartbeat\n",
+        "worker", "claimed", "done", "expired", "per min"
     ));
     for w in &status.workers {
         let heartbeat = w
             .heartbeat
             .map_or("never".to_string(), |t| ago(now.saturating_sub(t)));
+        let rate = w
+            .per_minute()
+            .map_or("-".to_string(), |r| format!("{r:.1}"));
         out.push_str(&format!(
-            "  {:width$}  {:>7}  {:>6}  {:>7}  {heartbeat}\n",
+            "  {:width$}  {:>7}  {:>6}  {:>7}  {rate:>7}  {heartbeat}\n",
             w.worker, w.claimed, w.done, w.expired
         ));
     }
@@ -171,6 +174,8 @@ mod tests {
                     done: 10,
                     expired: 0,
                     heartbeat: Some(95_000),
+                    first_claim: Some(35_000),
+                    last_done: Some(95_000),
                 },
                 WorkerStatus {
                     worker: "w2".into(),
@@ -178,15 +183,17 @@ mod tests {
                     done: 2,
                     expired: 1,
                     heartbeat: None,
+                    first_claim: Some(35_000),
+                    last_done: None,
                 },
             ],
         };
         assert_eq!(
             table(Some("H100"), &status, None, 100_000),
             "gemm on H100 (0123456789abcdef), N=1024, source aaaabbbbccccdddd, setup 5e7a5e7a5e7a5e7a: 12 results\n\
-             \x20 worker      claimed    done  expired  last heartbeat\n\
-             \x20 node1:gpu0        1      10        0  5 s ago\n\
-             \x20 w2                0       2        1  never\n"
+             \x20 worker      claimed    done  expired  per min  last heartbeat\n\
+             \x20 node1:gpu0        1      10        0     10.0  5 s ago\n\
+             \x20 w2                0       2        1        -  never\n"
         );
         let newer = Group {
             setup: "0123012301230123".into(),

@@ -119,7 +119,9 @@ fn workers_share_a_postgres_campaign_and_a_killed_worker_loses_nothing() {
     let doomed = share(&s, "doomed").unwrap();
     assert!(doomed.done >= 1 && doomed.expired >= 1, "{s:?}");
     for id in ["a", "b"] {
-        assert!(share(&s, id).unwrap().done >= 1, "{s:?}");
+        let w = share(&s, id).unwrap();
+        assert!(w.done >= 1, "{s:?}");
+        assert!(w.per_minute().is_some_and(|r| r > 0.0), "{s:?}");
     }
     // A surviving worker's report covers the whole campaign.
     let out = std::fs::read_to_string(dir.path().join("a.out")).unwrap();
