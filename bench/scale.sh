@@ -29,7 +29,7 @@ echo "GPUs: ${gpus[*]}; ${POOL:+pool, }store ${STORE:-postgres}, build jobs ${jo
 
 names=(); for n in $counts; do names+=("scale$n"); done
 if [ "${STORE:-postgres}" = sqlite ]; then
-    for n in $counts; do echo "$PWD/$out/scale$n.db"; done >"$out/pg.urls"
+    for n in $counts; do echo "$(cd "$out" && pwd)/scale$n.db"; done >"$out/pg.urls"
 else
     # The server lives while this script holds its standard input open.
     mkfifo "$out/pg.in"
@@ -87,7 +87,11 @@ print(f"{n} GPUs: wall {end - start:7.2f} s, {status['results']} results, "
       f"measured twice {status['measured_twice']}, per worker: {done}; "
       f"best {best['config']} {best['time_ms']:.4f} ms")
 for i in range(n):
-    r = json.load(open(f"{out}/w{n}-{i}.json"))["devices"][0]
+    try:
+        r = json.load(open(f"{out}/w{n}-{i}.json"))["devices"][0]
+    except (OSError, ValueError) as e:
+        print(f"  gpu{i}: no report ({e})")  # a pool's worker that claimed nothing
+        continue
     t = r["time"]
     print(f"  gpu{i}: evaluated {r['evaluated']}, reused {r['reused']}; " + ", ".join(
         f"{k} {t.get(k, 0):.2f}" for k in ("campaign_s", "total_s", "startup_s",

@@ -24,13 +24,14 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
 from . import _ndtune
-from ._ndtune import SpecError
+from ._ndtune import DeviceError, SpecError
 
 # NumPy types and the OpenCL types of the kernel parameters they stand for.
 OPENCL_TYPES = {
@@ -96,7 +97,6 @@ REFUSED = {
     "compiler": "ndtune tunes OpenCL kernels only; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
-    "parallel": "ndtune measures on one device per call",
     "observers": "ndtune has no counterpart of Kernel Tuner's observers",
     "objectives": "ndtune optimises one objective (give `objective`)",
 }
@@ -455,6 +455,37 @@ def _time_of(outcome):
     return RuntimeFailedConfig(), None
 
 
+# Kernel Tuner's environment variable that asks for parallel tuning (`parallel=True`).
+PARALLEL_ENV = "KERNEL_TUNER_PARALLEL"
+
+
+def _ndtune_devices():
+    return json.loads(_ndtune.devices())
+
+
+def _parallel_devices(parallel, platform, device, devices):
+    """The device numbers of `platform` that Kernel Tuner's `parallel` asks for: `device` and the
+    devices of the platform identical to it (the same profile) after it, then before it;
+    all of them for `True`, the first N for an integer N."""
+    on_platform = [d for d in devices if d["platform"] == platform]
+    first = next((d for d in on_platform if d["device"] == device), None)
+    if first is None:
+        raise DeviceError(f"device={device}: platform {platform} has {len(on_platform)} "
+                          "devices, numbered from 0")
+    alike = [d for d in on_platform if d["profile"] == first["profile"]]
+    alike.sort(key=lambda d: (d["device"] < device, d["device"]))
+    numbers = [d["device"] for d in alike]
+    if parallel is True:
+        return numbers
+    if isinstance(parallel, bool) or not isinstance(parallel, (int, np.integer)) or parallel < 1:
+        raise SpecError(f"tune_kernel: parallel={parallel!r}: give True or a number of devices")
+    if parallel > len(numbers):
+        raise SpecError(f"tune_kernel: parallel={parallel}: platform {platform} has "
+                        f"{len(numbers)} device(s) like device {device} ({first['name']}); a "
+                        "parallel campaign needs identical devices")
+    return numbers[:parallel]
+
+
 def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params,
                 grid_div_x=None, grid_div_y=None, grid_div_z=None, restrictions=None,
                 answer=None, atol=1e-6, verify=None, verbose=False, lang=None, device=0,
@@ -485,6 +516,16 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     strings, functions = _restrictions(restrictions, tune_params)
     per_config = _PerConfig(kernel_source, files, problem_size, tune_params, grid_div,
                             block_size_names, defines, functions, own_check)
+    if parallel is None:
+        parallel = bool(os.environ.get(PARALLEL_ENV))
+    if parallel and pool is None:
+        if per_config.active:
+            warnings.warn(f"tune_kernel: parallel={parallel!r} tunes on device {device} alone: "
+                          "functions of the parameters and verify stay in this process, which "
+                          "a pool's workers cannot call", stacklevel=2)
+        else:
+            pool = _parallel_devices(parallel, platform, device, _ndtune_devices())
+            pool = pool if len(pool) > 1 else None
     if pool is not None:
         pool = [int(d) for d in pool]
         if not pool:

@@ -249,3 +249,43 @@ def test_a_pool_of_devices_tunes_one_campaign_together(own_directory):
     with pytest.raises(ndtune.SpecError, match="pool"):
         tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True, pool=[0, 0],
                     restrictions=lambda p: p["block_size_x"] > 16)
+
+
+def test_parallel_takes_the_devices_identical_to_the_one_asked_for():
+    from ndtune._kt import _parallel_devices
+    h100 = {"name": "NVIDIA H100", "memory": 80}
+    found = [{"platform": 0, "device": i, "name": "NVIDIA H100", "profile": h100} for i in range(4)]
+    found += [{"platform": 0, "device": 4, "name": "NVIDIA L4", "profile": {"name": "NVIDIA L4"}},
+              {"platform": 1, "device": 0, "name": "cpu", "profile": {"name": "cpu"}}]
+    assert _parallel_devices(True, 0, 0, found) == [0, 1, 2, 3]
+    assert _parallel_devices(True, 0, 2, found) == [2, 3, 0, 1]
+    assert _parallel_devices(2, 0, 1, found) == [1, 2]
+    assert _parallel_devices(True, 0, 4, found) == [4]
+    with pytest.raises(ndtune.SpecError, match="parallel=5: platform 0 has 4 device"):
+        _parallel_devices(5, 0, 0, found)
+    with pytest.raises(ndtune.SpecError, match="parallel=0"):
+        _parallel_devices(0, 0, 0, found)
+    with pytest.raises(ndtune.DeviceError, match="device=7"):
+        _parallel_devices(True, 0, 7, found)
+
+
+def test_kernel_tuners_parallel_switch_tunes_on_the_identical_devices_there_are(own_directory,
+                                                                               monkeypatch):
+    params = {"block_size_x": [32, 64]}
+    args = vector_add_args()
+    answer = [args[1] + args[2], None, None, None]
+    # One PoCL device here: parallel tuning asks for two identical ones.
+    with pytest.raises(ndtune.SpecError, match="parallel=2: platform 0 has 1 device"):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=answer, quiet=True,
+                    parallel=2)
+    # Kernel Tuner's environment variable asks for all of them: the one there is.
+    monkeypatch.setenv("KERNEL_TUNER_PARALLEL", "1")
+    results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=answer,
+                             quiet=True)
+    assert {r["ndtune_outcome"] for r in results} == {"measured"}
+    assert len(results) == 2
+    # Functions of the parameters stay in this process: tuned on one device, with a warning.
+    with pytest.warns(UserWarning, match="parallel=True tunes on device 0 alone"):
+        results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=answer,
+                                 quiet=True, restrictions=lambda block_size_x: block_size_x > 32)
+    assert len(results) == 1
