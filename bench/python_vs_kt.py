@@ -2,12 +2,14 @@
 the same device; prints the wall time and the best configuration of each as JSON.
 
     python bench/python_vs_kt.py [--size N] [--out FILE] [--restriction-function]
-                                 [--build-jobs N] [--no-kt]
+                                 [--build-jobs N] [--no-kt] [--wide] [--parallel N]
 
 A matrix multiply with local-memory tiles (block sizes, work per thread, tiles): 2D grid_div and
 restrictions as Kernel Tuner scripts write them (`--restriction-function`: as one Python
 function, which ndtune calls per configuration). ndtune starts from an empty store each time;
-`--build-jobs` is its `build_jobs` (default: its own); `--no-kt` runs ndtune only.
+`--build-jobs` is its `build_jobs` (default: its own); `--no-kt` runs ndtune only. `--wide` adds a
+padding of the local tiles (4 values: four times the builds); `--parallel N` is Kernel Tuner's
+`parallel=N` for ndtune (N identical GPUs; Kernel Tuner's own needs Ray, so with `--no-kt`).
 """
 
 import argparse
@@ -19,9 +21,12 @@ import time
 import numpy as np
 
 KERNEL = """
+#ifndef pad
+#define pad 0
+#endif
 __kernel void matmul(__global float *C, __global const float *A, __global const float *B, int n) {
-    __local float As[block_size_y * tile_y][block_size_x];
-    __local float Bs[block_size_x][block_size_x * tile_x];
+    __local float As[block_size_y * tile_y][block_size_x + pad];
+    __local float Bs[block_size_x][block_size_x * tile_x + pad];
     int tx = get_local_id(0), ty = get_local_id(1);
     int bx = get_group_id(0) * block_size_x * tile_x, by = get_group_id(1) * block_size_y * tile_y;
     float sum[tile_y][tile_x];
@@ -46,7 +51,7 @@ __kernel void matmul(__global float *C, __global const float *A, __global const 
 """
 
 
-def call(n, restriction_function=False):
+def call(n, restriction_function=False, wide=False):
     if restriction_function and n % 128:
         raise SystemExit("--restriction-function needs a size divisible by 128")
     rng = np.random.default_rng(1)
@@ -59,6 +64,8 @@ def call(n, restriction_function=False):
         "tile_x": [1, 2, 4],
         "tile_y": [1, 2, 4],
     }
+    if wide:
+        tune_params["pad"] = [0, 1, 2, 4]
     options = dict(
         grid_div_x=["block_size_x", "tile_x"],
         grid_div_y=["block_size_y", "tile_y"],
@@ -88,10 +95,14 @@ def main():
     parser.add_argument("--restriction-function", action="store_true")
     parser.add_argument("--build-jobs", type=int)
     parser.add_argument("--no-kt", action="store_true")
+    parser.add_argument("--wide", action="store_true")
+    parser.add_argument("--parallel", type=int)
     a = parser.parse_args()
+    if a.parallel and not a.no_kt:
+        parser.error("--parallel needs --no-kt (Kernel Tuner's parallel tuning needs Ray)")
     report = {"size": a.size, "restriction_function": a.restriction_function,
-              "build_jobs": a.build_jobs}
-    positional, options = call(a.size, a.restriction_function)
+              "build_jobs": a.build_jobs, "wide": a.wide, "parallel": a.parallel}
+    positional, options = call(a.size, a.restriction_function, a.wide)
     if not a.no_kt:
         import kernel_tuner
         t = time.perf_counter()
@@ -101,6 +112,8 @@ def main():
         report["kernel_tuner"] = {"wall_s": wall, "best": config, "best_ms": ms, "measured": n}
     if a.build_jobs is not None:
         options["build_jobs"] = a.build_jobs
+    if a.parallel:
+        options["parallel"] = a.parallel
     import ndtune
     with tempfile.TemporaryDirectory() as d:
         os.environ["NDTUNE_PYTHON_DIR"] = os.path.join(d, "specs")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The node benchmark of docs/scale.md: bench/scale.sh on this machine's GPUs with SQLite stores
-# (no server), as a pool and as separate workers, cold and warm, and with the node's build
-# service at twice its default size; one summary.
+# (no server), as a pool and as separate workers, cold and warm; the node's build service at its
+# default size, at 2x and 4x it, and without it (each worker with build workers of its own);
+# with PYTHON=1 also Kernel Tuner's `parallel=` through the Python package (bench/python_vs_kt.py
+# --wide, cold, parallel 1 and the last GPU count). One summary, written as it goes.
 #   bench/scale_node.sh [SPEC] [OUT_DIR]
 # NDTUNE names the binary (default target/release/ndtune); COUNTS the GPU counts (default
 # "1 2 4").
@@ -12,6 +14,7 @@ out=${2:-bench/out/scale-node}
 counts=${COUNTS:-"1 2 4"}
 last=${counts##* }
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 : >"$out/summary.txt"
 run() { # NAME COUNTS ENV...
     local name=$1 n=$2
@@ -20,6 +23,19 @@ run() { # NAME COUNTS ENV...
     env STORE=sqlite OUT_DIR="$out/$name" "$@" bash bench/scale.sh "$spec" "$n" | tail -n +2 | tee -a "$out/summary.txt"
 }
 run pool-cold "$counts" POOL=1
+run pool-cold-2x "$last" POOL=1 BUILD_JOBS=8
+run pool-cold-4x "$last" POOL=1 BUILD_JOBS=16
+run pool-cold-own "$last" POOL=1 NDTUNE_NODE_BUILDS=0
+run workers-cold "$last"
 run pool-warm "1 $last" POOL=1 KEEP_CACHE=1
-run workers-cold "1 $last"
-run pool-cold-8jobs "$last" POOL=1 BUILD_JOBS=8
+if [ -n "${PYTHON:-}" ]; then
+    for n in 1 "$last"; do
+        rm -rf "$HOME"/.nv/ComputeCache* "${XDG_CACHE_HOME:-$HOME/.cache}"/{pocl,ndtune}
+        echo "== python parallel=$n" | tee -a "$out/summary.txt"
+        (cd "$(mktemp -d)" && python3 "$OLDPWD/bench/python_vs_kt.py" --no-kt --wide --size 1024 \
+            --parallel "$n" --out "$out/python-parallel$n.json" >/dev/null)
+        python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["ndtune"]
+print("wall %.2f s, measured %d, best %s %.4f ms" % (r["wall_s"], r["measured"], r["best"], r["best_ms"]))' \
+            "$out/python-parallel$n.json" | tee -a "$out/summary.txt"
+    done
+fi

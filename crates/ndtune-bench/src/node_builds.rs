@@ -34,6 +34,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The environment variable that turns the node's build service off (`0`): each worker of a
+/// shared campaign then starts build workers of its own (to compare, or where a host's
+/// devices of one kind would rather not share binaries).
+pub const ENV: &str = "NDTUNE_NODE_BUILDS";
+
+/// Whether the workers of a node share its build service (unless [`ENV`] is `0`).
+pub fn wanted() -> bool {
+    std::env::var_os(ENV).is_none_or(|v| v != "0")
+}
+
 /// How long a worker that finds the lock taken waits for the host's socket to appear.
 const HOST_STARTS: Duration = Duration::from_secs(30);
 

@@ -77,7 +77,7 @@ pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
-use ndtune_bench::node_builds::{Builds, ServiceKey};
+use ndtune_bench::node_builds::{self, Builds, ServiceKey};
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
@@ -462,7 +462,7 @@ impl Campaign<'_> {
         };
         let pool = if self.options.build_jobs <= 1 || !builds_ahead {
             None
-        } else if self.options.share.is_some() {
+        } else if self.options.share.is_some() && node_builds::wanted() {
             // The workers of one node share its builders (see `ndtune_bench::node_builds`).
             let key = ServiceKey {
                 job: &job,
