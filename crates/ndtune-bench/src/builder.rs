@@ -199,11 +199,32 @@ struct State {
     /// Builds whose worker died once: built again in a fresh worker before the crash counts
     /// (PoCL's compiler crashes now and then where the same build succeeds the next time).
     crashed_once: HashSet<String>,
+    /// Builds someone waits for ([`BuildPool::first_done`]), with how many wait: a new plan
+    /// keeps them queued, first (the workers of a node plan in turn while others wait).
+    waited: HashMap<String, usize>,
 }
 
 impl State {
     fn paused_so_far(&self) -> Duration {
         self.paused_total + self.paused_since.map_or(Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// Makes `builds` (none of them done or running) the queue, in order, but for the builds
+    /// someone waits for, which stay queued first, as urgent.
+    fn replan(&mut self, builds: Vec<(String, Vec<i64>)>, any_order: bool) {
+        let mut queue: VecDeque<(String, Vec<i64>)> = std::mem::take(&mut self.queue)
+            .into_iter()
+            .filter(|(k, _)| self.waited.contains_key(k))
+            .collect();
+        let mut queued: HashSet<String> = queue.iter().map(|(k, _)| k.clone()).collect();
+        self.urgent = queue.len();
+        for (key, config) in builds {
+            if queued.insert(key.clone()) {
+                queue.push_back((key, config));
+            }
+        }
+        self.queue = queue;
+        self.any_order = any_order;
     }
 
     /// Queues build `key` (of `config`) first, as urgent: the campaign waits for it now. The
@@ -317,21 +338,18 @@ impl BuildPool {
     }
 
     /// The builds expected next, in order, each a key (configurations with the same key share
-    /// a build) and a configuration: replaces what was queued before; those built or being
-    /// built already are left out. `any_order`: every one will be needed, in whatever order they
+    /// a build) and a configuration: replaces what was queued before, but for the builds someone
+    /// waits for ([`BuildPool::first_done`]), which stay first; those built or being built
+    /// already are left out. `any_order`: every one will be needed, in whatever order they
     /// are done ([`BuildPool::first_done`]), so the pool builds those it expects to take longest
     /// first (longest processing time first: the last build to finish bounds the campaign).
     pub fn plan(&self, builds: impl IntoIterator<Item = (String, Vec<i64>)>, any_order: bool) {
         let mut s = self.shared.lock();
-        let mut queued = HashSet::new();
-        let queue: VecDeque<(String, Vec<i64>)> = builds
+        let builds: Vec<(String, Vec<i64>)> = builds
             .into_iter()
-            .filter(|(k, _)| queued.insert(k.clone()))
             .filter(|(k, _)| !self.shared.known(&mut s, k))
             .collect();
-        s.queue = queue;
-        s.any_order = any_order;
-        s.urgent = 0;
+        s.replan(builds, any_order);
         self.shared.changed.notify_all();
     }
 
@@ -375,19 +393,27 @@ impl BuildPool {
             s.put_first(key, config);
             self.shared.changed.notify_all();
         }
-        loop {
+        *s.waited.entry(key.to_string()).or_default() += 1;
+        let first = loop {
             if s.done.contains_key(key) || s.broken.is_some() {
-                return None;
+                break None;
             }
             if let Some(i) = others.iter().position(|k| s.done.contains_key(*k)) {
-                return Some(i);
+                break Some(i);
             }
             s = self
                 .shared
                 .changed
                 .wait(s)
                 .unwrap_or_else(|p| p.into_inner());
+        };
+        if let Some(n) = s.waited.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                s.waited.remove(key);
+            }
         }
+        first
     }
 
     /// Stops every build worker (SIGSTOP) until [`BuildPool::resume`]; none takes a new build.
@@ -789,6 +815,26 @@ mod tests {
         assert_eq!(s.urgent, 2);
         let order: Vec<String> = std::iter::from_fn(|| s.take_next().map(|(k, _)| k)).collect();
         assert_eq!(order, ["V=3", "V=2", "V=9"]);
+    }
+
+    #[test]
+    fn a_new_plan_keeps_the_builds_waited_for_first() {
+        let build = |k: &str| (k.to_string(), vec![k.len() as i64]);
+        let mut s = State {
+            queue: [build("a"), build("bb"), build("ccc")].into(),
+            ..State::default()
+        };
+        // Another worker of the node plans while this one waits for `bb`.
+        s.waited.insert("bb".into(), 1);
+        s.replan(vec![build("dddd"), build("bb"), build("e")], false);
+        let keys: Vec<&str> = s.queue.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["bb", "dddd", "e"]);
+        assert_eq!(s.take_next().unwrap().0, "bb");
+        // Nobody waits: the plan is the queue.
+        s.waited.clear();
+        s.replan(vec![build("f")], false);
+        assert_eq!(s.take_next().unwrap().0, "f");
+        assert!(s.take_next().is_none());
     }
 
     #[test]

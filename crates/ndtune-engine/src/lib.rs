@@ -492,7 +492,7 @@ impl Campaign<'_> {
             .options
             .share
             .clone()
-            .map(|share| share::Claims::start(share, self.options.build_jobs))
+            .map(|share| share::Claims::start(share, share::claims_ahead(self.options.build_jobs)))
             .transpose()?;
         let guard = match (&claims, &self.options.guard) {
             (None, Some(share)) => Some(share::Guard::start(share.clone())?),

@@ -314,17 +314,25 @@ impl Live<'_> {
                 return Some((outcome, true));
             }
             let claims = self.claims.as_mut().expect("a shared campaign");
-            let mine = claims.take(point)
+            let mine = claims.held.iter().any(|p| p == point)
                 || match self.store.claim(
                     &self.group,
                     &claims.share.worker,
                     std::slice::from_ref(config),
                     claims.share.lease,
                 ) {
-                    Ok(claimed) => claimed.is_some(),
+                    Ok(claimed) => {
+                        if claimed.is_some() {
+                            claims.held.push_front(point.to_vec());
+                        }
+                        claimed.is_some()
+                    }
                     Err(e) => return self.stop(format!("cannot claim a configuration: {e}")),
                 };
             if mine {
+                self.measure_held_while_building(point)?;
+                let claims = self.claims.as_mut().expect("a shared campaign");
+                claims.take(point);
                 claims.measuring(point);
                 self.top_up()?;
                 return self.measure_and_record(point, config).map(|o| (o, false));
@@ -392,6 +400,38 @@ impl Live<'_> {
             if self.may_measure(&next)? {
                 self.measure_ahead(&next)?;
             }
+        }
+    }
+
+    /// In a shared campaign, before the held `point` is measured: while its build is not done,
+    /// measures the other points this worker holds whose builds are, in the order they finish,
+    /// claiming more as it goes, so that neither the device nor the build workers idle behind
+    /// one long build. `None` when the campaign has to stop.
+    fn measure_held_while_building(&mut self, point: &[i64]) -> Option<()> {
+        let key = (self.build_key)(point);
+        loop {
+            let (Some(pool), Some(claims)) = (&self.pool, &self.claims) else {
+                return Some(());
+            };
+            let others: Vec<(String, Point)> = claims
+                .held
+                .iter()
+                .filter(|p| p.as_slice() != point)
+                .map(|p| ((self.build_key)(p), p.clone()))
+                .collect();
+            let keys: Vec<&str> = others.iter().map(|(k, _)| k.as_str()).collect();
+            let waited = Instant::now();
+            let first = pool.first_done(&key, point, &keys);
+            self.time.add_wait(waited.elapsed().as_secs_f64());
+            let Some(i) = first else {
+                return Some(());
+            };
+            let next = &others[i].1;
+            let claims = self.claims.as_mut().expect("checked above");
+            claims.take(next);
+            claims.measuring(next);
+            self.measure_ahead(next)?;
+            self.top_up()?;
         }
     }
 

@@ -5,9 +5,10 @@
 //! Each worker runs the strategy itself. A point the strategy asks for is taken from the store
 //! if any worker measured it, measured here if this worker can claim it, and otherwise (another
 //! worker holds it) this worker measures what it claimed ahead meanwhile, or waits for it. The
-//! worker keeps `depth` points of the strategy's announced order ([`ndtune_search::Evaluator::
-//! upcoming`]) claimed ahead, which are also what its build workers compile: no worker builds
-//! what another will measure. Every worker sees every result, so workers with the same seed
+//! worker keeps [`claims_ahead`] points of the strategy's announced order
+//! ([`ndtune_search::Evaluator::upcoming`]) claimed ahead, which are also what its build workers
+//! compile: no worker builds what another will measure. While the build of the point it measures
+//! next is not done, it measures those of its claims whose builds are. Every worker sees every result, so workers with the same seed
 //! propose alike and split each batch (exhaustive, random, a generation of `ga`); sequential
 //! strategies share best with a seed per worker.
 //!
@@ -28,6 +29,17 @@ use std::ffi::OsString;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// How many points a worker keeps claimed ahead per build job: enough for its build workers to
+/// go on while one long build holds up the measurement (with one per build job, an SGEMM
+/// campaign on one H200 waited 57 of its 68 s for builds, its build workers busy 43% of the
+/// time).
+const CLAIMS_PER_BUILD_JOB: usize = 3;
+
+/// How many points a worker with `build_jobs` build workers keeps claimed ahead.
+pub fn claims_ahead(build_jobs: usize) -> usize {
+    build_jobs.max(1) * CLAIMS_PER_BUILD_JOB
+}
 
 /// How long the claims of a campaign of its own ([`crate::Options::guard`]) outlive its last
 /// heartbeat (a shared campaign's workers give theirs with `--lease`).

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// `ndtune tune SPEC --worker` on `device` as worker `id`, output into files of `dir`.
 fn worker(dir: &Path, spec: &str, db: &str, device: &str, id: &str) -> Child {
     let log = |ext: &str| std::fs::File::create(dir.join(format!("{id}.{ext}"))).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_ndtune"))
+    ndtune_process()
         .args([
             "tune",
             spec,
@@ -270,6 +270,54 @@ fn two_plain_tunes_of_one_campaign_measure_each_configuration_once() {
         "{s:?}"
     );
     assert!(s.workers.iter().all(|w| w.claimed == 0), "{s:?}");
+}
+
+#[test]
+fn four_workers_of_one_node_share_one_build_service_to_the_end() {
+    // Two workers on each half of the CPU, one SQLite store: one hosts the node's build service
+    // and three join it. Each plans its claims while others wait for builds; a wait must
+    // survive another's plan (it once did not, and the workers waited for ever).
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let db = dir.path().join("node.db");
+    let db = db.to_str().unwrap();
+    let ids = ["w0", "w1", "w2", "w3"];
+    let mut workers: Vec<Child> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| worker(dir.path(), &spec, db, &format!("0:{}/2", i % 2), id))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    for (i, id) in ids.iter().enumerate() {
+        let exit = loop {
+            if let Some(exit) = workers[i].try_wait().unwrap() {
+                break exit;
+            }
+            if Instant::now() > deadline {
+                workers.iter_mut().for_each(|w| drop(w.kill()));
+                panic!("worker {id} still runs after 300 s");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let err = std::fs::read_to_string(dir.path().join(format!("{id}.err"))).unwrap();
+        assert!(exit.success(), "worker {id}: {err}");
+    }
+    let s = status(db).unwrap();
+    assert_eq!(s.results, CONFIGURATIONS, "{s:?}");
+    assert_eq!(s.measured_twice, 0, "{s:?}");
+    let mut roles = Vec::new();
+    for id in ids {
+        let out = std::fs::read_to_string(dir.path().join(format!("{id}.out"))).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        roles.push(
+            report["devices"][0]["time"]["node_builds"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    roles.sort();
+    assert_eq!(roles, ["hosted", "joined", "joined", "joined"]);
 }
 
 #[test]
