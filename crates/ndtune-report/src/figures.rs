@@ -46,6 +46,7 @@ pub enum Figure {
     Convergence(Convergence),
     Histogram(Histogram),
     Effects(Effects),
+    Timeline(Timeline),
 }
 
 /// A value per cell of a plane of two variables (columns across, rows down): the work-group
@@ -170,6 +171,17 @@ pub struct Histogram {
     pub outcomes: Vec<(OutcomeKind, usize)>,
 }
 
+/// What each worker of a shared campaign evaluated when: a lane per worker, a bar per
+/// evaluation from its start to its result, coloured by its outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub title: String,
+    /// The workers, top to bottom.
+    pub lanes: Vec<String>,
+    /// (lane, start, end in seconds from the campaign's first start, outcome).
+    pub spans: Vec<(usize, f64, f64, OutcomeKind)>,
+}
+
 /// Small multiples: per tuning parameter, per value, the best and the median measured value of
 /// the objective over the configurations with that value.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,6 +212,7 @@ impl Figure {
             Figure::Convergence(f) => &f.title,
             Figure::Histogram(f) => &f.title,
             Figure::Effects(f) => &f.title,
+            Figure::Timeline(f) => &f.title,
         }
     }
 
@@ -222,6 +235,7 @@ impl Figure {
                 PANEL.0 * e.panels.len().clamp(1, PANELS_PER_ROW) as u32,
                 40 + PANEL.1 * e.panels.len().div_ceil(PANELS_PER_ROW).max(1) as u32,
             ),
+            Figure::Timeline(t) => (760, 110 + 34 * t.lanes.len() as u32),
         }
     }
 
@@ -254,6 +268,7 @@ impl Figure {
             Figure::Convergence(f) => f.draw(root),
             Figure::Histogram(f) => f.draw(root),
             Figure::Effects(f) => f.draw(root),
+            Figure::Timeline(f) => f.draw(root),
         }
     }
 }
@@ -803,6 +818,48 @@ impl Histogram {
                 font(11).pos(left),
             )?;
         }
+        Ok(())
+    }
+}
+
+impl Timeline {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        title(root, &self.title)?;
+        let area = root.margin(30, 10, 10, 20);
+        let end = self.spans.iter().map(|s| s.2).fold(0.0, f64::max);
+        let lanes = self.lanes.len().max(1);
+        let mut chart = ChartBuilder::on(&area)
+            .x_label_area_size(40)
+            .y_label_area_size(150)
+            .build_cartesian_2d(0.0..axis_top(end), (0..lanes - 1).into_segmented())?;
+        // The first lane on top.
+        let row = |lane: usize| lanes - 1 - lane;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc("seconds from the campaign's first evaluation")
+            .y_labels(lanes)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) if *i < lanes => self.lanes[row(*i)].clone(),
+                _ => String::new(),
+            })
+            .label_style(font(11))
+            .axis_desc_style(font(12))
+            .light_line_style(WHITE)
+            .draw()?;
+        // Bars of at least a pixel's width, so that an evaluation of microseconds shows.
+        let pixel = axis_top(end) / f64::from(area.dim_in_pixel().0.max(1));
+        chart.draw_series(self.spans.iter().map(|&(lane, start, stop, kind)| {
+            let mut bar = Rectangle::new(
+                [
+                    (start, SegmentValue::Exact(row(lane))),
+                    (stop.max(start + pixel), SegmentValue::Exact(row(lane) + 1)),
+                ],
+                outcome_colour(kind).filled(),
+            );
+            bar.set_margin(5, 5, 0, 0);
+            bar
+        }))?;
         Ok(())
     }
 }

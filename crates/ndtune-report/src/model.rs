@@ -124,6 +124,19 @@ pub struct Campaign {
     /// The median and the worst measured value of the objective.
     pub median: Option<f64>,
     pub worst: Option<f64>,
+    /// Each evaluation a worker claimed (a campaign shared by workers, a plain `tune`'s own
+    /// claims), by who evaluated it and when, in the order run.
+    pub timeline: Vec<Span>,
+}
+
+/// One evaluation on a worker's timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub worker: String,
+    /// Unix milliseconds, from its start to its result.
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub outcome: OutcomeKind,
 }
 
 /// A campaign superseded by a newer one of the same kernel source, constants and device.
@@ -325,7 +338,20 @@ fn campaigns(store: &Store, device: &str) -> Result<Vec<Campaign>, Error> {
         let mut records = store.records(&g)?;
         records.sort_by_key(|r| (r.started_at, r.finished_at));
         let metrics = campaign_metrics(store, &g, &records)?;
+        let by = store.evaluated_by(&g)?;
+        let timeline = records
+            .iter()
+            .filter_map(|r| {
+                Some(Span {
+                    worker: by.get(&ndtune_core::config_key(&r.key.config))?.clone(),
+                    start_ms: r.started_at,
+                    end_ms: r.finished_at,
+                    outcome: r.outcome.kind(),
+                })
+            })
+            .collect();
         let mut c = campaign(&g, records, &metrics);
+        c.timeline = timeline;
         c.earlier = store
             .newest_other(&g)?
             .map(|(newest, differences)| Earlier {
@@ -400,6 +426,7 @@ fn campaign(
         worst: measured.last().map(|m| m.1),
         best_metrics: measured.first().map(|m| m.3.clone()).unwrap_or_default(),
         best: measured.into_iter().next().map(|m| (m.0, m.1)),
+        timeline: Vec::new(),
     }
 }
 

@@ -13,7 +13,7 @@
 
 use crate::document::{config, constants, median, times, with_constants, Builder};
 use crate::figures::{
-    Bar, BarKind, Bars, Cell, Convergence, Effect, Effects, Figure, Heatmap, Histogram,
+    Bar, BarKind, Bars, Cell, Convergence, Effect, Effects, Figure, Heatmap, Histogram, Timeline,
 };
 use crate::model::{Campaign, DeviceSection, Evaluation, Report};
 use ndtune_core::OutcomeKind;
@@ -156,6 +156,55 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
     convergence(b, &name, c);
     histogram(b, &name, c);
     effects(b, &name, c);
+    timeline(b, &name, c);
+}
+
+/// Where workers shared the campaign: what each evaluated when.
+fn timeline(b: &mut Builder, name: &str, c: &Campaign) {
+    let mut lanes: Vec<String> = c.timeline.iter().map(|s| s.worker.clone()).collect();
+    lanes.sort();
+    lanes.dedup();
+    if lanes.len() < 2 {
+        return;
+    }
+    let Some(first) = c.timeline.iter().map(|s| s.start_ms).min() else {
+        return;
+    };
+    let seconds = |ms: i64| (ms - first) as f64 / 1000.0;
+    let spans = c
+        .timeline
+        .iter()
+        .map(|s| {
+            let lane = lanes
+                .binary_search(&s.worker)
+                .expect("every worker has a lane");
+            (lane, seconds(s.start_ms), seconds(s.end_ms), s.outcome)
+        })
+        .collect();
+    let busy: Vec<String> = lanes
+        .iter()
+        .map(|w| {
+            let mine = c.timeline.iter().filter(|s| &s.worker == w);
+            let (n, ms) = mine.fold((0, 0), |(n, ms), s| (n + 1, ms + (s.end_ms - s.start_ms)));
+            format!("{w} {n} in {:.1} s", ms as f64 / 1000.0)
+        })
+        .collect();
+    let caption = format!(
+        "What each of the {} workers that shared the campaign evaluated when: a bar from an \
+         evaluation's start to its result (waiting for its build, launches, verification), \
+         coloured by its outcome. Evaluations per worker and their time: {}.",
+        lanes.len(),
+        busy.join("; ")
+    );
+    b.figure(
+        Figure::Timeline(Timeline {
+            title: format!("{name}: workers"),
+            lanes,
+            spans,
+        }),
+        format!("Timeline of the workers of {name}"),
+        caption,
+    );
 }
 
 /// (evaluation number from 1, best value so far) at each improvement of the objective.
@@ -913,6 +962,7 @@ mod tests {
             best_metrics: Default::default(),
             median: None,
             worst: None,
+            timeline: Vec::new(),
         }
     }
 

@@ -434,6 +434,20 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Which worker evaluated each configuration of `group` that a claim completed, by
+    /// configuration key ([`ndtune_core::config_key`]): who measured what, for a timeline.
+    pub fn evaluated_by(&self, group: &Group) -> Result<HashMap<String, String>, StoreError> {
+        let rows = self.query(
+            &format!("SELECT config, worker FROM claims WHERE {GROUP_IS} AND done_at IS NOT NULL"),
+            &group_params(group),
+        )?;
+        rows.iter()
+            .map(|row| Ok((self.cell(row.text(0))?, self.cell(row.text(1))?)))
+            .collect()
+    }
+}
+
 /// `worker`'s entry in `workers`, added with nothing counted yet if missing.
 fn share(workers: &mut BTreeMap<String, WorkerStatus>, worker: String) -> &mut WorkerStatus {
     workers.entry(worker.clone()).or_insert(WorkerStatus {

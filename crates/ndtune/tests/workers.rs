@@ -318,6 +318,26 @@ fn four_workers_of_one_node_share_one_build_service_to_the_end() {
     }
     roles.sort();
     assert_eq!(roles, ["hosted", "joined", "joined", "joined"]);
+    // The report draws what each worker evaluated when.
+    let html = dir.path().join("node.html");
+    let reported = ndtune()
+        .args(["report", "--db", db, "--out"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(reported.status.success(), "{reported:?}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("What each of the 4 workers that shared the campaign evaluated when")
+        .unwrap_or_else(|| panic!("no timeline in the report"));
+    let caption = &page[at..at + 600];
+    for id in ids {
+        let n = s.workers.iter().find(|w| w.worker == id).unwrap().done;
+        assert!(
+            caption.contains(&format!("{id} {n} in ")),
+            "{id}: {caption}"
+        );
+    }
 }
 
 #[test]
