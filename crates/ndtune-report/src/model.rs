@@ -834,6 +834,7 @@ mod tests {
                 Figure::Convergence(_) => "convergence",
                 Figure::Histogram(_) => "histogram",
                 Figure::Effects(_) => "effects",
+                Figure::Timeline(_) => "timeline",
             })
             .collect();
         assert_eq!(
