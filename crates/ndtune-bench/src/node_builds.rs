@@ -90,7 +90,7 @@ impl ServiceKey<'_> {
             ..self.job.clone()
         };
         let keyed = serde_json::json!({
-            "host": host_name(),
+            "host": ndtune_core::host_name(),
             "job": job,
             "device_kind": self.device_kind,
             "prime": self.prime,
@@ -523,16 +523,4 @@ impl Lock {
             e => Err(Fatal(format!("cannot lock {}: {e}", path.display()))),
         }
     }
-}
-
-/// This host's name: a node's service serves only its own host (the cache folder may be
-/// shared by many).
-fn host_name() -> String {
-    let mut name = [0u8; 256];
-    // SAFETY: gethostname(2) writes at most `name.len()` bytes into `name`.
-    if unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } != 0 {
-        return String::new();
-    }
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    String::from_utf8_lossy(&name[..end]).into_owned()
 }

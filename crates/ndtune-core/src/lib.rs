@@ -36,6 +36,20 @@ pub use value::{int_config, sweep, Codec, CodecError, Coding, Config, Constants,
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// This machine's host name (`localhost` where it has none): how a worker names itself, and
+/// what keeps one host's services apart from another's in a shared home folder.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // truncates, and the length is bounded below by the search for NUL.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..len]) {
+        Ok(name) if ok && !name.is_empty() => name.to_string(),
+        _ => "localhost".into(),
+    }
+}
+
 /// Canonical text of a configuration (`{"A":1,"B":2}`, keys sorted): the store's key.
 pub fn config_key(config: &Config) -> String {
     serde_json::to_string(config).expect("a map of values serialises")

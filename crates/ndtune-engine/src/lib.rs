@@ -60,6 +60,7 @@
 
 mod advice;
 mod build_history;
+pub mod devices;
 mod live;
 pub mod pool;
 mod report;

@@ -41,6 +41,16 @@ pub fn claims_ahead(build_jobs: usize) -> usize {
     build_jobs.max(1) * CLAIMS_PER_BUILD_JOB
 }
 
+/// A worker's name where none is given: `host:pid:device` (the device's selector).
+pub fn default_worker_id(device: &ndtune_cl::ClDevice) -> String {
+    format!(
+        "{}:{}:{}",
+        ndtune_core::host_name(),
+        std::process::id(),
+        device.selector()
+    )
+}
+
 /// How long the claims of a campaign of its own ([`crate::Options::guard`]) outlive its last
 /// heartbeat (a shared campaign's workers give theirs with `--lease`).
 pub const GUARD_LEASE: Duration = Duration::from_secs(60);

@@ -5,11 +5,11 @@
 //! writes the long CSV that `ndtune learn` reads.
 
 use crate::cli::CollectArgs;
-use crate::cmd_tune::{default_worker_id, outcome_counts, progress_bar};
-use crate::targets;
+use crate::output::{outcome_counts, progress_bar};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use ndtune_collect::{CollectCampaign, Measuring};
+use ndtune_engine::share::default_worker_id;
 use ndtune_engine::{Event, Processes, Share};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::oracle::{analyse, Observation, Status};
@@ -38,7 +38,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         .as_ref()
         .ok_or_else(|| anyhow!("collect needs a campaign file (or --summary / --export)"))?;
     let campaign = CollectCampaign::load(path)?;
-    let devices = campaign.devices(&targets::discover()?)?;
+    let devices = campaign.devices(&ndtune_cl::discover()?)?;
     let work = args
         .work
         .clone()

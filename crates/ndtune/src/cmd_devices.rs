@@ -2,7 +2,6 @@
 
 use crate::cli::DevicesArgs;
 use crate::output::bytes;
-use crate::targets;
 use anyhow::{Context, Result};
 use ndtune_device::{builtin, DeviceProfile};
 use ndtune_space::mzn;
@@ -22,7 +21,7 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             })
             .collect()
     } else {
-        targets::discover()?
+        ndtune_cl::discover()?
             .into_iter()
             .map(|d| {
                 (
@@ -36,7 +35,8 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
     if let Some(sel) = &args.device {
         let selector = sel.parse::<ndtune_device::Selector>()?;
         if let (ndtune_device::Selector::Sub { k, n, .. }, false) = (&selector, args.builtin) {
-            let d = targets::pick(&targets::discover()?, sel)?;
+            let d = ndtune_cl::ClDevice::pick(&ndtune_cl::discover()?, sel)
+                .map_err(|e| anyhow::anyhow!(e))?;
             devices = vec![(
                 format!("{}:{k}/{n}", d.index),
                 d.profile.platform_name.clone(),

@@ -4,12 +4,13 @@
 //! report and each worker's share.
 
 use crate::cli::TuneArgs;
-use crate::cmd_tune::{default_worker_id, nothing_measured, print_report, progress_bar};
+use crate::output::{nothing_measured, print_report, progress_bar};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar};
 use ndtune_cl::ClDevice;
 use ndtune_core::Value;
 use ndtune_engine::pool::{Pool, PoolEvent, PoolReport};
+use ndtune_engine::share::default_worker_id;
 use ndtune_engine::{Event, Options, Processes};
 use ndtune_spec::Spec;
 use ndtune_store::Store;

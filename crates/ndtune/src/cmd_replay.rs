@@ -3,7 +3,7 @@
 //! optimum by its objective with how many evaluations.
 
 use crate::cli::{MetricArgs, TuneArgs};
-use crate::cmd_tune::{outcome_counts, show_config};
+use crate::output::{outcome_counts, show_config};
 use crate::select::{select, Criteria};
 use anyhow::{anyhow, Result};
 use ndtune_core::{Config, Constants, Outcome, OutcomeKind};

@@ -151,7 +151,7 @@ fn print(device_name: &str, r: &Record, names: &[String], metrics: &[Metric]) {
     println!(
         "`{}` {} on {device_name}",
         k.kernel,
-        crate::cmd_tune::show_config(names, &k.config)
+        crate::output::show_config(names, &k.config)
     );
     println!(
         "  campaign    source {}, setup {}, constants{}, device {}",

@@ -4,9 +4,10 @@
 //! times without running anything.
 
 use crate::cli::{SearchArgs, SplitArgs};
-use crate::cmd_tune::{outcome_counts, show_config, tune_device};
-use crate::targets;
-use anyhow::{anyhow, bail, Context, Result};
+use crate::cmd_tune::tune_device;
+use crate::output::{outcome_counts, show_config};
+
+use anyhow::{anyhow, bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_engine::show_constants;
@@ -50,7 +51,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed", spec.path.display()))?;
     let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
-    let labels: Vec<String> = devices.iter().map(targets::label).collect();
+    let labels: Vec<String> = devices.iter().map(ClDevice::label).collect();
 
     let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
@@ -164,10 +165,10 @@ pub fn run(args: &SplitArgs) -> Result<()> {
 
 /// Resolves `--devices`; every device at most once, and no device together with a part of it.
 fn pick_devices(list: &str) -> Result<Vec<ClDevice>> {
-    let all = targets::discover()?;
+    let all = ndtune_cl::discover()?;
     let mut picked: Vec<ClDevice> = Vec::new();
     for sel in list.split(',').map(str::trim) {
-        let d = targets::pick(&all, sel).with_context(|| format!("--devices {list}"))?;
+        let d = ClDevice::pick(&all, sel).map_err(|e| anyhow!("--devices {list}: {e}"))?;
         for p in picked.iter().filter(|p| p.index == d.index) {
             let why = match (p.sub, d.sub) {
                 (Some((_, a)), Some((_, b))) if a != b => format!(

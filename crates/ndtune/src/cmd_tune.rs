@@ -4,20 +4,21 @@
 //! value); or replay recorded results (`--replay`).
 
 use crate::cli::{CampaignArgs, MetricArgs, SearchArgs, TuneArgs};
-use crate::targets;
+
+use crate::output::{nothing_measured, print_report, progress_bar, show_config};
 use crate::wall::Wall;
 use anyhow::{anyhow, bail, Context, Result};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::MultiProgress;
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, Constants, OutcomeKind};
+use ndtune_core::Constants;
+use ndtune_engine::devices;
+use ndtune_engine::share::default_worker_id;
 use ndtune_engine::{
     show_constants, Best, DeviceReport, Event, Options, Processes, Share, Tuned, Tuning, Worker,
 };
 use ndtune_search::Budget;
-use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::Store;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
@@ -59,7 +60,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .rule(specs[0].measure.race)
         .map_err(|e| anyhow!(e))?;
     wall.spec_s += wall.lap();
-    let picked = targets::pick_live(args.device.as_deref())?;
+    let picked = devices::pick_live(args.device.as_deref()).map_err(|e| anyhow!("--device {e}"))?;
     if args.share.pool && sweep.len() > 1 {
         bail!(
             "--pool runs one campaign, and --set gives {} combinations of values: start a pool for each",
@@ -97,7 +98,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             ))
         });
     }
-    let devices = targets::open_picked(&picked)?;
+    let devices = devices::open_picked(&picked).map_err(|e| anyhow!(e))?;
     wall.discovery_s += wall.lap();
     let store = args.campaign.store.open()?;
     wall.store_s += wall.lap();
@@ -131,7 +132,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 spec,
                 overrides,
                 device,
-                &targets::label(device),
+                &device.label(),
                 &store,
                 &progress,
                 &args.search,
@@ -239,31 +240,6 @@ fn options(
         keep_timed_out: search.keep_timed_out,
         processes: Processes::current_exe()
             .context("cannot find the ndtune executable to start workers")?,
-    })
-}
-
-/// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
-/// failed), where that is so: a campaign that measured something exits 0, however much else
-/// failed.
-pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
-    if !r.measured_nothing() {
-        return None;
-    }
-    if r.pruned == 0 {
-        let target = Target::from_profile(&r.device, &device.profile);
-        return Some(match spec.problem.prune(&[target]) {
-            Ok(pruning) => crate::cmd_space::empty_space(spec, &r.device, &pruning).to_string(),
-            Err(e) => spec.locate(&e).to_string(),
-        });
-    }
-    // A budget that ran out before the first configuration (`--time 0s`) is what was asked.
-    let tried = r.evaluated + r.reused;
-    (tried > 0).then(|| {
-        format!(
-            "nothing could be measured on {}: all {tried} configurations evaluated failed ({}); the first of each kind are listed above",
-            r.device,
-            outcome_counts(&r.outcomes)
-        )
     })
 }
 
@@ -378,18 +354,6 @@ pub(crate) fn tune_device(
     Ok(tuned?)
 }
 
-/// A campaign's progress bar under `progress`, named `label`.
-pub(crate) fn progress_bar(progress: &MultiProgress, label: &str) -> ProgressBar {
-    let bar = progress.add(ProgressBar::new(0));
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(label.to_string());
-    bar
-}
-
 /// The strategy and budget `tune --replay` and `--pool` search with: `--strategy auto`
 /// resolved for a space of `valid` configurations ([`ndtune_engine::resolve_strategy`]).
 pub(crate) fn resolve_strategy(
@@ -403,223 +367,4 @@ pub(crate) fn resolve_strategy(
         time,
     };
     ndtune_engine::resolve_strategy(&campaign.strategy, given, valid, live)
-}
-
-/// A worker's name where none is given: `host:pid:device` (the device's selector).
-pub(crate) fn default_worker_id(device: &ClDevice) -> String {
-    format!(
-        "{}:{}:{}",
-        hostname(),
-        std::process::id(),
-        targets::selector(device)
-    )
-}
-
-/// This machine's host name (`localhost` where it has none).
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // truncates, and the length is bounded below by the search for NUL.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    match std::str::from_utf8(&buf[..len]) {
-        Ok(name) if ok && !name.is_empty() => name.to_string(),
-        _ => "localhost".into(),
-    }
-}
-
-/// `measured 5, pruned 0, ...` in the taxonomy's order.
-pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static str, N>) -> String {
-    OutcomeKind::ALL
-        .iter()
-        .filter_map(|k| counts.get(k.as_str()).map(|n| format!("{k} {n}")))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `A=1 B=2` in the spec's parameter order.
-pub(crate) fn show_config(names: &[String], config: &Config) -> String {
-    names
-        .iter()
-        .map(|n| {
-            format!(
-                "{n}={}",
-                config.get(n).map_or("?".into(), ToString::to_string)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
-    println!(
-        "{} — `{}`{} ({} strategy, {} of {} valid configurations)",
-        r.device,
-        r.kernel,
-        show_constants(&r.constants),
-        r.strategy,
-        r.evaluated + r.reused,
-        r.pruned
-    );
-    if let Some(why) = &r.interrupted {
-        println!("  stopped    {why}");
-    }
-    let by_time = r.objective.metric == "time" && !r.objective.higher_is_better;
-    if !by_time {
-        let unit = r
-            .objective
-            .unit
-            .as_ref()
-            .map_or(String::new(), |u| format!(" ({u})"));
-        let direction = if r.objective.higher_is_better {
-            "higher"
-        } else {
-            "lower"
-        };
-        println!(
-            "  objective  {}{unit}, {direction} is better",
-            r.objective.metric
-        );
-    }
-    match &r.best {
-        Some(b) => {
-            let shown: Vec<String> = b
-                .metrics
-                .iter()
-                .map(|(name, v)| {
-                    let unit = r.units.get(name).map_or(String::new(), |u| format!(" {u}"));
-                    format!(", {name} {v:.4}{unit}")
-                })
-                .collect();
-            println!(
-                "  best       {}: {:.4} ms (median {:.4}, min {:.4}, spread {:.1}%){}",
-                show_config(&r.names, &b.config),
-                b.time_ms,
-                b.median_ms,
-                b.min_ms,
-                b.rel_spread * 100.0,
-                shown.concat()
-            );
-        }
-        None => println!("  best       none: no configuration was measured and verified"),
-    }
-    println!("  outcomes   {}", outcome_counts(&r.outcomes));
-    for (kind, failed) in &r.failures {
-        let more = r.outcomes.get(kind).copied().unwrap_or(0) as usize - failed.len();
-        for (i, f) in failed.iter().enumerate() {
-            let head = if i == 0 { *kind } else { "" };
-            println!(
-                "  {head:<13}{}: {}",
-                show_config(&r.names, &f.config),
-                f.reason
-            );
-        }
-        if more > 0 {
-            println!("  {:<13}... and {more} more (ndtune show --config NAME=VALUE,... prints one whole)", "");
-        }
-    }
-    if !r.verified {
-        println!("  verified   nothing: the spec has no [verify], so outputs were not checked");
-    }
-    for h in &r.hints {
-        println!("  hint       {h}");
-    }
-    println!(
-        "  evaluated  {} now, {} reused from {} (setup {})",
-        r.evaluated,
-        r.reused,
-        db.display(),
-        r.setup
-    );
-    for other in &r.not_reused {
-        let mut what = other.differences.clone();
-        if what.len() > 3 {
-            let more = what.len() - 2;
-            what.truncate(2);
-            what.push(format!("{more} more differences"));
-        }
-        println!(
-            "  not reused {} results of this kernel source, constants and device under setup {}: {}",
-            other.results,
-            other.setup,
-            what.join("; ")
-        );
-    }
-    let t = &r.time;
-    println!(
-        "  time       {:.2} s: setup {:.2} s, worker start {:.2} s ({:.2} s waited for), \
-         reference {:.2} s, data {:.2} s, builds {:.2} s, launches {:.2} s, overhead {:.2} ms per \
-         configuration, store {:.2} s, strategy {:.2} s, shutdown {:.2} s",
-        t.campaign_s,
-        t.setup_s,
-        t.startup_s,
-        t.startup_waited_s,
-        t.reference_s,
-        t.data_s,
-        t.build_s,
-        t.launch_s,
-        t.overhead_ms_per_config,
-        t.store_s,
-        t.search_s,
-        t.shutdown_s
-    );
-    if t.raced > 0 {
-        println!(
-            "             racing stopped {} configurations that could not be the best, sparing {} timed runs",
-            t.raced, t.runs_spared
-        );
-    }
-    if t.build_jobs > 1 && r.evaluated > 0 {
-        println!(
-            "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
-            t.build_jobs, t.build_workers_s, t.build_s
-        );
-    }
-    if t.lost_s > 0.0 {
-        println!(
-            "             {:.2} s waiting for evaluations that crashed or timed out",
-            t.lost_s
-        );
-    }
-    if r.above_queried_work_group > 0 {
-        println!(
-            "  advice     {} measured configurations have a work-group above their build's CL_KERNEL_WORK_GROUP_SIZE: the driver launched them",
-            r.above_queried_work_group
-        );
-    }
-    let energy = if r.energy.measured {
-        format!("measured through {}", r.energy.detail)
-    } else if r.energy.available {
-        format!(
-            "not measured (no metric needs it); available through {}",
-            r.energy.detail
-        )
-    } else {
-        r.energy.detail.clone()
-    };
-    println!("  energy     {energy}");
-    if r.top.len() > 1 && by_time {
-        println!("  fastest    {:>10}  configuration", "ms");
-        for f in &r.top {
-            println!(
-                "             {:>10.4}  {}",
-                f.time_ms,
-                show_config(&r.names, &f.config)
-            );
-        }
-    } else if r.top.len() > 1 {
-        let label = match &r.objective.unit {
-            Some(unit) => format!("{} ({unit})", r.objective.metric),
-            None => r.objective.metric.clone(),
-        };
-        println!("  top        {label:>16}  {:>10}  configuration", "ms");
-        for f in &r.top {
-            println!(
-                "             {:>16}  {:>10.4}  {}",
-                DeviceReport::format_objective(f.objective),
-                f.time_ms,
-                show_config(&r.names, &f.config)
-            );
-        }
-    }
 }
