@@ -24,7 +24,9 @@ import os
 import re
 import sys
 import tempfile
+import time
 import warnings
+from datetime import datetime, timezone
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -238,13 +240,6 @@ def _metric_expr(name, metric, before):
     """A Kernel Tuner metric (a string of the parameters, `time` and the metrics `before` it,
     bare or as `p["name"]`) as an expression of ndtune's language. An earlier metric whose name
     is no identifier (`p["GFLOP/s"]`) is replaced by its expression, parenthesised."""
-    if callable(metric):
-        _refuse(f"metrics[{name!r}] as a function", "ndtune keeps metrics as expressions beside "
-                "the measurements (so a changed formula re-ranks what is stored); give a string "
-                "in Python syntax instead, e.g. '2 * n / 1e6 / time' or "
-                "'2 * n / 1e6 / p[\"time\"]'")
-    if not isinstance(metric, str):
-        raise SpecError(f"tune_kernel: metrics[{name!r}] must be a string, not {metric!r}")
 
     def bare(m):
         named = m.group(2)
@@ -503,11 +498,21 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     argument."""
     _check_refused(locals())
     _check_lang(lang)
+    started = time.perf_counter()
     objective = objective or "time"
     higher_is_better = bool(objective_higher_is_better)
-    metrics_lines = _metrics_lines(metrics, objective, higher_is_better)
-    block_size_names = _block_size_names(block_size_names)
+    spec_metrics, here_metrics = _split_metrics(metrics)
     name, budget, time_limit = _strategy(strategy, strategy_options)
+    if objective in here_metrics:
+        # The engine ranks by what it computes; the best is chosen here by the objective.
+        if name != "exhaustive":
+            warnings.warn(f"tune_kernel: the objective {objective!r} is a function computed in "
+                          "this process: the search follows the time, and the best is chosen "
+                          f"by {objective!r}", stacklevel=2)
+        metrics_lines = _metrics_lines(spec_metrics, "time", False)
+    else:
+        metrics_lines = _metrics_lines(spec_metrics, objective, higher_is_better)
+    block_size_names = _block_size_names(block_size_names)
     files = _kernel_files(kernel_source)
     # A verify function checks the outputs in place of the host reference of `answer`.
     own_check = _Verify(verify, answer, atol, arguments) if verify is not None else None
@@ -567,15 +572,28 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         result["time"], times = _time_of(r["outcome"])
         if times is not None:
             result["times"] = times
-            # Kernel Tuner's results carry each metric of a measured configuration.
+        else:
+            result["__error__"] = result["time"]
+        # In milliseconds, as Kernel Tuner's; 0 for a result read back from the store, as
+        # Kernel Tuner's for one read from its cache.
+        phases = r.get("phases") or {}
+        result["compile_time"] = phases.get("compile_ms", 0.0)
+        result["verification_time"] = phases.get("verification_ms", 0.0)
+        result["benchmark_time"] = phases.get("benchmark_ms", 0.0)
+        if times is not None:
+            # Kernel Tuner's results carry each metric of a measured configuration, in order.
             result.update({k: v for k, v in r["metrics"].items() if v is not None})
+            _compute_metrics(result, here_metrics)
+        result["timestamp"] = str(datetime.fromtimestamp(r["at_ms"] / 1000, timezone.utc))
         result["ndtune_outcome"] = r["outcome"]["outcome"]
         results.append(result)
-        if verbose and not quiet:
+    _amortise(results, out["report"]["time"])
+    if verbose and not quiet:
+        for result in results:
             print(_line(result, tune_params, metrics))
     device = out["device"]
     measured = [r for r in results if not isinstance(r["time"], ErrorConfig)]
-    ranked = [r for r in measured if isinstance(r.get(objective), float)]
+    ranked = [r for r in measured if _is_number(r.get(objective))]
     pick = max if higher_is_better else min
     best = pick(ranked, key=lambda r: r[objective]) if ranked else None
     env = {
@@ -584,6 +602,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "device_version": device["version"],
         "driver_version": device["driver_version"],
         "platform_name": device["platform_name"],
+        "platform_version": out["platform_version"],
+        "opencl_c_version": out["opencl_c_version"],
         "iterations": iterations,
         "compiler_options": compiler_options,
         "best_config": best,
@@ -597,7 +617,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "db": str(db),
         "spec": str(spec),
         "ndtune_report": out["report"],
+        # Where each metric was computed: by the engine from the spec (kept beside the
+        # measurements, so that a changed formula re-ranks what is stored), or here.
+        "ndtune_metrics": {**{k: "spec" for k in spec_metrics},
+                           **{k: "python" for k in here_metrics}},
     }
+    _totals(env, results, 1000 * (time.perf_counter() - started))
     if not quiet:
         if best is not None:
             print("best performing configuration:")
@@ -605,6 +630,65 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         else:
             print("no configuration was measured")
     return results, env
+
+
+def _split_metrics(metrics):
+    """Kernel Tuner's metrics, in order, split in two: those before the first function go to
+    the spec (the engine computes them); from the first function on, each is computed in this
+    process on every measured result, as Kernel Tuner computes them."""
+    if not metrics:
+        return {}, {}
+    if not isinstance(metrics, dict):
+        raise SpecError("tune_kernel: metrics must be a dict of name -> expression or function")
+    spec, here = {}, {}
+    for name, metric in metrics.items():
+        if not callable(metric) and not isinstance(metric, str):
+            raise SpecError(f"tune_kernel: metrics[{name!r}] must be a string or a function of "
+                            f"the result, not {metric!r}")
+        (here if here or callable(metric) else spec)[name] = metric
+    return spec, here
+
+
+def _compute_metrics(result, metrics):
+    """Kernel Tuner's way: each metric in order on the result so far (the parameters, the time,
+    the metrics before it), a function called with it, a string evaluated with its names."""
+    for name, metric in metrics.items():
+        try:
+            if callable(metric):
+                result[name] = metric(result)
+            else:
+                names = {k: v for k, v in result.items() if IDENTIFIER.fullmatch(str(k))}
+                result[name] = eval(metric, {"np": np}, {**names, "p": result})
+        except Exception as e:
+            raise SpecError(f"tune_kernel: metrics[{name!r}] failed on {result}: {e!r}") from e
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _amortise(results, spent):
+    """Kernel Tuner's `strategy_time` and `framework_time` of each result (ms): the strategy's
+    time and the rest of the campaign's time beside compile, verification and benchmark,
+    divided evenly over the results."""
+    if not results:
+        return
+    worker_ms = sum(r["compile_time"] + r["verification_time"] + r["benchmark_time"]
+                    for r in results)
+    strategy_ms = 1000 * spent.get("search_s", 0.0)
+    framework_ms = max(1000 * spent.get("campaign_s", 0.0) - strategy_ms - worker_ms, 0.0)
+    for r in results:
+        r["strategy_time"] = strategy_ms / len(results)
+        r["framework_time"] = framework_ms / len(results)
+
+
+def _totals(env, results, overhead_ms):
+    """Kernel Tuner's totals in `env` (ms), and the call's time beside them as `overhead_time`."""
+    keys = ("framework_time", "strategy_time", "compile_time", "verification_time",
+            "benchmark_time")
+    for key in keys:
+        env[f"total_{key}"] = sum(r[key] for r in results)
+    env["overhead_time"] = overhead_ms - sum(env[f"total_{key}"] for key in keys)
 
 
 def _restrictions(restrictions, tune_params):

@@ -415,6 +415,18 @@ impl ClDevice {
         }
     }
 
+    /// The OpenCL C version the device compiles (`CL_DEVICE_OPENCL_C_VERSION`) and its
+    /// platform's version (`CL_PLATFORM_VERSION`), as the driver words them: what Kernel Tuner's
+    /// `env` names `opencl_c_version` and `platform_version`.
+    pub fn versions(&self) -> Result<(String, String), ClError> {
+        let c = self
+            .device
+            .opencl_c_version()
+            .map_err(api("clGetDeviceInfo"))?;
+        let platform = self.platform.version().map_err(api("clGetPlatformInfo"))?;
+        Ok((clean(c), clean(platform)))
+    }
+
     /// How `ndtune devices` and reports name a device: `SELECTOR: NAME`.
     pub fn label(&self) -> String {
         format!("{}: {}", self.selector(), self.profile.name)

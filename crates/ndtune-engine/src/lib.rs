@@ -287,15 +287,29 @@ pub enum Event<'a> {
     /// The campaign starts and evaluates at most `total` configurations.
     Started { total: usize },
     /// One configuration was evaluated now or read back from the store (`reused`); the best
-    /// value of the objective so far (the time, by default).
+    /// value of the objective so far (the time, by default); where it was evaluated now, where
+    /// its time went.
     Evaluated {
         config: &'a Config,
         outcome: &'a Outcome,
         reused: bool,
         best: Option<f64>,
+        phases: Option<Phases>,
     },
     /// Something worth knowing that does not stop the campaign.
     Warning(String),
+}
+
+/// Where the time of one evaluation went, in milliseconds, split as Kernel Tuner's results split
+/// it (`compile_time`, `verification_time`, `benchmark_time`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Phases {
+    /// Waiting for its build, then building or loading its program.
+    pub compile_ms: f64,
+    /// Its reference outputs, its arguments put on the device, and its outputs compared.
+    pub verification_ms: f64,
+    /// Its launches: the verified run, warm-up and timed runs.
+    pub benchmark_ms: f64,
 }
 
 /// What the front end that runs a campaign works out for each configuration, in its own process,
@@ -543,6 +557,7 @@ impl Campaign<'_> {
             observer,
             metrics,
             best: None,
+            phases: Phases::default(),
             racing: live::Racing {
                 rule: race,
                 runs: spec.measure.runs,

@@ -7,7 +7,7 @@
 
 use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
-use crate::{Event, Observer, PerConfig, TimeSpent};
+use crate::{Event, Observer, PerConfig, Phases, TimeSpent};
 use ndtune_bench::builder::Built;
 use ndtune_bench::node_builds::Builds;
 use ndtune_bench::race::{Limits, Noise};
@@ -59,6 +59,8 @@ pub(crate) struct Live<'a> {
     /// The best value of the objective measured so far.
     pub best: Option<f64>,
     pub racing: Racing,
+    /// Where the time of the last evaluation measured here went.
+    pub phases: Phases,
     pub time: TimeSpent,
     /// Whether the user was told that no build worker could start.
     pub unavailable_told: bool,
@@ -214,6 +216,10 @@ impl Live<'_> {
             Ok(binary) => binary,
             Err(outcome) => {
                 self.time.add_build_outcome(wait_s);
+                self.phases = Phases {
+                    compile_ms: wait_s * 1e3,
+                    ..Phases::default()
+                };
                 return Some(outcome);
             }
         };
@@ -247,6 +253,12 @@ impl Live<'_> {
         match evaluated {
             Ok(e) => {
                 self.time.add(&e, wait_s);
+                let cost = e.cost.unwrap_or_default();
+                self.phases = Phases {
+                    compile_ms: wait_s * 1e3 + cost.build_ms,
+                    verification_ms: cost.reference_ms + cost.prepare_ms + cost.verify_ms,
+                    benchmark_ms: cost.launch_ms,
+                };
                 if let Outcome::Measured(t) = &e.outcome {
                     self.racing.noise.add(t);
                 }
@@ -301,6 +313,7 @@ impl Live<'_> {
             outcome: &outcome,
             reused: false,
             best: self.best,
+            phases: Some(self.phases),
         });
         Some(outcome)
     }
@@ -537,6 +550,7 @@ impl Live<'_> {
                     outcome: &record.outcome,
                     reused: true,
                     best: self.best,
+                    phases: None,
                 });
                 Some(Some(record.outcome))
             }
@@ -707,6 +721,7 @@ impl Live<'_> {
                 outcome: &outcome,
                 reused: true,
                 best: self.best,
+                phases: None,
             });
             return Evaluated {
                 outcome,

@@ -362,6 +362,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                 outcome,
                 reused,
                 best,
+                phases,
             } => {
                 // Every metric's value (null where it has none), as Kernel Tuner puts them in
                 // its results.
@@ -373,8 +374,11 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                     .into_iter()
                     .map(|(name, v)| (name, json!(v)))
                     .collect();
+                // When it was evaluated or read back, as Kernel Tuner stamps each result.
+                let at_ms = ndtune_store::now_ms();
                 results.push(json!({
                     "config": config, "outcome": outcome, "reused": reused, "metrics": metrics,
+                    "phases": phases, "at_ms": at_ms,
                 }));
                 bar.inc(1);
                 if let Some(v) = best {
@@ -445,7 +449,13 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         return Err(e);
     }
     let report = report.map_err(|e| CampaignError::new_err(e.to_string()))?;
-    Ok(json!({ "results": results, "report": report, "device": device.profile }))
+    let (opencl_c_version, platform_version) = device
+        .versions()
+        .map_err(|e| DeviceError::new_err(e.to_string()))?;
+    Ok(json!({
+        "results": results, "report": report, "device": device.profile,
+        "opencl_c_version": opencl_c_version, "platform_version": platform_version,
+    }))
 }
 
 /// The header of the Kernel Tuner cache the Python side describes (`kernel_name`,
