@@ -108,6 +108,14 @@ impl fmt::Display for AutoChoice {
                 self.strategy,
                 minutes(AUTO_EXHAUSTIVE_TIME.as_secs_f64())
             )
+        } else if n <= AUTO_EXHAUSTIVE_UP_TO {
+            // Few enough to measure whole: the budget is what asks for fewer.
+            write!(
+                f,
+                "{}{limits}: the budget allows fewer than the {n} configurations, so a search; \
+                 another with --strategy NAME, all of them with a budget of at least {n}",
+                self.strategy
+            )
         } else {
             write!(
                 f,
@@ -370,6 +378,20 @@ mod tests {
         };
         assert_eq!(auto_choice(120, fifty, true).strategy, AUTO_STRATEGY);
         assert_eq!(auto_choice(120, fifty, true).budget, fifty);
+        // The budget is why, not the space's size.
+        assert_eq!(
+            auto_choice(
+                54,
+                Budget {
+                    evaluations: Some(3),
+                    time: None
+                },
+                true
+            )
+            .to_string(),
+            "bo, at most 3 evaluations: the budget allows fewer than the 54 configurations, so a \
+             search; another with --strategy NAME, all of them with a budget of at least 54"
+        );
         assert!(
             !auto_choice(1000, fifty, true).probe,
             "a budget given is kept"
