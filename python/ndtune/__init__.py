@@ -20,6 +20,9 @@ from ._ndtune import CampaignError, DeviceError, NdtuneError, SpecError, StoreEr
 _FROM_KT = ("tune_kernel", "ErrorConfig", "InvalidConfig", "CompilationFailedConfig",
             "RuntimeFailedConfig")
 _FROM_API = ("run_kernel", "space", "Store", "report", "bench_strategies", "collect")
+# Kernel Tuner's submodules that its scripts use, under the same names (`import ndtune as
+# kernel_tuner; kernel_tuner.util.get_config_string(...)`).
+_SUBMODULES = ("util", "file_utils", "observers", "nvml")
 
 
 def __getattr__(name):
@@ -31,6 +34,10 @@ def __getattr__(name):
         from . import _api
 
         return getattr(_api, name)
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'ndtune' has no attribute {name!r}")
 
 

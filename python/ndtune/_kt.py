@@ -99,7 +99,6 @@ REFUSED = {
     "compiler": "ndtune tunes OpenCL kernels only; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
-    "observers": "ndtune has no counterpart of Kernel Tuner's observers",
     "objectives": "ndtune optimises one objective (give `objective`)",
 }
 
@@ -501,7 +500,10 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     started = time.perf_counter()
     objective = objective or "time"
     higher_is_better = bool(objective_higher_is_better)
+    observed = _observed(observers)
     spec_metrics, here_metrics = _split_metrics(metrics)
+    # The observers' values come first, so that the metrics may use them, as Kernel Tuner's.
+    spec_metrics = {**observed, **spec_metrics}
     name, budget, time_limit = _strategy(strategy, strategy_options)
     if objective in here_metrics:
         # The engine ranks by what it computes; the best is chosen here by the objective.
@@ -572,6 +574,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         result["time"], times = _time_of(r["outcome"])
         if times is not None:
             result["times"] = times
+            result.update({k: r["metrics"][k] for k in observed
+                           if r["metrics"].get(k) is not None})
         else:
             result["__error__"] = result["time"]
         # In milliseconds, as Kernel Tuner's; 0 for a result read back from the store, as
@@ -582,7 +586,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         result["benchmark_time"] = phases.get("benchmark_ms", 0.0)
         if times is not None:
             # Kernel Tuner's results carry each metric of a measured configuration, in order.
-            result.update({k: v for k, v in r["metrics"].items() if v is not None})
+            result.update({k: v for k, v in r["metrics"].items()
+                           if v is not None and k not in observed})
             _compute_metrics(result, here_metrics)
         result["timestamp"] = str(datetime.fromtimestamp(r["at_ms"] / 1000, timezone.utc))
         result["ndtune_outcome"] = r["outcome"]["outcome"]
@@ -619,7 +624,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "ndtune_report": out["report"],
         # Where each metric was computed: by the engine from the spec (kept beside the
         # measurements, so that a changed formula re-ranks what is stored), or here.
-        "ndtune_metrics": {**{k: "spec" for k in spec_metrics},
+        "ndtune_metrics": {**{k: "spec" for k in spec_metrics if k not in observed},
                            **{k: "python" for k in here_metrics}},
     }
     _totals(env, results, 1000 * (time.perf_counter() - started))
@@ -630,6 +635,26 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         else:
             print("no configuration was measured")
     return results, env
+
+
+def _observed(observers):
+    """The spec's metrics that give the observers' values, by Kernel Tuner's names: an
+    `NVMLObserver`'s energy and power are ndtune's own measurements; other observers are
+    refused by name."""
+    from .observers.nvml import NVMLObserver
+
+    observed = {}
+    for observer in observers or []:
+        if not isinstance(observer, NVMLObserver):
+            _refuse(f"observers: {type(observer).__name__}", "ndtune measures each "
+                    "configuration in a worker process of its own and does not call an "
+                    "observer's hooks there; NVMLObserver's nvml_energy and nvml_power are "
+                    "ndtune's own measurements")
+        try:
+            observed.update(observer.metrics())
+        except ValueError as e:
+            raise SpecError(f"tune_kernel: {e}") from None
+    return observed
 
 
 def _split_metrics(metrics):
