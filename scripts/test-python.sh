@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's tests (python/tests, pytest on PoCL): a venv in target/pyvenv with maturin,
 # pytest, numpy, pandas (for Store.results()), and Kernel Tuner 1.5.0 with pyopencl for the
-# comparison test (all from PyPI),
-# the package built from ./python in the dev profile (its crates are the ones `cargo test` built)
-# and installed, then pytest. Called by scripts/test.sh; expects target/debug/ndtune built.
+# comparison test (all from PyPI), the package's wheel as users install it (scripts/wheel.sh, in
+# the dev profile: unoptimised, quicker to build) installed into it, then pytest. Called by
+# scripts/test.sh; expects target/debug/ndtune built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A venv needs python3-venv; building the extension, Python's headers (python3-dev).
@@ -20,7 +20,8 @@ fi
 # A venv made before pandas was needed gets it.
 "$venv/bin/python" -c "import pandas" 2>/dev/null || "$venv/bin/pip" install -q pandas
 export PATH="$PWD/$venv/bin:$PATH"
-# A dev build reuses the crates `cargo test` compiled; the release wheel is `pip install ./python`.
-MATURIN_PEP517_ARGS="--profile dev" pip install -q --no-build-isolation --force-reinstall --no-deps ./python
+# The wheel users install (scripts/wheel.sh), in the dev profile.
+PROFILE=dev scripts/wheel.sh target/wheels >/dev/null
+pip install -q --force-reinstall --no-deps target/wheels/ndtune-*.whl
 # From the repository root: python/ holds the package's sources, which lack the extension.
 NDTUNE_BIN="$PWD/target/debug/ndtune" pytest -q python/tests
