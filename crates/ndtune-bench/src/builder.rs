@@ -397,7 +397,11 @@ impl BuildPool {
             self.shared.changed.notify_all();
         }
         *s.waited.entry(key.to_string()).or_default() += 1;
-        let slot = s.building.iter().find(|(_, k)| *k == key).map(|(slot, _)| *slot);
+        let slot = s
+            .building
+            .iter()
+            .find(|(_, k)| *k == key)
+            .map(|(slot, _)| *slot);
         if let Some(&pid) = slot.and_then(|slot| s.pids.get(&slot)) {
             set_priority(pid, true);
         }
@@ -858,7 +862,10 @@ mod tests {
 
     #[test]
     fn a_build_waited_for_gets_a_fair_share_and_the_others_the_idle_cores() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id();
         // SAFETY: sched_getscheduler(2) and getpriority(2) of our own child.
         let policy = || unsafe { libc::sched_getscheduler(pid as libc::pid_t) };
