@@ -63,6 +63,7 @@ mod build_history;
 pub mod devices;
 mod live;
 pub mod pool;
+pub mod replay;
 mod report;
 pub mod share;
 pub mod space;

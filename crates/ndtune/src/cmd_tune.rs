@@ -16,7 +16,6 @@ use ndtune_engine::share::default_worker_id;
 use ndtune_engine::{
     show_constants, Best, DeviceReport, Event, Options, Processes, Share, Tuned, Tuning, Worker,
 };
-use ndtune_search::Budget;
 use ndtune_spec::Spec;
 use ndtune_store::Store;
 use std::time::Duration;
@@ -352,19 +351,4 @@ pub(crate) fn tune_device(
     .run(&mut observer, None);
     bar.finish();
     Ok(tuned?)
-}
-
-/// The strategy and budget `tune --replay` and `--pool` search with: `--strategy auto`
-/// resolved for a space of `valid` configurations ([`ndtune_engine::resolve_strategy`]).
-pub(crate) fn resolve_strategy(
-    campaign: &CampaignArgs,
-    time: Option<Duration>,
-    valid: u128,
-    live: bool,
-) -> ndtune_engine::tuning::Resolved {
-    let given = Budget {
-        evaluations: campaign.budget,
-        time,
-    };
-    ndtune_engine::resolve_strategy(&campaign.strategy, given, valid, live)
 }

@@ -75,15 +75,25 @@ fn status_shows_each_workers_share_as_a_table_and_as_json() {
     );
     assert_eq!(
         lines[1].split_whitespace().collect::<Vec<_>>(),
-        ["worker", "claimed", "done", "expired", "last", "heartbeat"]
+        [
+            "worker",
+            "claimed",
+            "done",
+            "expired",
+            "per",
+            "min",
+            "last",
+            "heartbeat"
+        ]
     );
     assert_eq!(
         lines[2].split_whitespace().take(4).collect::<Vec<_>>(),
         ["w1", "0", "2", "0"]
     );
+    // A worker that completed nothing has no rate yet.
     assert_eq!(
-        lines[3].split_whitespace().take(4).collect::<Vec<_>>(),
-        ["w2", "1", "0", "0"]
+        lines[3].split_whitespace().take(5).collect::<Vec<_>>(),
+        ["w2", "1", "0", "0", "-"]
     );
     assert!(lines[3].ends_with(" s ago"), "{text}");
 
@@ -107,6 +117,12 @@ fn status_shows_each_workers_share_as_a_table_and_as_json() {
         })
         .collect();
     assert_eq!(workers, [("w1", 0, 2, 0), ("w2", 1, 0, 0)]);
+    // When each started and last completed, for its rate.
+    assert!(
+        c["workers"][0]["first_claim"].as_i64().unwrap()
+            <= c["workers"][0]["last_done"].as_i64().unwrap()
+    );
+    assert!(c["workers"][1]["last_done"].is_null());
     assert!(c["workers"][0]["heartbeat"].as_i64().unwrap() <= v["now"].as_i64().unwrap());
 
     let filtered = json(&["status", "--db", db, "--kernel", "conv", "--json"]);
