@@ -9,14 +9,13 @@ import json
 import numpy as np
 
 from ._kt import (CompilationFailedConfig, ErrorConfig, InvalidConfig,  # noqa: F401
-                  RuntimeFailedConfig)
+                  RuntimeFailedConfig, _is_number)
 
 
 def get_best_config(results, objective, objective_higher_is_better=False):
     """The result with the best value of `objective` among those without an error (its value a
     number); `None` where there is none."""
-    ranked = [r for r in results if "__error__" not in r and isinstance(r.get(objective), (
-        int, float, np.integer, np.floating)) and not isinstance(r.get(objective), bool)]
+    ranked = [r for r in results if "__error__" not in r and _is_number(r.get(objective))]
     if not ranked:
         return None
     pick = max if objective_higher_is_better else min

@@ -403,10 +403,7 @@ impl Live<'_> {
                 return Some(());
             };
             let others: Vec<&str> = self.promised.iter().map(|(k, _)| k.as_str()).collect();
-            let waited = Instant::now();
-            let first = pool.first_done(&key, point, &others);
-            self.time.add_wait(waited.elapsed().as_secs_f64());
-            let Some(i) = first else {
+            let Some(i) = first_built(pool, &mut self.time, (&key, point), &others) else {
                 return Some(());
             };
             let (_, next) = self.promised.remove(i);
@@ -433,10 +430,7 @@ impl Live<'_> {
                 .map(|p| ((self.build_key)(p), p.clone()))
                 .collect();
             let keys: Vec<&str> = others.iter().map(|(k, _)| k.as_str()).collect();
-            let waited = Instant::now();
-            let first = pool.first_done(&key, point, &keys);
-            self.time.add_wait(waited.elapsed().as_secs_f64());
-            let Some(i) = first else {
+            let Some(i) = first_built(pool, &mut self.time, (&key, point), &keys) else {
                 return Some(());
             };
             let next = &others[i].1;
@@ -744,4 +738,19 @@ impl Live<'_> {
             },
         }
     }
+}
+
+/// Waits until the build of `point` (its build `key`) or one of `others` is done
+/// ([`Builds::first_done`]), counting the wait as time spent on builds: the index of the other
+/// that came first, `None` once `point`'s is done.
+fn first_built(
+    pool: &Builds,
+    time: &mut TimeSpent,
+    (key, point): (&str, &[i64]),
+    others: &[&str],
+) -> Option<usize> {
+    let waited = Instant::now();
+    let first = pool.first_done(key, point, others);
+    time.add_wait(waited.elapsed().as_secs_f64());
+    first
 }
