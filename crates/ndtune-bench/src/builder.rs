@@ -155,7 +155,8 @@ const TIMEOUT_FACTOR: u32 = 10;
 /// Build workers fed from one queue of define sets (build options).
 pub struct BuildPool {
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    /// One dispatching thread per build worker slot (more come with [`BuildPool::grow`]).
+    threads: Mutex<Vec<JoinHandle<()>>>,
     dir: tempfile::TempDir,
 }
 
@@ -326,18 +327,29 @@ impl BuildPool {
             prime,
             cache,
         });
-        let threads = (0..jobs.max(1))
-            .map(|slot| {
-                let shared = Arc::clone(&shared);
-                let dir = dir.path().to_path_buf();
-                std::thread::spawn(move || dispatch(&shared, slot, &dir))
-            })
-            .collect();
-        Ok(BuildPool {
+        let pool = BuildPool {
             shared,
-            threads,
+            threads: Mutex::new(Vec::new()),
             dir,
-        })
+        };
+        pool.grow(jobs.max(1));
+        Ok(pool)
+    }
+
+    /// Runs `jobs` build workers where it runs fewer (a node's service grows as workers join);
+    /// a worker's process starts with its first build.
+    pub fn grow(&self, jobs: usize) {
+        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        for slot in threads.len()..jobs {
+            let shared = Arc::clone(&self.shared);
+            let dir = self.dir.path().to_path_buf();
+            threads.push(std::thread::spawn(move || dispatch(&shared, slot, &dir)));
+        }
+    }
+
+    /// How many build workers the pool runs.
+    pub fn jobs(&self) -> usize {
+        self.threads.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// The builds expected next, in order, each a key (configurations with the same key share
@@ -477,7 +489,8 @@ impl Drop for BuildPool {
             }
             self.shared.changed.notify_all();
         }
-        for t in self.threads.drain(..) {
+        let threads = self.threads.get_mut().unwrap_or_else(|p| p.into_inner());
+        for t in threads.drain(..) {
             let _ = t.join();
         }
     }

@@ -79,7 +79,7 @@ pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
-use ndtune_bench::node_builds::{self, Builds, ServiceKey};
+use ndtune_bench::node_builds::{self, Builds, Growth, ServiceKey};
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
@@ -265,20 +265,25 @@ pub(crate) fn tunable_source(spec: &Spec) -> Result<KernelSource, CampaignError>
 pub const GPU_BUILD_JOBS: usize = 4;
 
 /// The default number of build workers of a campaign on a device of `device_type`, or of the
-/// node's build service that the workers of a shared campaign on this host use together
-/// ([`ndtune_bench::node_builds`]): the cores less one for the measurement (at least 2, 1 on
-/// one core), and on a GPU at most [`GPU_BUILD_JOBS`].
+/// node's build service for each worker it serves ([`ndtune_bench::node_builds`]): the cores
+/// less one for the measurement (at least 2, 1 on one core), and on a GPU at most
+/// [`GPU_BUILD_JOBS`].
 pub fn default_build_jobs(device_type: DeviceType) -> usize {
-    let by_cores = match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+    match device_type {
+        DeviceType::Cpu => build_jobs_by_cores(),
+        _ => build_jobs_by_cores().min(GPU_BUILD_JOBS),
+    }
+}
+
+/// The most build workers this host runs for one campaign or one node's service: its cores
+/// less one for the measurement (at least 2, 1 on one core).
+fn build_jobs_by_cores() -> usize {
+    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
         1 => 1,
         // Even on two cores a build worker pays: it compiles (and on a CPU device primes) while
         // the measurement worker launches, where builds in the measurement worker come one after
         // another with the launches (conv2d on PoCL, 2 cores: 132 s instead of 213 s).
         cores => (cores - 1).max(2),
-    };
-    match device_type {
-        DeviceType::Cpu => by_cores,
-        _ => by_cores.min(GPU_BUILD_JOBS),
     }
 }
 
@@ -487,7 +492,17 @@ impl Campaign<'_> {
                 timeout: self.options.timeout,
                 program: &self.options.processes.describe(),
             };
-            match Builds::join(&key, own_pool).map_err(|e| stopped(e.0))? {
+            // A GPU node's service grows with the workers it serves (each GPU needs its builds
+            // at one GPU's pace); on a CPU device the workers share the cores the builds use.
+            let growth = Growth {
+                per_worker: self.options.build_jobs,
+                most: if cpu {
+                    self.options.build_jobs
+                } else {
+                    build_jobs_by_cores().max(self.options.build_jobs)
+                },
+            };
+            match Builds::join(&key, own_pool, growth).map_err(|e| stopped(e.0))? {
                 Some(builds) => Some(builds),
                 None => Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?)),
             }
