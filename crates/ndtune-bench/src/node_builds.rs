@@ -114,7 +114,9 @@ pub struct Growth {
 
 impl Growth {
     fn jobs(&self, workers: usize) -> usize {
-        (self.per_worker * workers).min(self.most).max(self.per_worker)
+        (self.per_worker * workers)
+            .min(self.most)
+            .max(self.per_worker)
     }
 }
 

@@ -179,6 +179,11 @@ impl Spec {
         validate::spec(raw, text, path, overrides)
     }
 
+    /// The spec's text, as read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// An error at a recorded span (or at the file, where none was recorded).
     fn error_at(&self, key: &SpanKey, message: String) -> SpecError {
         let (line, column) = self
@@ -244,6 +249,18 @@ impl Spec {
     /// configurations differing only there share one build; configurations whose options
     /// differ in any way never do.
     pub fn build_options(&self, source: &KernelSource, point: &[i64]) -> String {
+        self.build_options_with(&|n| source.mentions(n), &source.include_options, point)
+    }
+
+    /// [`Spec::build_options`] where the source is known only by the names it `mentions` and
+    /// the `include_options` it needs (a wisdom file's program, built from the application's
+    /// own source).
+    pub fn build_options_with(
+        &self,
+        mentions: &dyn Fn(&str) -> bool,
+        include_options: &str,
+        point: &[i64],
+    ) -> String {
         let value = |name: &str| self.value_text(name, point);
         let mut opts: Vec<String> = self
             .kernel
@@ -251,11 +268,11 @@ impl Spec {
             .iter()
             .filter_map(|o| o.for_config(point, value))
             .collect();
-        if !source.include_options.is_empty() {
-            opts.push(source.include_options.clone());
+        if !include_options.is_empty() {
+            opts.push(include_options.to_string());
         }
         let names = self.problem.constants.keys().chain(self.codec.names());
-        for name in names.filter(|n| source.mentions(n)) {
+        for name in names.filter(|n| mentions(n)) {
             opts.push(format!("-D {name}={}", value(name)));
         }
         opts.retain(|o| !o.is_empty());

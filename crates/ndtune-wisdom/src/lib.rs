@@ -1,0 +1,306 @@
+//! Wisdom: what was tuned, in a small file that ships with an application and answers at run
+//! time "which configuration, for this device and this problem size?" (docs/deploy.md).
+//!
+//! - The file ([`Wisdom`], JSON, schema [`SCHEMA`]): per kernel its spec (the TOML text: the
+//!   parameters, constraints and launch sizes a pick is checked and sized with), the names its
+//!   source turns into defines, the objective, and one [`Entry`] per (device, constants) the
+//!   store holds: the best configuration, its objective's value, the setup digest. Written by
+//!   `ndtune export --format wisdom` ([`from_store`]), read by [`Wisdom::load`], which refuses
+//!   a corrupt file, one of a newer schema or one without the kernel asked for, with the file
+//!   and the reason.
+//! - [`Picker`] answers a device (profile) and constants: the `exact` entry, else the `nearest`
+//!   tuned size on the same device model, else a `predicted` configuration (see [`pick`]);
+//!   always one that passes the device's constraints, with its build options and launch sizes.
+//! - [`header`] writes the same as a C header for programs that want no library at all.
+
+pub mod header;
+pub mod pick;
+
+pub use pick::{How, Pick, PickError, Picker};
+
+use ndtune_core::{Config, Constants, Outcome};
+use ndtune_device::DeviceProfile;
+use ndtune_metrics::Inputs;
+use ndtune_spec::{KernelSource, Spec};
+use ndtune_store::{Store, StoreError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The schema version this ndtune writes and the newest it reads.
+pub const SCHEMA: u32 = 1;
+
+/// The largest wisdom file read: 64 MiB.
+const MAX_BYTES: u64 = 64 << 20;
+
+/// A wisdom file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Wisdom {
+    pub schema: u32,
+    /// The ndtune version that wrote it.
+    pub ndtune: String,
+    pub kernels: Vec<KernelWisdom>,
+}
+
+/// What was tuned of one kernel.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelWisdom {
+    pub kernel: String,
+    /// The spec's file name, for messages.
+    pub spec_file: String,
+    /// The spec's text (TOML).
+    pub spec: String,
+    /// The constants and parameters the kernel's source mentions: each becomes `-D NAME=VALUE`.
+    pub defines: Vec<String>,
+    pub objective: ObjectiveInfo,
+    pub entries: Vec<Entry>,
+}
+
+/// The objective the entries are best at.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ObjectiveInfo {
+    pub metric: String,
+    pub unit: Option<String>,
+    pub higher_is_better: bool,
+}
+
+/// The best configuration of one campaign: one device, one set of constants.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    pub device: DeviceProfile,
+    /// Every constant of the campaign (the spec's, with those it was tuned with).
+    pub constants: Constants,
+    pub config: Config,
+    /// The objective's value of `config`.
+    pub objective: f64,
+    /// The setup digest of the campaign it comes from (`ndtune status`).
+    pub setup: String,
+    /// How many configurations the campaign measured.
+    pub measured: usize,
+}
+
+/// Why a wisdom file cannot be used; each names the file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WisdomError {
+    #[error("{path}: {message}")]
+    Read { path: String, message: String },
+    #[error("{path}:{line}:{column}: not a wisdom file: {message}")]
+    Corrupt {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: wisdom schema {found} is newer than this ndtune reads (up to {SCHEMA}); read it with a newer ndtune or export it again")]
+    Newer { path: String, found: u32 },
+    #[error("{path}: no kernel `{kernel}` in this wisdom (it holds {have})")]
+    NoKernel {
+        path: String,
+        kernel: String,
+        have: String,
+    },
+    #[error("{path}: kernel `{kernel}`: {message}")]
+    Kernel {
+        path: String,
+        kernel: String,
+        message: String,
+    },
+}
+
+impl Wisdom {
+    /// Reads and checks a wisdom file.
+    pub fn load(path: &Path) -> Result<Wisdom, WisdomError> {
+        let shown = path.display().to_string();
+        let text = ndtune_spec::read_text(path, MAX_BYTES, "wisdom file").map_err(|e| {
+            WisdomError::Read {
+                path: shown.clone(),
+                message: e.message,
+            }
+        })?;
+        Wisdom::parse(&text, &shown)
+    }
+
+    /// Checks wisdom text; `path` names it in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Wisdom, WisdomError> {
+        let corrupt = |e: serde_json::Error| WisdomError::Corrupt {
+            path: path.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        };
+        // The schema first: a newer file may hold what this version cannot parse.
+        #[derive(Deserialize)]
+        struct Version {
+            schema: u32,
+        }
+        let version: Version = serde_json::from_str(text).map_err(corrupt)?;
+        if version.schema > SCHEMA {
+            return Err(WisdomError::Newer {
+                path: path.to_string(),
+                found: version.schema,
+            });
+        }
+        let wisdom: Wisdom = serde_json::from_str(text).map_err(corrupt)?;
+        for k in &wisdom.kernels {
+            if let Some(e) = k.entries.iter().find(|e| !e.objective.is_finite()) {
+                return Err(WisdomError::Kernel {
+                    path: path.to_string(),
+                    kernel: k.kernel.clone(),
+                    message: format!("an entry's objective is {}", e.objective),
+                });
+            }
+        }
+        Ok(wisdom)
+    }
+
+    /// The kernel `name`'s wisdom.
+    pub fn kernel(&self, name: &str, path: &str) -> Result<&KernelWisdom, WisdomError> {
+        self.kernels
+            .iter()
+            .find(|k| k.kernel == name)
+            .ok_or_else(|| WisdomError::NoKernel {
+                path: path.to_string(),
+                kernel: name.to_string(),
+                have: match self.kernels.len() {
+                    0 => "no kernel".into(),
+                    _ => self
+                        .kernels
+                        .iter()
+                        .map(|k| format!("`{}`", k.kernel))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                },
+            })
+    }
+
+    /// The file's JSON, pretty-printed.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("wisdom serialises")
+    }
+}
+
+/// What [`from_store`] left out, for the user to know.
+#[derive(Debug, Default, PartialEq)]
+pub struct LeftOut {
+    /// Campaigns of the kernel's name but another source (stale: the source changed since).
+    pub other_source: usize,
+    /// Campaigns with no measured configuration of the spec's parameters.
+    pub nothing_measured: usize,
+}
+
+/// The wisdom of `spec`'s kernel (its source `source`) from `store`: for each device and set
+/// of constants, the best measured configuration by the spec's objective over every setup of
+/// that campaign. Only campaigns of this very source count (a changed kernel's results would
+/// be silently wrong), and only configurations of the spec's parameters and values.
+pub fn from_store(
+    store: &Store,
+    spec: &Spec,
+    source: &KernelSource,
+) -> Result<(KernelWisdom, LeftOut), StoreError> {
+    let source_hash = ndtune_store::source_hash(&source.text);
+    let metrics = &spec.metrics;
+    let mut left = LeftOut::default();
+    // (device fingerprint, constants) -> the best entry so far, with its cost.
+    let mut best: BTreeMap<(String, String), (f64, Entry)> = BTreeMap::new();
+    for g in store.groups()? {
+        if g.kernel != spec.kernel.name {
+            continue;
+        }
+        if g.source_hash != source_hash {
+            left.other_source += 1;
+            continue;
+        }
+        let Some(device) = store.device(&g.device)? else {
+            continue;
+        };
+        let records = store.records(&g)?;
+        let measured = records
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Measured(_)))
+            .count();
+        let mut found = false;
+        for r in &records {
+            if spec.codec.point(&r.key.config).is_err() {
+                continue;
+            }
+            let inputs = Inputs::new(&g.constants, &r.key.config, &r.outcome);
+            let Some(value) = metrics.evaluate(&inputs).objective else {
+                continue;
+            };
+            let Some(cost) = metrics.objective().cost(value) else {
+                continue;
+            };
+            found = true;
+            let key = (g.device.clone(), constants_key(&g.constants));
+            if best.get(&key).is_none_or(|(c, _)| cost < *c) {
+                let entry = Entry {
+                    device: device.clone(),
+                    constants: g.constants.clone(),
+                    config: r.key.config.clone(),
+                    objective: value,
+                    setup: g.setup.clone(),
+                    measured,
+                };
+                best.insert(key, (cost, entry));
+            }
+        }
+        if !found {
+            left.nothing_measured += 1;
+        }
+    }
+    let objective = metrics.objective();
+    let defines = spec
+        .problem
+        .constants
+        .keys()
+        .chain(spec.codec.names())
+        .filter(|n| source.mentions(n))
+        .cloned()
+        .collect();
+    let wisdom = KernelWisdom {
+        kernel: spec.kernel.name.clone(),
+        spec_file: spec.path.file_name().map_or_else(
+            || spec.path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        ),
+        spec: spec.text().to_string(),
+        defines,
+        objective: ObjectiveInfo {
+            metric: objective.metric.clone(),
+            unit: metrics.unit(&objective.metric).map(str::to_string),
+            higher_is_better: objective.higher_is_better,
+        },
+        entries: best.into_values().map(|(_, e)| e).collect(),
+    };
+    Ok((wisdom, left))
+}
+
+/// A wisdom file holding `kernels`, by this ndtune.
+pub fn wisdom(kernels: Vec<KernelWisdom>) -> Wisdom {
+    Wisdom {
+        schema: SCHEMA,
+        ndtune: env!("CARGO_PKG_VERSION").to_string(),
+        kernels,
+    }
+}
+
+fn constants_key(c: &Constants) -> String {
+    serde_json::to_string(c).expect("constants serialise")
+}
+
+/// The device model an entry is for: what a run-time device must share with it for its
+/// entries to be `exact` or `nearest` (the driver version may differ).
+pub fn same_model(a: &DeviceProfile, b: &DeviceProfile) -> bool {
+    a.name == b.name
+        && a.vendor == b.vendor
+        && a.device_type == b.device_type
+        && a.compute_units == b.compute_units
+}
+
+/// Where a spec in a wisdom file is said to be, for its messages and relative names.
+fn spec_path(k: &KernelWisdom, wisdom_path: &str) -> PathBuf {
+    PathBuf::from(format!("{wisdom_path}#{}", k.spec_file))
+}
+
+#[cfg(test)]
+mod tests;

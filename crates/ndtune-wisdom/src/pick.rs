@@ -1,0 +1,470 @@
+//! Picking a kernel's configuration at run time from its wisdom, for a device and the problem's
+//! constants, in three steps, the first that gives a configuration valid on the device (the
+//! spec's pruning: its constraints and the device's limits, at these constants):
+//!
+//! 1. `exact`: the entry tuned on this device model ([`crate::same_model`]) at these constants
+//!    (of several drivers, the best).
+//! 2. `nearest`: the entries of this device model at other constants, nearest first by the
+//!    distance `sqrt(sum over numeric constants of (slog2(a) - slog2(b))^2)`, where
+//!    `slog2(v) = sign(v) * log2(1 + |v|)` (a size twice as large is one step away whatever the
+//!    size); an entry whose other (text) constants differ is not near at all.
+//! 3. `predicted`: a decision tree learnt over every entry (the seed's work-group model,
+//!    generalised: device features of `ndtune_learn::features::device_features` and `slog2` of
+//!    each numeric constant, the class being the entry's configuration); where its choice is not
+//!    valid here, the entries nearest in those features (standardised); where none is, the valid
+//!    configuration nearest (in `slog2` of each parameter) to the tree's choice.
+//!
+//! Each answer carries the build options (`-D` of every define the kernel's source mentions;
+//! the program adds its own `-I`) and the launch sizes of `[launch]`, and is remembered: the
+//! same question is answered from memory next time.
+
+use crate::{constants_key, same_model, spec_path, Entry, KernelWisdom, WisdomError};
+use ndtune_core::{Config, Constants, Value};
+use ndtune_device::DeviceProfile;
+use ndtune_learn::features::device_features;
+use ndtune_learn::models::{Classifier, ClassifierKind};
+use ndtune_space::lazy::ValidSpace;
+use ndtune_space::problem::Target;
+use ndtune_spec::Spec;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The most valid configurations looked at for the one nearest to a prediction.
+const SCAN_LIMIT: u128 = 1_000_000;
+
+/// Which step chose a configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum How {
+    Exact,
+    Nearest,
+    Predicted,
+}
+
+impl How {
+    pub fn word(self) -> &'static str {
+        match self {
+            How::Exact => "exact",
+            How::Nearest => "nearest",
+            How::Predicted => "predicted",
+        }
+    }
+}
+
+/// A configuration to build and launch with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pick {
+    pub how: How,
+    pub config: Config,
+    /// OpenCL build options: the spec's own, then `-D NAME=VALUE` for each define.
+    pub build_options: String,
+    /// `[launch] global` and `local` at these constants (empty where the spec has no `[launch]`).
+    pub global: Vec<usize>,
+    pub local: Vec<usize>,
+    /// The objective's tuned value of the entry it comes from (`exact`, `nearest`).
+    pub tuned_objective: Option<f64>,
+    /// The constants of the entry it comes from (`exact`, `nearest`).
+    pub tuned_constants: Option<Constants>,
+    /// Why this configuration, in words.
+    pub reason: String,
+}
+
+/// Why no configuration could be picked (the program keeps its own defaults).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PickError(pub String);
+
+/// A kernel's wisdom, ready to answer.
+pub struct Picker {
+    wisdom: KernelWisdom,
+    spec_path: PathBuf,
+    model: Option<Model>,
+    answers: Mutex<HashMap<String, Result<Pick, PickError>>>,
+}
+
+/// The learnt part: a tree over the entries' features, and the features themselves.
+struct Model {
+    tree: Option<Classifier>,
+    /// The numeric constants used as features, in order.
+    sizes: Vec<String>,
+    /// Each entry's features.
+    rows: Vec<Vec<f64>>,
+    /// Each feature's standard deviation over the entries (0: the feature is left out of
+    /// distances).
+    spread: Vec<f64>,
+}
+
+impl Picker {
+    /// Checks `wisdom`'s spec (from file `path`, for messages) and learns its model.
+    pub fn new(wisdom: &KernelWisdom, path: &str) -> Result<Picker, WisdomError> {
+        let spec_path = spec_path(wisdom, path);
+        Spec::parse(&wisdom.spec, &spec_path).map_err(|e| WisdomError::Kernel {
+            path: path.to_string(),
+            kernel: wisdom.kernel.clone(),
+            message: format!("its spec: {e}"),
+        })?;
+        Ok(Picker {
+            model: Model::learn(&wisdom.entries),
+            wisdom: wisdom.clone(),
+            spec_path,
+            answers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The configuration for `device` at `constants` (those of the spec not given keep the
+    /// spec's values); see the module's documentation.
+    pub fn pick(&self, device: &DeviceProfile, constants: &Constants) -> Result<Pick, PickError> {
+        let key = format!(
+            "{}\0{}\0{}\0{}\0{}",
+            device.name,
+            device.vendor,
+            device.device_type,
+            device.compute_units,
+            constants_key(constants)
+        );
+        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(answer) = answers.get(&key) {
+            return answer.clone();
+        }
+        let answer = self.choose(device, constants);
+        answers.insert(key, answer.clone());
+        answer
+    }
+
+    fn choose(&self, device: &DeviceProfile, given: &Constants) -> Result<Pick, PickError> {
+        let kernel = &self.wisdom.kernel;
+        let spec = Spec::parse_with(&self.wisdom.spec, &self.spec_path, given)
+            .map_err(|e| PickError(format!("kernel `{kernel}`: {e}")))?;
+        let constants = &spec.problem.constants;
+        let pruning = spec
+            .problem
+            .prune(&[Target::from_profile(&device.name, device)])
+            .map_err(|e| PickError(format!("kernel `{kernel}`: {}", spec.locate(&e))))?;
+        let space = ValidSpace::new(pruning.space);
+        let valid = |config: &Config| spec.codec.point(config).ok().filter(|p| space.contains(p));
+        let shown = show(given);
+        let entries = &self.wisdom.entries;
+        let here: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| same_model(&e.device, device))
+            .collect();
+        let found = |how, e: &Entry, point: Vec<i64>, reason: String| {
+            self.answer(&spec, how, e.config.clone(), point, reason)
+                .map(|p| Pick {
+                    tuned_objective: Some(e.objective),
+                    tuned_constants: Some(e.constants.clone()),
+                    ..p
+                })
+        };
+
+        // 1. Exact: of several drivers, the best.
+        let mut exact: Vec<&Entry> = here
+            .iter()
+            .copied()
+            .filter(|e| e.constants == *constants)
+            .collect();
+        let higher = self.wisdom.objective.higher_is_better;
+        exact.sort_by(|a, b| {
+            let o = a.objective.total_cmp(&b.objective);
+            if higher {
+                o.reverse()
+            } else {
+                o
+            }
+        });
+        for e in &exact {
+            if let Some(point) = valid(&e.config) {
+                let reason = format!("tuned on {} at {shown}", e.device.name);
+                return found(How::Exact, e, point, reason);
+            }
+        }
+
+        // 2. Nearest tuned size of this device model.
+        let mut near: Vec<(f64, &Entry)> = here
+            .iter()
+            .map(|e| (size_distance(constants, &e.constants), *e))
+            .filter(|(d, _)| d.is_finite())
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (d, e) in near {
+            if let Some(point) = valid(&e.config) {
+                let reason = format!(
+                    "tuned on {} at {} (distance {d:.2}), valid at {shown}",
+                    e.device.name,
+                    show(&differing(&e.constants, constants))
+                );
+                return found(How::Nearest, e, point, reason);
+            }
+        }
+
+        // 3. Predicted.
+        let Some(model) = &self.model else {
+            return Err(PickError(format!(
+                "kernel `{kernel}`: the wisdom holds no tuned entry to predict from"
+            )));
+        };
+        let row = model.features(device, constants);
+        let predicted = model
+            .tree
+            .as_ref()
+            .and_then(|t| t.predict(&row).ok())
+            .and_then(|class| entries.get(class));
+        if let Some(e) = predicted {
+            if let Some(point) = valid(&e.config) {
+                let reason = format!(
+                    "a decision tree over {} tuned entries (device and size features) chose the configuration tuned on {} at {}",
+                    entries.len(),
+                    e.device.name,
+                    show(&e.constants)
+                );
+                return self.answer(&spec, How::Predicted, e.config.clone(), point, reason);
+            }
+        }
+        let mut by_features: Vec<(f64, &Entry)> = model
+            .rows
+            .iter()
+            .zip(entries)
+            .map(|(r, e)| (model.distance(r, &row), e))
+            .collect();
+        by_features.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, e) in &by_features {
+            if let Some(point) = valid(&e.config) {
+                let reason = format!(
+                    "the tuned entry nearest in device and size features ({} at {}) is valid here",
+                    e.device.name,
+                    show(&e.constants)
+                );
+                return self.answer(&spec, How::Predicted, e.config.clone(), point, reason);
+            }
+        }
+        let target = predicted.unwrap_or(by_features[0].1);
+        let wanted = spec.codec.point(&target.config).ok();
+        let closest = space.iter_from(0).take(SCAN_LIMIT as usize).min_by(|a, b| {
+            let d = |p: &[i64]| {
+                wanted
+                    .as_deref()
+                    .map_or(0.0, |w| param_distance(&spec, p, w))
+            };
+            d(a).total_cmp(&d(b))
+        });
+        match closest {
+            Some(point) => {
+                let config = spec.codec.config(&point);
+                let reason = format!(
+                    "no tuned configuration is valid here; the valid one closest to {}",
+                    show(&target.config)
+                );
+                self.answer(&spec, How::Predicted, config, point, reason)
+            }
+            None => Err(PickError(format!(
+                "kernel `{kernel}`: no configuration is valid on {} at {shown}",
+                device.name
+            ))),
+        }
+    }
+
+    /// A pick of `config` (`point` in the spec's codec), with its build options and sizes.
+    fn answer(
+        &self,
+        spec: &Spec,
+        how: How,
+        config: Config,
+        point: Vec<i64>,
+        reason: String,
+    ) -> Result<Pick, PickError> {
+        let defines = &self.wisdom.defines;
+        let build_options =
+            spec.build_options_with(&|n| defines.iter().any(|d| d == n), "", &point);
+        let (global, local) = match &spec.problem.launch {
+            Some(launch) => (
+                sizes(spec, &launch.global, &point, "global")?,
+                sizes(spec, &launch.local, &point, "local")?,
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        Ok(Pick {
+            how,
+            config,
+            build_options,
+            global,
+            local,
+            tuned_objective: None,
+            tuned_constants: None,
+            reason,
+        })
+    }
+}
+
+/// `[launch] global` or `local` of `point`.
+fn sizes(
+    spec: &Spec,
+    exprs: &[String],
+    point: &[i64],
+    what: &str,
+) -> Result<Vec<usize>, PickError> {
+    exprs
+        .iter()
+        .map(|src| {
+            let node = spec
+                .problem
+                .int_expr(src)
+                .map_err(|e| PickError(format!("[launch] {what} `{src}`: {e}")))?;
+            node.eval(point)
+                .and_then(|v| usize::try_from(v).ok())
+                .ok_or_else(|| {
+                    PickError(format!(
+                        "[launch] {what} `{src}` is no size for {:?}",
+                        spec.codec.config(point)
+                    ))
+                })
+        })
+        .collect()
+}
+
+impl Model {
+    fn learn(entries: &[Entry]) -> Option<Model> {
+        let first = entries.first()?;
+        let sizes: Vec<String> = first
+            .constants
+            .iter()
+            .filter(|(n, v)| {
+                v.as_f64().is_some()
+                    && entries
+                        .iter()
+                        .all(|e| e.constants.get(*n).and_then(Value::as_f64).is_some())
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut model = Model {
+            tree: None,
+            sizes,
+            rows: Vec::new(),
+            spread: Vec::new(),
+        };
+        model.rows = entries
+            .iter()
+            .map(|e| model.features(&e.device, &e.constants))
+            .collect();
+        let width = model.rows[0].len();
+        let n = model.rows.len() as f64;
+        model.spread = (0..width)
+            .map(|j| {
+                let mean = model.rows.iter().map(|r| r[j]).sum::<f64>() / n;
+                (model
+                    .rows
+                    .iter()
+                    .map(|r| (r[j] - mean).powi(2))
+                    .sum::<f64>()
+                    / n)
+                    .sqrt()
+            })
+            .collect();
+        let labels: Vec<usize> = (0..entries.len())
+            .map(|i| {
+                // Entries of one configuration are one class: the first of them.
+                entries
+                    .iter()
+                    .position(|e| e.config == entries[i].config)
+                    .expect("the entry itself")
+            })
+            .collect();
+        model.tree = Classifier::fit(ClassifierKind::DecisionTree, &model.rows, &labels, 0).ok();
+        Some(model)
+    }
+
+    fn features(&self, device: &DeviceProfile, constants: &Constants) -> Vec<f64> {
+        let mut row: Vec<f64> = device_features(device)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        row.extend(
+            self.sizes
+                .iter()
+                .map(|n| constants.get(n).and_then(Value::as_f64).map_or(0.0, slog2)),
+        );
+        row
+    }
+
+    /// The standardised Euclidean distance of two feature rows.
+    fn distance(&self, a: &[f64], b: &[f64]) -> f64 {
+        a.iter()
+            .zip(b)
+            .zip(&self.spread)
+            .filter(|(_, s)| **s > 0.0)
+            .map(|((x, y), s)| ((x - y) / s).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    }
+}
+
+/// `sign(v) * log2(1 + |v|)`.
+fn slog2(v: f64) -> f64 {
+    v.signum() * v.abs().ln_1p() / std::f64::consts::LN_2
+}
+
+/// The distance of two sets of constants (module documentation); infinite where a text
+/// constant differs or a name is missing from either.
+fn size_distance(a: &Constants, b: &Constants) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    let mut sum = 0.0;
+    for (name, x) in a {
+        let Some(y) = b.get(name) else {
+            return f64::INFINITY;
+        };
+        match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => sum += (slog2(x) - slog2(y)).powi(2),
+            _ if x == y => {}
+            _ => return f64::INFINITY,
+        }
+    }
+    sum.sqrt()
+}
+
+/// The distance of two points in `slog2` of each parameter's value (text values: 0 or 1).
+fn param_distance(spec: &Spec, a: &[i64], b: &[i64]) -> f64 {
+    (0..a.len())
+        .map(|i| {
+            match (
+                spec.codec.value(i, a[i]).as_f64(),
+                spec.codec.value(i, b[i]).as_f64(),
+            ) {
+                (Some(x), Some(y)) => (slog2(x) - slog2(y)).abs(),
+                _ => f64::from(u8::from(a[i] != b[i])),
+            }
+        })
+        .sum()
+}
+
+/// The constants of `a` whose values differ from `b`'s (all of them where none do).
+fn differing(a: &Constants, b: &Constants) -> Constants {
+    let d: Constants = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if d.is_empty() {
+        a.clone()
+    } else {
+        d
+    }
+}
+
+/// `N=768 T=float`, or `its spec's constants` where none was given.
+fn show(c: &BTreeMap<String, Value>) -> String {
+    if c.is_empty() {
+        return "its spec's constants".into();
+    }
+    constants_text(c)
+}
+
+/// Constants as `NAME=VALUE`, space-separated, in name order (`N=768 T=float`).
+pub fn constants_text(c: &BTreeMap<String, Value>) -> String {
+    c.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

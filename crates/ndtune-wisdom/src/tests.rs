@@ -1,0 +1,198 @@
+use super::*;
+use ndtune_core::Value;
+use ndtune_device::builtin;
+
+/// A tiled kernel: the tile must divide N, and the work-group (TS x TS) must fit the device.
+const SPEC: &str = r#"
+[kernel]
+name = "tiled"
+source = "tiled.cl"
+build_options = ["-cl-mad-enable"]
+
+[constants]
+N = 1024
+
+[params]
+TS = [4, 8, 16, 32]
+UNROLL = [1, 2, 4]
+
+[launch]
+global = ["N", "N / UNROLL"]
+local = ["TS", "TS / UNROLL"]
+
+[space]
+constraints = ["N % TS == 0", "TS % UNROLL == 0"]
+"#;
+
+fn config(ts: i64, unroll: i64) -> Config {
+    [("TS", ts), ("UNROLL", unroll)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Value::Int(v)))
+        .collect()
+}
+
+fn n(v: i64) -> Constants {
+    [("N".to_string(), Value::Int(v))].into_iter().collect()
+}
+
+fn entry(device: &str, size: i64, ts: i64, unroll: i64, objective: f64) -> Entry {
+    Entry {
+        device: builtin::find(device).unwrap(),
+        constants: n(size),
+        config: config(ts, unroll),
+        objective,
+        setup: "0123456789abcdef".into(),
+        measured: 12,
+    }
+}
+
+fn kernel(entries: Vec<Entry>) -> KernelWisdom {
+    KernelWisdom {
+        kernel: "tiled".into(),
+        spec_file: "tiled.toml".into(),
+        spec: SPEC.into(),
+        defines: vec!["N".into(), "TS".into(), "UNROLL".into()],
+        objective: ObjectiveInfo {
+            metric: "time".into(),
+            unit: Some("ms".into()),
+            higher_is_better: false,
+        },
+        entries,
+    }
+}
+
+fn tuned() -> KernelWisdom {
+    kernel(vec![
+        entry("gtx-titan", 1024, 32, 2, 1.5),
+        entry("gtx-titan", 4096, 32, 4, 20.0),
+        entry("gt550m", 1024, 16, 1, 9.0),
+        entry("gt550m", 4096, 16, 2, 150.0),
+    ])
+}
+
+#[test]
+fn an_exact_entry_comes_with_its_build_options_and_launch_sizes() {
+    let picker = Picker::new(&tuned(), "w.json").unwrap();
+    let titan = builtin::find("gtx-titan").unwrap();
+    let p = picker.pick(&titan, &n(4096)).unwrap();
+    assert_eq!(p.how, How::Exact);
+    assert_eq!(p.config, config(32, 4));
+    assert_eq!(
+        p.build_options,
+        "-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4"
+    );
+    assert_eq!(p.global, [4096, 1024]);
+    assert_eq!(p.local, [32, 8]);
+    assert_eq!(p.tuned_objective, Some(20.0));
+    // Unset constants keep the spec's: N = 1024.
+    let p = picker.pick(&titan, &Constants::new()).unwrap();
+    assert_eq!((p.how, p.config), (How::Exact, config(32, 2)));
+}
+
+#[test]
+fn an_untuned_size_gets_the_nearest_tuned_size_that_is_valid_there() {
+    let picker = Picker::new(&tuned(), "w.json").unwrap();
+    let titan = builtin::find("gtx-titan").unwrap();
+    // 3072 is nearer 4096 than 1024, and 4096's TS=32 UNROLL=4 divides it.
+    let p = picker.pick(&titan, &n(3072)).unwrap();
+    assert_eq!(p.how, How::Nearest);
+    assert_eq!(p.config, config(32, 4), "{}", p.reason);
+    assert!(p.reason.contains("N=4096"), "{}", p.reason);
+    // TS=32 divides no N of 1500: neither tuned entry is valid, the prediction takes over.
+    let p = picker.pick(&titan, &n(1500)).unwrap();
+    assert_eq!(p.how, How::Predicted, "{}", p.reason);
+    let values = p
+        .config
+        .values()
+        .map(|v| v.as_int().unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(1500 % values[0], 0, "the tile divides N: {:?}", p.config);
+}
+
+#[test]
+fn a_device_never_tuned_gets_a_prediction_valid_on_it() {
+    let picker = Picker::new(&tuned(), "w.json").unwrap();
+    // The GTX 690's limits are the Titan's family: the tree takes the Titan's choice.
+    let other = builtin::find("gtx-690").unwrap();
+    let p = picker.pick(&other, &n(4096)).unwrap();
+    assert_eq!(p.how, How::Predicted);
+    assert!(p.reason.contains("decision tree"), "{}", p.reason);
+    // HD 4600: its work-groups hold at most 512 items; whatever is picked fits.
+    let hd = builtin::find("hd4600").unwrap();
+    let p = picker.pick(&hd, &n(2048)).unwrap();
+    assert_eq!(p.how, How::Predicted);
+    assert!(p.local.iter().product::<usize>() as u64 <= hd.max_work_group_size);
+}
+
+#[test]
+fn no_valid_configuration_and_unknown_constants_are_errors_not_guesses() {
+    let picker = Picker::new(&tuned(), "w.json").unwrap();
+    let titan = builtin::find("gtx-titan").unwrap();
+    let e = picker.pick(&titan, &n(1023)).unwrap_err();
+    assert!(e.0.contains("no configuration is valid"), "{e}");
+    let mut m = n(1024);
+    m.insert("M".into(), Value::Int(3));
+    let e = picker.pick(&titan, &m).unwrap_err();
+    assert!(e.0.contains('M'), "{e}");
+}
+
+#[test]
+fn corrupt_newer_and_foreign_files_are_refused_with_the_file_named() {
+    let good = wisdom(vec![tuned()]).to_json();
+    let back = Wisdom::parse(&good, "w.json").unwrap();
+    assert_eq!(back.kernels[0].entries.len(), 4);
+    let e = Wisdom::parse(&good[..good.len() / 2], "w.json").unwrap_err();
+    assert!(matches!(e, WisdomError::Corrupt { .. }), "{e}");
+    assert!(e.to_string().starts_with("w.json:"), "{e}");
+    let newer = good.replacen(&format!("\"schema\": {SCHEMA}"), "\"schema\": 99", 1);
+    let e = Wisdom::parse(&newer, "w.json").unwrap_err();
+    assert_eq!(
+        e,
+        WisdomError::Newer {
+            path: "w.json".into(),
+            found: 99
+        }
+    );
+    let e = back.kernel("sgemm", "w.json").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "w.json: no kernel `sgemm` in this wisdom (it holds `tiled`)"
+    );
+    let mut broken = tuned();
+    broken.spec = "[kernel\nname = 1".into();
+    let e = Picker::new(&broken, "w.json").err().unwrap();
+    assert!(e.to_string().contains("tiled.toml"), "{e}");
+}
+
+#[test]
+fn the_header_compiles_and_finds_each_row() {
+    let k = tuned();
+    let picker = Picker::new(&k, "w.json").unwrap();
+    let h = header::header(&k, &picker).unwrap();
+    assert!(h.contains("\"GeForce GTX TITAN\", \"N=4096\", \"-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4\", 2, {4096, 1024, 1}, {32, 8, 1}"), "{h}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tiled_wisdom.h"), &h).unwrap();
+    let main = r#"#include "tiled_wisdom.h"
+#include <stdio.h>
+int main(void) {
+    const ndtune_tiled_config *c = ndtune_tiled_find("GeForce GTX TITAN", "N=4096");
+    if (!c || ndtune_tiled_find("GeForce GTX TITAN", "N=8") != NULL) return 1;
+    printf("%s|%zu|%zu\n", c->build_options, c->local[0], c->local[1]);
+    return 0;
+}
+"#;
+    std::fs::write(dir.path().join("main.c"), main).unwrap();
+    let exe = dir.path().join("main");
+    let cc = std::process::Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(dir.path().join("main.c"))
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    let out = std::process::Command::new(&exe).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4|32|8\n"
+    );
+}
