@@ -27,8 +27,13 @@ pub enum Command {
     /// Measure a spec's configurations on live devices (or replay recorded results) and keep
     /// every result in the store.
     Tune(TuneArgs),
-    /// Write a recorded campaign as a Kernel Tuner cache or in the T4 results schema.
+    /// Write a recorded campaign as a Kernel Tuner cache or in the T4 results schema; or a
+    /// kernel's best configuration per device and constants as wisdom (JSON) or a C header.
     Export(ExportArgs),
+    /// The configuration a program should use, from a wisdom file: for a device and constants,
+    /// the exact tuned entry, the nearest tuned size, or a prediction; with its build options
+    /// and launch sizes.
+    Pick(PickArgs),
     /// Print stored results whole: the full outcome (build log, every run time, the advice, the
     /// mismatch), when and by which ndtune; selected by spec or kernel, device and configuration.
     Show(ShowArgs),
@@ -489,17 +494,40 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 pub struct ExportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// `kt` (Kernel Tuner cache JSON) or `t4` (T4 results JSON).
-    #[arg(long, value_parser = ["kt", "t4"])]
+    /// `kt` (Kernel Tuner cache JSON) or `t4` (T4 results JSON) of one campaign; `wisdom`
+    /// (JSON) or `header` (C) of every campaign of --spec's kernel.
+    #[arg(long, value_parser = ["kt", "t4", "wisdom", "header"])]
     pub format: String,
     /// Where to write.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// The spec of the kernel whose wisdom to write (`wisdom`: repeatable, one kernel each;
+    /// `header`: one).
+    #[arg(long, value_name = "SPEC")]
+    pub spec: Vec<PathBuf>,
     #[command(flatten)]
     pub campaign: SelectArgs,
     /// Metrics and objective besides (or instead of) those the campaign was tuned with.
     #[command(flatten)]
     pub metrics: MetricArgs,
+}
+
+#[derive(Args)]
+pub struct PickArgs {
+    /// The wisdom file (`ndtune export --format wisdom`).
+    #[arg(long, value_name = "FILE")]
+    pub wisdom: PathBuf,
+    /// The kernel, where the wisdom holds several.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// The problem's constants (`--set N=768`, repeatable); the others keep the spec's values.
+    #[command(flatten)]
+    pub constants: SetArgs,
+    /// Print the pick as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which recorded campaign of a store (`export`, `tune --replay`).

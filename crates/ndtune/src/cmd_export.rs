@@ -1,16 +1,25 @@
 //! `ndtune export`: one recorded campaign (selected by kernel, device, constants and setup) as a
 //! Kernel Tuner cache or as T4 results JSON, each configuration with its metric values (computed
 //! now from its measurements, with the definitions the campaign was last tuned with and those of
-//! the command line) and the objective.
+//! the command line) and the objective; or the wisdom of spec kernels (`ndtune_wisdom`): their
+//! best configuration per device and constants, as JSON or a C header.
 
 use crate::cli::ExportArgs;
 use crate::select::{select, Criteria};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ndtune_metrics::{Definitions, Inputs, Metrics};
+use ndtune_spec::Spec;
 use ndtune_store::kt::{self, KtHeader, MetricValues, T4Metrics};
+use ndtune_wisdom::Picker;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
+    if matches!(args.format.as_str(), "wisdom" | "header") {
+        return wisdom(args);
+    }
+    if !args.spec.is_empty() {
+        bail!("--spec is for --format wisdom and header; a `{}` export selects its campaign with --kernel, --device, --set and --setup", args.format);
+    }
     let store = args.store.open_read_only()?;
     let c = &args.campaign;
     let criteria = Criteria {
@@ -86,5 +95,75 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         args.out.display(),
         metrics.describe_objective()
     );
+    Ok(())
+}
+
+/// `--format wisdom` and `header`: every campaign of each spec's kernel.
+fn wisdom(args: &ExportArgs) -> Result<()> {
+    let c = &args.campaign;
+    if c.kernel.is_some() || c.device.is_some() || !c.constants.set.is_empty() || c.setup.is_some()
+    {
+        bail!("--format {} writes every device and constants of each --spec's kernel; --kernel, --device, --set and --setup select one campaign for `kt` and `t4`", args.format);
+    }
+    match (args.format.as_str(), args.spec.len()) {
+        (_, 0) => bail!(
+            "--format {} needs --spec: the spec of the kernel to export",
+            args.format
+        ),
+        ("header", n) if n > 1 => bail!("--format header writes one kernel: give one --spec"),
+        _ => {}
+    }
+    let store = args.store.open_read_only()?;
+    let objective = args.metrics.objective().map_err(|e| anyhow!(e))?;
+    let mut kernels = Vec::new();
+    for path in &args.spec {
+        let mut spec = Spec::load(path)?;
+        let defs = spec
+            .metrics
+            .definitions()
+            .clone()
+            .with(args.metrics.metrics.clone(), objective.clone());
+        spec.set_metrics(defs)
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let source = spec.kernel_source()?.ok_or_else(|| {
+            anyhow!(
+                "{}: [kernel] source is needed to export its wisdom",
+                path.display()
+            )
+        })?;
+        let (kernel, left) = ndtune_wisdom::from_store(&store, &spec, &source)?;
+        if left.other_source > 0 {
+            eprintln!(
+                "note: {} campaigns of `{}` were of another source (the kernel changed since) and are left out",
+                left.other_source, kernel.kernel
+            );
+        }
+        if kernel.entries.is_empty() {
+            bail!(
+                "{}: the store holds no measured configuration of kernel `{}` with this source",
+                store.path().display(),
+                kernel.kernel
+            );
+        }
+        kernels.push(kernel);
+    }
+    let text = if args.format == "header" {
+        let picker = Picker::new(&kernels[0], &args.out.display().to_string())?;
+        ndtune_wisdom::header::header(&kernels[0], &picker)?
+    } else {
+        ndtune_wisdom::wisdom(kernels.clone()).to_json()
+    };
+    std::fs::write(&args.out, text + "\n")
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    for k in &kernels {
+        eprintln!(
+            "wrote the {} of `{}` ({} devices and constants, objective {}) to {}",
+            args.format,
+            k.kernel,
+            k.entries.len(),
+            k.objective.metric,
+            args.out.display()
+        );
+    }
     Ok(())
 }

@@ -10,6 +10,7 @@ mod cmd_collect;
 mod cmd_devices;
 mod cmd_export;
 mod cmd_learn;
+mod cmd_pick;
 mod cmd_pool;
 mod cmd_replay;
 mod cmd_report;
@@ -68,6 +69,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Tune(args) => cmd_tune::run(&args),
         cli::Command::Export(args) => cmd_export::run(&args),
         cli::Command::Show(args) => cmd_show::run(&args),
+        cli::Command::Pick(args) => cmd_pick::run(&args),
         cli::Command::Split(args) => cmd_split::run(&args),
         cli::Command::Stencil(cmd) => cmd_stencil::run(&cmd),
         cli::Command::Collect(args) => cmd_collect::run(&args),

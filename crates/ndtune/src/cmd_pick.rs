@@ -1,0 +1,78 @@
+//! `ndtune pick`: the configuration a program should build and launch with, from a wisdom file,
+//! for one device (live, or a profile) and the problem's constants: how it was chosen (`exact`,
+//! `nearest`, `predicted`) and why, the configuration, its build options and launch sizes.
+
+use crate::cli::PickArgs;
+use crate::targets;
+use anyhow::{bail, Result};
+use ndtune_wisdom::{pick::constants_text, Picker, Wisdom};
+
+pub fn run(args: &PickArgs) -> Result<()> {
+    let path = args.wisdom.display().to_string();
+    let wisdom = Wisdom::load(&args.wisdom)?;
+    let kernel = match (&args.kernel, wisdom.kernels.as_slice()) {
+        (Some(name), _) => wisdom.kernel(name, &path)?,
+        (None, [one]) => one,
+        (None, kernels) => {
+            let names: Vec<&str> = kernels.iter().map(|k| k.kernel.as_str()).collect();
+            bail!(
+                "{path}: the wisdom holds {} kernels ({}): say which with --kernel",
+                names.len(),
+                names.join(", ")
+            )
+        }
+    };
+    let devices = targets::resolve(&args.device, true)?;
+    let [device] = devices.as_slice() else {
+        bail!(
+            "pick answers for one device: --device matches {}",
+            devices.len()
+        );
+    };
+    let constants = args.constants.single().map_err(anyhow::Error::msg)?;
+    let picker = Picker::new(kernel, &path)?;
+    let pick = picker.pick(&device.profile, &constants)?;
+    if args.json {
+        let out = serde_json::json!({
+            "kernel": kernel.kernel,
+            "device": device.profile.name,
+            "constants": constants,
+            "pick": pick,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let sizes = |v: &[usize]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "kernel `{}` on {} at {}: {}",
+        kernel.kernel,
+        device.label,
+        if constants.is_empty() {
+            "the spec's constants".to_string()
+        } else {
+            constants_text(&constants)
+        },
+        pick.how.word()
+    );
+    println!("  why            {}", pick.reason);
+    println!("  config         {}", constants_text(&pick.config));
+    println!("  build options  {}", pick.build_options);
+    if !pick.global.is_empty() {
+        println!("  global         {}", sizes(&pick.global));
+        println!("  local          {}", sizes(&pick.local));
+    }
+    if let (Some(v), Some(at)) = (pick.tuned_objective, &pick.tuned_constants) {
+        let unit = kernel.objective.unit.as_deref().unwrap_or("");
+        println!(
+            "  tuned {:<8} {v} {unit} (at {})",
+            kernel.objective.metric,
+            constants_text(at)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! The run-time loop on PoCL: tune at two sizes, export the wisdom and a C header, pick for a
+//! tuned size (the stored best), an untuned one (the nearest tuned size) and a device never
+//! tuned (a prediction valid on it); wisdom that cannot be used is refused with the file named.
+
+mod common;
+
+use common::{fails, json, ndtune, succeeds, write};
+use std::path::Path;
+
+/// A kernel whose work-group size is compiled in (`reqd_work_group_size`), over `N` floats.
+fn spec(dir: &Path, body: &str) -> String {
+    write(
+        dir,
+        "scale.cl",
+        &format!(
+            "__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))\n\
+             void scale(__global const float *x, __global float *y) {{\n    {body}\n}}\n"
+        ),
+    );
+    write(
+        dir,
+        "scale.toml",
+        r#"
+[kernel]
+name = "scale"
+source = "scale.cl"
+[constants]
+N = 4096
+[params]
+WG = [8, 16, 32, 64, 128]
+[launch]
+global = ["N"]
+local = ["WG"]
+[space]
+constraints = ["N % WG == 0"]
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = "random"
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+[verify]
+outputs = ["y"]
+reference = { config = { WG = 8 } }
+[measure]
+runs = 3
+"#,
+    )
+}
+
+const BODY: &str = "size_t i = get_global_id(0); y[i] = 3.0f * x[i];";
+
+#[test]
+fn picks_the_tuned_best_the_nearest_size_or_a_prediction_and_refuses_bad_wisdom() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), BODY);
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let tuned = json(&["tune", &spec, "--db", db, "--set", "N=4096,65536", "--json"]);
+    let best_of = |n: i64| {
+        tuned["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["constants"]["N"] == n)
+            .map(|d| d["best"]["config"].clone())
+            .unwrap()
+    };
+    let w = dir.path().join("w.json");
+    let w = w.to_str().unwrap();
+    succeeds(&[
+        "export", "--db", db, "--format", "wisdom", "--spec", &spec, "--out", w,
+    ]);
+
+    // A tuned size: the stored best, with its build options and launch sizes.
+    let p = json(&["pick", "--wisdom", w, "--set", "N=65536", "--json"]);
+    assert_eq!(p["pick"]["how"], "exact", "{p}");
+    assert_eq!(p["pick"]["config"], best_of(65536));
+    let wg = best_of(65536)["WG"].as_i64().unwrap();
+    // N is no define: the source does not mention it.
+    assert_eq!(p["pick"]["build_options"], format!("-D WG={wg}"));
+    assert_eq!(p["pick"]["global"], serde_json::json!([65536]));
+    assert_eq!(p["pick"]["local"], serde_json::json!([wg]));
+
+    // An untuned size: 8192 is nearest 4096 (one doubling away, 65536 three).
+    let p = json(&["pick", "--wisdom", w, "--set", "N=8192", "--json"]);
+    assert_eq!(p["pick"]["how"], "nearest", "{p}");
+    assert_eq!(p["pick"]["config"], best_of(4096));
+    assert_eq!(p["pick"]["tuned_constants"]["N"], 4096);
+    let text = succeeds(&["pick", "--wisdom", w, "--set", "N=8192"]);
+    assert!(text.contains(": nearest\n"), "{text}");
+
+    // A device never tuned: a prediction that passes its constraints (HD 4600: N=200 leaves WG
+    // 8 alone: 16 does not divide 200, and eq. 3 wants 20 work-groups for its 20 units).
+    let p = json(&[
+        "pick",
+        "--wisdom",
+        w,
+        "--profile",
+        "hd4600",
+        "--set",
+        "N=200",
+        "--json",
+    ]);
+    assert_eq!(p["pick"]["how"], "predicted", "{p}");
+    assert_eq!(p["pick"]["config"]["WG"], 8, "{p}");
+
+    // A header for programs without the library: it compiles and holds both sizes.
+    let h = dir.path().join("scale_wisdom.h");
+    succeeds(&[
+        "export",
+        "--db",
+        db,
+        "--format",
+        "header",
+        "--spec",
+        &spec,
+        "--out",
+        h.to_str().unwrap(),
+    ]);
+    let header = std::fs::read_to_string(&h).unwrap();
+    assert!(
+        header.contains(&format!(
+            "\"N=65536\", \"-D WG={wg}\", 1, {{65536, 1, 1}}, {{{wg}, 1, 1}}"
+        )),
+        "{header}"
+    );
+    write(dir.path(), "main.c", "#include \"scale_wisdom.h\"\nint main(void) { return ndtune_scale_configs[0].dims == 1 ? 0 : 1; }\n");
+    let cc = std::process::Command::new("cc")
+        .current_dir(dir.path())
+        .args(["-std=c99", "-Wall", "-Werror", "-o", "main", "main.c"])
+        .status()
+        .unwrap();
+    assert!(cc.success());
+
+    // Wisdom that cannot be used: each error names the file and the reason.
+    let text = std::fs::read_to_string(w).unwrap();
+    let bad = write(dir.path(), "bad.json", &text[..text.len() / 3]);
+    let e = fails(&["pick", "--wisdom", &bad, "--set", "N=8192"]);
+    assert!(
+        e.contains("bad.json:") && e.contains("not a wisdom file"),
+        "{e}"
+    );
+    let newer = write(
+        dir.path(),
+        "newer.json",
+        &text.replacen("\"schema\": 1", "\"schema\": 2", 1),
+    );
+    let e = fails(&["pick", "--wisdom", &newer]);
+    assert!(e.contains("newer.json: wisdom schema 2 is newer"), "{e}");
+    let e = fails(&["pick", "--wisdom", w, "--kernel", "sgemm"]);
+    assert!(
+        e.contains("no kernel `sgemm`") && e.contains("`scale`"),
+        "{e}"
+    );
+    let e = fails(&["pick", "--wisdom", w, "--set", "M=3"]);
+    assert!(e.contains('M'), "{e}");
+}
+
+#[test]
+fn results_of_a_changed_kernel_are_never_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), BODY);
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    json(&["tune", &spec, "--db", db, "--json"]);
+    // The kernel changes after tuning: its results say nothing of the new one.
+    self::spec(
+        dir.path(),
+        "size_t i = get_global_id(0); y[i] = 3.0f * x[i] + 0.0f;",
+    );
+    let w = dir.path().join("w.json");
+    let out = ndtune()
+        .args([
+            "export", "--db", db, "--format", "wisdom", "--spec", &spec, "--out",
+        ])
+        .arg(&w)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        e.contains("1 campaigns of `scale` were of another source"),
+        "{e}"
+    );
+    assert!(
+        e.contains("holds no measured configuration of kernel `scale`"),
+        "{e}"
+    );
+    assert!(!w.exists());
+}
