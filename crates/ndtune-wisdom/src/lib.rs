@@ -12,11 +12,16 @@
 //!   tuned size on the same device model, else a `predicted` configuration (see [`pick`]);
 //!   always one that passes the device's constraints, with its build options and launch sizes.
 //! - [`header`] writes the same as a C header for programs that want no library at all.
+//! - [`Runtime`] is what the run-time library (C API, Python, `serve`) holds: an opened file,
+//!   its pickers, and the [`capture`] of every question while `NDTUNE_CAPTURE` is set.
 
+pub mod capture;
 pub mod header;
 pub mod pick;
+mod runtime;
 
 pub use pick::{How, Pick, PickError, Picker};
+pub use runtime::{Runtime, RuntimeError};
 
 use ndtune_core::{Config, Constants, Outcome};
 use ndtune_device::DeviceProfile;

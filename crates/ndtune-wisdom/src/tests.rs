@@ -196,3 +196,37 @@ int main(void) {
         "-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4|32|8\n"
     );
 }
+
+#[test]
+fn a_runtime_captures_each_question_once_even_without_usable_wisdom() {
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captured");
+    let missing = Runtime::open_with(
+        &dir.path().join("none.json"),
+        Some(capture::Capture::to(&captures)),
+    );
+    let titan = builtin::find("gtx-titan").unwrap();
+    let e = missing.pick("tiled", &titan, &n(2048)).unwrap_err();
+    assert!(matches!(e, RuntimeError::Wisdom(WisdomError::Read { .. })), "{e}");
+    assert!(e.to_string().contains("none.json"), "{e}");
+
+    let path = dir.path().join("w.json");
+    std::fs::write(&path, wisdom(vec![tuned()]).to_json()).unwrap();
+    let runtime = Runtime::open_with(&path, Some(capture::Capture::to(&captures)));
+    for _ in 0..3 {
+        assert_eq!(runtime.pick("tiled", &titan, &n(4096)).unwrap().how, How::Exact);
+    }
+    let e = runtime.pick("other", &titan, &n(4096)).unwrap_err();
+    assert!(e.to_string().contains("no kernel `other`"), "{e}");
+    let seen = capture::read(&captures).unwrap();
+    let asked: Vec<(&str, i64)> = seen
+        .iter()
+        .map(|c| (c.kernel.as_str(), c.constants["N"].as_int().unwrap()))
+        .collect();
+    assert_eq!(asked, [("tiled", 2048), ("tiled", 4096), ("other", 4096)]);
+    assert_eq!(seen[0].device.name, titan.name);
+
+    std::fs::write(captures.join("zz.jsonl"), "{\"kernel\": 1}\n").unwrap();
+    let e = capture::read(&captures).unwrap_err();
+    assert!(e.contains("zz.jsonl:1: not a capture"), "{e}");
+}
