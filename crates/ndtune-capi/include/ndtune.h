@@ -34,12 +34,31 @@ typedef enum ndtune_status {
   NDTUNE_ERR_UNSUPPORTED = -7,
   // A bug in ndtune, caught before it reached the caller.
   NDTUNE_ERR_INTERNAL = -8,
+  // The wisdom file cannot be used (missing, corrupt, of a newer schema) or holds no such
+  // kernel: keep the program's own configuration.
+  NDTUNE_ERR_WISDOM = -9,
+  // The wisdom has no configuration valid for this device and these constants (or the
+  // constants are not the kernel's): keep the program's own configuration.
+  NDTUNE_ERR_NO_CONFIG = -10,
 } ndtune_status;
+
+// How a configuration was chosen.
+typedef enum ndtune_how {
+  // Tuned on this device model at these constants.
+  NDTUNE_EXACT = 0,
+  // Tuned on this device model at the nearest constants, and valid at these.
+  NDTUNE_NEAREST = 1,
+  // Predicted for a device or size never tuned, valid on this device.
+  NDTUNE_PREDICTED = 2,
+} ndtune_how;
 
 // A predictor: a model loaded in this process, or a connection to a service. Safe to share
 // between threads (calls on one predictor are serialised); free it with
 // `ndtune_predictor_free`.
 typedef struct ndtune_predictor ndtune_predictor;
+
+// An opened wisdom file. Safe to share between threads; free it with `ndtune_wisdom_free`.
+typedef struct ndtune_wisdom ndtune_wisdom;
 
 // The stencil a kernel applies: how far it reads around the cell it computes, and its element
 // types. The kernel's `__local` tile is the work-group plus this border.
@@ -65,6 +84,24 @@ typedef struct ndtune_split_part {
   // The factor of the device's speed (1 / time) before rounding to work-groups.
   double optimal_factor;
 } ndtune_split_part;
+
+// A configuration to build and launch with. Its strings belong to the wisdom handle and stay
+// valid until it is freed.
+typedef struct ndtune_config {
+  enum ndtune_how how;
+  // For `clBuildProgram`: the spec's options and `-D NAME=VALUE` of each define (add your
+  // own `-I`).
+  const char *build_options;
+  // The parameters, `NAME=VALUE` separated by spaces.
+  const char *params;
+  // Why this configuration, in words.
+  const char *reason;
+  // Dimensions of the launch (0 where the spec has no `[launch]`).
+  uint32_t work_dim;
+  // `work_dim` sizes each, the others 1.
+  size_t global[3];
+  size_t local[3];
+} ndtune_config;
 
 #ifdef __cplusplus
 extern "C" {
@@ -144,6 +181,34 @@ enum ndtune_status ndtune_split_plan(size_t global,
                                      const double *time_ms,
                                      struct ndtune_split_part *parts,
                                      double *theoretical_ms);
+
+// Opens the wisdom file at `path`. Returns NULL only for a NULL or non-UTF-8 path: a file
+// that cannot be used gives a handle whose picks say why (`NDTUNE_ERR_WISDOM`).
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string.
+struct ndtune_wisdom *ndtune_wisdom_open(const char *path);
+
+// Frees a wisdom handle and the strings of its answers; NULL is ignored.
+//
+// # Safety
+// `wisdom` is NULL or a handle this API returned, not freed yet and not in use.
+void ndtune_wisdom_free(struct ndtune_wisdom *wisdom);
+
+// The configuration of `kernel` on `device` for the problem's `constants` (`"N=768 T=float"`;
+// NULL or empty: the spec's own): the tuned one, the nearest tuned size's or a prediction,
+// always valid on the device. Writes `*out` and returns `NDTUNE_OK`; otherwise
+// `NDTUNE_ERR_WISDOM` or `NDTUNE_ERR_NO_CONFIG` (keep your own configuration),
+// `NDTUNE_ERR_OPENCL` or `NDTUNE_ERR_ARGUMENT`, `*out` untouched.
+//
+// # Safety
+// `wisdom` a live handle; strings NULL or NUL-terminated; `out` NULL or writable; `device` a
+// device id of the OpenCL loader this process uses.
+enum ndtune_status ndtune_pick(struct ndtune_wisdom *wisdom,
+                               const char *kernel,
+                               cl_device_id device,
+                               const char *constants,
+                               struct ndtune_config *out);
 
 #ifdef __cplusplus
 }  // extern "C"

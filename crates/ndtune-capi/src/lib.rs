@@ -5,7 +5,8 @@
 //! stencil kernel for a `cl_device_id`, either in process with a loaded model
 //! ([`ndtune_predictor_load`]) or through a running `ndtune serve` ([`ndtune_predictor_connect`]),
 //! with observations reported back to a service ([`ndtune_observe`]); the split planner
-//! ([`ndtune_split_plan`]); and the error convention: every function returns an
+//! ([`ndtune_split_plan`]); the tuned configuration of any kernel from a wisdom file
+//! ([`ndtune_wisdom_open`], [`ndtune_pick`], see [`wisdom`]); and the error convention: every function returns an
 //! [`ndtune_status`] (or NULL) and leaves a message for [`ndtune_last_error`]. No panic crosses
 //! the boundary. What a predictor does is in [`predictor`]: it caches each device's profile and
 //! features and each kernel's features (or its service hash), so a repeated call costs no OpenCL
@@ -14,6 +15,11 @@
 #![allow(non_camel_case_types)]
 
 mod predictor;
+mod wisdom;
+
+pub use wisdom::{
+    ndtune_config, ndtune_how, ndtune_pick, ndtune_wisdom, ndtune_wisdom_free, ndtune_wisdom_open,
+};
 
 use ndtune_learn::features::Dataset;
 use predictor::{Local, Predictor, Remote, Scenario};
@@ -50,6 +56,12 @@ pub enum ndtune_status {
     NDTUNE_ERR_UNSUPPORTED = -7,
     /// A bug in ndtune, caught before it reached the caller.
     NDTUNE_ERR_INTERNAL = -8,
+    /// The wisdom file cannot be used (missing, corrupt, of a newer schema) or holds no such
+    /// kernel: keep the program's own configuration.
+    NDTUNE_ERR_WISDOM = -9,
+    /// The wisdom has no configuration valid for this device and these constants (or the
+    /// constants are not the kernel's): keep the program's own configuration.
+    NDTUNE_ERR_NO_CONFIG = -10,
 }
 
 use ndtune_status as Status;
@@ -126,7 +138,7 @@ fn set_last_error(message: String) {
 }
 
 /// Runs `f` with panics caught; a failure leaves its message for `ndtune_last_error`.
-fn guard<T>(f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Status> {
+pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Status> {
     let outcome = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
@@ -144,11 +156,11 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Status> {
     })
 }
 
-fn status(result: Result<(), Status>) -> Status {
+pub(crate) fn status(result: Result<(), Status>) -> Status {
     result.err().unwrap_or(Status::NDTUNE_OK)
 }
 
-fn non_null<T>(ptr: *const T, what: &str) -> Result<(), Failure> {
+pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<(), Failure> {
     if ptr.is_null() {
         Err(Failure::argument(format!("`{what}` is NULL")))
     } else {
@@ -169,7 +181,7 @@ unsafe fn bytes<'a>(ptr: *const c_char, what: &str) -> Result<&'a [u8], Failure>
 ///
 /// # Safety
 /// As [`bytes`].
-unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str, Failure> {
+pub(crate) unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str, Failure> {
     std::str::from_utf8(unsafe { bytes(ptr, what) }?)
         .map_err(|e| Failure::argument(format!("`{what}` is not UTF-8: {e}")))
 }

@@ -31,7 +31,9 @@ pub mod text;
 pub mod tools;
 mod value;
 
-pub use value::{int_config, sweep, Codec, CodecError, Coding, Config, Constants, Value};
+pub use value::{
+    int_config, parse_constants, sweep, Codec, CodecError, Coding, Config, Constants, Value,
+};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

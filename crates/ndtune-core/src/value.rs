@@ -23,6 +23,33 @@ pub enum Value {
 }
 
 impl Value {
+    /// A value as written on a command line or in a constants string: an integer, a real
+    /// number (`0.5`, `1e-3`) or an identifier (`float`).
+    pub fn parse(text: &str) -> Result<Value, String> {
+        if let Ok(v) = text.parse::<i64>() {
+            return Ok(Value::Int(v));
+        }
+        if let Ok(v) = text.parse::<f64>() {
+            return if v.is_finite() {
+                Ok(Value::Real(v))
+            } else {
+                Err(format!("`{text}` is not a finite number"))
+            };
+        }
+        let identifier = !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+            && !text.starts_with(|c: char| c.is_ascii_digit());
+        if identifier {
+            Ok(Value::Text(text.to_string()))
+        } else {
+            Err(format!(
+                "`{text}` is not an integer, a real number or an identifier"
+            ))
+        }
+    }
+
     /// The integer, if this is one.
     pub fn as_int(&self) -> Option<i64> {
         match self {
@@ -303,6 +330,22 @@ pub type Config = std::collections::BTreeMap<String, Value>;
 
 /// Constants of a problem, by name.
 pub type Constants = std::collections::BTreeMap<String, Value>;
+
+/// Constants written `NAME=VALUE`, separated by spaces (`N=768 T=float`; empty: none), each
+/// value as [`Value::parse`] reads it; a name given twice is an error.
+pub fn parse_constants(text: &str) -> Result<Constants, String> {
+    let mut constants = Constants::new();
+    for item in text.split_whitespace() {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("`{item}` is not NAME=VALUE"))?;
+        let value = Value::parse(value).map_err(|e| format!("{e} (in `{item}`)"))?;
+        if constants.insert(name.to_string(), value).is_some() {
+            return Err(format!("`{name}` is given twice"));
+        }
+    }
+    Ok(constants)
+}
 
 /// A sweep over constants: every combination of the values given for each name (`N` in
 /// `[256, 512]` and `K` in `[3, 5]` make four), the first name varying slowest; one empty map

@@ -85,12 +85,15 @@ pub fn read(dir: &Path) -> Result<Vec<Captured>, String> {
     files.sort();
     let mut all: Vec<Captured> = Vec::new();
     for file in &files {
-        let text = ndtune_spec::read_text(file, 64 << 20, "capture file")
-            .map_err(|e| e.to_string())?;
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let c: Captured = serde_json::from_str(line).map_err(|e| {
-                format!("{}:{}: not a capture: {e}", file.display(), i + 1)
-            })?;
+        let text =
+            ndtune_spec::read_text(file, 64 << 20, "capture file").map_err(|e| e.to_string())?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let c: Captured = serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}: not a capture: {e}", file.display(), i + 1))?;
             if !all.contains(&c) {
                 all.push(c);
             }

@@ -207,14 +207,20 @@ fn a_runtime_captures_each_question_once_even_without_usable_wisdom() {
     );
     let titan = builtin::find("gtx-titan").unwrap();
     let e = missing.pick("tiled", &titan, &n(2048)).unwrap_err();
-    assert!(matches!(e, RuntimeError::Wisdom(WisdomError::Read { .. })), "{e}");
+    assert!(
+        matches!(e, RuntimeError::Wisdom(WisdomError::Read { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("none.json"), "{e}");
 
     let path = dir.path().join("w.json");
     std::fs::write(&path, wisdom(vec![tuned()]).to_json()).unwrap();
     let runtime = Runtime::open_with(&path, Some(capture::Capture::to(&captures)));
     for _ in 0..3 {
-        assert_eq!(runtime.pick("tiled", &titan, &n(4096)).unwrap().how, How::Exact);
+        assert_eq!(
+            runtime.pick("tiled", &titan, &n(4096)).unwrap().how,
+            How::Exact
+        );
     }
     let e = runtime.pick("other", &titan, &n(4096)).unwrap_err();
     assert!(e.to_string().contains("no kernel `other`"), "{e}");

@@ -138,14 +138,14 @@ pub struct Set {
     pub values: Vec<Value>,
 }
 
-/// `NAME=VALUE` or `NAME=V1,V2,...`, each value as [`parse_value`] reads it.
+/// `NAME=VALUE` or `NAME=V1,V2,...`, each value as [`Value::parse`] reads it.
 pub fn parse_set(s: &str) -> Result<Set, String> {
     let (name, values) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
     let values = values
         .split(',')
-        .map(|v| parse_value(v.trim()).map_err(|e| format!("{e} (in `{s}`)")))
+        .map(|v| Value::parse(v.trim()).map_err(|e| format!("{e} (in `{s}`)")))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Set {
         name: name.trim().to_string(),
@@ -153,12 +153,12 @@ pub fn parse_set(s: &str) -> Result<Set, String> {
     })
 }
 
-/// `NAME=VALUE`, one value as [`parse_value`] reads it.
+/// `NAME=VALUE`, one value as [`Value::parse`] reads it.
 pub fn parse_assignment(s: &str) -> Result<(String, Value), String> {
     let (name, value) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
-    let value = parse_value(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
+    let value = Value::parse(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
     Ok((name.trim().to_string(), value))
 }
 
@@ -195,33 +195,6 @@ impl SetArgs {
             .map(|s| (s.name.clone(), s.values.clone()))
             .collect();
         ndtune_core::sweep(&values).map_err(|e| format!("--set {e}"))
-    }
-}
-
-/// A value as written on the command line: an integer, a real number (`0.5`, `1e-3`) or an
-/// identifier (`float`).
-pub fn parse_value(text: &str) -> Result<Value, String> {
-    if let Ok(v) = text.parse::<i64>() {
-        return Ok(Value::Int(v));
-    }
-    if let Ok(v) = text.parse::<f64>() {
-        return if v.is_finite() {
-            Ok(Value::Real(v))
-        } else {
-            Err(format!("`{text}` is not a finite number"))
-        };
-    }
-    let identifier = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
-        && !text.starts_with(|c: char| c.is_ascii_digit());
-    if identifier {
-        Ok(Value::Text(text.to_string()))
-    } else {
-        Err(format!(
-            "`{text}` is not an integer, a real number or an identifier"
-        ))
     }
 }
 
@@ -313,6 +286,10 @@ pub struct TuneArgs {
     /// Replay recorded results instead of running: an ndtune store or a Kernel Tuner cache.
     #[arg(long, value_name = "PATH")]
     pub replay: Option<PathBuf>,
+    /// Tune what programs asked for at run time (`NDTUNE_CAPTURE=DIR`): the spec's kernel at
+    /// each captured set of constants, on each captured device this machine has.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["replay", "pool"])]
+    pub captured: Option<PathBuf>,
     /// With --replay of a store: the campaign of this setup (the start of its digest), where
     /// the kernel was tuned under several.
     #[arg(long, value_name = "DIGEST", requires = "replay")]

@@ -1,7 +1,8 @@
 //! `ndtune tune`: measure a spec's pruned space on one or more live devices with a search
 //! strategy, through a supervised worker process, keeping every outcome in the store as it
 //! happens; resume from the store; sweep over constants (`--set N=256,512`: a campaign per
-//! value); or replay recorded results (`--replay`).
+//! value); tune what programs asked for at run time (`--captured`); or replay recorded results
+//! (`--replay`).
 
 use crate::cli::{CampaignArgs, MetricArgs, SearchArgs, TuneArgs};
 
@@ -34,11 +35,19 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .spec
         .as_ref()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
-    let sweep = args
-        .campaign
-        .constants
-        .sweep()
-        .map_err(anyhow::Error::msg)?;
+    let captured = args
+        .captured
+        .as_deref()
+        .map(|dir| Captured::plan(dir, spec_path, args))
+        .transpose()?;
+    let sweep = match &captured {
+        Some(c) => c.sweep.clone(),
+        None => args
+            .campaign
+            .constants
+            .sweep()
+            .map_err(anyhow::Error::msg)?,
+    };
     wall.lap();
     // Every combination's spec is checked before anything is measured.
     let specs = sweep
@@ -59,7 +68,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .rule(specs[0].measure.race)
         .map_err(|e| anyhow!(e))?;
     wall.spec_s += wall.lap();
-    let picked = devices::pick_live(args.device.as_deref()).map_err(|e| anyhow!("--device {e}"))?;
+    let selector = captured
+        .as_ref()
+        .map_or(args.device.clone(), |c| Some(c.devices.clone()));
+    let picked = devices::pick_live(selector.as_deref()).map_err(|e| anyhow!("--device {e}"))?;
     if args.share.pool && sweep.len() > 1 {
         bail!(
             "--pool runs one campaign, and --set gives {} combinations of values: start a pool for each",
@@ -115,6 +127,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             // A signal stopped the campaign before: the others are not started.
             if reports.iter().any(|r| r.interrupted.is_some()) {
                 break;
+            }
+            if captured
+                .as_ref()
+                .is_some_and(|c| !c.asked(overrides, &device.profile))
+            {
+                drop(workers.next()); // the worker started for this device is not needed
+                continue;
             }
             let share = args.share.worker.then(|| Share {
                 worker: args
@@ -351,4 +370,86 @@ pub(crate) fn tune_device(
     .run(&mut observer, None);
     bar.finish();
     Ok(tuned?)
+}
+
+/// `--captured DIR`: the campaigns programs asked for (`ndtune_wisdom::capture`).
+struct Captured {
+    /// The captured sets of constants of the spec's kernel, in the order first asked.
+    sweep: Vec<Constants>,
+    /// The devices of this machine that were asked for, as a `--device` selector.
+    devices: String,
+    asked: Vec<ndtune_wisdom::capture::Captured>,
+}
+
+impl Captured {
+    fn plan(
+        dir: &std::path::Path,
+        spec_path: &std::path::Path,
+        args: &TuneArgs,
+    ) -> Result<Captured> {
+        if !args.campaign.constants.set.is_empty() {
+            bail!("--captured tunes the constants programs asked for: leave out --set");
+        }
+        let kernel = Spec::load(spec_path)?.kernel.name;
+        let all = ndtune_wisdom::capture::read(dir).map_err(|e| anyhow!("--captured {e}"))?;
+        let asked: Vec<_> = all.iter().filter(|c| c.kernel == kernel).cloned().collect();
+        if asked.is_empty() {
+            let mut kernels: Vec<&str> = all.iter().map(|c| c.kernel.as_str()).collect();
+            kernels.dedup();
+            bail!(
+                "--captured {}: no program asked for kernel `{kernel}` (it holds {})",
+                dir.display(),
+                kernels.join(", ")
+            );
+        }
+        let names = ndtune_cl::names().map_err(|e| anyhow!(e))?;
+        let here: Vec<usize> = (0..names.len())
+            .filter(|&i| {
+                asked.iter().any(|c| c.device.name == names[i])
+                    && args.device.as_deref().is_none_or(|sel| {
+                        devices::pick_live(Some(sel)).is_ok_and(|p| p.iter().any(|d| d.index == i))
+                    })
+            })
+            .collect();
+        let mut missing: Vec<&str> = asked
+            .iter()
+            .map(|c| c.device.name.as_str())
+            .filter(|n| !names.iter().any(|m| m == n))
+            .collect();
+        missing.dedup();
+        if !missing.is_empty() {
+            eprintln!(
+                "note: captured on {}, which this machine does not have: tune there",
+                missing.join(", ")
+            );
+        }
+        if here.is_empty() {
+            bail!(
+                "--captured {}: none of the devices asked for is here",
+                dir.display()
+            );
+        }
+        let mut sweep: Vec<Constants> = Vec::new();
+        for c in &asked {
+            if !sweep.contains(&c.constants) {
+                sweep.push(c.constants.clone());
+            }
+        }
+        Ok(Captured {
+            sweep,
+            devices: here
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            asked,
+        })
+    }
+
+    /// Whether a program asked for the kernel at `constants` on a device of this model.
+    fn asked(&self, constants: &Constants, device: &ndtune_device::DeviceProfile) -> bool {
+        self.asked
+            .iter()
+            .any(|c| c.constants == *constants && ndtune_wisdom::same_model(&c.device, device))
+    }
 }

@@ -196,3 +196,117 @@ fn results_of_a_changed_kernel_are_never_exported() {
     );
     assert!(!w.exists());
 }
+
+/// Where cargo put `libndtune_capi.so`: the workspace's target folder of this profile (the
+/// workspace's tests build it; `cargo build -p ndtune-capi` where this test runs alone).
+fn capi_dir() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    assert!(
+        profile.join("libndtune_capi.so").is_file(),
+        "no libndtune_capi.so in {}: build it with `cargo build -p ndtune-capi` (the workspace's tests do)",
+        profile.display()
+    );
+    profile
+}
+
+/// examples/c/saxpy: run with NDTUNE_CAPTURE at two sizes (no wisdom yet: its own defaults),
+/// tuned with `--captured`, exported, run again: each tuned size runs the stored best, an
+/// untuned one the nearest tuned size's, a corrupt wisdom falls back to the defaults.
+#[test]
+fn the_c_example_captures_is_tuned_and_runs_with_its_tuned_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = common::examples();
+    let program = dir.path().join("saxpy");
+    let built = std::process::Command::new("make")
+        .arg("-C")
+        .arg(examples.join("c"))
+        .arg(format!("LIBDIR={}", capi_dir().display()))
+        .arg(format!("OUT={}", dir.path().join("blur").display()))
+        .arg(format!("SAXPY={}", program.display()))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let captured = dir.path().join("captured");
+    let wisdom = dir.path().join("saxpy.wisdom.json");
+    let run = |n: u64, capture: bool| {
+        let mut cmd = std::process::Command::new(&program);
+        cmd.arg("--wisdom")
+            .arg(&wisdom)
+            .args(["--n", &n.to_string()]);
+        if capture {
+            cmd.env("NDTUNE_CAPTURE", &captured);
+        }
+        let out = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert!(stdout.ends_with(", correct\n"), "{stdout}");
+        (stdout, stderr)
+    };
+    for n in [65536, 262144] {
+        let (out, err) = run(n, true);
+        assert!(out.contains("WG=64 ITEMS=1 (defaults)"), "{out}");
+        assert!(err.contains("saxpy.wisdom.json: cannot read"), "{err}");
+    }
+    let spec = examples.join("saxpy.toml");
+    let spec = spec.to_str().unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let tuned = json(&[
+        "tune",
+        spec,
+        "--db",
+        db,
+        "--captured",
+        captured.to_str().unwrap(),
+        "--json",
+    ]);
+    let bests: Vec<(i64, String)> = tuned["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let c = &d["best"]["config"];
+            (
+                d["constants"]["N"].as_i64().unwrap(),
+                format!("ITEMS={} WG={}", c["ITEMS"], c["WG"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bests.iter().map(|b| b.0).collect::<Vec<_>>(),
+        [65536, 262144]
+    );
+    succeeds(&[
+        "export",
+        "--db",
+        db,
+        "--format",
+        "wisdom",
+        "--spec",
+        spec,
+        "--out",
+        wisdom.to_str().unwrap(),
+    ]);
+    for (n, best) in &bests {
+        let (out, _) = run(*n as u64, false);
+        assert!(out.contains(&format!("{best} (exact)")), "{out}");
+    }
+    // 131072 is as near one as the other; whichever it takes, it is a tuned size's best.
+    let (out, _) = run(131072, false);
+    assert!(
+        out.contains("(nearest)") && bests.iter().any(|(_, b)| out.contains(b.as_str())),
+        "{out}"
+    );
+    std::fs::write(&wisdom, "{\"schema\": 1, \"kernels\": [").unwrap();
+    let (out, err) = run(65536, false);
+    assert!(out.contains("(defaults)"), "{out}");
+    assert!(err.contains("not a wisdom file"), "{err}");
+}
