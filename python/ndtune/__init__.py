@@ -1,8 +1,8 @@
 """ndtune from Python: Kernel Tuner's `tune_kernel` and `run_kernel` for OpenCL kernels, with
 ndtune's engine (pruning, parallel builds, supervised workers, a results store that resumes)
 underneath; `space` (the pruned space, unmeasured), `Store` (a store's results), `report`,
-`bench_strategies` (search strategies replayed on recorded spaces) and `collect` (stencil data
-collection for learning).
+`bench_strategies` (search strategies replayed on recorded spaces), `collect` (stencil data
+collection for learning) and `best` (a tuned configuration at run time, from a wisdom file).
 
     from ndtune import tune_kernel
     results, env = tune_kernel("vector_add", kernel_string, size, args, tune_params)
@@ -13,7 +13,8 @@ docs/python.md lists every argument and what ndtune does with it.
 import json
 
 from . import _ndtune
-from ._ndtune import CampaignError, DeviceError, NdtuneError, SpecError, StoreError
+from ._ndtune import (CampaignError, DeviceError, NdtuneError, SpecError, StoreError,
+                      WisdomError)
 
 # Imported when first asked for: NumPy takes most of a second to import, and the worker
 # processes (`python -m ndtune._worker`), which import this package, need none of it.
@@ -47,7 +48,21 @@ def devices():
     return json.loads(_ndtune.devices())
 
 
+def best(wisdom, kernel, constants=None, *, device=0, platform=0, **more):
+    """The configuration of `kernel` to build and launch with on device `device` of OpenCL
+    platform `platform` (Kernel Tuner's numbers) for the problem's constants (`constants` and
+    keyword arguments: `best("app.wisdom.json", "saxpy", N=768)`), from a wisdom file written by
+    `ndtune export --format wisdom` (docs/deploy.md). A dict: `how` ("exact", "nearest" or
+    "predicted"), `config`, `build_options`, `global`, `local`, `reason`, and for the first two
+    the entry's `tuned_objective` and `tuned_constants`. Raises `WisdomError` where the file
+    cannot be used or nothing in it fits: keep your own configuration then. Each question is
+    recorded while NDTUNE_CAPTURE names a folder (`ndtune tune SPEC --captured DIR`)."""
+    given = dict(constants or {}, **more)
+    return json.loads(_ndtune.best(str(wisdom), kernel, json.dumps(given), platform, device))
+
+
 __all__ = [
+    "best",
     "tune_kernel",
     "run_kernel",
     "space",
@@ -61,6 +76,7 @@ __all__ = [
     "DeviceError",
     "StoreError",
     "CampaignError",
+    "WisdomError",
     "ErrorConfig",
     "InvalidConfig",
     "CompilationFailedConfig",

@@ -11,10 +11,12 @@
 //! - [`report`]: the HTML report of a store ([`ndtune_report`], as `ndtune report`).
 //! - [`bench_strategies`]: strategies replayed on recorded spaces
 //!   ([`ndtune_engine::strategy_bench`], as `ndtune bench-strategies --json`).
+//! - [`best`]: the configuration of a kernel for a device and constants from a wisdom file
+//!   ([`ndtune_wisdom::Runtime`], as `ndtune pick`; captured under `NDTUNE_CAPTURE`).
 //! - [`collect`]: a stencil collection campaign measured into a store, and its CSV for
 //!   learning ([`ndtune_collect`], as `ndtune collect` and `collect --export`).
 
-use crate::{pick_device, spec_error, store_error, NdtuneError};
+use crate::{pick_device, spec_error, store_error, NdtuneError, WisdomError};
 use ndtune_bench::evaluate::Bench;
 use ndtune_core::{Config, Constants};
 use ndtune_engine::space::SpaceReport;
@@ -94,6 +96,55 @@ fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) ->
         out["configs"] = Json::Array(configs);
     }
     Ok(out.to_string())
+}
+
+/// The configuration of `kernel` from the wisdom file `wisdom` for device `device` of OpenCL
+/// platform `platform` at `constants` (JSON, name to value), as `ndtune pick --json`'s `pick`.
+/// Each file is opened once per process (again where it changed), each device read once.
+#[pyfunction]
+fn best(
+    py: Python<'_>,
+    wisdom: PathBuf,
+    kernel: &str,
+    constants: &str,
+    platform: usize,
+    device: usize,
+) -> PyResult<String> {
+    use ndtune_wisdom::Runtime;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    type Opened = HashMap<(PathBuf, Option<std::time::SystemTime>), Arc<Runtime>>;
+    static OPENED: Mutex<Option<Opened>> = Mutex::new(None);
+    static PROFILES: Mutex<Option<HashMap<(usize, usize), ndtune_device::DeviceProfile>>> =
+        Mutex::new(None);
+    let constants: Constants = serde_json::from_str(constants)
+        .map_err(|e| NdtuneError::new_err(format!("best: constants: {e}")))?;
+    let profile = {
+        let mut profiles = PROFILES.lock().unwrap_or_else(|p| p.into_inner());
+        let profiles = profiles.get_or_insert_with(HashMap::new);
+        match profiles.get(&(platform, device)) {
+            Some(p) => p.clone(),
+            None => {
+                let p = pick_device(platform, device)?.profile;
+                profiles.insert((platform, device), p.clone());
+                p
+            }
+        }
+    };
+    let modified = std::fs::metadata(&wisdom).and_then(|m| m.modified()).ok();
+    let runtime = {
+        let mut opened = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(
+            opened
+                .get_or_insert_with(HashMap::new)
+                .entry((wisdom.clone(), modified))
+                .or_insert_with(|| Arc::new(Runtime::open(&wisdom))),
+        )
+    };
+    let pick = py
+        .detach(|| runtime.pick(kernel, &profile, &constants))
+        .map_err(|e| WisdomError::new_err(e.to_string()))?;
+    serde_json::to_string(&pick).map_err(|e| NdtuneError::new_err(e.to_string()))
 }
 
 /// Every result the store at `location` holds, as JSON: a list of `ndtune show --json`'s objects.
@@ -238,6 +289,7 @@ fn collect(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collect, m)?)?;
+    m.add_function(wrap_pyfunction!(best, m)?)?;
     m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(space, m)?)?;
     m.add_function(wrap_pyfunction!(store_results, m)?)?;

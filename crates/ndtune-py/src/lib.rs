@@ -69,6 +69,13 @@ create_exception!(
     "A campaign stopped: a worker said the kernel or its reference is wrong."
 );
 
+create_exception!(
+    _ndtune,
+    WisdomError,
+    NdtuneError,
+    "A wisdom file gives no configuration: it cannot be used (missing, corrupt, newer, no such kernel) or none of its configurations fits; keep your own."
+);
+
 fn spec_error(e: impl std::fmt::Display) -> PyErr {
     SpecError::new_err(e.to_string())
 }
@@ -560,5 +567,6 @@ fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DeviceError", py.get_type::<DeviceError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
     m.add("CampaignError", py.get_type::<CampaignError>())?;
+    m.add("WisdomError", py.get_type::<WisdomError>())?;
     Ok(())
 }
