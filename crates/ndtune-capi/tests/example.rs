@@ -171,6 +171,7 @@ fn the_c_example_runs_through_a_service() {
         devices: Vec::new(),
         retrain_after: 1_000,
         seed: 1,
+        wisdom: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     // The service runs until the test process ends.

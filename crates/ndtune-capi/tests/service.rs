@@ -26,6 +26,7 @@ fn service_process() {
         devices: Vec::new(),
         retrain_after: 1_000,
         seed: 1,
+        wisdom: None,
     };
     let listen = ndtune_serve::Listen::Unix(std::env::var(SOCKET_ENV).unwrap().into());
     ndtune_serve::run(options, ndtune_serve::HttpOptions::new(listen), |_| {}).unwrap();

@@ -248,6 +248,7 @@ impl LocalService {
             devices,
             retrain_after: 2,
             seed: 1,
+            wisdom: None,
         })
         .expect("the service starts");
         let options = ndtune_serve::HttpOptions::new(ndtune_serve::Listen::Tcp("-".into()));

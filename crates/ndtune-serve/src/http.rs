@@ -9,7 +9,7 @@
 //! that fails or panics answers 500 with the same body, and is counted.
 
 use crate::scenario::ScenarioRequest;
-use crate::service::{ObservedRun, ObservedScenario, Refusal, Service};
+use crate::service::{ConfigRequest, ObservedRun, ObservedScenario, Refusal, Service};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{header, StatusCode};
@@ -104,6 +104,7 @@ pub fn router(service: Arc<Service>, options: &HttpOptions) -> Router {
     Router::new()
         .route("/v1/predict", post(predict))
         .route("/v1/observe", post(observe))
+        .route("/v1/config", post(config))
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))
         .fallback(not_found)
@@ -185,6 +186,7 @@ async fn measure(State(service): State<Arc<Service>>, req: Request, next: Next) 
     let endpoint = match req.uri().path() {
         "/v1/predict" => "/v1/predict",
         "/v1/observe" => "/v1/observe",
+        "/v1/config" => "/v1/config",
         "/v1/health" => "/v1/health",
         "/metrics" => "/metrics",
         _ => "other",
@@ -213,6 +215,17 @@ async fn predict(
         service.predict(&req, started)
     }?;
     Ok(Json(answer).into_response())
+}
+
+async fn config(
+    State(service): State<Arc<Service>>,
+    JsonBody(req): JsonBody<ConfigRequest>,
+) -> Result<Response, Refusal> {
+    // A first question prunes the kernel's space for the device: off the answering threads.
+    let pick = tokio::task::spawn_blocking(move || service.config(&req))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+    Ok(Json(pick).into_response())
 }
 
 #[derive(Deserialize)]
@@ -315,7 +328,7 @@ async fn method_not_allowed(req: Request) -> Refusal {
     Refusal {
         status: 405,
         message: format!(
-            "method {} is not allowed on {}: POST /v1/predict, POST /v1/observe, GET /v1/health, GET /metrics",
+            "method {} is not allowed on {}: POST /v1/predict, POST /v1/observe, POST /v1/config, GET /v1/health, GET /metrics",
             req.method(),
             req.uri().path()
         ),
@@ -326,7 +339,7 @@ async fn not_found(req: Request) -> Refusal {
     Refusal {
         status: 404,
         message: format!(
-            "no route {} {}: POST /v1/predict, POST /v1/observe, GET /v1/health, GET /metrics",
+            "no route {} {}: POST /v1/predict, POST /v1/observe, POST /v1/config, GET /v1/health, GET /metrics",
             req.method(),
             req.uri().path()
         ),

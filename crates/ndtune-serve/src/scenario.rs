@@ -158,7 +158,8 @@ impl Resolver {
         })
     }
 
-    fn device(&self, device: &serde_json::Value) -> Result<DeviceProfile, ScenarioError> {
+    /// A request's `device`: a name it knows (or a built-in profile's), or a profile object.
+    pub fn device(&self, device: &serde_json::Value) -> Result<DeviceProfile, ScenarioError> {
         match device {
             serde_json::Value::String(name) => self
                 .devices

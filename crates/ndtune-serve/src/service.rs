@@ -119,6 +119,19 @@ pub struct Options {
     /// Train again once this many observations arrived that the model has not learnt from.
     pub retrain_after: usize,
     pub seed: u64,
+    /// The wisdom `/v1/config` answers from (none: it answers 404).
+    pub wisdom: Option<PathBuf>,
+}
+
+/// The body of `/v1/config`: a kernel of the wisdom, a device (a name the service knows or a
+/// profile object) and the problem's constants (those not given keep the spec's).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigRequest {
+    pub kernel: String,
+    pub device: serde_json::Value,
+    #[serde(default)]
+    pub constants: ndtune_core::Constants,
 }
 
 /// A request the service cannot answer, with the HTTP status that says why.
@@ -254,6 +267,7 @@ pub struct Service {
     seed: u64,
     pub metrics: Metrics,
     started: Instant,
+    wisdom: Option<ndtune_wisdom::Runtime>,
 }
 
 impl Service {
@@ -324,7 +338,11 @@ impl Service {
             seed: options.seed,
             metrics,
             started: Instant::now(),
+            wisdom: options.wisdom.as_deref().map(ndtune_wisdom::Runtime::open),
         });
+        if let Some(e) = service.wisdom.as_ref().and_then(|w| w.load_error()) {
+            eprintln!("serve: /v1/config cannot answer: {e}");
+        }
         service.maybe_retrain();
         Ok(service)
     }
@@ -332,6 +350,34 @@ impl Service {
     /// The model in use.
     pub fn current(&self) -> Arc<Current> {
         self.current.load_full()
+    }
+
+    /// `/v1/config`: the configuration of `req.kernel` for its device and constants, from the
+    /// wisdom (see [`ndtune_wisdom::Picker`]).
+    pub fn config(&self, req: &ConfigRequest) -> Result<ndtune_wisdom::Pick, Refusal> {
+        let runtime = self.wisdom.as_ref().ok_or_else(|| Refusal {
+            status: 404,
+            message: "this service has no wisdom: start it with --wisdom FILE".into(),
+        })?;
+        let device = self
+            .resolver
+            .device(&req.device)
+            .map_err(|e| Refusal::unprocessable(e.to_string()))?;
+        runtime
+            .pick(&req.kernel, &device, &req.constants)
+            .map_err(|e| match e {
+                ndtune_wisdom::RuntimeError::Wisdom(ndtune_wisdom::WisdomError::NoKernel {
+                    ..
+                }) => Refusal {
+                    status: 404,
+                    message: e.to_string(),
+                },
+                ndtune_wisdom::RuntimeError::Wisdom(_) => Refusal {
+                    status: 503,
+                    message: format!("the service's wisdom cannot be used: {e}"),
+                },
+                ndtune_wisdom::RuntimeError::Pick(_) => Refusal::unprocessable(e.to_string()),
+            })
     }
 
     pub fn resolver(&self) -> &Resolver {

@@ -778,6 +778,9 @@ pub struct ServeArgs {
     /// The model to serve (`ndtune learn train`); reloaded when the file changes or on SIGHUP.
     #[arg(long, value_name = "M.json")]
     pub model: PathBuf,
+    /// Answer `POST /v1/config` from this wisdom file (`ndtune export --format wisdom`).
+    #[arg(long, value_name = "W.json")]
+    pub wisdom: Option<PathBuf>,
     /// Keep observations in this store (and learn from those it already holds); without it they
     /// are kept in memory only.
     #[arg(

@@ -52,6 +52,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         devices,
         retrain_after: args.retrain_after,
         seed: 1,
+        wisdom: args.wisdom.clone(),
     };
     ndtune_serve::run(options, http, |address| {
         println!("listening on {address}");

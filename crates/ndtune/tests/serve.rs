@@ -1063,3 +1063,76 @@ fn a_kernel_that_makes_clang_run_away_is_killed_at_its_limits() {
     assert_eq!(server.health()["status"], "ok");
     assert!(server.stop().success());
 }
+
+/// `POST /v1/config` answers from `--wisdom`: the exact entry for a device by name or profile,
+/// a prediction for another; a kernel it lacks is a 404, constants not the spec's a 422; a
+/// service without wisdom says how to give it one.
+#[test]
+fn config_answers_from_the_wisdom_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "[kernel]\nname = \"scale\"\nsource = \"scale.cl\"\n[constants]\nN = 4096\n[params]\nWG = [8, 16, 32, 64]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n[space]\nconstraints = [\"N % WG == 0\"]\n";
+    let titan = ndtune_device::builtin::find("gtx-titan").unwrap();
+    let wisdom = json!({"schema": 1, "ndtune": "test", "kernels": [{
+        "kernel": "scale", "spec_file": "scale.toml", "spec": spec, "defines": ["WG"],
+        "objective": {"metric": "time", "unit": "ms", "higher_is_better": false},
+        "entries": [{"device": titan, "constants": {"N": 4096}, "config": {"WG": 32},
+                     "objective": 0.5, "setup": "0123456789abcdef", "measured": 4}]}]});
+    let w = write(dir.path(), "w.json", &wisdom.to_string());
+    let server = Server::tcp(&["--wisdom", &w]);
+    let (status, body) = server.post(
+        "/v1/config",
+        &json!({"kernel": "scale", "device": "gtx-titan", "constants": {"N": 4096}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["how"].as_str(), body["config"]["WG"].as_i64()),
+        (Some("exact"), Some(32))
+    );
+    assert_eq!(body["build_options"], "-D WG=32");
+    let (status, body) = server.post(
+        "/v1/config",
+        &json!({"kernel": "scale", "device": titan, "constants": {"N": 1024}}),
+    );
+    assert_eq!(
+        (status, body["how"].as_str()),
+        (200, Some("nearest")),
+        "{body}"
+    );
+    let (status, body) = server.post(
+        "/v1/config",
+        &json!({"kernel": "scale", "device": "hd4600", "constants": {"N": 8192}}),
+    );
+    assert_eq!(
+        (status, body["how"].as_str()),
+        (200, Some("predicted")),
+        "{body}"
+    );
+    let (status, body) = server.post(
+        "/v1/config",
+        &json!({"kernel": "sgemm", "device": "gtx-titan"}),
+    );
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("no kernel `sgemm`"),
+        "{body}"
+    );
+    let (status, body) = server.post(
+        "/v1/config",
+        &json!({"kernel": "scale", "device": "gtx-titan", "constants": {"M": 2}}),
+    );
+    assert_eq!(status, 422, "{body}");
+    drop(server);
+    let bare = Server::tcp(&[]);
+    let (status, body) = bare.post(
+        "/v1/config",
+        &json!({"kernel": "scale", "device": "gtx-titan"}),
+    );
+    assert_eq!(status, 404);
+    assert!(
+        body["error"].as_str().unwrap().contains("--wisdom FILE"),
+        "{body}"
+    );
+}
