@@ -17,7 +17,7 @@ sets() { local s; for n in $names; do s+=" --set $n=$1"; done; echo "$s"; }
 tune() { # DB SIZE
     local start=$(date +%s.%N)
     NDTUNE_DB=$1 "$ndtune" tune "$spec" --device "$device" --strategy exhaustive $(sets "$2") --json >"$1.$2.json" 2>>"$out/tune.err"
-    echo "$2 $(echo "$(date +%s.%N) - $start" | bc)" >>"$1.walls"
+    awk -v s="$start" -v e="$(date +%s.%N)" -v n="$2" 'BEGIN { printf "%s %.2f\n", n, e - s }' >>"$1.walls"
 }
 for s in $tuned; do tune "$out/tuned.db" "$s"; done
 for s in $held; do tune "$out/held.db" "$s"; done

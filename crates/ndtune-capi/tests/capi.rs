@@ -398,3 +398,60 @@ fn prediction_arguments_are_checked() {
     assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
     assert!(last_error().contains("runtime_ms NaN"));
 }
+
+/// `ndtune_pick`'s arguments are checked, and a wisdom file that cannot be used still gives a
+/// handle whose picks say why (the program keeps its own configuration).
+#[test]
+fn picks_check_their_arguments_and_unusable_wisdom_says_why() {
+    assert!(unsafe { ndtune_wisdom_open(null()) }.is_null());
+    assert!(last_error().contains("`path` is NULL"));
+    let dir = tempfile::tempdir().unwrap();
+    let missing = CString::new(dir.path().join("none.json").to_str().unwrap()).unwrap();
+    let w = unsafe { ndtune_wisdom_open(missing.as_ptr()) };
+    assert!(!w.is_null());
+    let kernel = CString::new("saxpy").unwrap();
+    let mut out = std::mem::MaybeUninit::<ndtune_config>::uninit();
+    // A device id the API never reads: the arguments fail before it does.
+    let device = 1usize as cl_device_id;
+    let pick = |k: *const c_char, d: cl_device_id, c: *const c_char, o: *mut ndtune_config| unsafe {
+        ndtune_pick(w, k, d, c, o)
+    };
+    assert_eq!(
+        pick(null(), device, null(), out.as_mut_ptr()),
+        ndtune_status::NDTUNE_ERR_ARGUMENT
+    );
+    assert!(last_error().contains("`kernel` is NULL"));
+    assert_eq!(
+        pick(kernel.as_ptr(), null_mut(), null(), out.as_mut_ptr()),
+        ndtune_status::NDTUNE_ERR_ARGUMENT
+    );
+    assert!(last_error().contains("`device` is NULL"));
+    assert_eq!(
+        pick(kernel.as_ptr(), device, null(), null_mut()),
+        ndtune_status::NDTUNE_ERR_ARGUMENT
+    );
+    let bad = CString::new("N768").unwrap();
+    assert_eq!(
+        pick(kernel.as_ptr(), device, bad.as_ptr(), out.as_mut_ptr()),
+        ndtune_status::NDTUNE_ERR_ARGUMENT
+    );
+    assert!(
+        last_error().contains("`N768` is not NAME=VALUE"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        unsafe {
+            ndtune_pick(
+                null_mut(),
+                kernel.as_ptr(),
+                device,
+                null(),
+                out.as_mut_ptr(),
+            )
+        },
+        ndtune_status::NDTUNE_ERR_ARGUMENT
+    );
+    unsafe { ndtune_wisdom_free(w) };
+    unsafe { ndtune_wisdom_free(null_mut()) };
+}

@@ -82,7 +82,21 @@ pub struct Entry {
     pub setup: String,
     /// How many configurations the campaign measured.
     pub measured: usize,
+    /// The campaign's best measured configurations, best first (at most [`RANKED`]), with
+    /// their objective's values: what a size between two tuned ones is picked from.
+    #[serde(default)]
+    pub ranked: Vec<Ranked>,
 }
+
+/// One measured configuration of a campaign and its objective's value.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Ranked {
+    pub config: Config,
+    pub objective: f64,
+}
+
+/// How many of a campaign's best configurations an entry keeps.
+pub const RANKED: usize = 64;
 
 /// Why a wisdom file cannot be used; each names the file.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -205,8 +219,11 @@ pub fn from_store(
     let source_hash = ndtune_store::source_hash(&source.text);
     let metrics = &spec.metrics;
     let mut left = LeftOut::default();
-    // (device fingerprint, constants) -> the best entry so far, with its cost.
+    // (device fingerprint, constants) -> the best entry so far, with its cost; and every
+    // configuration measured there, by its best cost over the setups.
     let mut best: BTreeMap<(String, String), (f64, Entry)> = BTreeMap::new();
+    let mut measured_at: BTreeMap<(String, String), BTreeMap<String, (f64, Ranked)>> =
+        BTreeMap::new();
     for g in store.groups()? {
         if g.kernel != spec.kernel.name {
             continue;
@@ -237,6 +254,15 @@ pub fn from_store(
             };
             found = true;
             let key = (g.device.clone(), constants_key(&g.constants));
+            let all = measured_at.entry(key.clone()).or_default();
+            let config_key = ndtune_core::config_key(&r.key.config);
+            if all.get(&config_key).is_none_or(|(c, _)| cost < *c) {
+                let ranked = Ranked {
+                    config: r.key.config.clone(),
+                    objective: value,
+                };
+                all.insert(config_key, (cost, ranked));
+            }
             if best.get(&key).is_none_or(|(c, _)| cost < *c) {
                 let entry = Entry {
                     device: device.clone(),
@@ -245,6 +271,7 @@ pub fn from_store(
                     objective: value,
                     setup: g.setup.clone(),
                     measured,
+                    ranked: Vec::new(),
                 };
                 best.insert(key, (cost, entry));
             }
@@ -275,7 +302,19 @@ pub fn from_store(
             unit: metrics.unit(&objective.metric).map(str::to_string),
             higher_is_better: objective.higher_is_better,
         },
-        entries: best.into_values().map(|(_, e)| e).collect(),
+        entries: best
+            .into_iter()
+            .map(|(key, (_, mut e))| {
+                let mut all: Vec<(f64, Ranked)> = measured_at
+                    .remove(&key)
+                    .unwrap_or_default()
+                    .into_values()
+                    .collect();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0));
+                e.ranked = all.into_iter().take(RANKED).map(|(_, r)| r).collect();
+                e
+            })
+            .collect(),
     };
     Ok((wisdom, left))
 }

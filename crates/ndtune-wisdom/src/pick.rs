@@ -4,10 +4,14 @@
 //!
 //! 1. `exact`: the entry tuned on this device model ([`crate::same_model`]) at these constants
 //!    (of several drivers, the best).
-//! 2. `nearest`: the entries of this device model at other constants, nearest first by the
-//!    distance `sqrt(sum over numeric constants of (slog2(a) - slog2(b))^2)`, where
+//! 2. `nearest`: the entries of this device model at other constants, by the distance
+//!    `sqrt(sum over numeric constants of (slog2(a) - slog2(b))^2)`, where
 //!    `slog2(v) = sign(v) * log2(1 + |v|)` (a size twice as large is one step away whatever the
-//!    size); an entry whose other (text) constants differ is not near at all.
+//!    size); an entry whose other (text) constants differ is not near at all. Between two tuned
+//!    sizes (the nearest, and the nearest on the other side), the configuration measured at
+//!    both that does best at both: the highest mean of the logarithm of its fraction of each
+//!    one's best, weighted by nearness. Otherwise (beyond every tuned size, or nothing measured
+//!    at both is valid here) the nearest entry's best, or its next best valid here.
 //! 3. `predicted`: a decision tree learnt over every entry (the seed's work-group model,
 //!    generalised: device features of `ndtune_learn::features::device_features` and `slog2` of
 //!    each numeric constant, the class being the entry's configuration); where its choice is not
@@ -80,7 +84,9 @@ pub struct PickError(pub String);
 pub struct Picker {
     wisdom: KernelWisdom,
     spec_path: PathBuf,
-    model: Option<Model>,
+    /// Learnt at the first prediction (a program that is only ever answered `exact` or
+    /// `nearest` never pays for it).
+    model: std::sync::OnceLock<Option<Model>>,
     answers: Mutex<HashMap<String, Result<Pick, PickError>>>,
 }
 
@@ -106,7 +112,7 @@ impl Picker {
             message: format!("its spec: {e}"),
         })?;
         Ok(Picker {
-            model: Model::learn(&wisdom.entries),
+            model: std::sync::OnceLock::new(),
             wisdom: wisdom.clone(),
             spec_path,
             answers: Mutex::new(HashMap::new()),
@@ -150,8 +156,8 @@ impl Picker {
             .iter()
             .filter(|e| same_model(&e.device, device))
             .collect();
-        let found = |how, e: &Entry, point: Vec<i64>, reason: String| {
-            self.answer(&spec, how, e.config.clone(), point, reason)
+        let found = |how, e: &Entry, config: &Config, point: Vec<i64>, reason: String| {
+            self.answer(&spec, how, config.clone(), point, reason)
                 .map(|p| Pick {
                     tuned_objective: Some(e.objective),
                     tuned_constants: Some(e.constants.clone()),
@@ -177,30 +183,59 @@ impl Picker {
         for e in &exact {
             if let Some(point) = valid(&e.config) {
                 let reason = format!("tuned on {} at {shown}", e.device.name);
-                return found(How::Exact, e, point, reason);
+                return found(How::Exact, e, &e.config, point, reason);
             }
         }
 
-        // 2. Nearest tuned size of this device model.
+        // 2. Nearest tuned sizes of this device model: the configuration that does best at the
+        //    two that bracket these constants, else the nearest's best valid here.
         let mut near: Vec<(f64, &Entry)> = here
             .iter()
             .map(|e| (size_distance(constants, &e.constants), *e))
             .filter(|(d, _)| d.is_finite())
             .collect();
         near.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (d, e) in near {
-            if let Some(point) = valid(&e.config) {
-                let reason = format!(
-                    "tuned on {} at {} (distance {d:.2}), valid at {shown}",
-                    e.device.name,
-                    show(&differing(&e.constants, constants))
-                );
-                return found(How::Nearest, e, point, reason);
+        if let Some((a, b, ranked)) = self.between(constants, &near, &valid) {
+            let reason = format!(
+                "between the tuned sizes {} (distance {:.2}) and {} (distance {:.2}) on {}: {:.3} and {:.3} of their bests",
+                show(&differing(&a.1.constants, constants)),
+                a.0,
+                show(&differing(&b.1.constants, constants)),
+                b.0,
+                a.1.device.name,
+                ranked.1,
+                ranked.2
+            );
+            let point = valid(&ranked.0).expect("checked by between");
+            return self
+                .answer(&spec, How::Nearest, ranked.0, point, reason)
+                .map(|p| Pick {
+                    tuned_objective: Some(a.1.objective),
+                    tuned_constants: Some(a.1.constants.clone()),
+                    ..p
+                });
+        }
+        for (d, e) in &near {
+            let tried = std::iter::once(&e.config).chain(e.ranked.iter().map(|r| &r.config));
+            for (rank, config) in tried.enumerate() {
+                if let Some(point) = valid(config) {
+                    let which = if rank == 0 {
+                        "its best"
+                    } else {
+                        "its best valid here"
+                    };
+                    let reason = format!(
+                        "tuned on {} at {} (distance {d:.2}), {which} at {shown}",
+                        e.device.name,
+                        show(&differing(&e.constants, constants))
+                    );
+                    return found(How::Nearest, e, config, point, reason);
+                }
             }
         }
 
         // 3. Predicted.
-        let Some(model) = &self.model else {
+        let Some(model) = self.model.get_or_init(|| Model::learn(entries)) else {
             return Err(PickError(format!(
                 "kernel `{kernel}`: the wisdom holds no tuned entry to predict from"
             )));
@@ -263,6 +298,59 @@ impl Picker {
                 device.name
             ))),
         }
+    }
+
+    /// Of the entries `near` (distance, entry; nearest first), the nearest and the nearest on
+    /// the other side of `constants` (none: `None`), and the configuration measured
+    /// at both and valid here that does best at both: the most weighted mean of the logarithm
+    /// of its fraction of each one's best, the nearer weighing more (linear interpolation in
+    /// `slog2` of the sizes). With that configuration, its fractions of the two bests.
+    #[allow(clippy::type_complexity)]
+    fn between<'e>(
+        &self,
+        constants: &Constants,
+        near: &[(f64, &'e Entry)],
+        valid: &dyn Fn(&Config) -> Option<Vec<i64>>,
+    ) -> Option<((f64, &'e Entry), (f64, &'e Entry), (Config, f64, f64))> {
+        let (&(da, a), rest) = near.split_first()?;
+        let towards = |e: &Entry| offsets(constants, &e.constants);
+        let to_a = towards(a);
+        let others: Vec<&(f64, &Entry)> = rest
+            .iter()
+            .filter(|(_, e)| e.constants != a.constants)
+            .collect();
+        let &&(db, b) = others.iter().find(|(_, e)| dot(&to_a, &towards(e)) < 0.0)?;
+        let (wa, wb) = if da + db > 0.0 {
+            (db / (da + db), da / (da + db))
+        } else {
+            (0.5, 0.5)
+        };
+        let higher = self.wisdom.objective.higher_is_better;
+        let fraction = |best: f64, value: f64| if higher { value / best } else { best / value };
+        let at_b: HashMap<String, f64> = b
+            .ranked
+            .iter()
+            .map(|r| (ndtune_core::config_key(&r.config), r.objective))
+            .collect();
+        let mut chosen: Option<(f64, Config, f64, f64)> = None;
+        for r in &a.ranked {
+            let Some(&vb) = at_b.get(&ndtune_core::config_key(&r.config)) else {
+                continue;
+            };
+            let (fa, fb) = (
+                fraction(a.objective, r.objective),
+                fraction(b.objective, vb),
+            );
+            if !(fa > 0.0 && fb > 0.0) || valid(&r.config).is_none() {
+                continue;
+            }
+            let score = wa * fa.ln() + wb * fb.ln();
+            if chosen.as_ref().is_none_or(|c| score > c.0) {
+                chosen = Some((score, r.config.clone(), fa, fb));
+            }
+        }
+        let (_, config, fa, fb) = chosen?;
+        Some(((da, a), (db, b), (config, fa, fb)))
     }
 
     /// A pick of `config` (`point` in the spec's codec), with its build options and sizes.
@@ -437,6 +525,22 @@ fn param_distance(spec: &Spec, a: &[i64], b: &[i64]) -> f64 {
             }
         })
         .sum()
+}
+
+/// `slog2` of each numeric constant of `to` less that of `from` (0 for the others).
+fn offsets(from: &Constants, to: &Constants) -> Vec<f64> {
+    from.iter()
+        .map(
+            |(name, x)| match (x.as_f64(), to.get(name).and_then(Value::as_f64)) {
+                (Some(x), Some(y)) => slog2(y) - slog2(x),
+                _ => 0.0,
+            },
+        )
+        .collect()
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// The constants of `a` whose values differ from `b`'s (all of them where none do).

@@ -43,6 +43,10 @@ fn entry(device: &str, size: i64, ts: i64, unroll: i64, objective: f64) -> Entry
         objective,
         setup: "0123456789abcdef".into(),
         measured: 12,
+        ranked: vec![Ranked {
+            config: config(ts, unroll),
+            objective,
+        }],
     }
 }
 
@@ -235,4 +239,39 @@ fn a_runtime_captures_each_question_once_even_without_usable_wisdom() {
     std::fs::write(captures.join("zz.jsonl"), "{\"kernel\": 1}\n").unwrap();
     let e = capture::read(&captures).unwrap_err();
     assert!(e.contains("zz.jsonl:1: not a capture"), "{e}");
+}
+
+#[test]
+fn a_size_between_two_tuned_ones_gets_what_does_best_at_both() {
+    // At N=1024 TS=32 UNROLL=1 is best and TS=16 UNROLL=2 close; at N=4096 TS=8 UNROLL=4 is
+    // best and TS=16 UNROLL=2 close: at N=2048, between them, TS=16 UNROLL=2 is the safe choice.
+    let ranked = |list: &[(i64, i64, f64)]| {
+        list.iter()
+            .map(|&(ts, u, ms)| Ranked {
+                config: config(ts, u),
+                objective: ms,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut small = entry("gtx-titan", 1024, 32, 1, 1.0);
+    small.ranked = ranked(&[(32, 1, 1.0), (16, 2, 1.05), (8, 4, 2.0)]);
+    let mut large = entry("gtx-titan", 4096, 8, 4, 10.0);
+    large.ranked = ranked(&[(8, 4, 10.0), (16, 2, 10.4), (32, 1, 25.0)]);
+    let picker = Picker::new(&kernel(vec![small, large]), "w.json").unwrap();
+    let titan = builtin::find("gtx-titan").unwrap();
+    let p = picker.pick(&titan, &n(2048)).unwrap();
+    assert_eq!(
+        (p.how, p.config.clone()),
+        (How::Nearest, config(16, 2)),
+        "{}",
+        p.reason
+    );
+    assert!(
+        p.reason.contains("between the tuned sizes N=1024"),
+        "{}",
+        p.reason
+    );
+    // Beyond both (N=16384), the nearer (4096) weighs most: its best.
+    let p = picker.pick(&titan, &n(16384)).unwrap();
+    assert_eq!(p.config, config(8, 4), "{}", p.reason);
 }

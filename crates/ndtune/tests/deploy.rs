@@ -89,11 +89,24 @@ fn picks_the_tuned_best_the_nearest_size_or_a_prediction_and_refuses_bad_wisdom(
     assert_eq!(p["pick"]["global"], serde_json::json!([65536]));
     assert_eq!(p["pick"]["local"], serde_json::json!([wg]));
 
-    // An untuned size: 8192 is nearest 4096 (one doubling away, 65536 three).
+    // An untuned size between two tuned ones: what does best at both (valid at 8192).
     let p = json(&["pick", "--wisdom", w, "--set", "N=8192", "--json"]);
     assert_eq!(p["pick"]["how"], "nearest", "{p}");
-    assert_eq!(p["pick"]["config"], best_of(4096));
+    let reason = p["pick"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("between the tuned sizes N=4096 (distance 1.00) and N=65536"),
+        "{reason}"
+    );
+    assert_eq!(8192 % p["pick"]["config"]["WG"].as_i64().unwrap(), 0);
     assert_eq!(p["pick"]["tuned_constants"]["N"], 4096);
+    // Beyond every tuned size: the nearest one's best.
+    let p = json(&["pick", "--wisdom", w, "--set", "N=262144", "--json"]);
+    assert_eq!(p["pick"]["how"], "nearest", "{p}");
+    assert_eq!(p["pick"]["config"], best_of(65536));
+    assert!(
+        p["pick"]["reason"].as_str().unwrap().contains("its best"),
+        "{p}"
+    );
     let text = succeeds(&["pick", "--wisdom", w, "--set", "N=8192"]);
     assert!(text.contains(": nearest\n"), "{text}");
 
