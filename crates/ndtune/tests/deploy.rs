@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fails, json, ndtune, succeeds, write};
+use common::{fails, json, ndtune, succeeds, write, XY_ARGS};
 use std::path::Path;
 
 /// A kernel whose work-group size is compiled in (`reqd_work_group_size`), over `N` floats.
@@ -20,7 +20,8 @@ fn spec(dir: &Path, body: &str) -> String {
     write(
         dir,
         "scale.toml",
-        r#"
+        &format!(
+            r#"
 [kernel]
 name = "scale"
 source = "scale.cl"
@@ -33,25 +34,14 @@ global = ["N"]
 local = ["WG"]
 [space]
 constraints = ["N % WG == 0"]
-[[args]]
-name = "x"
-kind = "buffer"
-type = "float"
-len = "N"
-init = "random"
-access = "read"
-[[args]]
-name = "y"
-kind = "buffer"
-type = "float"
-len = "N"
-access = "write"
+{XY_ARGS}
 [verify]
 outputs = ["y"]
-reference = { config = { WG = 8 } }
+reference = {{ config = {{ WG = 8 }} }}
 [measure]
 runs = 3
-"#,
+"#
+        ),
     )
 }
 
