@@ -12,7 +12,8 @@ clone or a bare mirror; Kernel Tuner's wheel and sdist do not ship them). `--shr
 problem sizes (4096 -> 512, 2048 -> 256, the vector lengths by 10, the reduction's by 100), as
 Kernel Tuner's own tests shrink them to run on a CPU. Examples that need what PoCL lacks (NVML
 observers) are left out with why; `sepconv` is left out for its 1.2 M-configuration space.
-Each run is killed after --timeout seconds (default 1200).
+Each run is killed after --timeout seconds (default 1200); each is cold (ndtune's program cache and
+PoCL's kernel cache of its own).
 """
 import argparse
 import json
@@ -76,7 +77,9 @@ def run(name, lib, args, root):
     where = root / f"{name}-{lib}"
     where.mkdir()
     prepare(args.repo, args.rev, name, lib, args.shrink, where)
-    env = dict(os.environ, NDTUNE_CACHE_DIR=str(where / "cache"), PYTHONHASHSEED="0")
+    # Cold: ndtune's program cache and PoCL's kernel cache are the run's own.
+    env = dict(os.environ, NDTUNE_CACHE_DIR=str(where / "cache"),
+               POCL_CACHE_DIR=str(where / "pocl-cache"), PYTHONHASHSEED="0")
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "runner.py", f"{name}.py"], cwd=where, env=env,
