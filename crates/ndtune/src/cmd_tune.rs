@@ -403,12 +403,15 @@ impl Captured {
             );
         }
         let names = ndtune_cl::names().map_err(|e| anyhow!(e))?;
+        // The devices --device narrows to, picked once.
+        let narrowed: Option<Vec<usize>> = args.device.as_deref().map(|sel| {
+            devices::pick_live(Some(sel))
+                .map_or_else(|_| Vec::new(), |p| p.iter().map(|d| d.index).collect())
+        });
         let here: Vec<usize> = (0..names.len())
             .filter(|&i| {
                 asked.iter().any(|c| c.device.name == names[i])
-                    && args.device.as_deref().is_none_or(|sel| {
-                        devices::pick_live(Some(sel)).is_ok_and(|p| p.iter().any(|d| d.index == i))
-                    })
+                    && narrowed.as_ref().is_none_or(|n| n.contains(&i))
             })
             .collect();
         let mut missing: Vec<&str> = asked
