@@ -16,6 +16,7 @@
 
 mod plan;
 pub mod runtime;
+pub mod schedule;
 pub mod study;
 
 pub use plan::{

@@ -9,9 +9,16 @@
 //! part and gathered into one host buffer. Transfers count in the time: a run is timed on the
 //! host clock from the start of the first transfer to the last byte gathered.
 //!
+//! How the range is handed out is a [`Schedule`]: the static plan's parts, or chunks taken on
+//! demand from a [`Dispenser`] (see [`crate::schedule`]). A device runs a chunk as the whole
+//! work-groups of its own size that cover it and gathers only the chunk's items; inputs that
+//! every item reads go to each device once per run, with its first chunk. A device that fails
+//! mid-run gives its chunk back and the others run it; it takes no part in later runs.
+//!
 //! What a part never writes stays poisoned (all bits set: NaN for floats), so a `[split]`
 //! declaration that does not match how the kernel indexes its buffers shows up as a mismatch.
 
+use crate::schedule::{Chunk, Cut, Dispenser, Scheduler};
 use crate::Part;
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::{compare, Mismatch};
@@ -124,45 +131,67 @@ enum Other {
 enum Order {
     /// Fill every split buffer with poison.
     Poison,
-    /// Run part `[offset, offset + size)` once the barrier opens. Its first `overlap` items
-    /// are also an earlier part's: they come back for comparison; the rest of each written
-    /// buffer's range is read straight into `dests` (one per written buffer, in order).
+    /// Once the barrier opens, run chunks from the dispenser until it has none: write each
+    /// chunk's inputs, launch it, and read its own items of every written buffer straight into
+    /// the gathered host buffers (`targets`, one per written buffer, in order); the items it
+    /// shares with an earlier part come back for comparison.
     Run {
-        offset: usize,
-        size: usize,
-        overlap: usize,
-        dests: Vec<HostSlice>,
+        me: usize,
+        dispenser: Arc<Dispenser>,
+        targets: Arc<Vec<HostBuffer>>,
         barrier: Arc<Barrier>,
     },
+    /// Fault injection: after this many more chunks, launch with a work-group the driver must
+    /// refuse, as a device that fails mid-run would.
+    FailAfter(usize),
 }
 
-/// A region of a gathered host buffer that one device thread fills during one run.
-struct HostSlice {
+/// A gathered host buffer that the device threads of one run fill, each only the items of the
+/// chunks it took.
+struct HostBuffer {
     ptr: *mut u8,
     len: usize,
 }
 
-// SAFETY: a HostSlice is only made by `CoExecutor::run_once`, whose slices of one run never
-// overlap and point into buffers that are neither touched nor moved until every device thread
-// has answered (see there).
-unsafe impl Send for HostSlice {}
+// SAFETY: a HostBuffer is only made by `CoExecutor::run_once` for one run; the buffer is neither
+// touched nor moved until every device thread has answered, and the dispenser hands every item
+// to one chunk at a time, so no two threads write the same bytes at once (a chunk given back
+// by a failed device is rewritten whole by the next, after the failed one let go of it).
+unsafe impl Send for HostBuffer {}
+unsafe impl Sync for HostBuffer {}
 
-/// One device's run of its part.
-struct PartDone {
+/// One chunk as a device ran it.
+struct ChunkDone {
+    chunk: Chunk,
     start: Instant,
     finish: Instant,
     kernel_ms: f64,
+    transfer_ms: f64,
     /// For each written buffer (position in the layout), the bytes of the overlap items.
     overlaps: Vec<(usize, Vec<u8>)>,
+}
+
+/// What one device did in one run: its chunks, and why it stopped early if it did.
+struct DeviceRun {
+    chunks: Vec<ChunkDone>,
+    failure: Option<String>,
+}
+
+enum Reply {
+    Ready,
+    Poisoned,
+    Ran(DeviceRun),
 }
 
 struct Worker {
     label: String,
     orders: Sender<Order>,
-    done: Receiver<Result<Option<PartDone>, String>>,
+    done: Receiver<Result<Reply, String>>,
     thread: Option<JoinHandle<()>>,
     /// Work-group size along the split dimension.
     wg: u64,
+    /// Why it failed during a run; a failed device takes no part in later runs.
+    failed: Option<String>,
 }
 
 /// One device's share of one measured run.
@@ -171,8 +200,65 @@ pub struct PartTiming {
     pub device: usize,
     /// Host time from the start of the run to this device's last byte read back (median).
     pub finish_ms: f64,
-    /// The kernel's own time on the device, from profiling events (median).
+    /// The kernel's own time on the device, from profiling events (median; the sum over its
+    /// chunks).
     pub kernel_ms: f64,
+    /// Chunks it ran (median).
+    #[serde(default = "one")]
+    pub chunks: usize,
+    /// Items it computed (median).
+    #[serde(default)]
+    pub items: u64,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// One chunk of the timeline of a run: what a device computed when.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ChunkRun {
+    pub device: usize,
+    pub offset: u64,
+    pub size: u64,
+    /// From the start of the run, host clock: the chunk's first transfer to its last byte back.
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub kernel_ms: f64,
+    /// Of its time, the transfers: inputs written and outputs read back.
+    #[serde(default)]
+    pub transfer_ms: f64,
+}
+
+/// A device that failed during a run; its chunks were run by the others.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceFailure {
+    pub device: usize,
+    pub label: String,
+    pub message: String,
+    /// The chunks it gave back, run elsewhere.
+    pub given_back: Vec<Chunk>,
+}
+
+/// How one execution hands out the range.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Schedule {
+    /// The seed's plan: each part to its device.
+    Static(Vec<Part>),
+    /// Equal chunks of this many items (rounded to whole granules) on demand.
+    Dynamic { chunk: u64 },
+    /// Shrinking chunks sized by each device's speed (by device index), at least `least[i]`.
+    Hguided { speeds: Vec<f64>, least: Vec<u64> },
+}
+
+impl Schedule {
+    pub fn scheduler(&self) -> Scheduler {
+        match self {
+            Schedule::Static(_) => Scheduler::Static,
+            Schedule::Dynamic { .. } => Scheduler::Dynamic,
+            Schedule::Hguided { .. } => Scheduler::Hguided,
+        }
+    }
 }
 
 /// A measured execution of one split.
@@ -187,13 +273,20 @@ pub struct Execution {
     pub outputs: BTreeMap<String, Vec<u8>>,
     /// Where two devices computed the same items differently.
     pub overlap_mismatch: Option<Mismatch>,
+    /// What each device computed when, in the timed run of median time.
+    pub timeline: Vec<ChunkRun>,
+    /// Devices that failed during this execution (their chunks ran elsewhere).
+    pub failures: Vec<DeviceFailure>,
 }
 
 /// One run's result before aggregation.
 struct Once {
     wall_ms: f64,
-    finishes: Vec<(usize, f64, f64)>,
+    /// Per participating device: finish, kernel time, chunks, items.
+    finishes: Vec<(usize, f64, f64, usize, u64)>,
+    timeline: Vec<ChunkRun>,
     overlap_mismatch: Option<Mismatch>,
+    failures: Vec<DeviceFailure>,
 }
 
 /// The devices of a co-execution, set up and waiting for parts to run.
@@ -430,12 +523,53 @@ impl CoExecutor {
         self.workers.iter().map(|w| w.wg).collect()
     }
 
-    /// Runs `parts` with the measure protocol: poison, one run whose outputs are kept (for
-    /// verification), `warmup` runs, then `runs` timed runs scored as the mean of the best
-    /// `best_of`.
+    /// The members that have not failed, by index.
+    pub fn alive(&self) -> Vec<usize> {
+        (0..self.workers.len())
+            .filter(|&i| self.workers[i].failed.is_none())
+            .collect()
+    }
+
+    /// Why each member failed, if it did.
+    pub fn failures(&self) -> Vec<Option<String>> {
+        self.workers.iter().map(|w| w.failed.clone()).collect()
+    }
+
+    /// The least common multiple of the live members' work-group sizes: every dynamic chunk is
+    /// whole granules, so each device runs it with its own work-group size.
+    pub fn granule(&self) -> Result<u64, ExecError> {
+        let wgs: Vec<u64> = self.alive().iter().map(|&i| self.workers[i].wg).collect();
+        crate::schedule::granule(&wgs).ok_or_else(|| {
+            ExecError::Invalid(format!(
+                "the work-group sizes {wgs:?} have no common multiple in 64 bits"
+            ))
+        })
+    }
+
+    /// Fault injection: member `device` runs `chunks` more chunks, then launches with a
+    /// work-group its driver must refuse (as a device failing mid-run) and takes no part in
+    /// later runs. For testing that its work is re-run elsewhere.
+    pub fn fail_after(&mut self, device: usize, chunks: usize) -> Result<(), ExecError> {
+        self.workers
+            .get(device)
+            .ok_or_else(|| ExecError::Invalid(format!("no member {device}")))?
+            .orders
+            .send(Order::FailAfter(chunks))
+            .map_err(|_| self.gone(device))
+    }
+
+    /// Runs `parts` (the static plan) with the measure protocol; see [`CoExecutor::run`].
     pub fn execute(&mut self, parts: &[Part], measure: &Measure) -> Result<Execution, ExecError> {
-        self.check_parts(parts)?;
-        for &i in &self.participants(parts) {
+        self.run(&Schedule::Static(parts.to_vec()), measure)
+    }
+
+    /// Runs `schedule` with the measure protocol: poison, one run whose outputs are kept (for
+    /// verification), `warmup` runs, then `runs` timed runs scored as the mean of the best
+    /// `best_of`. A device that fails is reported in [`Execution::failures`] and its chunks are
+    /// run by the others; the execution fails only when no device is left for some item.
+    pub fn run(&mut self, schedule: &Schedule, measure: &Measure) -> Result<Execution, ExecError> {
+        self.check(schedule)?;
+        for i in self.participants(schedule) {
             self.workers[i]
                 .orders
                 .send(Order::Poison)
@@ -445,7 +579,7 @@ impl CoExecutor {
         for g in &mut self.gathered {
             g.fill(POISON);
         }
-        let first = self.run_once(parts)?;
+        let first = self.run_once(schedule)?;
         let outputs = self
             .buffers
             .iter()
@@ -453,32 +587,52 @@ impl CoExecutor {
             .filter(|(b, _)| b.writes())
             .map(|(b, bytes)| (b.name.clone(), bytes.clone()))
             .collect();
+        let mut failures = first.failures.clone();
         for _ in 0..measure.warmup {
-            self.run_once(parts)?;
+            failures.extend(self.run_once(schedule)?.failures);
         }
         let mut runs = Vec::new();
         for _ in 0..measure.runs {
-            runs.push(self.run_once(parts)?);
+            let once = self.run_once(schedule)?;
+            failures.extend(once.failures.iter().cloned());
+            runs.push(once);
         }
         let timing = Timing::new(
             runs.iter().map(|r| r.wall_ms).collect(),
             measure.best_of as usize,
         );
-        let median = |mut v: Vec<f64>| {
+        let median_of = |mut v: Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let participants = self.participants(parts);
-        let part_timings = participants
+        // Devices that took part in the timed runs, each with its medians over the runs it ran.
+        let mut devices: Vec<usize> = runs
             .iter()
-            .enumerate()
-            .map(|(k, &device)| PartTiming {
-                device,
-                finish_ms: median(runs.iter().map(|r| r.finishes[k].1).collect()),
-                kernel_ms: median(runs.iter().map(|r| r.finishes[k].2).collect()),
+            .flat_map(|r| r.finishes.iter().map(|f| f.0))
+            .collect();
+        devices.sort_unstable();
+        devices.dedup();
+        let part_timings = devices
+            .iter()
+            .map(|&device| {
+                let mine: Vec<&(usize, f64, f64, usize, u64)> = runs
+                    .iter()
+                    .filter_map(|r| r.finishes.iter().find(|f| f.0 == device))
+                    .collect();
+                let mut chunks: Vec<usize> = mine.iter().map(|f| f.3).collect();
+                let mut items: Vec<u64> = mine.iter().map(|f| f.4).collect();
+                chunks.sort_unstable();
+                items.sort_unstable();
+                PartTiming {
+                    device,
+                    finish_ms: median_of(mine.iter().map(|f| f.1).collect()),
+                    kernel_ms: median_of(mine.iter().map(|f| f.2).collect()),
+                    chunks: chunks[chunks.len() / 2],
+                    items: items[items.len() / 2],
+                }
             })
             .collect();
-        let balance = median(
+        let balance = median_of(
             runs.iter()
                 .map(|r| {
                     let f = r.finishes.iter().map(|x| x.1);
@@ -492,50 +646,108 @@ impl CoExecutor {
                 })
                 .collect(),
         );
+        let mut by_wall: Vec<&Once> = runs.iter().collect();
+        by_wall.sort_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms));
         Ok(Execution {
             timing,
             parts: part_timings,
             balance,
             outputs,
             overlap_mismatch: first.overlap_mismatch,
+            timeline: by_wall[by_wall.len() / 2].timeline.clone(),
+            failures,
         })
     }
 
-    fn participants(&self, parts: &[Part]) -> Vec<usize> {
-        parts.iter().map(|p| p.device).collect()
+    /// The live members a schedule runs on: a static plan's devices, or every live member.
+    fn participants(&self, schedule: &Schedule) -> Vec<usize> {
+        match schedule {
+            Schedule::Static(parts) => {
+                let mut v: Vec<usize> = parts
+                    .iter()
+                    .map(|p| p.device)
+                    .filter(|&d| self.workers[d].failed.is_none())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            _ => self.alive(),
+        }
     }
 
-    fn check_parts(&self, parts: &[Part]) -> Result<(), ExecError> {
-        let mut seen = vec![false; self.workers.len()];
-        for p in parts {
-            let w = self.workers.get(p.device).ok_or_else(|| {
-                ExecError::Invalid(format!(
-                    "part for device {} of {}",
-                    p.device,
-                    self.workers.len()
+    fn check(&self, schedule: &Schedule) -> Result<(), ExecError> {
+        let invalid = |m: String| Err(ExecError::Invalid(m));
+        let n = self.workers.len();
+        match schedule {
+            Schedule::Static(parts) => {
+                let mut seen = vec![false; n];
+                for p in parts {
+                    let w = self.workers.get(p.device).ok_or_else(|| {
+                        ExecError::Invalid(format!("part for device {} of {n}", p.device))
+                    })?;
+                    if std::mem::replace(&mut seen[p.device], true) {
+                        return invalid(format!("device {} has two parts", p.device));
+                    }
+                    if p.size == 0 || p.offset + p.size > self.global || p.size % w.wg != 0 {
+                        return invalid(format!(
+                            "{}: part [{}, {}) is not whole work-groups of {} inside [0, {})",
+                            w.label,
+                            p.offset,
+                            p.offset + p.size,
+                            w.wg,
+                            self.global
+                        ));
+                    }
+                }
+                if parts.is_empty() {
+                    return invalid("no part to run".into());
+                }
+            }
+            Schedule::Dynamic { chunk } if *chunk == 0 => {
+                return invalid("a dynamic chunk of 0 items".into())
+            }
+            Schedule::Hguided { speeds, least }
+                if speeds.len() != n
+                    || least.len() != n
+                    || speeds.iter().any(|s| !(*s > 0.0 && s.is_finite())) =>
+            {
+                return invalid(format!(
+                    "hguided needs a positive speed and a least chunk for each of the {n} devices"
                 ))
-            })?;
-            if std::mem::replace(&mut seen[p.device], true) {
-                return Err(ExecError::Invalid(format!(
-                    "device {} has two parts",
-                    p.device
-                )));
             }
-            if p.size == 0 || p.offset + p.size > self.global || p.size % w.wg != 0 {
-                return Err(ExecError::Invalid(format!(
-                    "{}: part [{}, {}) is not whole work-groups of {} inside [0, {})",
-                    w.label,
-                    p.offset,
-                    p.offset + p.size,
-                    w.wg,
-                    self.global
-                )));
-            }
+            _ => {}
         }
-        if parts.is_empty() {
-            return Err(ExecError::Invalid("no part to run".into()));
+        if self.participants(schedule).is_empty() {
+            return invalid("every device of this schedule has failed".into());
         }
         Ok(())
+    }
+
+    fn dispenser(&self, schedule: &Schedule) -> Result<Dispenser, ExecError> {
+        let n = self.workers.len();
+        let granule = self.granule()?;
+        Ok(match schedule {
+            Schedule::Static(parts) => Dispenser::parts(n, parts, self.global),
+            Schedule::Dynamic { chunk } => Dispenser::new(
+                vec![Vec::new(); n],
+                0,
+                self.global,
+                granule,
+                Cut::Equal(*chunk),
+            ),
+            Schedule::Hguided { speeds, least } => Dispenser::new(
+                vec![Vec::new(); n],
+                0,
+                self.global,
+                granule,
+                Cut::Guided {
+                    speeds: speeds.clone(),
+                    least: least.clone(),
+                    k: crate::schedule::HGUIDED_K,
+                },
+            ),
+        })
     }
 
     fn gone(&self, i: usize) -> ExecError {
@@ -545,9 +757,9 @@ impl CoExecutor {
         }
     }
 
-    fn receive(&self, i: usize) -> Result<Option<PartDone>, ExecError> {
+    fn receive(&self, i: usize) -> Result<Reply, ExecError> {
         match self.workers[i].done.recv() {
-            Ok(Ok(done)) => Ok(done),
+            Ok(Ok(reply)) => Ok(reply),
             Ok(Err(message)) => Err(ExecError::Device {
                 device: self.workers[i].label.clone(),
                 message,
@@ -556,104 +768,151 @@ impl CoExecutor {
         }
     }
 
-    /// One run of every part at once, gathered.
-    fn run_once(&mut self, parts: &[Part]) -> Result<Once, ExecError> {
-        // Parts in offset order: each one's items already covered by earlier parts are its
-        // overlap; the rest of its range in every gathered buffer is its own, disjoint from
-        // every other part's own range.
-        let mut order: Vec<&Part> = parts.iter().collect();
-        order.sort_by_key(|p| p.offset);
-        let mut overlaps = BTreeMap::new();
-        let mut end_before = 0u64;
-        for p in &order {
-            let overlap = end_before.saturating_sub(p.offset).min(p.size);
-            overlaps.insert(p.device, overlap as usize);
-            end_before = end_before.max(p.offset + p.size);
+    /// One run of a schedule on its devices at once, gathered.
+    fn run_once(&mut self, schedule: &Schedule) -> Result<Once, ExecError> {
+        let participants = self.participants(schedule);
+        let dispenser = Arc::new(self.dispenser(schedule)?);
+        // A static part of a device that already failed goes to the others from the start.
+        if let Schedule::Static(parts) = schedule {
+            for p in parts {
+                if self.workers[p.device].failed.is_some() {
+                    dispenser.fail(p.device);
+                }
+            }
         }
-        let barrier = Arc::new(Barrier::new(parts.len() + 1));
-        for p in parts {
-            let (offset, size) = (p.offset as usize, p.size as usize);
-            let overlap = overlaps[&p.device];
-            let dests = self
-                .buffers
+        let targets: Arc<Vec<HostBuffer>> = Arc::new(
+            self.buffers
                 .iter()
                 .zip(&mut self.gathered)
                 .filter(|(b, _)| b.writes())
-                .map(|(b, host)| {
-                    let (lo, hi) = b.write_range(offset + overlap, size - overlap);
-                    let s = b.ty.size();
-                    let own = &mut host[lo * s..hi * s];
-                    HostSlice {
-                        ptr: own.as_mut_ptr(),
-                        len: own.len(),
-                    }
+                .map(|(_, host)| HostBuffer {
+                    ptr: host.as_mut_ptr(),
+                    len: host.len(),
                 })
-                .collect();
-            self.workers[p.device]
+                .collect(),
+        );
+        let barrier = Arc::new(Barrier::new(participants.len() + 1));
+        for &i in &participants {
+            self.workers[i]
                 .orders
                 .send(Order::Run {
-                    offset,
-                    size,
-                    overlap,
-                    dests,
+                    me: i,
+                    dispenser: Arc::clone(&dispenser),
+                    targets: Arc::clone(&targets),
                     barrier: Arc::clone(&barrier),
                 })
-                .map_err(|_| self.gone(p.device))?;
+                .map_err(|_| self.gone(i))?;
         }
         barrier.wait();
         // Every thread answers before the gathered buffers are looked at (or an error returns):
         // until then they write into them.
-        let mut done = Vec::new();
-        let mut failure = None;
-        for p in parts {
-            match self.receive(p.device) {
-                Ok(d) => done.push((p, d.expect("a run reports its part"))),
-                Err(e) => failure = failure.or(Some(e)),
+        let mut runs = Vec::new();
+        let mut lost = None;
+        for &i in &participants {
+            match self.receive(i) {
+                Ok(Reply::Ran(run)) => runs.push((i, run)),
+                Ok(_) => unreachable!("a run is answered with what ran"),
+                Err(e) => lost = lost.or(Some(e)),
             }
         }
-        if let Some(e) = failure {
+        drop(targets);
+        if let Some(e) = lost {
             return Err(e);
         }
-        let start = done.iter().map(|(_, d)| d.start).min().expect("parts");
-        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        let mut overlap_mismatch = None;
-        for (p, d) in &done {
-            for (b, bytes) in &d.overlaps {
-                let layout = &self.buffers[*b];
-                let (lo, hi) = layout.write_range(p.offset as usize, overlaps[&p.device]);
-                let s = layout.ty.size();
-                let earlier = from_bytes(layout.ty, &self.gathered[*b][lo * s..hi * s]);
-                let this = from_bytes(layout.ty, bytes);
-                if let Err(m) = compare(
-                    &format!(
-                        "{} (items {}..{} computed by two devices)",
-                        layout.name,
-                        p.offset,
-                        p.offset as usize + overlaps[&p.device]
-                    ),
-                    &earlier,
-                    &this,
-                    self.rtol,
-                    self.atol,
-                ) {
-                    overlap_mismatch.get_or_insert(m);
-                }
+        let mut failures = Vec::new();
+        for (i, run) in &runs {
+            if let Some(message) = &run.failure {
+                self.workers[*i].failed = Some(message.clone());
+                failures.push(DeviceFailure {
+                    device: *i,
+                    label: self.workers[*i].label.clone(),
+                    message: message.clone(),
+                    given_back: Vec::new(),
+                });
             }
         }
-        let finishes = done
+        let unfinished = dispenser.unfinished();
+        if !unfinished.is_empty() {
+            let why = failures
+                .iter()
+                .map(|f| format!("{}: {}", f.label, f.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(ExecError::Invalid(format!(
+                "no device is left to run items {}: every device that could failed ({why})",
+                unfinished
+                    .iter()
+                    .map(|c| format!("{}..{}", c.offset, c.offset + c.size))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for f in &mut failures {
+            f.given_back = dispenser.given_back(f.device);
+        }
+        let Some(start) = runs
             .iter()
-            .map(|(p, d)| {
-                (
-                    p.device,
-                    d.finish.duration_since(start).as_secs_f64() * 1e3,
-                    d.kernel_ms,
-                )
-            })
-            .collect();
+            .flat_map(|(_, r)| r.chunks.iter().map(|c| c.start))
+            .min()
+        else {
+            return Err(ExecError::Invalid("no device ran any chunk".into()));
+        };
+        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        let since = |t: Instant| t.duration_since(start).as_secs_f64() * 1e3;
+        let mut overlap_mismatch = None;
+        let mut timeline = Vec::new();
+        let mut finishes = Vec::new();
+        for (i, run) in &runs {
+            for d in &run.chunks {
+                timeline.push(ChunkRun {
+                    device: *i,
+                    offset: d.chunk.offset,
+                    size: d.chunk.size,
+                    start_ms: since(d.start),
+                    end_ms: since(d.finish),
+                    kernel_ms: d.kernel_ms,
+                    transfer_ms: d.transfer_ms,
+                });
+                for (b, bytes) in &d.overlaps {
+                    let layout = &self.buffers[*b];
+                    let c = &d.chunk;
+                    let (lo, hi) = layout.write_range(c.offset as usize, c.overlap as usize);
+                    let s = layout.ty.size();
+                    let earlier = from_bytes(layout.ty, &self.gathered[*b][lo * s..hi * s]);
+                    let this = from_bytes(layout.ty, bytes);
+                    if let Err(m) = compare(
+                        &format!(
+                            "{} (items {}..{} computed by two devices)",
+                            layout.name,
+                            c.offset,
+                            c.offset + c.overlap
+                        ),
+                        &earlier,
+                        &this,
+                        self.rtol,
+                        self.atol,
+                    ) {
+                        overlap_mismatch.get_or_insert(m);
+                    }
+                }
+            }
+            if let Some(last) = run.chunks.iter().map(|c| c.finish).max() {
+                finishes.push((
+                    *i,
+                    since(last),
+                    run.chunks.iter().map(|c| c.kernel_ms).sum(),
+                    run.chunks.len(),
+                    run.chunks.iter().map(|c| c.chunk.size).sum(),
+                ));
+            }
+        }
+        timeline.sort_by_key(|c| (c.device, c.offset));
         Ok(Once {
             wall_ms,
             finishes,
+            timeline,
             overlap_mismatch,
+            failures,
         })
     }
 }
@@ -690,6 +949,7 @@ impl Worker {
             done,
             thread: Some(thread),
             wg,
+            failed: None,
         };
         // The thread reports once it is ready (or why it cannot be).
         match w.done.recv() {
@@ -715,16 +975,14 @@ struct DeviceState {
     kernel: Kernel,
     session: Session,
     setup: Setup,
+    /// Fault injection: chunks left before a launch the driver refuses.
+    fail_after: Option<usize>,
 }
 
-fn device_thread(
-    setup: Setup,
-    orders: Receiver<Order>,
-    done: Sender<Result<Option<PartDone>, String>>,
-) {
+fn device_thread(setup: Setup, orders: Receiver<Order>, done: Sender<Result<Reply, String>>) {
     let mut state = match DeviceState::new(setup) {
         Ok(s) => {
-            let _ = done.send(Ok(None));
+            let _ = done.send(Ok(Reply::Ready));
             s
         }
         Err(e) => {
@@ -734,16 +992,35 @@ fn device_thread(
     };
     while let Ok(order) = orders.recv() {
         let reply = match order {
-            Order::Poison => state.poison().map(|()| None),
+            Order::Poison => state.poison().map(|()| Reply::Poisoned),
+            Order::FailAfter(n) => {
+                state.fail_after = Some(n);
+                continue;
+            }
             Order::Run {
-                offset,
-                size,
-                overlap,
-                mut dests,
+                me,
+                dispenser,
+                targets,
                 barrier,
             } => {
                 barrier.wait();
-                state.run(offset, size, overlap, &mut dests).map(Some)
+                let mut run = DeviceRun {
+                    chunks: Vec::new(),
+                    failure: None,
+                };
+                while let Some(chunk) = dispenser.take(me) {
+                    // Inputs every item reads go once per run, with the first chunk.
+                    let whole_inputs = run.chunks.is_empty();
+                    match state.run_chunk(chunk, whole_inputs, &targets) {
+                        Ok(d) => run.chunks.push(d),
+                        Err(e) => {
+                            dispenser.fail(me);
+                            run.failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                Ok(Reply::Ran(run))
             }
         };
         if done.send(reply).is_err() {
@@ -802,6 +1079,7 @@ impl DeviceState {
             kernel,
             session,
             setup,
+            fail_after: None,
         })
     }
 
@@ -816,14 +1094,25 @@ impl DeviceState {
         Ok(())
     }
 
-    fn run(
+    /// Runs one chunk: launched as the whole work-groups of this device's own size that cover
+    /// it (a chunk cut for another device's groups may start or end inside one of ours), its
+    /// inputs written for that cover, its own items read back into the gathered buffers.
+    fn run_chunk(
         &mut self,
-        offset: usize,
-        size: usize,
-        overlap: usize,
-        dests: &mut [HostSlice],
-    ) -> Result<PartDone, String> {
+        chunk: Chunk,
+        whole_inputs: bool,
+        targets: &[HostBuffer],
+    ) -> Result<ChunkDone, String> {
         let start = Instant::now();
+        let dim = self.setup.dim;
+        let wg = self.setup.local[dim];
+        let (offset, size, overlap) = (
+            chunk.offset as usize,
+            chunk.size as usize,
+            chunk.overlap as usize,
+        );
+        let cover_lo = offset / wg * wg;
+        let cover_hi = (offset + size).div_ceil(wg) * wg;
         for ((b, buf), staged) in self
             .setup
             .buffers
@@ -831,30 +1120,37 @@ impl DeviceState {
             .zip(&mut self.buffers)
             .zip(&self.staged)
         {
-            if let Some(pinned) = staged {
-                let (lo, hi) = b.read_range(offset, size);
-                let s = b.ty.size();
-                self.session
-                    .write_at(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
-                    .map_err(|e| e.to_string())?;
+            let Some(pinned) = staged else { continue };
+            if b.slicing.is_none() && !whole_inputs {
+                continue;
+            }
+            let (lo, hi) = b.read_range(cover_lo, cover_hi - cover_lo);
+            let s = b.ty.size();
+            self.session
+                .write_at(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
+                .map_err(|e| e.to_string())?;
+        }
+        let mut global = self.setup.global.clone();
+        global[dim] = cover_hi - cover_lo;
+        let mut offsets = vec![0; global.len()];
+        offsets[dim] = cover_lo;
+        let written = start.elapsed();
+        let mut local = self.setup.local.clone();
+        if let Some(left) = self.fail_after.as_mut() {
+            if *left == 0 {
+                // More work-items than any device allows: the driver refuses the launch.
+                local[dim] = 1 << 30;
+            } else {
+                *left -= 1;
             }
         }
-        let dim = self.setup.dim;
-        let mut global = self.setup.global.clone();
-        global[dim] = size;
-        let mut offsets = vec![0; global.len()];
-        offsets[dim] = offset;
         let kernel_ms = self
             .session
-            .launch(
-                &self.kernel,
-                &global,
-                Some(&self.setup.local),
-                Some(&offsets),
-            )
-            .map_err(|e| e.to_string())?;
+            .launch(&self.kernel, &global, Some(&local), Some(&offsets))
+            .map_err(|e| format!("items {}..{}: {e}", offset, offset + size))?;
+        let launched = Instant::now();
         let mut overlaps = Vec::new();
-        let mut dests = dests.iter_mut();
+        let mut targets = targets.iter();
         for (i, (b, buf)) in self.setup.buffers.iter().zip(&self.buffers).enumerate() {
             if !b.writes() {
                 continue;
@@ -869,18 +1165,22 @@ impl DeviceState {
                 overlaps.push((i, bytes));
             }
             let (lo, hi) = b.write_range(offset + overlap, size - overlap);
-            let dest = dests.next().expect("one destination per written buffer");
-            debug_assert_eq!(dest.len, (hi - lo) * s);
-            // SAFETY: see HostSlice: this region is this thread's alone for this run.
-            let own = unsafe { std::slice::from_raw_parts_mut(dest.ptr, dest.len) };
+            let target = targets.next().expect("one target per written buffer");
+            debug_assert!(hi * s <= target.len);
+            // SAFETY: see HostBuffer: these items are this chunk's alone, inside the buffer.
+            let own =
+                unsafe { std::slice::from_raw_parts_mut(target.ptr.add(lo * s), (hi - lo) * s) };
             self.session
                 .read_into(buf, lo * s, own)
                 .map_err(|e| e.to_string())?;
         }
-        Ok(PartDone {
+        let finish = Instant::now();
+        Ok(ChunkDone {
+            chunk,
             start,
-            finish: Instant::now(),
+            finish,
             kernel_ms,
+            transfer_ms: (written + (finish - launched)).as_secs_f64() * 1e3,
             overlaps,
         })
     }

@@ -5,9 +5,18 @@
 //!
 //! Speeds come from each device's whole-range run through the same runtime (host clock, transfers
 //! included), so the plan balances what is measured, not the kernels alone.
+//!
+//! Beside the static plan a study can measure the on-demand schedulers ([`crate::schedule`]):
+//! each device's fixed costs are measured first (a run of one work-group: launch, the inputs
+//! every item reads, synchronisation; and what one more chunk costs), a prediction of whether
+//! co-executing pays is made from them and the speeds, and every scheduler asked for runs and is
+//! verified. The decision keeps the fastest verified one, or the best device alone.
 
-use crate::runtime::{CoExecutor, ExecError, Execution, PartTiming};
-use crate::{optimal_factors, plan_factors, plan_with, Device, Plan, Residue};
+use crate::runtime::{
+    ChunkRun, CoExecutor, DeviceFailure, ExecError, Execution, PartTiming, Schedule,
+};
+use crate::schedule::{least_chunk, predict, Prediction, ScheduleChoice, Scheduler};
+use crate::{optimal_factors, plan_factors, plan_with, Device, Part, Plan, Residue};
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::compare;
 use ndtune_core::Config;
@@ -56,6 +65,10 @@ pub struct Decision {
     pub mode: Mode,
     /// The device that runs alone (mode single).
     pub device: Option<usize>,
+    /// The scheduler that co-executes (mode coexec; absent from studies stored before there was
+    /// a choice, which were static).
+    #[serde(default)]
+    pub scheduler: Option<Scheduler>,
     pub reason: String,
     /// The time of what was chosen.
     pub ms: f64,
@@ -91,6 +104,60 @@ pub struct Study {
     pub parts: Vec<PartTiming>,
     pub decision: Decision,
     pub sweep: Option<Vec<SweepPoint>>,
+    /// Each device's fixed costs (absent from studies stored before they were measured).
+    #[serde(default)]
+    pub fixed: Vec<FixedCost>,
+    /// The cost of running together: a co-execution of one work-group per device over the
+    /// slowest of them alone.
+    #[serde(default)]
+    pub together_ms: f64,
+    /// Before running: whether co-executing was expected to pay.
+    #[serde(default)]
+    pub prediction: Option<Prediction>,
+    /// Every scheduler measured, static first.
+    #[serde(default)]
+    pub schedules: Vec<ScheduleRun>,
+}
+
+/// What a device pays whatever its share.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FixedCost {
+    pub device: usize,
+    /// What a run costs beyond its work: its launch, the inputs every item reads, the
+    /// synchronisation (host clock; from a run of one row of work-groups and the whole range).
+    pub run_ms: f64,
+    /// What one more chunk costs beyond its work: a launch and its synchronisation.
+    pub chunk_ms: f64,
+}
+
+/// One scheduler's measured co-execution.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScheduleRun {
+    pub scheduler: Scheduler,
+    pub ms: f64,
+    /// `best single / ms`.
+    pub speedup: f64,
+    /// `speedup / ideal speedup`.
+    pub efficiency: f64,
+    pub balance: f64,
+    pub verified: bool,
+    pub mismatch: Option<String>,
+    pub parts: Vec<PartTiming>,
+    /// What each device computed when (the timed run of median time).
+    pub timeline: Vec<ChunkRun>,
+    /// Devices that failed during it; their chunks were run by the others.
+    pub failures: Vec<DeviceFailure>,
+}
+
+/// What a study measures and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The step of a factor sweep of the static plan.
+    pub sweep: Option<f64>,
+    pub residue: Residue,
+    pub schedule: ScheduleChoice,
+    /// `dynamic`: chunks in all, at most (default: 8 per device).
+    pub chunks: Option<u64>,
 }
 
 /// One device of a co-execution as `ndtune split` reports it.
@@ -120,15 +187,18 @@ pub struct Report {
     pub study: Study,
 }
 
-/// Measures and plans a co-execution with `exec`, rounding to work-groups by `residue`; `sweep`
-/// is the step of a factor sweep. `progress` hears what is measured next.
+/// Measures and plans a co-execution with `exec` as `options` say. `progress` hears what is
+/// measured next.
 pub fn study(
     exec: &mut CoExecutor,
     spec: &Spec,
-    sweep: Option<f64>,
-    residue: Residue,
+    options: &Options,
     progress: &mut dyn FnMut(String),
 ) -> Result<Study, ExecError> {
+    let (sweep, residue) = (options.sweep, options.residue);
+    if options.chunks == Some(0) {
+        return Err(ExecError::Invalid("--chunks 0: at least one chunk".into()));
+    }
     if let Some(step) = sweep {
         if !(step > 0.0 && step <= 1.0) {
             return Err(ExecError::Invalid(format!(
@@ -183,47 +253,91 @@ pub fn study(
         |rule| plan_with(global, &devices, rule).map_err(|e| ExecError::Invalid(e.to_string()));
     let the_plan = plan_by(residue)?;
     let other_rule = plan_by(residue.other())?;
+    let (fixed, together_ms) = fixed_costs(exec, measure, &single_ms, progress)?;
+    let fixed_run: Vec<f64> = fixed.iter().map(|f| f.run_ms).collect();
+    let prediction = predict(&single_ms, &fixed_run, together_ms);
     // A plan of one part is that device alone: already measured.
     let coexec = match &the_plan.parts[..] {
         [alone] => singles[alone.device].clone(),
         parts => {
-            progress("co-execution of the plan".into());
+            progress("co-execution of the plan (static)".into());
             exec.execute(parts, measure)?
         }
     };
-    let mismatch_text = disagree.or_else(|| check(&coexec));
-    let verified = mismatch_text.is_none();
-    let coexec_ms = coexec.timing.score_ms();
     let best_ms = single_ms[best_single];
     let speeds: f64 = single_ms.iter().map(|t| 1.0 / t).sum();
     let ideal_speedup = speeds * best_ms;
-    let speedup = best_ms / coexec_ms;
+    let measured = |scheduler: Scheduler, e: &Execution| {
+        let mismatch = disagree.clone().or_else(|| check(e));
+        let ms = e.timing.score_ms();
+        ScheduleRun {
+            scheduler,
+            ms,
+            speedup: best_ms / ms,
+            efficiency: best_ms / ms / ideal_speedup,
+            balance: e.balance,
+            verified: mismatch.is_none(),
+            mismatch,
+            parts: e.parts.clone(),
+            timeline: e.timeline.clone(),
+            failures: e.failures.clone(),
+        }
+    };
+    let mut schedules = vec![measured(Scheduler::Static, &coexec)];
+    for scheduler in options.schedule.measured().into_iter().skip(1) {
+        let schedule = on_demand(exec, scheduler, &single_ms, &fixed, options.chunks)?;
+        progress(format!("co-execution on demand ({scheduler})"));
+        let e = exec.run(&schedule, measure)?;
+        schedules.push(measured(scheduler, &e));
+    }
+    let mismatch_text = schedules[0].mismatch.clone();
+    let verified = mismatch_text.is_none();
+    let coexec_ms = schedules[0].ms;
+    let speedup = schedules[0].speedup;
     let alone = |reason: String| Decision {
         mode: Mode::Single,
         device: Some(best_single),
+        scheduler: None,
         reason,
         ms: best_ms,
     };
-    let decision = if the_plan.parts.len() == 1 {
-        alone(format!(
-            "every other device's share is less than one of its work-groups: device {best_single} runs alone"
-        ))
-    } else if !verified {
-        alone(format!(
-            "the co-executed output is wrong, so device {best_single} runs alone; check that [split.buffers] (stride, before, after) matches how the kernel indexes each buffer"
-        ))
-    } else if coexec_ms >= best_ms {
-        alone(format!(
-            "co-execution ({coexec_ms:.4} ms) is no faster than device {best_single} alone ({best_ms:.4} ms), so device {best_single} runs alone: {}",
-            too_small(best_ms, the_plan.theoretical_ms, coexec_ms)
-        ))
-    } else {
-        Decision {
+    let fastest = schedules
+        .iter()
+        .filter(|r| r.verified && r.parts.len() > 1)
+        .min_by(|a, b| a.ms.total_cmp(&b.ms));
+    let decision = match fastest {
+        Some(r) if r.ms < best_ms => Decision {
             mode: Mode::Coexec,
             device: None,
-            reason: format!("co-execution is {speedup:.2}x the best single device"),
-            ms: coexec_ms,
-        }
+            scheduler: Some(r.scheduler),
+            reason: if schedules.len() > 1 {
+                format!(
+                    "co-execution by `{}` is {:.2}x the best single device ({})",
+                    r.scheduler,
+                    r.speedup,
+                    schedules
+                        .iter()
+                        .map(|o| format!("{} {:.4} ms", o.scheduler, o.ms))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                format!("co-execution is {:.2}x the best single device", r.speedup)
+            },
+            ms: r.ms,
+        },
+        Some(r) => alone(format!(
+            "co-execution ({:.4} ms{}) is no faster than device {best_single} alone ({best_ms:.4} ms), so device {best_single} runs alone: {}",
+            r.ms,
+            if schedules.len() > 1 { format!(", its fastest scheduler `{}`", r.scheduler) } else { String::new() },
+            too_small(best_ms, the_plan.theoretical_ms, r.ms)
+        )),
+        None if schedules.iter().any(|r| !r.verified) => alone(format!(
+            "the co-executed output is wrong, so device {best_single} runs alone; check that [split.buffers] (stride, before, after) matches how the kernel indexes each buffer"
+        )),
+        None => alone(format!(
+            "every other device's share is less than one of its work-groups: device {best_single} runs alone"
+        )),
     };
     let sweep = match sweep {
         None => None,
@@ -278,6 +392,107 @@ pub fn study(
         parts: coexec.parts,
         decision,
         sweep,
+        fixed,
+        together_ms,
+        prediction: Some(prediction),
+        schedules,
+    })
+}
+
+/// Each device's fixed costs, and the cost of running together. A device runs one row of its
+/// work-groups alone (a share `s` of the work): with `T(s) = f + s·(t − f)` and its whole-range
+/// time `t`, its fixed cost is `f = (T(s) − s·t) / (1 − s)`. One more chunk costs that run's time
+/// less its transfers and its kernel (the launch and its synchronisation). Then every device
+/// runs one granule at once: what that takes beyond the slowest of them alone is the price of
+/// running together (threads, gather, contention).
+fn fixed_costs(
+    exec: &mut CoExecutor,
+    measure: &ndtune_spec::Measure,
+    single_ms: &[f64],
+    progress: &mut dyn FnMut(String),
+) -> Result<(Vec<FixedCost>, f64), ExecError> {
+    let wgs = exec.work_groups();
+    let global = exec.global();
+    let mut fixed = Vec::new();
+    for (device, &wg) in wgs.iter().enumerate() {
+        progress(format!(
+            "device {device}: fixed costs (one row of work-groups)"
+        ));
+        let e = exec.execute(&[part(device, 0, wg)], measure)?;
+        let s = wg as f64 / global as f64;
+        let t = single_ms[device];
+        let run_ms = if s < 1.0 {
+            ((e.timing.score_ms() - s * t) / (1.0 - s)).clamp(0.0, t)
+        } else {
+            t
+        };
+        let chunk_ms = e.timeline.first().map_or(run_ms, |c| {
+            (c.end_ms - c.start_ms - c.transfer_ms - c.kernel_ms).max(0.0)
+        });
+        fixed.push(FixedCost {
+            device,
+            run_ms,
+            chunk_ms,
+        });
+    }
+    let granule = exec.granule()?;
+    let n = wgs.len() as u64;
+    if n * granule > exec.global() {
+        return Ok((fixed, 0.0));
+    }
+    progress("fixed cost of running together".into());
+    let parts: Vec<Part> = (0..wgs.len())
+        .map(|d| part(d, d as u64 * granule, granule))
+        .collect();
+    let e = exec.execute(&parts, measure)?;
+    // What each device alone would take for its granule, by the same linear model.
+    let s = granule as f64 / global as f64;
+    let slowest = fixed
+        .iter()
+        .zip(single_ms)
+        .map(|(f, t)| f.run_ms + s * (t - f.run_ms))
+        .fold(0.0, f64::max);
+    Ok((fixed, (e.timing.score_ms() - slowest).max(0.0)))
+}
+
+fn part(device: usize, offset: u64, size: u64) -> Part {
+    Part {
+        device,
+        offset,
+        size,
+        work_groups: 0,
+        factor: 0.0,
+        optimal_factor: 0.0,
+    }
+}
+
+/// The on-demand schedule of `scheduler` from the measured speeds and fixed costs.
+fn on_demand(
+    exec: &CoExecutor,
+    scheduler: Scheduler,
+    single_ms: &[f64],
+    fixed: &[FixedCost],
+    chunks: Option<u64>,
+) -> Result<Schedule, ExecError> {
+    let global = exec.global();
+    let granule = exec.granule()?;
+    Ok(match scheduler {
+        Scheduler::Static => unreachable!("the static plan is measured first"),
+        Scheduler::Dynamic => {
+            // At most `chunks` chunks of whole granules, all but the last of one size.
+            let chunks = chunks.unwrap_or(8 * exec.alive().len() as u64);
+            Schedule::Dynamic {
+                chunk: (global / granule).div_ceil(chunks).max(1) * granule,
+            }
+        }
+        Scheduler::Hguided => Schedule::Hguided {
+            speeds: single_ms.iter().map(|t| 1.0 / t).collect(),
+            least: single_ms
+                .iter()
+                .zip(fixed)
+                .map(|(&t, f)| least_chunk(global, granule, t, f.chunk_ms))
+                .collect(),
+        },
     })
 }
 

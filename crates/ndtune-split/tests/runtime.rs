@@ -6,8 +6,9 @@ use ndtune_bench::data::{from_bytes, spec_inputs};
 use ndtune_bench::verify::compare;
 use ndtune_cl::ClDevice;
 use ndtune_spec::{ArgKind, Spec};
-use ndtune_split::runtime::{CoExecutor, ExecError, Member};
-use ndtune_split::study::{study, Mode};
+use ndtune_split::runtime::{CoExecutor, ExecError, Member, Schedule};
+use ndtune_split::schedule::{ScheduleChoice, Scheduler};
+use ndtune_split::study::{study, Mode, Options};
 use ndtune_split::{plan, Device, Part, Residue};
 use std::path::{Path, PathBuf};
 
@@ -156,7 +157,15 @@ fn a_halo_missing_from_the_split_declaration_is_caught_by_verification() {
     std::fs::write(&path, wrong).unwrap();
     let spec = load(&path, 2048);
     let mut exec = executor(&spec, [vec![16], vec![16]]);
-    let s = study(&mut exec, &spec, None, Residue::Paper, &mut |_| {}).unwrap();
+    let options = Options {
+        residue: Residue::Paper,
+        schedule: ScheduleChoice::Auto,
+        ..Options::default()
+    };
+    let s = study(&mut exec, &spec, &options, &mut |_| {}).unwrap();
+    // No scheduler's output is right: each is measured and named wrong.
+    assert_eq!(s.schedules.len(), 3);
+    assert!(s.schedules.iter().all(|r| !r.verified));
     assert!(!s.verified);
     let why = s.mismatch.unwrap();
     assert!(why.starts_with("out:"), "{why}");
@@ -173,10 +182,17 @@ fn a_study_measures_each_device_plans_co_executes_and_sweeps() {
     let spec = load(&example("matmul.toml"), 64);
     let mut exec = executor(&spec, [vec![8, 8], vec![8, 8]]);
     let mut heard = Vec::new();
-    let s = study(&mut exec, &spec, Some(0.5), Residue::Finish, &mut |m| {
-        heard.push(m)
-    })
-    .unwrap();
+    let options = Options {
+        sweep: Some(0.5),
+        ..Options::default()
+    };
+    let s = study(&mut exec, &spec, &options, &mut |m| heard.push(m)).unwrap();
+    // `static` alone: the seed's study, with the fixed costs and the prediction beside it.
+    assert_eq!(s.schedules.len(), 1);
+    assert_eq!(s.fixed.len(), 2);
+    assert!(s.fixed.iter().all(|f| f.run_ms > 0.0 && f.chunk_ms >= 0.0));
+    let p = s.prediction.as_ref().unwrap();
+    assert!(p.ms > 0.0 && p.ms <= s.single_ms[s.best_single], "{p:?}");
     assert!(s.verified, "{:?}", s.mismatch);
     // Table 3 under both rules: the one run and the other one planned from the same times.
     let other = s.other_rule.as_ref().unwrap();
@@ -238,4 +254,155 @@ fn buffers_the_kernel_writes_must_follow_the_split() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("2 dimension(s)"), "{err}");
+}
+
+/// The chunks of a timeline in offset order cover `[0, global)` exactly once.
+fn covered_exactly_once(timeline: &[ndtune_split::runtime::ChunkRun], global: u64) {
+    let mut chunks: Vec<(u64, u64)> = timeline.iter().map(|c| (c.offset, c.size)).collect();
+    chunks.sort_unstable();
+    let mut at = 0;
+    for (offset, size) in &chunks {
+        assert_eq!(*offset, at, "a gap or an overlap at {at}: {chunks:?}");
+        at += size;
+    }
+    assert_eq!(at, global, "{chunks:?}");
+}
+
+#[test]
+fn every_scheduler_covers_the_range_once_and_matches_the_host_reference() {
+    // Work-groups of 24 and 40: dynamic chunks are whole granules of 120, each device runs them
+    // with its own work-group size.
+    let spec = load(&example("conv1d.toml"), 2400);
+    let expected = reference(&spec, &[24], "conv1d", "out");
+    let mut exec = executor(&spec, [vec![24], vec![40]]);
+    assert_eq!(exec.granule().unwrap(), 120);
+    for schedule in [
+        Schedule::Static(vec![part(0, 0, 1200), part(1, 1200, 1200)]),
+        Schedule::Dynamic { chunk: 250 },
+        Schedule::Hguided {
+            speeds: vec![1.0, 3.0],
+            least: vec![120, 120],
+        },
+    ] {
+        let e = exec.run(&schedule, &spec.measure).unwrap();
+        assert_matches(&spec, &expected, &e.outputs["out"]);
+        covered_exactly_once(&e.timeline, 2400);
+        assert!(e.failures.is_empty());
+        for c in &e.timeline {
+            assert!(c.end_ms > c.start_ms && c.kernel_ms > 0.0, "{c:?}");
+            if !matches!(schedule, Schedule::Static(_)) {
+                assert_eq!(c.size % 120, 0, "{c:?}");
+            }
+        }
+        match schedule.scheduler() {
+            // 2400 / 240 (250 rounded down to granules) = 10 equal chunks.
+            Scheduler::Dynamic => {
+                assert_eq!(e.timeline.len(), 10);
+                assert!(e.timeline.iter().all(|c| c.size == 240));
+            }
+            // The first chunk of each device is its speed's share of half the work or less.
+            Scheduler::Hguided => {
+                assert!(e.timeline.len() > 2, "{:?}", e.timeline);
+                let first = e.timeline.iter().min_by_key(|c| c.offset).unwrap();
+                assert!(first.size <= 900, "{first:?}");
+            }
+            Scheduler::Static => assert_eq!(e.timeline.len(), 2),
+        }
+    }
+}
+
+#[test]
+fn a_device_that_fails_mid_run_is_reported_and_its_chunks_run_elsewhere() {
+    let spec = load(&example("matmul.toml"), 128);
+    let expected = reference(&spec, &[8, 8], "matmul", "C");
+    for schedule in [
+        Schedule::Static(vec![part(0, 0, 64), part(1, 64, 64)]),
+        Schedule::Dynamic { chunk: 16 },
+        Schedule::Hguided {
+            speeds: vec![1.0, 1.0],
+            least: vec![8, 8],
+        },
+    ] {
+        let mut exec = executor(&spec, [vec![8, 8], vec![16, 16]]);
+        // Device 1 fails at its second chunk: under `static`, its part in the second run.
+        exec.fail_after(1, 1).unwrap();
+        let e = exec.run(&schedule, &spec.measure).unwrap();
+        assert_matches(&spec, &expected, &e.outputs["C"]);
+        assert_eq!(e.failures.len(), 1, "{:?}", e.failures);
+        let f = &e.failures[0];
+        assert_eq!((f.device, f.label.as_str()), (1, "0:1/2"));
+        assert!(
+            f.message.contains("CL_INVALID_WORK_GROUP_SIZE")
+                || f.message.contains("clEnqueueNDRangeKernel"),
+            "{}",
+            f.message
+        );
+        assert!(!f.given_back.is_empty());
+        assert_eq!(exec.alive(), vec![0]);
+        // Later runs go to the device that is left, and still cover everything.
+        let again = exec.run(&schedule, &spec.measure).unwrap();
+        assert_matches(&spec, &expected, &again.outputs["C"]);
+        assert!(again.timeline.iter().all(|c| c.device == 0));
+        covered_exactly_once(&again.timeline, 128);
+    }
+}
+
+#[test]
+fn when_no_device_is_left_the_items_nobody_ran_are_named() {
+    let spec = load(&example("matmul.toml"), 64);
+    let mut exec = executor(&spec, [vec![8, 8], vec![8, 8]]);
+    exec.fail_after(0, 0).unwrap();
+    exec.fail_after(1, 0).unwrap();
+    let err = exec
+        .run(&Schedule::Dynamic { chunk: 16 }, &spec.measure)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no device is left to run items"), "{err}");
+    assert!(err.contains("0:0/2") && err.contains("0:1/2"), "{err}");
+}
+
+#[test]
+fn auto_measures_every_scheduler_side_by_side_and_is_never_slower_than_one_device() {
+    let spec = load(&example("matmul.toml"), 128);
+    let mut exec = executor(&spec, [vec![8, 8], vec![16, 16]]);
+    let options = Options {
+        schedule: ScheduleChoice::Auto,
+        chunks: Some(4),
+        ..Options::default()
+    };
+    let s = study(&mut exec, &spec, &options, &mut |_| {}).unwrap();
+    let names: Vec<Scheduler> = s.schedules.iter().map(|r| r.scheduler).collect();
+    assert_eq!(names, Scheduler::ALL);
+    for r in &s.schedules {
+        assert!(r.verified, "{}: {:?}", r.scheduler, r.mismatch);
+        assert!((r.speedup - s.single_ms[s.best_single] / r.ms).abs() < 1e-9);
+        assert!((r.efficiency - r.speedup / s.ideal_speedup).abs() < 1e-9);
+        covered_exactly_once(&r.timeline, 128);
+    }
+    assert_eq!(s.schedules[1].timeline.len(), 4);
+    let best = s.single_ms[s.best_single];
+    assert!(s.decision.ms <= best);
+    match s.decision.mode {
+        Mode::Coexec => {
+            let chosen = s.decision.scheduler.unwrap();
+            let fastest = s
+                .schedules
+                .iter()
+                .map(|r| r.ms)
+                .fold(f64::INFINITY, f64::min);
+            assert_eq!(
+                s.schedules
+                    .iter()
+                    .find(|r| r.scheduler == chosen)
+                    .unwrap()
+                    .ms,
+                fastest
+            );
+        }
+        Mode::Single => assert!(
+            s.decision.reason.contains("no faster"),
+            "{}",
+            s.decision.reason
+        ),
+    }
 }

@@ -553,9 +553,19 @@ pub struct SplitArgs {
     /// The spec file (TOML) with a [split] section: co-execute its kernel across --devices.
     #[arg(required_unless_present = "plan_only", conflicts_with = "plan_only")]
     pub spec: Option<PathBuf>,
-    /// Devices to split across: selectors, comma-separated (`0,1`, `0:0/2,0:1/2`).
+    /// Devices to split across: selectors, comma-separated (`0,1`, `0:0/2,0:1/2`), or `all`
+    /// (every device of every platform: all GPUs of the node and the CPU).
     #[arg(long, value_name = "SEL,SEL", required_unless_present = "plan_only")]
     pub devices: Option<String>,
+    /// How the range is handed out: `static` (the seed's plan, eq. 4-9), `dynamic` (equal
+    /// chunks on demand), `hguided` (chunks that shrink as the work runs out, sized by each
+    /// device's speed) or `auto` (each measured, the fastest verified kept). The static plan is
+    /// always measured too, for comparison.
+    #[arg(long, value_name = "S", default_value_t = ndtune_split::schedule::ScheduleChoice::Static)]
+    pub schedule: ndtune_split::schedule::ScheduleChoice,
+    /// `dynamic`: how many equal chunks (default: 8 per device).
+    #[arg(long, value_name = "N")]
+    pub chunks: Option<u64>,
     /// The NDRange dimension to split (0-based; default: [split] dim).
     #[arg(long, value_name = "D")]
     pub dim: Option<usize>,

@@ -14,7 +14,7 @@ use ndtune_engine::show_constants;
 use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
-use ndtune_split::study::{study, DeviceRow, Mode, Report};
+use ndtune_split::study::{study, DeviceRow, Mode, Options, Report};
 use ndtune_split::{plan_with, Device, Plan, Residue};
 use ndtune_store::Study as StoredStudy;
 use std::time::Duration;
@@ -118,9 +118,13 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let spinner = progress.add(ProgressBar::new_spinner());
     spinner.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("template"));
     spinner.enable_steady_tick(Duration::from_millis(200));
-    let result = study(&mut exec, &spec, args.sweep, args.residue, &mut |m| {
-        spinner.set_message(m)
-    });
+    let options = Options {
+        sweep: args.sweep,
+        residue: args.residue,
+        schedule: args.schedule,
+        chunks: args.chunks,
+    };
+    let result = study(&mut exec, &spec, &options, &mut |m| spinner.set_message(m));
     spinner.finish_and_clear();
     let s = result?;
     for (i, row) in rows.iter_mut().enumerate() {
@@ -164,8 +168,18 @@ pub fn run(args: &SplitArgs) -> Result<()> {
 }
 
 /// Resolves `--devices`; every device at most once, and no device together with a part of it.
+/// `all` is every device of every platform.
 fn pick_devices(list: &str) -> Result<Vec<ClDevice>> {
     let all = ndtune_cl::discover()?;
+    if list.trim() == "all" {
+        if all.len() < 2 {
+            bail!(
+                "--devices all: co-execution needs at least two devices, and this machine has {}",
+                all.len()
+            );
+        }
+        return Ok(all);
+    }
     let mut picked: Vec<ClDevice> = Vec::new();
     for sel in list.split(',').map(str::trim) {
         let d = ClDevice::pick(&all, sel).map_err(|e| anyhow!("--devices {list}: {e}"))?;
@@ -264,7 +278,14 @@ fn print_report(r: &Report, names: &[String]) {
         ),
         Some(m) => println!("  NOT verified: {m}"),
     }
+    print_schedules(s);
     let mode = match s.decision.mode {
+        Mode::Coexec if s.schedules.len() > 1 => format!(
+            "co-execute with `{}`",
+            s.decision
+                .scheduler
+                .unwrap_or(ndtune_split::schedule::Scheduler::Static)
+        ),
         Mode::Coexec => "co-execute".to_string(),
         Mode::Single => format!("run on device {} alone", s.decision.device.unwrap_or(0)),
     };
@@ -283,6 +304,97 @@ fn print_report(r: &Report, names: &[String]) {
                 p.coexec_ms,
                 if p.verified { "" } else { "  NOT verified" },
                 if p.planner { "  <- planner" } else { "" }
+            );
+        }
+    }
+}
+
+/// Fixed costs, the prediction, each scheduler side by side, its timeline and its failures.
+fn print_schedules(s: &ndtune_split::study::Study) {
+    if !s.fixed.is_empty() {
+        println!("  fixed costs per device (paid whatever its share):");
+        for f in &s.fixed {
+            println!(
+                "    [{}] a run {:.4} ms (launch, inputs every item reads, synchronisation), one more chunk {:.4} ms",
+                f.device, f.run_ms, f.chunk_ms
+            );
+        }
+        println!("    running together: {:.4} ms more", s.together_ms);
+    }
+    if let Some(p) = &s.prediction {
+        println!(
+            "  predicted before running: {:.4} ms, {}; measured: {:.4} ms ({})",
+            p.ms,
+            if p.pays {
+                "co-execution pays"
+            } else {
+                "co-execution does not pay"
+            },
+            s.decision.ms,
+            p.reason
+        );
+    }
+    if s.schedules.len() > 1 {
+        println!(
+            "  {:>8} {:>11} {:>8} {:>10} {:>8} {:>7}  verified",
+            "schedule", "ms", "speedup", "efficiency", "balance", "chunks"
+        );
+        for r in &s.schedules {
+            println!(
+                "  {:>8} {:>11.4} {:>8.3} {:>10.3} {:>8.3} {:>7}  {}",
+                r.scheduler.to_string(),
+                r.ms,
+                r.speedup,
+                r.efficiency,
+                r.balance,
+                r.timeline.len(),
+                if r.verified { "yes" } else { "NO" }
+            );
+        }
+    }
+    for r in s
+        .schedules
+        .iter()
+        .filter(|r| r.timeline.len() > r.parts.len())
+    {
+        println!(
+            "  timeline of `{}`, the timed run of median time (ms from its start):",
+            r.scheduler
+        );
+        for p in &r.parts {
+            let mine: Vec<&ndtune_split::runtime::ChunkRun> =
+                r.timeline.iter().filter(|c| c.device == p.device).collect();
+            let mut shown: Vec<String> = mine
+                .iter()
+                .map(|c| format!("{}+{} {:.3}-{:.3}", c.offset, c.size, c.start_ms, c.end_ms))
+                .collect();
+            let count = shown.len();
+            if count > 8 {
+                // The first and last chunks tell the story; the JSON and the report have all.
+                shown.splice(4..count - 2, [format!("... {} more ...", count - 6)]);
+            }
+            println!(
+                "    [{}] {count} chunks, {} items, done at {:.4}: {}",
+                p.device,
+                mine.iter().map(|c| c.size).sum::<u64>(),
+                mine.iter().map(|c| c.end_ms).fold(0.0, f64::max),
+                shown.join(", ")
+            );
+        }
+    }
+    for r in &s.schedules {
+        for f in &r.failures {
+            println!(
+                "  `{}`: device {} ({}) FAILED: {}; the others ran its items {}",
+                r.scheduler,
+                f.device,
+                f.label,
+                f.message,
+                f.given_back
+                    .iter()
+                    .map(|c| format!("{}..{}", c.offset, c.offset + c.size))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }

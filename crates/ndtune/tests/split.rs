@@ -96,9 +96,86 @@ fn matmul_and_conv1d_co_execute_on_the_two_halves_of_the_cpu() {
             "balance",
             "verified:",
             "decision:",
+            "fixed costs per device",
+            "predicted before running",
         ] {
             assert!(text.contains(want), "{want} missing in\n{text}");
         }
+    }
+}
+
+#[test]
+fn auto_shows_every_scheduler_its_timeline_and_the_prediction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("split.db");
+    let spec = examples().join("conv1d.toml");
+    let args = [
+        "split",
+        spec.to_str().unwrap(),
+        "--set",
+        "N=8192",
+        "--devices",
+        HALVES,
+        "--db",
+        db.to_str().unwrap(),
+        "--schedule",
+        "auto",
+        "--chunks",
+        "6",
+    ];
+    let v = json(&[&args[..], &["--json"]].concat());
+    check_report(&v);
+    let runs = v["schedules"].as_array().unwrap();
+    let names: Vec<&str> = runs
+        .iter()
+        .map(|r| r["scheduler"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["static", "dynamic", "hguided"]);
+    let best = v["single_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    for r in runs {
+        assert_eq!(r["verified"], true, "{r}");
+        let items: u64 = r["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["size"].as_u64().unwrap())
+            .sum();
+        assert_eq!(items, v["global"].as_u64().unwrap(), "{r}");
+        assert!((f(r, "speedup") - best / f(r, "ms")).abs() < 1e-9);
+    }
+    assert_eq!(runs[1]["timeline"].as_array().unwrap().len(), 6);
+    assert!(f(&v["prediction"], "ms") > 0.0);
+    assert_eq!(v["fixed"].as_array().unwrap().len(), 2);
+    // The decision is the fastest verified scheduler, or the best device alone.
+    let fastest = runs
+        .iter()
+        .map(|r| f(r, "ms"))
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        (f(&v["decision"], "ms") - fastest.min(best)).abs() < 1e-9,
+        "{v}"
+    );
+    let out = ndtune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "schedule          ms  speedup efficiency  balance  chunks  verified",
+        "   dynamic",
+        "   hguided",
+        "timeline of `dynamic`",
+        "predicted before running",
+        "decision:",
+    ] {
+        assert!(text.contains(want), "{want} missing in\n{text}");
     }
 }
 
@@ -127,6 +204,22 @@ fn bad_devices_dimensions_and_specs_are_refused_before_anything_runs() {
         err.contains("--dim 1: the launch of") && err.contains("1 dimension(s)"),
         "{err}"
     );
+    let err = fails(&["split", conv, "--devices", HALVES, "--schedule", "fastest"]);
+    assert!(
+        err.contains("`fastest`") && err.contains("hguided"),
+        "{err}"
+    );
+    let err = fails(&[
+        "split",
+        conv,
+        "--devices",
+        HALVES,
+        "--schedule",
+        "dynamic",
+        "--chunks",
+        "0",
+    ]);
+    assert!(err.contains("--chunks 0"), "{err}");
     let err = fails(&["split", conv, "--devices", HALVES, "--sweep", "0"]);
     assert!(err.contains("0 is not in (0, 1]"), "{err}");
     let cnn = examples().join("cnn.toml");
