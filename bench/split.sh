@@ -5,7 +5,8 @@
 #
 #   bench/split.sh DEVICES OUT [MATMUL_SIZES] [CONV_SIZES]     (sizes comma-separated)
 #   default sizes: matmul 2048, conv1d 16777216 (2^24, mask 625); SWEEP=0.1 is the sweep's step
-#   (SWEEP= for none)
+#   (SWEEP= for none); SPLIT_ARGS are passed on (e.g. `--schedule auto`); TAG prefixes each
+#   JSON's name (runs of several device sets can share OUT and its store)
 #
 # To spend device time on what is measured, the copies of the examples it runs search the tiles
 # 8..64 (matmul; the 1..4 tiles are never best and very slow at these sizes) and work-groups
@@ -16,10 +17,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 devices=${1:?DEVICES, e.g. 0,1}
 out=${2:?OUT directory}
-matmul_sizes=${3:-2048}
-conv_sizes=${4:-16777216}
+matmul_sizes=${3-2048}
+conv_sizes=${4-16777216}
 ndtune=${NDTUNE:-target/release/ndtune}
 SWEEP=${SWEEP-0.1}
+SPLIT_ARGS=${SPLIT_ARGS-}
+TAG=${TAG-}
 [[ -x $ndtune ]] || cargo build --release -q -p ndtune
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -42,9 +45,9 @@ run() { # KERNEL N
     echo "== $1 N=$2 on $devices" >&2
     local rc=0
     "$ndtune" split "$work/$1.toml" --set "N=$2" --devices "$devices" --db "$out/split.db" \
-        ${SWEEP:+--sweep "$SWEEP"} --json >"$out/$1-$2.json" 2>>"$out/split.log" || rc=$?
+        ${SWEEP:+--sweep "$SWEEP"} $SPLIT_ARGS --json >"$out/$TAG$1-$2.json" 2>>"$out/split.log" || rc=$?
     echo "   exit $rc" >&2
 }
 for n in ${matmul_sizes//,/ }; do run matmul "$n"; done
 for n in ${conv_sizes//,/ }; do run conv1d "$n"; done
-python3 bench/split_summary.py "$out"/*.json
+python3 bench/split_summary.py "$out"/"$TAG"*.json

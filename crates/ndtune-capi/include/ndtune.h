@@ -57,6 +57,10 @@ typedef enum ndtune_how {
 // `ndtune_predictor_free`.
 typedef struct ndtune_predictor ndtune_predictor;
 
+// One run's range, handed out to devices on demand. Safe to share between the host threads of
+// the devices: each asks for its own device's next chunk.
+typedef struct ndtune_schedule ndtune_schedule;
+
 // An opened wisdom file. Safe to share between threads; free it with `ndtune_wisdom_free`.
 typedef struct ndtune_wisdom ndtune_wisdom;
 
@@ -181,6 +185,52 @@ enum ndtune_status ndtune_split_plan(size_t global,
                                      const double *time_ms,
                                      struct ndtune_split_part *parts,
                                      double *theoretical_ms);
+
+// Makes a schedule of `global` items of the split dimension for `n_devices` devices, device
+// `i` launching work-groups of `work_group[i]` items and taking `time_ms[i]` for the whole
+// range alone. `scheduler` is `"static"`, `"dynamic"` (at most `chunks` equal chunks; 0 for 8
+// per device) or `"hguided"`. Writes `*out` (free it with [`ndtune_schedule_free`]).
+//
+// # Safety
+// `scheduler` is NULL or a NUL-terminated string; `work_group` and `time_ms` are NULL or point
+// to `n_devices` elements; `out` is NULL or writable.
+enum ndtune_status ndtune_schedule_new(const char *scheduler,
+                                       size_t global,
+                                       size_t n_devices,
+                                       const size_t *work_group,
+                                       const double *time_ms,
+                                       size_t chunks,
+                                       struct ndtune_schedule **out);
+
+// The next range device `device` computes, its previous one done: `[*offset, *offset +
+// *size)`, of which the first `*overlap` items an earlier part also computes (a static plan
+// whose work-group sizes are not multiples of each other: compare, do not gather them).
+// `*size` is 0 once there is nothing left for this device. Waits while another device still
+// computes a chunk that may come back to it.
+//
+// # Safety
+// `schedule` is a live handle; `offset`, `size` and `overlap` are NULL or writable.
+enum ndtune_status ndtune_schedule_next(const struct ndtune_schedule *schedule,
+                                        size_t device,
+                                        size_t *offset,
+                                        size_t *size,
+                                        size_t *overlap);
+
+// Device `device` failed: the range it was computing, and any part still assigned to it, go
+// to the devices that ask next; it gets nothing more. Writes into `*given_back` (unless NULL)
+// how many items it gave back.
+//
+// # Safety
+// `schedule` is a live handle; `given_back` is NULL or writable.
+enum ndtune_status ndtune_schedule_fail(const struct ndtune_schedule *schedule,
+                                        size_t device,
+                                        size_t *given_back);
+
+// Frees a schedule; NULL is ignored.
+//
+// # Safety
+// `schedule` is NULL or a handle [`ndtune_schedule_new`] made, not freed yet and not in use.
+void ndtune_schedule_free(struct ndtune_schedule *schedule);
 
 // Opens the wisdom file at `path`. Returns NULL only for a NULL or non-UTF-8 path: a file
 // that cannot be used gives a handle whose picks say why (`NDTUNE_ERR_WISDOM`).

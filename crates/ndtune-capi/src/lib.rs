@@ -5,7 +5,8 @@
 //! stencil kernel for a `cl_device_id`, either in process with a loaded model
 //! ([`ndtune_predictor_load`]) or through a running `ndtune serve` ([`ndtune_predictor_connect`]),
 //! with observations reported back to a service ([`ndtune_observe`]); the split planner
-//! ([`ndtune_split_plan`]); the tuned configuration of any kernel from a wisdom file
+//! ([`ndtune_split_plan`]) and the on-demand schedulers ([`ndtune_schedule_new`], see
+//! [`schedule`]); the tuned configuration of any kernel from a wisdom file
 //! ([`ndtune_wisdom_open`], [`ndtune_pick`], see [`wisdom`]); and the error convention: every function returns an
 //! [`ndtune_status`] (or NULL) and leaves a message for [`ndtune_last_error`]. No panic crosses
 //! the boundary. What a predictor does is in [`predictor`]: it caches each device's profile and
@@ -15,8 +16,13 @@
 #![allow(non_camel_case_types)]
 
 mod predictor;
+mod schedule;
 mod wisdom;
 
+pub use schedule::{
+    ndtune_schedule, ndtune_schedule_fail, ndtune_schedule_free, ndtune_schedule_new,
+    ndtune_schedule_next,
+};
 pub use wisdom::{
     ndtune_config, ndtune_how, ndtune_pick, ndtune_wisdom, ndtune_wisdom_free, ndtune_wisdom_open,
 };

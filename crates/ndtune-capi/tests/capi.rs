@@ -455,3 +455,140 @@ fn picks_check_their_arguments_and_unusable_wisdom_says_why() {
     unsafe { ndtune_wisdom_free(w) };
     unsafe { ndtune_wisdom_free(null_mut()) };
 }
+
+/// Two host threads drive "their devices" through one schedule: every scheduler hands out the
+/// range exactly once; a device that fails gives its chunk to the other; bad input is named.
+#[test]
+fn schedules_hand_each_item_to_one_device_and_take_back_a_failed_ones() {
+    use ndtune_capi::{
+        ndtune_schedule, ndtune_schedule_fail, ndtune_schedule_free, ndtune_schedule_new,
+        ndtune_schedule_next,
+    };
+    use std::ffi::CString;
+    struct Shared(*mut ndtune_schedule);
+    unsafe impl Send for Shared {}
+    unsafe impl Sync for Shared {}
+    let wgs = [16usize, 32];
+    let times = [2.0, 1.0];
+    for (name, fail) in [
+        ("static", false),
+        ("dynamic", false),
+        ("hguided", false),
+        ("dynamic", true),
+    ] {
+        let c = CString::new(name).unwrap();
+        let mut handle = null_mut();
+        let s = unsafe {
+            ndtune_schedule_new(
+                c.as_ptr(),
+                4096,
+                2,
+                wgs.as_ptr(),
+                times.as_ptr(),
+                8,
+                &mut handle,
+            )
+        };
+        assert_eq!(s, ndtune_status::NDTUNE_OK, "{}", last_error());
+        let shared = std::sync::Arc::new(Shared(handle));
+        let threads: Vec<_> = (0..2)
+            .map(|device| {
+                let shared = std::sync::Arc::clone(&shared);
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    loop {
+                        let (mut offset, mut size, mut overlap) = (0, 0, 0);
+                        let s = unsafe {
+                            ndtune_schedule_next(
+                                shared.0,
+                                device,
+                                &mut offset,
+                                &mut size,
+                                &mut overlap,
+                            )
+                        };
+                        assert_eq!(s, ndtune_status::NDTUNE_OK);
+                        if size == 0 {
+                            return got;
+                        }
+                        if fail && device == 1 {
+                            // Device 1 fails at its first chunk: it goes back to device 0.
+                            let mut back = 0;
+                            unsafe { ndtune_schedule_fail(shared.0, 1, &mut back) };
+                            assert_eq!(back, size);
+                            return got;
+                        }
+                        assert_eq!(overlap, 0);
+                        got.push((offset, size));
+                    }
+                })
+            })
+            .collect();
+        let mut all: Vec<(usize, usize)> = Vec::new();
+        let per_device: Vec<Vec<(usize, usize)>> =
+            threads.into_iter().map(|t| t.join().unwrap()).collect();
+        for got in &per_device {
+            all.extend(got);
+        }
+        all.sort_unstable();
+        let mut at = 0;
+        for (offset, size) in &all {
+            assert_eq!(*offset, at, "{name}: {all:?}");
+            at += size;
+        }
+        assert_eq!(at, 4096, "{name}");
+        match (name, fail) {
+            ("static", _) => assert!(per_device.iter().all(|g| g.len() == 1)),
+            ("dynamic", false) => assert_eq!(all.len(), 8),
+            ("dynamic", true) => assert!(per_device[1].is_empty()),
+            _ => assert!(all.len() > 2),
+        }
+        unsafe { ndtune_schedule_free(handle) };
+    }
+    let mut handle = null_mut();
+    let auto = CString::new("auto").unwrap();
+    let s = unsafe {
+        ndtune_schedule_new(
+            auto.as_ptr(),
+            4096,
+            2,
+            wgs.as_ptr(),
+            times.as_ptr(),
+            0,
+            &mut handle,
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("name one of"), "{}", last_error());
+    let dynamic = CString::new("dynamic").unwrap();
+    let s = unsafe {
+        ndtune_schedule_new(
+            dynamic.as_ptr(),
+            4010,
+            2,
+            wgs.as_ptr(),
+            times.as_ptr(),
+            0,
+            &mut handle,
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("does not divide the global size 4010"));
+    let s = unsafe {
+        ndtune_schedule_new(
+            dynamic.as_ptr(),
+            4096,
+            2,
+            wgs.as_ptr(),
+            times.as_ptr(),
+            0,
+            &mut handle,
+        )
+    };
+    assert_eq!(s, ndtune_status::NDTUNE_OK);
+    let (mut o, mut z) = (0, 0);
+    let s = unsafe { ndtune_schedule_next(handle, 2, &mut o, &mut z, null_mut()) };
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT);
+    assert!(last_error().contains("device 2: the schedule has 2 devices"));
+    unsafe { ndtune_schedule_free(handle) };
+}

@@ -245,10 +245,15 @@ pub struct DeviceFailure {
 pub enum Schedule {
     /// The seed's plan: each part to its device.
     Static(Vec<Part>),
-    /// Equal chunks of this many items (rounded to whole granules) on demand.
-    Dynamic { chunk: u64 },
-    /// Shrinking chunks sized by each device's speed (by device index), at least `least[i]`.
-    Hguided { speeds: Vec<f64>, least: Vec<u64> },
+    /// Equal chunks of this many items (rounded to whole granules) on demand, to `devices`.
+    Dynamic { chunk: u64, devices: Vec<usize> },
+    /// Shrinking chunks sized by each device's speed (by device index), at least `least[i]`,
+    /// to `devices`.
+    Hguided {
+        speeds: Vec<f64>,
+        least: Vec<u64>,
+        devices: Vec<usize>,
+    },
 }
 
 impl Schedule {
@@ -535,10 +540,14 @@ impl CoExecutor {
         self.workers.iter().map(|w| w.failed.clone()).collect()
     }
 
-    /// The least common multiple of the live members' work-group sizes: every dynamic chunk is
-    /// whole granules, so each device runs it with its own work-group size.
+    /// The least common multiple of the live members' work-group sizes: every on-demand chunk
+    /// is whole granules, so each device runs it with its own work-group size.
     pub fn granule(&self) -> Result<u64, ExecError> {
-        let wgs: Vec<u64> = self.alive().iter().map(|&i| self.workers[i].wg).collect();
+        self.granule_of(&self.alive())
+    }
+
+    fn granule_of(&self, members: &[usize]) -> Result<u64, ExecError> {
+        let wgs: Vec<u64> = members.iter().map(|&i| self.workers[i].wg).collect();
         crate::schedule::granule(&wgs).ok_or_else(|| {
             ExecError::Invalid(format!(
                 "the work-group sizes {wgs:?} have no common multiple in 64 bits"
@@ -672,7 +681,16 @@ impl CoExecutor {
                 v.dedup();
                 v
             }
-            _ => self.alive(),
+            Schedule::Dynamic { devices, .. } | Schedule::Hguided { devices, .. } => {
+                let mut v: Vec<usize> = devices
+                    .iter()
+                    .copied()
+                    .filter(|&d| d < self.workers.len() && self.workers[d].failed.is_none())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
         }
     }
 
@@ -704,10 +722,15 @@ impl CoExecutor {
                     return invalid("no part to run".into());
                 }
             }
-            Schedule::Dynamic { chunk } if *chunk == 0 => {
+            Schedule::Dynamic { chunk, .. } if *chunk == 0 => {
                 return invalid("a dynamic chunk of 0 items".into())
             }
-            Schedule::Hguided { speeds, least }
+            Schedule::Dynamic { devices, .. } | Schedule::Hguided { devices, .. }
+                if devices.iter().any(|&d| d >= n) =>
+            {
+                return invalid(format!("a schedule names a device beyond the {n} members"))
+            }
+            Schedule::Hguided { speeds, least, .. }
                 if speeds.len() != n
                     || least.len() != n
                     || speeds.iter().any(|s| !(*s > 0.0 && s.is_finite())) =>
@@ -726,28 +749,27 @@ impl CoExecutor {
 
     fn dispenser(&self, schedule: &Schedule) -> Result<Dispenser, ExecError> {
         let n = self.workers.len();
-        let granule = self.granule()?;
-        Ok(match schedule {
-            Schedule::Static(parts) => Dispenser::parts(n, parts, self.global),
-            Schedule::Dynamic { chunk } => Dispenser::new(
-                vec![Vec::new(); n],
-                0,
-                self.global,
-                granule,
-                Cut::Equal(*chunk),
-            ),
-            Schedule::Hguided { speeds, least } => Dispenser::new(
-                vec![Vec::new(); n],
-                0,
-                self.global,
-                granule,
-                Cut::Guided {
-                    speeds: speeds.clone(),
-                    least: least.clone(),
-                    k: crate::schedule::HGUIDED_K,
-                },
-            ),
-        })
+        let members = self.participants(schedule);
+        let granule = self.granule_of(&members)?;
+        let cut = match schedule {
+            Schedule::Static(parts) => return Ok(Dispenser::parts(n, parts, self.global)),
+            Schedule::Dynamic { chunk, .. } => Cut::Equal(*chunk),
+            Schedule::Hguided { speeds, least, .. } => Cut::Guided {
+                // A device outside the schedule counts for nothing in the shares.
+                speeds: (0..n)
+                    .map(|i| if members.contains(&i) { speeds[i] } else { 0.0 })
+                    .collect(),
+                least: least.clone(),
+                k: crate::schedule::HGUIDED_K,
+            },
+        };
+        Ok(Dispenser::new(
+            vec![Vec::new(); n],
+            0,
+            self.global,
+            granule,
+            cut,
+        ))
     }
 
     fn gone(&self, i: usize) -> ExecError {

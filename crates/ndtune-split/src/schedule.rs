@@ -47,6 +47,20 @@ impl fmt::Display for Scheduler {
     }
 }
 
+impl FromStr for Scheduler {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.parse::<ScheduleChoice>()? {
+            ScheduleChoice::Static => Ok(Scheduler::Static),
+            ScheduleChoice::Dynamic => Ok(Scheduler::Dynamic),
+            ScheduleChoice::Hguided => Ok(Scheduler::Hguided),
+            ScheduleChoice::Auto => Err(
+                "`auto` picks by measuring each scheduler (`ndtune split --schedule auto`): name one of `static`, `dynamic`, `hguided`".into(),
+            ),
+        }
+    }
+}
+
 /// What `--schedule` asks for: one scheduler, or `auto`, every one measured and the fastest kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScheduleChoice {
@@ -99,7 +113,7 @@ impl FromStr for ScheduleChoice {
 /// Items `[offset, offset + size)` of the split dimension. The first `overlap` items were also
 /// computed by an earlier part (a static plan whose work-group sizes are not multiples of each
 /// other): they are compared, not gathered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunk {
     pub offset: u64,
     pub size: u64,
@@ -197,6 +211,15 @@ impl Dispenser {
             });
         }
         Dispenser::new(assigned, global, global, 1, Cut::None)
+    }
+
+    /// How many devices it hands out to.
+    pub fn devices(&self) -> usize {
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retired
+            .len()
     }
 
     /// Device `device`'s next chunk, its previous one done; `Wait` or `Done` when there is none.
@@ -308,6 +331,45 @@ impl Pool {
     }
 }
 
+/// A dispenser for a host program that drives its own devices (the C API and Python): `global`
+/// items, device `i` launching work-groups of `wgs[i]` items and taking `times_ms[i]` for the
+/// whole range alone. `static` hands out the plan of eq. 4-9; `dynamic` at most `chunks` equal
+/// chunks (0: 8 per device); `hguided` chunks sized by the devices' speeds, at least a granule.
+pub fn for_program(
+    scheduler: Scheduler,
+    global: u64,
+    wgs: &[u64],
+    times_ms: &[f64],
+    chunks: u64,
+) -> Result<Dispenser, String> {
+    let devices: Vec<crate::Device> = wgs
+        .iter()
+        .zip(times_ms)
+        .map(|(&wg, &time_ms)| crate::Device { wg, time_ms })
+        .collect();
+    // The planner checks the sizes and times (and says which is wrong).
+    let plan = crate::plan(global, &devices).map_err(|e| e.to_string())?;
+    let n = wgs.len();
+    if scheduler == Scheduler::Static {
+        return Ok(Dispenser::parts(n, &plan.parts, global));
+    }
+    // The global size is a multiple of every work-group size (the planner checked), so of
+    // their least common multiple too.
+    let g = granule(wgs).ok_or("the work-group sizes have no common multiple in 64 bits")?;
+    let cut = match scheduler {
+        Scheduler::Dynamic => {
+            let chunks = if chunks == 0 { 8 * n as u64 } else { chunks };
+            Cut::Equal((global / g).div_ceil(chunks) * g)
+        }
+        _ => Cut::Guided {
+            speeds: times_ms.iter().map(|t| 1.0 / t).collect(),
+            least: vec![g; n],
+            k: HGUIDED_K,
+        },
+    };
+    Ok(Dispenser::new(vec![Vec::new(); n], 0, global, g, cut))
+}
+
 /// Least common multiple of work-group sizes, or None if it overflows.
 pub fn granule(wgs: &[u64]) -> Option<u64> {
     fn gcd(a: u64, b: u64) -> u64 {
@@ -355,10 +417,16 @@ pub struct Prediction {
 /// share `s_i` of the work at `f_i + s_i · (t_i − f_i)`, with `t_i` its whole-range time and
 /// `f_i` its fixed cost. Every device finishing together at `T` with `Σ s_i = 1` gives
 /// `T = (1 + Σ f_i / w_i) / Σ 1 / w_i` over `w_i = t_i − f_i`; a device whose fixed cost is not
-/// below `T` only slows the others and is left out. Running together costs `together_ms` more
-/// (the threads' synchronisation, the gather, devices contending for the host's memory), paid
-/// once the work is split at all.
-pub fn predict(whole_ms: &[f64], fixed_ms: &[f64], together_ms: f64) -> Prediction {
+/// below `T` only slows the others and is left out, as is one that cannot finish even the least
+/// chunk (`granule_share` of the work) by then. Running together costs `together_ms` more (the
+/// threads' synchronisation, the gather, devices contending for the host's memory), paid once
+/// the work is split at all.
+pub fn predict(
+    whole_ms: &[f64],
+    fixed_ms: &[f64],
+    together_ms: f64,
+    granule_share: f64,
+) -> Prediction {
     let best = whole_ms
         .iter()
         .copied()
@@ -383,7 +451,8 @@ pub fn predict(whole_ms: &[f64], fixed_ms: &[f64], together_ms: f64) -> Predicti
         let set = &order[..k];
         let rate: f64 = set.iter().map(|&i| 1.0 / work[i]).sum();
         let t = (1.0 + set.iter().map(|&i| fixed[i] / work[i]).sum::<f64>()) / rate;
-        if set.iter().all(|&i| fixed[i] < t) && t + together_ms < chosen.0 {
+        let useful = |i: usize| fixed[i] + granule_share * work[i] < t;
+        if set.iter().all(|&i| useful(i)) && t + together_ms < chosen.0 {
             chosen = (t + together_ms, set.to_vec());
         }
     }
@@ -614,6 +683,42 @@ mod tests {
     }
 
     #[test]
+    fn a_program_gets_each_scheduler_by_name_and_bad_input_is_named() {
+        let take_all = |d: &Dispenser| {
+            let mut v = Vec::new();
+            loop {
+                match (d.try_take(0), d.try_take(1)) {
+                    (Take::Done, Take::Done) => return v,
+                    (a, b) => v.extend([a, b].into_iter().filter_map(|t| match t {
+                        Take::Chunk(c) => Some(c),
+                        _ => None,
+                    })),
+                }
+            }
+        };
+        for name in ["static", "dynamic", "hguided"] {
+            let d = for_program(name.parse().unwrap(), 1024, &[16, 32], &[2.0, 1.0], 4).unwrap();
+            let chunks = take_all(&d);
+            covered_once(&chunks, 1024);
+            if name == "dynamic" {
+                assert_eq!(chunks.len(), 4);
+            }
+        }
+        assert!("auto"
+            .parse::<Scheduler>()
+            .unwrap_err()
+            .contains("name one of"));
+        let err = for_program(Scheduler::Dynamic, 1000, &[16, 24], &[1.0, 1.0], 0)
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("does not divide the global size 1000"),
+            "{err}"
+        );
+        assert!(for_program(Scheduler::Hguided, 1024, &[16], &[-1.0], 0).is_err());
+    }
+
+    #[test]
     fn granule_is_the_least_common_multiple() {
         assert_eq!(granule(&[64, 96, 128]), Some(384));
         assert_eq!(granule(&[32]), Some(32));
@@ -631,20 +736,23 @@ mod tests {
     #[test]
     fn prediction_leaves_out_devices_whose_fixed_cost_exceeds_their_gain() {
         // Two equal devices of 10 ms with 1 ms of fixed cost: (1 + 2·1/9) / (2/9) = 5.5 ms.
-        let p = predict(&[10.0, 10.0], &[1.0, 1.0], 0.0);
+        let p = predict(&[10.0, 10.0], &[1.0, 1.0], 0.0, 0.01);
         assert!((p.ms - 5.5).abs() < 1e-9, "{p:?}");
         assert_eq!(p.devices, [0, 1]);
         assert!(p.pays);
         // A slow device whose fixed cost is most of the run is not worth adding.
-        let p = predict(&[10.0, 12.0], &[0.1, 11.0], 0.0);
+        let p = predict(&[10.0, 12.0], &[0.1, 11.0], 0.0, 0.01);
         assert_eq!(p.devices, [0]);
         assert!(!p.pays);
         assert_eq!(p.ms, 10.0);
         assert!(p.reason.contains("device 0 alone"), "{}", p.reason);
         // A small problem: halving 0.4 ms of work saves less than the 0.3 ms of running together.
-        let p = predict(&[1.0, 1.0], &[0.6, 0.6], 0.3);
+        let p = predict(&[1.0, 1.0], &[0.6, 0.6], 0.3, 0.01);
         assert!(!p.pays, "{p:?}");
-        let p = predict(&[1.0, 1.0], &[0.6, 0.6], 0.1);
+        let p = predict(&[1.0, 1.0], &[0.6, 0.6], 0.1, 0.01);
         assert!(p.pays && (p.ms - 0.9).abs() < 1e-9, "{p:?}");
+        // Two GPUs of 10 ms and a CPU of 1000 ms whose least chunk (1%) takes 10 ms: no help.
+        let p = predict(&[10.0, 10.0, 1000.0], &[0.5, 0.5, 0.5], 0.0, 0.01);
+        assert_eq!(p.devices, [0, 1]);
     }
 }

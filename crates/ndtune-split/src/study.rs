@@ -117,6 +117,9 @@ pub struct Study {
     /// Every scheduler measured, static first.
     #[serde(default)]
     pub schedules: Vec<ScheduleRun>,
+    /// The earlier times the static plan and hguided's speeds were made from, where given.
+    #[serde(default)]
+    pub plan_ms: Option<Vec<f64>>,
 }
 
 /// What a device pays whatever its share.
@@ -158,6 +161,10 @@ pub struct Options {
     pub schedule: ScheduleChoice,
     /// `dynamic`: chunks in all, at most (default: 8 per device).
     pub chunks: Option<u64>,
+    /// Each device's whole-range time from an earlier measurement: the static plan and the
+    /// hguided speeds are made from these instead of this run's (a plan made once and kept
+    /// while devices slow down). Efficiency is still against this run's times.
+    pub plan_ms: Option<Vec<f64>>,
 }
 
 /// One device of a co-execution as `ndtune split` reports it.
@@ -244,9 +251,24 @@ pub fn study(
         mismatch(spec, reference, &singles[i].outputs, tol)
             .map(|m| format!("device {i} alone differs from device {best_single} alone: {m}"))
     });
+    let plan_ms = match &options.plan_ms {
+        Some(t) if t.len() != n => {
+            return Err(ExecError::Invalid(format!(
+                "--plan-ms gives {} times for {n} devices",
+                t.len()
+            )))
+        }
+        Some(t) if t.iter().any(|x| !(*x > 0.0 && x.is_finite())) => {
+            return Err(ExecError::Invalid(format!(
+                "--plan-ms {t:?}: every time must be positive"
+            )))
+        }
+        Some(t) => t.clone(),
+        None => single_ms.clone(),
+    };
     let devices: Vec<Device> = wgs
         .iter()
-        .zip(&single_ms)
+        .zip(&plan_ms)
         .map(|(&wg, &time_ms)| Device { wg, time_ms })
         .collect();
     let plan_by =
@@ -255,7 +277,8 @@ pub fn study(
     let other_rule = plan_by(residue.other())?;
     let (fixed, together_ms) = fixed_costs(exec, measure, &single_ms, progress)?;
     let fixed_run: Vec<f64> = fixed.iter().map(|f| f.run_ms).collect();
-    let prediction = predict(&single_ms, &fixed_run, together_ms);
+    let granule_share = exec.granule()? as f64 / global as f64;
+    let prediction = predict(&single_ms, &fixed_run, together_ms, granule_share);
     // A plan of one part is that device alone: already measured.
     let coexec = match &the_plan.parts[..] {
         [alone] => singles[alone.device].clone(),
@@ -285,7 +308,13 @@ pub fn study(
     };
     let mut schedules = vec![measured(Scheduler::Static, &coexec)];
     for scheduler in options.schedule.measured().into_iter().skip(1) {
-        let schedule = on_demand(exec, scheduler, &single_ms, &fixed, options.chunks)?;
+        // The devices worth using by the prediction; all of them where it expects none to help.
+        let members = if prediction.devices.len() > 1 {
+            prediction.devices.clone()
+        } else {
+            exec.alive()
+        };
+        let schedule = on_demand(exec, scheduler, &plan_ms, &fixed, options.chunks, members)?;
         progress(format!("co-execution on demand ({scheduler})"));
         let e = exec.run(&schedule, measure)?;
         schedules.push(measured(scheduler, &e));
@@ -396,6 +425,7 @@ pub fn study(
         together_ms,
         prediction: Some(prediction),
         schedules,
+        plan_ms: options.plan_ms.clone(),
     })
 }
 
@@ -470,9 +500,10 @@ fn part(device: usize, offset: u64, size: u64) -> Part {
 fn on_demand(
     exec: &CoExecutor,
     scheduler: Scheduler,
-    single_ms: &[f64],
+    times_ms: &[f64],
     fixed: &[FixedCost],
     chunks: Option<u64>,
+    devices: Vec<usize>,
 ) -> Result<Schedule, ExecError> {
     let global = exec.global();
     let granule = exec.granule()?;
@@ -480,18 +511,20 @@ fn on_demand(
         Scheduler::Static => unreachable!("the static plan is measured first"),
         Scheduler::Dynamic => {
             // At most `chunks` chunks of whole granules, all but the last of one size.
-            let chunks = chunks.unwrap_or(8 * exec.alive().len() as u64);
+            let chunks = chunks.unwrap_or(8 * devices.len() as u64);
             Schedule::Dynamic {
                 chunk: (global / granule).div_ceil(chunks).max(1) * granule,
+                devices,
             }
         }
         Scheduler::Hguided => Schedule::Hguided {
-            speeds: single_ms.iter().map(|t| 1.0 / t).collect(),
-            least: single_ms
+            speeds: times_ms.iter().map(|t| 1.0 / t).collect(),
+            least: times_ms
                 .iter()
                 .zip(fixed)
                 .map(|(&t, f)| least_chunk(global, granule, t, f.chunk_ms))
                 .collect(),
+            devices,
         },
     })
 }

@@ -278,10 +278,14 @@ fn every_scheduler_covers_the_range_once_and_matches_the_host_reference() {
     assert_eq!(exec.granule().unwrap(), 120);
     for schedule in [
         Schedule::Static(vec![part(0, 0, 1200), part(1, 1200, 1200)]),
-        Schedule::Dynamic { chunk: 250 },
+        Schedule::Dynamic {
+            chunk: 250,
+            devices: vec![0, 1],
+        },
         Schedule::Hguided {
             speeds: vec![1.0, 3.0],
             least: vec![120, 120],
+            devices: vec![0, 1],
         },
     ] {
         let e = exec.run(&schedule, &spec.measure).unwrap();
@@ -317,10 +321,14 @@ fn a_device_that_fails_mid_run_is_reported_and_its_chunks_run_elsewhere() {
     let expected = reference(&spec, &[8, 8], "matmul", "C");
     for schedule in [
         Schedule::Static(vec![part(0, 0, 64), part(1, 64, 64)]),
-        Schedule::Dynamic { chunk: 16 },
+        Schedule::Dynamic {
+            chunk: 16,
+            devices: vec![0, 1],
+        },
         Schedule::Hguided {
             speeds: vec![1.0, 1.0],
             least: vec![8, 8],
+            devices: vec![0, 1],
         },
     ] {
         let mut exec = executor(&spec, [vec![8, 8], vec![16, 16]]);
@@ -354,7 +362,13 @@ fn when_no_device_is_left_the_items_nobody_ran_are_named() {
     exec.fail_after(0, 0).unwrap();
     exec.fail_after(1, 0).unwrap();
     let err = exec
-        .run(&Schedule::Dynamic { chunk: 16 }, &spec.measure)
+        .run(
+            &Schedule::Dynamic {
+                chunk: 16,
+                devices: vec![0, 1],
+            },
+            &spec.measure,
+        )
         .unwrap_err()
         .to_string();
     assert!(err.contains("no device is left to run items"), "{err}");

@@ -563,9 +563,19 @@ pub struct SplitArgs {
     /// always measured too, for comparison.
     #[arg(long, value_name = "S", default_value_t = ndtune_split::schedule::ScheduleChoice::Static)]
     pub schedule: ndtune_split::schedule::ScheduleChoice,
-    /// `dynamic`: how many equal chunks (default: 8 per device).
+    /// `dynamic`: how many equal chunks, at most (default: 8 per device).
     #[arg(long, value_name = "N")]
     pub chunks: Option<u64>,
+    /// Plan from these whole-range times of each device (ms, from an earlier run's
+    /// `single_ms`) instead of this run's: the static plan and hguided's speeds stay as they
+    /// were while a device slows down. Efficiency is against this run's times.
+    #[arg(
+        long,
+        value_name = "T0,T1",
+        value_delimiter = ',',
+        conflicts_with = "plan_only"
+    )]
+    pub plan_ms: Option<Vec<f64>>,
     /// The NDRange dimension to split (0-based; default: [split] dim).
     #[arg(long, value_name = "D")]
     pub dim: Option<usize>,

@@ -123,6 +123,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         residue: args.residue,
         schedule: args.schedule,
         chunks: args.chunks,
+        plan_ms: args.plan_ms.clone(),
     };
     let result = study(&mut exec, &spec, &options, &mut |m| spinner.set_message(m));
     spinner.finish_and_clear();
@@ -227,7 +228,13 @@ fn print_report(r: &Report, names: &[String]) {
             d.tuned_ms
         );
     }
-    println!("  plan (Table 3), residue rule `{}`:", s.plan.residue);
+    match &s.plan_ms {
+        Some(t) => println!(
+            "  plan (Table 3) from the given times {t:?} ms, residue rule `{}`:",
+            s.plan.residue
+        ),
+        None => println!("  plan (Table 3), residue rule `{}`:", s.plan.residue),
+    }
     println!(
         "    {:>6} {:>10} {:>10} {:>8} {:>6} {:>9} {:>9} {:>10} {:>10}",
         "device", "offset", "size", "groups", "wg", "adjusted", "optimal", "finish ms", "kernel ms"
