@@ -7,7 +7,8 @@
 #
 # STEPS picks the steps (default "gpus all slowed"); MATMUL / CONV are the sizes of each (matmul
 # 4096,8192 and conv1d 2^24 x 625 on the GPUs; ALL_MATMUL / ALL_CONV for `all`). NDTUNE and BUSY
-# override the binaries (target/release/ndtune, target/release/examples/busy).
+# override the binaries (target/release/ndtune, target/release/examples/busy); BUSY_COPIES
+# competing processes slow the last GPU (default 1).
 # bench/coexec_summary.py tabulates OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,12 +35,15 @@ for step in $STEPS; do
         # The last GPU runs a competing kernel for the whole study; the plan keeps the quiet times.
         n=${MATMUL##*,}
         times=$(python3 -c 'import json, sys; print(",".join(f"{t:.6f}" for t in json.load(open(sys.argv[1]))["single_ms"]))' "$out/gpus-matmul-$n.json")
-        "$busy" "${gpus##*,}" 600 2>"$out/busy.log" &
-        hog=$!
+        hogs=()
+        for _ in $(seq "${BUSY_COPIES:-1}"); do
+            "$busy" "${gpus##*,}" 600 2>>"$out/busy.log" &
+            hogs+=($!)
+        done
         sleep 2
         SPLIT_ARGS="--schedule auto --plan-ms $times" TAG=slowed- bench/split.sh "$gpus" "$out" "$n" "" >/dev/null || true
-        kill "$hog" 2>/dev/null || true
-        wait "$hog" 2>/dev/null || true
+        kill "${hogs[@]}" 2>/dev/null || true
+        wait "${hogs[@]}" 2>/dev/null || true
         ;;
     *) echo "bench/coexec_node.sh: unknown step $step" >&2; exit 1 ;;
     esac

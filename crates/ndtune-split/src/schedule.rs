@@ -12,7 +12,8 @@
 //! - `hguided`: on-demand chunks that shrink as the work runs out, each sized by the asking
 //!   device's measured speed: `remaining · speed_i / (k · Σ speed)`, never under the device's
 //!   least chunk (EngineCL's HGuided, k = 2). Big chunks first keep the per-chunk costs low;
-//!   small ones at the end keep devices finishing together.
+//!   small ones at the end keep devices finishing together. A device takes no chunk it would
+//!   still compute after the others have finished everything left (a CPU beside GPUs).
 //!
 //! Every chunk is whole granules, the least common multiple of the devices' work-group sizes
 //! along the dimension (which divides the global size, a multiple of each of them), so any
@@ -235,7 +236,10 @@ impl Dispenser {
             Some(c) => Some(c),
             None => match p.assigned[device].pop_front() {
                 Some(c) => Some(c),
-                None => p.cut_shared(device),
+                None => match p.cut_shared(device) {
+                    Ok(c) => c,
+                    Err(Declined) => return Take::Wait,
+                },
             },
         };
         match chunk {
@@ -258,6 +262,10 @@ impl Dispenser {
                     let p = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
                     if p.in_flight.iter().any(Option::is_some) && p.orphans.is_empty() {
                         drop(self.changed.wait(p).unwrap_or_else(PoisonError::into_inner));
+                    } else {
+                        // Declined with nothing in flight: a faster device is about to ask.
+                        drop(p);
+                        std::thread::yield_now();
                     }
                 }
             }
@@ -300,14 +308,15 @@ impl Dispenser {
 }
 
 impl Pool {
-    fn cut_shared(&mut self, device: usize) -> Option<Chunk> {
+    /// The next chunk of the shared range for `device`: `Ok(None)` when there is none.
+    fn cut_shared(&mut self, device: usize) -> Result<Option<Chunk>, Declined> {
         let remaining = self.end.saturating_sub(self.next);
         if remaining == 0 {
-            return None;
+            return Ok(None);
         }
         let g = self.granule;
         let size = match &self.cut {
-            Cut::None => return None,
+            Cut::None => return Ok(None),
             Cut::Equal(size) => *size,
             Cut::Guided { speeds, least, k } => {
                 let total: f64 = speeds
@@ -321,15 +330,29 @@ impl Pool {
             }
         };
         let size = (size / g * g).max(g).min(remaining);
+        if let Cut::Guided { speeds, .. } = &self.cut {
+            // A slow device takes no chunk it would still compute after the others have done
+            // everything that is left: the run would wait for it. It waits instead (a chunk may
+            // still come back); the fastest device never declines, so the work always ends.
+            let others = (0..speeds.len()).filter(|&j| j != device && !self.retired[j]);
+            let fastest = others.clone().all(|j| speeds[j] <= speeds[device]);
+            let others: f64 = others.map(|j| speeds[j]).sum();
+            if !fastest && size as f64 / speeds[device] > remaining as f64 / others {
+                return Err(Declined);
+            }
+        }
         let c = Chunk {
             offset: self.next,
             size,
             overlap: 0,
         };
         self.next += size;
-        Some(c)
+        Ok(Some(c))
     }
 }
+
+/// A device that should leave what is left to faster ones.
+struct Declined;
 
 /// A dispenser for a host program that drives its own devices (the C API and Python): `global`
 /// items, device `i` launching work-groups of `wgs[i]` items and taking `times_ms[i]` for the
@@ -578,6 +601,52 @@ mod tests {
         });
         assert_eq!(d.try_take(1), Take::Done);
         covered_once(&all, 4096);
+    }
+
+    #[test]
+    fn a_slow_device_leaves_the_tail_to_the_fast_ones() {
+        // A device 100x slower than two others takes a chunk only while the two others would
+        // need longer for everything left than it needs for that chunk.
+        let global = 1u64 << 16;
+        let cut = Cut::Guided {
+            speeds: vec![1.0, 1.0, 0.01],
+            least: vec![64, 64, 64],
+            k: HGUIDED_K,
+        };
+        let d = Dispenser::new(vec![vec![]; 3], 0, global, 64, cut);
+        let (mut slow, mut all) = (vec![], vec![]);
+        while let Take::Chunk(c) = d.try_take(0) {
+            all.push(c);
+            if let Take::Chunk(c) = d.try_take(2) {
+                slow.push(c);
+                all.push(c);
+            }
+        }
+        assert!(!slow.is_empty());
+        for c in &slow {
+            let left = global - c.offset;
+            assert!(c.size as f64 / 0.01 <= left as f64 / 2.0, "took {c:?} with {left} left");
+        }
+        // Most of the range, and all of its tail, went to the fast devices.
+        assert!(slow.iter().map(|c| c.size).sum::<u64>() < global / 100);
+        assert_eq!(d.try_take(1), Take::Done);
+        assert_eq!(d.try_take(2), Take::Done);
+        covered_once(&all, global);
+        // Alone with the slow device, a fast one that fails leaves everything to it.
+        let cut = Cut::Guided {
+            speeds: vec![1.0, 0.01],
+            least: vec![64, 64],
+            k: HGUIDED_K,
+        };
+        let d = Dispenser::new(vec![vec![]; 2], 0, 1024, 64, cut);
+        let first = d.take(0).unwrap();
+        assert_eq!(d.try_take(1), Take::Wait);
+        assert_eq!(d.fail(0), vec![first]);
+        let mut rest = vec![];
+        while let Some(c) = d.take(1) {
+            rest.push(c);
+        }
+        covered_once(&rest, 1024);
     }
 
     #[test]
