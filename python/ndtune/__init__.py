@@ -2,7 +2,9 @@
 ndtune's engine (pruning, parallel builds, supervised workers, a results store that resumes)
 underneath; `space` (the pruned space, unmeasured), `Store` (a store's results), `report`,
 `bench_strategies` (search strategies replayed on recorded spaces), `collect` (stencil data
-collection for learning) and `best` (a tuned configuration at run time, from a wisdom file).
+collection for learning), `best` (a tuned configuration at run time, from a wisdom file) and
+`Schedule` (the co-execution schedulers of `ndtune split --schedule`, for a program that drives
+its own devices).
 
     from ndtune import tune_kernel
     results, env = tune_kernel("vector_add", kernel_string, size, args, tune_params)
@@ -13,8 +15,8 @@ docs/python.md lists every argument and what ndtune does with it.
 import json
 
 from . import _ndtune
-from ._ndtune import (CampaignError, DeviceError, NdtuneError, SpecError, StoreError,
-                      WisdomError)
+from ._ndtune import (CampaignError, DeviceError, NdtuneError, Schedule, SpecError,
+                      StoreError, WisdomError)
 
 # Imported when first asked for: NumPy takes most of a second to import, and the worker
 # processes (`python -m ndtune._worker`), which import this package, need none of it.
@@ -63,6 +65,7 @@ def best(wisdom, kernel, constants=None, *, device=0, platform=0, **more):
 
 __all__ = [
     "best",
+    "Schedule",
     "tune_kernel",
     "run_kernel",
     "space",

@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod api;
+mod schedule;
 
 create_exception!(
     _ndtune,
@@ -562,6 +563,7 @@ fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     api::register(m)?;
+    m.add_class::<schedule::Schedule>()?;
     m.add("NdtuneError", py.get_type::<NdtuneError>())?;
     m.add("SpecError", py.get_type::<SpecError>())?;
     m.add("DeviceError", py.get_type::<DeviceError>())?;
