@@ -2,7 +2,7 @@
 //! with their captions, in the order of the page. All the wording lives here; the renderers only
 //! format it.
 
-use crate::figures::{Bar, BarKind, Bars, Cell, Distribution, Figure, Heatmap, Sweep};
+use crate::figures::{Bar, BarKind, Bars, Cell, Distribution, Figure, Heatmap, Sweep, Timeline};
 use crate::model::{Collection, DeviceSection, Named, Report, Scenario, MAX_HEATMAPS};
 use ndtune_core::OutcomeKind;
 use ndtune_learn::oracle::Status;
@@ -547,6 +547,122 @@ fn oracle_frequency(c: &Collection) -> Option<Figure> {
     }))
 }
 
+/// The fixed costs, the prediction, each scheduler side by side and what each device computed
+/// when under each (studies stored before there were schedulers have none of it).
+fn schedules(b: &mut Builder, r: &ndtune_split::study::Report) {
+    let s = &r.study;
+    if let Some(p) = &s.prediction {
+        let fixed: Vec<String> = s
+            .fixed
+            .iter()
+            .map(|f| {
+                format!(
+                    "device {} {} ms a run, {} ms a chunk",
+                    f.device,
+                    ms(f.run_ms),
+                    ms(f.chunk_ms)
+                )
+            })
+            .collect();
+        b.para(format!(
+            "Fixed costs, paid whatever a device's share: {}; running together {} ms more. \
+             Predicted before running: {} ms ({}), measured {} ms. {}",
+            fixed.join(", "),
+            ms(s.together_ms),
+            ms(p.ms),
+            if p.pays {
+                "co-execution pays"
+            } else {
+                "co-execution does not pay"
+            },
+            ms(s.decision.ms),
+            p.reason
+        ));
+    }
+    if s.schedules.len() < 2 {
+        return;
+    }
+    b.para("Each scheduler on the same devices in the same run (efficiency: speedup over the best device alone, divided by the ideal speedup).".to_string());
+    b.table(
+        &[
+            "scheduler",
+            "ms",
+            "speedup",
+            "efficiency",
+            "balance",
+            "chunks",
+            "verified",
+            "failed devices",
+        ],
+        s.schedules
+            .iter()
+            .map(|x| {
+                vec![
+                    x.scheduler.to_string(),
+                    ms(x.ms),
+                    format!("{:.3}", x.speedup),
+                    format!("{:.3}", x.efficiency),
+                    format!("{:.3}", x.balance),
+                    x.timeline.len().to_string(),
+                    if x.verified {
+                        "yes".into()
+                    } else {
+                        "NO".into()
+                    },
+                    x.failures
+                        .iter()
+                        .map(|f| format!("{}: {}", f.device, f.message))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ]
+            })
+            .collect(),
+    );
+    let mut lanes = Vec::new();
+    let mut spans = Vec::new();
+    for x in &s.schedules {
+        for p in &x.parts {
+            let lane = lanes.len();
+            lanes.push(format!(
+                "{} · {}",
+                x.scheduler,
+                r.devices
+                    .get(p.device)
+                    .map_or(p.device.to_string(), |d| selector(&d.device).to_string())
+            ));
+            spans.extend(
+                x.timeline
+                    .iter()
+                    .filter(|c| c.device == p.device)
+                    .map(|c| (lane, c.start_ms, c.end_ms, OutcomeKind::Measured)),
+            );
+        }
+    }
+    b.figure(
+        Figure::Timeline(Timeline {
+            title: format!(
+                "{}{}: chunks per device",
+                r.kernel,
+                with_constants(&r.constants)
+            ),
+            lanes,
+            spans,
+            x_label: "ms from the start of the run".into(),
+        }),
+        format!(
+            "Timeline of the chunks of each device under {}",
+            s.schedules
+                .iter()
+                .map(|x| x.scheduler.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        "What each device computed when under each scheduler, in the timed run of median time: \
+         a bar per chunk from its first transfer to its last byte back. Devices that end together \
+         are balanced; a lane that ends late is what the run waited for.",
+    );
+}
+
 fn splits(b: &mut Builder, studies: &[Named<ndtune_split::study::Report>]) {
     b.heading(2, "coexec", "Co-execution");
     if studies.is_empty() {
@@ -655,6 +771,7 @@ fn splits(b: &mut Builder, studies: &[Named<ndtune_split::study::Report>]) {
                 })
                 .collect(),
         );
+        schedules(b, r);
         if let Some(other) = &s.other_rule {
             b.para(format!(
                 "Under the `{}` residue rule (planned from the same times, not run) the split \

@@ -171,15 +171,17 @@ pub struct Histogram {
     pub outcomes: Vec<(OutcomeKind, usize)>,
 }
 
-/// What each worker of a shared campaign evaluated when: a lane per worker, a bar per
-/// evaluation from its start to its result, coloured by its outcome.
+/// What each lane did when: each worker of a shared campaign (a bar per evaluation from its
+/// start to its result, coloured by its outcome), or each device of a co-execution (a bar per
+/// chunk).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
     pub title: String,
-    /// The workers, top to bottom.
+    /// The lanes, top to bottom.
     pub lanes: Vec<String>,
-    /// (lane, start, end in seconds from the campaign's first start, outcome).
+    /// (lane, start, end, outcome), in the unit of `x_label` from the first start.
     pub spans: Vec<(usize, f64, f64, OutcomeKind)>,
+    pub x_label: String,
 }
 
 /// Small multiples: per tuning parameter, per value, the best and the median measured value of
@@ -837,7 +839,7 @@ impl Timeline {
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .x_desc("seconds from the campaign's first evaluation")
+            .x_desc(&self.x_label)
             .y_labels(lanes)
             .y_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) if *i < lanes => self.lanes[row(*i)].clone(),
@@ -847,9 +849,15 @@ impl Timeline {
             .axis_desc_style(font(12))
             .light_line_style(WHITE)
             .draw()?;
-        // Bars of at least a pixel's width, so that an evaluation of microseconds shows.
+        // Bars of at least a pixel's width, so that an evaluation of microseconds shows, and
+        // two pixels apart, so that back-to-back chunks show as two.
         let pixel = axis_top(end) / f64::from(area.dim_in_pixel().0.max(1));
         chart.draw_series(self.spans.iter().map(|&(lane, start, stop, kind)| {
+            let stop = if stop - start > 4.0 * pixel {
+                stop - 2.0 * pixel
+            } else {
+                stop
+            };
             let mut bar = Rectangle::new(
                 [
                     (start, SegmentValue::Exact(row(lane))),

@@ -201,6 +201,7 @@ fn timeline(b: &mut Builder, name: &str, c: &Campaign) {
             title: format!("{name}: workers"),
             lanes,
             spans,
+            x_label: "seconds from the campaign's first evaluation".into(),
         }),
         format!("Timeline of the workers of {name}"),
         caption,

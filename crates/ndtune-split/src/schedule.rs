@@ -625,7 +625,10 @@ mod tests {
         assert!(!slow.is_empty());
         for c in &slow {
             let left = global - c.offset;
-            assert!(c.size as f64 / 0.01 <= left as f64 / 2.0, "took {c:?} with {left} left");
+            assert!(
+                c.size as f64 / 0.01 <= left as f64 / 2.0,
+                "took {c:?} with {left} left"
+            );
         }
         // Most of the range, and all of its tail, went to the fast devices.
         assert!(slow.iter().map(|c| c.size).sum::<u64>() < global / 100);

@@ -13,8 +13,8 @@ use std::process::Command;
 /// Figures the full store below gives: conv1d's tuning (convergence, times, effects), matmul's
 /// tuning by the split (the same and a heatmap of its two parameters: the two halves of the CPU
 /// are one kind of device, one campaign), the oracle frequency and one scenario heatmap, the
-/// co-execution bars and sweep, three learning distributions.
-const FIGURES: usize = 3 + 4 + 2 + 2 + 3;
+/// co-execution bars, sweep and the timeline of its schedulers, three learning distributions.
+const FIGURES: usize = 3 + 4 + 2 + 3 + 3;
 
 /// The browser window's width in CSS pixels.
 const WIDTH: u32 = 1280;
@@ -199,6 +199,8 @@ fn fill_store(dir: &Path) -> String {
         "0:0/2,0:1/2",
         "--sweep",
         "0.5",
+        "--schedule",
+        "auto",
         "--db",
         &db,
         "--json",
@@ -305,6 +307,9 @@ fn a_real_store_renders_as_one_offline_page_whose_figures_chromium_draws() {
         "residue rule <code>finish</code>",
         "Under the <code>paper</code> residue rule",
         "matmul N=128 on 0:0/2",
+        "Predicted before running",
+        "<td>hguided</td>",
+        "matmul N=128: chunks per device",
         "cv10 (tree) on stencils-h100-xeon.csv.gz",
         "<td>tree</td><td>nearest</td>",
     ] {
