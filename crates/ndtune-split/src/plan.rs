@@ -77,6 +77,20 @@ pub struct Part {
     pub optimal_factor: f64,
 }
 
+impl Part {
+    /// Items `[offset, offset + size)` to `device`, not from a plan (factors and group count 0).
+    pub fn range(device: usize, offset: u64, size: u64) -> Part {
+        Part {
+            device,
+            offset,
+            size,
+            work_groups: 0,
+            factor: 0.0,
+            optimal_factor: 0.0,
+        }
+    }
+}
+
 /// A split of `global` items.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {

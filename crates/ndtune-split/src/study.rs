@@ -448,7 +448,7 @@ fn fixed_costs(
         progress(format!(
             "device {device}: fixed costs (one row of work-groups)"
         ));
-        let e = exec.execute(&[part(device, 0, wg)], measure)?;
+        let e = exec.execute(&[Part::range(device, 0, wg)], measure)?;
         let s = wg as f64 / global as f64;
         let t = single_ms[device];
         let run_ms = if s < 1.0 {
@@ -472,7 +472,7 @@ fn fixed_costs(
     }
     progress("fixed cost of running together".into());
     let parts: Vec<Part> = (0..wgs.len())
-        .map(|d| part(d, d as u64 * granule, granule))
+        .map(|d| Part::range(d, d as u64 * granule, granule))
         .collect();
     let e = exec.execute(&parts, measure)?;
     // What each device alone would take for its granule, by the same linear model.
@@ -483,17 +483,6 @@ fn fixed_costs(
         .map(|(f, t)| f.run_ms + s * (t - f.run_ms))
         .fold(0.0, f64::max);
     Ok((fixed, (e.timing.score_ms() - slowest).max(0.0)))
-}
-
-fn part(device: usize, offset: u64, size: u64) -> Part {
-    Part {
-        device,
-        offset,
-        size,
-        work_groups: 0,
-        factor: 0.0,
-        optimal_factor: 0.0,
-    }
 }
 
 /// The on-demand schedule of `scheduler` from the measured speeds and fixed costs.

@@ -64,14 +64,7 @@ fn reference(spec: &Spec, config: &[i64], name: &str, output: &str) -> Vec<f64> 
 }
 
 fn part(device: usize, offset: u64, size: u64) -> Part {
-    Part {
-        device,
-        offset,
-        size,
-        work_groups: 0,
-        factor: 0.0,
-        optimal_factor: 0.0,
-    }
+    Part::range(device, offset, size)
 }
 
 fn assert_matches(spec: &Spec, expected: &[f64], out: &[u8]) {
@@ -256,6 +249,23 @@ fn buffers_the_kernel_writes_must_follow_the_split() {
     assert!(err.to_string().contains("2 dimension(s)"), "{err}");
 }
 
+/// On both halves: the static halves of `2 · half` items, dynamic chunks of `chunk`, hguided
+/// with these speeds and least chunks.
+fn every_scheduler(half: u64, chunk: u64, speeds: [f64; 2], least: u64) -> [Schedule; 3] {
+    [
+        Schedule::Static(vec![part(0, 0, half), part(1, half, half)]),
+        Schedule::Dynamic {
+            chunk,
+            devices: vec![0, 1],
+        },
+        Schedule::Hguided {
+            speeds: speeds.to_vec(),
+            least: vec![least; 2],
+            devices: vec![0, 1],
+        },
+    ]
+}
+
 /// The chunks of a timeline in offset order cover `[0, global)` exactly once.
 fn covered_exactly_once(timeline: &[ndtune_split::runtime::ChunkRun], global: u64) {
     let mut chunks: Vec<(u64, u64)> = timeline.iter().map(|c| (c.offset, c.size)).collect();
@@ -276,18 +286,7 @@ fn every_scheduler_covers_the_range_once_and_matches_the_host_reference() {
     let expected = reference(&spec, &[24], "conv1d", "out");
     let mut exec = executor(&spec, [vec![24], vec![40]]);
     assert_eq!(exec.granule().unwrap(), 120);
-    for schedule in [
-        Schedule::Static(vec![part(0, 0, 1200), part(1, 1200, 1200)]),
-        Schedule::Dynamic {
-            chunk: 250,
-            devices: vec![0, 1],
-        },
-        Schedule::Hguided {
-            speeds: vec![1.0, 3.0],
-            least: vec![120, 120],
-            devices: vec![0, 1],
-        },
-    ] {
+    for schedule in every_scheduler(1200, 250, [1.0, 3.0], 120) {
         let e = exec.run(&schedule, &spec.measure).unwrap();
         assert_matches(&spec, &expected, &e.outputs["out"]);
         covered_exactly_once(&e.timeline, 2400);
@@ -319,18 +318,7 @@ fn every_scheduler_covers_the_range_once_and_matches_the_host_reference() {
 fn a_device_that_fails_mid_run_is_reported_and_its_chunks_run_elsewhere() {
     let spec = load(&example("matmul.toml"), 128);
     let expected = reference(&spec, &[8, 8], "matmul", "C");
-    for schedule in [
-        Schedule::Static(vec![part(0, 0, 64), part(1, 64, 64)]),
-        Schedule::Dynamic {
-            chunk: 16,
-            devices: vec![0, 1],
-        },
-        Schedule::Hguided {
-            speeds: vec![1.0, 1.0],
-            least: vec![8, 8],
-            devices: vec![0, 1],
-        },
-    ] {
+    for schedule in every_scheduler(64, 16, [1.0, 1.0], 8) {
         let mut exec = executor(&spec, [vec![8, 8], vec![16, 16]]);
         // Device 1 fails at its second chunk: under `static`, its part in the second run.
         exec.fail_after(1, 1).unwrap();

@@ -15,6 +15,17 @@ fn f(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
+/// What a successful run prints.
+fn text_of(args: &[&str]) -> String {
+    let out = ndtune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Checks every figure of a co-execution report against the others.
 fn check_report(v: &Value) {
     assert_eq!(v["verified"], true, "{v}");
@@ -81,13 +92,7 @@ fn matmul_and_conv1d_co_execute_on_the_two_halves_of_the_cpu() {
         assert_eq!(sweep[0]["factors"][0], 0.0);
         assert_eq!(sweep.last().unwrap()["factors"][1], 0.0);
         // The text report, now from the stored best configurations.
-        let out = ndtune().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = text_of(&args);
         for want in [
             "plan (Table 3), residue rule `finish`",
             "paper rule (not run): sizes ",
@@ -160,13 +165,7 @@ fn auto_shows_every_scheduler_its_timeline_and_the_prediction() {
         (f(&v["decision"], "ms") - fastest.min(best)).abs() < 1e-9,
         "{v}"
     );
-    let out = ndtune().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = text_of(&args);
     for want in [
         "schedule          ms  speedup efficiency  balance  chunks  verified",
         "   dynamic",
