@@ -91,6 +91,16 @@ impl StoreError {
             StoreError::Postgres { error, .. } => error
                 .code()
                 .is_some_and(|c| matches!(c.code(), "40P01" | "40001")),
+            // SQLite gives up without its busy handler where waiting could deadlock (a file
+            // another process is creating, switching to its write-ahead log or recovering it):
+            // the statement or transaction runs again once the other is through.
+            StoreError::Sqlite {
+                error: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } => matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ),
             _ => false,
         }
     }
@@ -157,5 +167,22 @@ impl<T> At<T> for rusqlite::Result<T> {
             path: path.to_path_buf(),
             error,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+
+    #[test]
+    fn a_busy_sqlite_file_runs_again_and_other_failures_do_not() {
+        let sqlite = |code| StoreError::Sqlite {
+            path: "s.db".into(),
+            error: rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
+        };
+        assert!(sqlite(rusqlite::ffi::SQLITE_BUSY).must_rerun());
+        assert!(sqlite(rusqlite::ffi::SQLITE_LOCKED).must_rerun());
+        assert!(!sqlite(rusqlite::ffi::SQLITE_CORRUPT).must_rerun());
+        assert!(!sqlite(rusqlite::ffi::SQLITE_FULL).must_rerun());
     }
 }

@@ -170,7 +170,17 @@ impl Store {
     ) -> Result<Store, StoreError> {
         match Location::parse(location) {
             Location::File(path) => {
-                let (conn, version) = crate::open::open(&path, steps)?;
+                // Two processes creating one store at once may find it busy: try again.
+                let mut reruns = 0;
+                let (conn, version) = loop {
+                    match crate::open::open(&path, steps) {
+                        Err(e) if e.must_rerun() && reruns < CONFLICT_RERUNS => {
+                            reruns += 1;
+                            std::thread::sleep(FIRST_PAUSE / 10 * reruns);
+                        }
+                        opened => break opened?,
+                    }
+                };
                 let sqlite = crate::sqlite::Sqlite {
                     conn,
                     path: path.clone(),
@@ -223,10 +233,14 @@ impl Store {
             let done = body(s);
             s.in_transaction.set(false);
             match done {
-                Ok(value) => {
-                    s.db.borrow_mut().commit()?;
-                    Ok(value)
-                }
+                Ok(value) => match s.db.borrow_mut().commit() {
+                    Ok(()) => Ok(value),
+                    Err(e) => {
+                        // Ended, so that it can run again from its start.
+                        let _ = s.db.borrow_mut().rollback();
+                        Err(e)
+                    }
+                },
                 Err(e) => {
                     // The body's error says what went wrong; a failed rollback adds nothing.
                     let _ = s.db.borrow_mut().rollback();
