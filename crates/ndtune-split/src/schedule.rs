@@ -380,10 +380,7 @@ pub fn for_program(
     // their least common multiple too.
     let g = granule(wgs).ok_or("the work-group sizes have no common multiple in 64 bits")?;
     let cut = match scheduler {
-        Scheduler::Dynamic => {
-            let chunks = if chunks == 0 { 8 * n as u64 } else { chunks };
-            Cut::Equal((global / g).div_ceil(chunks) * g)
-        }
+        Scheduler::Dynamic => Cut::Equal(equal_chunk(global, g, (chunks > 0).then_some(chunks), n)),
         _ => Cut::Guided {
             speeds: times_ms.iter().map(|t| 1.0 / t).collect(),
             least: vec![g; n],
@@ -391,6 +388,13 @@ pub fn for_program(
         },
     };
     Ok(Dispenser::new(vec![Vec::new(); n], 0, global, g, cut))
+}
+
+/// The size of `dynamic`'s equal chunks: at most `chunks` of them (default 8 per device) in
+/// whole granules, all but the last of one size.
+pub fn equal_chunk(global: u64, granule: u64, chunks: Option<u64>, devices: usize) -> u64 {
+    let chunks = chunks.unwrap_or(8 * devices as u64).max(1);
+    (global / granule).div_ceil(chunks).max(1) * granule
 }
 
 /// Least common multiple of work-group sizes, or None if it overflows.
@@ -408,8 +412,15 @@ pub fn granule(wgs: &[u64]) -> Option<u64> {
 
 /// The least chunk of a device under `hguided`: enough whole granules that its fixed cost per
 /// chunk (`chunk_cost_ms`, a launch and its synchronisation) is at most a tenth of the chunk's
-/// work, given it computes all `global` items in `whole_ms`.
-pub fn least_chunk(global: u64, granule: u64, whole_ms: f64, chunk_cost_ms: f64) -> u64 {
+/// work, given it computes all `global` items in `whole_ms`; never more than a fair share of
+/// the `devices` running.
+pub fn least_chunk(
+    global: u64,
+    granule: u64,
+    whole_ms: f64,
+    chunk_cost_ms: f64,
+    devices: usize,
+) -> u64 {
     let per_item = whole_ms / global as f64;
     let items = if per_item > 0.0 {
         (10.0 * chunk_cost_ms / per_item).ceil()
@@ -417,8 +428,10 @@ pub fn least_chunk(global: u64, granule: u64, whole_ms: f64, chunk_cost_ms: f64)
         0.0
     };
     let granules = (items / granule as f64).ceil().max(1.0);
-    // Not more than a device's fair share of the whole: beyond, "least" would mean "static".
-    (granules as u64 * granule).min(global)
+    // Not more than a device's fair share of the whole: beyond, the first device to ask would
+    // take everything.
+    let fair = (global / devices.max(1) as u64 / granule).max(1) * granule;
+    (granules as u64 * granule).min(fair)
 }
 
 /// What a co-execution is expected to take before it runs, from each device's measured time
@@ -800,9 +813,11 @@ mod tests {
     #[test]
     fn the_least_chunk_keeps_per_chunk_costs_small() {
         // 1M items in 10 ms: 1e-5 ms per item; a 0.02 ms chunk cost wants 20,000 items.
-        assert_eq!(least_chunk(1 << 20, 256, 10.0, 0.02), 20992);
-        assert_eq!(least_chunk(1024, 256, 10.0, 100.0), 1024);
-        assert_eq!(least_chunk(1024, 256, 10.0, 0.0), 256);
+        assert_eq!(least_chunk(1 << 20, 256, 10.0, 0.02, 2), 20992);
+        // A chunk cost as large as the work: a fair share, not the whole range.
+        assert_eq!(least_chunk(1024, 256, 10.0, 100.0, 2), 512);
+        assert_eq!(least_chunk(1024, 256, 10.0, 100.0, 1), 1024);
+        assert_eq!(least_chunk(1024, 256, 10.0, 0.0, 2), 256);
     }
 
     #[test]

@@ -7,15 +7,15 @@
 //! included), so the plan balances what is measured, not the kernels alone.
 //!
 //! Beside the static plan a study can measure the on-demand schedulers ([`crate::schedule`]):
-//! each device's fixed costs are measured first (a run of one work-group: launch, the inputs
-//! every item reads, synchronisation; and what one more chunk costs), a prediction of whether
-//! co-executing pays is made from them and the speeds, and every scheduler asked for runs and is
-//! verified. The decision keeps the fastest verified one, or the best device alone.
+//! each device's fixed costs are measured first (from a run of one row of its work-groups:
+//! launch, the inputs every item reads, synchronisation; and what one more chunk costs), a
+//! prediction of whether co-executing pays is made from them and the speeds, and every scheduler
+//! asked for runs and is verified. The decision keeps the fastest verified one, or the best device alone.
 
 use crate::runtime::{
     ChunkRun, CoExecutor, DeviceFailure, ExecError, Execution, PartTiming, Schedule,
 };
-use crate::schedule::{least_chunk, predict, Prediction, ScheduleChoice, Scheduler};
+use crate::schedule::{equal_chunk, least_chunk, predict, Prediction, ScheduleChoice, Scheduler};
 use crate::{optimal_factors, plan_factors, plan_with, Device, Part, Plan, Residue};
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::compare;
@@ -107,7 +107,7 @@ pub struct Study {
     /// Each device's fixed costs (absent from studies stored before they were measured).
     #[serde(default)]
     pub fixed: Vec<FixedCost>,
-    /// The cost of running together: a co-execution of one work-group per device over the
+    /// The cost of running together: a co-execution of one granule per device over the
     /// slowest of them alone.
     #[serde(default)]
     pub together_ms: f64,
@@ -307,14 +307,21 @@ pub fn study(
         }
     };
     let mut schedules = vec![measured(Scheduler::Static, &coexec)];
+    // The devices worth using by the prediction; all of them where it expects none to help.
+    let members = if prediction.devices.len() > 1 {
+        prediction.devices.clone()
+    } else {
+        exec.alive()
+    };
     for scheduler in options.schedule.measured().into_iter().skip(1) {
-        // The devices worth using by the prediction; all of them where it expects none to help.
-        let members = if prediction.devices.len() > 1 {
-            prediction.devices.clone()
-        } else {
-            exec.alive()
-        };
-        let schedule = on_demand(exec, scheduler, &plan_ms, &fixed, options.chunks, members)?;
+        let schedule = on_demand(
+            exec,
+            scheduler,
+            &plan_ms,
+            &fixed,
+            options.chunks,
+            members.clone(),
+        )?;
         progress(format!("co-execution on demand ({scheduler})"));
         let e = exec.run(&schedule, measure)?;
         schedules.push(measured(scheduler, &e));
@@ -466,8 +473,7 @@ fn fixed_costs(
         });
     }
     let granule = exec.granule()?;
-    let n = wgs.len() as u64;
-    if n * granule > exec.global() {
+    if wgs.len() as u64 * granule > global {
         return Ok((fixed, 0.0));
     }
     progress("fixed cost of running together".into());
@@ -498,20 +504,16 @@ fn on_demand(
     let granule = exec.granule()?;
     Ok(match scheduler {
         Scheduler::Static => unreachable!("the static plan is measured first"),
-        Scheduler::Dynamic => {
-            // At most `chunks` chunks of whole granules, all but the last of one size.
-            let chunks = chunks.unwrap_or(8 * devices.len() as u64);
-            Schedule::Dynamic {
-                chunk: (global / granule).div_ceil(chunks).max(1) * granule,
-                devices,
-            }
-        }
+        Scheduler::Dynamic => Schedule::Dynamic {
+            chunk: equal_chunk(global, granule, chunks, devices.len()),
+            devices,
+        },
         Scheduler::Hguided => Schedule::Hguided {
             speeds: times_ms.iter().map(|t| 1.0 / t).collect(),
             least: times_ms
                 .iter()
                 .zip(fixed)
-                .map(|(&t, f)| least_chunk(global, granule, t, f.chunk_ms))
+                .map(|(&t, f)| least_chunk(global, granule, t, f.chunk_ms, devices.len()))
                 .collect(),
             devices,
         },
