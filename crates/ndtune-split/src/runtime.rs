@@ -668,30 +668,21 @@ impl CoExecutor {
         })
     }
 
-    /// The live members a schedule runs on: a static plan's devices, or every live member.
+    /// The live members a schedule runs on: those its parts or its device list name.
     fn participants(&self, schedule: &Schedule) -> Vec<usize> {
-        match schedule {
-            Schedule::Static(parts) => {
-                let mut v: Vec<usize> = parts
-                    .iter()
-                    .map(|p| p.device)
-                    .filter(|&d| self.workers[d].failed.is_none())
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            }
+        let named: Vec<usize> = match schedule {
+            Schedule::Static(parts) => parts.iter().map(|p| p.device).collect(),
             Schedule::Dynamic { devices, .. } | Schedule::Hguided { devices, .. } => {
-                let mut v: Vec<usize> = devices
-                    .iter()
-                    .copied()
-                    .filter(|&d| d < self.workers.len() && self.workers[d].failed.is_none())
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v
+                devices.clone()
             }
-        }
+        };
+        let mut live: Vec<usize> = named
+            .into_iter()
+            .filter(|&d| self.workers.get(d).is_some_and(|w| w.failed.is_none()))
+            .collect();
+        live.sort_unstable();
+        live.dedup();
+        live
     }
 
     fn check(&self, schedule: &Schedule) -> Result<(), ExecError> {
@@ -747,10 +738,10 @@ impl CoExecutor {
         Ok(())
     }
 
-    fn dispenser(&self, schedule: &Schedule) -> Result<Dispenser, ExecError> {
+    /// One run's dispenser of `schedule` over its `members` (its participants).
+    fn dispenser(&self, schedule: &Schedule, members: &[usize]) -> Result<Dispenser, ExecError> {
         let n = self.workers.len();
-        let members = self.participants(schedule);
-        let granule = self.granule_of(&members)?;
+        let granule = self.granule_of(members)?;
         let cut = match schedule {
             Schedule::Static(parts) => return Ok(Dispenser::parts(n, parts, self.global)),
             Schedule::Dynamic { chunk, .. } => Cut::Equal(*chunk),
@@ -793,7 +784,7 @@ impl CoExecutor {
     /// One run of a schedule on its devices at once, gathered.
     fn run_once(&mut self, schedule: &Schedule) -> Result<Once, ExecError> {
         let participants = self.participants(schedule);
-        let dispenser = Arc::new(self.dispenser(schedule)?);
+        let dispenser = Arc::new(self.dispenser(schedule, &participants)?);
         // A static part of a device that already failed goes to the others from the start.
         if let Schedule::Static(parts) = schedule {
             for p in parts {
