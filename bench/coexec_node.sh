@@ -8,7 +8,8 @@
 # STEPS picks the steps (default "gpus all slowed"); MATMUL / CONV are the sizes of each (matmul
 # 4096,8192 and conv1d 2^24 x 625 on the GPUs; ALL_MATMUL / ALL_CONV for `all`). NDTUNE and BUSY
 # override the binaries (target/release/ndtune, target/release/examples/busy); BUSY_COPIES
-# competing processes slow the last GPU (default 1).
+# competing processes slow the last GPU (default 1). EXTRA is passed on to every `ndtune split`
+# (e.g. `--slices 1`).
 # bench/coexec_summary.py tabulates OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/gpus.txt
 gpus=$("$NDTUNE" devices --json | python3 -c 'import json, sys
 print(",".join(str(i) for i, d in enumerate(json.load(sys.stdin)) if d["device_type"] == "gpu"))')
 [[ $gpus == *,* ]] || { echo "bench/coexec_node.sh: fewer than two GPUs ($gpus)" >&2; exit 1; }
-export SWEEP= SPLIT_ARGS="--schedule auto"
+export SWEEP= SPLIT_ARGS="--schedule auto ${EXTRA-}"
 for step in $STEPS; do
     case $step in
     gpus) TAG=gpus- bench/split.sh "$gpus" "$out" "$MATMUL" "$CONV" >/dev/null ;;
@@ -41,7 +42,7 @@ for step in $STEPS; do
             hogs+=($!)
         done
         sleep 2
-        SPLIT_ARGS="--schedule auto --plan-ms $times" TAG=slowed- bench/split.sh "$gpus" "$out" "$n" "" >/dev/null || true
+        SPLIT_ARGS="--schedule auto --plan-ms $times ${EXTRA-}" TAG=slowed- bench/split.sh "$gpus" "$out" "$n" "" >/dev/null || true
         kill "${hogs[@]}" 2>/dev/null || true
         wait "${hogs[@]}" 2>/dev/null || true
         ;;

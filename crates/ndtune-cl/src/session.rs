@@ -99,6 +99,8 @@ pub struct Session {
     /// errors surface there ([`Session::settle`]); on a CPU device each wait is a round trip to
     /// the driver's threads that costs as much as the work.
     pending: std::cell::RefCell<Vec<(&'static str, opencl3::event::Event)>>,
+    /// A second queue for a [`Pipeline`]'s transfers, made when the first one is asked for.
+    copies: std::cell::OnceCell<CommandQueue>,
 }
 
 impl Session {
@@ -118,6 +120,7 @@ impl Session {
             ),
             source: None,
             pending: Default::default(),
+            copies: Default::default(),
         })
     }
 
@@ -404,6 +407,29 @@ impl Session {
         self.settle()
     }
 
+    /// A pipeline of transfers and launches on this session's two queues (see [`Pipeline`]).
+    pub fn pipeline<'a>(&'a self) -> Result<Pipeline<'a>, ClError> {
+        let copies = match self.copies.get() {
+            Some(q) => q,
+            None => {
+                #[allow(deprecated)] // clCreateCommandQueue: every OpenCL version has it
+                let q = CommandQueue::create_default(
+                    self.programs.context(),
+                    CL_QUEUE_PROFILING_ENABLE,
+                )
+                .map_err(api("clCreateCommandQueue"))?;
+                self.copies.get_or_init(|| q)
+            }
+        };
+        self.settle()?;
+        Ok(Pipeline {
+            session: self,
+            copies,
+            transfers: Vec::new(),
+            kernels: Vec::new(),
+        })
+    }
+
     /// Sets every argument of `kernel`; their number must be the kernel's.
     pub fn set_args(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), ClError> {
         let expected = kernel.num_args().map_err(api("clGetKernelInfo"))? as usize;
@@ -478,5 +504,172 @@ impl Session {
             .profiling_command_end()
             .map_err(api("clGetEventProfilingInfo"))?;
         Ok(end.saturating_sub(start) as f64 / 1e6)
+    }
+}
+
+/// Transfers on one in-order queue and kernels on another, each command waiting only for the
+/// [`Step`]s it names: a part cut into slices is written, run and read back in a pipeline, the
+/// next slice's inputs and the last slice's outputs moving while a kernel runs (on devices with
+/// copy engines; elsewhere it runs as one queue would). Host memory that writes read from must
+/// outlive the pipeline (its lifetime `'a`); dropping it waits for every command it enqueued.
+pub struct Pipeline<'a> {
+    session: &'a Session,
+    copies: &'a CommandQueue,
+    transfers: Vec<opencl3::event::Event>,
+    kernels: Vec<opencl3::event::Event>,
+}
+
+/// A command of a [`Pipeline`] that later ones can wait for.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    Transfer(usize),
+    Kernel(usize),
+}
+
+/// Device time of what a [`Pipeline`] ran, from the profiling events, in milliseconds: they may
+/// overlap each other.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PipelineTimes {
+    pub kernel_ms: f64,
+    pub transfer_ms: f64,
+}
+
+impl<'a> Pipeline<'a> {
+    fn wait_list(&self, after: &[Step]) -> Vec<opencl3::types::cl_event> {
+        after
+            .iter()
+            .map(|s| match *s {
+                Step::Transfer(i) => self.transfers[i].get(),
+                Step::Kernel(i) => self.kernels[i].get(),
+            })
+            .collect()
+    }
+
+    /// Writes `bytes` into `buffer` from byte `offset` on, without waiting.
+    pub fn write(
+        &mut self,
+        buffer: &DeviceBuffer,
+        offset: usize,
+        bytes: &'a [u8],
+    ) -> Result<Step, ClError> {
+        if offset + bytes.len() > buffer.len {
+            return Err(ClError::InvalidInput {
+                what: "write past the end of a buffer",
+            });
+        }
+        // SAFETY: a range inside the buffer from host memory that outlives the pipeline, whose
+        // drop waits for this command.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_write_buffer(
+                self.copies.get(),
+                buffer.buffer.get(),
+                opencl3::types::CL_NON_BLOCKING,
+                offset,
+                bytes.len(),
+                bytes.as_ptr().cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| api("clEnqueueWriteBuffer")(e.into()))?;
+        self.transfers.push(opencl3::event::Event::new(event));
+        Ok(Step::Transfer(self.transfers.len() - 1))
+    }
+
+    /// Launches `kernel` (arguments set) once the steps `after` are done, without waiting.
+    pub fn launch(
+        &mut self,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+        after: &[Step],
+    ) -> Result<Step, ClError> {
+        let wait = self.wait_list(after);
+        // SAFETY: the size arrays have `global.len()` entries and outlive the call.
+        let event = unsafe {
+            self.session.queue.enqueue_nd_range_kernel(
+                kernel.get(),
+                global.len() as u32,
+                offset.map_or(ptr::null(), <[usize]>::as_ptr),
+                global.as_ptr(),
+                local.map_or(ptr::null(), <[usize]>::as_ptr),
+                &wait,
+            )
+        }
+        .map_err(api("clEnqueueNDRangeKernel"))?;
+        self.kernels.push(event);
+        Ok(Step::Kernel(self.kernels.len() - 1))
+    }
+
+    /// Fills `out` from `buffer` (from byte `offset` on) once the steps `after` are done, and
+    /// waits for it: kernels enqueued before go on meanwhile.
+    pub fn read_into(
+        &mut self,
+        buffer: &DeviceBuffer,
+        offset: usize,
+        out: &mut [u8],
+        after: &[Step],
+    ) -> Result<(), ClError> {
+        if offset + out.len() > buffer.len {
+            return Err(ClError::InvalidInput {
+                what: "read past the end of a buffer",
+            });
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        let wait = self.wait_list(after);
+        // SAFETY: blocking read of a range inside the buffer into a slice of that size.
+        let event = unsafe {
+            self.copies
+                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, out, &wait)
+        }
+        .map_err(api("clEnqueueReadBuffer"))?;
+        self.transfers.push(event);
+        Ok(())
+    }
+
+    /// Waits for everything enqueued; the device time of its kernels and of its transfers.
+    pub fn finish(mut self) -> Result<PipelineTimes, ClError> {
+        self.wait()?;
+        let total = |events: &[opencl3::event::Event]| -> Result<f64, ClError> {
+            let mut ns = 0u64;
+            for e in events {
+                let start = e
+                    .profiling_command_start()
+                    .map_err(api("clGetEventProfilingInfo"))?;
+                let end = e
+                    .profiling_command_end()
+                    .map_err(api("clGetEventProfilingInfo"))?;
+                ns += end.saturating_sub(start);
+            }
+            Ok(ns as f64 / 1e6)
+        };
+        Ok(PipelineTimes {
+            kernel_ms: total(&self.kernels)?,
+            transfer_ms: total(&self.transfers)?,
+        })
+    }
+
+    fn wait(&mut self) -> Result<(), ClError> {
+        let kernels = self.session.queue.finish().map_err(api("clFinish"));
+        let copies = self.copies.finish().map_err(api("clFinish"));
+        kernels?;
+        copies?;
+        for e in self.kernels.iter().chain(&self.transfers) {
+            // A command that failed reports it through its event's status.
+            e.wait().map_err(api("clWaitForEvents"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Pipeline<'_> {
+    fn drop(&mut self) {
+        // Nothing may still read from host memory the borrow lets go of; errors were (or are
+        // now, by `finish`) reported.
+        let _ = self.session.queue.finish();
+        let _ = self.copies.finish();
     }
 }

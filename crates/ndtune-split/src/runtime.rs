@@ -7,7 +7,9 @@
 //! transferred. Along the split dimension a buffer declared in `[split.buffers]` moves only its
 //! slice (plus halo, for inputs); every other input is copied whole; outputs are read back per
 //! part and gathered into one host buffer. Transfers count in the time: a run is timed on the
-//! host clock from the start of the first transfer to the last byte gathered.
+//! host clock from the start of the first transfer to the last byte gathered. A part runs in
+//! slices of whole work-groups on two queues (transfers, kernels), pipelined: the next slice's
+//! inputs go in and the last slice's outputs come back while a kernel runs.
 //!
 //! How the range is handed out is a [`Schedule`]: the static plan's parts, or chunks taken on
 //! demand from a [`Dispenser`] (see [`crate::schedule`]). A device runs a chunk as the whole
@@ -24,6 +26,7 @@ use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::{compare, Mismatch};
 use ndtune_cl::{Arg, ClDevice, DeviceBuffer, Kernel, PinnedHost, Session};
 use ndtune_core::Timing;
+use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, Measure, Spec};
 use std::collections::BTreeMap;
@@ -34,6 +37,13 @@ use std::time::Instant;
 
 /// The byte every untouched element is filled with.
 const POISON: u8 = 0xFF;
+
+/// Bytes a slice of a chunk moves at least: below this its launch and synchronisation cost more
+/// than the overlap of its transfers saves.
+const SLICE_BYTES: usize = 8 << 20;
+
+/// Slices a chunk is run in at most.
+const MAX_SLICES: usize = 4;
 
 /// One device of a co-execution and the configuration (parameter values in declaration order)
 /// it runs.
@@ -144,6 +154,8 @@ enum Order {
     /// Fault injection: after this many more chunks, launch with a work-group the driver must
     /// refuse, as a device that fails mid-run would.
     FailAfter(usize),
+    /// Run every chunk in this many slices (at most one per work-group).
+    Slices(usize),
 }
 
 /// A gathered host buffer that the device threads of one run fill, each only the items of the
@@ -224,8 +236,10 @@ pub struct ChunkRun {
     /// From the start of the run, host clock: the chunk's first transfer to its last byte back.
     pub start_ms: f64,
     pub end_ms: f64,
+    /// Device time of its kernels (its slices together), from profiling events.
     pub kernel_ms: f64,
-    /// Of its time, the transfers: inputs written and outputs read back.
+    /// Device time of its transfers (inputs written, outputs read back), from profiling events;
+    /// pipelined slices overlap them with the kernels.
     #[serde(default)]
     pub transfer_ms: f64,
 }
@@ -565,6 +579,17 @@ impl CoExecutor {
             .orders
             .send(Order::FailAfter(chunks))
             .map_err(|_| self.gone(device))
+    }
+
+    /// Every device runs each chunk in `slices` pipelined slices (at most one per work-group)
+    /// instead of as many as the bytes it moves call for.
+    pub fn slices(&mut self, slices: usize) -> Result<(), ExecError> {
+        for (i, w) in self.workers.iter().enumerate() {
+            w.orders
+                .send(Order::Slices(slices))
+                .map_err(|_| self.gone(i))?;
+        }
+        Ok(())
     }
 
     /// Runs `parts` (the static plan) with the measure protocol; see [`CoExecutor::run`].
@@ -990,6 +1015,8 @@ struct DeviceState {
     setup: Setup,
     /// Fault injection: chunks left before a launch the driver refuses.
     fail_after: Option<usize>,
+    /// Slices per chunk, when set (else by the bytes moved).
+    slices: Option<usize>,
 }
 
 fn device_thread(setup: Setup, orders: Receiver<Order>, done: Sender<Result<Reply, String>>) {
@@ -1008,6 +1035,10 @@ fn device_thread(setup: Setup, orders: Receiver<Order>, done: Sender<Result<Repl
             Order::Poison => state.poison().map(|()| Reply::Poisoned),
             Order::FailAfter(n) => {
                 state.fail_after = Some(n);
+                continue;
+            }
+            Order::Slices(n) => {
+                state.slices = Some(n);
                 continue;
             }
             Order::Run {
@@ -1087,6 +1118,7 @@ impl DeviceState {
             session,
             setup,
             fail_after: None,
+            slices: None,
         })
     }
 
@@ -1101,9 +1133,39 @@ impl DeviceState {
         Ok(())
     }
 
+    /// How many slices a chunk covering `groups` work-groups is run in: by the bytes it moves
+    /// (at least [`SLICE_BYTES`] a slice, at most [`MAX_SLICES`]) on devices with their own
+    /// memory, one on a CPU (its transfers are copies by the cores that compute); never more
+    /// than its work-groups.
+    fn slices(&self, groups: usize, cover: (usize, usize)) -> usize {
+        let wanted = self.slices.unwrap_or_else(|| {
+            if self.setup.device.profile.device_type == DeviceType::Cpu {
+                return 1;
+            }
+            let moved: usize = self
+                .setup
+                .buffers
+                .iter()
+                .filter(|b| b.slicing.is_some())
+                .map(|b| {
+                    let (lo, hi) = if b.reads() {
+                        b.read_range(cover.0, cover.1 - cover.0)
+                    } else {
+                        b.write_range(cover.0, cover.1 - cover.0)
+                    };
+                    (hi - lo) * b.ty.size()
+                })
+                .sum();
+            (moved / SLICE_BYTES).clamp(1, MAX_SLICES)
+        });
+        wanted.clamp(1, groups.max(1))
+    }
+
     /// Runs one chunk: launched as the whole work-groups of this device's own size that cover
     /// it (a chunk cut for another device's groups may start or end inside one of ours), its
-    /// inputs written for that cover, its own items read back into the gathered buffers.
+    /// inputs written for that cover, its own items read back into the gathered buffers. The
+    /// cover runs in slices of whole work-groups, pipelined: while a slice's kernel runs, the
+    /// next slice's inputs go in and the last slice's outputs come back.
     fn run_chunk(
         &mut self,
         chunk: Chunk,
@@ -1120,28 +1182,11 @@ impl DeviceState {
         );
         let cover_lo = offset / wg * wg;
         let cover_hi = (offset + size).div_ceil(wg) * wg;
-        for ((b, buf), staged) in self
-            .setup
-            .buffers
-            .iter()
-            .zip(&mut self.buffers)
-            .zip(&self.staged)
-        {
-            let Some(pinned) = staged else { continue };
-            if b.slicing.is_none() && !whole_inputs {
-                continue;
-            }
-            let (lo, hi) = b.read_range(cover_lo, cover_hi - cover_lo);
-            let s = b.ty.size();
-            self.session
-                .write_at(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
-                .map_err(|e| e.to_string())?;
-        }
-        let mut global = self.setup.global.clone();
-        global[dim] = cover_hi - cover_lo;
-        let mut offsets = vec![0; global.len()];
-        offsets[dim] = cover_lo;
-        let written = start.elapsed();
+        let groups = (cover_hi - cover_lo) / wg;
+        let slices = self.slices(groups, (cover_lo, cover_hi));
+        let bounds: Vec<usize> = (0..=slices)
+            .map(|k| cover_lo + groups * k / slices * wg)
+            .collect();
         let mut local = self.setup.local.clone();
         if let Some(left) = self.fail_after.as_mut() {
             if *left == 0 {
@@ -1151,43 +1196,100 @@ impl DeviceState {
                 *left -= 1;
             }
         }
-        let kernel_ms = self
-            .session
-            .launch(&self.kernel, &global, Some(&local), Some(&offsets))
-            .map_err(|e| format!("items {}..{}: {e}", offset, offset + size))?;
-        let launched = Instant::now();
-        let mut overlaps = Vec::new();
-        let mut targets = targets.iter();
-        for (i, (b, buf)) in self.setup.buffers.iter().zip(&self.buffers).enumerate() {
-            if !b.writes() {
+        let failed = |e: ndtune_cl::ClError| format!("items {}..{}: {e}", offset, offset + size);
+        let mut pipe = self.session.pipeline().map_err(failed)?;
+        let inputs = || {
+            self.setup
+                .buffers
+                .iter()
+                .zip(&self.buffers)
+                .zip(&self.staged)
+                .filter_map(|((b, buf), staged)| staged.as_ref().map(|p| (b, buf, p)))
+        };
+        // Inputs every item reads: once per run, before every slice.
+        let mut whole = Vec::new();
+        if whole_inputs {
+            for (b, buf, pinned) in inputs().filter(|(b, ..)| b.slicing.is_none()) {
+                let (lo, hi) = b.read_range(cover_lo, cover_hi - cover_lo);
+                let s = b.ty.size();
+                if hi > lo {
+                    whole.push(
+                        pipe.write(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
+                            .map_err(failed)?,
+                    );
+                }
+            }
+        }
+        let mut kernels = Vec::new();
+        for w in bounds.windows(2) {
+            let (lo_item, hi_item) = (w[0], w[1]);
+            let mut after = whole.clone();
+            for (b, buf, pinned) in inputs().filter(|(b, ..)| b.slicing.is_some()) {
+                let (lo, hi) = b.read_range(lo_item, hi_item - lo_item);
+                let s = b.ty.size();
+                if hi > lo {
+                    after.push(
+                        pipe.write(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
+                            .map_err(failed)?,
+                    );
+                }
+            }
+            let mut global = self.setup.global.clone();
+            global[dim] = hi_item - lo_item;
+            let mut offsets = vec![0; global.len()];
+            offsets[dim] = lo_item;
+            kernels.push(
+                pipe.launch(&self.kernel, &global, Some(&local), Some(&offsets), &after)
+                    .map_err(failed)?,
+            );
+        }
+        // Each slice's own items, as soon as its kernel is done; then the overlap items.
+        let own_lo = offset + overlap;
+        let own_hi = offset + size;
+        let written: Vec<(usize, &BufferLayout, &DeviceBuffer)> = self
+            .setup
+            .buffers
+            .iter()
+            .zip(&self.buffers)
+            .enumerate()
+            .filter(|(_, (b, _))| b.writes())
+            .map(|(i, (b, buf))| (i, b, buf))
+            .collect();
+        for (w, &kernel) in bounds.windows(2).zip(&kernels) {
+            let (lo_item, hi_item) = (w[0].max(own_lo), w[1].min(own_hi));
+            if hi_item <= lo_item {
                 continue;
             }
+            for ((_, b, buf), target) in written.iter().zip(targets) {
+                let s = b.ty.size();
+                let (lo, hi) = b.write_range(lo_item, hi_item - lo_item);
+                debug_assert!(hi * s <= target.len);
+                // SAFETY: see HostBuffer: these items are this chunk's alone, inside the buffer.
+                let own = unsafe {
+                    std::slice::from_raw_parts_mut(target.ptr.add(lo * s), (hi - lo) * s)
+                };
+                pipe.read_into(buf, lo * s, own, &[kernel])
+                    .map_err(failed)?;
+            }
+        }
+        let mut overlaps = Vec::new();
+        for &(i, b, buf) in &written {
             let s = b.ty.size();
             let (lo, hi) = b.write_range(offset, overlap);
             if hi > lo {
                 let mut bytes = vec![0u8; (hi - lo) * s];
-                self.session
-                    .read_into(buf, lo * s, &mut bytes)
-                    .map_err(|e| e.to_string())?;
+                pipe.read_into(buf, lo * s, &mut bytes, &kernels)
+                    .map_err(failed)?;
                 overlaps.push((i, bytes));
             }
-            let (lo, hi) = b.write_range(offset + overlap, size - overlap);
-            let target = targets.next().expect("one target per written buffer");
-            debug_assert!(hi * s <= target.len);
-            // SAFETY: see HostBuffer: these items are this chunk's alone, inside the buffer.
-            let own =
-                unsafe { std::slice::from_raw_parts_mut(target.ptr.add(lo * s), (hi - lo) * s) };
-            self.session
-                .read_into(buf, lo * s, own)
-                .map_err(|e| e.to_string())?;
         }
-        let finish = Instant::now();
+        let times = pipe.finish().map_err(failed)?;
         Ok(ChunkDone {
             chunk,
             start,
-            finish,
-            kernel_ms,
-            transfer_ms: (written + (finish - launched)).as_secs_f64() * 1e3,
+            finish: Instant::now(),
+            kernel_ms: times.kernel_ms,
+            transfer_ms: times.transfer_ms,
             overlaps,
         })
     }

@@ -315,6 +315,47 @@ fn every_scheduler_covers_the_range_once_and_matches_the_host_reference() {
 }
 
 #[test]
+fn chunks_run_in_pipelined_slices_match_the_host_reference() {
+    // Each chunk in three slices (inputs of the next written while one runs, outputs read back
+    // as each finishes): conv1d's halo, the overlap of groups 24 and 40, and matmul's B that
+    // every slice reads, written once.
+    let spec = load(&example("conv1d.toml"), 1200);
+    let expected = reference(&spec, &[24], "conv1d", "out");
+    let mut exec = executor(&spec, [vec![24], vec![40]]);
+    exec.slices(3).unwrap();
+    let devices = [
+        Device {
+            wg: 24,
+            time_ms: 2.0,
+        },
+        Device {
+            wg: 40,
+            time_ms: 2.5,
+        },
+    ];
+    let overlapping = plan(1200, &devices).unwrap();
+    assert!(overlapping.overlap > 0, "{overlapping:?}");
+    let e = exec.execute(&overlapping.parts, &spec.measure).unwrap();
+    assert!(e.overlap_mismatch.is_none(), "{:?}", e.overlap_mismatch);
+    assert_matches(&spec, &expected, &e.outputs["out"]);
+    for schedule in every_scheduler(600, 240, [1.0, 2.0], 120) {
+        let e = exec.run(&schedule, &spec.measure).unwrap();
+        assert_matches(&spec, &expected, &e.outputs["out"]);
+        covered_exactly_once(&e.timeline, 1200);
+    }
+    let spec = load(&example("matmul.toml"), 96);
+    let expected = reference(&spec, &[8, 8], "matmul", "C");
+    let mut exec = executor(&spec, [vec![8, 8], vec![16, 16]]);
+    // More slices than a chunk has work-groups: one per work-group.
+    exec.slices(100).unwrap();
+    for schedule in every_scheduler(48, 48, [1.0, 1.0], 48) {
+        let e = exec.run(&schedule, &spec.measure).unwrap();
+        assert_matches(&spec, &expected, &e.outputs["C"]);
+        covered_exactly_once(&e.timeline, 96);
+    }
+}
+
+#[test]
 fn a_device_that_fails_mid_run_is_reported_and_its_chunks_run_elsewhere() {
     let spec = load(&example("matmul.toml"), 128);
     let expected = reference(&spec, &[8, 8], "matmul", "C");

@@ -576,6 +576,12 @@ pub struct SplitArgs {
         conflicts_with = "plan_only"
     )]
     pub plan_ms: Option<Vec<f64>>,
+    /// Run each part or chunk in this many pipelined slices (the next slice's inputs written
+    /// and the last one's outputs read while a kernel runs; at most one per work-group).
+    /// Default: one per 8 MiB moved, up to 4, on GPUs; one on CPUs. `--slices 1` runs each
+    /// part as one write, one launch, one read.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub slices: Option<u32>,
     /// The NDRange dimension to split (0-based; default: [split] dim).
     #[arg(long, value_name = "D")]
     pub dim: Option<usize>,

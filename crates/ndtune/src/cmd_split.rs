@@ -115,6 +115,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let inputs = ndtune_bench::data::spec_inputs(&spec, &members[0].config, args.campaign.seed)
         .map_err(|e| anyhow!("{}: {e}", spec.path.display()))?;
     let mut exec = CoExecutor::new(&spec, &members, &labels, dim, &inputs)?;
+    if let Some(n) = args.slices {
+        exec.slices(n as usize)?;
+    }
     let spinner = progress.add(ProgressBar::new_spinner());
     spinner.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("template"));
     spinner.enable_steady_tick(Duration::from_millis(200));
