@@ -303,11 +303,12 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
             for s, d, b in zip(_problem_size(problem_size), divisors, blocks)]))
     lines += [f"local = {_toml(blocks)}", ""]
     space = [f"restrictions = {_toml([str(r) for r in restrictions])}"] if restrictions else []
-    if per_config:
-        # The grid is unknown to the pruner: only what the device enforces prunes.
-        space.append('platform = "legal"')
-    if space:
-        lines += ["[space]", *space, ""]
+    # Only what the device enforces prunes, as Kernel Tuner measures every configuration that
+    # launches: the seed's eq. 3 (at least as many work-groups as compute units) is a performance
+    # heuristic that would empty a reduction's one-work-group stage. (Where the grid comes from
+    # functions, the pruner knows none anyway.)
+    space.append('platform = "legal"')
+    lines += ["[space]", *space, ""]
     lines += _args(arguments)
     lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}", ""]
     lines += metrics_lines

@@ -44,6 +44,36 @@ def test_other_data_is_another_campaign():
     assert env["ndtune_report"]["evaluated"] == 2
 
 
+# A reduction's last stage, as Kernel Tuner's reduction example tunes it: one work-group
+# (`grid_div_x=[]`, the problem size a number of work-groups), fewer than the CPU's compute units.
+ONE_GROUP_SUM = """
+__kernel void sum_floats(__global float *out, __global const float *in, int n) {
+    __local float part[block_size_x];
+    float s = 0.0f;
+    for (int i = get_local_id(0); i < n; i += block_size_x) s += in[i];
+    part[get_local_id(0)] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        float t = 0.0f;
+        for (int i = 0; i < block_size_x; i++) t += part[i];
+        out[get_group_id(0)] = t;
+    }
+}
+"""
+
+
+def test_a_single_work_group_is_measured_as_kernel_tuner_measures_it():
+    x = np.arange(1000, dtype=np.float32) / 1000
+    args = [np.zeros(1, dtype=np.float32), x, np.int32(x.size)]
+    params = {"block_size_x": [16, 32, 64], "num_blocks": [1]}
+    results, env = tune_kernel("sum_floats", ONE_GROUP_SUM, "num_blocks", args, params,
+                               grid_div_x=[], answer=[np.array([x.sum()], dtype=np.float32), None, None],
+                               atol=1e-2, quiet=True)
+    assert sorted(r["block_size_x"] for r in results) == [16, 32, 64]
+    assert all(r["ndtune_outcome"] == "measured" for r in results), results
+    assert env["ndtune_report"]["outcomes"]["pruned"] == 0
+
+
 def test_2d_grid_div_and_restrictions():
     results, env = tune_kernel("scale", SCALE_2D, (96, 40), scale_args(), SCALE_PARAMS,
                                quiet=True, **SCALE_OPTIONS)
