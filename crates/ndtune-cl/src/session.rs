@@ -78,6 +78,20 @@ impl Drop for PinnedHost {
     }
 }
 
+/// Whether `len` bytes from byte `offset` lie inside `buffer` (an error naming `what` if not);
+/// `false` for an empty range, which needs no command.
+fn in_buffer(
+    buffer: &DeviceBuffer,
+    offset: usize,
+    len: usize,
+    what: &'static str,
+) -> Result<bool, ClError> {
+    if offset + len > buffer.len {
+        return Err(ClError::InvalidInput { what });
+    }
+    Ok(len > 0)
+}
+
 /// One kernel argument.
 pub enum Arg<'a> {
     Buffer(&'a DeviceBuffer),
@@ -329,12 +343,12 @@ impl Session {
         offset: usize,
         bytes: &[u8],
     ) -> Result<(), ClError> {
-        if offset + bytes.len() > buffer.len {
-            return Err(ClError::InvalidInput {
-                what: "write past the end of a buffer",
-            });
-        }
-        if bytes.is_empty() {
+        if !in_buffer(
+            buffer,
+            offset,
+            bytes.len(),
+            "write past the end of a buffer",
+        )? {
             return Ok(());
         }
         // SAFETY: a blocking write from a live slice into a range inside the buffer.
@@ -390,12 +404,7 @@ impl Session {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), ClError> {
-        if offset + out.len() > buffer.len {
-            return Err(ClError::InvalidInput {
-                what: "read past the end of a buffer",
-            });
-        }
-        if out.is_empty() {
+        if !in_buffer(buffer, offset, out.len(), "read past the end of a buffer")? {
             return Ok(());
         }
         // SAFETY: blocking read of a range inside the buffer into a slice of that size.
@@ -552,11 +561,12 @@ impl<'a> Pipeline<'a> {
         offset: usize,
         bytes: &'a [u8],
     ) -> Result<Step, ClError> {
-        if offset + bytes.len() > buffer.len {
-            return Err(ClError::InvalidInput {
-                what: "write past the end of a buffer",
-            });
-        }
+        in_buffer(
+            buffer,
+            offset,
+            bytes.len(),
+            "write past the end of a buffer",
+        )?;
         // SAFETY: a range inside the buffer from host memory that outlives the pipeline, whose
         // drop waits for this command.
         let event = unsafe {
@@ -611,12 +621,7 @@ impl<'a> Pipeline<'a> {
         out: &mut [u8],
         after: &[Step],
     ) -> Result<(), ClError> {
-        if offset + out.len() > buffer.len {
-            return Err(ClError::InvalidInput {
-                what: "read past the end of a buffer",
-            });
-        }
-        if out.is_empty() {
+        if !in_buffer(buffer, offset, out.len(), "read past the end of a buffer")? {
             return Ok(());
         }
         let wait = self.wait_list(after);

@@ -409,6 +409,7 @@ impl Scenario<'_> {
                 budget: None,
                 time: None,
                 warm_start: false,
+                patience: None,
                 share: None,
                 guard: how.guard.clone(),
                 seed: how.seed,

@@ -85,7 +85,7 @@ use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::{Generated, Job, OwnCheck};
 use ndtune_cl::ClDevice;
-use ndtune_core::{Codec, Config, Outcome, Timing};
+use ndtune_core::{Codec, Config, Outcome, Timing, Value};
 use ndtune_device::DeviceType;
 use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Budget, Point, Recorded, Run, ValidSpace, WARM_POINTS};
@@ -174,6 +174,9 @@ pub struct Options {
     pub time: Option<Duration>,
     /// Measure first the configurations that did best elsewhere ([`warm_points`]).
     pub warm_start: bool,
+    /// Stop after this many evaluations in a row that found nothing better
+    /// ([`ndtune_search::Run::patience`]).
+    pub patience: Option<usize>,
     /// Share the campaign with other workers through the store's claims.
     #[serde(skip)]
     pub share: Option<Share>,
@@ -607,8 +610,18 @@ impl Campaign<'_> {
                 time: self.options.time,
             },
             warm,
+            patience: self.options.patience,
         };
         let mut trace = strategy.search(&space, &mut live, &run);
+        if let Some(p) = self.options.patience {
+            let measured = trace.steps.len();
+            if measured < total {
+                live.observer.event(Event::Warning(format!(
+                    "stopped after {p} evaluations in a row found nothing better (patience): \
+                     {measured} of {total} configurations evaluated"
+                )));
+            }
+        }
         let stopped_early = live.stopped.take();
         let constants = live.group.constants.clone();
         let time = live.finish(started);
@@ -714,7 +727,8 @@ pub fn other_setups(store: &Store, group: &Group) -> Result<Vec<OtherSetup>, Sto
 /// objective (the geometric mean of each one's cost relative to each campaign's best, its
 /// metrics computed with that campaign's constants), in the store's other campaigns of the same
 /// kernel (other devices, constants, setups or sources) over the same parameters
-/// ([`ndtune_search::warm_start`]): a prior of where to look, never a result reused.
+/// ([`ndtune_search::warm_start`]), after the [`NEAREST_POINTS`] best of the nearest campaign
+/// ([`campaign_distance`]): a prior of where to look, never a result reused.
 pub fn warm_points(
     store: &Store,
     group: &Group,
@@ -731,11 +745,55 @@ pub fn warm_points(
         // Campaigns over other parameters (another spec of the same source) cannot say.
         if let Ok(recorded) = Recorded::from_configs(codec.clone(), entries) {
             let constants = &g.constants;
-            others.push(recorded.costed(|c, o| metrics.cost(&Inputs::new(constants, c, o))));
+            let costed = recorded.costed(|c, o| metrics.cost(&Inputs::new(constants, c, o)));
+            others.push((campaign_distance(group, &g), costed));
         }
     }
-    let others: Vec<&Recorded> = others.iter().collect();
-    Ok(ndtune_search::warm_start(&others, WARM_POINTS))
+    let nearest = others
+        .iter()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, r)| ndtune_search::warm_start(&[r], NEAREST_POINTS))
+        .unwrap_or_default();
+    let all: Vec<&Recorded> = others.iter().map(|(_, r)| r).collect();
+    let mut points = nearest;
+    for p in ndtune_search::warm_start(&all, WARM_POINTS) {
+        if points.len() >= WARM_POINTS {
+            break;
+        }
+        if !points.contains(&p) {
+            points.push(p);
+        }
+    }
+    Ok(points)
+}
+
+/// How many of the nearest campaign's best configurations a warm start measures first.
+pub const NEAREST_POINTS: usize = 5;
+
+/// How far campaign `b` is from `a` for a warm start: over their constants, `|ln(x/y)|` for
+/// two positive numbers (a size twice as large is as far as one half as large), 0 for equal
+/// values and 10 for any other difference (another type, a missing constant); another device
+/// adds 1000, so a campaign on the same device comes first.
+pub fn campaign_distance(a: &Group, b: &Group) -> f64 {
+    let number = |v: &Value| match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Real(r) => Some(*r),
+        Value::Text(_) => None,
+    };
+    let names: std::collections::BTreeSet<&String> =
+        a.constants.keys().chain(b.constants.keys()).collect();
+    let constants: f64 = names
+        .into_iter()
+        .map(|n| match (a.constants.get(n), b.constants.get(n)) {
+            (Some(x), Some(y)) if x == y => 0.0,
+            (Some(x), Some(y)) => match (number(x), number(y)) {
+                (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (x / y).ln().abs(),
+                _ => 10.0,
+            },
+            _ => 10.0,
+        })
+        .sum();
+    constants + if a.device == b.device { 0.0 } else { 1000.0 }
 }
 
 /// The fastest measured configuration of a campaign in the store, with its timing.
@@ -753,4 +811,82 @@ pub fn best_recorded(store: &Store, g: &Group) -> Result<Option<(Config, Timing)
         }
     }
     Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndtune_store::{Record, ResultKey};
+
+    fn group(device: &str, n: i64) -> Group {
+        Group {
+            device: device.into(),
+            kernel: "scale".into(),
+            source_hash: "s".into(),
+            setup: "u".into(),
+            constants: ndtune_core::int_config([("N", n)]),
+        }
+    }
+
+    /// Stores `ms` per TX value as the campaign `g`'s results.
+    fn campaign(store: &Store, g: &Group, ms: &[(i64, f64)]) {
+        for &(tx, t) in ms {
+            store
+                .insert(&Record {
+                    key: ResultKey {
+                        device: g.device.clone(),
+                        kernel: g.kernel.clone(),
+                        source_hash: g.source_hash.clone(),
+                        setup: g.setup.clone(),
+                        constants: g.constants.clone(),
+                        config: ndtune_core::int_config([("TX", tx)]),
+                    },
+                    outcome: Outcome::Measured(Timing::new(vec![t], 1)),
+                    ndtune_version: ndtune_store::NDTUNE_VERSION.into(),
+                    started_at: 0,
+                    finished_at: 1,
+                })
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_warm_start_measures_the_nearest_campaigns_best_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.db")).unwrap();
+        // N=32 on this device likes TX=4; N=4096 here and N=64 on another device like others,
+        // and together they outvote N=32.
+        campaign(
+            &store,
+            &group("d", 32),
+            &[(4, 1.0), (8, 2.0), (16, 3.0), (64, 4.0)],
+        );
+        campaign(
+            &store,
+            &group("d", 4096),
+            &[(4, 9.0), (8, 1.0), (16, 2.0), (64, 3.0)],
+        );
+        campaign(
+            &store,
+            &group("e", 64),
+            &[(4, 9.0), (8, 1.1), (16, 2.0), (64, 3.0)],
+        );
+        let codec = Codec::ints(vec!["TX".into()]);
+        let points = warm_points(&store, &group("d", 64), &codec, &Metrics::time()).unwrap();
+        assert_eq!(points[0], vec![4], "{points:?}");
+        assert_eq!(points.len(), 4);
+        // Far above every size here, N=4096 is the nearest: its best leads.
+        let far = warm_points(&store, &group("d", 100_000), &codec, &Metrics::time()).unwrap();
+        assert_eq!(far[0], vec![8], "{far:?}");
+    }
+
+    #[test]
+    fn campaigns_are_as_far_apart_as_the_ratio_of_their_sizes_and_another_device_is_farther() {
+        let d = |a: &Group, b: &Group| campaign_distance(a, b);
+        assert_eq!(d(&group("d", 64), &group("d", 64)), 0.0);
+        let half = d(&group("d", 64), &group("d", 32));
+        assert!((half - 2f64.ln()).abs() < 1e-12);
+        assert_eq!(half, d(&group("d", 64), &group("d", 128)));
+        assert!(d(&group("d", 64), &group("d", 1 << 20)) < d(&group("d", 64), &group("e", 64)));
+    }
 }

@@ -397,6 +397,7 @@ mod tests {
             budget: Some(42),
             time: Some(Duration::from_secs(7)),
             warm_start: true,
+            patience: None,
             share: None,
             guard: Some(Share {
                 worker: "front".into(),

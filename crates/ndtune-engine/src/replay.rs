@@ -190,6 +190,7 @@ pub fn replay(
     let run = ndtune_search::Run {
         budget: resolved.budget,
         warm: Vec::new(),
+        patience: None,
     };
     let trace = search.search(&space, &mut recorded, &run);
     let found = |config: &Config, outcome: &Outcome| -> Option<Found> {

@@ -236,6 +236,7 @@ pub fn bench(
                                         time: None,
                                     },
                                     warm: warm.to_vec(),
+                                    patience: None,
                                 };
                                 by_name(name, seed)
                                     .expect("checked")

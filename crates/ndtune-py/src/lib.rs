@@ -334,6 +334,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         budget: call.budget,
         time: call.time_limit.map(Duration::from_secs_f64),
         warm_start: call.warm_start,
+        patience: None,
         share: None,
         guard: Some(Share {
             worker: format!("python:{}:{}", std::process::id(), device.index),

@@ -150,6 +150,10 @@ pub struct Budget {
 pub struct Run {
     pub budget: Budget,
     pub warm: Vec<Point>,
+    /// Stop after this many evaluations in a row (after the warm start) that found nothing
+    /// cheaper than the best so far: with a warm start from a near problem, the best is
+    /// usually among the first few, and the rest of the budget confirms it.
+    pub patience: Option<usize>,
 }
 
 /// A search strategy: deterministic for its seed (with an evaluation budget), it never evaluates
@@ -181,6 +185,7 @@ pub trait Strategy {
                 time: None,
             },
             warm: Vec::new(),
+            patience: None,
         };
         self.search(space, eval, &run)
     }

@@ -20,6 +20,11 @@ pub(crate) struct Session<'a> {
     trace: Trace,
     /// Made on the first call of [`Session::fresh`].
     draws: Option<Draws>,
+    /// `run`'s patience, from the end of the warm start on.
+    patience: Option<usize>,
+    /// The lowest cost so far, and the evaluations since it was found.
+    best: f64,
+    since_best: usize,
 }
 
 impl<'a> Session<'a> {
@@ -47,6 +52,9 @@ impl<'a> Session<'a> {
             costs: HashMap::new(),
             trace: Trace::default(),
             draws: None,
+            patience: None,
+            best: f64::INFINITY,
+            since_best: 0,
         };
         let warm: Vec<Point> = run
             .warm
@@ -58,6 +66,8 @@ impl<'a> Session<'a> {
         for p in warm {
             session.evaluate(&p);
         }
+        session.patience = run.patience;
+        session.since_best = 0;
         session
     }
 
@@ -69,9 +79,11 @@ impl<'a> Session<'a> {
         self.trace.steps.len()
     }
 
-    /// The evaluations are spent, or the time is up.
+    /// The evaluations are spent, the time is up, or the patience ran out.
     pub fn done(&self) -> bool {
-        self.used() >= self.budget || self.time.is_some_and(|t| self.started.elapsed() >= t)
+        self.used() >= self.budget
+            || self.time.is_some_and(|t| self.started.elapsed() >= t)
+            || self.patience.is_some_and(|p| self.since_best >= p)
     }
 
     /// How far through its budget the run is, 0 to 1 (by time where that ends it first).
@@ -125,6 +137,12 @@ impl<'a> Session<'a> {
         let evaluated = self.eval.evaluate(point);
         let cost = self.eval.cost(point, &evaluated.outcome);
         let log_cost = cost.map_or(f64::INFINITY, f64::ln);
+        if log_cost < self.best {
+            self.best = log_cost;
+            self.since_best = 0;
+        } else {
+            self.since_best += 1;
+        }
         self.costs.insert(point.clone(), log_cost);
         self.trace.steps.push(Step {
             point: point.clone(),
@@ -188,13 +206,23 @@ impl<'a> Session<'a> {
         self.announce(points, true);
     }
 
-    /// [`Session::upcoming`], as a hint or, with `promise`, as [`Evaluator::will_ask`].
-    fn announce(&mut self, points: impl IntoIterator<Item = Point>, promise: bool) {
+    /// How many more evaluations are sure to come: the budget left, and with a patience, the
+    /// evaluations before it runs out if none of them finds anything better.
+    fn sure(&self) -> usize {
         let left = self.budget - self.used();
+        self.patience
+            .map_or(left, |p| left.min(p.saturating_sub(self.since_best)))
+    }
+
+    /// [`Session::upcoming`], as a hint or, with `promise`, as [`Evaluator::will_ask`]; no
+    /// more than [`Session::sure`] of them, so that nothing is built or measured ahead for
+    /// evaluations a patience may never make.
+    fn announce(&mut self, points: impl IntoIterator<Item = Point>, promise: bool) {
+        let sure = self.sure();
         let points: Vec<Point> = points
             .into_iter()
             .filter(|p| !self.seen(p))
-            .take(left)
+            .take(sure)
             .collect();
         if promise {
             self.eval.will_ask(&points);
@@ -209,6 +237,7 @@ impl<'a> Session<'a> {
     pub fn evaluate_in_order(&mut self, mut next: impl FnMut(&mut Session<'a>) -> Option<Point>) {
         let mut ahead = std::collections::VecDeque::new();
         loop {
+            let mut grew = false;
             if ahead.len() <= WINDOW / 2 {
                 let before = ahead.len();
                 while ahead.len() < WINDOW.min(self.budget - self.used()) {
@@ -217,9 +246,12 @@ impl<'a> Session<'a> {
                         None => break,
                     }
                 }
-                if ahead.len() > before || before == 0 {
-                    self.announce(ahead.iter().cloned(), true);
-                }
+                grew = ahead.len() > before || before == 0;
+            }
+            // With a patience, only the evaluations sure to come are promised: the next ones
+            // are promised as they become sure.
+            if grew || self.patience.is_some() {
+                self.announce(ahead.iter().cloned(), true);
             }
             let Some(p) = ahead.pop_front() else { break };
             if self.done() {

@@ -211,6 +211,7 @@ fn warm_start_points_are_measured_first_and_invalid_ones_skipped() {
                 time: None,
             },
             warm: vec![good.clone(), invalid.clone(), also.clone()],
+            patience: None,
         };
         by_name(name, 4).unwrap().search(&space, &mut eval, &run);
         assert_eq!(eval.asked[..2], [good.clone(), also.clone()], "{name}");
@@ -229,6 +230,7 @@ fn time_budgets_end_runs_and_exhausted_spaces_end_them_too() {
                 time: Some(Duration::ZERO),
             },
             warm: Vec::new(),
+            patience: None,
         };
         let trace = by_name(name, 2)
             .unwrap()
@@ -240,10 +242,53 @@ fn time_budgets_end_runs_and_exhausted_spaces_end_them_too() {
                 time: Some(Duration::from_secs(3600)),
             },
             warm: Vec::new(),
+            patience: None,
         };
         let trace = by_name(name, 2)
             .unwrap()
             .search(&space, &mut eval, &an_hour);
         assert_eq!(trace.steps.len(), 55, "{name}: every point, then a stop");
+    }
+}
+
+#[test]
+fn patience_ends_a_run_once_that_many_evaluations_found_nothing_better() {
+    let space = tiles();
+    // One of the bowl's cheapest points (nothing is strictly cheaper), as a warm start.
+    let mut probe = bowl(&space);
+    let cost = |eval: &mut Bowl<'_>, p: &Point| {
+        let outcome = eval.evaluate(p).outcome;
+        eval.cost(p, &outcome).unwrap_or(f64::INFINITY)
+    };
+    let best = (0..space.len())
+        .filter_map(|rank| space.nth(rank))
+        .map(|p| (cost(&mut probe, &p), p))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap()
+        .1;
+    for name in STRATEGY_NAMES {
+        let run = |patience| Run {
+            budget: Budget {
+                evaluations: Some(100),
+                time: None,
+            },
+            warm: vec![best.clone()],
+            patience,
+        };
+        let mut eval = bowl(&space);
+        by_name(name, 3)
+            .unwrap()
+            .search(&space, &mut eval, &run(Some(5)));
+        assert_eq!(eval.asked[0], best, "{name}");
+        assert_eq!(
+            eval.asked.len(),
+            1 + 5,
+            "{name}: the warm point, then 5 no better"
+        );
+        let mut eval = bowl(&space);
+        by_name(name, 3)
+            .unwrap()
+            .search(&space, &mut eval, &run(None));
+        assert_eq!(eval.asked.len(), 100, "{name}");
     }
 }

@@ -1198,41 +1198,35 @@ impl DeviceState {
         }
         let failed = |e: ndtune_cl::ClError| format!("items {}..{}: {e}", offset, offset + size);
         let mut pipe = self.session.pipeline().map_err(failed)?;
-        let inputs = || {
+        // What the items [lo, hi) of a launch read of the inputs split or not (`sliced`):
+        // (buffer, byte offset, staged bytes).
+        let reads = |sliced: bool, lo: usize, hi: usize| {
             self.setup
                 .buffers
                 .iter()
                 .zip(&self.buffers)
                 .zip(&self.staged)
-                .filter_map(|((b, buf), staged)| staged.as_ref().map(|p| (b, buf, p)))
+                .filter(move |((b, _), _)| b.slicing.is_some() == sliced)
+                .filter_map(move |((b, buf), staged)| {
+                    let pinned = staged.as_ref()?;
+                    let (lo, hi) = b.read_range(lo, hi - lo);
+                    let s = b.ty.size();
+                    (hi > lo).then(|| (buf, lo * s, &pinned.as_slice()[lo * s..hi * s]))
+                })
         };
         // Inputs every item reads: once per run, before every slice.
         let mut whole = Vec::new();
         if whole_inputs {
-            for (b, buf, pinned) in inputs().filter(|(b, ..)| b.slicing.is_none()) {
-                let (lo, hi) = b.read_range(cover_lo, cover_hi - cover_lo);
-                let s = b.ty.size();
-                if hi > lo {
-                    whole.push(
-                        pipe.write(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
-                            .map_err(failed)?,
-                    );
-                }
+            for (buf, at, bytes) in reads(false, cover_lo, cover_hi) {
+                whole.push(pipe.write(buf, at, bytes).map_err(failed)?);
             }
         }
         let mut kernels = Vec::new();
         for w in bounds.windows(2) {
             let (lo_item, hi_item) = (w[0], w[1]);
             let mut after = whole.clone();
-            for (b, buf, pinned) in inputs().filter(|(b, ..)| b.slicing.is_some()) {
-                let (lo, hi) = b.read_range(lo_item, hi_item - lo_item);
-                let s = b.ty.size();
-                if hi > lo {
-                    after.push(
-                        pipe.write(buf, lo * s, &pinned.as_slice()[lo * s..hi * s])
-                            .map_err(failed)?,
-                    );
-                }
+            for (buf, at, bytes) in reads(true, lo_item, hi_item) {
+                after.push(pipe.write(buf, at, bytes).map_err(failed)?);
             }
             let mut global = self.setup.global.clone();
             global[dim] = hi_item - lo_item;

@@ -109,12 +109,9 @@ fn matmul_rows_split_equally_and_unequally_match_the_host_reference() {
     assert!(err.to_string().contains("whole work-groups of 8"), "{err}");
 }
 
-#[test]
-fn conv1d_parts_with_halo_and_an_overlap_match_the_host_reference() {
-    // Work-groups of 24 and 40 are not multiples of each other: this plan overlaps.
-    let spec = load(&example("conv1d.toml"), 1200);
-    let expected = reference(&spec, &[24], "conv1d", "out");
-    let mut exec = executor(&spec, [vec![24], vec![40]]);
+/// conv1d over 1200 items planned for work-groups of 24 and 40, which are not multiples of each
+/// other: the plan overlaps, and the run's output and overlap items match the reference.
+fn run_overlapping_plan(spec: &Spec, exec: &mut CoExecutor, expected: &[f64]) {
     let devices = [
         Device {
             wg: 24,
@@ -129,7 +126,16 @@ fn conv1d_parts_with_halo_and_an_overlap_match_the_host_reference() {
     assert!(overlapping.overlap > 0, "{overlapping:?}");
     let e = exec.execute(&overlapping.parts, &spec.measure).unwrap();
     assert!(e.overlap_mismatch.is_none(), "{:?}", e.overlap_mismatch);
-    assert_matches(&spec, &expected, &e.outputs["out"]);
+    assert_matches(spec, expected, &e.outputs["out"]);
+}
+
+#[test]
+fn conv1d_parts_with_halo_and_an_overlap_match_the_host_reference() {
+    // Work-groups of 24 and 40 are not multiples of each other: this plan overlaps.
+    let spec = load(&example("conv1d.toml"), 1200);
+    let expected = reference(&spec, &[24], "conv1d", "out");
+    let mut exec = executor(&spec, [vec![24], vec![40]]);
+    run_overlapping_plan(&spec, &mut exec, &expected);
     // Unequal parts: a quarter and three quarters.
     let e = exec
         .execute(&[part(0, 0, 240), part(1, 240, 960)], &spec.measure)
@@ -323,21 +329,7 @@ fn chunks_run_in_pipelined_slices_match_the_host_reference() {
     let expected = reference(&spec, &[24], "conv1d", "out");
     let mut exec = executor(&spec, [vec![24], vec![40]]);
     exec.slices(3).unwrap();
-    let devices = [
-        Device {
-            wg: 24,
-            time_ms: 2.0,
-        },
-        Device {
-            wg: 40,
-            time_ms: 2.5,
-        },
-    ];
-    let overlapping = plan(1200, &devices).unwrap();
-    assert!(overlapping.overlap > 0, "{overlapping:?}");
-    let e = exec.execute(&overlapping.parts, &spec.measure).unwrap();
-    assert!(e.overlap_mismatch.is_none(), "{:?}", e.overlap_mismatch);
-    assert_matches(&spec, &expected, &e.outputs["out"]);
+    run_overlapping_plan(&spec, &mut exec, &expected);
     for schedule in every_scheduler(600, 240, [1.0, 2.0], 120) {
         let e = exec.run(&schedule, &spec.measure).unwrap();
         assert_matches(&spec, &expected, &e.outputs["out"]);

@@ -313,9 +313,15 @@ pub struct SearchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub time: Option<Duration>,
     /// Measure first the configurations that did best for the same kernel source on other
-    /// devices or constants in the store.
+    /// devices or constants in the store, the nearest constants' best first. The campaigns of
+    /// a sweep (`--set N=a,b,...`) always do.
     #[arg(long)]
     pub warm_start: bool,
+    /// Stop a campaign after N evaluations in a row (after the warm start) found nothing better
+    /// than its best so far. With a sweep's warm start the best is usually among the first
+    /// few, so this makes a sweep cheap; the report says when it stopped a campaign.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub patience: Option<u32>,
     /// Let strategies measure configurations beyond their build's queried work-group size or
     /// local memory as readily as any other (by default such launches count as likely refused
     /// until this run's launches show otherwise).

@@ -34,6 +34,7 @@ pub fn run(
         budget: c.budget,
         time: args.search.time,
         warm_start: args.search.warm_start,
+        patience: args.search.patience.map(|p| p as usize),
         share: None,
         guard: None,
         seed: c.seed,

@@ -122,6 +122,11 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     let mut reports: Vec<DeviceReport> = Vec::new();
     let mut workers = workers.into_iter();
+    // The campaigns of a sweep warm-start each other: the nearest tuned constants' best first.
+    let search = SearchArgs {
+        warm_start: args.search.warm_start || sweep.len() > 1,
+        ..args.search.clone()
+    };
     for (spec, overrides) in specs.iter().zip(&sweep) {
         for device in &devices {
             // A signal stopped the campaign before: the others are not started.
@@ -153,7 +158,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 &device.label(),
                 &store,
                 &progress,
-                &args.search,
+                &search,
                 share,
                 args.share.lease,
                 workers.next().flatten(),
@@ -245,6 +250,7 @@ fn options(
         budget: campaign.budget,
         time: search.time,
         warm_start: search.warm_start,
+        patience: search.patience.map(|p| p as usize),
         share,
         guard,
         seed: campaign.seed,

@@ -315,13 +315,59 @@ fn each_change_that_can_change_a_result_measures_again_and_an_unchanged_rerun_re
     assert_eq!(cache["cache"].as_object().unwrap().len(), 3);
 }
 
-#[test]
-fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_constants() {
-    let dir = scale_dir(&Variant {
+/// A folder for sweeps: one timed run per configuration, inputs of ones.
+fn sweep_dir() -> tempfile::TempDir {
+    scale_dir(&Variant {
         runs: 1,
         init: "ones",
         ..BASE
-    });
+    })
+}
+
+#[test]
+fn a_sweeps_campaigns_warm_start_each_other_and_patience_ends_them_saying_so() {
+    let dir = sweep_dir();
+    let d = dir.path();
+    let spec = d.join("spec.toml");
+    let db = d.join("t.db");
+    let out = ndtune()
+        .arg("tune")
+        .arg(&spec)
+        .arg("--db")
+        .arg(&db)
+        .args(["--set", "N=32,64,128", "--patience", "1"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // The first size has nothing to start from; the two after it start from the sizes before.
+    assert_eq!(text.matches("warm start: ").count(), 3, "{text}");
+    assert_eq!(
+        text.matches("warm start: 0 configurations").count(),
+        1,
+        "{text}"
+    );
+    // Three configurations (WG 1, 2, 4) and patience 1: a campaign that measured fewer says why.
+    let status = json(&["status", "--db", db.to_str().unwrap(), "--json"]);
+    let campaigns = status["campaigns"].as_array().unwrap();
+    assert_eq!(campaigns.len(), 3, "{status}");
+    let short = campaigns
+        .iter()
+        .filter(|c| c["results"].as_u64().unwrap() < 3)
+        .count();
+    assert_eq!(
+        text.matches("found nothing better (patience)").count(),
+        short,
+        "{text}"
+    );
+    let err = fails(&["tune", spec.to_str().unwrap(), "--patience", "0"]);
+    assert!(err.contains("--patience"), "{err}");
+}
+
+#[test]
+fn a_sweep_over_set_values_is_a_campaign_per_value_and_commands_select_by_constants() {
+    let dir = sweep_dir();
     let d = dir.path();
     let spec = d.join("spec.toml");
     let spec = spec.to_str().unwrap();

@@ -147,6 +147,7 @@ impl Strategy for Auto {
         let chosen = Run {
             budget: choice.budget,
             warm: run.warm.clone(),
+            patience: run.patience,
         };
         let mut trace = by_name(choice.strategy, self.seed)
             .expect("auto picks a known strategy")
@@ -174,6 +175,7 @@ impl Auto {
                 time: None,
             },
             warm: run.warm.clone(),
+            patience: run.patience,
         };
         let first = Bayes { seed: self.seed }.search(space, &mut memo, &first_run);
         let probe = Probe {
@@ -204,6 +206,7 @@ impl Auto {
         let rest = Run {
             budget,
             warm: first.steps.into_iter().map(|s| s.point).collect(),
+            patience: run.patience,
         };
         let mut trace = if whole {
             Exhaustive.search(space, &mut memo, &rest)
@@ -506,6 +509,7 @@ mod tests {
                         time: None,
                     },
                     warm: Vec::new(),
+                    patience: None,
                 },
             );
             let rest = Run {
@@ -514,6 +518,7 @@ mod tests {
                     time: None,
                 },
                 warm: first.steps.into_iter().map(|s| s.point).collect(),
+                patience: None,
             };
             Bayes { seed: 1 }.search(&space, &mut memo, &rest)
         };

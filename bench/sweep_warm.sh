@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A sweep over problem sizes with warm starts (issue 36): the same sizes tuned as independent
+# campaigns (each measures its whole space) and as a sweep whose campaigns warm-start each other
+# (the nearest tuned size's best first) and stop after PATIENCE evaluations found nothing better;
+# the first size of the warm sweep is measured whole, as it has nothing to start from. Both start
+# with empty program caches; each compares, per size, the best it found.
+#
+#   bench/sweep_warm.sh SPEC NAME "SIZES" OUT      e.g. examples/sgemm.toml N "32 48 64" /tmp/sw
+#
+# NDTUNE names the binary (default target/release/ndtune), PATIENCE the patience (default 10);
+# WARM_ARGS more options of the warm sweep's later sizes (e.g. `--strategy ils-adjacent`);
+# STEPS (default "cold warm") what runs: `STEPS=warm` keeps OUT's independent campaigns of an
+# earlier run (their results and cold.wall) and runs the warm sweep again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+spec=${1:?SPEC}
+name=${2:?NAME}
+read -ra sizes <<<"${3:?SIZES}"
+out=${4:?OUT}
+ndtune=${NDTUNE:-target/release/ndtune}
+patience=${PATIENCE:-10}
+steps=" ${STEPS:-cold warm} "
+mkdir -p "$out"
+list() { local IFS=,; echo "$*"; }
+fresh() { rm -rf "$HOME"/.nv/ComputeCache* "${XDG_CACHE_HOME:-$HOME/.cache}"/{pocl,ndtune}; }
+stamp() { date +%s.%N; }
+
+if [[ $steps == *" cold "* ]]; then
+    rm -f "$out"/cold.db*
+    fresh
+    t0=$(stamp)
+    "$ndtune" tune "$spec" --set "$name=$(list "${sizes[@]}")" --db "$out/cold.db" --json >"$out/cold.json" 2>"$out/cold.err"
+    python3 -c "print($(stamp) - $t0)" >"$out/cold.wall"
+fi
+if [[ $steps == *" warm "* ]]; then
+    rm -f "$out"/warm.db*
+    fresh
+    t0=$(stamp)
+    "$ndtune" tune "$spec" --set "$name=${sizes[0]}" --db "$out/warm.db" --json >"$out/warm-first.json" 2>"$out/warm.err"
+    "$ndtune" tune "$spec" --set "$name=$(list "${sizes[@]:1}")" --db "$out/warm.db" --patience "$patience" \
+        ${WARM_ARGS-} --json >"$out/warm.json" 2>>"$out/warm.err"
+    python3 -c "print($(stamp) - $t0)" >"$out/warm.wall"
+fi
+python3 - "$out" "$name" <<'PY'
+import json, math, sys
+out, name = sys.argv[1:3]
+def bests(*files):
+    found = {}
+    for f in files:
+        for d in json.load(open(f"{out}/{f}"))["devices"]:
+            found[d["constants"][name]] = (d["best"]["config"], d["best"]["time_ms"], d["evaluated"])
+    return found
+cold = bests("cold.json")
+warm = bests("warm-first.json", "warm.json")
+rows, ratios = [], []
+for size in sorted(cold):
+    (cc, ct, ce), (wc, wt, we) = cold[size], warm[size]
+    ratios.append(ct / wt)
+    rows.append(f"| {size} | {ce} | {we} | {ct:.4f} | {wt:.4f} | {ct / wt:.3f} | {'same' if cc == wc else 'other'} |")
+cold_s, warm_s = (float(open(f"{out}/{f}.wall").read()) for f in ("cold", "warm"))
+geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+text = "\n".join([
+    f"| {name} | evaluated, independent | evaluated, warm sweep | best ms, independent | best ms, warm | independent / warm | configuration |",
+    "|---|---|---|---|---|---|---|", *rows, "",
+    f"independent campaigns {cold_s:.1f} s, warm sweep {warm_s:.1f} s: {warm_s / cold_s:.2f}x; "
+    f"the warm sweep's bests at {geo:.3f} of the independent ones' speed (geometric mean; 1 = as fast)"])
+print(text)
+open(f"{out}/summary.md", "w").write(text + "\n")
+PY
