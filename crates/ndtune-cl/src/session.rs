@@ -492,28 +492,45 @@ impl Session {
         local: Option<&[usize]>,
         offset: Option<&[usize]>,
     ) -> Result<f64, ClError> {
-        // SAFETY: the size arrays have `global.len()` entries and outlive the call.
-        let event = unsafe {
-            self.queue.enqueue_nd_range_kernel(
-                kernel.get(),
-                global.len() as u32,
-                offset.map_or(ptr::null(), <[usize]>::as_ptr),
-                global.as_ptr(),
-                local.map_or(ptr::null(), <[usize]>::as_ptr),
-                &[],
-            )
-        }
-        .map_err(api("clEnqueueNDRangeKernel"))?;
+        let event = enqueue_kernel(&self.queue, kernel, global, local, offset, &[])?;
         event.wait().map_err(api("clWaitForEvents"))?;
         self.settle()?;
-        let start = event
-            .profiling_command_start()
-            .map_err(api("clGetEventProfilingInfo"))?;
-        let end = event
-            .profiling_command_end()
-            .map_err(api("clGetEventProfilingInfo"))?;
-        Ok(end.saturating_sub(start) as f64 / 1e6)
+        device_ns(&event).map(|ns| ns as f64 / 1e6)
     }
+}
+
+/// Enqueues `kernel` (arguments set) on `queue` after the events `wait`, without waiting for it.
+fn enqueue_kernel(
+    queue: &CommandQueue,
+    kernel: &Kernel,
+    global: &[usize],
+    local: Option<&[usize]>,
+    offset: Option<&[usize]>,
+    wait: &[opencl3::types::cl_event],
+) -> Result<opencl3::event::Event, ClError> {
+    // SAFETY: the size arrays have `global.len()` entries and outlive the call.
+    unsafe {
+        queue.enqueue_nd_range_kernel(
+            kernel.get(),
+            global.len() as u32,
+            offset.map_or(ptr::null(), <[usize]>::as_ptr),
+            global.as_ptr(),
+            local.map_or(ptr::null(), <[usize]>::as_ptr),
+            wait,
+        )
+    }
+    .map_err(api("clEnqueueNDRangeKernel"))
+}
+
+/// A finished command's time on the device (END - START of its profiling), in nanoseconds.
+fn device_ns(event: &opencl3::event::Event) -> Result<u64, ClError> {
+    let start = event
+        .profiling_command_start()
+        .map_err(api("clGetEventProfilingInfo"))?;
+    let end = event
+        .profiling_command_end()
+        .map_err(api("clGetEventProfilingInfo"))?;
+    Ok(end.saturating_sub(start))
 }
 
 /// Transfers on one in-order queue and kernels on another, each command waiting only for the
@@ -596,18 +613,7 @@ impl<'a> Pipeline<'a> {
         after: &[Step],
     ) -> Result<Step, ClError> {
         let wait = self.wait_list(after);
-        // SAFETY: the size arrays have `global.len()` entries and outlive the call.
-        let event = unsafe {
-            self.session.queue.enqueue_nd_range_kernel(
-                kernel.get(),
-                global.len() as u32,
-                offset.map_or(ptr::null(), <[usize]>::as_ptr),
-                global.as_ptr(),
-                local.map_or(ptr::null(), <[usize]>::as_ptr),
-                &wait,
-            )
-        }
-        .map_err(api("clEnqueueNDRangeKernel"))?;
+        let event = enqueue_kernel(&self.session.queue, kernel, global, local, offset, &wait)?;
         self.kernels.push(event);
         Ok(Step::Kernel(self.kernels.len() - 1))
     }
@@ -639,15 +645,9 @@ impl<'a> Pipeline<'a> {
     pub fn finish(mut self) -> Result<PipelineTimes, ClError> {
         self.wait()?;
         let total = |events: &[opencl3::event::Event]| -> Result<f64, ClError> {
-            let mut ns = 0u64;
+            let mut ns = 0;
             for e in events {
-                let start = e
-                    .profiling_command_start()
-                    .map_err(api("clGetEventProfilingInfo"))?;
-                let end = e
-                    .profiling_command_end()
-                    .map_err(api("clGetEventProfilingInfo"))?;
-                ns += end.saturating_sub(start);
+                ns += device_ns(e)?;
             }
             Ok(ns as f64 / 1e6)
         };
