@@ -7,6 +7,8 @@
 //! group limits of the Cummins devices, global memory of the Erdem devices, the SIMD multiple) are
 //! those the vendors' OpenCL runtimes of that generation report: Intel's CPU runtime 8192 work-items
 //! in each dimension, AMD GCN 256, NVIDIA Fermi/Kepler 1024 x 1024 x 64 with a 1024 work-group.
+//! The six GPUs of the Kernel Tuner caches in `shared/data/kt-benchmark-hub` (what a held-out
+//! device is predicted for, bench/heldout_devices.sh) come from their vendors' data sheets.
 
 use crate::{DeviceProfile, DeviceType};
 
@@ -60,6 +62,13 @@ const INTEL_CPU: [u64; 3] = [8192, 8192, 8192];
 const NVIDIA: [u64; 3] = [1024, 1024, 64];
 const ERDEM: &str = "Erdem et al. 2018, §3";
 const CUMMINS: &str = "Cummins et al. 2016, Table 1";
+/// The GPUs of the Kernel Tuner caches in shared/data/kt-benchmark-hub, measured with CUDA and
+/// HIP: the limits those report (1024-work-item blocks; 48 KiB of static shared memory per
+/// block on NVIDIA, 64 KiB of LDS on AMD; warps of 32, wavefronts of 64 on CDNA and 32 on
+/// RDNA) and the vendors' data sheets (SMs/CUs, boost clock, L2, memory; one MI250X die, as
+/// HIP shows it).
+const HUB: &str = "vendors' data sheets; CUDA/HIP limits";
+const AMD_HIP: [u64; 3] = [1024, 1024, 1024];
 
 /// Every built-in profile, papers' order.
 pub const ALL: &[Builtin] = &[
@@ -268,6 +277,120 @@ pub const ALL: &[Builtin] = &[
                 48 * KIB,
                 224 * KIB,
                 6144 * MIB,
+                32,
+            )
+        },
+    },
+    Builtin {
+        key: "a100-pcie-40gb",
+        source: HUB,
+        profile: || {
+            profile(
+                "NVIDIA A100-PCIE-40GB",
+                "NVIDIA Corporation",
+                DeviceType::Gpu,
+                108,
+                1410,
+                1024,
+                NVIDIA,
+                48 * KIB,
+                40 * MIB,
+                40960 * MIB,
+                32,
+            )
+        },
+    },
+    Builtin {
+        key: "rtx-a4000",
+        source: HUB,
+        profile: || {
+            profile(
+                "NVIDIA RTX A4000",
+                "NVIDIA Corporation",
+                DeviceType::Gpu,
+                48,
+                1560,
+                1024,
+                NVIDIA,
+                48 * KIB,
+                4 * MIB,
+                16384 * MIB,
+                32,
+            )
+        },
+    },
+    Builtin {
+        key: "rtx-a6000",
+        source: HUB,
+        profile: || {
+            profile(
+                "NVIDIA RTX A6000",
+                "NVIDIA Corporation",
+                DeviceType::Gpu,
+                84,
+                1800,
+                1024,
+                NVIDIA,
+                48 * KIB,
+                6 * MIB,
+                49152 * MIB,
+                32,
+            )
+        },
+    },
+    Builtin {
+        key: "mi250x",
+        source: HUB,
+        profile: || {
+            profile(
+                "AMD Instinct MI250X",
+                "Advanced Micro Devices, Inc.",
+                DeviceType::Gpu,
+                110,
+                1700,
+                1024,
+                AMD_HIP,
+                64 * KIB,
+                8 * MIB,
+                65536 * MIB,
+                64,
+            )
+        },
+    },
+    Builtin {
+        key: "w6600",
+        source: HUB,
+        profile: || {
+            profile(
+                "AMD Radeon PRO W6600",
+                "Advanced Micro Devices, Inc.",
+                DeviceType::Gpu,
+                28,
+                2903,
+                1024,
+                AMD_HIP,
+                64 * KIB,
+                2 * MIB,
+                8192 * MIB,
+                32,
+            )
+        },
+    },
+    Builtin {
+        key: "w7800",
+        source: HUB,
+        profile: || {
+            profile(
+                "AMD Radeon PRO W7800",
+                "Advanced Micro Devices, Inc.",
+                DeviceType::Gpu,
+                70,
+                2499,
+                1024,
+                AMD_HIP,
+                64 * KIB,
+                6 * MIB,
+                32768 * MIB,
                 32,
             )
         },

@@ -27,6 +27,7 @@ use ndtune_core::{Config, Constants, Outcome};
 use ndtune_device::DeviceProfile;
 use ndtune_metrics::Inputs;
 use ndtune_spec::{KernelSource, Spec};
+use ndtune_store::kt::KtCache;
 use ndtune_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -217,7 +218,6 @@ pub fn from_store(
     source: &KernelSource,
 ) -> Result<(KernelWisdom, LeftOut), StoreError> {
     let source_hash = ndtune_store::source_hash(&source.text);
-    let metrics = &spec.metrics;
     let mut left = LeftOut::default();
     // (device fingerprint, constants) -> the best entry so far, with its cost; and every
     // configuration measured there, by its best cost over the setups.
@@ -242,14 +242,7 @@ pub fn from_store(
             .count();
         let mut found = false;
         for r in &records {
-            if spec.codec.point(&r.key.config).is_err() {
-                continue;
-            }
-            let inputs = Inputs::new(&g.constants, &r.key.config, &r.outcome);
-            let Some(value) = metrics.evaluate(&inputs).objective else {
-                continue;
-            };
-            let Some(cost) = metrics.objective().cost(value) else {
+            let Some((cost, value)) = scored(spec, &g.constants, &r.key.config, &r.outcome) else {
                 continue;
             };
             found = true;
@@ -280,7 +273,6 @@ pub fn from_store(
             left.nothing_measured += 1;
         }
     }
-    let objective = metrics.objective();
     let defines = spec
         .problem
         .constants
@@ -289,7 +281,22 @@ pub fn from_store(
         .filter(|n| source.mentions(n))
         .cloned()
         .collect();
-    let wisdom = KernelWisdom {
+    let entries = best
+        .into_iter()
+        .map(|(key, (_, mut e))| {
+            let all = measured_at.remove(&key).unwrap_or_default().into_values();
+            e.ranked = ranked(all.collect());
+            e
+        })
+        .collect();
+    Ok((kernel_wisdom(spec, defines, entries), left))
+}
+
+/// The wisdom of `spec`'s kernel holding `entries`, whose source turns `defines` into `-D`s.
+pub fn kernel_wisdom(spec: &Spec, defines: Vec<String>, entries: Vec<Entry>) -> KernelWisdom {
+    let metrics = &spec.metrics;
+    let objective = metrics.objective();
+    KernelWisdom {
         kernel: spec.kernel.name.clone(),
         spec_file: spec.path.file_name().map_or_else(
             || spec.path.display().to_string(),
@@ -302,21 +309,63 @@ pub fn from_store(
             unit: metrics.unit(&objective.metric).map(str::to_string),
             higher_is_better: objective.higher_is_better,
         },
-        entries: best
-            .into_iter()
-            .map(|(key, (_, mut e))| {
-                let mut all: Vec<(f64, Ranked)> = measured_at
-                    .remove(&key)
-                    .unwrap_or_default()
-                    .into_values()
-                    .collect();
-                all.sort_by(|a, b| a.0.total_cmp(&b.0));
-                e.ranked = all.into_iter().take(RANKED).map(|(_, r)| r).collect();
-                e
-            })
-            .collect(),
-    };
-    Ok((wisdom, left))
+        entries,
+    }
+}
+
+/// The entry of a campaign Kernel Tuner measured on `device` (its cache file): the best of the
+/// configurations of `spec`'s parameters by the spec's objective, and the [`RANKED`] best. `None`
+/// where none of them was measured.
+pub fn entry_from_kt_cache(
+    cache: &KtCache,
+    spec: &Spec,
+    device: DeviceProfile,
+    origin: &str,
+) -> Option<Entry> {
+    let constants = &spec.problem.constants;
+    let all: Vec<(f64, Ranked)> = cache
+        .entries
+        .iter()
+        .filter_map(|(config, outcome)| {
+            let (cost, objective) = scored(spec, constants, config, outcome)?;
+            let config = config.clone();
+            Some((cost, Ranked { config, objective }))
+        })
+        .collect();
+    let measured = all.len();
+    let ranked = ranked(all);
+    let best = ranked.first()?.clone();
+    Some(Entry {
+        device,
+        constants: constants.clone(),
+        config: best.config,
+        objective: best.objective,
+        setup: origin.to_string(),
+        measured,
+        ranked,
+    })
+}
+
+/// The cost (lower is better) and the objective's value of a configuration of `spec`'s
+/// parameters with this outcome; `None` where it has none (not measured, another space).
+fn scored(
+    spec: &Spec,
+    constants: &Constants,
+    config: &Config,
+    outcome: &Outcome,
+) -> Option<(f64, f64)> {
+    spec.codec.point(config).ok()?;
+    let metrics = &spec.metrics;
+    let value = metrics
+        .evaluate(&Inputs::new(constants, config, outcome))
+        .objective?;
+    Some((metrics.objective().cost(value)?, value))
+}
+
+/// A campaign's configurations with their costs, best first, at most [`RANKED`].
+fn ranked(mut all: Vec<(f64, Ranked)>) -> Vec<Ranked> {
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    all.into_iter().take(RANKED).map(|(_, r)| r).collect()
 }
 
 /// A wisdom file holding `kernels`, by this ndtune.
