@@ -523,17 +523,18 @@ impl Bench {
         self.options(config)
     }
 
-    /// Loads `binary` for a configuration and launches one work-group of it, untimed and
-    /// unverified, then lets the program go: a driver that compiles at the first launch (PoCL
-    /// specialises a kernel for each work-group size then, whatever the global size, and caches
-    /// the result on disk) does that work here, in a build worker, rather than in the
-    /// measurement; one work-group runs, not the whole range. Errors are left to the measurement.
+    /// Loads `binary` for a configuration and launches a little of it, untimed and unverified,
+    /// then lets the program go: a driver that compiles at the first launch (PoCL specialises a
+    /// kernel for each work-group size then, and caches the result on disk) does that work
+    /// here, in a build worker, rather than in the measurement. What runs is one work-group, or
+    /// as few as give the launch PoCL's grid class of the measured one ([`primed_global`]).
+    /// Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
         let options = self.options(config);
         self.session.add_binary(&self.source.text, &options, binary);
         if let Ok(p) = self.prepare(config) {
-            if let Ok((kernel, _, local)) = self.ready(config, &p) {
-                let _ = self.launch(&kernel, &local, &local);
+            if let Ok((kernel, global, local)) = self.ready(config, &p) {
+                let _ = self.launch(&kernel, &primed_global(&global, &local), &local);
             }
             self.recycle(p);
         }
@@ -1295,4 +1296,42 @@ fn read_outputs(
         out.insert(name.clone(), from_bytes(ty, &bytes));
     }
     Ok(out)
+}
+
+/// PoCL compiles a kernel's work-group function for its local size, whether the global offset
+/// is zero, and whether the grid is "small": its widest dimension, as PoCL measures it (x, y,
+/// and the local z size squared), under the device's limit (65,535 on its CPU devices); each
+/// class is a separate compile and cache entry. Priming with one work-group compiles the small
+/// class, so for a measured launch of a wide grid a primed launch covers just enough whole
+/// work-groups of the widest dimension to be wide too (a few tens of thousands of work-items,
+/// against a compile of a quarter of a second), and one work-group otherwise.
+fn primed_global(global: &[usize], local: &[usize]) -> Vec<usize> {
+    const SMALL_GRID: usize = u16::MAX as usize;
+    let extent = |d: usize| match d {
+        2 => local[2] * local[2],
+        _ => global[d],
+    };
+    let widest = (0..global.len()).max_by_key(|&d| extent(d));
+    let mut primed = local.to_vec();
+    if let Some(d) = widest.filter(|&d| extent(d) >= SMALL_GRID && d < 2) {
+        primed[d] = (SMALL_GRID.div_ceil(local[d]) * local[d]).min(global[d]);
+    }
+    primed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::primed_global;
+
+    #[test]
+    fn a_primed_launch_is_one_work_group_unless_the_measured_grid_is_wide() {
+        assert_eq!(primed_global(&[4096, 4096], &[16, 16]), [16, 16]);
+        assert_eq!(primed_global(&[1 << 20], &[128]), [65536]);
+        assert_eq!(primed_global(&[1_000_064], &[832]), [65728]);
+        assert_eq!(primed_global(&[65535], &[5]), [65535]);
+        assert_eq!(primed_global(&[65534], &[2]), [2]);
+        assert_eq!(primed_global(&[64, 100_000], &[8, 4]), [8, 65536]);
+        // PoCL's z extent is the local z size squared: it never makes a grid wide by itself here.
+        assert_eq!(primed_global(&[4, 4, 1 << 20], &[1, 1, 64]), [1, 1, 64]);
+    }
 }
