@@ -39,12 +39,20 @@ def outcomes(results):
     return {(r["block_size_x"], r["unroll"]): r["ndtune_outcome"] for r in results}
 
 
-def test_a_generated_kernel_is_built_per_configuration_and_its_function_is_its_identity():
+def test_a_generated_kernel_is_built_per_configuration_and_its_function_is_its_identity(
+        own_directory, monkeypatch):
+    cache = own_directory / "cache"
+    monkeypatch.setenv("NDTUNE_CACHE_DIR", str(cache))
     args = vector_add_args(N)
     call = ("vadd", generated, N, args, PARAMS)
-    options = dict(grid_div_x=["block_size_x", "unroll"], answer=answer(args), quiet=True)
+    options = dict(grid_div_x=["block_size_x", "unroll"], answer=answer(args), build_jobs=2,
+                   quiet=True)
     results, env = tune_kernel(*call, **options)
     assert outcomes(results) == {(b, u): "measured" for b in (32, 64) for u in (1, 2, 4)}
+    # The build workers built each configuration's own code ahead (on a CPU each work-group
+    # size is its own build: they prime it), kept in the program cache.
+    assert env["ndtune_report"]["time"]["build_workers_s"] > 0
+    assert len(list((cache / "programs").iterdir())) == 6
     again, env2 = tune_kernel(*call, **options)
     assert env2["ndtune_report"]["evaluated"] == 0
     assert env2["spec"] == env["spec"]

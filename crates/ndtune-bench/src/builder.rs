@@ -17,7 +17,7 @@ use crate::evaluate::Bench;
 use crate::evaluate::Fatal;
 use crate::process::{LineProcess, Silence};
 use crate::program_cache::ProgramCache;
-use crate::worker::{serve_lines, Ask, Job, Service};
+use crate::worker::{serve_lines, Ask, Generated, Job, Service};
 use ndtune_cl::ClError;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
@@ -29,12 +29,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Build a configuration's program and write its binary to `out`; with `prime`, also launch it
-/// once (see [`Bench::prime`]).
+/// once (see [`Bench::prime`]); `generated`: the code (and global size) the front end generated
+/// for it, built in place of the spec's.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct BuildRequest {
     pub config: Vec<i64>,
     pub prime: bool,
     pub out: PathBuf,
+    #[serde(default)]
+    pub generated: Option<Generated>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -89,8 +92,10 @@ impl Service for Builder {
     }
 
     fn handle(&mut self, r: BuildRequest, _: Ask<'_, Self>) -> Result<BuildResponse, Fatal> {
-        let options = self.bench.build_options(&r.config);
-        let built = match self.binaries.get(&options) {
+        // Generated code is its configuration's own: never one of the spec's shared builds.
+        let options = (r.generated.is_none()).then(|| self.bench.build_options(&r.config));
+        self.bench.generate(r.generated);
+        let built = match options.as_ref().and_then(|o| self.binaries.get(o)) {
             Some(binary) => Ok(binary.clone()),
             None => self.bench.binary(&r.config),
         };
@@ -102,7 +107,9 @@ impl Service for Builder {
                     .and_then(|()| std::fs::rename(&partial, &r.out))
                     .map_err(|e| Fatal(format!("cannot write {}: {e}", r.out.display())))?;
                 if r.prime {
-                    self.binaries.insert(options, binary.clone());
+                    if let Some(options) = options {
+                        self.binaries.insert(options, binary.clone());
+                    }
                     self.primer = Some((r.config, binary));
                 }
                 Ok(BuildResponse::Built)
@@ -206,6 +213,8 @@ struct State {
     waited: HashMap<String, usize>,
     /// The build each worker slot is on.
     building: HashMap<usize, String>,
+    /// The code the front end generated, by the key of its build ([`BuildPool::provide`]).
+    generated: HashMap<String, Generated>,
 }
 
 impl State {
@@ -366,6 +375,15 @@ impl BuildPool {
             .collect();
         s.replan(builds, any_order);
         self.shared.changed.notify_all();
+    }
+
+    /// Makes build `key` one of `generated`'s code, in place of the spec's source: given before
+    /// the build is planned or waited for (its key names the code, so no other build shares it).
+    pub fn provide(&self, key: &str, generated: Generated) {
+        self.shared
+            .lock()
+            .generated
+            .insert(key.to_string(), generated);
     }
 
     /// Builds `builds` (planned, or not) before the rest of the queue, in this order: what the
@@ -566,10 +584,12 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             s.files += 1;
             dir.join(format!("{}.bin", s.files))
         };
+        let generated = shared.lock().generated.get(&key).cloned();
         let request = serde_json::to_string(&BuildRequest {
             config: config.clone(),
             prime: shared.prime,
             out: out.clone(),
+            generated,
         })
         .expect("serialises");
         let (deadline, paused_before) = {

@@ -157,6 +157,9 @@ pub struct Bench {
     /// The code and global size the front end worked out for the configuration being
     /// evaluated, where it did ([`Bench::generate`]).
     generated: Generated,
+    /// The program binary of `generated`'s code that a build worker made, for the evaluations
+    /// of that code.
+    own_binary: Option<Vec<u8>>,
     /// When the host functions of the configuration being evaluated must have ended
     /// ([`Bench::set_deadline`]).
     host_deadline: Cell<Option<Instant>>,
@@ -370,6 +373,7 @@ impl Bench {
             host_data: RefCell::new(HashMap::new()),
             meter: None,
             generated: Generated::default(),
+            own_binary: None,
             host_deadline: Cell::new(None),
         })
     }
@@ -446,6 +450,7 @@ impl Bench {
     /// Generated code is built for its evaluation and not kept: each configuration has its own.
     pub fn generate(&mut self, generated: Option<Generated>) {
         self.generated = generated.unwrap_or_default();
+        self.own_binary = None;
     }
 
     /// Build options of a configuration of the tuned kernel.
@@ -491,8 +496,7 @@ impl Bench {
         self.data_ms.set(0.0);
         if let Some(path) = binary {
             if let Ok(bytes) = std::fs::read(path) {
-                let options = self.options(config);
-                self.session.add_binary(&self.source.text, &options, &bytes);
+                self.add_binary(config, bytes);
             }
             self.build_ms.set(started.elapsed().as_secs_f64() * 1e3);
         }
@@ -511,11 +515,25 @@ impl Bench {
         Ok((outcome, cost))
     }
 
-    /// The driver's program binary for a configuration's build options, built now and not
-    /// kept (see [`Session::binary`]).
+    /// The driver's program binary for a configuration's build options (of the generated
+    /// code, where there is any), built now and not kept (see [`Session::binary`]).
     pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, ClError> {
         let options = self.options(config);
-        self.session.binary(&self.source.text, &options)
+        match &self.generated.source {
+            Some(code) => self.session.own_binary(code, &options),
+            None => self.session.binary(&self.source.text, &options),
+        }
+    }
+
+    /// Loads a build worker's `binary` of a configuration for its evaluations.
+    fn add_binary(&mut self, config: &[i64], binary: Vec<u8>) {
+        if self.generated.source.is_some() {
+            self.own_binary = Some(binary);
+        } else {
+            let options = self.options(config);
+            self.session
+                .add_binary(&self.source.text, &options, &binary);
+        }
     }
 
     /// The build options of a configuration (its build key on a GPU).
@@ -530,15 +548,15 @@ impl Bench {
     /// as few as give the launch PoCL's grid class of the measured one ([`primed_global`]).
     /// Errors are left to the measurement.
     pub fn prime(&mut self, config: &[i64], binary: &[u8]) {
-        let options = self.options(config);
-        self.session.add_binary(&self.source.text, &options, binary);
+        self.add_binary(config, binary.to_vec());
         if let Ok(p) = self.prepare(config) {
             if let Ok((kernel, global, local)) = self.ready(config, &p) {
                 let _ = self.launch(&kernel, &primed_global(&global, &local), &local);
             }
             self.recycle(p);
         }
-        self.session.forget(&options);
+        self.own_binary = None;
+        self.session.forget(&self.options(config));
     }
 
     /// Evaluates one configuration (values in parameter declaration order); `front`: what the
@@ -740,7 +758,10 @@ impl Bench {
         let started = Instant::now();
         let name = &self.spec.kernel.name;
         let built = match &self.generated.source {
-            Some(code) => self.session.own_kernel(code, name, &options),
+            Some(code) => match &self.own_binary {
+                Some(binary) => self.session.own_kernel_from(binary, code, name, &options),
+                None => self.session.own_kernel(code, name, &options),
+            },
             None => self.session.kernel(&self.source.text, name, &options),
         };
         self.build_ms

@@ -24,7 +24,7 @@
 
 use crate::builder::{BuildPool, Built};
 use crate::evaluate::Fatal;
-use crate::worker::Job;
+use crate::worker::{Generated, Job};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -212,6 +212,18 @@ impl Builds {
             Builds::Host(h) => h.service.pause(LOCAL, true),
             Builds::Joined(c) => drop(c.ask(&Request::Pause(true))),
         }
+    }
+
+    /// See [`BuildPool::provide`]; whether the builds take it: a worker's own pool and a
+    /// hosted service do, a joined service builds only the spec's source (a front end that
+    /// generates code tunes alone).
+    pub fn provide(&self, key: &str, generated: Generated) -> bool {
+        match self {
+            Builds::Own(pool) => pool.provide(key, generated),
+            Builds::Host(h) => h.service.pool.provide(key, generated),
+            Builds::Joined(_) => return false,
+        }
+        true
     }
 
     /// See [`BuildPool::resume`].

@@ -69,18 +69,22 @@ impl Programs {
         if self.built.contains_key(options) {
             return false;
         }
-        // SAFETY: one binary for the context's one device, as clCreateProgramWithBinary needs.
-        let loaded =
-            unsafe { Program::create_from_binary(&self.context, &[self.device.id()], &[binary]) }
-                .ok()
-                .and_then(|mut p| p.build(&[self.device.id()], options).ok().map(|()| p));
-        match loaded {
+        match self.load(options, binary) {
             Some(p) => {
                 self.built.insert(options.to_string(), Arc::new(Ok(p)));
                 true
             }
             None => false,
         }
+    }
+
+    /// The program of `binary` (made by this device's driver), linked with `options`; `None`
+    /// where the driver does not take it.
+    pub fn load(&self, options: &str, binary: &[u8]) -> Option<Program> {
+        // SAFETY: one binary for the context's one device, as clCreateProgramWithBinary needs.
+        unsafe { Program::create_from_binary(&self.context, &[self.device.id()], &[binary]) }
+            .ok()
+            .and_then(|mut p| p.build(&[self.device.id()], options).ok().map(|()| p))
     }
 
     /// Lets go of the program built with `options`.

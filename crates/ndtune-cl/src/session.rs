@@ -11,6 +11,7 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{
     Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
 };
+use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING};
 use std::ptr;
 
@@ -173,15 +174,7 @@ impl Session {
     /// makes many and needs none of them again.
     pub fn binary(&mut self, source: &str, options: &str) -> Result<Vec<u8>, ClError> {
         self.check_source(source, options)?;
-        let program = self.programs.build(source, options)?;
-        program
-            .get_binaries()
-            .map_err(api("clGetProgramInfo(CL_PROGRAM_BINARIES)"))?
-            .into_iter()
-            .next()
-            .ok_or(ClError::InvalidInput {
-                what: "program binary (the driver returned none)",
-            })
+        binary_of(&self.programs.build(source, options)?)
     }
 
     /// Loads a program binary made by [`Session::binary`] for `options` of this session's
@@ -197,6 +190,29 @@ impl Session {
     pub fn own_kernel(&self, source: &str, name: &str, options: &str) -> Result<Kernel, ClError> {
         let program = self.programs.build(source, options)?;
         Kernel::create(&program, name).map_err(api("clCreateKernel"))
+    }
+
+    /// [`Session::own_kernel`] from `binary`, a program binary of that source made by
+    /// [`Session::own_binary`] on this device; where the driver does not take it, compiled from
+    /// `source`.
+    pub fn own_kernel_from(
+        &self,
+        binary: &[u8],
+        source: &str,
+        name: &str,
+        options: &str,
+    ) -> Result<Kernel, ClError> {
+        match self.programs.load(options, binary) {
+            Some(program) => Kernel::create(&program, name).map_err(api("clCreateKernel")),
+            None => self.own_kernel(source, name, options),
+        }
+    }
+
+    /// The driver's program binary of a source of the caller's own (see
+    /// [`Session::own_kernel`]), for another session on the same device to load with
+    /// [`Session::own_kernel_from`].
+    pub fn own_binary(&self, source: &str, options: &str) -> Result<Vec<u8>, ClError> {
+        binary_of(&self.programs.build(source, options)?)
     }
 
     /// Lets go of the program built with `options`, if any (a build worker keeps none).
@@ -677,4 +693,16 @@ impl Drop for Pipeline<'_> {
         let _ = self.session.queue.finish();
         let _ = self.copies.finish();
     }
+}
+
+/// The driver's binary of a built program (`CL_PROGRAM_BINARIES`, its one device's).
+fn binary_of(program: &Program) -> Result<Vec<u8>, ClError> {
+    program
+        .get_binaries()
+        .map_err(api("clGetProgramInfo(CL_PROGRAM_BINARIES)"))?
+        .into_iter()
+        .next()
+        .ok_or(ClError::InvalidInput {
+            what: "program binary (the driver returned none)",
+        })
 }

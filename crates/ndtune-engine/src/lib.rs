@@ -329,9 +329,9 @@ pub trait PerConfig {
     /// the campaign.
     fn configure(&mut self, config: &Config) -> Result<Option<Generated>, String>;
 
-    /// Whether [`PerConfig::configure`] may give a configuration code of its own. Where it never
-    /// does, the build workers build the spec's source ahead as in any campaign (the points it
-    /// excludes left out); where it may, each configuration is built when it is measured.
+    /// Whether [`PerConfig::configure`] may give a configuration code of its own. The build
+    /// workers build ahead either way (the points it excludes left out): the spec's source, or
+    /// the code it gives for each point the strategy announces, under a key naming that code.
     fn generates_code(&self) -> bool;
 
     /// The outputs the front end checks itself after each measured configuration's
@@ -471,7 +471,6 @@ impl Campaign<'_> {
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile.device_type == DeviceType::Cpu;
-        let builds_ahead = per_config.as_ref().is_none_or(|p| !p.generates_code());
         let history = build_history::load(self.store, &group, codec.names());
         let own_pool = || {
             BuildPool::new(
@@ -484,7 +483,7 @@ impl Campaign<'_> {
                 &history,
             )
         };
-        let pool = if self.options.build_jobs <= 1 || !builds_ahead {
+        let pool = if self.options.build_jobs <= 1 {
             None
         } else if self.options.share.is_some() && node_builds::wanted() {
             // The workers of one node share its builders (see `ndtune_bench::node_builds`).
@@ -602,7 +601,7 @@ impl Campaign<'_> {
             advice_prior: self.options.advice_prior,
             // Reborrowed for the campaign's own lifetime.
             per_config: per_config.map(|p| p as &mut dyn PerConfig),
-            configured: None,
+            configured: HashMap::new(),
         };
         let run = Run {
             budget: Budget {

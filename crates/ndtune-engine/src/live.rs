@@ -87,11 +87,11 @@ pub(crate) struct Live<'a> {
     /// Whether strategies are told of the advice ([`Options::advice_prior`](crate::Options)).
     pub advice_prior: bool,
     /// What the front end works out for each configuration, where it does (then there is no
-    /// build pool and no sharing: only the point asked for is measured).
+    /// sharing, and only the point asked for is measured).
     pub per_config: Option<&'a mut dyn PerConfig>,
-    /// The point [`Evaluator::excluded`] was last asked of and what it runs, for the
-    /// evaluation that follows.
-    pub configured: Option<(Point, Option<Generated>)>,
+    /// What the front end answered for each point it was asked about (once each: when the
+    /// strategy announces the point, or before it is measured).
+    pub configured: HashMap<Point, Option<Generated>>,
 }
 
 /// What racing knows: the rule, the protocol's runs, the measurement noise seen so far and the
@@ -184,10 +184,11 @@ impl Live<'_> {
     /// The program binary for `point` from the build pool (waiting for it), or the outcome of a
     /// build that failed, crashed or hung; `Ok(None)` where the worker is to build itself.
     fn prebuilt(&mut self, point: &[i64]) -> Result<Option<PathBuf>, Outcome> {
+        let key = self.build_key_of(point);
         let Some(pool) = &self.pool else {
             return Ok(None);
         };
-        match pool.wait(&(self.build_key)(point), point) {
+        match pool.wait(&key, point) {
             Built::Binary(path) => Ok(Some(path)),
             // A build worker that ran out of time may have been starved (idle priority on a
             // busy machine): not the configuration's outcome. The measurement worker builds it
@@ -397,7 +398,7 @@ impl Live<'_> {
     /// run. `None` when the campaign has to stop.
     fn measure_built_ahead(&mut self, point: &[i64]) -> Option<()> {
         self.promised.retain(|(_, p)| p != point);
-        let key = (self.build_key)(point);
+        let key = self.build_key_of(point);
         loop {
             let Some(pool) = &self.pool else {
                 return Some(());
@@ -584,7 +585,7 @@ impl Live<'_> {
         }
         let planned: Vec<(String, Point)> = points
             .into_iter()
-            .map(|p| ((self.build_key)(&p), p))
+            .map(|p| (self.build_key_of(&p), p))
             .collect();
         if let Some(pool) = &self.pool {
             pool.plan(planned.clone(), promise);
@@ -612,18 +613,45 @@ impl Live<'_> {
     /// What the front end works out for `point`: `Ok(None)` where it excludes it, `Ok(Some(_))`
     /// what it runs (`Generated::default()`: the spec's), kept for the evaluation that follows.
     fn configure(&mut self, point: &[i64]) -> Result<Option<Generated>, String> {
-        if let Some((p, generated)) = &self.configured {
-            if p.as_slice() == point {
-                return Ok(generated.clone());
-            }
+        if let Some(generated) = self.configured.get(point) {
+            return Ok(generated.clone());
         }
         let config = self.config(point);
         let generated = match &mut self.per_config {
             Some(per_config) => per_config.configure(&config)?,
             None => Some(Generated::default()),
         };
-        self.configured = Some((point.to_vec(), generated.clone()));
+        self.configured.insert(point.to_vec(), generated.clone());
         Ok(generated)
+    }
+
+    /// `point`'s build key ([`Live::build_key`]); where the front end generates the point's
+    /// code, with the digest of that code and its global size, the code given to the build
+    /// pool to build under that key.
+    fn build_key_of(&mut self, point: &[i64]) -> String {
+        let key = (self.build_key)(point);
+        let generates = self.per_config.as_ref().is_some_and(|p| p.generates_code());
+        if !generates || self.pool.is_none() {
+            return key;
+        }
+        let Some(generated) = self.generated(point).filter(|g| g.source.is_some()) else {
+            return key;
+        };
+        let text = serde_json::to_string(&generated).expect("serialises");
+        let key = format!(
+            "{key}\0{}",
+            ndtune_core::text::short_sha256(text.as_bytes())
+        );
+        let provided = self
+            .pool
+            .as_ref()
+            .is_some_and(|p| p.provide(&key, generated));
+        if !provided {
+            self.stopped.get_or_insert_with(|| {
+                "the node's build service cannot build code generated per configuration".into()
+            });
+        }
+        key
     }
 
     /// What `point` runs in place of the spec's, where the front end generated anything.

@@ -344,3 +344,73 @@ fn kept_program_binaries_spare_the_next_campaign_its_builds() {
     assert!(off["time"]["build_workers_s"].as_f64().unwrap() > 0.0);
     assert_eq!(kept(), 9);
 }
+
+/// PoCL compiles a work-group function per local size and grid class (a grid of fewer than
+/// 65,535 work-items in its widest dimension is "small"); the build workers compile it ahead
+/// (priming), and must compile the class the measurement launches, or every configuration is
+/// compiled twice, the second time while it is timed. PoCL's kernel cache shows what was
+/// compiled: one folder per local size and class.
+#[test]
+fn build_workers_compile_the_work_group_functions_the_measurement_launches() {
+    let _one = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let compiled = |n: u32, db: &str| -> Vec<String> {
+        let case = dir.path().join(db);
+        std::fs::create_dir(&case).unwrap();
+        let spec = spec(
+            &case,
+            Case {
+                kernel: "work",
+                source: KERNEL,
+                values: "[0]",
+                work: 1,
+                faults: false,
+                local: r#""WG""#,
+                ref_wg: 8,
+            },
+        );
+        let pocl = case.join("pocl");
+        let mut cmd = ndtune();
+        cmd.env("POCL_CACHE_DIR", &pocl)
+            .env("NDTUNE_CACHE_DIR", case.join("ndtune"));
+        let n = format!("N={n}");
+        let db = case.join("s.db");
+        let args = ["tune", &spec, "--json", "--build-jobs", "2", "--set", &n];
+        let args: Vec<&str> = args
+            .into_iter()
+            .chain(["--db", db.to_str().unwrap()])
+            .collect();
+        let report = json_of(cmd, &args);
+        assert_eq!(report["devices"][0]["outcomes"]["measured"], 3, "{report}");
+        let mut folders = Vec::new();
+        for program in std::fs::read_dir(&pocl).unwrap().flatten() {
+            for hashed in std::fs::read_dir(program.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let kernel = hashed.path().join("work");
+                for f in std::fs::read_dir(kernel).into_iter().flatten().flatten() {
+                    let name = f.file_name().to_string_lossy().into_owned();
+                    if name != "0-0-0" {
+                        folders.push(name);
+                    }
+                }
+            }
+        }
+        folders.sort_by_key(|f| f.split('-').next().unwrap().parse::<u32>().unwrap());
+        folders
+    };
+    assert_eq!(
+        compiled(65536, "wide"),
+        ["8-1-1-goffs0", "16-1-1-goffs0", "32-1-1-goffs0"]
+    );
+    assert_eq!(
+        compiled(4096, "small"),
+        [
+            "8-1-1-goffs0-smallgrid",
+            "16-1-1-goffs0-smallgrid",
+            "32-1-1-goffs0-smallgrid"
+        ]
+    );
+}
