@@ -9,8 +9,8 @@ Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--shrink] [--
 
 The examples are read from the Git repository (`git --git-dir KT_GIT_DIR show REV:PATH`: a
 clone or a bare mirror; Kernel Tuner's wheel and sdist do not ship them). `--shrink` divides the
-problem sizes (4096 -> 512, 2048 -> 256, the vector lengths by 10, the reduction's by 100), as
-Kernel Tuner's own tests shrink them to run on a CPU. Examples that need what PoCL lacks (NVML
+problem sizes of the scripts and of their kernels (4096 -> 512, 2048 -> 256, the vector lengths
+by 10, the reduction's by 100), as Kernel Tuner's own tests shrink them to run on a CPU. Examples that need what PoCL lacks (NVML
 observers) are left out with why; `sepconv` is left out for its 1.2 M-configuration space.
 Each run is killed after --timeout seconds (default 1200); each is cold (ndtune's program cache and
 PoCL's kernel cache of its own).
@@ -56,20 +56,26 @@ def source(repo, rev, path):
                           capture_output=True, text=True).stdout
 
 
+def shrunk(text, shrink):
+    """The text with the problem sizes divided (--shrink): the scripts' and the kernels' own
+    (`#define WIDTH 4096`), or a kernel indexes past the shrunk buffers."""
+    if shrink:
+        for pattern, by in SHRINK:
+            text = re.sub(pattern, by, text)
+    return text
+
+
 def prepare(repo, rev, name, lib, shrink, where):
     text = source(repo, rev, f"examples/opencl/{name}.py")
     if lib == "ndtune":
         text = re.sub(r"\bfrom kernel_tuner\b", "from ndtune", text)
         text = re.sub(r"^import kernel_tuner$", "import ndtune as kernel_tuner", text, flags=re.M)
-    if shrink:
-        for pattern, by in SHRINK:
-            text = re.sub(pattern, by, text)
-    (where / f"{name}.py").write_text(text)
+    (where / f"{name}.py").write_text(shrunk(text, shrink))
     listing = subprocess.run(["git", "--git-dir", repo, "ls-tree", "--name-only", rev,
                               "examples/opencl/"], check=True, capture_output=True, text=True)
     for path in listing.stdout.split():
         if path.endswith(".cl"):
-            (where / Path(path).name).write_text(source(repo, rev, path))
+            (where / Path(path).name).write_text(shrunk(source(repo, rev, path), shrink))
     (where / "runner.py").write_text(RUNNER.format(lib=lib))
 
 
