@@ -126,8 +126,12 @@ def main():
             kt = run(name, "kernel_tuner", args, Path(root))
             nd = run(name, "ndtune", args, Path(root))
             rows[name] = {"kernel_tuner": kt, "ndtune": nd}
+            # Kept as each example ends: a run cut short still leaves what it measured.
+            if args.out:
+                json.dump(rows, open(args.out, "w"), indent=1)
             if "error" in kt or "error" in nd:
-                print(f"{name}: kernel_tuner {kt.get('error', 'ok')}; ndtune {nd.get('error', 'ok')}")
+                print(f"{name}: kernel_tuner {kt.get('error', 'ok')}; ndtune {nd.get('error', 'ok')}",
+                      flush=True)
                 continue
             only_kt = sorted(set(kt["keys"]) - set(nd["keys"]))
             only_nd = sorted(set(nd["keys"]) - set(kt["keys"]))
@@ -135,9 +139,7 @@ def main():
                   f"best {kt['best_ms']:.4f} vs {nd['best_ms']:.4f} ms; wall {kt['wall_s']:.1f} vs "
                   f"{nd['wall_s']:.1f} s ({nd['wall_s'] / kt['wall_s']:.2f}x); "
                   f"keys only in Kernel Tuner's {only_kt}, only in ndtune's {only_nd}")
-            print(f"  best: {kt['best']} vs {nd['best']}")
-    if args.out:
-        json.dump(rows, open(args.out, "w"), indent=1)
+            print(f"  best: {kt['best']} vs {nd['best']}", flush=True)
 
 
 main()
