@@ -232,8 +232,14 @@ impl Store {
             s.in_transaction.set(true);
             let done = body(s);
             s.in_transaction.set(false);
+            // Committed in a statement of its own: a borrow in the match's scrutinee would live
+            // through its arms, and the rollback of a failed commit find the connection borrowed.
+            let done = done.map(|value| {
+                let committed = s.db.borrow_mut().commit();
+                (value, committed)
+            });
             match done {
-                Ok(value) => match s.db.borrow_mut().commit() {
+                Ok((value, committed)) => match committed {
                     Ok(()) => Ok(value),
                     Err(e) => {
                         // Ended, so that it can run again from its start.
