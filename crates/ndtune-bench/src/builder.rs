@@ -807,18 +807,63 @@ impl BuildTimes {
             })
     }
 
+    /// What is known of every build time learnt so far elsewhere ([`BuildPool::build_times`]).
+    pub fn from_learnt(times: &[(Vec<i64>, f64)]) -> BuildTimes {
+        let mut learnt = BuildTimes::default();
+        for (config, seconds) in times {
+            learnt.add(config, Duration::from_secs_f64(seconds.max(0.0)));
+        }
+        learnt
+    }
+
     /// The index of the build expected to take longest; among guesses, corners first, then
     /// those that bring the most values not covered yet; the first of equals. `None` if none.
     pub fn longest<'c>(&self, configs: impl Iterator<Item = &'c [i64]> + Clone) -> Option<usize> {
+        let rank = self.ranker(configs.clone());
+        let mut best: Option<(usize, (f64, bool, usize))> = None;
+        for (i, c) in configs.enumerate() {
+            let k = rank(c);
+            if best.is_none_or(|(_, b)| longer(&k, &b)) {
+                best = Some((i, k));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// The indices of `configs`, the builds expected to take longest first (as [`Self::longest`]
+    /// ranks them; equals in their order): the order to take builds in where any order will do.
+    pub fn longest_first(&self, configs: &[&[i64]]) -> Vec<usize> {
+        let rank = self.ranker(configs.iter().copied());
+        let keys: Vec<(f64, bool, usize)> = configs.iter().map(|c| rank(c)).collect();
+        let mut order: Vec<usize> = (0..configs.len()).collect();
+        order.sort_by(|&a, &b| {
+            if longer(&keys[a], &keys[b]) {
+                std::cmp::Ordering::Less
+            } else if longer(&keys[b], &keys[a]) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        order
+    }
+
+    /// How a build of the queue `configs` ranks: its expected log time, whether it is a corner
+    /// of the queue (each value the smallest or the largest of its parameter), and how many of
+    /// its values are neither built nor being built.
+    fn ranker<'c>(
+        &self,
+        configs: impl Iterator<Item = &'c [i64]>,
+    ) -> impl Fn(&[i64]) -> (f64, bool, usize) + '_ {
         // Each parameter's smallest and largest value in the queue.
         let mut range: Vec<(i64, i64)> = Vec::new();
-        for c in configs.clone() {
+        for c in configs {
             range.resize(c.len().max(range.len()), (i64::MAX, i64::MIN));
             for (r, &v) in range.iter_mut().zip(c) {
                 *r = (r.0.min(v), r.1.max(v));
             }
         }
-        let key = |c: &[i64]| {
+        move |c: &[i64]| {
             let corners = c
                 .iter()
                 .zip(&range)
@@ -833,22 +878,16 @@ impl BuildTimes {
                 })
                 .count();
             (self.expected(c), corners == c.len(), uncovered)
-        };
-        let mut best: Option<(usize, (f64, bool, usize))> = None;
-        for (i, c) in configs.enumerate() {
-            let k = key(c);
-            let longer = best.is_none_or(|(_, b)| {
-                k.0.total_cmp(&b.0)
-                    .then(k.1.cmp(&b.1))
-                    .then(k.2.cmp(&b.2))
-                    .is_gt()
-            });
-            if longer {
-                best = Some((i, k));
-            }
         }
-        best.map(|(i, _)| i)
     }
+}
+
+/// Whether a build ranked `a` is expected to take longer than one ranked `b`.
+fn longer(a: &(f64, bool, usize), b: &(f64, bool, usize)) -> bool {
+    a.0.total_cmp(&b.0)
+        .then(a.1.cmp(&b.1))
+        .then(a.2.cmp(&b.2))
+        .is_gt()
 }
 
 #[cfg(test)]
@@ -965,6 +1004,28 @@ mod tests {
         assert_eq!(at(&t), Some(1));
         assert!(t.expected(&[16, 32]) > t.expected(&[16, 1]));
         assert_eq!(t.longest(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn builds_learnt_elsewhere_order_a_queue_longest_first() {
+        let learnt = BuildTimes::from_learnt(&[
+            (vec![8, 1], 0.1),
+            (vec![8, 32], 0.8),
+            (vec![16, 8], 0.4),
+            (vec![64, 8], 0.05),
+        ]);
+        let queue: [&[i64]; 5] = [&[8, 1], &[16, 1], &[16, 32], &[64, 1], &[8, 32]];
+        // Unroll 32 is slow, a tile of 16 slower than 8, 64 the fastest.
+        assert_eq!(learnt.longest_first(&queue), vec![2, 4, 1, 0, 3]);
+        assert_eq!(
+            learnt.longest_first(&queue)[0],
+            learnt.longest(queue.iter().copied()).unwrap(),
+            "the same rank as the pool's own choice"
+        );
+        // A value never built is guessed the longest of all.
+        let queue: [&[i64]; 3] = [&[8, 1], &[32, 1], &[8, 32]];
+        assert_eq!(learnt.longest_first(&queue), vec![1, 2, 0]);
+        assert!(BuildTimes::default().longest_first(&[]).is_empty());
     }
 
     #[test]

@@ -602,6 +602,7 @@ impl Campaign<'_> {
             // Reborrowed for the campaign's own lifetime.
             per_config: per_config.map(|p| p as &mut dyn PerConfig),
             configured: HashMap::new(),
+            build_times: None,
         };
         let run = Run {
             budget: Budget {

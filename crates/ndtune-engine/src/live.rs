@@ -8,7 +8,7 @@
 use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, PerConfig, Phases, TimeSpent};
-use ndtune_bench::builder::Built;
+use ndtune_bench::builder::{BuildTimes, Built};
 use ndtune_bench::node_builds::Builds;
 use ndtune_bench::race::{Limits, Noise};
 use ndtune_bench::supervisor::{Supervisor, Verdict};
@@ -20,7 +20,7 @@ use ndtune_spec::Race;
 use ndtune_store::{Group, Record, ResultKey, Store};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The outcome a strategy sees for points it asks for after the campaign stopped; they are
 /// neither run nor stored.
@@ -92,7 +92,13 @@ pub(crate) struct Live<'a> {
     /// What the front end answered for each point it was asked about (once each: when the
     /// strategy announces the point, or before it is measured).
     pub configured: HashMap<Point, Option<Generated>>,
+    /// The build times learnt by this campaign's builders (on a node, every worker's), as last
+    /// read: a shared campaign that may claim in any order claims the longest builds first.
+    pub build_times: Option<(Instant, BuildTimes)>,
 }
+
+/// How often a shared campaign reads its builders' build times again.
+const BUILD_TIMES_READ: Duration = Duration::from_secs(1);
 
 /// What racing knows: the rule, the protocol's runs, the measurement noise seen so far and the
 /// best score of the configurations the campaign evaluated.
@@ -370,11 +376,26 @@ impl Live<'_> {
     fn top_up(&mut self) -> Option<()> {
         let claims = self.claims.as_mut()?;
         let (codec, existing) = (self.codec, &self.existing);
+        let build_times = match &self.pool {
+            Some(pool) if claims.by_build_time() => {
+                let stale = self
+                    .build_times
+                    .as_ref()
+                    .is_none_or(|(read, _)| read.elapsed() >= BUILD_TIMES_READ);
+                if stale {
+                    let learnt = BuildTimes::from_learnt(&pool.build_times());
+                    self.build_times = Some((Instant::now(), learnt));
+                }
+                self.build_times.as_ref().map(|(_, times)| times)
+            }
+            _ => None,
+        };
         let topped = claims.top_up(
             self.store,
             &self.group,
             |p| existing.contains_key(&codec.config(p)),
             |p| codec.config(p),
+            build_times,
         );
         if let Err(e) = topped {
             return self.stop(format!("cannot claim a configuration: {e}"));
@@ -579,7 +600,7 @@ impl Live<'_> {
             _ => points,
         };
         if let Some(claims) = &mut self.claims {
-            claims.announce(&points);
+            claims.announce(&points, promise);
             self.top_up();
             return;
         }

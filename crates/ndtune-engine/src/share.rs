@@ -21,6 +21,7 @@
 //! tuning the same campaign in the same store (a second `tune`, a worker) never measures them
 //! too; a point another process holds it takes from the store once measured there.
 
+use ndtune_bench::builder::BuildTimes;
 use ndtune_core::Config;
 use ndtune_search::Point;
 use ndtune_store::{Group, Store, StoreError};
@@ -81,6 +82,10 @@ pub(crate) struct Claims {
     depth: usize,
     /// The strategy's announced order, as last told.
     ahead: Vec<Point>,
+    /// Whether the strategy will ask for every announced point, in any order: then the points
+    /// whose builds are expected to take longest are claimed first, so that the campaign's
+    /// last builds are short ones (the workers' own order ends on whatever it ends on).
+    any_order: bool,
     /// Points this worker claimed and has not measured yet, in claim order.
     pub held: VecDeque<Point>,
     /// The claimed point being measured now, until its result is recorded: a campaign stopped
@@ -97,15 +102,22 @@ impl Claims {
             share,
             depth: depth.max(1),
             ahead: Vec::new(),
+            any_order: false,
             held: VecDeque::new(),
             in_flight: None,
             _heartbeat: heartbeat,
         })
     }
 
-    /// The strategy announced its next points.
-    pub fn announce(&mut self, points: &[Point]) {
+    /// The strategy announced its next points; `any_order`: it will ask for every one of them.
+    pub fn announce(&mut self, points: &[Point], any_order: bool) {
         self.ahead = points.to_vec();
+        self.any_order = any_order;
+    }
+
+    /// Whether the points to claim next are chosen by their expected build times.
+    pub fn by_build_time(&self) -> bool {
+        self.any_order
     }
 
     /// Whether this worker holds `point`; forgets it (the caller measures it now).
@@ -137,19 +149,32 @@ impl Claims {
     }
 
     /// Claims points of the announced order until `depth` are held; `known` tells the points
-    /// that have an outcome here already. `config` turns a point into its configuration.
+    /// that have an outcome here already. `config` turns a point into its configuration. Where
+    /// any order will do and `build_times` are given, the builds expected to take longest are
+    /// claimed first.
     pub fn top_up(
         &mut self,
         store: &Store,
         group: &Group,
         known: impl Fn(&[i64]) -> bool,
         config: impl Fn(&[i64]) -> Config,
+        build_times: Option<&BuildTimes>,
     ) -> Result<(), StoreError> {
+        let mut candidates: Vec<Point> = self
+            .ahead
+            .iter()
+            .filter(|p| !known(p) && !self.held.contains(p))
+            .cloned()
+            .collect();
+        if let (true, Some(times)) = (self.any_order, build_times) {
+            let points: Vec<&[i64]> = candidates.iter().map(Vec::as_slice).collect();
+            let order = times.longest_first(&points);
+            candidates = order.into_iter().map(|i| candidates[i].clone()).collect();
+        }
         while self.held.len() < self.depth {
-            let window: Vec<&Point> = self
-                .ahead
+            let window: Vec<&Point> = candidates
                 .iter()
-                .filter(|p| !known(p) && !self.held.contains(p))
+                .filter(|p| !self.held.contains(p))
                 .take(CLAIM_WINDOW)
                 .collect();
             if window.is_empty() {
@@ -306,5 +331,62 @@ impl Drop for Heartbeat {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group() -> Group {
+        Group {
+            device: "0123456789abcdef".into(),
+            kernel: "sgemm".into(),
+            source_hash: "aaaabbbbccccdddd".into(),
+            setup: "1111222233334444".into(),
+            constants: ndtune_core::int_config([("N", 1024)]),
+        }
+    }
+
+    fn config(point: &[i64]) -> Config {
+        ndtune_core::int_config([("TS", point[0]), ("UNROLL", point[1])])
+    }
+
+    /// Two workers of one campaign, a strategy that will ask for every point: the builds
+    /// expected longest are claimed first, by one worker or the other; a strategy that only
+    /// announces its next points gets them claimed in its order.
+    #[test]
+    fn where_any_order_will_do_the_longest_builds_are_claimed_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = dir.path().join("campaign.ndtune");
+        let store = Store::open(&location).unwrap();
+        let share = |worker: &str| Share {
+            worker: worker.into(),
+            lease: Duration::from_secs(60),
+            location: location.clone().into(),
+        };
+        let learnt = BuildTimes::from_learnt(&[
+            (vec![8, 1], 0.1),
+            (vec![8, 32], 9.0),
+            (vec![16, 1], 0.2),
+            (vec![16, 32], 12.0),
+        ]);
+        let order: Vec<Point> = vec![vec![8, 1], vec![16, 1], vec![8, 32], vec![16, 32]];
+        let mut a = Claims::start(share("a"), 1).unwrap();
+        let mut b = Claims::start(share("b"), 1).unwrap();
+        for claims in [&mut a, &mut b] {
+            claims.announce(&order, true);
+            claims
+                .top_up(&store, &group(), |_| false, config, Some(&learnt))
+                .unwrap();
+        }
+        assert_eq!(Vec::from(a.held.clone()), vec![vec![16, 32]]);
+        assert_eq!(Vec::from(b.held.clone()), vec![vec![8, 32]]);
+
+        let mut c = Claims::start(share("c"), 2).unwrap();
+        c.announce(&order, false);
+        c.top_up(&store, &group(), |_| false, config, Some(&learnt))
+            .unwrap();
+        assert_eq!(Vec::from(c.held.clone()), vec![vec![8, 1], vec![16, 1]]);
     }
 }
