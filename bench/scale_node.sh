@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The node benchmark of docs/scale.md: bench/scale.sh on this machine's GPUs with SQLite stores
 # (no server), as a pool and as separate workers, cold and warm (`matrix`): the node's build
-# service at its default size (4 build jobs per GPU worker), at 2x it, and without it (each worker
+# service at its default size (8 build jobs on a GPU node), at 2x it, and without it (each worker
 # with build workers of its own); `python`: Kernel Tuner's `parallel=` through the Python package (bench/python_vs_kt.py --wide,
 # cold, parallel 1 and the last GPU count); `kill`: separate workers on every GPU of which one is
 # killed (SIGKILL) 5 s in, the others finishing (lease 10 s). One summary, written as it goes.
@@ -26,7 +26,7 @@ run() { # NAME COUNTS ENV...
 }
 if [[ $steps == *" matrix "* ]]; then
     run pool-cold "$counts" POOL=1
-    run pool-cold-2x "$last" POOL=1 BUILD_JOBS=8
+    run pool-cold-2x "$last" POOL=1 BUILD_JOBS=16
     run pool-cold-own "$last" POOL=1 NDTUNE_NODE_BUILDS=0
     run workers-cold "$last"
     run pool-warm "1 $last" POOL=1 KEEP_CACHE=1

@@ -163,7 +163,7 @@ const TIMEOUT_FACTOR: u32 = 10;
 pub struct BuildPool {
     shared: Arc<Shared>,
     /// One dispatching thread per build worker slot (more come with [`BuildPool::grow`]).
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: Vec<JoinHandle<()>>,
     dir: tempfile::TempDir,
 }
 
@@ -314,12 +314,7 @@ impl BuildPool {
         cache: Option<ProgramCache>,
         history: &[(Vec<i64>, f64)],
     ) -> Result<BuildPool, Fatal> {
-        let mut times = BuildTimes::default();
-        for (config, seconds) in history {
-            if let Ok(took) = Duration::try_from_secs_f64(*seconds) {
-                times.add(config, took);
-            }
-        }
+        let times = BuildTimes::from_learnt(history);
         let dir = tempfile::Builder::new()
             .prefix("ndtune-builds-")
             .tempdir()
@@ -336,29 +331,25 @@ impl BuildPool {
             prime,
             cache,
         });
+        // A worker's process starts with its first build.
+        let threads = (0..jobs.max(1))
+            .map(|slot| {
+                let shared = Arc::clone(&shared);
+                let dir = dir.path().to_path_buf();
+                std::thread::spawn(move || dispatch(&shared, slot, &dir))
+            })
+            .collect();
         let pool = BuildPool {
             shared,
-            threads: Mutex::new(Vec::new()),
+            threads,
             dir,
         };
-        pool.grow(jobs.max(1));
         Ok(pool)
-    }
-
-    /// Runs `jobs` build workers where it runs fewer (a node's service grows as workers join);
-    /// a worker's process starts with its first build.
-    pub fn grow(&self, jobs: usize) {
-        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        for slot in threads.len()..jobs {
-            let shared = Arc::clone(&self.shared);
-            let dir = self.dir.path().to_path_buf();
-            threads.push(std::thread::spawn(move || dispatch(&shared, slot, &dir)));
-        }
     }
 
     /// How many build workers the pool runs.
     pub fn jobs(&self) -> usize {
-        self.threads.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.threads.len()
     }
 
     /// The builds expected next, in order, each a key (configurations with the same key share
@@ -507,8 +498,7 @@ impl Drop for BuildPool {
             }
             self.shared.changed.notify_all();
         }
-        let threads = self.threads.get_mut().unwrap_or_else(|p| p.into_inner());
-        for t in threads.drain(..) {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -811,7 +801,9 @@ impl BuildTimes {
     pub fn from_learnt(times: &[(Vec<i64>, f64)]) -> BuildTimes {
         let mut learnt = BuildTimes::default();
         for (config, seconds) in times {
-            learnt.add(config, Duration::from_secs_f64(seconds.max(0.0)));
+            if let Ok(took) = Duration::try_from_secs_f64(*seconds) {
+                learnt.add(config, took);
+            }
         }
         learnt
     }

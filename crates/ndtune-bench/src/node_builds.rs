@@ -14,8 +14,10 @@
 //!   plan. A define set is built once for the node (the build key), its binary written where
 //!   every worker of the user on this host reads it. Binaries of one device kind load on every
 //!   device of that kind; one a device refuses is compiled by its measurement worker.
-//! - The service runs its host's number of build jobs for each worker it serves, up to
-//!   [`Growth::most`]: four GPUs' campaigns need four times the builds per second of one.
+//! - The service runs the host campaign's number of build jobs (`--build-jobs`) for the whole
+//!   node, whatever the number of workers it serves: on NVIDIA's driver every process with a
+//!   context slows the others, and a node's builds went no faster with more builders than 8
+//!   (BENCHMARKS.md, "Claims longest build first").
 //! - Pausing (a CPU device times its kernel with the builds stopped) holds while any worker
 //!   asks for it.
 //! - The host keeps serving after its own campaign ends, until the last worker it serves has
@@ -104,31 +106,14 @@ impl ServiceKey<'_> {
     }
 }
 
-/// How a hosted service's pool grows as workers join: `per_worker` build jobs for each worker it
-/// serves (its host's own included), at most `most`.
-#[derive(Debug, Clone, Copy)]
-pub struct Growth {
-    pub per_worker: usize,
-    pub most: usize,
-}
-
-impl Growth {
-    fn jobs(&self, workers: usize) -> usize {
-        (self.per_worker * workers)
-            .min(self.most)
-            .max(self.per_worker)
-    }
-}
-
 impl Builds {
     /// The node's service for `key`: joined where another worker hosts it, else hosted here
-    /// with the pool `make` starts, grown as workers join (`growth`). `None` where there is no private folder for its socket, or
+    /// with the pool `make` starts. `None` where there is no private folder for its socket, or
     /// the worker that holds the node's lock does not serve within [`HOST_STARTS`]: the
     /// campaign then builds on its own.
     pub fn join(
         key: &ServiceKey<'_>,
         make: impl FnOnce() -> Result<BuildPool, Fatal>,
-        growth: Growth,
     ) -> Result<Option<Builds>, Fatal> {
         let Some(dir) = ndtune_core::cache::folder("node-builds").map_err(Fatal)? else {
             return Ok(None);
@@ -139,7 +124,7 @@ impl Builds {
         loop {
             if let Some(lock) = Lock::take(&dir.join(format!("{name}.lock")))? {
                 let pool = make()?;
-                return Host::start(pool, growth, lock, &socket).map(|h| Some(Builds::Host(h)));
+                return Host::start(pool, lock, &socket).map(|h| Some(Builds::Host(h)));
             }
             // Another worker holds the lock: it hosts, or is about to.
             if let Ok(stream) = UnixStream::connect(&socket) {
@@ -307,7 +292,6 @@ const LOCAL: u64 = 0;
 /// The pool and what each of its workers asked for.
 struct Service {
     pool: BuildPool,
-    growth: Growth,
     clients: Mutex<Clients>,
     changed: Condvar,
 }
@@ -411,7 +395,7 @@ pub struct Host {
 }
 
 impl Host {
-    fn start(pool: BuildPool, growth: Growth, lock: Lock, socket: &Path) -> Result<Host, Fatal> {
+    fn start(pool: BuildPool, lock: Lock, socket: &Path) -> Result<Host, Fatal> {
         // A socket left by a host that died: the lock is ours, so nobody serves on it.
         let _ = std::fs::remove_file(socket);
         let listener = UnixListener::bind(socket).map_err(|e| {
@@ -422,7 +406,6 @@ impl Host {
         })?;
         let service = Arc::new(Service {
             pool,
-            growth,
             clients: Mutex::new(Clients {
                 next: LOCAL + 1,
                 ..Clients::default()
@@ -453,8 +436,6 @@ fn accept(listener: &UnixListener, service: &Arc<Service>) {
             }
             c.next += 1;
             c.connected += 1;
-            // The host's campaign and every worker connected.
-            service.pool.grow(service.growth.jobs(c.connected + 1));
             c.next - 1
         };
         let service = Arc::clone(service);
@@ -557,26 +538,5 @@ impl Lock {
             e if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
             e => Err(Fatal(format!("cannot lock {}: {e}", path.display()))),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Growth;
-
-    #[test]
-    fn a_service_runs_its_hosts_jobs_per_worker_up_to_the_most() {
-        let gpu = Growth {
-            per_worker: 4,
-            most: 63,
-        };
-        let counts: Vec<usize> = [1, 2, 4, 8, 20].iter().map(|&w| gpu.jobs(w)).collect();
-        assert_eq!(counts, [4, 8, 16, 32, 63]);
-        // A user's --build-jobs above the cores still gives each worker that many.
-        let big = Growth {
-            per_worker: 8,
-            most: 3,
-        };
-        assert_eq!(big.jobs(2), 8);
     }
 }

@@ -79,7 +79,7 @@ pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
-use ndtune_bench::node_builds::{self, Builds, Growth, ServiceKey};
+use ndtune_bench::node_builds::{self, Builds, ServiceKey};
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
@@ -258,17 +258,19 @@ pub(crate) fn tunable_source(spec: &Spec) -> Result<KernelSource, CampaignError>
         })
 }
 
-/// The most build workers a campaign on a GPU starts by default. Each is a process with a
-/// context of its own on the GPU, and NVIDIA's driver makes every process that holds one slower
-/// to start and to build as their number grows; a GPU campaign's builds are bounded by its
-/// longest build, which four workers keep pace with. `examples/sgemm.toml` cold on one GPU
-/// (bench/build_jobs.sh, BENCHMARKS.md): on a 64-core node 36.6 s with 63 workers, 16.2 s with
-/// 15, 14.6 s with 7, 13.6 s with 4; on a 16-core host 17.9 s with 15, 13.8 s with 7, 14.3 s
-/// with 4, 28.3 s with 2.
-pub const GPU_BUILD_JOBS: usize = 4;
+/// The most build workers a campaign on a GPU (or a node's build service, for all the node's
+/// workers together) starts by default. Each is a process with a context of its own on the GPU,
+/// and NVIDIA's driver creates and destroys contexts one process at a time, host-wide (about
+/// 0.11 s and 0.06 s each: `bench/cl_contexts.sh`), so many builders make every worker slower to
+/// start; builds in threads of one process gain only ~1.8x, so more processes are what builds
+/// in parallel. `bench/scale/sgemm-360.toml` cold on two H200s (32 cores; BENCHMARKS.md, "Claims
+/// longest build first"): one GPU 26.9 s with 4 builders, 17.4 s with 8; two GPUs 18.9 s with 8
+/// for the node, 20.2 s with 16. `examples/sgemm.toml` (short builds) on a 64-core node: 36.6 s
+/// with 63 workers, 16.2 s with 15, 14.6 s with 7, 13.6 s with 4.
+pub const GPU_BUILD_JOBS: usize = 8;
 
 /// The default number of build workers of a campaign on a device of `device_type`, or of the
-/// node's build service for each worker it serves ([`ndtune_bench::node_builds`]): the cores
+/// node's build service for all its workers ([`ndtune_bench::node_builds`]): the cores
 /// less one for the measurement (at least 2, 1 on one core), and on a GPU at most
 /// [`GPU_BUILD_JOBS`].
 pub fn default_build_jobs(device_type: DeviceType) -> usize {
@@ -494,17 +496,7 @@ impl Campaign<'_> {
                 timeout: self.options.timeout,
                 program: &self.options.processes.describe(),
             };
-            // A GPU node's service grows with the workers it serves (each GPU needs its builds
-            // at one GPU's pace); on a CPU device the workers share the cores the builds use.
-            let growth = Growth {
-                per_worker: self.options.build_jobs,
-                most: if cpu {
-                    self.options.build_jobs
-                } else {
-                    build_jobs_by_cores().max(self.options.build_jobs)
-                },
-            };
-            match Builds::join(&key, own_pool, growth).map_err(|e| stopped(e.0))? {
+            match Builds::join(&key, own_pool).map_err(|e| stopped(e.0))? {
                 Some(builds) => Some(builds),
                 None => Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?)),
             }
