@@ -90,7 +90,7 @@ pub(crate) struct Live<'a> {
     /// sharing, and only the point asked for is measured).
     pub per_config: Option<&'a mut dyn PerConfig>,
     /// What the front end answered for each point it was asked about (once each: when the
-    /// strategy announces the point, or before it is measured).
+    /// strategy announces the point, or before it is measured), until the point is measured.
     pub configured: HashMap<Point, Option<Generated>>,
     /// The build times learnt by this campaign's builders (on a node, every worker's), as last
     /// read: a shared campaign that may claim in any order claims the longest builds first.
@@ -190,6 +190,9 @@ impl Live<'_> {
     /// The program binary for `point` from the build pool (waiting for it), or the outcome of a
     /// build that failed, crashed or hung; `Ok(None)` where the worker is to build itself.
     fn prebuilt(&mut self, point: &[i64]) -> Result<Option<PathBuf>, Outcome> {
+        if self.pool.is_none() {
+            return Ok(None);
+        }
         let key = self.build_key_of(point);
         let Some(pool) = &self.pool else {
             return Ok(None);
@@ -231,6 +234,11 @@ impl Live<'_> {
             }
         };
         let generated = self.generated(point);
+        if generated.is_some() {
+            // Measured now: its generated code is not needed again (a large space's would
+            // otherwise all stay in memory).
+            self.configured.remove(point);
+        }
         if self.stopped.is_some() {
             return None;
         }
@@ -419,6 +427,9 @@ impl Live<'_> {
     /// run. `None` when the campaign has to stop.
     fn measure_built_ahead(&mut self, point: &[i64]) -> Option<()> {
         self.promised.retain(|(_, p)| p != point);
+        if self.pool.is_none() {
+            return Some(());
+        }
         let key = self.build_key_of(point);
         loop {
             let Some(pool) = &self.pool else {
