@@ -7,7 +7,9 @@
 //! worker holds it) this worker measures what it claimed ahead meanwhile, or waits for it. The
 //! worker keeps [`claims_ahead`] points of the strategy's announced order
 //! ([`ndtune_search::Evaluator::upcoming`]) claimed ahead, which are also what its build workers
-//! compile: no worker builds what another will measure. While the build of the point it measures
+//! compile: no worker builds what another will measure. Where the strategy promised to ask for
+//! every announced point, those whose builds are expected to take longest are claimed first
+//! ([`BuildTimes::longest_first`]). While the build of the point it measures
 //! next is not done, it measures those of its claims whose builds are. Every worker sees every result, so workers with the same seed
 //! propose alike and split each batch (exhaustive, random, a generation of `ga`); sequential
 //! strategies share best with a seed per worker.
