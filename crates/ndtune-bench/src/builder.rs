@@ -815,7 +815,7 @@ impl BuildTimes {
         let mut best: Option<(usize, (f64, bool, usize))> = None;
         for (i, c) in configs.enumerate() {
             let k = rank(c);
-            if best.is_none_or(|(_, b)| longer(&k, &b)) {
+            if best.is_none_or(|(_, b)| by_expected_length(&k, &b).is_gt()) {
                 best = Some((i, k));
             }
         }
@@ -828,15 +828,7 @@ impl BuildTimes {
         let rank = self.ranker(configs.iter().copied());
         let keys: Vec<(f64, bool, usize)> = configs.iter().map(|c| rank(c)).collect();
         let mut order: Vec<usize> = (0..configs.len()).collect();
-        order.sort_by(|&a, &b| {
-            if longer(&keys[a], &keys[b]) {
-                std::cmp::Ordering::Less
-            } else if longer(&keys[b], &keys[a]) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
+        order.sort_by(|&a, &b| by_expected_length(&keys[b], &keys[a]));
         order
     }
 
@@ -874,12 +866,10 @@ impl BuildTimes {
     }
 }
 
-/// Whether a build ranked `a` is expected to take longer than one ranked `b`.
-fn longer(a: &(f64, bool, usize), b: &(f64, bool, usize)) -> bool {
-    a.0.total_cmp(&b.0)
-        .then(a.1.cmp(&b.1))
-        .then(a.2.cmp(&b.2))
-        .is_gt()
+/// How builds ranked `a` and `b` ([`BuildTimes::ranker`]) compare: `Greater` where `a` is
+/// expected to take longer.
+fn by_expected_length(a: &(f64, bool, usize), b: &(f64, bool, usize)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
 }
 
 #[cfg(test)]
