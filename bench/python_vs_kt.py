@@ -122,7 +122,7 @@ def main():
         wall = time.perf_counter() - t
     config, ms, n = best(results)
     report["ndtune"] = {"wall_s": wall, "best": config, "best_ms": ms, "measured": n,
-                        "time": env["ndtune_report"]["time"]}
+                        "time": env["ndtune_report"]["time"], "pool": env["ndtune_pool"]}
     report["device"] = env["device_name"]
     text = json.dumps(report, indent=1)
     print(text)

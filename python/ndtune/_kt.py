@@ -455,7 +455,8 @@ PARALLEL_ENV = "KERNEL_TUNER_PARALLEL"
 
 
 def _ndtune_devices():
-    return json.loads(_ndtune.devices())
+    # Unprobed profiles: comparing the devices makes no context on any of them.
+    return json.loads(_ndtune.devices(False))
 
 
 def _parallel_devices(parallel, platform, device, devices):
@@ -623,6 +624,9 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "db": str(db),
         "spec": str(spec),
         "ndtune_report": out["report"],
+        # A parallel campaign's wall and each worker's own account (its report's `time` is the
+        # last pass over the store's results); None on one device.
+        "ndtune_pool": out["pool"],
         # Where each metric was computed: by the engine from the spec (kept beside the
         # measurements, so that a changed formula re-ranks what is stored), or here.
         "ndtune_metrics": {**{k: "spec" for k in spec_metrics if k not in observed},

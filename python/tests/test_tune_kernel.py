@@ -27,6 +27,7 @@ def test_vector_add_kernel_tuner_style_and_a_rerun_reuses():
     assert env["kernel_name"] == "vector_add"
     assert env["device_name"] == ndtune.devices()[0]["name"]
     assert env["ndtune_report"]["evaluated"] == 4
+    assert env["ndtune_pool"] is None
     again, env2 = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
                               iterations=5, quiet=True)
     # Everything came from the store: the same runs, nothing measured again.
@@ -275,6 +276,12 @@ def test_a_pool_of_devices_tunes_one_campaign_together(own_directory):
         workers = {w for (w,) in db.execute("SELECT DISTINCT worker FROM claims")}
         assert db.execute("SELECT count(*) FROM results").fetchone()[0] == 12
     assert any(w.endswith(":pool0") for w in workers), workers
+    # Each worker's own account comes back (the report's is the last pass, which measured none).
+    accounts = env["ndtune_pool"]["workers"]
+    assert sorted(w.rsplit(":", 1)[1] for w in accounts) == ["pool0", "pool1"]
+    assert sum(a["evaluated"] for a in accounts.values()) == 12
+    assert all(a["time"]["campaign_s"] > 0 for a in accounts.values())
+    assert env["ndtune_report"]["evaluated"] == 0
     # Functions of the parameters stay in this process: a pool cannot call them.
     with pytest.raises(ndtune.SpecError, match="pool"):
         tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True, pool=[0, 0],

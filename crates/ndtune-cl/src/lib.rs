@@ -174,11 +174,23 @@ pub struct KernelLimits {
 /// Returns [`ClError::NoPlatform`] when libOpenCL cannot be loaded, no platform is registered,
 /// or no platform has a device.
 pub fn discover() -> Result<Vec<ClDevice>, ClError> {
+    discover_with(true)
+}
+
+/// Every device as [`discover`] finds them, each profile read without the probe build (its
+/// preferred work-group size multiple is 0): no device context is made, so listing or comparing
+/// the devices of a host costs no more with many GPUs (NVIDIA's driver makes contexts one at a
+/// time, host-wide). Open the one to tune with [`open`].
+pub fn discover_unprobed() -> Result<Vec<ClDevice>, ClError> {
+    discover_with(false)
+}
+
+fn discover_with(probe: bool) -> Result<Vec<ClDevice>, ClError> {
     let mut devices = Vec::new();
     for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
         for id in ids {
             let device = Device::new(id);
-            let profile = read_profile(&device, &platform_name, true)?;
+            let profile = read_profile(&device, &platform_name, probe)?;
             devices.push(ClDevice {
                 index: devices.len(),
                 profile,
@@ -187,7 +199,7 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
                 device,
                 platform,
                 _sub_device: None,
-                probed: true,
+                probed: probe,
             });
         }
     }
@@ -445,6 +457,16 @@ impl ClDevice {
                 .sub_device(k, n)
                 .map_err(|e| format!("sub-device {sel}: {e}")),
             _ => Ok(device.clone()),
+        }
+    }
+
+    /// This device with `profile`, read whole by another process that opened it (a pool hands
+    /// its workers their devices' profiles, so that they make no context of their own for it).
+    pub fn with_profile(self, profile: DeviceProfile) -> ClDevice {
+        ClDevice {
+            profile,
+            probed: true,
+            ..self
         }
     }
 

@@ -107,3 +107,25 @@ fn buffers_are_allocated_copied_and_mapped_on_the_device() {
     assert_eq!(first, [1.0, 2.0, 3.0, 2.5]);
     assert_eq!(s.map_read(&s.alloc(0).unwrap(), <[u8]>::len).unwrap(), 0);
 }
+
+#[test]
+fn unprobed_discovery_reads_every_profile_but_the_probed_multiple() {
+    let probed = discover().unwrap();
+    let unprobed = ndtune_cl::discover_unprobed().unwrap();
+    assert_eq!(probed.len(), unprobed.len());
+    for (p, u) in probed.iter().zip(&unprobed) {
+        assert_eq!(u.profile.preferred_work_group_size_multiple, 0);
+        assert!(
+            p.profile.preferred_work_group_size_multiple > 0,
+            "{}",
+            p.label()
+        );
+        let mut handed = u.profile.clone();
+        handed.preferred_work_group_size_multiple = p.profile.preferred_work_group_size_multiple;
+        assert_eq!(handed, p.profile, "{}", p.label());
+        // A profile handed over by the process that probed the device makes it whole.
+        let whole = u.clone().with_profile(p.profile.clone());
+        assert_eq!(whole.profile, p.profile);
+        assert_eq!(whole.selector(), p.selector());
+    }
+}

@@ -5,7 +5,7 @@
 //! pool of them) picks this way; the Python package numbers devices as Kernel Tuner does.
 
 use ndtune_cl::ClDevice;
-use ndtune_device::Selector;
+use ndtune_device::{DeviceProfile, Selector};
 
 /// A live device a selector picked, not opened yet: its index and, for a sub-device, which
 /// part of how many.
@@ -50,18 +50,63 @@ pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, String> {
     }
 }
 
-/// Opens picked devices with their whole profiles.
+/// Opens picked devices with their whole profiles. Devices alike in all that is read without
+/// building (a node's GPUs) probe alike, so only the first of each kind is probed: each probe
+/// makes a context, which NVIDIA's driver makes one at a time for the whole host.
 pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
-    picked
-        .iter()
-        .map(|p| {
-            let device = ndtune_cl::open(p.index).map_err(|e| e.to_string())?;
-            match p.sub {
-                Some((k, n)) => device
-                    .sub_device(k, n)
-                    .map_err(|e| format!("sub-device {}:{k}/{n}: {e}", p.index)),
-                None => Ok(device),
-            }
-        })
-        .collect()
+    let mut opened: Vec<ClDevice> = Vec::new();
+    for p in picked {
+        let attached = open_one(p, ndtune_cl::attach)?;
+        let twin = opened.iter().find(|d| {
+            let mut unprobed = d.profile.clone();
+            unprobed.preferred_work_group_size_multiple = 0;
+            unprobed == attached.profile
+        });
+        let device = match twin {
+            Some(twin) => attached.with_profile(twin.profile.clone()),
+            None => open_one(p, ndtune_cl::open)?,
+        };
+        opened.push(device);
+    }
+    Ok(opened)
+}
+
+/// A picked device for a process handed its whole `profile` by the one that opened it (a pool's
+/// worker): it reads no profile of its own, so it makes no context for it.
+pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<ClDevice, String> {
+    open_one(picked, ndtune_cl::attach).map(|d| d.with_profile(profile))
+}
+
+fn open_one(
+    p: &Picked,
+    open: fn(usize) -> Result<ClDevice, ndtune_cl::ClError>,
+) -> Result<ClDevice, String> {
+    let device = open(p.index).map_err(|e| e.to_string())?;
+    match p.sub {
+        Some((k, n)) => device
+            .sub_device(k, n)
+            .map_err(|e| format!("sub-device {}:{k}/{n}: {e}", p.index)),
+        None => Ok(device),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_alike_are_probed_once_and_opened_whole() {
+        // PoCL's two halves are one kind of device: the second takes the first's probe.
+        let picked = pick_live(Some("0:0/2,0:1/2")).unwrap();
+        let opened = open_picked(&picked).unwrap();
+        assert_eq!(opened.len(), 2);
+        let probed = ndtune_cl::open(0).unwrap().sub_device(1, 2).unwrap();
+        assert!(probed.profile.preferred_work_group_size_multiple > 0);
+        assert_eq!(opened[1].profile, probed.profile);
+        assert_eq!(opened[0].profile, opened[1].profile);
+        assert_eq!(opened[1].selector(), "0:1/2");
+        // Handed a profile, a worker's device is whole without probing.
+        let handed = attach_picked(&picked[1], probed.profile.clone()).unwrap();
+        assert_eq!(handed.profile, probed.profile);
+    }
 }

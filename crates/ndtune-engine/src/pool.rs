@@ -12,6 +12,7 @@ use crate::{group, CampaignError, DeviceReport, Event, Observer, Options, Share,
 use ndtune_bench::children::{self, OnEnd};
 use ndtune_cl::ClDevice;
 use ndtune_core::Value;
+use ndtune_device::DeviceProfile;
 use ndtune_search::Budget;
 use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
@@ -93,8 +94,10 @@ pub struct WorkerAccount {
 struct PoolJob {
     spec: PathBuf,
     overrides: BTreeMap<String, Value>,
-    /// The device's selector.
+    /// The device's selector...
     device: String,
+    /// ...and its whole profile, read by the pool (the worker makes no context to read it).
+    profile: DeviceProfile,
     worker: String,
     lease: Duration,
     db_retry: Duration,
@@ -272,6 +275,7 @@ impl Pool<'_> {
             spec: std::fs::canonicalize(&self.spec.path).unwrap_or_else(|_| self.spec.path.clone()),
             overrides: self.overrides.clone(),
             device: device.selector(),
+            profile: device.profile.clone(),
             worker,
             lease: self.lease,
             db_retry: self.db_retry,
@@ -343,8 +347,14 @@ fn serve_job() -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .reconnect_for(job.db_retry);
     let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| e.to_string())?;
-    let found = ndtune_cl::discover().map_err(|e| e.to_string())?;
-    let device = ClDevice::pick(&found, &job.device)?;
+    let picked = crate::devices::pick_live(Some(&job.device))?;
+    let [picked] = picked[..] else {
+        return Err(format!(
+            "a pool worker's device is one, not `{}`",
+            job.device
+        ));
+    };
+    let device = crate::devices::attach_picked(&picked, job.profile)?;
     let options = Options {
         share: Some(Share {
             worker: job.worker,

@@ -99,10 +99,17 @@ fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
 }
 
 /// The OpenCL devices, as JSON: each with ndtune's index, Kernel Tuner's platform and device
-/// numbers, and its profile.
+/// numbers, and its profile (`probe`: whole, a kernel built on each device for its preferred
+/// work-group size multiple; else without it, and without making any device context).
 #[pyfunction]
-fn devices() -> PyResult<String> {
-    let found = ndtune_cl::discover().map_err(|e| DeviceError::new_err(e.to_string()))?;
+#[pyo3(signature = (probe = true))]
+fn devices(probe: bool) -> PyResult<String> {
+    let found = if probe {
+        ndtune_cl::discover()
+    } else {
+        ndtune_cl::discover_unprobed()
+    }
+    .map_err(|e| DeviceError::new_err(e.to_string()))?;
     let mut per_platform: BTreeMap<usize, usize> = BTreeMap::new();
     let list: Vec<Json> = found
         .iter()
@@ -122,9 +129,9 @@ fn devices() -> PyResult<String> {
     Ok(Json::Array(list).to_string())
 }
 
-/// Kernel Tuner's numbering: device `device` of platform `platform`.
+/// Kernel Tuner's numbering: device `device` of platform `platform`, opened alone.
 fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
-    let found = ndtune_cl::discover().map_err(|e| DeviceError::new_err(e.to_string()))?;
+    let found = ndtune_cl::discover_unprobed().map_err(|e| DeviceError::new_err(e.to_string()))?;
     let on_platform: Vec<&ClDevice> = found
         .iter()
         .filter(|d| d.platform_index == platform)
@@ -134,15 +141,13 @@ fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
             "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
         )));
     }
-    on_platform
-        .get(device)
-        .map(|d| (*d).clone())
-        .ok_or_else(|| {
-            DeviceError::new_err(format!(
-                "device={device}: platform {platform} has {} devices, numbered from 0",
-                on_platform.len()
-            ))
-        })
+    let index = on_platform.get(device).map(|d| d.index).ok_or_else(|| {
+        DeviceError::new_err(format!(
+            "device={device}: platform {platform} has {} devices, numbered from 0",
+            on_platform.len()
+        ))
+    })?;
+    ndtune_cl::open(index).map_err(|e| DeviceError::new_err(e.to_string()))
 }
 
 /// How messages and the pruning name a device.
@@ -294,7 +299,6 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         .kernel_source()
         .map_err(spec_error)?
         .ok_or_else(|| spec_error(format!("{}: no kernel source", call.spec.display())))?;
-    let device = pick_device(call.platform, call.device)?;
     let pool = call
         .pool
         .as_ref()
@@ -305,6 +309,13 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                 .collect::<PyResult<Vec<_>>>()
         })
         .transpose()?;
+    // A pool's first device is the one asked for.
+    let device = match (&pool, &call.pool) {
+        (Some(devices), Some(numbers)) if numbers.first() == Some(&call.device) => {
+            devices[0].clone()
+        }
+        _ => pick_device(call.platform, call.device)?,
+    };
     let label = device.label();
     let store = Store::open(&call.db).map_err(store_error)?;
     let group = ndtune_engine::group(&spec, &source, call.seed, &device, &store)
@@ -400,7 +411,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         match &pool {
             None => tuning
                 .run(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
-                .map(|tuned| tuned.report),
+                .map(|tuned| (tuned.report, Json::Null)),
             Some(devices) => {
                 let mut on = |event: PoolEvent<'_>| match event {
                     PoolEvent::Started { total, .. } => {
@@ -432,7 +443,11 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                     id: format!("python:{}", std::process::id()),
                 }
                 .run(&mut on, &mut observer)
-                .map(|p| p.report)
+                .map(|p| {
+                    // Each worker's own account: the report's `time` is the last pass's.
+                    let pool = json!({"wall_s": p.wall_s, "workers": p.accounts});
+                    (p.report, pool)
+                })
             }
         }
     };
@@ -457,12 +472,12 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
     if let Some(e) = interrupted.into_inner() {
         return Err(e);
     }
-    let report = report.map_err(|e| CampaignError::new_err(e.to_string()))?;
+    let (report, pool) = report.map_err(|e| CampaignError::new_err(e.to_string()))?;
     let (opencl_c_version, platform_version) = device
         .versions()
         .map_err(|e| DeviceError::new_err(e.to_string()))?;
     Ok(json!({
-        "results": results, "report": report, "device": device.profile,
+        "results": results, "report": report, "pool": pool, "device": device.profile,
         "opencl_c_version": opencl_c_version, "platform_version": platform_version,
     }))
 }
