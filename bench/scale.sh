@@ -78,7 +78,7 @@ PY
     end=$(date +%s.%N)
     NDTUNE_DB=$url "$ndtune" status --json >"$out/status$n.json"
     python3 - "$n" "$start" "$end" "$out" <<'PY' | tee -a "$out/summary.txt"
-import json, sys
+import json, os, sqlite3, sys
 n, start, end, out = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 status = json.load(open(f"{out}/status{n}.json"))["campaigns"][0]
 best = json.load(open(f"{out}/w{n}-0.json"))["devices"][0]["best"]
@@ -98,5 +98,20 @@ for i in range(n):
                                            "startup_waited_s", "build_s", "build_workers_s",
                                            "launch_s", "shutdown_s", "lost_s"))
           + f"; builds {t.get('node_builds') or 'own'} ({t.get('build_jobs')} jobs)")
+# The floor no number of GPUs beats: the earliest start-up, then the longest build or all builds
+# over the build jobs (SQLite stores keep each build's seconds in their `builds` study).
+db = f"{out}/scale{n}.db"
+if os.path.exists(db):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        rows = c.execute("SELECT body FROM studies WHERE kind = 'builds'").fetchall()
+    builds = [s for (body,) in rows for _, s in json.loads(body)["builds"]]
+    times = [json.load(open(f"{out}/w{n}-{i}.json"))["devices"][0]["time"]
+             for i in range(n) if os.path.exists(f"{out}/w{n}-{i}.json")]
+    if builds and times:
+        jobs = max(t.get("build_jobs", 1) for t in times)
+        startup = min(t.get("startup_s", 0) for t in times)
+        floor = startup + max(max(builds), sum(builds) / jobs)
+        print(f"  floor {floor:.2f} s (wall / floor {(end - start) / floor:.2f}): start-up {startup:.2f} s, "
+              f"longest build {max(builds):.2f} s, {len(builds)} builds {sum(builds):.1f} s / {jobs} jobs")
 PY
 done

@@ -26,7 +26,7 @@ run() { # NAME COUNTS ENV...
 }
 if [[ $steps == *" matrix "* ]]; then
     run pool-cold "$counts" POOL=1
-    run pool-cold-2x "$last" POOL=1 BUILD_JOBS=16
+    run pool-cold-2x "1 $last" POOL=1 BUILD_JOBS=16
     run pool-cold-own "$last" POOL=1 NDTUNE_NODE_BUILDS=0
     run workers-cold "$last"
     run pool-warm "1 $last" POOL=1 KEEP_CACHE=1
