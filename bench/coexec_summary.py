@@ -15,6 +15,12 @@ def load(path):
     return json.loads(text) if text.strip() else None
 
 
+def label(run):
+    """A schedule run's (or a decision's) name: its scheduler, and the device it left out."""
+    without = run.get("without")
+    return run["scheduler"] + ("" if without is None else f" without device {without}")
+
+
 def main(out):
     studies = {}
     for path in sorted(glob.glob(os.path.join(out, "*.json"))):
@@ -30,20 +36,21 @@ def main(out):
         best = min(r["single_ms"])
         pred = r.get("prediction") or {}
         for k, s in enumerate(r.get("schedules", [])):
-            chosen = r["decision"].get("scheduler") == s["scheduler"]
+            chosen = (r["decision"].get("scheduler"), r["decision"].get("without")) == \
+                (s["scheduler"], s.get("without"))
             print(
                 f"| {name if k == 0 else ''} | {len(r['devices']) if k == 0 else ''} | "
                 f"{best:.3f} | {r['ideal_speedup']:.3f} | {pred.get('ms', float('nan')):.3f} | "
-                f"{'**' if chosen else ''}{s['scheduler']}{'**' if chosen else ''} | {s['ms']:.3f} | "
+                f"{'**' if chosen else ''}{label(s)}{'**' if chosen else ''} | {s['ms']:.3f} | "
                 f"{s['speedup']:.3f} | {s['efficiency']:.3f} | {s['balance']:.3f} | {len(s['timeline'])} |"
             )
     print()
     for name, r in studies.items():
         d = r["decision"]
-        print(f"- {name}: decision {d['mode']} {d.get('scheduler') or ''} {d['ms']:.3f} ms: {d['reason']}")
+        print(f"- {name}: decision {d['mode']} {label(d) if d.get('scheduler') else ''} {d['ms']:.3f} ms: {d['reason']}")
         for s in r.get("schedules", []):
             for f in s.get("failures", []):
-                print(f"  - {s['scheduler']}: device {f['device']} failed: {f['message']}")
+                print(f"  - {label(s)}: device {f['device']} failed: {f['message']}")
     print()
     for name, r in studies.items():
         if not name.startswith("all-"):
@@ -55,7 +62,7 @@ def main(out):
     for name, r in studies.items():
         if not name.startswith("slowed-"):
             continue
-        by = {s["scheduler"]: s for s in r.get("schedules", [])}
+        by = {s["scheduler"]: s for s in r.get("schedules", []) if s.get("without") is None}
         if "static" in by and "hguided" in by:
             print(
                 f"- {name[7:]} with one GPU slowed (plan from the quiet times {r.get('plan_ms')}): "

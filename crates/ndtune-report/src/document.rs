@@ -598,7 +598,7 @@ fn schedules(b: &mut Builder, r: &ndtune_split::study::Report) {
             .iter()
             .map(|x| {
                 vec![
-                    x.scheduler.to_string(),
+                    x.label(),
                     ms(x.ms),
                     format!("{:.3}", x.speedup),
                     format!("{:.3}", x.efficiency),
@@ -625,7 +625,7 @@ fn schedules(b: &mut Builder, r: &ndtune_split::study::Report) {
             let lane = lanes.len();
             lanes.push(format!(
                 "{} · {}",
-                x.scheduler,
+                x.label(),
                 r.devices
                     .get(p.device)
                     .map_or(p.device.to_string(), |d| selector(&d.device).to_string())
@@ -653,7 +653,7 @@ fn schedules(b: &mut Builder, r: &ndtune_split::study::Report) {
             "Timeline of the chunks of each device under {}",
             s.schedules
                 .iter()
-                .map(|x| x.scheduler.to_string())
+                .map(|x| x.label())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

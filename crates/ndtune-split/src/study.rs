@@ -69,6 +69,9 @@ pub struct Decision {
     /// a choice, which were static).
     #[serde(default)]
     pub scheduler: Option<Scheduler>,
+    /// The device the chosen co-execution leaves out, where running without it was faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without: Option<usize>,
     pub reason: String,
     /// The time of what was chosen.
     pub ms: f64,
@@ -137,6 +140,9 @@ pub struct FixedCost {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScheduleRun {
     pub scheduler: Scheduler,
+    /// The device this run left out (the static plan without the slowest device), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without: Option<usize>,
     pub ms: f64,
     /// `best single / ms`.
     pub speedup: f64,
@@ -150,6 +156,16 @@ pub struct ScheduleRun {
     pub timeline: Vec<ChunkRun>,
     /// Devices that failed during it; their chunks were run by the others.
     pub failures: Vec<DeviceFailure>,
+}
+
+impl ScheduleRun {
+    /// How reports name the run: its scheduler, and the device it left out.
+    pub fn label(&self) -> String {
+        match self.without {
+            Some(d) => format!("{} without device {d}", self.scheduler),
+            None => self.scheduler.to_string(),
+        }
+    }
 }
 
 /// What a study measures and how.
@@ -295,6 +311,7 @@ pub fn study(
         let ms = e.timing.score_ms();
         ScheduleRun {
             scheduler,
+            without: None,
             ms,
             speedup: best_ms / ms,
             efficiency: best_ms / ms / ideal_speedup,
@@ -326,6 +343,36 @@ pub fn study(
         let e = exec.run(&schedule, measure)?;
         schedules.push(measured(scheduler, &e));
     }
+    // A device that shares the run costs the others what no device alone shows (transfers
+    // through the host they share, a CPU's threads beside the GPUs' queues): with three devices
+    // or more the static plan also runs without the slowest, and the decision takes the faster.
+    if n >= 3 {
+        let slowest = (0..n)
+            .max_by(|&a, &b| plan_ms[a].total_cmp(&plan_ms[b]))
+            .expect("three devices or more");
+        let kept: Vec<usize> = (0..n).filter(|&i| i != slowest).collect();
+        let subset: Vec<Device> = kept.iter().map(|&i| devices[i]).collect();
+        let plan =
+            plan_with(global, &subset, residue).map_err(|e| ExecError::Invalid(e.to_string()))?;
+        if plan.parts.len() > 1 {
+            let parts: Vec<Part> = plan
+                .parts
+                .iter()
+                .map(|p| Part {
+                    device: kept[p.device],
+                    ..p.clone()
+                })
+                .collect();
+            progress(format!(
+                "co-execution of the plan without device {slowest} (static)"
+            ));
+            let e = exec.execute(&parts, measure)?;
+            schedules.push(ScheduleRun {
+                without: Some(slowest),
+                ..measured(Scheduler::Static, &e)
+            });
+        }
+    }
     let mismatch_text = schedules[0].mismatch.clone();
     let verified = mismatch_text.is_none();
     let coexec_ms = schedules[0].ms;
@@ -334,6 +381,7 @@ pub fn study(
         mode: Mode::Single,
         device: Some(best_single),
         scheduler: None,
+        without: None,
         reason,
         ms: best_ms,
     };
@@ -346,14 +394,15 @@ pub fn study(
             mode: Mode::Coexec,
             device: None,
             scheduler: Some(r.scheduler),
+            without: r.without,
             reason: if schedules.len() > 1 {
                 format!(
                     "co-execution by `{}` is {:.2}x the best single device ({})",
-                    r.scheduler,
+                    r.label(),
                     r.speedup,
                     schedules
                         .iter()
-                        .map(|o| format!("{} {:.4} ms", o.scheduler, o.ms))
+                        .map(|o| format!("{} {:.4} ms", o.label(), o.ms))
                         .collect::<Vec<_>>()
                         .join(", ")
                 )
@@ -365,7 +414,7 @@ pub fn study(
         Some(r) => alone(format!(
             "co-execution ({:.4} ms{}) is no faster than device {best_single} alone ({best_ms:.4} ms), so device {best_single} runs alone: {}",
             r.ms,
-            if schedules.len() > 1 { format!(", its fastest scheduler `{}`", r.scheduler) } else { String::new() },
+            if schedules.len() > 1 { format!(", its fastest scheduler `{}`", r.label()) } else { String::new() },
             too_small(best_ms, the_plan.theoretical_ms, r.ms)
         )),
         None if schedules.iter().any(|r| !r.verified) => alone(format!(

@@ -441,3 +441,59 @@ fn auto_measures_every_scheduler_side_by_side_and_is_never_slower_than_one_devic
         ),
     }
 }
+
+#[test]
+fn with_three_devices_the_static_plan_also_runs_without_the_slowest() {
+    // The whole CPU beside its two halves: three devices, one of them the slowest (work-groups
+    // of 1 item make the whole device slowest here whatever its cores).
+    let spec = load(&example("matmul.toml"), 128);
+    let cpu = ndtune_cl::discover().expect("PoCL is installed").remove(0);
+    let mut devices = halves();
+    devices.push(cpu);
+    let configs = [vec![8, 8], vec![16, 16], vec![1, 1]];
+    let members: Vec<Member> = devices
+        .into_iter()
+        .zip(configs)
+        .map(|(device, config)| Member { device, config })
+        .collect();
+    let labels = vec!["0:0/2".to_string(), "0:1/2".to_string(), "0".to_string()];
+    let inputs = spec_inputs(&spec, &members[0].config, 1).unwrap();
+    let dim = spec.split.as_ref().unwrap().dim;
+    let mut exec = CoExecutor::new(&spec, &members, &labels, dim, &inputs).unwrap();
+    let s = study(&mut exec, &spec, &Options::default(), &mut |_| {}).unwrap();
+    let slowest = (0..3)
+        .max_by(|&a, &b| s.single_ms[a].total_cmp(&s.single_ms[b]))
+        .unwrap();
+    let without: Vec<_> = s.schedules.iter().filter(|r| r.without.is_some()).collect();
+    assert_eq!(without.len(), 1, "{:?}", s.schedules);
+    let run = without[0];
+    assert_eq!(run.without, Some(slowest));
+    assert_eq!(run.scheduler, Scheduler::Static);
+    assert_eq!(run.label(), format!("static without device {slowest}"));
+    assert!(run.verified, "{:?}", run.mismatch);
+    assert!(
+        run.parts.iter().all(|p| p.device != slowest),
+        "{:?}",
+        run.parts
+    );
+    covered_exactly_once(&run.timeline, 128);
+    // The decision takes the fastest verified co-execution, with the device it leaves out.
+    let fastest = s
+        .schedules
+        .iter()
+        .filter(|r| r.verified && r.parts.len() > 1)
+        .min_by(|a, b| a.ms.total_cmp(&b.ms))
+        .unwrap();
+    match s.decision.mode {
+        Mode::Coexec => {
+            assert_eq!(s.decision.ms, fastest.ms);
+            assert_eq!(s.decision.without, fastest.without);
+            assert!(
+                s.decision.reason.contains(&fastest.label()),
+                "{}",
+                s.decision.reason
+            );
+        }
+        Mode::Single => assert!(fastest.ms >= s.single_ms[s.best_single]),
+    }
+}

@@ -291,10 +291,13 @@ fn print_report(r: &Report, names: &[String]) {
     print_schedules(s);
     let mode = match s.decision.mode {
         Mode::Coexec if s.schedules.len() > 1 => format!(
-            "co-execute with `{}`",
+            "co-execute with `{}`{}",
             s.decision
                 .scheduler
-                .unwrap_or(ndtune_split::schedule::Scheduler::Static)
+                .unwrap_or(ndtune_split::schedule::Scheduler::Static),
+            s.decision
+                .without
+                .map_or(String::new(), |d| format!(" without device {d}"))
         ),
         Mode::Coexec => "co-execute".to_string(),
         Mode::Single => format!("run on device {} alone", s.decision.device.unwrap_or(0)),
@@ -345,14 +348,20 @@ fn print_schedules(s: &ndtune_split::study::Study) {
         );
     }
     if s.schedules.len() > 1 {
+        let width = s
+            .schedules
+            .iter()
+            .map(|r| r.label().len())
+            .max()
+            .unwrap_or(8);
         println!(
-            "  {:>8} {:>11} {:>8} {:>10} {:>8} {:>7}  verified",
+            "  {:>width$} {:>11} {:>8} {:>10} {:>8} {:>7}  verified",
             "schedule", "ms", "speedup", "efficiency", "balance", "chunks"
         );
         for r in &s.schedules {
             println!(
-                "  {:>8} {:>11.4} {:>8.3} {:>10.3} {:>8.3} {:>7}  {}",
-                r.scheduler.to_string(),
+                "  {:>width$} {:>11.4} {:>8.3} {:>10.3} {:>8.3} {:>7}  {}",
+                r.label(),
                 r.ms,
                 r.speedup,
                 r.efficiency,
@@ -369,7 +378,7 @@ fn print_schedules(s: &ndtune_split::study::Study) {
     {
         println!(
             "  timeline of `{}`, the timed run of median time (ms from its start):",
-            r.scheduler
+            r.label()
         );
         for p in &r.parts {
             let mine: Vec<&ndtune_split::runtime::ChunkRun> =
@@ -396,7 +405,7 @@ fn print_schedules(s: &ndtune_split::study::Study) {
         for f in &r.failures {
             println!(
                 "  `{}`: device {} ({}) FAILED: {}; the others ran its items {}",
-                r.scheduler,
+                r.label(),
                 f.device,
                 f.label,
                 f.message,
