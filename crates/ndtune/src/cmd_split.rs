@@ -352,8 +352,7 @@ fn print_schedules(s: &ndtune_split::study::Study) {
             .schedules
             .iter()
             .map(|r| r.label().len())
-            .max()
-            .unwrap_or(8);
+            .fold("schedule".len(), usize::max);
         println!(
             "  {:>width$} {:>11} {:>8} {:>10} {:>8} {:>7}  verified",
             "schedule", "ms", "speedup", "efficiency", "balance", "chunks"
