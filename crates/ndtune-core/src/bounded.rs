@@ -320,10 +320,15 @@ mod tests {
         // SAFETY: setting a signal's disposition; the test binary's other tests do not write
         // to closed pipes.
         let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-        let mut child = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        child.wait().unwrap();
-        let e = without_sigpipe(|| pipe.write_all(b"x\n")).unwrap_err();
+        // A child that another test forks at that moment holds a copy of the pipe's read end
+        // until it runs its program, and then the write succeeds: try again.
+        let failed = (0..20).find_map(|_| {
+            let mut child = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+            let mut pipe = child.stdin.take().unwrap();
+            child.wait().unwrap();
+            without_sigpipe(|| pipe.write_all(b"x\n")).err()
+        });
+        let e = failed.expect("every write to a dead child's pipe succeeded");
         assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
         // SAFETY: as above.
         unsafe { libc::signal(libc::SIGPIPE, old) };
