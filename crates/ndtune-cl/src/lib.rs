@@ -460,6 +460,25 @@ impl ClDevice {
         }
     }
 
+    /// This device with its whole profile: an attached device ([`attach`],
+    /// [`discover_unprobed`]) gets its preferred work-group size multiple from the probe build
+    /// (a context); a probed one is returned as it is.
+    pub fn probed(self) -> Result<ClDevice, ClError> {
+        if self.probed {
+            return Ok(self);
+        }
+        let limits = kernel_limits_on(
+            &self.device,
+            &self.profile.name,
+            PROBE_SOURCE,
+            PROBE_KERNEL,
+            "",
+        )?;
+        let mut profile = self.profile.clone();
+        profile.preferred_work_group_size_multiple = limits.preferred_work_group_size_multiple;
+        Ok(self.with_profile(profile))
+    }
+
     /// This device with `profile`, read whole by another process that opened it (a pool hands
     /// its workers their devices' profiles, so that they make no context of their own for it).
     pub fn with_profile(self, profile: DeviceProfile) -> ClDevice {

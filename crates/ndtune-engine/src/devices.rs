@@ -56,7 +56,7 @@ pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, String> {
 pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
     let mut opened: Vec<ClDevice> = Vec::new();
     for p in picked {
-        let attached = open_one(p, ndtune_cl::attach)?;
+        let attached = attach_one(p)?;
         let twin = opened.iter().find(|d| {
             let mut unprobed = d.profile.clone();
             unprobed.preferred_work_group_size_multiple = 0;
@@ -64,7 +64,7 @@ pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
         });
         let device = match twin {
             Some(twin) => attached.with_profile(twin.profile.clone()),
-            None => open_one(p, ndtune_cl::open)?,
+            None => attached.probed().map_err(|e| e.to_string())?,
         };
         opened.push(device);
     }
@@ -74,14 +74,12 @@ pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
 /// A picked device for a process handed its whole `profile` by the one that opened it (a pool's
 /// worker): it reads no profile of its own, so it makes no context for it.
 pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<ClDevice, String> {
-    open_one(picked, ndtune_cl::attach).map(|d| d.with_profile(profile))
+    attach_one(picked).map(|d| d.with_profile(profile))
 }
 
-fn open_one(
-    p: &Picked,
-    open: fn(usize) -> Result<ClDevice, ndtune_cl::ClError>,
-) -> Result<ClDevice, String> {
-    let device = open(p.index).map_err(|e| e.to_string())?;
+/// A picked device, its profile read without the probe build.
+fn attach_one(p: &Picked) -> Result<ClDevice, String> {
+    let device = ndtune_cl::attach(p.index).map_err(|e| e.to_string())?;
     match p.sub {
         Some((k, n)) => device
             .sub_device(k, n)
