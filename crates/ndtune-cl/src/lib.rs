@@ -148,8 +148,10 @@ pub struct ClDevice {
     platform: Platform,
     /// Keeps a sub-device's OpenCL handle alive (released when the last clone goes).
     _sub_device: Option<std::sync::Arc<opencl3::device::SubDevice>>,
-    /// Whether the profile was probed (a kernel built to read its preferred work-group size
-    /// multiple): what [`discover`] and [`open`] do, and [`attach`] does not.
+    /// Whether the profile is whole: its preferred work-group size multiple read from the
+    /// driver (OpenCL 3.0's device query) or probed (a kernel built to read it), which
+    /// [`discover`] and [`open`] do where the driver does not answer the query, and [`attach`]
+    /// does not.
     probed: bool,
 }
 
@@ -168,8 +170,9 @@ pub struct KernelLimits {
 }
 
 /// Finds every device of every OpenCL platform, in `clGetPlatformIDs` then `clGetDeviceIDs`
-/// order, and reads each one's [`DeviceProfile`]. Builds a trivial kernel once per device to learn
-/// its preferred work-group size multiple.
+/// order, and reads each one's [`DeviceProfile`]. Its preferred work-group size multiple comes
+/// from the device query of OpenCL 3.0 (`CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`); where
+/// the driver does not answer it, a trivial kernel is built on the device to read the kernel's.
 ///
 /// Returns [`ClError::NoPlatform`] when libOpenCL cannot be loaded, no platform is registered,
 /// or no platform has a device.
@@ -178,7 +181,8 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
 }
 
 /// Every device as [`discover`] finds them, each profile read without the probe build (its
-/// preferred work-group size multiple is 0): no device context is made, so listing or comparing
+/// preferred work-group size multiple is 0 where the driver does not answer the device query):
+/// no device context is made, so listing or comparing
 /// the devices of a host costs no more with many GPUs (NVIDIA's driver makes contexts one at a
 /// time, host-wide). Open the one to tune with [`open`].
 pub fn discover_unprobed() -> Result<Vec<ClDevice>, ClError> {
@@ -193,13 +197,13 @@ fn discover_with(probe: bool) -> Result<Vec<ClDevice>, ClError> {
             let profile = read_profile(&device, &platform_name, probe)?;
             devices.push(ClDevice {
                 index: devices.len(),
+                probed: is_whole(&profile),
                 profile,
                 platform_index,
                 sub: None,
                 device,
                 platform,
                 _sub_device: None,
-                probed: probe,
             });
         }
     }
@@ -238,7 +242,8 @@ pub fn open(index: usize) -> Result<ClDevice, ClError> {
 
 /// Device `index` in [`discover`]'s order, for a process told which device to work on (the
 /// measurement and build workers): its profile is read without the probe build, so the
-/// preferred work-group size multiple is 0. The device is discovered once, by the tuner.
+/// preferred work-group size multiple is 0 where the driver does not answer the device query.
+/// The device is discovered once, by the tuner.
 pub fn attach(index: usize) -> Result<ClDevice, ClError> {
     open_device(index, false)
 }
@@ -248,15 +253,16 @@ fn open_device(index: usize, probe: bool) -> Result<ClDevice, ClError> {
     for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
         if let Some(&id) = ids.get(index - seen) {
             let device = Device::new(id);
+            let profile = read_profile(&device, &platform_name, probe)?;
             return Ok(ClDevice {
                 index,
-                profile: read_profile(&device, &platform_name, probe)?,
+                probed: is_whole(&profile),
+                profile,
                 platform_index,
                 sub: None,
                 device,
                 platform,
                 _sub_device: None,
-                probed: probe,
             });
         }
         seen += ids.len();
@@ -353,8 +359,9 @@ pub fn profile_of(id: cl_device_id) -> Result<DeviceProfile, ClError> {
     read_profile(&device, &platform_name, true)
 }
 
-/// A device's profile; with `probe`, a trivial kernel is built to read the preferred work-group
-/// size multiple (else it is 0).
+/// A device's profile. Its preferred work-group size multiple is the device query's (OpenCL
+/// 3.0); a driver that does not answer it leaves it 0, and with `probe` a trivial kernel is
+/// built to read the kernel's instead.
 fn read_profile(
     device: &Device,
     platform_name: &str,
@@ -403,7 +410,10 @@ fn read_profile(
         max_constant_buffer_size: device
             .max_constant_buffer_size()
             .map_err(api("clGetDeviceInfo"))?,
-        preferred_work_group_size_multiple: 0,
+        // An older driver refuses the query (CL_INVALID_VALUE): 0, probed below where asked.
+        preferred_work_group_size_multiple: device
+            .preferred_work_group_size_multiple()
+            .map_or(0, |m| m as u64),
         extensions: device
             .extensions()
             .map_err(api("clGetDeviceInfo"))?
@@ -411,11 +421,16 @@ fn read_profile(
             .map(str::to_string)
             .collect(),
     };
-    if probe {
+    if probe && !is_whole(&profile) {
         let probe = kernel_limits_on(device, &profile.name, PROBE_SOURCE, PROBE_KERNEL, "")?;
         profile.preferred_work_group_size_multiple = probe.preferred_work_group_size_multiple;
     }
     Ok(profile)
+}
+
+/// Whether a profile needs no probe build: its preferred work-group size multiple is known.
+fn is_whole(profile: &DeviceProfile) -> bool {
+    profile.preferred_work_group_size_multiple > 0
 }
 
 impl ClDevice {
@@ -437,6 +452,15 @@ impl ClDevice {
             .map_err(api("clGetDeviceInfo"))?;
         let platform = self.platform.version().map_err(api("clGetPlatformInfo"))?;
         Ok((clean(c), clean(platform)))
+    }
+
+    /// Whether the driver keeps what it builds in a cache of its own on disk, where another
+    /// process's build of the same source and options for this device finds it (and PoCL, the
+    /// work-group functions its launches compiled): PoCL's kernel cache, unless
+    /// `POCL_KERNEL_CACHE=0` turns it off.
+    pub fn driver_caches_builds(&self) -> bool {
+        self.profile.platform_name == "Portable Computing Language"
+            && std::env::var("POCL_KERNEL_CACHE").map_or(true, |v| v.trim() != "0")
     }
 
     /// How `ndtune devices` and reports name a device: `SELECTOR: NAME`.
@@ -518,13 +542,13 @@ impl ClDevice {
         profile.name = format!("{} [part of {n}]", profile.name);
         Ok(ClDevice {
             index: self.index,
+            probed: is_whole(&profile),
             profile,
             platform_index: self.platform_index,
             sub: Some((k, n)),
             device,
             platform: self.platform,
             _sub_device: Some(sub),
-            probed: self.probed,
         })
     }
 
@@ -709,28 +733,11 @@ mod tests {
         let found: Vec<String> = devices.iter().map(|d| d.profile.name.clone()).collect();
         assert_eq!(names().unwrap(), found);
         let (attached, found) = (attach(0).unwrap().profile, &devices[0].profile);
-        assert_eq!(
-            attached.preferred_work_group_size_multiple, 0,
-            "nothing built"
-        );
-        // What identifies the device (its fingerprint's fields) is the same.
-        assert_eq!(
-            (
-                &attached.name,
-                &attached.driver_version,
-                attached.compute_units
-            ),
-            (&found.name, &found.driver_version, found.compute_units)
-        );
-        assert_eq!(
-            (attached.max_work_group_size, attached.local_mem_size),
-            (found.max_work_group_size, found.local_mem_size)
-        );
-        let opened = open(0).unwrap().profile;
-        assert_eq!(
-            opened.preferred_work_group_size_multiple,
-            found.preferred_work_group_size_multiple
-        );
+        // PoCL 3 answers the device query of the preferred work-group size multiple, so the
+        // profile is whole with nothing built.
+        assert!(attached.preferred_work_group_size_multiple > 0);
+        assert_eq!(attached, *found);
+        assert_eq!(open(0).unwrap().profile, *found);
     }
 
     #[test]

@@ -109,21 +109,29 @@ fn buffers_are_allocated_copied_and_mapped_on_the_device() {
 }
 
 #[test]
-fn unprobed_discovery_reads_every_profile_but_the_probed_multiple() {
+fn discovery_without_a_build_reads_the_whole_profile_where_the_driver_answers_the_device_query() {
     let probed = discover().unwrap();
     let unprobed = ndtune_cl::discover_unprobed().unwrap();
     assert_eq!(probed.len(), unprobed.len());
     for (p, u) in probed.iter().zip(&unprobed) {
-        assert_eq!(u.profile.preferred_work_group_size_multiple, 0);
+        // PoCL 3 answers OpenCL 3.0's CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: no build, no
+        // context, and the profile is the one discovery reads.
         assert!(
-            p.profile.preferred_work_group_size_multiple > 0,
+            u.profile.preferred_work_group_size_multiple > 0,
+            "{}",
+            u.label()
+        );
+        assert_eq!(u.profile, p.profile, "{}", p.label());
+        // The device's answer is what a kernel built on it reports (the probe of older drivers).
+        let probe = "__kernel void probe(__global float *x) { x[get_global_id(0)] *= 2.0f; }";
+        let limits = p.kernel_limits(probe, "probe", "").unwrap();
+        assert_eq!(
+            limits.preferred_work_group_size_multiple,
+            p.profile.preferred_work_group_size_multiple,
             "{}",
             p.label()
         );
-        let mut handed = u.profile.clone();
-        handed.preferred_work_group_size_multiple = p.profile.preferred_work_group_size_multiple;
-        assert_eq!(handed, p.profile, "{}", p.label());
-        // A profile handed over by the process that probed the device makes it whole.
+        // A profile handed over by the process that read it makes a device whole as it is.
         let whole = u.clone().with_profile(p.profile.clone());
         assert_eq!(whole.profile, p.profile);
         assert_eq!(whole.selector(), p.selector());
