@@ -1,6 +1,9 @@
 //! Build workers: processes that compile a kernel's define sets ahead of measurement, each with
 //! its own context on the tuned device, and hand the driver's program binaries
-//! (`CL_PROGRAM_BINARIES`) to the measurement worker, which loads them instead of compiling.
+//! (`CL_PROGRAM_BINARIES`) to the measurement worker, which loads them instead of compiling. A
+//! driver that keeps its builds in a cache of its own on disk (PoCL) is left to hand them over
+//! itself: the build worker builds and primes, and the measurement's build from source finds
+//! the program and its work-group functions in that cache ([`Built::InDriverCache`]).
 //!
 //! - [`Builder`] is the process (`ndtune __builder`): one [`BuildRequest`] line in, one
 //!   [`BuildResponse`] line out, the binary written to a file.
@@ -47,6 +50,9 @@ pub enum BuildResponse {
     /// Built; the binary is in the request's file. With `prime`, [`BuildResponse::Primed`]
     /// follows once the launch is done.
     Built,
+    /// Built into the driver's own cache of builds (no file); with `prime`,
+    /// [`BuildResponse::Primed`] follows as for `Built`.
+    InDriverCache,
     Primed,
     /// The driver refused the source with these options; its log.
     Failed {
@@ -58,8 +64,9 @@ pub enum BuildResponse {
 /// The build worker process: an evaluator on the job's device that only builds (and primes).
 pub struct Builder {
     bench: Bench,
-    /// A configuration and its binary to prime after answering `Built`.
-    primer: Option<(Vec<i64>, Vec<u8>)>,
+    /// A configuration and its binary (none: built into the driver's cache) to prime after
+    /// answering.
+    primer: Option<(Vec<i64>, Option<Vec<u8>>)>,
     /// Where builds are primed (a CPU device), configurations that share build options but not
     /// launch sizes come one by one: their binaries, by build options, built once.
     binaries: HashMap<String, Vec<u8>>,
@@ -87,7 +94,7 @@ impl Service for Builder {
 
     fn follow_up(&mut self) -> Option<BuildResponse> {
         let (config, binary) = self.primer.take()?;
-        self.bench.prime(&config, &binary);
+        self.bench.prime(&config, binary);
         Some(BuildResponse::Primed)
     }
 
@@ -95,6 +102,17 @@ impl Service for Builder {
         // Generated code is its configuration's own: never one of the spec's shared builds.
         let options = (r.generated.is_none()).then(|| self.bench.build_options(&r.config));
         self.bench.generate(r.generated);
+        if self.bench.driver_caches_builds() {
+            return Ok(match self.bench.build_into_driver_cache(&r.config) {
+                Ok(()) => {
+                    if r.prime {
+                        self.primer = Some((r.config, None));
+                    }
+                    BuildResponse::InDriverCache
+                }
+                Err(e) => failed(e),
+            });
+        }
         let built = match options.as_ref().and_then(|o| self.binaries.get(o)) {
             Some(binary) => Ok(binary.clone()),
             None => self.bench.binary(&r.config),
@@ -110,13 +128,20 @@ impl Service for Builder {
                     if let Some(options) = options {
                         self.binaries.insert(options, binary.clone());
                     }
-                    self.primer = Some((r.config, binary));
+                    self.primer = Some((r.config, Some(binary)));
                 }
                 Ok(BuildResponse::Built)
             }
-            Err(ClError::Build { log, .. }) => Ok(BuildResponse::Failed { log }),
-            Err(e) => Ok(BuildResponse::Failed { log: e.to_string() }),
+            Err(e) => Ok(failed(e)),
         }
+    }
+}
+
+/// The answer to a build the driver refused.
+fn failed(e: ClError) -> BuildResponse {
+    match e {
+        ClError::Build { log, .. } => BuildResponse::Failed { log },
+        e => BuildResponse::Failed { log: e.to_string() },
     }
 }
 
@@ -149,6 +174,9 @@ pub fn serve() -> i32 {
 pub enum Built {
     /// The program binary, in a file of the pool's directory.
     Binary(PathBuf),
+    /// Built into the driver's own cache of builds ([`Bench::driver_caches_builds`]): the
+    /// measurement worker builds from source and finds it there.
+    InDriverCache,
     /// `build_failed` (the driver's log, or how the compiler crashed) or `timed_out`.
     Failed(Outcome),
     /// No build worker could be started (why): the measurement worker compiles itself.
@@ -284,8 +312,8 @@ impl Shared {
             return true;
         }
         match self.cache.as_ref().and_then(|c| c.get(key)) {
-            Some(path) => {
-                state.done.insert(key.to_string(), Built::Binary(path));
+            Some(kept) => {
+                state.done.insert(key.to_string(), kept);
                 true
             }
             None => false,
@@ -598,6 +626,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             .and_then(|()| w.answer_counting(deadline, || !shared.lock().paused));
         let (built, alive) = match answer.as_deref().map(serde_json::from_str::<BuildResponse>) {
             Ok(Ok(BuildResponse::Built)) => (Built::Binary(out), true),
+            Ok(Ok(BuildResponse::InDriverCache)) => (Built::InDriverCache, true),
             Ok(Ok(BuildResponse::Failed { log })) => {
                 (Built::Failed(Outcome::BuildFailed { log }), true)
             }
@@ -647,11 +676,15 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                 return;
             }
         };
-        if let (Built::Binary(path), Some(cache)) = (&built, &shared.cache) {
-            cache.keep(&key, path);
+        if let Some(cache) = &shared.cache {
+            match &built {
+                Built::Binary(path) => cache.keep(&key, Some(path)),
+                Built::InDriverCache => cache.keep(&key, None),
+                _ => {}
+            }
         }
         let mut alive = alive;
-        if alive && shared.prime && matches!(built, Built::Binary(_)) {
+        if alive && shared.prime && matches!(built, Built::Binary(_) | Built::InDriverCache) {
             // The binary is out; the launch that primes the driver's cache follows, and the build
             // is done once it has (else the measurement's first launch would compile the same
             // work-group size at the same time). A kernel that crashes or hangs there only costs
@@ -700,7 +733,7 @@ fn finish(
         .saturating_sub(s.paused_so_far() - paused_before);
     s.busy += took;
     match built {
-        Built::Binary(_) | Built::Failed(Outcome::BuildFailed { .. }) => {
+        Built::Binary(_) | Built::InDriverCache | Built::Failed(Outcome::BuildFailed { .. }) => {
             s.slowest = s.slowest.max(took);
             s.times.add(config, took);
         }

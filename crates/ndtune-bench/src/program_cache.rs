@@ -8,9 +8,12 @@
 //! opens a context of its own on the device, a campaign whose programs are all cached starts none.
 //!
 //! A binary the driver no longer takes (another driver, say) is only a miss: the measurement
-//! worker compiles from source. `NDTUNE_CACHE_DIR=off` turns the cache off; deleting the folder
+//! worker compiles from source. A driver that keeps its builds itself (PoCL's kernel cache) gets
+//! an empty file: the build was made into that cache, where the measurement's build from source
+//! finds it (or, where that cache was emptied since, compiles it again). `NDTUNE_CACHE_DIR=off` turns the cache off; deleting the folder
 //! empties it.
 
+use crate::builder::Built;
 use ndtune_core::text::hex;
 use ndtune_device::DeviceProfile;
 use ndtune_spec::KernelSource;
@@ -52,19 +55,31 @@ impl ProgramCache {
         self.dir.join(format!("{}.bin", hex(&h.finalize())))
     }
 
-    /// The kept binary of the program built with `options`, if there is one that is the
-    /// user's own and private.
-    pub fn get(&self, options: &str) -> Option<PathBuf> {
+    /// What is kept of the program built with `options`, if its file is the user's own and
+    /// private: its binary, or that the driver's own cache holds it.
+    pub fn get(&self, options: &str) -> Option<Built> {
         let path = self.path(options);
-        (path.is_file() && ndtune_core::cache::owned_and_private(&path).is_ok()).then_some(path)
+        if !path.is_file() || ndtune_core::cache::owned_and_private(&path).is_err() {
+            return None;
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.len() == 0 => Some(Built::InDriverCache),
+            Ok(_) => Some(Built::Binary(path)),
+            Err(_) => None,
+        }
     }
 
-    /// Keeps a copy of `binary` (a file) as the program built with `options`; copied aside and
-    /// renamed, so that a reader never sees half of it. A failure only means no copy is kept.
-    pub fn keep(&self, options: &str, binary: &Path) {
+    /// Keeps a copy of `binary` (a file; none: built into the driver's own cache, kept as an
+    /// empty file) as the program built with `options`; written aside and renamed, so that a
+    /// reader never sees half of it. A failure only means nothing is kept.
+    pub fn keep(&self, options: &str, binary: Option<&Path>) {
         let path = self.path(options);
         let partial = path.with_extension(format!("{}.partial", std::process::id()));
-        if std::fs::copy(binary, &partial).is_ok() && std::fs::rename(&partial, &path).is_err() {
+        let written = match binary {
+            Some(binary) => std::fs::copy(binary, &partial).map(drop),
+            None => std::fs::write(&partial, []),
+        };
+        if written.is_ok() && std::fs::rename(&partial, &path).is_err() {
             let _ = std::fs::remove_file(&partial);
         }
     }

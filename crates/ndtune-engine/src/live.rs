@@ -199,6 +199,8 @@ impl Live<'_> {
         };
         match pool.wait(&key, point) {
             Built::Binary(path) => Ok(Some(path)),
+            // The worker's build from source finds it in the driver's own cache.
+            Built::InDriverCache => Ok(None),
             // A build worker that ran out of time may have been starved (idle priority on a
             // busy machine): not the configuration's outcome. The measurement worker builds it
             // once more under the evaluation's own deadline.
