@@ -160,6 +160,9 @@ pub struct Bench {
     /// The program binary of `generated`'s code that a build worker made, for the evaluations
     /// of that code.
     own_binary: Option<Vec<u8>>,
+    /// The kernel of `generated`'s code that [`Bench::build_into_driver_cache`] built, for the
+    /// launch that primes it.
+    own_kernel: Option<ndtune_cl::Kernel>,
     /// When the host functions of the configuration being evaluated must have ended
     /// ([`Bench::set_deadline`]).
     host_deadline: Cell<Option<Instant>>,
@@ -374,6 +377,7 @@ impl Bench {
             meter: None,
             generated: Generated::default(),
             own_binary: None,
+            own_kernel: None,
             host_deadline: Cell::new(None),
         })
     }
@@ -451,6 +455,7 @@ impl Bench {
     pub fn generate(&mut self, generated: Option<Generated>) {
         self.generated = generated.unwrap_or_default();
         self.own_binary = None;
+        self.own_kernel = None;
     }
 
     /// Build options of a configuration of the tuned kernel.
@@ -541,7 +546,10 @@ impl Bench {
         let options = self.options(config);
         let name = &self.spec.kernel.name;
         match &self.generated.source {
-            Some(code) => self.session.own_kernel(code, name, &options).map(drop),
+            Some(code) => {
+                self.own_kernel = Some(self.session.own_kernel(code, name, &options)?);
+                Ok(())
+            }
             None => self.session.kernel(&self.source.text, name, &options).map(drop),
         }
     }
@@ -580,6 +588,7 @@ impl Bench {
             self.recycle(p);
         }
         self.own_binary = None;
+        self.own_kernel = None;
         self.session.forget(&self.options(config));
     }
 
@@ -781,12 +790,13 @@ impl Bench {
         let options = self.options(config);
         let started = Instant::now();
         let name = &self.spec.kernel.name;
-        let built = match &self.generated.source {
-            Some(code) => match &self.own_binary {
+        let built = match (&self.generated.source, self.own_kernel.take()) {
+            (Some(_), Some(kernel)) => Ok(kernel),
+            (Some(code), None) => match &self.own_binary {
                 Some(binary) => self.session.own_kernel_from(binary, code, name, &options),
                 None => self.session.own_kernel(code, name, &options),
             },
-            None => self.session.kernel(&self.source.text, name, &options),
+            (None, _) => self.session.kernel(&self.source.text, name, &options),
         };
         self.build_ms
             .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
