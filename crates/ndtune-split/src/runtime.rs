@@ -121,6 +121,9 @@ impl BufferLayout {
 struct Setup {
     device: ClDevice,
     label: String,
+    /// What makes members alike ([`CoExecutor::alike`]): the device model and driver, the
+    /// configuration's build options and its work-group.
+    kind: String,
     source: String,
     kernel: String,
     options: String,
@@ -202,6 +205,8 @@ struct Worker {
     thread: Option<JoinHandle<()>>,
     /// Work-group size along the split dimension.
     wg: u64,
+    /// See [`Setup::kind`].
+    kind: String,
     /// Why it failed during a run; a failed device takes no part in later runs.
     failed: Option<String>,
 }
@@ -482,7 +487,16 @@ impl CoExecutor {
                 }
                 None => buffers = Some(layout.clone()),
             }
+            let p = &m.device.profile;
             setups.push(Setup {
+                kind: format!(
+                    "{}\0{}\0{}\0{}\0{}\0{l:?}",
+                    p.name,
+                    p.vendor,
+                    p.driver_version,
+                    p.compute_units,
+                    spec.build_options(&source, c)
+                ),
                 device: m.device.clone(),
                 label: label.clone(),
                 source: source.text.clone(),
@@ -540,6 +554,20 @@ impl CoExecutor {
     /// Each member's work-group size along the split dimension.
     pub fn work_groups(&self) -> Vec<u64> {
         self.workers.iter().map(|w| w.wg).collect()
+    }
+
+    /// For each member, the first member alike to it (itself where none comes before): the same
+    /// device model on the same driver running the same configuration, so one speed.
+    pub fn alike(&self) -> Vec<usize> {
+        self.workers
+            .iter()
+            .map(|w| {
+                self.workers
+                    .iter()
+                    .position(|o| o.kind == w.kind)
+                    .expect("a member is alike to itself")
+            })
+            .collect()
     }
 
     /// The members that have not failed, by index.
@@ -974,6 +1002,7 @@ impl Worker {
         let (done_tx, done) = channel();
         let label = setup.label.clone();
         let wg = setup.local[setup.dim] as u64;
+        let kind = setup.kind.clone();
         let thread = std::thread::Builder::new()
             .name(format!("ndtune-split {label}"))
             .spawn(move || device_thread(setup, order_rx, done_tx))
@@ -987,6 +1016,7 @@ impl Worker {
             done,
             thread: Some(thread),
             wg,
+            kind,
             failed: None,
         };
         // The thread reports once it is ready (or why it cannot be).

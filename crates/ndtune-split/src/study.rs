@@ -123,6 +123,11 @@ pub struct Study {
     /// The earlier times the static plan and hguided's speeds were made from, where given.
     #[serde(default)]
     pub plan_ms: Option<Vec<f64>>,
+    /// The times the static plan and hguided's speeds were made from: `plan_ms` where given,
+    /// else each device's time alone, devices alike taking their mean (absent from studies
+    /// stored before).
+    #[serde(default)]
+    pub planned_ms: Vec<f64>,
 }
 
 /// What a device pays whatever its share.
@@ -280,7 +285,7 @@ pub fn study(
             )))
         }
         Some(t) => t.clone(),
-        None => single_ms.clone(),
+        None => one_speed_for_alike(&single_ms, &exec.alike()),
     };
     let devices: Vec<Device> = wgs
         .iter()
@@ -482,7 +487,25 @@ pub fn study(
         prediction: Some(prediction),
         schedules,
         plan_ms: options.plan_ms.clone(),
+        planned_ms: plan_ms,
     })
+}
+
+/// The times to plan with: devices alike (`alike[i]`: the first member alike to member `i`,
+/// [`CoExecutor::alike`]) take the mean of their times alone. Alike devices run at one speed;
+/// what their times alone differ by is noise of that measurement (four H200 timed conv1d alone
+/// at 5.5-7.8 ms, and a plan from those times gave one a fifth of the range and another 28%).
+fn one_speed_for_alike(single_ms: &[f64], alike: &[usize]) -> Vec<f64> {
+    alike
+        .iter()
+        .map(|&kind| {
+            let times: Vec<f64> = (0..single_ms.len())
+                .filter(|&j| alike[j] == kind)
+                .map(|j| single_ms[j])
+                .collect();
+            times.iter().sum::<f64>() / times.len() as f64
+        })
+        .collect()
 }
 
 /// Each device's fixed costs, and the cost of running together. A device runs one row of its

@@ -202,6 +202,12 @@ fn a_study_measures_each_device_plans_co_executes_and_sweeps() {
     assert!(s.plan.theoretical_ms <= other.theoretical_ms);
     assert_eq!(s.single_ms.len(), 2);
     assert_eq!(s.plan.parts.iter().map(|p| p.size).sum::<u64>(), 64);
+    // The halves run one configuration: alike, so planned at one speed (the mean of their
+    // times alone, which differ by noise), each half of the range.
+    let mean = (s.single_ms[0] + s.single_ms[1]) / 2.0;
+    assert_eq!(s.planned_ms, [mean, mean]);
+    let sizes: Vec<u64> = s.plan.parts.iter().map(|p| p.size).collect();
+    assert_eq!(sizes, [32, 32], "{:?}", s.plan);
     let best = s.single_ms[s.best_single];
     assert!(s.single_ms.iter().all(|&t| t >= best));
     assert!((s.speedup - best / s.coexec_ms).abs() < 1e-9);
@@ -461,6 +467,8 @@ fn with_three_devices_the_static_plan_also_runs_without_the_slowest() {
     let dim = spec.split.as_ref().unwrap().dim;
     let mut exec = CoExecutor::new(&spec, &members, &labels, dim, &inputs).unwrap();
     let s = study(&mut exec, &spec, &Options::default(), &mut |_| {}).unwrap();
+    // Three configurations: no two members alike, each planned at its own time.
+    assert_eq!(s.planned_ms, s.single_ms);
     let slowest = (0..3)
         .max_by(|&a, &b| s.single_ms[a].total_cmp(&s.single_ms[b]))
         .unwrap();
