@@ -10,7 +10,9 @@
 #
 #   bench/serve.sh OUT [CLIENTS=16] [SECONDS=60] [RATE=1000]
 #
-# NDTUNE and LOADGEN override the binaries.
+# NDTUNE and LOADGEN override the binaries. SERVER_CPUS and LOADGEN_CPUS pin the service and the
+# load generator to cores (`taskset -c` lists: SERVER_CPUS=0,1 LOADGEN_CPUS=2-9 gives the service
+# two cores of its own); BODIES picks the bodies (default "features by-hash config").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?OUT directory}
@@ -42,7 +44,10 @@ device=$($ndtune devices --json | python3 -c 'import json,sys; print(json.load(s
 python3 -c 'import json,sys; print(json.dumps({"kernel": "saxpy", "device": sys.argv[1], "constants": {"N": 262144}}))' \
   "$device" > "$work/config.json"
 
-$ndtune serve --model "$work/forest.json" --wisdom "$work/saxpy.wisdom.json" --listen 127.0.0.1:0 > "$work/address" 2> "$out/serve.log" &
+server_pin=() loadgen_pin=()
+[[ -n ${SERVER_CPUS:-} ]] && server_pin=(taskset -c "$SERVER_CPUS")
+[[ -n ${LOADGEN_CPUS:-} ]] && loadgen_pin=(taskset -c "$LOADGEN_CPUS")
+"${server_pin[@]}" $ndtune serve --model "$work/forest.json" --wisdom "$work/saxpy.wisdom.json" --listen 127.0.0.1:0 > "$work/address" 2> "$out/serve.log" &
 server=$!
 for _ in $(seq 100); do grep -q listening "$work/address" && break; sleep 0.1; done
 address=$(sed -n 's/^listening on //p' "$work/address")
@@ -63,14 +68,14 @@ echo "{\"device\": \"gtx-titan\", \"kernel\": {\"hash\": \"$hash\"}, \"dataset\"
   > "$work/by-hash.json"
 
 curl -sf -XPOST "$address/v1/config" --data-binary @"$work/config.json" > "$out/config-answer.json"
-for body in features by-hash config; do
+for body in ${BODIES:-features by-hash config}; do
   path=/v1/predict
   [[ $body == config ]] && path=/v1/config
   echo "== $body: $clients clients, ${seconds} s at $rate requests/s" >&2
-  $loadgen --address "$address" --path "$path" --body "$work/$body.json" --clients "$clients" \
+  "${loadgen_pin[@]}" $loadgen --address "$address" --path "$path" --body "$work/$body.json" --clients "$clients" \
     --seconds "$seconds" --rate "$rate" | tee "$out/$body-paced.json"
   echo "== $body: $clients clients, 10 s as fast as answers come" >&2
-  $loadgen --address "$address" --path "$path" --body "$work/$body.json" --clients "$clients" \
+  "${loadgen_pin[@]}" $loadgen --address "$address" --path "$path" --body "$work/$body.json" --clients "$clients" \
     --seconds 10 --rate 0 | tee "$out/$body-max.json"
 done
 curl -sf "$address/metrics" > "$out/metrics.txt"
