@@ -19,6 +19,13 @@ import numpy as np
 import {lib} as kernel_tuner
 '''
 
+# The vectors both vector adds take.
+VECTORS = '''
+n = np.int32(50000)
+a, b = (np.random.randn(n).astype(np.float32) for _ in range(2))
+c = np.zeros_like(b)
+'''
+
 TAIL = '''
 json.dump({{"results": results, "env": sorted(env)}}, open("run.json", "w"),
           default=lambda o: str(o))
@@ -32,10 +39,6 @@ __kernel void vector_add(__global float *c, __global const float *a, __global co
     if (i < n) c[i] = a[i] + b[i];
 }}
 """
-n = np.int32(50000)
-a = np.random.randn(n).astype(np.float32)
-b = np.random.randn(n).astype(np.float32)
-c = np.zeros_like(b)
 tune_params = {{"block_size_x": [32 * i for i in range(1, 9)]}}
 results, env = kernel_tuner.tune_kernel("vector_add", kernel, int(n), [c, a, b, n], tune_params,
                                         lang="OpenCL", **{options})
@@ -51,10 +54,6 @@ __kernel void vector_add(__global float *c, __global const float *a, __global co
 }}
 """ % params["block_size_x"]
 
-n = np.int32(50000)
-a = np.random.randn(n).astype(np.float32)
-b = np.random.randn(n).astype(np.float32)
-c = np.zeros_like(b)
 tune_params = {{"block_size_x": [64 * i for i in range(1, 7)]}}
 results, env = kernel_tuner.tune_kernel("vector_add", generate, int(n), [c, a, b, n],
                                         tune_params, lang="OpenCL", **{options})
@@ -80,8 +79,8 @@ results, env = kernel_tuner.tune_kernel("stencil", kernel, (w, h), [dst, src], t
 '''
 
 EXAMPLES = {
-    "vector_add": (VECTOR_ADD, ("block_size_x",), 8),
-    "vector_add_codegen": (CODEGEN, ("block_size_x",), 6),
+    "vector_add": (VECTORS + VECTOR_ADD, ("block_size_x",), 8),
+    "vector_add_codegen": (VECTORS + CODEGEN, ("block_size_x",), 6),
     "stencil": (STENCIL, ("block_size_x", "block_size_y"), 11),
 }
 
