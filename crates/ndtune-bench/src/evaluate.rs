@@ -550,7 +550,10 @@ impl Bench {
                 self.own_kernel = Some(self.session.own_kernel(code, name, &options)?);
                 Ok(())
             }
-            None => self.session.kernel(&self.source.text, name, &options).map(drop),
+            None => self
+                .session
+                .kernel(&self.source.text, name, &options)
+                .map(drop),
         }
     }
 

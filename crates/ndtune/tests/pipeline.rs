@@ -356,7 +356,10 @@ fn kept_program_binaries_spare_the_next_campaign_its_builds() {
     let handed = run("handed.db", &binaries, "0");
     assert_eq!(handed["outcomes"], first["outcomes"]);
     let sizes = kept(&binaries);
-    assert!(sizes.len() == 9 && sizes.iter().all(|&n| n > 0), "{sizes:?}");
+    assert!(
+        sizes.len() == 9 && sizes.iter().all(|&n| n > 0),
+        "{sizes:?}"
+    );
     let loaded = run("loaded.db", &binaries, "0");
     assert_eq!(loaded["outcomes"], first["outcomes"]);
     assert_eq!(loaded["time"]["build_workers_s"], 0.0, "{loaded}");
