@@ -10,8 +10,8 @@
 //! A binary the driver no longer takes (another driver, say) is only a miss: the measurement
 //! worker compiles from source. A driver that keeps its builds itself (PoCL's kernel cache) gets
 //! an empty file: the build was made into that cache, where the measurement's build from source
-//! finds it (or, where that cache was emptied since, compiles it again). `NDTUNE_CACHE_DIR=off` turns the cache off; deleting the folder
-//! empties it.
+//! finds it (or, where that cache was emptied since, compiles it again). `NDTUNE_CACHE_DIR=off`
+//! turns the cache off; deleting the folder empties it.
 
 use crate::builder::Built;
 use ndtune_core::text::hex;
@@ -59,14 +59,13 @@ impl ProgramCache {
     /// private: its binary, or that the driver's own cache holds it.
     pub fn get(&self, options: &str) -> Option<Built> {
         let path = self.path(options);
-        if !path.is_file() || ndtune_core::cache::owned_and_private(&path).is_err() {
-            return None;
-        }
-        match std::fs::metadata(&path) {
-            Ok(m) if m.len() == 0 => Some(Built::InDriverCache),
-            Ok(_) => Some(Built::Binary(path)),
-            Err(_) => None,
-        }
+        let file = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+        ndtune_core::cache::owned_and_private(&path).ok()?;
+        Some(if file.len() == 0 {
+            Built::InDriverCache
+        } else {
+            Built::Binary(path)
+        })
     }
 
     /// Keeps a copy of `binary` (a file; none: built into the driver's own cache, kept as an

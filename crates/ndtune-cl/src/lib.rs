@@ -148,11 +148,6 @@ pub struct ClDevice {
     platform: Platform,
     /// Keeps a sub-device's OpenCL handle alive (released when the last clone goes).
     _sub_device: Option<std::sync::Arc<opencl3::device::SubDevice>>,
-    /// Whether the profile is whole: its preferred work-group size multiple read from the
-    /// driver (OpenCL 3.0's device query) or probed (a kernel built to read it), which
-    /// [`discover`] and [`open`] do where the driver does not answer the query, and [`attach`]
-    /// does not.
-    probed: bool,
 }
 
 /// What `clGetKernelWorkGroupInfo` reports for one kernel built on one device.
@@ -197,7 +192,6 @@ fn discover_with(probe: bool) -> Result<Vec<ClDevice>, ClError> {
             let profile = read_profile(&device, &platform_name, probe)?;
             devices.push(ClDevice {
                 index: devices.len(),
-                probed: is_whole(&profile),
                 profile,
                 platform_index,
                 sub: None,
@@ -256,7 +250,6 @@ fn open_device(index: usize, probe: bool) -> Result<ClDevice, ClError> {
             let profile = read_profile(&device, &platform_name, probe)?;
             return Ok(ClDevice {
                 index,
-                probed: is_whole(&profile),
                 profile,
                 platform_index,
                 sub: None,
@@ -428,7 +421,9 @@ fn read_profile(
     Ok(profile)
 }
 
-/// Whether a profile needs no probe build: its preferred work-group size multiple is known.
+/// Whether a profile is whole, needing no probe build: its preferred work-group size multiple
+/// is known (read from OpenCL 3.0's device query, probed, or handed over by the process that
+/// read it).
 fn is_whole(profile: &DeviceProfile) -> bool {
     profile.preferred_work_group_size_multiple > 0
 }
@@ -488,7 +483,7 @@ impl ClDevice {
     /// [`discover_unprobed`]) gets its preferred work-group size multiple from the probe build
     /// (a context); a probed one is returned as it is.
     pub fn probed(self) -> Result<ClDevice, ClError> {
-        if self.probed {
+        if is_whole(&self.profile) {
             return Ok(self);
         }
         let limits = kernel_limits_on(
@@ -506,11 +501,7 @@ impl ClDevice {
     /// This device with `profile`, read whole by another process that opened it (a pool hands
     /// its workers their devices' profiles, so that they make no context of their own for it).
     pub fn with_profile(self, profile: DeviceProfile) -> ClDevice {
-        ClDevice {
-            profile,
-            probed: true,
-            ..self
-        }
+        ClDevice { profile, ..self }
     }
 
     /// Sub-device `k` of `n` partitions of this device with equal compute units
@@ -536,13 +527,16 @@ impl ClDevice {
         }
         let sub = std::sync::Arc::new(subs.swap_remove(k));
         let device = Device::new(sub.id());
-        let mut profile = read_profile(&device, &self.profile.platform_name, self.probed)?;
+        let mut profile = read_profile(
+            &device,
+            &self.profile.platform_name,
+            is_whole(&self.profile),
+        )?;
         // Not which part: equal parts are one kind of device (one fingerprint), so they share
         // results and campaigns (`ndtune tune --pool`).
         profile.name = format!("{} [part of {n}]", profile.name);
         Ok(ClDevice {
             index: self.index,
-            probed: is_whole(&profile),
             profile,
             platform_index: self.platform_index,
             sub: Some((k, n)),
