@@ -502,7 +502,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     started = time.perf_counter()
     objective = objective or "time"
     higher_is_better = bool(objective_higher_is_better)
-    observed = _observed(observers)
+    observed, watching = _observed(observers)
     spec_metrics, here_metrics = _split_metrics(metrics)
     # The observers' values come first, so that the metrics may use them, as Kernel Tuner's.
     spec_metrics = {**observed, **spec_metrics}
@@ -523,15 +523,21 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     checked = _answers(answer, arguments) if own_check is None else []
     grid_div = (grid_div_x, grid_div_y, grid_div_z)
     strings, functions = _restrictions(restrictions, tune_params)
+    if watching:
+        found = [d for d in _ndtune_devices()
+                 if d["platform"] == platform and d["device"] == device]
+        if not found:
+            raise DeviceError(f"device={device}: platform {platform} has no such device")
+        watching = _Watching(watching, _ObservedDevice(found[0]))
     per_config = _PerConfig(kernel_source, files, problem_size, tune_params, grid_div,
-                            block_size_names, defines, functions, own_check)
+                            block_size_names, defines, functions, own_check, watching or None)
     if parallel is None:
         parallel = bool(os.environ.get(PARALLEL_ENV))
     if parallel and pool is None:
         if per_config.active:
             warnings.warn(f"tune_kernel: parallel={parallel!r} tunes on device {device} alone: "
-                          "functions of the parameters and verify stay in this process, which "
-                          "a pool's workers cannot call", stacklevel=2)
+                          "functions of the parameters, verify and observers stay in this "
+                          "process, which a pool's workers cannot call", stacklevel=2)
         else:
             pool = _parallel_devices(parallel, platform, device, _ndtune_devices())
             pool = pool if len(pool) > 1 else None
@@ -540,7 +546,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         if not pool:
             raise SpecError("tune_kernel: pool names no device")
         if per_config.active:
-            _refuse("pool with functions of the parameters or verify",
+            _refuse("pool with functions of the parameters, verify or observers",
                     "the pool's workers are processes of their own, which cannot call this "
                     "process's functions; tune on one device")
         device = pool[0]
@@ -578,6 +584,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             result["times"] = times
             result.update({k: r["metrics"][k] for k in observed
                            if r["metrics"].get(k) is not None})
+            for values in (r["outcome"].get("observed") or {}).values():
+                result.update(values)
         else:
             result["__error__"] = result["time"]
         # In milliseconds, as Kernel Tuner's; 0 for a result read back from the store, as
@@ -631,6 +639,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         # measurements, so that a changed formula re-ranks what is stored), or here.
         "ndtune_metrics": {**{k: "spec" for k in spec_metrics if k not in observed},
                            **{k: "python" for k in here_metrics}},
+        # The user's observers whose values each measured result carries.
+        "ndtune_observers": per_config.observers,
     }
     _totals(env, results, 1000 * (time.perf_counter() - started))
     if not quiet:
@@ -643,23 +653,97 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
 
 
 def _observed(observers):
-    """The spec's metrics that give the observers' values, by Kernel Tuner's names: an
-    `NVMLObserver`'s energy and power are ndtune's own measurements; other observers are
-    refused by name."""
+    """The call's observers, split: the spec's metrics that give the `NVMLObserver`s' values (by
+    Kernel Tuner's names; ndtune's own measurements), and the user's observers of the timed
+    runs, whose hooks this process calls (`_Watching`)."""
+    from .observers import OutputObserver, PrologueObserver
     from .observers.nvml import NVMLObserver
 
-    observed = {}
+    observed, watching = {}, []
     for observer in observers or []:
+        if isinstance(observer, (OutputObserver, PrologueObserver)):
+            _refuse(f"observers: {type(observer).__name__}", "ndtune calls an observer's hooks "
+                    "around the timed runs; it hands no outputs to an OutputObserver and runs "
+                    "no prologue")
         if not isinstance(observer, NVMLObserver):
-            _refuse(f"observers: {type(observer).__name__}", "ndtune measures each "
-                    "configuration in a worker process of its own and does not call an "
-                    "observer's hooks there; NVMLObserver's nvml_energy and nvml_power are "
-                    "ndtune's own measurements")
+            if not callable(getattr(observer, "get_results", None)):
+                raise SpecError(f"tune_kernel: observers: {type(observer).__name__} has no "
+                                "get_results(); an observer derives from "
+                                "ndtune.observers.BenchmarkObserver")
+            watching.append(observer)
+            continue
         try:
             observed.update(observer.metrics())
         except ValueError as e:
             raise SpecError(f"tune_kernel: {e}") from None
-    return observed
+    return observed, watching
+
+
+class _ObservedDevice:
+    """What an observer's `register_device` gets, as Kernel Tuner's OpenCL backend gives it:
+    the device's `name`, `max_threads` and `env`."""
+
+    def __init__(self, found):
+        profile = found["profile"]
+        self.name = found["name"]
+        self.max_threads = profile["max_work_group_size"]
+        self.env = {"device_name": found["name"],
+                    "driver_version": profile["driver_version"],
+                    "platform": found["platform"], "device": found["device"]}
+
+
+class _Watching:
+    """The user's observers of the timed runs (Kernel Tuner's `BenchmarkObserver`s), in this
+    process. The engine tells each moment of a configuration's timed runs (docs/python.md):
+    `start` (`register_configuration`), then around each run `before_start`, `after_start`,
+    `during` while it runs and `after_finish`, and `end`, after which `observed` gives each
+    observer's `get_results()` as JSON; the engine stores them with the measurement."""
+
+    HOOKS = ("before_start", "after_start", "during", "after_finish")
+
+    def __init__(self, observers, device):
+        self.observers = observers
+        counts = {}
+        self.names = []
+        for observer in observers:
+            name = f"{type(observer).__module__}.{type(observer).__qualname__}"
+            counts[name] = counts.get(name, 0) + 1
+            self.names.append(name if counts[name] == 1 else f"{name}#{counts[name]}")
+            register = getattr(observer, "register_device", None)
+            if register is not None:
+                register(device)
+
+    def observe(self, moment, config_json, names):
+        if moment == "start":
+            config = json.loads(config_json)
+            params = {k: config[k] for k in names}
+            for observer in self.observers:
+                register = getattr(observer, "register_configuration", None)
+                if register is not None:
+                    register(params)
+        elif moment in self.HOOKS:
+            for observer in self.observers:
+                getattr(observer, moment)()
+
+    def observed(self):
+        values = {}
+        for name, observer in zip(self.names, self.observers):
+            got = observer.get_results()
+            if not isinstance(got, dict):
+                raise SpecError(f"tune_kernel: observers: {name}.get_results() gave "
+                                f"{type(got).__name__}, not a dict")
+            try:
+                values[name] = json.loads(json.dumps(got, default=_json_value))
+            except (TypeError, ValueError) as e:
+                raise SpecError(f"tune_kernel: observers: {name}.get_results(): {e}; its "
+                                "values are kept with the measurement, as JSON") from None
+        return json.dumps(values)
+
+
+def _json_value(value):
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f"a {type(value).__name__} is no JSON value")
 
 
 def _split_metrics(metrics):
@@ -858,10 +942,11 @@ class _PerConfig:
     """The call's functions of the parameters, which the engine asks about each configuration
     before it evaluates it (called with the configuration as JSON): `None` where a restriction
     function excludes it, else `(code, global size)`, each `None` where the spec's stands. With
-    a verify function, `check` gets the files of a configuration's outputs (JSON, by name)."""
+    a verify function, `check` gets the files of a configuration's outputs (JSON, by name).
+    With observers (`_Watching`), `observe` and `observed` call them."""
 
     def __init__(self, kernel_source, files, problem_size, tune_params, grid_div,
-                 block_size_names, defines, restrictions, own_check):
+                 block_size_names, defines, restrictions, own_check, watching):
         self.generator = kernel_source if callable(kernel_source) else None
         self.text = files[0][1]
         self.problem_size = problem_size
@@ -878,8 +963,10 @@ class _PerConfig:
         self.own_check = own_check
         self.generates = self.generator is not None or defines is not None
         self.grid_per_config = _grid_per_config(problem_size, grid_div)
+        self.watching = watching
+        self.observers = watching.names if watching is not None else []
         self.active = (self.generates or self.grid_per_config or bool(self.restrictions)
-                       or own_check is not None)
+                       or own_check is not None or watching is not None)
         # Only what changes an outcome is part of the results' identity: restrictions
         # choose configurations, as `[space]` does.
         changing = [self.generator, defines, problem_size if callable(problem_size) else None,
@@ -898,6 +985,12 @@ class _PerConfig:
 
     def check(self, outputs_json):
         return self.own_check.check(json.loads(outputs_json))
+
+    def observe(self, moment, config_json):
+        self.watching.observe(moment, config_json, self.names)
+
+    def observed(self):
+        return self.watching.observed()
 
     def __call__(self, config_json):
         config = json.loads(config_json)

@@ -47,23 +47,112 @@ def test_a_kernel_tuner_script_reaches_the_submodules_under_ndtune(own_directory
 
 
 def test_observers_as_kernel_tuner_takes_them_and_what_ndtune_cannot_observe():
-    from ndtune.observers import BenchmarkObserver
     from ndtune.observers.nvml import NVMLObserver
 
     # Kernel Tuner's own check of the observables' names.
     with pytest.raises(ValueError, match="Observable energy not in supported"):
         NVMLObserver(["energy"])
     # What ndtune does not measure is named.
-    with pytest.raises(ndtune.SpecError, match="not temperature"):
-        tune(observers=[NVMLObserver(["nvml_energy", "temperature"])])
+    with pytest.raises(ndtune.SpecError, match="not gr_voltage"):
+        tune(observers=[NVMLObserver(["nvml_energy", "gr_voltage"])])
 
-    # A user's observer: its hooks would have to run in ndtune's worker process.
-    class Counter(BenchmarkObserver):
+    # Observers ndtune gives nothing to call with are named.
+    from ndtune.observers import OutputObserver
+
+    class Outputs(OutputObserver):
         def get_results(self):
-            return {"count": 1}
+            return {}
 
-    with pytest.raises(ndtune.SpecError, match="observers: Counter"):
-        tune(observers=[Counter()])
+    with pytest.raises(ndtune.SpecError, match="observers: Outputs"):
+        tune(observers=[Outputs()])
     # PoCL's CPU has no NVML: the energy cannot be read, and nothing is measured.
-    with pytest.raises(ndtune.NdtuneError, match="energy"):
-        tune(observers=[NVMLObserver(["nvml_energy", "nvml_power"])])
+    for observables in (["nvml_energy", "nvml_power"], ["temperature", "core_freq"]):
+        with pytest.raises(ndtune.NdtuneError, match="energy and power are not available"):
+            tune(observers=[NVMLObserver(observables)])
+
+
+def recorder():
+    """A user's observer as Kernel Tuner's documentation writes one: it logs every hook, counts
+    the runs and the `during` calls of each configuration and names the device."""
+    from ndtune.observers import BenchmarkObserver
+
+    class Recorder(BenchmarkObserver):
+        def __init__(self):
+            self.log = []
+
+        def register_configuration(self, params):
+            self.log.append(("configuration", params["block_size_x"]))
+            self.runs, self.during_calls = 0, 0
+
+        def before_start(self):
+            self.log.append("before_start")
+
+        def after_start(self):
+            self.log.append("after_start")
+
+        def during(self):
+            self.during_calls += 1
+
+        def after_finish(self):
+            self.log.append("after_finish")
+            self.runs += 1
+
+        def get_results(self):
+            return {"runs": self.runs, "during_calls": self.during_calls,
+                    "device": self.dev.name}
+
+    return Recorder()
+
+
+def test_a_users_observer_is_called_around_each_timed_run_and_its_results_are_kept(own_directory):
+    watcher = recorder()
+    results, env = tune(observers=[watcher], iterations=4,
+                        metrics={"runs_per_ms": lambda p: p["runs"] / p["time"]})
+    assert len(results) == 3
+    expected_log = []
+    for r in results:
+        # Each timed run, as Kernel Tuner's iterations: before, launched, during, finished.
+        assert r["runs"] == len(r["times"]) == 4
+        assert r["during_calls"] >= r["runs"]
+        assert r["device"] == env["device_name"]
+        # A metric function sees the observer's values, as Kernel Tuner's.
+        assert r["runs_per_ms"] == r["runs"] / r["time"]
+        expected_log += [("configuration", r["block_size_x"])]
+        expected_log += ["before_start", "after_start", "after_finish"] * 4
+    assert watcher.log == expected_log
+    assert env["ndtune_observers"] == [f"{__name__}.recorder.<locals>.Recorder"]
+
+    # The values are kept with the measurements: the same observers again reuse them and call
+    # no hook; another observer has not watched those runs, so they are measured again.
+    again = recorder()
+    reused, _ = tune(observers=[again], iterations=4)
+    assert again.log == []
+    assert [(r["runs"], r["time"]) for r in reused] == [(r["runs"], r["time"]) for r in results]
+
+    class Other(type(again)):
+        pass
+
+    other = Other()
+    measured, _ = tune(observers=[other], iterations=4)
+    assert len([e for e in other.log if e == "after_finish"]) == 12
+
+
+def test_an_observer_that_fails_stops_the_campaign_with_its_error(own_directory):
+    from ndtune.observers import BenchmarkObserver
+
+    class Broken(BenchmarkObserver):
+        def during(self):
+            raise RuntimeError("the sensor is gone")
+
+        def get_results(self):
+            return {}
+
+    with pytest.raises(RuntimeError, match="the sensor is gone"):
+        tune(observers=[Broken()])
+
+    class Opaque(BenchmarkObserver):
+        def get_results(self):
+            return {"handle": object()}
+
+    with pytest.raises(ndtune.SpecError, match=r"Opaque.get_results\(\): a object is no JSON"):
+        tune(observers=[Opaque()])

@@ -25,6 +25,7 @@ use ndtune_core::{Advice, Energy, Outcome, Timing};
 use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
+use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -50,6 +51,32 @@ pub struct FrontCheck<'a> {
 pub struct Front<'a> {
     /// Its own check of the outputs.
     pub check: Option<FrontCheck<'a>>,
+    /// Its observers of the timed runs (Kernel Tuner's `BenchmarkObserver`s), told each
+    /// [`Moment`]; an error stops the campaign.
+    pub observe: Option<&'a mut Observe<'a>>,
+}
+
+/// How a front end's observers are told the moments of the timed runs.
+pub type Observe<'a> = dyn FnMut(Moment) -> Result<(), Fatal> + 'a;
+
+/// The moments of a configuration's timed runs at which a front end's observers are called,
+/// as Kernel Tuner calls a `BenchmarkObserver`'s hooks around each of its iterations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// The timed runs of a configuration begin (`register_configuration`).
+    Start,
+    /// A run is about to be launched (`before_start`).
+    BeforeStart,
+    /// The run was launched and is running (`after_start`, then `during` until it finished).
+    AfterStart,
+    /// The run finished (`after_finish`).
+    AfterFinish,
+    /// The timed runs are over (`get_results`).
+    End,
+    /// The run is still running (`during`): told by the supervisor, not by the worker, as
+    /// often as it can until the worker tells the next moment.
+    During,
 }
 
 /// Launch errors that mean the spec's arguments are wrong, not that this configuration is refused.
@@ -833,10 +860,37 @@ impl Bench {
         global: &[usize],
         local: &[usize],
     ) -> Result<f64, RunError> {
+        self.observed_launch(kernel, global, local, None)
+    }
+
+    /// A launch, with the front end's observers told where it has any: before the kernel
+    /// starts, while it runs and once it finished.
+    fn observed_launch(
+        &self,
+        kernel: &ndtune_cl::Kernel,
+        global: &[usize],
+        local: &[usize],
+        mut observe: Option<&mut Observe<'_>>,
+    ) -> Result<f64, RunError> {
+        if let Some(observe) = observe.as_mut() {
+            observe(Moment::BeforeStart)?;
+        }
         let started = Instant::now();
-        let launched = self.session.launch(kernel, global, Some(local), None);
+        let launched = match self.session.start(kernel, global, Some(local), None) {
+            Ok(running) => match observe.as_mut().map(|o| o(Moment::AfterStart)) {
+                Some(Err(f)) => {
+                    let _ = running.finish();
+                    return Err(f.into());
+                }
+                _ => running.finish(),
+            },
+            Err(e) => Err(e),
+        };
         self.launch_ms
             .set(self.launch_ms.get() + started.elapsed().as_secs_f64() * 1e3);
+        if let (Ok(_), Some(observe)) = (&launched, observe) {
+            observe(Moment::AfterFinish)?;
+        }
         launched.map_err(|e| match e.code() {
             Some(code) if ARGUMENT_ERRORS.contains(&code) => RunError::Fatal(Fatal(format!(
                 "{}: the [[args]] do not match kernel `{}`: {e}",
@@ -1224,7 +1278,7 @@ impl Bench {
         expected: Option<&Expected>,
         front: Front<'_>,
     ) -> Result<Outcome, RunError> {
-        let Front { check } = front;
+        let Front { check, mut observe } = front;
         let (kernel, global, local) = self.ready(config, p)?;
         self.launch(&kernel, &global, &local)?;
         let mut warmup = self.spec.measure.warmup;
@@ -1254,13 +1308,21 @@ impl Bench {
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }
-        // The timed runs; racing may stop them early (`raced`).
-        let timed = || {
+        // The timed runs, observed where the front end observes; racing may stop them early
+        // (`raced`).
+        let mut timed = || {
             let mut times = Vec::with_capacity(runs as usize);
             let mut raced = None;
+            if let Some(observe) = observe.as_mut() {
+                observe(Moment::Start)?;
+            }
             while times.len() < runs as usize && raced.is_none() {
-                times.push(self.launch(&kernel, &global, &local)?);
+                let observe = observe.as_deref_mut();
+                times.push(self.observed_launch(&kernel, &global, &local, observe)?);
                 raced = self.race.as_ref().and_then(|r| r.stop(&times, runs));
+            }
+            if let Some(observe) = observe.as_mut() {
+                observe(Moment::End)?;
             }
             Ok::<_, RunError>((times, raced))
         };
@@ -1290,6 +1352,9 @@ impl Bench {
                     window_ms: drawn.window_ms,
                     samples: drawn.samples,
                     source: drawn.source.to_string(),
+                    temperature_c: drawn.sensors.temperature_c,
+                    core_clock_mhz: drawn.sensors.core_clock_mhz,
+                    mem_clock_mhz: drawn.sensors.mem_clock_mhz,
                 };
                 (times, Some(Box::new(energy)))
             }

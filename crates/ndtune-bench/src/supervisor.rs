@@ -2,9 +2,11 @@
 //! that dies into a `crashed` outcome (once it died on the configuration in a fresh worker too)
 //! and one that does not answer in time into `timed_out`, restarting the worker for the next
 //! configuration. A worker ended because the campaign stops
-//! ([`crate::children::stopping`]) is no outcome: the evaluation fails, as fatal.
+//! ([`crate::children::stopping`]) is no outcome: the evaluation fails, as fatal. The front end
+//! that runs the campaign ([`FrontEnd`]) takes its part in the middle of an evaluation here, in
+//! its own process: its check of the outputs and its observers of the timed runs.
 
-use crate::evaluate::{Cost, Fatal};
+use crate::evaluate::{Cost, Fatal, Moment};
 use crate::process::{LineProcess, Silence};
 use crate::race::Limits;
 use crate::worker::{Generated, Job, OwnCheck, Request, Response};
@@ -39,10 +41,30 @@ impl Evaluation {
     }
 }
 
-/// The front end's check of the outputs it names ([`OwnCheck`]), given their files by argument
-/// name: why they are wrong, or `None`; an error stops the campaign.
-pub type Verdict<'a> =
-    &'a mut dyn FnMut(&BTreeMap<String, PathBuf>) -> Result<Option<String>, String>;
+/// What the front end that runs a campaign (the Python package, docs/python.md) does in the
+/// middle of an evaluation, in its own process. Every error stops the campaign.
+pub trait FrontEnd {
+    /// The outputs it checks itself after each measured configuration's verification run, and
+    /// where they are written; `None`: it checks none.
+    fn own_check(&self) -> Option<&OwnCheck>;
+
+    /// Checks a configuration's outputs, given their files by argument name: why they are
+    /// wrong (the configuration is `wrong_result`), or `None` where they are right.
+    fn check(&mut self, outputs: &BTreeMap<String, PathBuf>) -> Result<Option<String>, String>;
+
+    /// The names of its observers of the timed runs (Kernel Tuner's `BenchmarkObserver`s);
+    /// empty where it has none.
+    fn observers(&self) -> Vec<String>;
+
+    /// Calls its observers' hooks for `moment` of the configuration being evaluated.
+    fn observe(&mut self, moment: Moment) -> Result<(), String>;
+
+    /// What its observers give for the timed runs just over ([`Moment::End`]), by observer.
+    fn observed(&mut self) -> Result<BTreeMap<String, serde_json::Value>, String>;
+}
+
+/// How often `during` is called while an observed run runs, at most.
+const DURING_POLL: Duration = Duration::from_micros(100);
 
 /// Runs evaluations of one [`Job`] in a worker process.
 pub struct Supervisor {
@@ -147,8 +169,9 @@ impl Supervisor {
 
     /// Evaluates one configuration in the worker, with the program binary a build worker made
     /// for it where there is one, the limits that stop its timing early where racing, and the
-    /// code or global size the front end generated for it, and the outputs the front end checks
-    /// with `verdict` (the time it takes is not the worker's: no part of the deadline). A
+    /// code or global size the front end generated for it, and the `front` end that checks
+    /// outputs and observes the timed runs (the time it takes is not the worker's: no part of
+    /// the deadline). A
     /// crash or a hang is an outcome; only a fatal answer (a broken spec, kernel or reference)
     /// or a failed verdict is an error.
     ///
@@ -162,24 +185,16 @@ impl Supervisor {
         binary: Option<&Path>,
         race: Option<&Limits>,
         generated: Option<&Generated>,
-        mut check: Option<(&OwnCheck, Verdict<'_>)>,
+        mut front: Option<&mut (dyn FrontEnd + '_)>,
     ) -> Result<Evaluation, Fatal> {
-        let first = self.evaluate_once(
-            config,
-            binary,
-            race,
-            generated,
-            check
-                .as_mut()
-                .map(|(own, verdict)| (*own, &mut **verdict as _)),
-        )?;
+        let first = self.evaluate_once(config, binary, race, generated, front.as_deref_mut())?;
         let Outcome::Crashed {
             detail: first_death,
         } = &first.outcome
         else {
             return Ok(first);
         };
-        let mut again = self.evaluate_once(config, binary, race, generated, check)?;
+        let mut again = self.evaluate_once(config, binary, race, generated, front)?;
         again.round_trip_ms += first.round_trip_ms;
         if let Outcome::Crashed { detail } = &mut again.outcome {
             *detail = format!("{detail}, and before that, in another worker: {first_death}");
@@ -193,7 +208,7 @@ impl Supervisor {
         binary: Option<&Path>,
         race: Option<&Limits>,
         generated: Option<&Generated>,
-        mut check: Option<(&OwnCheck, Verdict<'_>)>,
+        mut front: Option<&mut (dyn FrontEnd + '_)>,
     ) -> Result<Evaluation, Fatal> {
         if self.running.is_none() {
             self.start()?;
@@ -205,35 +220,68 @@ impl Supervisor {
             binary: binary.map(Path::to_path_buf),
             race: race.cloned(),
             generated: generated.cloned(),
-            check: check.as_ref().map(|(own, _)| (*own).clone()),
+            check: front.as_ref().and_then(|f| f.own_check().cloned()),
             deadline_ms: Some(deadline.as_millis() as u64),
+            observe: front.as_ref().is_some_and(|f| !f.observers().is_empty()),
         })
         .expect("serialises");
         let started = Instant::now();
         let mut answered = worker.ask(&request, deadline);
-        // The front end's part in the middle of the evaluation: a verdict on the outputs. Its
-        // time is no part of the worker's deadline.
+        // The front end's part in the middle of the evaluation: a verdict on the outputs, its
+        // observers' hooks. Its time is no part of the worker's deadline, but for `during`,
+        // called while the worker waits for its run.
         let mut front_end = Duration::ZERO;
-        while let Ok(line) = &answered {
+        let mut observed = None;
+        while let (Ok(line), Some(front)) = (&answered, front.as_deref_mut()) {
             let asked = Instant::now();
-            let reply = match (serde_json::from_str(line), check.as_mut()) {
-                (Ok(Response::Check { outputs }), Some((_, verdict))) => match verdict(&outputs) {
-                    Ok(wrong) => Request::Checked { wrong },
-                    Err(why) => {
-                        self.stop();
-                        return Err(Fatal(why));
+            let response = serde_json::from_str::<Response>(line);
+            let reply = match &response {
+                Ok(Response::Check { outputs }) => {
+                    front.check(outputs).map(|wrong| Request::Checked { wrong })
+                }
+                Ok(Response::Moment(moment)) => front.observe(*moment).and_then(|()| {
+                    if *moment == Moment::End {
+                        observed = Some(front.observed()?);
                     }
-                },
+                    Ok(Request::Go)
+                }),
                 _ => break,
             };
+            let reply = match reply {
+                Ok(reply) => serde_json::to_string(&reply).expect("serialises"),
+                Err(why) => {
+                    self.stop();
+                    return Err(Fatal(why));
+                }
+            };
             front_end += asked.elapsed();
-            let request = serde_json::to_string(&reply).expect("serialises");
-            let left = deadline.saturating_sub(started.elapsed() - front_end);
-            answered = worker.ask(&request, left);
+            let left = |front_end| deadline.saturating_sub(started.elapsed() - front_end);
+            if !matches!(response, Ok(Response::Moment(Moment::AfterStart))) {
+                answered = worker.ask(&reply, left(front_end));
+                continue;
+            }
+            // The run runs: `during` until the worker tells its next moment.
+            // An observer that raises stops the campaign as an interruption does.
+            answered = worker.tell(&reply).and_then(|()| loop {
+                if let Err(why) = front.observe(Moment::During) {
+                    break Err(Silence::Interrupted(why));
+                }
+                match worker.answer(DURING_POLL.min(left(front_end))) {
+                    Err(Silence::Timeout) if !left(front_end).is_zero() => continue,
+                    other => break other,
+                }
+            });
+            if let Err(Silence::Interrupted(why)) = answered {
+                self.stop();
+                return Err(Fatal(why));
+            }
         }
         match answered {
             Ok(line) => match serde_json::from_str::<Response>(&line) {
-                Ok(Response::Outcome { outcome, cost }) => {
+                Ok(Response::Outcome { mut outcome, cost }) => {
+                    if let Outcome::Measured(timing) = &mut outcome {
+                        timing.observed = observed.map(Box::new);
+                    }
                     self.slowest = self.slowest.max(started.elapsed() - front_end);
                     Ok(Evaluation {
                         outcome,

@@ -5,9 +5,13 @@
 //! answers [`Response::Ready`] once its device is open, then one [`Response::Outcome`] per request,
 //! or [`Response::Fatal`] and exits when the spec, the kernel or the reference is wrong. A request
 //! with an [`OwnCheck`] is answered by [`Response::Check`] first, then by its outcome once the
-//! supervisor has sent the front end's verdict ([`Request::Checked`]).
+//! supervisor has sent the front end's verdict ([`Request::Checked`]). A request that is
+//! `observe`d tells each [`Moment`] of its timed runs ([`Response::Moment`]) and goes on once
+//! the supervisor's front end has called its observers ([`Request::Go`]); after
+//! [`Moment::AfterStart`] the supervisor answers at once and calls `during` until the next
+//! moment.
 
-use crate::evaluate::{Bench, Cost, Fatal, Front, FrontCheck};
+use crate::evaluate::{Bench, Cost, Fatal, Front, FrontCheck, Moment};
 use crate::race::Limits;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
@@ -76,10 +80,15 @@ pub enum Request {
         /// When the supervisor gives up on the evaluation, in milliseconds from its request.
         #[serde(default)]
         deadline_ms: Option<u64>,
+        /// Tell the moments of the timed runs to the front end's observers.
+        #[serde(default)]
+        observe: bool,
     },
     /// The front end's verdict on the outputs of [`Response::Check`]: why they are wrong, or
     /// `None` where they are right.
     Checked { wrong: Option<String> },
+    /// The front end's observers were told the [`Response::Moment`]: go on.
+    Go,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -96,6 +105,8 @@ pub enum Response {
     Check {
         outputs: BTreeMap<String, PathBuf>,
     },
+    /// A moment of an observed request's timed runs.
+    Moment(Moment),
     Fatal(String),
 }
 
@@ -221,22 +232,29 @@ impl Service for Bench {
             generated,
             check,
             deadline_ms,
+            observe,
         } = request
         else {
             return Err(Fatal("an answer without a question".into()));
         };
         self.set_deadline(deadline_ms.map(std::time::Duration::from_millis));
         self.generate(generated);
-        // The check asks the front end in the middle of the evaluation.
-        let mut verdict = |outputs| match ask(Response::Check { outputs })? {
+        // The check and the observers ask the front end in the middle of the evaluation.
+        let ask = std::cell::RefCell::new(ask);
+        let mut verdict = |outputs| match (ask.borrow_mut())(Response::Check { outputs })? {
             Request::Checked { wrong } => Ok(wrong),
             _ => Err(Fatal("another answer than a verdict".into())),
+        };
+        let mut observed = |moment| match (ask.borrow_mut())(Response::Moment(moment))? {
+            Request::Go => Ok(()),
+            _ => Err(Fatal("another answer than go".into())),
         };
         let front = Front {
             check: check.as_ref().map(|own| FrontCheck {
                 own,
                 verdict: &mut verdict,
             }),
+            observe: observe.then_some(&mut observed as _),
         };
         let (outcome, cost) =
             self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), front)?;

@@ -442,7 +442,14 @@ fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
             own: &own,
             verdict: &mut verdict,
         };
-        b.evaluate(&[wg], Front { check: Some(check) }).unwrap()
+        b.evaluate(
+            &[wg],
+            Front {
+                check: Some(check),
+                observe: None,
+            },
+        )
+        .unwrap()
     };
     match evaluate(16) {
         Outcome::Measured(t) => assert_eq!(t.times_ms.len(), 3),
@@ -464,8 +471,70 @@ fn a_front_end_checks_the_outputs_it_names_before_the_timed_runs() {
         verdict: &mut never,
     };
     let e = b
-        .evaluate(&[16], Front { check: Some(check) })
+        .evaluate(
+            &[16],
+            Front {
+                check: Some(check),
+                observe: None,
+            },
+        )
         .unwrap_err()
         .to_string();
     assert!(e.contains("`z`"), "{e}");
+}
+
+#[test]
+fn a_front_ends_observers_are_told_each_moment_of_the_timed_runs_only() {
+    use ndtune_bench::evaluate::Moment;
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = bench(spec(dir.path(), "{ config = { WG = 1 } }", "scale", ARGS));
+    let mut moments = Vec::new();
+    let mut observe = |m: Moment| {
+        moments.push(m);
+        Ok(())
+    };
+    let front = Front {
+        check: None,
+        observe: Some(&mut observe),
+    };
+    match b.evaluate(&[16], front).unwrap() {
+        Outcome::Measured(t) => assert_eq!(t.times_ms.len(), 3),
+        o => panic!("WG 16: {o:?}"),
+    }
+    // The verified run before the timed runs is not observed; each of the 3 timed runs is.
+    let run = [Moment::BeforeStart, Moment::AfterStart, Moment::AfterFinish];
+    let mut expected = vec![Moment::Start];
+    expected.extend(run.iter().cycle().take(9));
+    expected.push(Moment::End);
+    assert_eq!(moments, expected);
+    // A configuration that never reaches its timed runs tells nothing; an observer's error is
+    // fatal.
+    moments.clear();
+    let mut observe = |m: Moment| {
+        moments.push(m);
+        Ok(())
+    };
+    let o = b.evaluate(
+        &[8],
+        Front {
+            check: None,
+            observe: Some(&mut observe),
+        },
+    );
+    assert_eq!(o.unwrap().kind(), OutcomeKind::WrongResult);
+    assert!(moments.is_empty());
+    let mut failing = |m: Moment| match m {
+        Moment::AfterStart => Err(Fatal("the sensor is gone".into())),
+        _ => Ok(()),
+    };
+    let e = b
+        .evaluate(
+            &[16],
+            Front {
+                check: None,
+                observe: Some(&mut failing),
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.to_string(), "the sensor is gone");
 }

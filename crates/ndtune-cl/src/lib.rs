@@ -27,7 +27,7 @@ use std::sync::{Mutex, PoisonError};
 
 mod programs;
 mod session;
-pub use session::{Arg, DeviceBuffer, PinnedHost, Pipeline, PipelineTimes, Session, Step};
+pub use session::{Arg, DeviceBuffer, PinnedHost, Pipeline, PipelineTimes, Running, Session, Step};
 
 /// How to get an OpenCL platform; part of [`ClError::NoPlatform`]'s message.
 pub const INSTALL_HINT: &str = "install an OpenCL platform: on Debian/Ubuntu, \

@@ -508,10 +508,40 @@ impl Session {
         local: Option<&[usize]>,
         offset: Option<&[usize]>,
     ) -> Result<f64, ClError> {
+        self.start(kernel, global, local, offset)?.finish()
+    }
+
+    /// Launches `kernel` as [`Session::launch`] does and hands it to the device at once
+    /// (`clFlush`) without waiting: the caller works while it runs, and
+    /// [`Running::finish`] waits for it and gives its time.
+    pub fn start(
+        &self,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+    ) -> Result<Running<'_>, ClError> {
         let event = enqueue_kernel(&self.queue, kernel, global, local, offset, &[])?;
-        event.wait().map_err(api("clWaitForEvents"))?;
-        self.settle()?;
-        device_ns(&event).map(|ns| ns as f64 / 1e6)
+        self.queue.flush().map_err(api("clFlush"))?;
+        Ok(Running {
+            session: self,
+            event,
+        })
+    }
+}
+
+/// A kernel launched by [`Session::start`], running or done.
+pub struct Running<'a> {
+    session: &'a Session,
+    event: opencl3::event::Event,
+}
+
+impl Running<'_> {
+    /// Waits for the kernel; its own time from the profiling events, in milliseconds.
+    pub fn finish(self) -> Result<f64, ClError> {
+        self.event.wait().map_err(api("clWaitForEvents"))?;
+        self.session.settle()?;
+        device_ns(&self.event).map(|ns| ns as f64 / 1e6)
     }
 }
 

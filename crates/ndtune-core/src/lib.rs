@@ -74,6 +74,10 @@ pub struct Timing {
     /// `times_ms` holds the runs it got and the score is the mean of the best of those.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raced: Option<Raced>,
+    /// What the front end's observers of the timed runs gave (Kernel Tuner's
+    /// `BenchmarkObserver.get_results`), by observer, where it had any (boxed, as the energy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Box<std::collections::BTreeMap<String, serde_json::Value>>>,
 }
 
 /// The energy a device drew over a window of back-to-back runs of one configuration: the timed
@@ -93,6 +97,15 @@ pub struct Energy {
     pub samples: u32,
     /// Where the energy came from, e.g. `nvml energy counter` or `nvml power samples`.
     pub source: String,
+    /// The mean GPU temperature over the window, in degrees Celsius, where its sensor reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    /// The mean graphics (core) clock over the window, in MHz, where it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_clock_mhz: Option<f64>,
+    /// The mean memory clock over the window, in MHz, where it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<f64>,
 }
 
 /// How racing stopped a configuration's timing early: after `times_ms.len()` runs its fastest
@@ -167,6 +180,7 @@ impl Timing {
             advice: None,
             energy: None,
             raced: None,
+            observed: None,
         }
     }
 

@@ -5,10 +5,11 @@
 //!   matched to the OpenCL device by PCI address where the driver tells it, else by name and
 //!   order. Anything else — no NVIDIA GPU, no library, no permission, a GPU that reads neither
 //!   energy nor power — is [`Unavailable`], with the reason people see.
-//! - [`Meter::measure`] runs a piece of work while a thread samples the power every
-//!   [`SAMPLE_PERIOD`], and says what the device drew over it ([`Drawn`]): the difference of
-//!   NVML's total energy counter where the GPU has one (Volta and later), else the integral of
-//!   the power samples ([`integrate`]).
+//! - [`Meter::measure`] runs a piece of work while a thread samples the power, the temperature
+//!   and the clocks every [`SAMPLE_PERIOD`], and says what the device drew over it ([`Drawn`]):
+//!   the difference of NVML's total energy counter where the GPU has one (Volta and later), else
+//!   the integral of the power samples ([`integrate`]); and the mean of each sensor the GPU
+//!   reads ([`Sensors`]).
 //!
 //! Other vendors' libraries and CPU package counters are not read: where there is no source,
 //! there is no number.
@@ -25,6 +26,7 @@
 //! ```
 
 use ndtune_device::PciAddress;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 use std::ffi::OsStr;
@@ -72,6 +74,19 @@ pub struct Drawn {
     pub samples: u32,
     /// `nvml energy counter` or `nvml power samples`.
     pub source: &'static str,
+    /// The means of the other sensors over the window.
+    pub sensors: Sensors,
+}
+
+/// The mean of what a GPU's sensors read over a window, where it reads them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sensors {
+    /// The GPU's temperature, in degrees Celsius.
+    pub temperature_c: Option<f64>,
+    /// The graphics (core) clock, in MHz.
+    pub core_clock_mhz: Option<f64>,
+    /// The memory clock, in MHz.
+    pub mem_clock_mhz: Option<f64>,
 }
 
 impl Drawn {
@@ -227,20 +242,23 @@ impl Meter {
         let window_s = started.elapsed().as_secs_f64();
         let after = counter(&gpu);
         let window_ms = window_s * 1e3;
-        let n = samples.len() as u32;
+        let n = samples.power.len() as u32;
+        let sensors = samples.means();
         let drawn = match (before, after) {
             (Some(a), Some(b)) if b > a => Ok(Drawn {
                 joules: (b - a) as f64 / 1e3,
                 window_ms,
                 samples: n,
                 source: "nvml energy counter",
+                sensors,
             }),
-            _ => match integrate(&samples, window_s) {
+            _ => match integrate(&samples.power, window_s) {
                 Some(joules) => Ok(Drawn {
                     joules,
                     window_ms,
                     samples: n,
                     source: "nvml power samples",
+                    sensors,
                 }),
                 None => Err(format!(
                     "over {window_ms:.1} ms the energy counter did not move and {n} power samples were read: raise [measure] energy_ms"
@@ -251,12 +269,47 @@ impl Meter {
     }
 }
 
-/// (seconds since the window started, watts) every [`SAMPLE_PERIOD`] until `stop`.
-fn sample(gpu: &Device, stop: &AtomicBool, started: Instant) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
+/// What the sampling thread reads over a window.
+#[derive(Default)]
+struct Samples {
+    /// (seconds since the window started, watts).
+    power: Vec<(f64, f64)>,
+    temperature_c: Vec<f64>,
+    core_clock_mhz: Vec<f64>,
+    mem_clock_mhz: Vec<f64>,
+}
+
+impl Samples {
+    fn means(&self) -> Sensors {
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        Sensors {
+            temperature_c: mean(&self.temperature_c),
+            core_clock_mhz: mean(&self.core_clock_mhz),
+            mem_clock_mhz: mean(&self.mem_clock_mhz),
+        }
+    }
+}
+
+/// Reads the power and the sensors every [`SAMPLE_PERIOD`] until `stop` (at least once).
+fn sample(gpu: &Device, stop: &AtomicBool, started: Instant) -> Samples {
+    let mut out = Samples::default();
     loop {
         if let Ok(mw) = gpu.power_usage() {
-            out.push((started.elapsed().as_secs_f64(), f64::from(mw) / 1e3));
+            out.power
+                .push((started.elapsed().as_secs_f64(), f64::from(mw) / 1e3));
+        }
+        let readings = [
+            (
+                gpu.temperature(TemperatureSensor::Gpu),
+                &mut out.temperature_c,
+            ),
+            (gpu.clock_info(Clock::Graphics), &mut out.core_clock_mhz),
+            (gpu.clock_info(Clock::Memory), &mut out.mem_clock_mhz),
+        ];
+        for (reading, into) in readings {
+            if let Ok(v) = reading {
+                into.push(f64::from(v));
+            }
         }
         if stop.load(Ordering::Relaxed) {
             return out;

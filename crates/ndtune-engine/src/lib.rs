@@ -79,6 +79,7 @@ pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
 use ndtune_bench::builder::BuildPool;
+use ndtune_bench::evaluate::Moment;
 use ndtune_bench::node_builds::{self, Builds, ServiceKey};
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
@@ -344,6 +345,18 @@ pub trait PerConfig {
     /// wrong (the configuration is `wrong_result`), or `None` where they are right. An error
     /// stops the campaign.
     fn check(&mut self, outputs: &BTreeMap<String, PathBuf>) -> Result<Option<String>, String>;
+
+    /// The names of the front end's observers of the timed runs (Kernel Tuner's
+    /// `BenchmarkObserver`s); empty where it has none. A stored result that none of them
+    /// watched is measured again.
+    fn observers(&self) -> Vec<String>;
+
+    /// Calls the observers' hooks for `moment` of `config`'s timed runs. An error stops the
+    /// campaign.
+    fn observe(&mut self, config: &Config, moment: Moment) -> Result<(), String>;
+
+    /// What the observers give for the timed runs just over, by observer.
+    fn observed(&mut self) -> Result<BTreeMap<String, serde_json::Value>, String>;
 }
 
 /// Receives a campaign's [`Event`]s.
@@ -443,9 +456,12 @@ impl Campaign<'_> {
         let mut noise = Noise::default();
         let mut existing: HashMap<Config, Outcome> = HashMap::new();
         let mut measure_again = HashSet::new();
+        let from_the_power_source = metrics.power_source_quantities();
+        let observers = per_config.as_ref().map_or_else(Vec::new, |p| p.observers());
         for r in self.store.records(&group)? {
-            // A result measured without the energy its metrics now need is measured again.
-            if energy.measured && lacks_energy(&r.outcome) {
+            // A result measured without the energy (or a sensor's reading) its metrics now need,
+            // or without one of the front end's observers watching, is measured again.
+            if lacks_readings(&r.outcome, &from_the_power_source, &observers) {
                 measure_again.insert(r.key.config);
                 continue;
             }
@@ -672,9 +688,19 @@ fn energy_report(device: &ClDevice, metrics: &Metrics) -> Result<EnergyReport, S
     }
 }
 
-/// A measurement without the energy.
-fn lacks_energy(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Measured(t) if t.energy.is_none())
+/// A measurement without one of the `needed` quantities of the power source, or that one of
+/// the `observers` did not watch.
+fn lacks_readings(outcome: &Outcome, needed: &[&str], observers: &[String]) -> bool {
+    let Outcome::Measured(t) = outcome else {
+        return false;
+    };
+    let unobserved = observers
+        .iter()
+        .any(|o| !t.observed.as_ref().is_some_and(|by| by.contains_key(o)));
+    unobserved
+        || ndtune_metrics::measured(t)
+            .iter()
+            .any(|(q, v)| v.is_none() && needed.contains(q))
 }
 
 /// The store's campaign of a spec's kernel read from `source` on a device, with input data

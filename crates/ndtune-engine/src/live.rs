@@ -9,16 +9,17 @@ use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, PerConfig, Phases, TimeSpent};
 use ndtune_bench::builder::{BuildTimes, Built};
+use ndtune_bench::evaluate::Moment;
 use ndtune_bench::node_builds::Builds;
 use ndtune_bench::race::{Limits, Noise};
-use ndtune_bench::supervisor::{Supervisor, Verdict};
-use ndtune_bench::worker::Generated;
+use ndtune_bench::supervisor::{FrontEnd, Supervisor};
+use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_core::{Codec, Config, Outcome};
 use ndtune_metrics::{Inputs, Metrics};
 use ndtune_search::{Evaluated, Evaluator, Point};
 use ndtune_spec::Race;
 use ndtune_store::{Group, Record, ResultKey, Store};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -189,7 +190,7 @@ impl Live<'_> {
 
     /// The program binary for `point` from the build pool (waiting for it), or the outcome of a
     /// build that failed, crashed or hung; `Ok(None)` where the worker is to build itself.
-    fn prebuilt(&mut self, point: &[i64]) -> Result<Option<PathBuf>, Outcome> {
+    fn prebuilt(&mut self, point: &[i64]) -> Result<Option<PathBuf>, Box<Outcome>> {
         if self.pool.is_none() {
             return Ok(None);
         }
@@ -205,7 +206,7 @@ impl Live<'_> {
             // busy machine): not the configuration's outcome. The measurement worker builds it
             // once more under the evaluation's own deadline.
             Built::Failed(Outcome::TimedOut { .. }) => Ok(None),
-            Built::Failed(outcome) => Err(outcome),
+            Built::Failed(outcome) => Err(Box::new(outcome)),
             Built::Unavailable(why) => {
                 if !self.unavailable_told {
                     self.unavailable_told = true;
@@ -220,7 +221,7 @@ impl Live<'_> {
 
     /// Measures `point` in the worker; a build outcome from the pool stands for the
     /// measurement. `None` when the campaign has to stop.
-    fn measure(&mut self, point: &[i64]) -> Option<Outcome> {
+    fn measure(&mut self, point: &[i64], config: &Config) -> Option<Outcome> {
         let waited = Instant::now();
         let prebuilt = self.prebuilt(point);
         let wait_s = waited.elapsed().as_secs_f64();
@@ -232,7 +233,7 @@ impl Live<'_> {
                     compile_ms: wait_s * 1e3,
                     ..Phases::default()
                 };
-                return Some(outcome);
+                return Some(*outcome);
             }
         };
         let generated = self.generated(point);
@@ -253,16 +254,16 @@ impl Live<'_> {
             pool.pause();
         }
         let limits = self.racing.limits();
-        let per_config = self.per_config.as_deref_mut();
-        let own = per_config.as_ref().and_then(|p| p.own_check().cloned());
-        let mut verdict = per_config.map(|p| |outputs: &_| p.check(outputs));
-        let check = own.as_ref().zip(verdict.as_mut().map(|v| v as Verdict<'_>));
+        let mut front = self
+            .per_config
+            .as_deref_mut()
+            .map(|per_config| Measuring { per_config, config });
         let evaluated = self.supervisor.evaluate(
             point,
             binary.as_deref(),
             limits.as_ref(),
             generated.as_ref(),
-            check,
+            front.as_mut().map(|f| f as &mut dyn FrontEnd),
         );
         if let Some(pool) = pool {
             pool.resume();
@@ -294,7 +295,7 @@ impl Live<'_> {
     /// campaign) and tells the observer; `None` when the campaign has to stop.
     fn measure_and_record(&mut self, point: &[i64], config: &Config) -> Option<Outcome> {
         let started_at = ndtune_store::now_ms();
-        let outcome = self.measure(point)?;
+        let outcome = self.measure(point, config)?;
         let writing = Instant::now();
         let record = Record {
             key: self.key(config),
@@ -815,4 +816,33 @@ fn first_built(
     let first = pool.first_done(key, point, others);
     time.add_wait(waited.elapsed().as_secs_f64());
     first
+}
+
+/// The front end's part in measuring one configuration: its check of the outputs, its
+/// observers of the timed runs.
+struct Measuring<'a> {
+    per_config: &'a mut dyn PerConfig,
+    config: &'a Config,
+}
+
+impl FrontEnd for Measuring<'_> {
+    fn own_check(&self) -> Option<&OwnCheck> {
+        self.per_config.own_check()
+    }
+
+    fn check(&mut self, outputs: &BTreeMap<String, PathBuf>) -> Result<Option<String>, String> {
+        self.per_config.check(outputs)
+    }
+
+    fn observers(&self) -> Vec<String> {
+        self.per_config.observers()
+    }
+
+    fn observe(&mut self, moment: Moment) -> Result<(), String> {
+        self.per_config.observe(self.config, moment)
+    }
+
+    fn observed(&mut self) -> Result<BTreeMap<String, serde_json::Value>, String> {
+        self.per_config.observed()
+    }
 }

@@ -2,8 +2,10 @@
 //! `objective`, `objective_higher_is_better`).
 //!
 //! - A metric ([`MetricDef`]) is an expression of the measured quantities — [`TIME`] (ms, the
-//!   configuration's score, as Kernel Tuner's `p["time"]`), [`ENERGY`] (joules per run) and
-//!   [`POWER`] (watts) — the constants, the parameters and the metrics defined before it,
+//!   configuration's score, as Kernel Tuner's `p["time"]`), [`ENERGY`] (joules per run),
+//!   [`POWER`] (watts) and the means of the GPU's sensors over the same window
+//!   ([`TEMPERATURE`], [`CORE_CLOCK`], [`MEM_CLOCK`]) — the constants, the parameters and the
+//!   metrics defined before it,
 //!   computed in double precision (a real context of the constraint language: `/` divides
 //!   exactly). `gflops = "2 * N**3 / time / 1e6"`.
 //! - The [`Objective`] is one metric (or `time`, the default), minimised or maximised.
@@ -48,8 +50,44 @@ pub const ENERGY: &str = "energy_j";
 /// The measured power in metrics: watts, the mean over the runs.
 pub const POWER: &str = "power_w";
 
+/// The measured GPU temperature in metrics: degrees Celsius, the mean over the energy window.
+pub const TEMPERATURE: &str = "temperature_c";
+/// The measured graphics (core) clock in metrics: MHz, the mean over the energy window.
+pub const CORE_CLOCK: &str = "core_clock_mhz";
+/// The measured memory clock in metrics: MHz, the mean over the energy window.
+pub const MEM_CLOCK: &str = "mem_clock_mhz";
+
 /// The measured quantities metrics are built on, with their units.
-pub const MEASURED: [(&str, &str); 3] = [(TIME, "ms"), (ENERGY, "J"), (POWER, "W")];
+pub const MEASURED: [(&str, &str); 6] = [
+    (TIME, "ms"),
+    (ENERGY, "J"),
+    (POWER, "W"),
+    (TEMPERATURE, "°C"),
+    (CORE_CLOCK, "MHz"),
+    (MEM_CLOCK, "MHz"),
+];
+
+/// The measured quantities the device's power source reads over the energy window: a
+/// campaign that needs one measures the energy.
+pub const FROM_THE_POWER_SOURCE: [&str; 5] = [ENERGY, POWER, TEMPERATURE, CORE_CLOCK, MEM_CLOCK];
+
+/// Each measured quantity of a timing by name, `None` where it was not read (no energy window,
+/// or a sensor the GPU does not read) or is not finite.
+pub fn measured(timing: &ndtune_core::Timing) -> Vec<(&'static str, Option<f64>)> {
+    let energy = timing.energy.as_deref();
+    let read = |f: fn(&ndtune_core::Energy) -> Option<f64>| energy.and_then(f);
+    [
+        (TIME, Some(timing.score_ms())),
+        (ENERGY, read(|e| Some(e.joules))),
+        (POWER, read(|e| Some(e.watts))),
+        (TEMPERATURE, read(|e| e.temperature_c)),
+        (CORE_CLOCK, read(|e| e.core_clock_mhz)),
+        (MEM_CLOCK, read(|e| e.mem_clock_mhz)),
+    ]
+    .into_iter()
+    .map(|(n, v)| (n, v.filter(|v| v.is_finite())))
+    .collect()
+}
 
 /// A metric as written: its name, its expression and the unit its values are shown in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,12 +132,12 @@ impl Objective {
     }
 
     /// Whether higher is better for `metric` without being told: never for the measured time,
-    /// energy and power (lower is better); `None` for any other metric, whose direction the
-    /// user must say (minimising a GFLOP/s by default would be silently wrong).
+    /// energy, power and temperature (lower is better); `None` for the clocks and any other
+    /// metric, whose direction the user must say (minimising a GFLOP/s by default would be
+    /// silently wrong).
     pub fn default_direction(metric: &str) -> Option<bool> {
-        MEASURED
-            .iter()
-            .any(|(name, _)| *name == metric)
+        [TIME, ENERGY, POWER, TEMPERATURE]
+            .contains(&metric)
             .then_some(false)
     }
 
@@ -289,8 +327,7 @@ impl Metrics {
                 err(e.to_string())
             })?;
             let needs = expr.names().iter().any(|(n, _)| {
-                *n == ENERGY
-                    || *n == POWER
+                FROM_THE_POWER_SOURCE.contains(n)
                     || defs.metrics[..i]
                         .iter()
                         .zip(&energy)
@@ -347,10 +384,25 @@ impl Metrics {
             .map(|(m, _)| m.name.as_str())
             .collect();
         let objective = self.defs.objective.metric.as_str();
-        if (objective == ENERGY || objective == POWER) && !out.contains(&objective) {
+        if FROM_THE_POWER_SOURCE.contains(&objective) && !out.contains(&objective) {
             out.push(objective);
         }
         out
+    }
+
+    /// The quantities of the power source ([`FROM_THE_POWER_SOURCE`]) that the metrics or the
+    /// objective use: what a stored measurement needs to be reused.
+    pub fn power_source_quantities(&self) -> Vec<&'static str> {
+        FROM_THE_POWER_SOURCE
+            .into_iter()
+            .filter(|q| {
+                self.defs.objective.metric == *q
+                    || self
+                        .exprs
+                        .iter()
+                        .any(|e| e.names().iter().any(|(n, _)| n == q))
+            })
+            .collect()
     }
 
     /// The unit of every measured quantity and of each metric that has one, by name.
@@ -406,14 +458,10 @@ impl Metrics {
                 objective: None,
             };
         };
-        let mut measured = vec![(
-            TIME.to_string(),
-            Some(timing.score_ms()).filter(|t| t.is_finite()),
-        )];
-        if let Some(e) = &timing.energy {
-            measured.push((ENERGY.into(), Some(e.joules)));
-            measured.push((POWER.into(), Some(e.watts)));
-        }
+        let measured: Vec<(String, Option<f64>)> = measured(timing)
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
         let mut known: Constants = inputs
             .recorded
             .into_iter()
@@ -494,10 +542,9 @@ fn check_name(name: &str, scope: &Scope, earlier: &[MetricDef]) -> Result<(), St
 
 /// The names a metric may use, for an unknown name's help.
 fn help_names(scope: &Scope, earlier: &[MetricDef]) -> String {
-    let mut out = format!(
-        "a metric uses the measured {}, {} and {}",
-        TIME, ENERGY, POWER
-    );
+    let names: Vec<&str> = MEASURED.iter().map(|(n, _)| *n).collect();
+    let (last, first) = names.split_last().expect("quantities are measured");
+    let mut out = format!("a metric uses the measured {} and {last}", first.join(", "));
     if !scope.params.is_empty() {
         out.push_str(&format!(", the parameters ({})", scope.params.join(", ")));
     }
@@ -546,7 +593,7 @@ impl<'a> Inputs<'a> {
 /// objective's value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Values {
-    /// `time`, and `energy_j` and `power_w` where the energy was measured.
+    /// Every measured quantity ([`MEASURED`]), `None` where it was not read.
     pub measured: Vec<(String, Option<f64>)>,
     /// Every metric, in definition order.
     pub metrics: Vec<(String, Option<f64>)>,
@@ -563,8 +610,8 @@ impl Values {
             .and_then(|(_, v)| *v)
     }
 
-    /// The energy and power, where measured, then every metric that has a value: what reports
-    /// show beside the time.
+    /// The quantities of the power source, where read, then every metric that has a value: what
+    /// reports show beside the time.
     pub fn shown(&self) -> BTreeMap<String, f64> {
         self.measured
             .iter()

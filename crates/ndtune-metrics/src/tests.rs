@@ -36,6 +36,9 @@ fn measured(ms: f64, energy: Option<(f64, f64)>) -> Outcome {
             window_ms: 100.0,
             samples: 20,
             source: "test".into(),
+            temperature_c: None,
+            core_clock_mhz: None,
+            mem_clock_mhz: None,
         })
     });
     Outcome::Measured(t)
@@ -126,6 +129,54 @@ fn energy_and_power_are_metrics_where_they_were_measured() {
         (Some(1000.0), None)
     );
     assert_eq!(m.cost(&Inputs::new(&constants, &c, &without)), None);
+    assert_eq!(m.power_source_quantities(), ["energy_j", "power_w"]);
+}
+
+#[test]
+fn the_sensors_read_over_the_energy_window_are_metrics_where_the_gpu_reads_them() {
+    let m = Metrics::check(
+        defs(
+            &[
+                ("warm", "temperature_c - 40"),
+                ("ghz", "core_clock_mhz / 1000"),
+            ],
+            "time",
+            false,
+        ),
+        &scope(),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(m.needing_energy(), ["warm", "ghz"]);
+    assert_eq!(
+        m.power_source_quantities(),
+        ["temperature_c", "core_clock_mhz"]
+    );
+    assert_eq!(m.label("mem_clock_mhz"), "mem_clock_mhz (MHz)");
+    let constants = int_config([("N", 1000)]);
+    let c = config(8, "float");
+    let Outcome::Measured(mut t) = measured(2.0, Some((0.5, 250.0))) else {
+        unreachable!()
+    };
+    // A GPU that reads the temperature and the core clock, not the memory clock.
+    let energy = t.energy.as_mut().unwrap();
+    energy.temperature_c = Some(61.5);
+    energy.core_clock_mhz = Some(1980.0);
+    let read = Outcome::Measured(t);
+    let v = m.evaluate(&Inputs::new(&constants, &c, &read));
+    assert_eq!((v.get("warm"), v.get("ghz")), (Some(21.5), Some(1.98)));
+    assert_eq!(v.get("temperature_c"), Some(61.5));
+    assert_eq!(v.get("mem_clock_mhz"), None);
+    assert!(!v.shown().contains_key("mem_clock_mhz"));
+    // A timing from before the sensors were read: the energy is there, the sensors are not.
+    let v = m.evaluate(&Inputs::new(
+        &constants,
+        &c,
+        &measured(2.0, Some((0.5, 250.0))),
+    ));
+    assert_eq!((v.get("warm"), v.get("ghz")), (None, None));
+    assert_eq!(Objective::default_direction("temperature_c"), Some(false));
+    assert_eq!(Objective::default_direction("core_clock_mhz"), None);
 }
 
 #[test]
@@ -156,7 +207,7 @@ fn bad_definitions_say_what_and_where() {
     let e = err(&[("gflops", "1 / time")], "gflop");
     assert_eq!(
         e,
-        "objective `gflop`: is no metric; the metrics are: time, energy_j, power_w, gflops"
+        "objective `gflop`: is no metric; the metrics are: time, energy_j, power_w, temperature_c, core_clock_mhz, mem_clock_mhz, gflops"
     );
     // A measured quantity's name taken by a parameter is ambiguous in a metric.
     let mut s = scope();

@@ -18,6 +18,7 @@
 //! measured is in the store and the same call goes on from there.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ndtune_bench::evaluate::Moment;
 use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants, Outcome};
@@ -213,6 +214,10 @@ struct PyPerConfig<'py> {
     /// The callable's `generates`: whether it may give a configuration code of its own (true
     /// where it does not say).
     generates: bool,
+    /// The callable's `observers`: the names of the observers of the timed runs whose hooks its
+    /// `observe(moment, config)` calls (`config` as JSON at `start`) and whose results its
+    /// `observed()` gives, as JSON, by observer; none where it does not say.
+    observers: Vec<String>,
     raised: Option<PyErr>,
 }
 
@@ -253,6 +258,32 @@ impl PerConfig for PyPerConfig<'_> {
             .and_then(|a| a.extract::<Option<String>>())
             .map_err(|e| self.raised(e))
     }
+
+    fn observers(&self) -> Vec<String> {
+        self.observers.clone()
+    }
+
+    fn observe(&mut self, config: &Config, moment: Moment) -> Result<(), String> {
+        let config = match moment {
+            Moment::Start => Some(serde_json::to_string(config).expect("a configuration is JSON")),
+            _ => None,
+        };
+        let moment = serde_json::to_value(moment).expect("a moment is JSON");
+        self.callable
+            .call_method1("observe", (moment.as_str(), config))
+            .map(drop)
+            .map_err(|e| self.raised(e))
+    }
+
+    fn observed(&mut self) -> Result<BTreeMap<String, Json>, String> {
+        let values = self
+            .callable
+            .call_method0("observed")
+            .and_then(|a| a.extract::<String>())
+            .map_err(|e| self.raised(e))?;
+        serde_json::from_str(&values)
+            .map_err(|e| format!("the observers' results are no JSON object: {e}"))
+    }
 }
 
 /// Ctrl-C reaches Python's handler, which only notes it: where it was pressed and `seen` holds
@@ -281,6 +312,10 @@ fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyR
             .getattr("generates")
             .and_then(|g| g.extract::<bool>())
             .unwrap_or(true),
+        observers: callable
+            .getattr("observers")
+            .and_then(|o| o.extract::<Vec<String>>())
+            .unwrap_or_default(),
         callable,
         check: call.check.clone(),
         raised: None,

@@ -188,6 +188,20 @@ fn print(device_name: &str, r: &Record, names: &[String], metrics: &[Metric]) {
                     "  energy      {:.6} J per run, {:.1} W: {} runs over {:.1} ms, {} power samples, from the {}",
                     e.joules, e.watts, e.runs, e.window_ms, e.samples, e.source
                 );
+                let sensors: Vec<String> = [
+                    ("temperature", e.temperature_c, "°C"),
+                    ("core clock", e.core_clock_mhz, "MHz"),
+                    ("memory clock", e.mem_clock_mhz, "MHz"),
+                ]
+                .into_iter()
+                .filter_map(|(name, v, unit)| Some(format!("{name} {:.0} {unit}", v?)))
+                .collect();
+                if !sensors.is_empty() {
+                    println!(
+                        "  sensors     {} (means over the window)",
+                        sensors.join(", ")
+                    );
+                }
             }
             if !metrics.is_empty() {
                 let shown: Vec<String> = metrics

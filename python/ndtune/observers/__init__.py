@@ -1,7 +1,9 @@
-"""Kernel Tuner's observers under ndtune: `NVMLObserver` (`ndtune.observers.nvml`), whose energy
-and power are ndtune's own NVML measurements, and the base classes Kernel Tuner scripts derive
-their observers from. ndtune measures each configuration in a worker process of its own and does
-not call a user observer's hooks there: `tune_kernel` refuses one by name (docs/python.md).
+"""Kernel Tuner's observers under ndtune: `NVMLObserver` (`ndtune.observers.nvml`), whose
+readings are ndtune's own NVML measurements, and the base classes Kernel Tuner scripts derive
+their observers from. `tune_kernel` calls a user's `BenchmarkObserver` in the calling process
+around each timed run of a configuration, as Kernel Tuner does, and keeps what its
+`get_results()` gives with the measurement (docs/python.md, "Observers"); `OutputObserver` and
+`PrologueObserver` are refused by name.
 """
 
 from abc import ABC, abstractmethod

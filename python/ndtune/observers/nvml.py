@@ -1,9 +1,10 @@
-"""Kernel Tuner's `NVMLObserver` under ndtune. Its `nvml_energy` (joules per run) and
-`nvml_power` (watts) are ndtune's own NVML measurements, `energy_j` and `power_w` (docs/tuning.md,
-"Energy and power"), read over a window of back-to-back runs of each configuration and stored
-beside its times; they come back in each result under Kernel Tuner's names. The quantities
-ndtune does not read (clocks, temperature, voltage, single power readings) are refused by name,
-and a device that is no NVIDIA GPU is an error, as NVML cannot read it.
+"""Kernel Tuner's `NVMLObserver` under ndtune. Its `nvml_energy` (joules per run), `nvml_power`
+(watts), `temperature` (degrees Celsius), `core_freq` and `mem_freq` (MHz) are ndtune's own NVML
+measurements, `energy_j`, `power_w`, `temperature_c`, `core_clock_mhz` and `mem_clock_mhz`
+(docs/tuning.md, "Energy and power"), read over a window of back-to-back runs of each
+configuration and stored beside its times; they come back in each result under Kernel Tuner's
+names. The quantities ndtune does not read (the graphics voltage, single power readings) are
+refused by name, and a device that is no NVIDIA GPU is an error, as NVML cannot read it.
 """
 
 from . import BenchmarkObserver
@@ -11,12 +12,14 @@ from . import BenchmarkObserver
 # Kernel Tuner's observables, and the metric ndtune measures each as, where it does.
 SUPPORTED = ["power_readings", "nvml_power", "nvml_energy", "core_freq", "mem_freq",
              "temperature", "gr_voltage"]
-MEASURED = {"nvml_energy": "energy_j", "nvml_power": "power_w"}
+MEASURED = {"nvml_energy": "energy_j", "nvml_power": "power_w", "temperature": "temperature_c",
+            "core_freq": "core_clock_mhz", "mem_freq": "mem_clock_mhz"}
 
 
 class NVMLObserver(BenchmarkObserver):
-    """Observes `observables` of the tuned NVIDIA GPU: ndtune gives `nvml_energy` and
-    `nvml_power`; Kernel Tuner's other arguments are accepted and have no effect."""
+    """Observes `observables` of the tuned NVIDIA GPU: ndtune gives the means over each
+    configuration's energy window; Kernel Tuner's other arguments are accepted and have no
+    effect (`save_all`'s lists of the readings of each run are not kept)."""
 
     def __init__(self, observables, device=None, save_all=False, nvidia_smi_fallback=None,
                  use_locked_clocks=False, continuous_duration=1):
@@ -32,7 +35,7 @@ class NVMLObserver(BenchmarkObserver):
         missing = [o for o in self.observables if o not in MEASURED]
         if missing:
             raise ValueError(f"NVMLObserver: ndtune measures {', '.join(MEASURED)} through NVML "
-                             f"(its energy_j and power_w), not {', '.join(missing)}")
+                             f"(its {', '.join(MEASURED.values())}), not {', '.join(missing)}")
         return {o: MEASURED[o] for o in self.observables}
 
     def get_results(self):
