@@ -4,14 +4,17 @@ with Kernel Tuner and with only the import changed to ndtune, each cold in a fre
 folder: valid configurations, the best time and configuration, the wall time of the process,
 and the result keys one has that the other lacks.
 
-Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--shrink] [--only a,b]
-                                    [--out FILE.json]
+Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--shrink] [--nvml]
+                                    [--only a,b] [--out FILE.json]
 
 The examples are read from the Git repository (`git --git-dir KT_GIT_DIR show REV:PATH`: a
 clone or a bare mirror; Kernel Tuner's wheel and sdist do not ship them). `--shrink` divides the
 problem sizes of the scripts and of their kernels (4096 -> 512, 2048 -> 256, the vector lengths
 by 10, the reduction's by 100), as Kernel Tuner's own tests shrink them to run on a CPU. Examples that need what PoCL lacks (NVML
-observers) are left out with why; `sepconv` is left out for its 1.2 M-configuration space.
+observers) are left out with why unless `--nvml` (an NVIDIA GPU as platform 0, device 0: run
+with `OCL_ICD_VENDORS` naming a folder with NVIDIA's ICD alone); `sepconv` is left out for its
+1.2 M-configuration space. Kernel Tuner's `NVMLObserver` finds its GPU by the UUID or PCI bus
+its backend's `env` gives, which its OpenCL backend does not: its copy is told `device=0`.
 Each run is killed after --timeout seconds (default 1200); each is cold (ndtune's program cache and
 PoCL's kernel cache of its own).
 """
@@ -27,10 +30,10 @@ from pathlib import Path
 
 EXAMPLES = ["vector_add", "vector_add_codegen", "stencil", "matmul", "convolution",
             "convolution_correct", "reduction"]
-LEFT_OUT = {
-    "vector_add_observers": "needs NVML (an NVIDIA GPU): PoCL has no power to read",
-    "sepconv": "1,228,800 declared configurations: hours on a CPU with either tool",
-}
+NVML = {"vector_add_observers": "needs NVML (an NVIDIA GPU): PoCL has no power to read"}
+LEFT_OUT = {"sepconv": "1,228,800 declared configurations: hours on a CPU with either tool"}
+# Kernel Tuner's copy of an NVML example is told its GPU (see the docstring).
+KT_NVML = (r"NVMLObserver\((\[[^\]]*\])\)", r"NVMLObserver(\1, device=0)")
 SHRINK = [(r"\b4096\b", "512"), (r"\b2048\b", "256"), (r"\b10000000\b", "1000000"),
           (r"\b80000000\b", "8000000"), (r"\b800000000\b", "8000000")]
 
@@ -70,6 +73,8 @@ def prepare(repo, rev, name, lib, shrink, where):
     if lib == "ndtune":
         text = re.sub(r"\bfrom kernel_tuner\b", "from ndtune", text)
         text = re.sub(r"^import kernel_tuner$", "import ndtune as kernel_tuner", text, flags=re.M)
+    elif name in NVML:
+        text = re.sub(*KT_NVML, text)
     (where / f"{name}.py").write_text(shrunk(text, shrink))
     listing = subprocess.run(["git", "--git-dir", repo, "ls-tree", "--name-only", rev,
                               "examples/opencl/"], check=True, capture_output=True, text=True)
@@ -101,7 +106,11 @@ def run(name, lib, args, root):
     valid = [r for r in results if isinstance(r.get("time"), (int, float))]
     best = min(valid, key=lambda r: r["time"]) if valid else None
     keys = sorted({k for r in results for k in r})
-    return {"wall_s": wall, "calls": len(calls), "results": len(results), "valid": len(valid),
+    # The NVML examples' readings of every configuration, to compare the tools' energies.
+    readings = [{k: v for k, v in r.items() if isinstance(v, (int, float, str))
+                 and k != "timestamp" and not k.endswith("_time")}
+                for r in valid] if name in NVML else None
+    return {"wall_s": wall, "readings": readings, "calls": len(calls), "results": len(results), "valid": len(valid),
             "best_ms": best["time"] if best else None, "keys": keys,
             "best": {k: v for k, v in best.items() if not isinstance(v, (list, dict))
                      and k not in ("time", "times", "timestamp") and not k.endswith("_time")}
@@ -113,12 +122,13 @@ def main():
     p.add_argument("--repo", required=True, help="Kernel Tuner's Git directory")
     p.add_argument("--rev", default="HEAD")
     p.add_argument("--shrink", action="store_true")
+    p.add_argument("--nvml", action="store_true", help="also the NVML examples")
     p.add_argument("--only", help="comma-separated example names")
     p.add_argument("--timeout", type=float, default=1200)
     p.add_argument("--out")
     args = p.parse_args()
-    names = args.only.split(",") if args.only else EXAMPLES
-    for name, why in LEFT_OUT.items():
+    names = args.only.split(",") if args.only else EXAMPLES + (list(NVML) if args.nvml else [])
+    for name, why in {**LEFT_OUT, **({} if args.nvml else NVML)}.items():
         print(f"{name}: left out: {why}")
     rows = {}
     with tempfile.TemporaryDirectory() as root:

@@ -273,7 +273,7 @@ def _metrics_lines(metrics, objective, higher_is_better):
 
 def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
                grid_div, restrictions, iterations, compiler_options, block_size_names,
-               metrics_lines, verify_lines):
+               metrics_lines, verify_lines, energy_ms=None):
     lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}"]
     if compiler_options:
         lines.append(f"build_options = {_toml([str(o) for o in compiler_options])}")
@@ -310,7 +310,8 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
     space.append('platform = "legal"')
     lines += ["[space]", *space, ""]
     lines += _args(arguments)
-    lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}", ""]
+    lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}"]
+    lines += [f"energy_ms = {float(energy_ms)}", ""] if energy_ms is not None else [""]
     lines += metrics_lines
     lines += verify_lines
     return "\n".join(lines)
@@ -503,6 +504,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     objective = objective or "time"
     higher_is_better = bool(objective_higher_is_better)
     observed, watching = _observed(observers)
+    energy_ms = _energy_window_ms(observers)
     spec_metrics, here_metrics = _split_metrics(metrics)
     # The observers' values come first, so that the metrics may use them, as Kernel Tuner's.
     spec_metrics = {**observed, **spec_metrics}
@@ -556,7 +558,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            grid_div, strings, iterations,
                            compiler_options, block_size_names, metrics_lines,
-                           _verify_lines(checked, atol))
+                           _verify_lines(checked, atol), energy_ms)
     spec = write_spec(kernel_name, files, spec_text, arguments, checked)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
@@ -677,6 +679,17 @@ def _observed(observers):
         except ValueError as e:
             raise SpecError(f"tune_kernel: {e}") from None
     return observed, watching
+
+
+def _energy_window_ms(observers):
+    """The energy window of the `NVMLObserver`s that read the energy or the power: Kernel
+    Tuner's continuous measurement lasts the longest `continuous_duration`, and at least 1 s;
+    `None` where none reads them (the spec's default window)."""
+    from .observers.nvml import NVMLObserver
+
+    durations = [o.continuous_duration for o in observers or []
+                 if isinstance(o, NVMLObserver) and o.reads_power()]
+    return 1000.0 * max(1.0, *durations) if durations else None
 
 
 class _ObservedDevice:

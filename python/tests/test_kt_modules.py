@@ -65,6 +65,17 @@ def test_observers_as_kernel_tuner_takes_them_and_what_ndtune_cannot_observe():
 
     with pytest.raises(ndtune.SpecError, match="observers: Outputs"):
         tune(observers=[Outputs()])
+    # Kernel Tuner's names of ndtune's readings, and its continuous measurement's window.
+    from ndtune._kt import _energy_window_ms
+
+    both = NVMLObserver(["nvml_energy", "temperature"], continuous_duration=2.5)
+    assert both.metrics() == {"nvml_energy": "energy_j", "temperature": "temperature_c",
+                              "pwr_temperature": "temperature_c"}
+    sensors = NVMLObserver(["core_freq", "mem_freq"])
+    assert sensors.metrics() == {"core_freq": "core_clock_mhz", "mem_freq": "mem_clock_mhz"}
+    assert _energy_window_ms([both]) == 2500.0
+    assert _energy_window_ms([NVMLObserver(["nvml_power"], continuous_duration=0.2)]) == 1000.0
+    assert _energy_window_ms([sensors]) is None
     # PoCL's CPU has no NVML: the energy cannot be read, and nothing is measured.
     for observables in (["nvml_energy", "nvml_power"], ["temperature", "core_freq"]):
         with pytest.raises(ndtune.NdtuneError, match="energy and power are not available"):
