@@ -1326,37 +1326,29 @@ impl Bench {
             }
             Ok::<_, RunError>((times, raced))
         };
-        let ((times, raced), energy) = match &self.meter {
-            None => (timed()?, None),
+        let (times, raced) = timed()?;
+        // The energy: a window of more of the same runs after the timed ones, where the
+        // campaign measures it.
+        let energy = match &self.meter {
+            None => None,
             Some(meter) => {
-                // The window: the timed runs, then more runs while it is shorter than
-                // `energy_ms`, so that the power source can tell.
                 let window = std::time::Duration::from_secs_f64(self.spec.measure.energy_ms / 1e3);
-                let (runs, drawn) = meter.measure(|| {
-                    let started = Instant::now();
-                    let times = timed()?;
-                    let mut runs = times.0.len() as u32;
-                    while started.elapsed() < window {
-                        self.launch(&kernel, &global, &local)?;
-                        runs += 1;
-                    }
-                    Ok::<_, RunError>((times, runs))
-                });
-                let (times, runs) = runs?;
+                let (runs, drawn) = meter
+                    .measure_runs(window, || self.launch(&kernel, &global, &local).map(drop))?;
                 let drawn =
                     drawn.map_err(|why| Fatal(format!("the energy of {config:?}: {why}")))?;
-                let energy = Energy {
+                Some(Box::new(Energy {
                     joules: drawn.joules / f64::from(runs),
                     watts: drawn.watts(),
                     runs,
                     window_ms: drawn.window_ms,
                     samples: drawn.samples,
                     source: drawn.source.to_string(),
+                    lead_in_ms: Some(drawn.lead_in_ms),
                     temperature_c: drawn.sensors.temperature_c,
                     core_clock_mhz: drawn.sensors.core_clock_mhz,
                     mem_clock_mhz: drawn.sensors.mem_clock_mhz,
-                };
-                (times, Some(Box::new(energy)))
+                }))
             }
         };
         let mut timing = Timing::new(times, best_of as usize);

@@ -80,9 +80,9 @@ pub struct Timing {
     pub observed: Option<Box<std::collections::BTreeMap<String, serde_json::Value>>>,
 }
 
-/// The energy a device drew over a window of back-to-back runs of one configuration: the timed
-/// runs, followed by more of the same runs where those were too short for the power source to
-/// tell (a window of at least `[measure] energy_ms`).
+/// The energy a device drew over a window of back-to-back runs of one configuration after its
+/// timed runs (and a lead-in of more of them, `ndtune_energy::LEAD_IN`): a window of at least
+/// `[measure] energy_ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Energy {
     /// Joules per run: the window's energy over the runs in it.
@@ -97,6 +97,10 @@ pub struct Energy {
     pub samples: u32,
     /// Where the energy came from, e.g. `nvml energy counter` or `nvml power samples`.
     pub source: String,
+    /// How long the runs went on before the window opened, in milliseconds; `None` for an
+    /// energy read before ndtune had a lead-in (read low: such an energy is read again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_in_ms: Option<f64>,
     /// The mean GPU temperature over the window, in degrees Celsius, where its sensor reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature_c: Option<f64>,

@@ -5,9 +5,10 @@
 //!   matched to the OpenCL device by PCI address where the driver tells it, else by name and
 //!   order. Anything else — no NVIDIA GPU, no library, no permission, a GPU that reads neither
 //!   energy nor power — is [`Unavailable`], with the reason people see.
-//! - [`Meter::measure`] runs a piece of work while a thread samples the power, the temperature
-//!   and the clocks every [`SAMPLE_PERIOD`], and says what the device drew over it ([`Drawn`]):
-//!   the difference of NVML's total energy counter where the GPU has one (Volta and later), else
+//! - [`Meter::measure_runs`] repeats a run back to back, first for [`LEAD_IN`], then over a
+//!   window while a thread samples the power, the temperature and the clocks every
+//!   [`SAMPLE_PERIOD`], and says what the device drew over the window ([`Drawn`]): the
+//!   difference of NVML's total energy counter where the GPU has one (Volta and later), else
 //!   the integral of the power samples ([`integrate`]); and the mean of each sensor the GPU
 //!   reads ([`Sensors`]).
 //!
@@ -36,6 +37,15 @@ use std::time::{Duration, Instant};
 
 /// How often the power is sampled while work runs.
 pub const SAMPLE_PERIOD: Duration = Duration::from_millis(5);
+
+/// How long the runs go on before the energy window opens. NVML's energy counter trails the
+/// work it counts: read as a window opens on a GPU that was idle, it counts idle time before the
+/// window and misses the window's last part (on an H200 a 200 ms window that began with the
+/// timed runs read vector_add at 0.113 J per run, a 1 s window 0.16-0.17 J). With the GPU at
+/// work before the window as in it, the trailing counter counts time like the window's: saxpy
+/// of 64 M elements read 0.1887-0.1888 J per run over 200 ms windows after this lead-in,
+/// 0.1865-0.1897 J over 1 s windows (BENCHMARKS.md).
+pub const LEAD_IN: Duration = Duration::from_millis(100);
 
 /// What identifies a device to a power library.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +86,8 @@ pub struct Drawn {
     pub source: &'static str,
     /// The means of the other sensors over the window.
     pub sensors: Sensors,
+    /// How long the runs went on before the window opened, in milliseconds.
+    pub lead_in_ms: f64,
 }
 
 /// The mean of what a GPU's sensors read over a window, where it reads them.
@@ -217,13 +229,24 @@ impl Meter {
             .map_err(|e| format!("NVML GPU {}: {e}", self.index))
     }
 
-    /// Runs `work` while a thread samples the power, and returns its result with what the
-    /// device drew while it ran, or why that cannot be told (the counter did not move and too
-    /// few samples were read: the work was too short).
-    pub fn measure<T>(&self, work: impl FnOnce() -> T) -> (T, Result<Drawn, String>) {
+    /// Repeats `run` back to back: for [`LEAD_IN`] (the GPU at work, and NVML's counter, which
+    /// trails the work, too), then over a window of at least `window` and one run while a
+    /// thread samples the power and the sensors. Returns the runs in the window and what the
+    /// device drew over it, or why that cannot be told (the counter did not move and too few
+    /// samples were read: the window was too short); the first error of `run` ends it.
+    pub fn measure_runs<E>(
+        &self,
+        window: Duration,
+        mut run: impl FnMut() -> Result<(), E>,
+    ) -> Result<(u32, Result<Drawn, String>), E> {
+        let lead_in = Instant::now();
+        while lead_in.elapsed() < LEAD_IN {
+            run()?;
+        }
+        let lead_in_ms = lead_in.elapsed().as_secs_f64() * 1e3;
         let gpu = match self.gpu() {
             Ok(gpu) => gpu,
-            Err(e) => return (work(), Err(e)),
+            Err(e) => return Ok((0, Err(e))),
         };
         let counter = |gpu: &Device| -> Option<u64> {
             self.counter
@@ -233,14 +256,24 @@ impl Meter {
         let stop = AtomicBool::new(false);
         let started = Instant::now();
         let before = counter(&gpu);
-        let (result, samples) = std::thread::scope(|s| {
+        let (runs, samples) = std::thread::scope(|s| {
             let sampler = s.spawn(|| sample(&gpu, &stop, started));
-            let result = work();
+            let mut runs = 0u32;
+            let ran = loop {
+                if runs > 0 && started.elapsed() >= window {
+                    break Ok(runs);
+                }
+                if let Err(e) = run() {
+                    break Err(e);
+                }
+                runs += 1;
+            };
             stop.store(true, Ordering::Relaxed);
-            (result, sampler.join().unwrap_or_default())
+            (ran, sampler.join().unwrap_or_default())
         });
-        let window_s = started.elapsed().as_secs_f64();
         let after = counter(&gpu);
+        let runs = runs?;
+        let window_s = started.elapsed().as_secs_f64();
         let window_ms = window_s * 1e3;
         let n = samples.power.len() as u32;
         let sensors = samples.means();
@@ -251,6 +284,7 @@ impl Meter {
                 samples: n,
                 source: "nvml energy counter",
                 sensors,
+                lead_in_ms,
             }),
             _ => match integrate(&samples.power, window_s) {
                 Some(joules) => Ok(Drawn {
@@ -259,13 +293,14 @@ impl Meter {
                     samples: n,
                     source: "nvml power samples",
                     sensors,
+                    lead_in_ms,
                 }),
                 None => Err(format!(
                     "over {window_ms:.1} ms the energy counter did not move and {n} power samples were read: raise [measure] energy_ms"
                 )),
             },
         };
-        (result, drawn)
+        Ok((runs, drawn))
     }
 }
 

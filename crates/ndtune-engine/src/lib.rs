@@ -688,8 +688,9 @@ fn energy_report(device: &ClDevice, metrics: &Metrics) -> Result<EnergyReport, S
     }
 }
 
-/// A measurement without one of the `needed` quantities of the power source, or that one of
-/// the `observers` did not watch.
+/// A measurement without one of the `needed` quantities of the power source (or with an
+/// energy read before the lead-in, which read low), or that one of the `observers` did not
+/// watch.
 fn lacks_readings(outcome: &Outcome, needed: &[&str], observers: &[String]) -> bool {
     let Outcome::Measured(t) = outcome else {
         return false;
@@ -697,7 +698,9 @@ fn lacks_readings(outcome: &Outcome, needed: &[&str], observers: &[String]) -> b
     let unobserved = observers
         .iter()
         .any(|o| !t.observed.as_ref().is_some_and(|by| by.contains_key(o)));
+    let read_low = t.energy.as_ref().is_some_and(|e| e.lead_in_ms.is_none());
     unobserved
+        || (read_low && !needed.is_empty())
         || ndtune_metrics::measured(t)
             .iter()
             .any(|(q, v)| v.is_none() && needed.contains(q))
@@ -835,6 +838,82 @@ pub fn best_recorded(store: &Store, g: &Group) -> Result<Option<(Config, Timing)
 mod tests {
     use super::*;
     use ndtune_store::{Record, ResultKey};
+
+    #[test]
+    fn a_stored_result_is_measured_again_where_it_lacks_what_the_campaign_reads() {
+        let energy = |lead_in_ms, temperature_c| ndtune_core::Energy {
+            joules: 0.2,
+            watts: 400.0,
+            runs: 100,
+            window_ms: 200.0,
+            samples: 40,
+            source: "nvml energy counter".into(),
+            lead_in_ms,
+            temperature_c,
+            core_clock_mhz: None,
+            mem_clock_mhz: None,
+        };
+        let measured = |e: Option<ndtune_core::Energy>, watched: &[&str]| {
+            let mut t = Timing::new(vec![1.0], 1);
+            t.energy = e.map(Box::new);
+            t.observed = (!watched.is_empty()).then(|| {
+                Box::new(
+                    watched
+                        .iter()
+                        .map(|w| (w.to_string(), serde_json::json!({})))
+                        .collect(),
+                )
+            });
+            Outcome::Measured(t)
+        };
+        let none: [String; 0] = [];
+        let counter = ["m.Counter".to_string()];
+        // Time alone needs nothing more.
+        assert!(!lacks_readings(&measured(None, &[]), &[], &none));
+        // The energy, where it is needed; read before the lead-in, it read low.
+        assert!(lacks_readings(&measured(None, &[]), &["energy_j"], &none));
+        assert!(lacks_readings(
+            &measured(Some(energy(None, None)), &[]),
+            &["energy_j"],
+            &none
+        ));
+        assert!(!lacks_readings(
+            &measured(Some(energy(None, None)), &[]),
+            &[],
+            &none
+        ));
+        let read = Some(energy(Some(100.0), None));
+        assert!(!lacks_readings(
+            &measured(read.clone(), &[]),
+            &["energy_j"],
+            &none
+        ));
+        // A sensor the campaign reads.
+        assert!(lacks_readings(
+            &measured(read.clone(), &[]),
+            &["temperature_c"],
+            &none
+        ));
+        let warm = Some(energy(Some(100.0), Some(45.0)));
+        assert!(!lacks_readings(
+            &measured(warm, &[]),
+            &["temperature_c"],
+            &none
+        ));
+        // An observer that did not watch the runs.
+        assert!(lacks_readings(&measured(None, &[]), &[], &counter));
+        assert!(lacks_readings(&measured(None, &["m.Other"]), &[], &counter));
+        assert!(!lacks_readings(
+            &measured(None, &["m.Counter"]),
+            &[],
+            &counter
+        ));
+        // Only a measurement is measured again.
+        let refused = Outcome::Refused {
+            error: "-54".into(),
+        };
+        assert!(!lacks_readings(&refused, &["energy_j"], &counter));
+    }
 
     fn group(device: &str, n: i64) -> Group {
         Group {

@@ -36,6 +36,7 @@ fn measured(ms: f64, energy: Option<(f64, f64)>) -> Outcome {
             window_ms: 100.0,
             samples: 20,
             source: "test".into(),
+            lead_in_ms: Some(100.0),
             temperature_c: None,
             core_clock_mhz: None,
             mem_clock_mhz: None,

@@ -224,19 +224,21 @@ pub fn parse_metric(s: &str) -> Result<MetricDef, String> {
 #[derive(Args, Clone, Default)]
 pub struct MetricArgs {
     /// A metric, `NAME=EXPR` or `NAME[UNIT]=EXPR`: an expression of the measured `time` (ms),
-    /// `energy_j` and `power_w`, the constants, the parameters and earlier metrics, e.g.
+    /// `energy_j`, `power_w` and the GPU's `temperature_c`, `core_clock_mhz` and
+    /// `mem_clock_mhz` (NVIDIA), the constants, the parameters and earlier metrics, e.g.
     /// `gflops[GFLOP/s]=2*N**3/time/1e6`; after the spec's, replacing one of the same name
     /// (repeatable).
     #[arg(long = "metric", value_name = "NAME=EXPR", value_parser = parse_metric)]
     pub metrics: Vec<MetricDef>,
     /// What strategies optimise and reports rank by: `time` (the default), `energy_j`,
-    /// `power_w` or a metric.
+    /// `power_w`, another measured quantity or a metric.
     #[arg(long, value_name = "NAME")]
     pub objective: Option<String>,
     /// Higher is better for --objective (Kernel Tuner's objective_higher_is_better).
     #[arg(long, requires = "objective", conflicts_with = "minimize")]
     pub maximize: bool,
-    /// Lower is better for --objective (the default for time, energy_j and power_w).
+    /// Lower is better for --objective (the default for time, energy_j, power_w and
+    /// temperature_c).
     #[arg(long, requires = "objective")]
     pub minimize: bool,
 }
