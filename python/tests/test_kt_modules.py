@@ -117,7 +117,7 @@ def recorder():
 
 def test_a_users_observer_is_called_around_each_timed_run_and_its_results_are_kept(own_directory):
     watcher = recorder()
-    results, env = tune(observers=[watcher], iterations=4,
+    results, env = tune(observers=[watcher], iterations=4, cache="watched.json",
                         metrics={"runs_per_ms": lambda p: p["runs"] / p["time"]})
     assert len(results) == 3
     expected_log = []
@@ -132,6 +132,10 @@ def test_a_users_observer_is_called_around_each_timed_run_and_its_results_are_ke
         expected_log += ["before_start", "after_start", "after_finish"] * 4
     assert watcher.log == expected_log
     assert env["ndtune_observers"] == [f"{__name__}.recorder.<locals>.Recorder"]
+    # The cache carries the observers' values in each entry, as Kernel Tuner's does.
+    entries = json.load(open("watched.json"))["cache"].values()
+    assert sorted((e["block_size_x"], e["runs"], e["device"]) for e in entries) == sorted(
+        (r["block_size_x"], 4, env["device_name"]) for r in results)
 
     # The values are kept with the measurements: the same observers again reuse them and call
     # no hook; another observer has not watched those runs, so they are measured again.
@@ -139,6 +143,12 @@ def test_a_users_observer_is_called_around_each_timed_run_and_its_results_are_ke
     reused, _ = tune(observers=[again], iterations=4)
     assert again.log == []
     assert [(r["runs"], r["time"]) for r in reused] == [(r["runs"], r["time"]) for r in results]
+
+    # So does a campaign in another store that continues from the cache.
+    cached = recorder()
+    from_cache, _ = tune(observers=[cached], iterations=4, cache="watched.json", db="other.db")
+    assert cached.log == []
+    assert [r["runs"] for r in from_cache] == [4, 4, 4]
 
     class Other(type(again)):
         pass

@@ -23,7 +23,10 @@
 //! every numeric field of an entry that is neither a parameter nor one of Kernel Tuner's own
 //! ([`KtCache::metrics`]). ndtune also writes `"objective_higher_is_better"` and, under
 //! `"ndtune_metrics"`, the metrics' definitions, which reading gives back
-//! ([`KtHeader::objective_higher_is_better`], [`KtHeader::metrics`]).
+//! ([`KtHeader::objective_higher_is_better`], [`KtHeader::metrics`]). The values a front end's
+//! observers gave a measurement (`Timing::observed`) are written into its entry as Kernel
+//! Tuner writes its observers' (but for a name a field, a parameter or a metric has), and read
+//! back as the outcome's, not as metrics.
 
 use crate::{Record, UnixMs};
 use ndtune_core::{config_key, Config, Outcome, Timing, Value as ParamValue};
@@ -276,12 +279,16 @@ fn read_entry(
             .ok_or_else(|| at(format!("lacks parameter `{name}`")))?;
         config.insert(name.clone(), param_value(path, name, value)?);
     }
+    let outcome = entry_outcome(entry).map_err(at)?;
+    // An observer's value is the outcome's, not a metric's.
+    let observed: BTreeSet<&str> = observed_values(&outcome).map(|(name, _)| name).collect();
     let metrics = entry
         .iter()
         .filter(|(field, _)| !keys.contains(field) && !KT_FIELDS.contains(&field.as_str()))
+        .filter(|(field, _)| !observed.contains(field.as_str()))
         .filter_map(|(field, v)| Some((field.clone(), v.as_f64().filter(|x| x.is_finite())?)))
         .collect();
-    Ok((config, entry_outcome(entry).map_err(at)?, metrics))
+    Ok((config, outcome, metrics))
 }
 
 fn entry_outcome(entry: &Map<String, Value>) -> Result<Outcome, String> {
@@ -415,6 +422,10 @@ struct CacheEntry<'a> {
     timestamp: String,
     #[serde(flatten)]
     metrics: &'a BTreeMap<String, f64>,
+    /// What the front end's observers gave (Kernel Tuner's entries carry them as it does
+    /// its results), but for a name that a field, a parameter or a metric has.
+    #[serde(flatten)]
+    observed: BTreeMap<&'a str, &'a Value>,
     ndtune_outcome: &'a Outcome,
 }
 
@@ -444,6 +455,12 @@ fn cache_entry<'a>(
         .collect::<Vec<_>>()
         .join(",");
     let (time, times) = kt_time(&record.outcome);
+    let taken = |name: &str| {
+        KT_FIELDS.contains(&name) || keys.iter().any(|k| k == name) || metrics.contains_key(name)
+    };
+    let observed = observed_values(&record.outcome)
+        .filter(|(name, _)| !taken(name))
+        .collect();
     let entry = CacheEntry {
         params: InOrder(params),
         time,
@@ -455,9 +472,23 @@ fn cache_entry<'a>(
         framework_time: 0.0,
         timestamp: utc_text(record.finished_at),
         metrics,
+        observed,
         ndtune_outcome: &record.outcome,
     };
     Ok((key, entry))
+}
+
+/// The values a measurement's observers gave, by name, over all its observers.
+fn observed_values(outcome: &Outcome) -> impl Iterator<Item = (&str, &Value)> {
+    let observed = match outcome {
+        Outcome::Measured(t) => t.observed.as_deref(),
+        _ => None,
+    };
+    observed
+        .into_iter()
+        .flat_map(|by| by.values())
+        .filter_map(Value::as_object)
+        .flat_map(|values| values.iter().map(|(k, v)| (k.as_str(), v)))
 }
 
 /// A value as Python's `str` writes it, as Kernel Tuner joins them into a cache key.
