@@ -3,7 +3,9 @@
 # campaigns (each measures its whole space) and as a sweep whose campaigns warm-start each other
 # (the nearest tuned size's best first) and stop after PATIENCE evaluations found nothing better;
 # the first size of the warm sweep is measured whole, as it has nothing to start from. Both start
-# with empty program caches; each compares, per size, the best it found.
+# with empty program caches; each compares, per size, the best it found, and the warm sweep's
+# choice as the independent campaign measured it (the same run as the independent best: no drift
+# between two runs in that ratio).
 #
 #   bench/sweep_warm.sh SPEC NAME "SIZES" OUT      e.g. examples/sgemm.toml N "32 48 64" /tmp/sw
 #
@@ -41,9 +43,19 @@ if [[ $steps == *" warm "* ]]; then
         ${WARM_ARGS-} --json >"$out/warm.json" 2>>"$out/warm.err"
     python3 -c "print($(stamp) - $t0)" >"$out/warm.wall"
 fi
-python3 - "$out" "$name" <<'PY'
-import json, math, sys
-out, name = sys.argv[1:3]
+python3 - "$out" "$name" "$ndtune" "$spec" <<'PY'
+import json, math, subprocess, sys
+out, name, ndtune, spec = sys.argv[1:5]
+
+
+def as_independent(size, config):
+    """The independent campaign's score of `config` at `size`: the warm sweep's choice measured
+    in the same run as the independent best, free of the drift between two runs."""
+    shown = subprocess.run([ndtune, "show", spec, "--set", f"{name}={size}", "--db",
+                            f"{out}/cold.db", "--json", "--config",
+                            ",".join(f"{k}={v}" for k, v in config.items())],
+                           capture_output=True, text=True, check=True).stdout
+    return min(r["score_ms"] for r in json.loads(shown) if r.get("score_ms"))
 def bests(*files):
     found = {}
     for f in files:
@@ -52,18 +64,23 @@ def bests(*files):
     return found
 cold = bests("cold.json")
 warm = bests("warm-first.json", "warm.json")
-rows, ratios = [], []
+rows, ratios, chosen = [], [], []
 for size in sorted(cold):
     (cc, ct, ce), (wc, wt, we) = cold[size], warm[size]
     ratios.append(ct / wt)
-    rows.append(f"| {size} | {ce} | {we} | {ct:.4f} | {wt:.4f} | {ct / wt:.3f} | {'same' if cc == wc else 'other'} |")
+    choice = ct / as_independent(size, wc)
+    chosen.append(choice)
+    rows.append(f"| {size} | {ce} | {we} | {ct:.4f} | {wt:.4f} | {ct / wt:.3f} | {choice:.3f} | {'same' if cc == wc else 'other'} |")
 cold_s, warm_s = (float(open(f"{out}/{f}.wall").read()) for f in ("cold", "warm"))
 geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
 text = "\n".join([
-    f"| {name} | evaluated, independent | evaluated, warm sweep | best ms, independent | best ms, warm | independent / warm | configuration |",
-    "|---|---|---|---|---|---|---|", *rows, "",
+    f"| {name} | evaluated, independent | evaluated, warm sweep | best ms, independent | best ms, warm | independent / warm | independent best / warm choice as the independent run measured it | configuration |",
+    "|---|---|---|---|---|---|---|---|", *rows, "",
     f"independent campaigns {cold_s:.1f} s, warm sweep {warm_s:.1f} s: {warm_s / cold_s:.2f}x; "
-    f"the warm sweep's bests at {geo:.3f} of the independent ones' speed (geometric mean; 1 = as fast)"])
+    f"the warm sweep's bests at {geo:.3f} of the independent ones' speed, each as its own run "
+    f"measured it, and its choices at "
+    f"{math.exp(sum(map(math.log, chosen)) / len(chosen)):.3f} as the independent run measured "
+    "them (geometric means; 1 = as fast)"])
 print(text)
 open(f"{out}/summary.md", "w").write(text + "\n")
 PY
