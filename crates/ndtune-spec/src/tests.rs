@@ -892,7 +892,7 @@ fn metrics_and_the_objective_are_checked_where_they_are_written() {
     ))
     .unwrap_err();
     assert!(
-        e.starts_with("t.toml:12:1: [objective] objective `gflop`: is no metric; the metrics are: time, energy_j, power_w, gflops, per_ts, half"),
+        e.starts_with("t.toml:12:1: [objective] objective `gflop`: is no metric; the metrics are: time, energy_j, power_w, temperature_c, core_clock_mhz, mem_clock_mhz, gflops, per_ts, half"),
         "{e}"
     );
     let e = parse(&METRICS.replace("unit = \"x\"", "units = \"x\"")).unwrap_err();
