@@ -508,7 +508,12 @@ impl Session {
         local: Option<&[usize]>,
         offset: Option<&[usize]>,
     ) -> Result<f64, ClError> {
-        self.start(kernel, global, local, offset)?.finish()
+        // Waiting for the event hands the kernel to the device: no flush of its own.
+        Running {
+            session: self,
+            event: enqueue_kernel(&self.queue, kernel, global, local, offset, &[])?,
+        }
+        .finish()
     }
 
     /// Launches `kernel` as [`Session::launch`] does and hands it to the device at once
