@@ -189,7 +189,12 @@ fn a_study_measures_each_device_plans_co_executes_and_sweeps() {
     // `static` alone: the seed's study, with the fixed costs and the prediction beside it.
     assert_eq!(s.schedules.len(), 1);
     assert_eq!(s.fixed.len(), 2);
-    assert!(s.fixed.iter().all(|f| f.run_ms > 0.0 && f.chunk_ms >= 0.0));
+    // A device's fixed cost of a run is what one row of work-groups takes beyond its share of
+    // the whole: none where the row ran as fast as its share (on a loaded machine it may).
+    assert!(s
+        .fixed
+        .iter()
+        .all(|f| { (0.0..=s.single_ms[f.device]).contains(&f.run_ms) && f.chunk_ms >= 0.0 }));
     let p = s.prediction.as_ref().unwrap();
     assert!(p.ms > 0.0 && p.ms <= s.single_ms[s.best_single], "{p:?}");
     assert!(s.verified, "{:?}", s.mismatch);
