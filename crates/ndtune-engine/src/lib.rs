@@ -555,6 +555,11 @@ impl Campaign<'_> {
         }
         let mut live = Live {
             supervisor,
+            width: if pool.is_some() {
+                self.options.build_jobs
+            } else {
+                1
+            },
             pool,
             pause_builds: cpu,
             build_key: Box::new({

@@ -43,6 +43,8 @@ pub(crate) type BuildKey<'a> = Box<dyn Fn(&[i64]) -> String + 'a>;
 pub(crate) struct Live<'a> {
     pub supervisor: Supervisor,
     pub pool: Option<Builds>,
+    /// How many builds run at once ([`Evaluator::width`]): the build workers', 1 without.
+    pub width: usize,
     /// Stop the build workers while the measurement worker runs (a CPU device: builds would
     /// compete with the timed kernel for its cores).
     pub pause_builds: bool,
@@ -599,36 +601,54 @@ impl Live<'_> {
         Some(())
     }
 
-    /// Plans the builds of `points`, those the store does not hold; with `promise`, keeps them
-    /// to measure as their builds finish ([`Live::measure_built_ahead`]).
-    fn announce(&mut self, points: &[Point], promise: bool) {
+    /// Plans the builds of `asked`, then of `hinted`, those the store does not hold; keeps
+    /// `asked`, promised, to measure as their builds finish ([`Live::measure_built_ahead`]).
+    fn announce(&mut self, asked: &[Point], hinted: &[Point]) {
         self.promised.clear();
-        let points: Vec<Point> = points
-            .iter()
-            .filter(|p| !self.existing.contains_key(&self.config(p)))
-            .cloned()
-            .collect();
-        // What the front end excludes is never built: it is asked about each point now.
-        let points: Vec<Point> = match (&self.pool, self.per_config.is_some()) {
-            (Some(_), true) => points.into_iter().filter(|p| !self.excluded(p)).collect(),
-            _ => points,
-        };
+        let (asked, hinted) = (self.unmeasured(asked), self.unmeasured(hinted));
         if let Some(claims) = &mut self.claims {
-            claims.announce(&points, promise);
+            match asked.is_empty() {
+                true => claims.announce(&hinted, false),
+                false => claims.announce(&asked, true),
+            }
             self.top_up();
             return;
         }
-        let planned: Vec<(String, Point)> = points
+        let planned: Vec<(String, Point)> = asked
             .into_iter()
             .map(|p| (self.build_key_of(&p), p))
             .collect();
+        let then: Vec<(String, Point)> = hinted
+            .into_iter()
+            .map(|p| (self.build_key_of(&p), p))
+            .collect();
+        // Built in any order (the longest first) only where all are promised: hinted builds
+        // come after the promised ones.
+        let any_order = !planned.is_empty() && then.is_empty();
         if let Some(pool) = &self.pool {
-            pool.plan(planned.clone(), promise);
+            pool.plan(planned.iter().chain(&then).cloned().collect(), any_order);
         }
         // A front end's per-configuration hook sees each point before it is measured: nothing
         // is measured ahead of being asked for.
-        if promise && self.per_config.is_none() {
+        if self.per_config.is_none() {
             self.promised = planned;
+        }
+    }
+
+    /// Of `points`, those the store does not hold and (where the front end excludes some,
+    /// never built: it is asked about each point now) the front end does not exclude.
+    fn unmeasured(&mut self, points: &[Point]) -> Vec<Point> {
+        let points = points
+            .iter()
+            .filter(|p| !self.existing.contains_key(&self.config(p)))
+            .cloned();
+        match (&self.pool, self.per_config.is_some()) {
+            (Some(_), true) => points
+                .collect::<Vec<_>>()
+                .into_iter()
+                .filter(|p| !self.excluded(p))
+                .collect(),
+            _ => points.collect(),
         }
     }
 
@@ -712,11 +732,19 @@ impl Evaluator for Live<'_> {
     }
 
     fn will_ask(&mut self, points: &[Point]) {
-        self.announce(points, true);
+        self.announce(points, &[]);
+    }
+
+    fn will_ask_then(&mut self, asked: &[Point], hinted: &[Point]) {
+        self.announce(asked, hinted);
     }
 
     fn upcoming(&mut self, points: &[Point]) {
-        self.announce(points, false);
+        self.announce(&[], points);
+    }
+
+    fn width(&self) -> usize {
+        self.width
     }
 
     fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {

@@ -85,6 +85,20 @@ pub trait Evaluator {
         self.upcoming(points)
     }
 
+    /// [`Evaluator::will_ask`] for `asked`, and `hinted` built after them as
+    /// [`Evaluator::upcoming`]'s points are: what a strategy may ask for next, built by workers
+    /// that would otherwise wait. By default only the promise.
+    fn will_ask_then(&mut self, asked: &[Point], _hinted: &[Point]) {
+        self.will_ask(asked)
+    }
+
+    /// How many evaluations cost about as much as one: a live evaluator builds that many
+    /// configurations at once (its build workers), so a strategy that asks for a batch of this
+    /// many at a time waits for about one build per batch. 1 for a replay.
+    fn width(&self) -> usize {
+        1
+    }
+
     /// What the driver's advice says of `point` before it is measured: `Some(true)` where the
     /// work-group it launches is above its build's `CL_KERNEL_WORK_GROUP_SIZE` (or its local
     /// memory, the build's own with the declared, above the device's), as queried when another

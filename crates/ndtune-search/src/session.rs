@@ -62,7 +62,7 @@ impl<'a> Session<'a> {
             .filter(|p| space.contains(p))
             .cloned()
             .collect();
-        session.announce(warm.iter().cloned(), true);
+        session.promise(warm.iter().cloned());
         for p in warm {
             session.evaluate(&p);
         }
@@ -197,13 +197,34 @@ impl<'a> Session<'a> {
     /// Tells the evaluator which points come next (see [`Evaluator::upcoming`]), leaving out
     /// those evaluated already and those past the budget.
     pub fn upcoming(&mut self, points: impl IntoIterator<Item = Point>) {
-        self.announce(points, false);
+        let points = self.unseen(points, self.sure());
+        self.eval.upcoming(&points);
     }
 
     /// Tells the evaluator that these points will be evaluated next whatever the outcomes
     /// ([`Evaluator::will_ask`]), leaving out those evaluated already and those past the budget.
     pub fn promise(&mut self, points: impl IntoIterator<Item = Point>) {
-        self.announce(points, true);
+        let points = self.unseen(points, self.sure());
+        self.eval.will_ask(&points);
+    }
+
+    /// [`Session::promise`] of `asked`, and `hinted` built after them on the evaluator's
+    /// workers left over ([`Evaluator::will_ask_then`]): no more of them than
+    /// [`Session::width`] less the points promised, so that nothing waits behind them.
+    pub fn promise_then_hint(
+        &mut self,
+        asked: impl IntoIterator<Item = Point>,
+        hinted: impl IntoIterator<Item = Point>,
+    ) {
+        let asked = self.unseen(asked, self.sure());
+        let spare = self.width().saturating_sub(asked.len());
+        let hinted = self.unseen(hinted.into_iter().filter(|p| !asked.contains(p)), spare);
+        self.eval.will_ask_then(&asked, &hinted);
+    }
+
+    /// How many evaluations cost about as much as one ([`Evaluator::width`]).
+    pub fn width(&self) -> usize {
+        self.eval.width().max(1)
     }
 
     /// How many more evaluations are sure to come: the budget left, and with a patience, the
@@ -214,21 +235,20 @@ impl<'a> Session<'a> {
             .map_or(left, |p| left.min(p.saturating_sub(self.since_best)))
     }
 
-    /// [`Session::upcoming`], as a hint or, with `promise`, as [`Evaluator::will_ask`]; no
-    /// more than [`Session::sure`] of them, so that nothing is built or measured ahead for
-    /// evaluations a patience may never make.
-    fn announce(&mut self, points: impl IntoIterator<Item = Point>, promise: bool) {
-        let sure = self.sure();
-        let points: Vec<Point> = points
-            .into_iter()
-            .filter(|p| !self.seen(p))
-            .take(sure)
-            .collect();
-        if promise {
-            self.eval.will_ask(&points);
-        } else {
-            self.eval.upcoming(&points);
+    /// The first `most` of `points` not evaluated yet (no more than [`Session::sure`] are
+    /// announced, so that nothing is built or measured ahead for evaluations a patience may
+    /// never make).
+    fn unseen(&self, points: impl IntoIterator<Item = Point>, most: usize) -> Vec<Point> {
+        let mut kept: Vec<Point> = Vec::new();
+        for p in points {
+            if kept.len() >= most {
+                break;
+            }
+            if !self.seen(&p) {
+                kept.push(p);
+            }
         }
+        kept
     }
 
     /// Evaluates the points `next` yields, in order, until it ends or the run is done; keeps the
@@ -251,7 +271,7 @@ impl<'a> Session<'a> {
             // With a patience, only the evaluations sure to come are promised: the next ones
             // are promised as they become sure.
             if grew || self.patience.is_some() {
-                self.announce(ahead.iter().cloned(), true);
+                self.promise(ahead.iter().cloned());
             }
             let Some(p) = ahead.pop_front() else { break };
             if self.done() {

@@ -182,3 +182,96 @@ fn anneal_beats_random_on_a_noisy_bowl_with_a_tenth_of_the_budget() {
         random.mean()
     );
 }
+
+/// Replays a recording as an evaluator that builds `width` configurations at once: remembers
+/// what it was promised and hinted, and what it evaluated, promised or not.
+struct Wide {
+    recorded: Recorded,
+    width: usize,
+    promised: Vec<Point>,
+    calls: Vec<(Vec<Point>, Vec<Point>)>,
+    evaluated: Vec<(Point, bool)>,
+}
+
+impl Evaluator for Wide {
+    fn evaluate(&mut self, point: &[i64]) -> Evaluated {
+        let promised = self.promised.iter().any(|p| p == point);
+        self.evaluated.push((point.to_vec(), promised));
+        self.recorded.evaluate(point)
+    }
+
+    fn will_ask(&mut self, points: &[Point]) {
+        self.will_ask_then(points, &[]);
+    }
+
+    fn will_ask_then(&mut self, asked: &[Point], hinted: &[Point]) {
+        self.promised = asked.to_vec();
+        self.calls.push((asked.to_vec(), hinted.to_vec()));
+    }
+
+    fn upcoming(&mut self, _points: &[Point]) {
+        self.promised.clear();
+    }
+
+    fn width(&self) -> usize {
+        self.width
+    }
+}
+
+#[test]
+fn local_search_on_a_wide_evaluator_climbs_in_promised_batches() {
+    let optimum = |r: &Recorded| {
+        r.space()
+            .points()
+            .iter()
+            .filter_map(|p| r.cost_of(p))
+            .fold(f64::INFINITY, f64::min)
+    };
+    for name in ["ils", "ils-adjacent", "mls"] {
+        let (mut reached, mut promised, mut total) = (Vec::new(), 0, 0);
+        for seed in 0..10 {
+            let recorded = bowl();
+            let space = recorded.space().clone();
+            let best = optimum(&recorded);
+            let mut wide = Wide {
+                recorded,
+                width: 6,
+                promised: Vec::new(),
+                calls: Vec::new(),
+                evaluated: Vec::new(),
+            };
+            let trace = by_name(name, seed).unwrap().run(&space, &mut wide, Some(100));
+            assert_eq!(trace.steps.len(), 100, "{name}: the whole budget");
+            let points: Vec<&Point> = wide.evaluated.iter().map(|(p, _)| p).collect();
+            assert_eq!(
+                points.iter().collect::<HashSet<_>>().len(),
+                points.len(),
+                "{name}, seed {seed}: a point evaluated twice"
+            );
+            for (asked, hinted) in &wide.calls {
+                assert!(
+                    asked.len() + hinted.len() <= 6 || hinted.is_empty(),
+                    "{name}: hints beyond the workers left over: {} + {}",
+                    asked.len(),
+                    hinted.len()
+                );
+                assert!(hinted.iter().all(|h| !asked.contains(h)));
+            }
+            promised += wide.evaluated.iter().filter(|(_, p)| *p).count();
+            total += wide.evaluated.len();
+            let found = trace
+                .steps
+                .iter()
+                .filter_map(|s| s.outcome.score_ms())
+                .fold(f64::INFINITY, f64::min);
+            reached.push(best / found);
+        }
+        // Only the starts (random, or perturbed) are asked for alone.
+        assert!(
+            promised as f64 >= 0.75 * total as f64,
+            "{name}: {promised} of {total} evaluations promised"
+        );
+        let mean = reached.iter().sum::<f64>() / reached.len() as f64;
+        assert!(mean >= 0.9, "{name}: {mean:.3} of the optimum in 100 evaluations");
+    }
+}

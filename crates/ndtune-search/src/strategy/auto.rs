@@ -332,6 +332,15 @@ impl Evaluator for Memo<'_> {
         self.inner.will_ask(&points);
     }
 
+    fn will_ask_then(&mut self, asked: &[Point], hinted: &[Point]) {
+        let (asked, hinted) = (self.unknown(asked), self.unknown(hinted));
+        self.inner.will_ask_then(&asked, &hinted);
+    }
+
+    fn width(&self) -> usize {
+        self.inner.width()
+    }
+
     fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
         self.inner.exceeds_advice(point)
     }

@@ -9,7 +9,10 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use rand_chacha::ChaCha8Rng;
 
 /// First-improvement hill climbing: the neighbours of the current point in random order (all
-/// announced to the evaluator), moving to the first one cheaper than it. At a local optimum:
+/// announced to the evaluator), moving to the first one cheaper than it; where the evaluator
+/// builds several at once ([`crate::Evaluator::width`]), the neighbours go in batches of that
+/// many, each evaluated whole, moving to the cheapest of the first batch with one cheaper than
+/// the current point. At a local optimum:
 ///
 /// - iterated (`ils`): perturb the best local optimum so far by [`PERTURBATION`] random moves
 ///   in the neighbourhood and climb again from there;
@@ -93,7 +96,12 @@ enum Step {
 }
 
 impl LocalSearch {
-    /// Looks for a cheaper neighbour of `at`.
+    /// Looks for a cheaper neighbour of `at`, the neighbours in random order and in batches of
+    /// the evaluator's width ([`Session::width`]): each batch is evaluated whole and the search
+    /// moves to its cheapest point where that is cheaper than `at` (with a width of 1: to the
+    /// first cheaper neighbour). A batch costs about one evaluation's wait on a live evaluator
+    /// that builds that many at once; it is promised, and the neighbours of its points (where
+    /// the search may go next) hinted after it for the build workers left over.
     fn climb_step(
         &self,
         session: &mut Session,
@@ -103,20 +111,43 @@ impl LocalSearch {
     ) -> Step {
         let mut around = neighbours(session.space(), at, self.neighbourhood);
         around.shuffle(rng);
-        session.upcoming(around.iter().cloned());
-        for n in around {
-            let c = match session.cost(&n) {
-                Some(c) => c,
-                // A refusal is never an improvement: skip what the driver's advice says it
-                // would refuse (learnt as the neighbours are measured).
-                None if session.likely_refused(&n) => continue,
-                None => match session.evaluate(&n) {
+        let width = session.width();
+        if width == 1 {
+            session.upcoming(around.iter().cloned());
+        }
+        for batch in around.chunks(width) {
+            if width > 1 {
+                let fresh: Vec<Point> = batch
+                    .iter()
+                    .filter(|n| session.cost(n).is_none() && !session.likely_refused(n))
+                    .cloned()
+                    .collect();
+                let next = interleaved(
+                    batch
+                        .iter()
+                        .map(|n| neighbours(session.space(), n, self.neighbourhood))
+                        .collect(),
+                );
+                session.promise_then_hint(fresh, next);
+            }
+            let mut cheapest: Option<(Point, f64)> = None;
+            for n in batch {
+                let c = match session.cost(n) {
                     Some(c) => c,
-                    None => return Step::Done,
-                },
-            };
-            if c < cost {
-                return Step::Moved((n, c));
+                    // A refusal is never an improvement: skip what the driver's advice says it
+                    // would refuse (learnt as the neighbours are measured).
+                    None if session.likely_refused(n) => continue,
+                    None => match session.evaluate(n) {
+                        Some(c) => c,
+                        None => return Step::Done,
+                    },
+                };
+                if c < cheapest.as_ref().map_or(cost, |b| b.1) {
+                    cheapest = Some((n.clone(), c));
+                }
+            }
+            if let Some(to) = cheapest {
+                return Step::Moved(to);
             }
         }
         Step::Optimum
@@ -140,6 +171,14 @@ impl LocalSearch {
             None => session.evaluate(&from).map(|c| (from, c)),
         }
     }
+}
+
+/// The first of each list, then the second of each, and so on.
+fn interleaved(lists: Vec<Vec<Point>>) -> Vec<Point> {
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    (0..longest)
+        .flat_map(|i| lists.iter().filter_map(move |l| l.get(i).cloned()))
+        .collect()
 }
 
 /// A random point not evaluated yet, evaluated.
