@@ -747,6 +747,23 @@ impl Evaluator for Live<'_> {
         self.width
     }
 
+    fn first_ready(&mut self, points: &[Point]) -> usize {
+        if let Some(i) = points
+            .iter()
+            .position(|p| self.existing.contains_key(&self.config(p)))
+        {
+            return i;
+        }
+        // A shared campaign measures what it holds, a front end's hook what it is asked for.
+        if self.claims.is_some() || self.per_config.is_some() || points.len() < 2 {
+            return 0;
+        }
+        let keys: Vec<String> = points.iter().map(|p| self.build_key_of(p)).collect();
+        let Some(pool) = &self.pool else { return 0 };
+        let others: Vec<&str> = keys[1..].iter().map(String::as_str).collect();
+        first_built(pool, &mut self.time, (&keys[0], &points[0]), &others).map_or(0, |i| i + 1)
+    }
+
     fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
         self.advice.exceeds(point).filter(|_| self.advice_prior)
     }

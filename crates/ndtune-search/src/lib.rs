@@ -99,6 +99,13 @@ pub trait Evaluator {
         1
     }
 
+    /// Of `points` (promised), the index of one that can be evaluated now without waiting for
+    /// its build, waiting until one can where none can yet: a live evaluator's first build to
+    /// finish. By default the first.
+    fn first_ready(&mut self, _points: &[Point]) -> usize {
+        0
+    }
+
     /// What the driver's advice says of `point` before it is measured: `Some(true)` where the
     /// work-group it launches is above its build's `CL_KERNEL_WORK_GROUP_SIZE` (or its local
     /// memory, the build's own with the declared, above the device's), as queried when another

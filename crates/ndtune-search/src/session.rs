@@ -227,6 +227,15 @@ impl<'a> Session<'a> {
         self.eval.width().max(1)
     }
 
+    /// Of `points` (none evaluated yet), the index of one the evaluator can evaluate first
+    /// ([`Evaluator::first_ready`]).
+    pub fn first_ready(&mut self, points: &[Point]) -> usize {
+        match points.len() {
+            0 | 1 => 0,
+            n => self.eval.first_ready(points).min(n - 1),
+        }
+    }
+
     /// How many more evaluations are sure to come: the budget left, and with a patience, the
     /// evaluations before it runs out if none of them finds anything better.
     fn sure(&self) -> usize {

@@ -341,6 +341,13 @@ impl Evaluator for Memo<'_> {
         self.inner.width()
     }
 
+    fn first_ready(&mut self, points: &[Point]) -> usize {
+        match points.iter().position(|p| self.known.contains_key(p)) {
+            Some(i) => i,
+            None => self.inner.first_ready(points),
+        }
+    }
+
     fn exceeds_advice(&mut self, point: &[i64]) -> Option<bool> {
         self.inner.exceeds_advice(point)
     }

@@ -11,8 +11,7 @@ use rand_chacha::ChaCha8Rng;
 /// First-improvement hill climbing: the neighbours of the current point in random order (all
 /// announced to the evaluator), moving to the first one cheaper than it; where the evaluator
 /// builds several at once ([`crate::Evaluator::width`]), the neighbours go in batches of that
-/// many, each evaluated whole, moving to the cheapest of the first batch with one cheaper than
-/// the current point. At a local optimum:
+/// many, each evaluated in the order its builds finish. At a local optimum:
 ///
 /// - iterated (`ils`): perturb the best local optimum so far by [`PERTURBATION`] random moves
 ///   in the neighbourhood and climb again from there;
@@ -97,11 +96,12 @@ enum Step {
 
 impl LocalSearch {
     /// Looks for a cheaper neighbour of `at`, the neighbours in random order and in batches of
-    /// the evaluator's width ([`Session::width`]): each batch is evaluated whole and the search
-    /// moves to its cheapest point where that is cheaper than `at` (with a width of 1: to the
-    /// first cheaper neighbour). A batch costs about one evaluation's wait on a live evaluator
-    /// that builds that many at once; it is promised, and the neighbours of its points (where
-    /// the search may go next) hinted after it for the build workers left over.
+    /// the evaluator's width ([`Session::width`]), moving to the first one cheaper than `at`.
+    /// A batch is promised to the evaluator, with the neighbours of its points (where the
+    /// search may go next) hinted after it for the build workers left over, and evaluated in
+    /// the order its builds finish ([`Session::first_ready`]): a live evaluator that builds
+    /// that many at once waits for about one build per batch, not for its slowest. With a
+    /// width of 1: each neighbour in turn, all of them hinted.
     fn climb_step(
         &self,
         session: &mut Session,
@@ -116,38 +116,34 @@ impl LocalSearch {
             session.upcoming(around.iter().cloned());
         }
         for batch in around.chunks(width) {
+            let mut fresh = Vec::new();
+            for n in batch {
+                match session.cost(n) {
+                    // Measured before: costs nothing.
+                    Some(c) if c < cost => return Step::Moved((n.clone(), c)),
+                    Some(_) => {}
+                    // A refusal is never an improvement: skip what the driver's advice says it
+                    // would refuse (learnt as the neighbours are measured).
+                    None if session.likely_refused(n) => {}
+                    None => fresh.push(n.clone()),
+                }
+            }
             if width > 1 {
-                let fresh: Vec<Point> = batch
-                    .iter()
-                    .filter(|n| session.cost(n).is_none() && !session.likely_refused(n))
-                    .cloned()
-                    .collect();
                 let next = interleaved(
                     batch
                         .iter()
                         .map(|n| neighbours(session.space(), n, self.neighbourhood))
                         .collect(),
                 );
-                session.promise_then_hint(fresh, next);
+                session.promise_then_hint(fresh.iter().cloned(), next);
             }
-            let mut cheapest: Option<(Point, f64)> = None;
-            for n in batch {
-                let c = match session.cost(n) {
-                    Some(c) => c,
-                    // A refusal is never an improvement: skip what the driver's advice says it
-                    // would refuse (learnt as the neighbours are measured).
-                    None if session.likely_refused(n) => continue,
-                    None => match session.evaluate(n) {
-                        Some(c) => c,
-                        None => return Step::Done,
-                    },
-                };
-                if c < cheapest.as_ref().map_or(cost, |b| b.1) {
-                    cheapest = Some((n.clone(), c));
+            while !fresh.is_empty() {
+                let n = fresh.remove(session.first_ready(&fresh));
+                match session.evaluate(&n) {
+                    None => return Step::Done,
+                    Some(c) if c < cost => return Step::Moved((n, c)),
+                    Some(_) => {}
                 }
-            }
-            if let Some(to) = cheapest {
-                return Step::Moved(to);
             }
         }
         Step::Optimum
