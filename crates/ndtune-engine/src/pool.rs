@@ -138,7 +138,7 @@ impl Pool<'_> {
             evaluations: self.options.budget,
             time: self.options.time,
         };
-        let total = resolve_strategy(&self.options.strategy, given, valid, true)
+        let total = resolve_strategy(&self.options.strategy, given, valid, true, false)
             .budget
             .evaluations
             .map_or(valid, |b| (b as u128).min(valid));

@@ -185,7 +185,7 @@ pub fn replay(
         .map_err(|e| e.to_string())?
         .costed(cost);
     let space: Candidates = recorded.space().clone();
-    let resolved = resolve_strategy(strategy, given, space.len() as u128, false);
+    let resolved = resolve_strategy(strategy, given, space.len() as u128, false, false);
     let mut search = ndtune_search::by_name(&resolved.strategy, seed).map_err(|e| e.to_string())?;
     let run = ndtune_search::Run {
         budget: resolved.budget,

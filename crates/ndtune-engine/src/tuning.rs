@@ -61,7 +61,14 @@ impl Tuning<'_> {
             evaluations: options.budget,
             time: options.time,
         };
-        let resolved = resolve_strategy(&options.strategy, given, pruning.stats.pruned, true);
+        let patient_warm = options.warm_start && options.patience.is_some();
+        let resolved = resolve_strategy(
+            &options.strategy,
+            given,
+            pruning.stats.pruned,
+            true,
+            patient_warm,
+        );
         if let Some(choice) = &resolved.auto {
             observer.event(Event::Warning(format!("strategy auto: {choice}")));
         }
@@ -95,9 +102,17 @@ pub struct Resolved {
 /// The strategy and budget of a search of a pruned space of `valid` configurations: `auto`
 /// resolved ([`ndtune_search::auto_choice`]; `live` where the campaign measures, so that auto
 /// may judge by the time its first evaluations take: it then runs as `auto` and decides during
-/// the run); any other strategy as given.
-pub fn resolve_strategy(strategy: &str, given: Budget, valid: u128, live: bool) -> Resolved {
-    if strategy != "auto" {
+/// the run); any other strategy as given. `patient_warm`: the campaign warm-starts with a
+/// patience, so `auto` decides in the search, where it knows whether the warm start found
+/// anything (then it climbs from it: `ndtune_search::AUTO_CLIMB`).
+pub fn resolve_strategy(
+    strategy: &str,
+    given: Budget,
+    valid: u128,
+    live: bool,
+    patient_warm: bool,
+) -> Resolved {
+    if strategy != "auto" || patient_warm {
         return Resolved {
             strategy: strategy.to_string(),
             budget: given,

@@ -348,6 +348,18 @@ fn a_sweeps_campaigns_warm_start_each_other_and_patience_ends_them_saying_so() {
         1,
         "{text}"
     );
+    // With a patience, `auto` climbs from a warm start, and measures whole what has none.
+    assert_eq!(
+        text.matches("strategy auto: ils-adjacent: a warm start with a patience")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("strategy auto: exhaustive").count(),
+        1,
+        "{text}"
+    );
     // Three configurations (WG 1, 2, 4) and patience 1: a campaign that measured fewer says why.
     let status = json(&["status", "--db", db.to_str().unwrap(), "--json"]);
     let campaigns = status["campaigns"].as_array().unwrap();

@@ -9,8 +9,8 @@ mod surrogate;
 
 pub use anneal::{Anneal, AnnealJump};
 pub use auto::{
-    auto_choice, Auto, AutoChoice, AUTO_BUDGET, AUTO_EXHAUSTIVE_TIME, AUTO_EXHAUSTIVE_UP_TO,
-    AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY,
+    auto_choice, Auto, AutoChoice, AUTO_BUDGET, AUTO_CLIMB, AUTO_EXHAUSTIVE_TIME,
+    AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY,
 };
 pub use bayes::Bayes;
 pub use genetic::Genetic;
