@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A sweep over problem sizes with warm starts (issue 36): the same sizes tuned as independent
 # campaigns (each measures its whole space) and as a sweep whose campaigns warm-start each other
-# (the nearest tuned size's best first) and stop after PATIENCE evaluations found nothing better;
+# (the nearest tuned size's best first; `auto` then climbs from there, `ils-adjacent`) and stop
+# after PATIENCE evaluations found nothing better;
 # the first size of the warm sweep is measured whole, as it has nothing to start from. Both start
 # with empty program caches; each compares, per size, the best it found, and the warm sweep's
 # choice as the independent campaign measured it (the same run as the independent best: no drift
@@ -10,7 +11,8 @@
 #   bench/sweep_warm.sh SPEC NAME "SIZES" OUT      e.g. examples/sgemm.toml N "32 48 64" /tmp/sw
 #
 # NDTUNE names the binary (default target/release/ndtune), PATIENCE the patience (default 10);
-# WARM_ARGS more options of the warm sweep's later sizes (e.g. `--strategy ils-adjacent`);
+# WARM_ARGS more options of the warm sweep's later sizes (e.g. `--strategy exhaustive`: the
+# space's order after the warm start);
 # STEPS (default "cold warm") what runs: `STEPS=warm` keeps OUT's independent campaigns of an
 # earlier run (their results and cold.wall) and runs the warm sweep again.
 set -euo pipefail

@@ -59,6 +59,7 @@ fn build_example(dir: &Path) -> PathBuf {
         .arg(Path::new(ROOT).join("examples/c"))
         .arg(format!("LIBDIR={}", library_dir().display()))
         .arg(format!("OUT={}", out.display()))
+        .arg(format!("SAXPY={}", dir.join("saxpy").display()))
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&built.stderr).to_string()

@@ -401,7 +401,8 @@ pub struct CampaignArgs {
     /// Search strategy: auto, exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent,
     /// mls, mls-adjacent, forest or bo (docs/tuning.md, "Strategies"). `auto` measures a space
     /// of up to 200 configurations whole and searches a larger one with `bo` (100 evaluations
-    /// unless --budget or --time says otherwise).
+    /// unless --budget or --time says otherwise); with a warm start and --patience (a sweep's
+    /// later sizes) it climbs from the warm start (`ils-adjacent`).
     #[arg(long, default_value = "auto")]
     pub strategy: String,
     /// At most this many configurations per device.
