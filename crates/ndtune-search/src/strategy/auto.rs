@@ -188,7 +188,9 @@ impl Auto {
         patience: usize,
     ) -> Trace {
         let why = format!(
-            "{AUTO_CLIMB}: a warm start with a patience, so a climb from the {} configurations that did              best nearby until {patience} evaluations in a row find nothing better; another with --strategy NAME",
+            "{AUTO_CLIMB}: a warm start with a patience, so a climb from the {} configurations \
+             that did best nearby until {patience} evaluations in a row find nothing better; \
+             another with --strategy NAME",
             run.warm.len()
         );
         let total = run
@@ -548,7 +550,12 @@ mod tests {
         let trace = Auto { seed: 1 }.search(&space, &mut quick, &run);
         let decided = trace.decided.as_ref().unwrap();
         assert_eq!(decided.strategy, AUTO_CLIMB);
-        assert!(decided.why.contains("patience"), "{}", decided.why);
+        assert_eq!(
+            decided.why,
+            "ils-adjacent: a warm start with a patience, so a climb from the 1 configurations that \
+             did best nearby until 3 evaluations in a row find nothing better; another with \
+             --strategy NAME"
+        );
         assert_eq!(quick.decided.as_ref().unwrap().1, decided.why);
         assert_eq!(quick.asked[0], vec![40], "the warm start first");
         assert_eq!(trace.best(), Some((&vec![0], 1.0)));
