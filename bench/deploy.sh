@@ -25,6 +25,9 @@ kernel=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["devic
 for s in $held; do
     NDTUNE_DB=$out/held.db "$ndtune" show --kernel "$kernel" $(sets "$s") --json >"$out/held.$s.show.json"
 done
+for s in $tuned; do
+    NDTUNE_DB=$out/tuned.db "$ndtune" show --kernel "$kernel" $(sets "$s") --json >"$out/tuned.$s.show.json"
+done
 NDTUNE_DB=$out/tuned.db "$ndtune" export --format wisdom --spec "$spec" --out "$out/wisdom.json"
 for s in $held; do
     "$ndtune" pick --wisdom "$out/wisdom.json" --device "$device" $(sets "$s") --json >"$out/pick.$s.json"
