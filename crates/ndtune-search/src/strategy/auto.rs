@@ -187,11 +187,14 @@ impl Auto {
         run: &Run,
         patience: usize,
     ) -> Trace {
+        let start = match run.warm.len() {
+            1 => "the configuration".to_string(),
+            n => format!("the {n} configurations"),
+        };
         let why = format!(
-            "{AUTO_CLIMB}: a warm start with a patience, so a climb from the {} configurations \
-             that did best nearby until {patience} evaluations in a row find nothing better; \
-             another with --strategy NAME",
-            run.warm.len()
+            "{AUTO_CLIMB}: a warm start with a patience, so a climb from {start} that did best \
+             nearby until {patience} evaluations in a row find nothing better; another with \
+             --strategy NAME"
         );
         let total = run
             .budget
@@ -552,7 +555,7 @@ mod tests {
         assert_eq!(decided.strategy, AUTO_CLIMB);
         assert_eq!(
             decided.why,
-            "ils-adjacent: a warm start with a patience, so a climb from the 1 configurations that \
+            "ils-adjacent: a warm start with a patience, so a climb from the configuration that \
              did best nearby until 3 evaluations in a row find nothing better; another with \
              --strategy NAME"
         );
