@@ -607,9 +607,10 @@ impl Live<'_> {
         self.promised.clear();
         let (asked, hinted) = (self.unmeasured(asked), self.unmeasured(hinted));
         if let Some(claims) = &mut self.claims {
-            match asked.is_empty() {
-                true => claims.announce(&hinted, false),
-                false => claims.announce(&asked, true),
+            if asked.is_empty() {
+                claims.announce(&hinted, false);
+            } else {
+                claims.announce(&asked, true);
             }
             self.top_up();
             return;
@@ -638,18 +639,12 @@ impl Live<'_> {
     /// Of `points`, those the store does not hold and (where the front end excludes some,
     /// never built: it is asked about each point now) the front end does not exclude.
     fn unmeasured(&mut self, points: &[Point]) -> Vec<Point> {
-        let points = points
-            .iter()
-            .filter(|p| !self.existing.contains_key(&self.config(p)))
-            .cloned();
-        match (&self.pool, self.per_config.is_some()) {
-            (Some(_), true) => points
-                .collect::<Vec<_>>()
-                .into_iter()
-                .filter(|p| !self.excluded(p))
-                .collect(),
-            _ => points.collect(),
+        let mut kept = points.to_vec();
+        kept.retain(|p| !self.existing.contains_key(&self.config(p)));
+        if self.pool.is_some() && self.per_config.is_some() {
+            kept.retain(|p| !self.excluded(p));
         }
+        kept
     }
 
     /// Keeps the objective's value of an evaluated configuration if it is the best so far.

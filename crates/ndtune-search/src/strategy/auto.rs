@@ -152,13 +152,7 @@ impl Strategy for Auto {
         }
         // Deferred to the search only for the two cases above: said here, where it was not
         // said before the run.
-        eval.decided(
-            choice
-                .budget
-                .evaluations
-                .map_or(space.len(), |n| (n as u128).min(space.len())),
-            &choice.to_string(),
-        );
+        eval.decided(at_most(choice.budget, space), &choice.to_string());
         let chosen = Run {
             budget: choice.budget,
             warm: run.warm.clone(),
@@ -196,11 +190,7 @@ impl Auto {
              nearby until {patience} evaluations in a row find nothing better; another with \
              --strategy NAME"
         );
-        let total = run
-            .budget
-            .evaluations
-            .map_or(space.len(), |n| (n as u128).min(space.len()));
-        eval.decided(total, &why);
+        eval.decided(at_most(run.budget, space), &why);
         let mut trace = by_name(AUTO_CLIMB, self.seed)
             .expect("a known strategy")
             .search(space, eval, run);
@@ -246,11 +236,7 @@ impl Auto {
                 evaluations: Some(AUTO_BUDGET),
                 time: None,
             };
-            (
-                AUTO_STRATEGY,
-                budget,
-                (AUTO_BUDGET as u128).min(space.len()),
-            )
+            (AUTO_STRATEGY, budget, at_most(budget, space))
         };
         memo.inner.decided(total, &why);
         let rest = Run {
@@ -266,6 +252,13 @@ impl Auto {
         trace.decided = Some(Decision { strategy, why });
         trace
     }
+}
+
+/// How many points a search of `space` within `budget` evaluates at most.
+fn at_most(budget: Budget, space: &dyn SearchSpace) -> u128 {
+    budget
+        .evaluations
+        .map_or(space.len(), |n| (n as u128).min(space.len()))
 }
 
 /// What a probe saw: its evaluations, those measured now (not from a store), the seconds they
