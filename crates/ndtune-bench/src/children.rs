@@ -15,7 +15,10 @@
 //!   The campaign stops as after a fatal error, keeping what it measured, giving back its
 //!   claims and removing its temporary files; where it has not ended [`GRACE`] later, or at a
 //!   second signal, the process exits at once (its children then die of the parent-death
-//!   signal).
+//!   signal). A second signal from the parent does not count: the kernel sends a parent-death
+//!   signal again each time one of the dying parent's threads ends (the child passes from
+//!   thread to thread), and a stopping parent sends its own, so only the grace ends a child
+//!   then.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -152,13 +155,17 @@ pub fn stopping_status() -> Option<u8> {
 /// From now on SIGTERM, SIGINT and SIGHUP stop the campaign (see the module's header).
 pub fn end_with_signals() -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    use signal_hook::iterator::{exfiltrator::WithRawSiginfo, SignalsInfo};
+    let mut signals = SignalsInfo::<WithRawSiginfo>::new([SIGTERM, SIGINT, SIGHUP])?;
+    // SAFETY: getppid(2) has no preconditions.
+    let parent = unsafe { libc::getppid() };
     std::thread::Builder::new()
         .name("ndtune-signals".into())
         .spawn(move || {
-            let Some(signal) = signals.forever().next() else {
+            let Some(first) = signals.forever().next() else {
                 return;
             };
+            let signal = first.si_signo;
             let name = signal_name(signal);
             // With or without a child to end, the campaign gets its grace: it gives back its
             // claims, removes its temporary files and sums up (a pool's worker between two
@@ -166,7 +173,13 @@ pub fn end_with_signals() -> io::Result<()> {
             stop(signal);
             let deadline = Instant::now() + GRACE;
             let again = loop {
-                if signals.pending().next().is_some() {
+                // Every pending signal is read; one from the parent is not a second request
+                // (see the module's header).
+                let asked_again = signals
+                    .pending()
+                    .filter(|info| !from_process(info, parent))
+                    .count();
+                if asked_again > 0 {
                     break true;
                 }
                 if Instant::now() >= deadline {
@@ -187,6 +200,13 @@ pub fn end_with_signals() -> io::Result<()> {
             unsafe { libc::_exit(128 + signal) }
         })?;
     Ok(())
+}
+
+/// Whether a signal was sent by process `pid` (with kill(2), or as its parent-death signal).
+fn from_process(info: &libc::siginfo_t, pid: libc::pid_t) -> bool {
+    // SAFETY: si_pid is read only where si_code says that a process sent the signal (SI_USER,
+    // SI_QUEUE and the other codes below 1), for which the kernel sets it.
+    info.si_code <= 0 && unsafe { info.si_pid() } == pid
 }
 
 /// The campaign stops for `signal`: every living child gets its signal. Returns whether there
