@@ -410,6 +410,7 @@ impl Scenario<'_> {
                 time: None,
                 warm_start: false,
                 patience: None,
+                configs: Vec::new(),
                 share: None,
                 guard: how.guard.clone(),
                 seed: how.seed,

@@ -178,6 +178,10 @@ pub struct Options {
     /// Stop after this many evaluations in a row that found nothing better
     /// ([`ndtune_search::Run::patience`]).
     pub patience: Option<usize>,
+    /// Measure these configurations instead of searching (`tune --config`);
+    /// each must be valid in the pruned space.
+    #[serde(default)]
+    pub configs: Vec<Config>,
     /// Share the campaign with other workers through the store's claims.
     #[serde(skip)]
     pub share: Option<Share>,
@@ -426,7 +430,13 @@ impl Campaign<'_> {
             ),
         };
         supervisor.start_ahead();
-        let mut strategy = ndtune_search::by_name(&self.options.strategy, self.options.seed)?;
+        let named = match self.options.configs.is_empty() {
+            true => Some(ndtune_search::by_name(
+                &self.options.strategy,
+                self.options.seed,
+            )?),
+            false => None,
+        };
         let (declared, valid) = (self.pruning.stats.declared, self.pruning.stats.pruned);
         let (label, kernel) = (self.label, spec.kernel.name.clone());
         let stopped = |why: String| CampaignError::Stopped {
@@ -442,6 +452,12 @@ impl Campaign<'_> {
         // Walked without listing it: any space the pruner counts can be tuned.
         let space = ValidSpace::new(self.pruning.space);
         let codec = space.codec();
+        let mut strategy = match named {
+            Some(strategy) => strategy,
+            None => Box::new(ndtune_search::Listed {
+                points: listed_points(&self.options.configs, &codec, &space, label)?,
+            }),
+        };
         let group = group(spec, &source, self.options.seed, self.device, self.store)?;
         let metrics = &spec.metrics;
         let energy = energy_report(self.device, metrics)
@@ -745,6 +761,35 @@ pub fn other_setups(store: &Store, group: &Group) -> Result<Vec<OtherSetup>, Sto
                 differences: store.setup_differences(&g.setup, &group.setup)?,
                 setup: g.setup,
             })
+        })
+        .collect()
+}
+
+/// The points of `configs` (`tune --config`), each checked against the pruned `space` of the
+/// device `label`: an error says which configuration is not in it, and why.
+fn listed_points(
+    configs: &[Config],
+    codec: &Codec,
+    space: &ValidSpace,
+    label: &str,
+) -> Result<Vec<Point>, CampaignError> {
+    configs
+        .iter()
+        .map(|config| {
+            let shown = || {
+                let pairs: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                pairs.join(",")
+            };
+            let point = codec
+                .point(config)
+                .map_err(|e| CampaignError::Spec(format!("--config {}: {e}", shown())))?;
+            match space.why_not(&point) {
+                None => Ok(point),
+                Some(why) => Err(CampaignError::Spec(format!(
+                    "--config {}: not a configuration of the space on {label}: {why}",
+                    shown()
+                ))),
+            }
         })
         .collect()
 }

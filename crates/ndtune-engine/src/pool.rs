@@ -408,6 +408,7 @@ mod tests {
             time: Some(Duration::from_secs(7)),
             warm_start: true,
             patience: None,
+            configs: Vec::new(),
             share: None,
             guard: Some(Share {
                 worker: "front".into(),

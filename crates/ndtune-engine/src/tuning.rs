@@ -61,20 +61,26 @@ impl Tuning<'_> {
             evaluations: options.budget,
             time: options.time,
         };
-        let patient_warm = options.warm_start && options.patience.is_some();
-        let resolved = resolve_strategy(
-            &options.strategy,
-            given,
-            pruning.stats.pruned,
-            true,
-            patient_warm,
-        );
-        if let Some(choice) = &resolved.auto {
-            observer.event(Event::Warning(format!("strategy auto: {choice}")));
+        if options.configs.is_empty() {
+            let patient_warm = options.warm_start && options.patience.is_some();
+            let resolved = resolve_strategy(
+                &options.strategy,
+                given,
+                pruning.stats.pruned,
+                true,
+                patient_warm,
+            );
+            if let Some(choice) = &resolved.auto {
+                observer.event(Event::Warning(format!("strategy auto: {choice}")));
+            }
+            options.strategy = resolved.strategy;
+            options.budget = resolved.budget.evaluations;
+            options.time = resolved.budget.time;
+        } else {
+            // The listed configurations are the search (`Listed`).
+            options.strategy = "listed".into();
+            options.budget = Some(options.configs.len());
         }
-        options.strategy = resolved.strategy;
-        options.budget = resolved.budget.evaluations;
-        options.time = resolved.budget.time;
         let prune_s = started.elapsed().as_secs_f64();
         let report = Campaign {
             spec,

@@ -381,6 +381,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         time: call.time_limit.map(Duration::from_secs_f64),
         warm_start: call.warm_start,
         patience: None,
+        configs: Vec::new(),
         share: None,
         guard: Some(Share {
             worker: format!("python:{}:{}", std::process::id(), device.index),

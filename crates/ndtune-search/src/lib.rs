@@ -47,9 +47,10 @@ pub use ndtune_space::lazy::ValidSpace;
 pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECORDED};
 pub use space::{neighbours, Neighbourhood, SearchSpace};
 pub use strategy::{
-    auto_choice, by_name, Anneal, Auto, AutoChoice, Bayes, Exhaustive, Genetic, LocalSearch,
-    RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET, AUTO_CLIMB, AUTO_EXHAUSTIVE_TIME,
-    AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY, STRATEGY_NAMES,
+    auto_choice, by_name, Anneal, Auto, AutoChoice, Bayes, Exhaustive, Genetic, Listed,
+    LocalSearch, RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET, AUTO_CLIMB,
+    AUTO_EXHAUSTIVE_TIME, AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY,
+    STRATEGY_NAMES,
 };
 pub use warm::{warm_start, FAILED_RATIO, WARM_POINTS};
 

@@ -31,6 +31,7 @@
 //! 10^9 values that are all reachable under one prefix, followed by constrained ones, would need
 //! that much for a moment.
 
+use crate::compile::Pred;
 use crate::domain::Values;
 use crate::space::{Counter, Param, Space, Walk};
 use std::collections::HashMap;
@@ -149,6 +150,16 @@ impl Node {
     }
 }
 
+/// What keeps a point out of a space ([`ValidSpace::why_not`]).
+enum Outside {
+    /// Not one value per parameter.
+    Length,
+    /// This parameter's value is not one of its declared ones.
+    Domain(usize),
+    /// This constraint (an index of the space's labels) does not hold.
+    Constraint(usize),
+}
+
 impl ValidSpace {
     /// Counts `space` once (keeping the root's table); everything after that is lazy.
     pub fn new(space: Space) -> ValidSpace {
@@ -220,21 +231,49 @@ impl ValidSpace {
     /// Whether `point` (declaration order) takes a declared value for every parameter and
     /// satisfies every constraint.
     pub fn contains(&self, point: &[i64]) -> bool {
+        self.outside(point).is_none()
+    }
+
+    /// Why `point` is not a valid configuration, as a user reads it; `None` where it is one.
+    pub fn why_not(&self, point: &[i64]) -> Option<String> {
+        let params = self.space.params();
+        Some(match self.outside(point)? {
+            Outside::Length => {
+                format!("{} values for the {} parameters", point.len(), params.len())
+            }
+            Outside::Domain(p) => format!("`{}` takes none of its declared values", params[p].name),
+            Outside::Constraint(c) => {
+                format!("it breaks `{}`", self.space.labels()[c])
+            }
+        })
+    }
+
+    /// The first thing that keeps `point` out of the space, in the order the walk checks them.
+    fn outside(&self, point: &[i64]) -> Option<Outside> {
         let s = &self.space;
-        point.len() == s.params().len()
-            && s.params()
-                .iter()
-                .zip(point)
-                .all(|(p, &v)| p.values.position(v).is_some())
-            && s.upfront.iter().all(|(_, pred)| pred(point))
-            && s.levels.iter().all(|level| {
-                level
-                    .cuts
-                    .iter()
-                    .flat_map(|c| &c.halves)
-                    .all(|h| (h.pred)(point))
-                    && level.filters.iter().all(|(_, pred)| pred(point))
+        if point.len() != s.params().len() {
+            return Some(Outside::Length);
+        }
+        if let Some(p) =
+            (s.params().iter().zip(point)).position(|(p, &v)| p.values.position(v).is_none())
+        {
+            return Some(Outside::Domain(p));
+        }
+        let broken = |(c, pred): &(usize, Pred)| (!pred(point)).then_some(*c);
+        s.upfront
+            .iter()
+            .find_map(broken)
+            .or_else(|| {
+                s.levels.iter().find_map(|level| {
+                    level
+                        .cuts
+                        .iter()
+                        .find(|c| c.halves.iter().any(|h| !(h.pred)(point)))
+                        .map(|c| c.constraint)
+                        .or_else(|| level.filters.iter().find_map(broken))
+                })
             })
+            .map(Outside::Constraint)
     }
 
     /// The valid configuration of rank `rank`, `None` from [`ValidSpace::len`] on.

@@ -64,7 +64,7 @@ pub(crate) struct Half {
 }
 
 pub(crate) struct Cut {
-    constraint: usize,
+    pub(crate) constraint: usize,
     pub(crate) halves: Vec<Half>,
 }
 

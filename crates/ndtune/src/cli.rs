@@ -1,7 +1,7 @@
 //! The command line, with clap derive.
 
 use clap::{Args, Parser, Subcommand};
-use ndtune_core::{Constants, Value};
+use ndtune_core::{Config, Constants, Value};
 use ndtune_metrics::{MetricDef, Objective};
 use ndtune_store::{Store, StoreError};
 use std::path::PathBuf;
@@ -160,6 +160,19 @@ pub fn parse_assignment(s: &str) -> Result<(String, Value), String> {
         .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
     let value = Value::parse(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
     Ok((name.trim().to_string(), value))
+}
+
+/// A whole configuration, `NAME=VALUE,NAME=VALUE` (`tune --config`); a name given twice is an
+/// error.
+pub fn parse_config(s: &str) -> Result<Config, String> {
+    let mut config = Config::new();
+    for part in s.split(',') {
+        let (name, value) = parse_assignment(part)?;
+        if config.insert(name.clone(), value).is_some() {
+            return Err(format!("`{name}` is given twice in `{s}`"));
+        }
+    }
+    Ok(config)
 }
 
 /// Spec constants replaced on the command line, as every command that reads a spec or selects
@@ -333,6 +346,16 @@ pub struct SearchArgs {
     /// have come from the machine's load, not from the configuration).
     #[arg(long)]
     pub keep_timed_out: bool,
+    /// Measure this configuration, every parameter named (`--config WG=64,TS=8`), instead of
+    /// searching; repeatable, to time a few side by side. Each must be in the pruned space
+    /// (an error says why not). A stored result is reused as always: a new --db measures again.
+    #[arg(
+        long = "config",
+        value_name = "NAME=VALUE,...",
+        value_parser = parse_config,
+        conflicts_with_all = ["strategy", "budget", "patience", "replay"]
+    )]
+    pub configs: Vec<Config>,
 }
 
 /// Sharing one campaign among workers (docs/scale.md).

@@ -35,6 +35,7 @@ pub fn run(
         time: args.search.time,
         warm_start: args.search.warm_start,
         patience: args.search.patience.map(|p| p as usize),
+        configs: args.search.configs.clone(),
         share: None,
         guard: None,
         seed: c.seed,

@@ -251,6 +251,7 @@ fn options(
         time: search.time,
         warm_start: search.warm_start,
         patience: search.patience.map(|p| p as usize),
+        configs: search.configs.clone(),
         share,
         guard,
         seed: campaign.seed,

@@ -539,3 +539,77 @@ fn tune_without_a_strategy_measures_a_quick_space_of_hundreds_whole_after_probin
         (Some(0), Some(300))
     );
 }
+
+#[test]
+fn tune_with_configs_measures_those_alone_and_says_why_one_is_not_in_the_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = one_launch_spec(
+        dir.path(),
+        "listed.toml",
+        "A = [1, 2, 3]\nSLOW = [1]\n[space]\nconstraints = [\"A * WG <= 32\"]",
+    );
+    let db = dir.path().join("listed.db");
+    let db = db.to_str().unwrap();
+    let listed = ["WG=8,A=2,SLOW=1", "WG=2,A=3,SLOW=1", "WG=32,A=1,SLOW=1"];
+    let mut args = vec!["tune", &spec, "--db", db, "--json"];
+    for config in listed {
+        args.extend(["--config", config]);
+    }
+    let report = json(&args);
+    let d = &report["devices"][0];
+    assert_eq!(d["strategy"], "listed", "{d}");
+    assert_eq!(
+        (d["evaluated"].as_u64(), d["reused"].as_u64()),
+        (Some(3), Some(0)),
+        "{d}"
+    );
+    // Stored as measured, and nothing else.
+    let shown = json(&["show", "--db", db, "--json"]);
+    let mut measured: Vec<_> = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["config"]["WG"].as_i64(), r["config"]["A"].as_i64()))
+        .collect();
+    measured.sort();
+    assert_eq!(
+        measured,
+        [(Some(2), Some(3)), (Some(8), Some(2)), (Some(32), Some(1))]
+    );
+    // Asked again, the stored results are reused.
+    let d = &json(&args)["devices"][0];
+    assert_eq!(
+        (d["evaluated"].as_u64(), d["reused"].as_u64()),
+        (Some(0), Some(3)),
+        "{d}"
+    );
+    // A configuration outside the space is an error that says why, before anything is measured.
+    let tune_one = |config: &str| fails(&["tune", &spec, "--db", db, "--config", config]);
+    let err = tune_one("WG=16,A=3,SLOW=1");
+    assert!(
+        err.contains("--config A=3,SLOW=1,WG=16: not a configuration of the space on ")
+            && err.contains("it breaks `A * WG <= 32`"),
+        "{err}"
+    );
+    let err = tune_one("WG=5,A=1,SLOW=1");
+    assert!(
+        err.contains("`WG` takes none of its declared values"),
+        "{err}"
+    );
+    let err = tune_one("WG=4,A=1");
+    assert!(err.contains("lacks `SLOW`"), "{err}");
+    let err = tune_one("WG=4,WG=8,A=1,SLOW=1");
+    assert!(err.contains("`WG` is given twice"), "{err}");
+    let err = fails(&[
+        "tune",
+        &spec,
+        "--db",
+        db,
+        "--config",
+        listed[0],
+        "--strategy",
+        "bo",
+    ]);
+    assert!(err.contains("cannot be used with"), "{err}");
+    assert_eq!(stored(Path::new(db)), 3, "nothing more was measured");
+}
