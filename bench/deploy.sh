@@ -5,6 +5,8 @@
 #   bench/deploy.sh SPEC "NAME=V ..." "TUNED SIZES" "HELD-OUT SIZES" [OUT_DIR]
 # NAMES are the constants set to each size (`"H W"`: both to it); sizes are space-separated.
 # NDTUNE names the binary (default target/release/ndtune), DEVICE the device (default 0).
+# CONFIRM (default 5, 0: none): rounds of timing each size's pick beside its best again, side by
+# side (bench/side_by_side.py), free of the winner's curse of a best picked from many noisy times.
 #   bench/deploy.sh examples/sgemm.toml N "128 256 512 1024 2048" "192 320 384 640 768 896 1280 1536 1792 2560"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,4 +34,7 @@ NDTUNE_DB=$out/tuned.db "$ndtune" export --format wisdom --spec "$spec" --out "$
 for s in $held; do
     "$ndtune" pick --wisdom "$out/wisdom.json" --device "$device" $(sets "$s") --json >"$out/pick.$s.json"
 done
+if [[ ${CONFIRM:-5} != 0 ]]; then
+    python3 bench/side_by_side.py "$out" "$spec" "$names" "$held" "$ndtune" "$device" "${CONFIRM:-5}" 2>>"$out/tune.err"
+fi
 python3 bench/deploy_summary.py "$out" "$held" | tee "$out/summary.txt"

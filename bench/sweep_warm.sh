@@ -13,6 +13,8 @@
 # NDTUNE names the binary (default target/release/ndtune), PATIENCE the patience (default 10);
 # WARM_ARGS more options of the warm sweep's later sizes (e.g. `--strategy exhaustive`: the
 # space's order after the warm start);
+# CONFIRM (default 5, 0: none) rounds of timing each size's warm choice beside the independent
+# best again, side by side (bench/side_by_side.py), where they differ;
 # STEPS (default "cold warm") what runs: `STEPS=warm` keeps OUT's independent campaigns of an
 # earlier run (their results and cold.wall) and runs the warm sweep again.
 set -euo pipefail
@@ -45,9 +47,12 @@ if [[ $steps == *" warm "* ]]; then
         ${WARM_ARGS-} --json >"$out/warm.json" 2>>"$out/warm.err"
     python3 -c "print($(stamp) - $t0)" >"$out/warm.wall"
 fi
-python3 - "$out" "$name" "$ndtune" "$spec" <<'PY'
+python3 - "$out" "$name" "$ndtune" "$spec" "${CONFIRM:-5}" <<'PY'
 import json, math, subprocess, sys
+sys.path.insert(0, "bench")
+from side_by_side import ratio, side_by_side
 out, name, ndtune, spec = sys.argv[1:5]
+rounds = int(sys.argv[5])
 
 
 def as_independent(size, config):
@@ -66,23 +71,28 @@ def bests(*files):
     return found
 cold = bests("cold.json")
 warm = bests("warm-first.json", "warm.json")
-rows, ratios, chosen = [], [], []
+rows, ratios, chosen, side = [], [], [], []
 for size in sorted(cold):
     (cc, ct, ce), (wc, wt, we) = cold[size], warm[size]
     ratios.append(ct / wt)
     choice = ct / as_independent(size, wc)
     chosen.append(choice)
-    rows.append(f"| {size} | {ce} | {we} | {ct:.4f} | {wt:.4f} | {ct / wt:.3f} | {choice:.3f} | {'same' if cc == wc else 'other'} |")
+    # The warm choice and the independent best timed again side by side (bench/side_by_side.py).
+    again = 1.0 if cc == wc or rounds == 0 else ratio(
+        side_by_side(ndtune, spec, [f"{name}={size}"], None, wc, cc, rounds))
+    side.append(again)
+    rows.append(f"| {size} | {ce} | {we} | {ct:.4f} | {wt:.4f} | {ct / wt:.3f} | {choice:.3f} | {again:.3f} | {'same' if cc == wc else 'other'} |")
 cold_s, warm_s = (float(open(f"{out}/{f}.wall").read()) for f in ("cold", "warm"))
 geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
 text = "\n".join([
-    f"| {name} | evaluated, independent | evaluated, warm sweep | best ms, independent | best ms, warm | independent / warm | independent best / warm choice as the independent run measured it | configuration |",
-    "|---|---|---|---|---|---|---|---|", *rows, "",
+    f"| {name} | evaluated, independent | evaluated, warm sweep | best ms, independent | best ms, warm | independent / warm | independent best / warm choice as the independent run measured it | the same, side by side | configuration |",
+    "|---|---|---|---|---|---|---|---|---|", *rows, "",
     f"independent campaigns {cold_s:.1f} s, warm sweep {warm_s:.1f} s: {warm_s / cold_s:.2f}x; "
     f"the warm sweep's bests at {geo:.3f} of the independent ones' speed, each as its own run "
     f"measured it, and its choices at "
     f"{math.exp(sum(map(math.log, chosen)) / len(chosen)):.3f} as the independent run measured "
-    "them (geometric means; 1 = as fast)"])
+    f"them, {math.exp(sum(map(math.log, side)) / len(side)):.3f} timed side by side with the "
+    "independent bests (geometric means; 1 = as fast)"])
 print(text)
 open(f"{out}/summary.md", "w").write(text + "\n")
 PY
