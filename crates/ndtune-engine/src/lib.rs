@@ -535,7 +535,8 @@ impl Campaign<'_> {
         } else {
             Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?))
         };
-        let warm = if self.options.warm_start {
+        // Listed configurations are measured as given: a warm start has nothing to add.
+        let warm = if self.options.warm_start && self.options.configs.is_empty() {
             let points = warm_points(self.store, &group, &codec, metrics)?;
             observer.event(Event::Warning(format!(
                 "warm start: {} configurations that did best for this kernel elsewhere come first",

@@ -583,6 +583,18 @@ fn tune_with_configs_measures_those_alone_and_says_why_one_is_not_in_the_space()
         (Some(0), Some(3)),
         "{d}"
     );
+    // In a sweep (whose campaigns warm-start each other) each size measures the same ones.
+    let mut sweep = args.clone();
+    sweep.extend(["--set", "N=2048,8192"]);
+    let out = ndtune().args(&sweep).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("warm start"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for d in report["devices"].as_array().unwrap() {
+        assert_eq!(d["evaluated"].as_u64(), Some(3), "{d}");
+    }
+    assert_eq!(stored(Path::new(db)), 9);
     // A configuration outside the space is an error that says why, before anything is measured.
     let tune_one = |config: &str| fails(&["tune", &spec, "--db", db, "--config", config]);
     let err = tune_one("WG=16,A=3,SLOW=1");
@@ -611,5 +623,5 @@ fn tune_with_configs_measures_those_alone_and_says_why_one_is_not_in_the_space()
         "bo",
     ]);
     assert!(err.contains("cannot be used with"), "{err}");
-    assert_eq!(stored(Path::new(db)), 3, "nothing more was measured");
+    assert_eq!(stored(Path::new(db)), 9, "nothing more was measured");
 }
