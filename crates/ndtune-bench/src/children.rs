@@ -15,10 +15,10 @@
 //!   The campaign stops as after a fatal error, keeping what it measured, giving back its
 //!   claims and removing its temporary files; where it has not ended [`GRACE`] later, or at a
 //!   second signal, the process exits at once (its children then die of the parent-death
-//!   signal). A second signal from the parent does not count: the kernel sends a parent-death
-//!   signal again each time one of the dying parent's threads ends (the child passes from
-//!   thread to thread), and a stopping parent sends its own, so only the grace ends a child
-//!   then.
+//!   signal). A second signal from the parent, or from this process, does not count: the kernel
+//!   sends a parent-death signal again each time one of the dying parent's threads ends (the
+//!   child passes from thread to thread), naming as its sender the parent or the child itself,
+//!   and a stopping parent sends its own; only the grace ends a child then.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -157,8 +157,8 @@ pub fn end_with_signals() -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::iterator::{exfiltrator::WithRawSiginfo, SignalsInfo};
     let mut signals = SignalsInfo::<WithRawSiginfo>::new([SIGTERM, SIGINT, SIGHUP])?;
-    // SAFETY: getppid(2) has no preconditions.
-    let parent = unsafe { libc::getppid() };
+    // SAFETY: getppid(2) and getpid(2) have no preconditions.
+    let (parent, own) = unsafe { (libc::getppid(), libc::getpid()) };
     std::thread::Builder::new()
         .name("ndtune-signals".into())
         .spawn(move || {
@@ -173,11 +173,11 @@ pub fn end_with_signals() -> io::Result<()> {
             stop(signal);
             let deadline = Instant::now() + GRACE;
             let again = loop {
-                // Every pending signal is read; one from the parent is not a second request
-                // (see the module's header).
+                // Every pending signal is read; one from the parent or from this process is
+                // not a second request (see the module's header).
                 let asked_again = signals
                     .pending()
-                    .filter(|info| !from_process(info, parent))
+                    .filter(|info| !from_process(info, parent) && !from_process(info, own))
                     .count();
                 if asked_again > 0 {
                     break true;

@@ -138,7 +138,11 @@ fn kill_campaign(
     // SIGKILL leaves what a process cannot remove itself.
     if signal != libc::SIGKILL {
         let files: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
-        assert!(files.is_empty(), "temporary files left: {files:?}");
+        assert!(
+            files.is_empty(),
+            "temporary files left: {files:?}; {}",
+            err()
+        );
     }
     (exit, err(), std::fs::read_to_string(&out_path).unwrap())
 }
