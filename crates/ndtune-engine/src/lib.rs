@@ -430,12 +430,15 @@ impl Campaign<'_> {
             ),
         };
         supervisor.start_ahead();
-        let named = match self.options.configs.is_empty() {
-            true => Some(ndtune_search::by_name(
+        // A named strategy is checked before the space is counted; listed configurations
+        // (`Listed`) once it is, against it.
+        let named = if self.options.configs.is_empty() {
+            Some(ndtune_search::by_name(
                 &self.options.strategy,
                 self.options.seed,
-            )?),
-            false => None,
+            )?)
+        } else {
+            None
         };
         let (declared, valid) = (self.pruning.stats.declared, self.pruning.stats.pruned);
         let (label, kernel) = (self.label, spec.kernel.name.clone());

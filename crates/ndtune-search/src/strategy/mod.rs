@@ -149,9 +149,9 @@ impl Strategy for Exhaustive {
     }
 }
 
-/// The given points, promised in their order, and no other (`ndtune tune --config`): a configuration
-/// checked, or a few timed side by side. Points outside the space are left out (a caller checks
-/// them first, to say why); the run's budget of time still applies.
+/// The given points, promised in their order, and no other (`ndtune tune --config`): a
+/// configuration checked, or a few timed side by side. Points outside the space are left out (a
+/// caller checks them first, to say why); the run's budget of time still applies.
 #[derive(Debug, Clone, Default)]
 pub struct Listed {
     pub points: Vec<Point>,
