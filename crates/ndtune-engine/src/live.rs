@@ -252,9 +252,10 @@ impl Live<'_> {
         // machine too, and a build's priming (PoCL's compile for a work-group size) is part of
         // the build, done before the build counts as done.
         let pool = self.pool.as_ref().filter(|_| self.pause_builds);
-        if let Some(pool) = pool {
+        let stopped_at = pool.map(|pool| {
             pool.pause();
-        }
+            Instant::now()
+        });
         let limits = self.racing.limits();
         let mut front = self
             .per_config
@@ -267,8 +268,9 @@ impl Live<'_> {
             generated.as_ref(),
             front.as_mut().map(|f| f as &mut dyn FrontEnd),
         );
-        if let Some(pool) = pool {
+        if let (Some(pool), Some(at)) = (pool, stopped_at) {
             pool.resume();
+            self.time.build_workers_stopped_s += at.elapsed().as_secs_f64();
         }
         match evaluated {
             Ok(e) => {

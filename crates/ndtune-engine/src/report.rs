@@ -122,6 +122,9 @@ pub struct TimeSpent {
     /// used one: `hosted` or `joined`; else its build workers were its own.
     pub node_builds: Option<ndtune_bench::node_builds::NodeRole>,
     pub build_workers_s: f64,
+    /// How long the campaign held the build workers stopped while it evaluated on a CPU device
+    /// (they would share its cores); it covers every timed launch.
+    pub build_workers_stopped_s: f64,
     /// Kernel launches, waits included.
     pub launch_s: f64,
     /// Of the overhead: arguments on the device (inputs restored), and the outputs compared with

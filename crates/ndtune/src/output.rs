@@ -208,6 +208,12 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
             "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
             t.build_jobs, t.build_workers_s, t.build_s
         );
+        if t.build_workers_stopped_s > 0.0 {
+            println!(
+                "             build workers stopped for {:.2} s while the CPU device was measured",
+                t.build_workers_stopped_s
+            );
+        }
     }
     if t.lost_s > 0.0 {
         println!(

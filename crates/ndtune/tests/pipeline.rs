@@ -1,7 +1,7 @@
-//! The build pipeline on PoCL: build workers give the outcomes, the best configuration and the
-//! timings of serial tuning; a compiler that crashes or hangs costs one configuration, not the
-//! campaign; a work-group is refused by its launch, never by the driver's query; program
-//! binaries kept by one campaign spare the next its builds.
+//! The build pipeline on PoCL: build workers give the outcomes and the best configuration of
+//! serial tuning and are stopped while the device is timed; a compiler that crashes or hangs
+//! costs one configuration, not the campaign; a work-group is refused by its launch, never by
+//! the driver's query; program binaries kept by one campaign spare the next its builds.
 
 mod common;
 use common::*;
@@ -134,7 +134,7 @@ fn json_or_text(args: &[&str]) {
 }
 
 #[test]
-fn build_workers_give_the_outcomes_best_and_timings_of_serial_tuning() {
+fn build_workers_give_the_outcomes_and_best_of_serial_tuning_and_stop_while_timed() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
@@ -178,47 +178,16 @@ fn build_workers_give_the_outcomes_best_and_timings_of_serial_tuning() {
     assert_eq!(d["best"]["config"]["V"], 0, "{piped}");
     assert_eq!(serial["devices"][0]["best"]["config"]["V"], 0, "{serial}");
 
-    // Build workers are stopped while the CPU device is timed: no configuration's time with the
-    // pipeline is worse than the serial one (a build on the same cores during the timing would
-    // double it). A shared virtual machine's CPU speed wanders by as much for seconds at a time,
-    // so each configuration's fastest run is taken over alternating rounds of each: three, and up
-    // to six while the median says the pipeline is slower (a slow phase of the host passes; builds
-    // during the timing would be in every round). (The pipeline is often faster: the measurement
-    // worker then never compiles, and PoCL's compiler in the worker sometimes halves its kernels'
-    // speed.)
-    let fastest = |outcomes: &BTreeMap<String, Value>, into: &mut BTreeMap<String, f64>| {
-        for (k, o) in outcomes.iter().filter(|(_, o)| o["outcome"] == "measured") {
-            let min = o["times_ms"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .fold(f64::INFINITY, f64::min);
-            let best = into.entry(k.clone()).or_insert(f64::INFINITY);
-            *best = best.min(min);
-        }
-    };
-    let (mut serial_ms, mut piped_ms) = (BTreeMap::new(), BTreeMap::new());
-    fastest(&serial_outcomes, &mut serial_ms);
-    fastest(&piped_outcomes, &mut piped_ms);
-    let median_ratio = |piped_ms: &BTreeMap<String, f64>, serial_ms: &BTreeMap<String, f64>| {
-        let mut ratios: Vec<f64> = piped_ms.iter().map(|(k, ms)| ms / serial_ms[k]).collect();
-        ratios.sort_by(f64::total_cmp);
-        (ratios[ratios.len() / 2], ratios)
-    };
-    for round in 1..6 {
-        for (jobs, into) in [("1", &mut serial_ms), ("4", &mut piped_ms)] {
-            let db = dir.path().join(format!("round{round}-{jobs}.db"));
-            fastest(&tune(&spec, &db, &["--build-jobs", jobs]).1, into);
-        }
-        if round >= 2 && median_ratio(&piped_ms, &serial_ms).0 < 1.4 {
-            break;
-        }
-    }
-    let (median, ratios) = median_ratio(&piped_ms, &serial_ms);
-    assert!(
-        median < 1.4,
-        "pipelined / serial fastest time per configuration: median {median:.2} of {ratios:?}"
+    // On a CPU device the build workers are stopped while a configuration is evaluated (a build
+    // on the same cores would slow its timed runs): the time they were held stopped covers every
+    // timed launch. Without build workers nothing is stopped. (Whether the times then match the
+    // serial ones is a benchmark's question: bench/pipeline_timing.py, BENCHMARKS.md.)
+    let stopped = d["time"]["build_workers_stopped_s"].as_f64().unwrap();
+    let launched = d["time"]["launch_s"].as_f64().unwrap();
+    assert!(launched > 0.0 && stopped >= launched, "{piped}");
+    assert_eq!(
+        serial["devices"][0]["time"]["build_workers_stopped_s"], 0.0,
+        "{serial}"
     );
 }
 
