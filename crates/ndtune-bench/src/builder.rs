@@ -522,7 +522,7 @@ impl Drop for BuildPool {
             s.closing = true;
             // A build in progress is abandoned: its worker is killed (stopped ones too).
             for &pid in s.pids.values() {
-                signal(pid, libc::SIGKILL);
+                crate::children::end(pid, libc::SIGKILL);
             }
             self.shared.changed.notify_all();
         }
@@ -546,14 +546,8 @@ fn signal(pid: u32, sig: libc::c_int) {
 /// takes root, CAP_SYS_NICE or an `ulimit -e` of at least 20: where the system refuses, the
 /// worker keeps what it had.
 fn set_priority(pid: u32, urgent: bool) {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
     let param = libc::sched_param { sched_priority: 0 };
-    for tid in tasks
-        .flatten()
-        .filter_map(|t| t.file_name().to_str()?.parse::<libc::pid_t>().ok())
-    {
+    for tid in crate::children::threads(pid) {
         // SAFETY: sched_setscheduler(2) and setpriority(2) on a thread of our own child.
         unsafe {
             if !urgent {

@@ -19,6 +19,8 @@
 //!   sends a parent-death signal again each time one of the dying parent's threads ends (the
 //!   child passes from thread to thread), naming as its sender the parent or the child itself,
 //!   and a stopping parent sends its own; only the grace ends a child then.
+//! - [`end`] signals a child to end after taking it off the idle scheduling policy (a build
+//!   worker's), so that a busy machine does not starve its exit.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -216,12 +218,41 @@ pub fn stop(signal: libc::c_int) -> bool {
     STOPPING.store(signal, Ordering::SeqCst);
     let living = locked();
     for (&pid, on_end) in living.iter() {
-        // SAFETY: kill(2) of a child of this process that has not been reaped (see `reaped`).
-        unsafe {
-            libc::kill(pid as libc::pid_t, on_end.signal());
-        }
+        end(pid, on_end.signal());
     }
     !living.is_empty()
+}
+
+/// Sends child `pid` (not reaped yet) `signal` to end it, first taking its threads off the idle
+/// scheduling policy. A build worker runs under `SCHED_IDLE`, and on a machine whose cores are
+/// busy with other work a dying process of that policy gets next to no time for its exit (its
+/// threads end, its memory is freed): its pipes stayed open for seconds, and the campaign,
+/// waiting for them, outlived its [`GRACE`]. Where the system refuses to leave the idle policy
+/// (see [`crate::builder`]'s priorities) it is only the signal.
+pub fn end(pid: u32, signal: libc::c_int) {
+    let param = libc::sched_param { sched_priority: 0 };
+    for tid in threads(pid) {
+        // SAFETY: sched_getscheduler(2) and sched_setscheduler(2) on a thread of our own child.
+        unsafe {
+            if libc::sched_getscheduler(tid) == libc::SCHED_IDLE {
+                libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param);
+            }
+        }
+    }
+    // SAFETY: kill(2) of a child of this process that has not been reaped (the caller's word).
+    unsafe {
+        libc::kill(pid as libc::pid_t, signal);
+    }
+}
+
+/// The threads of process `pid`, as /proc lists them (none where it is gone).
+pub fn threads(pid: u32) -> Vec<libc::pid_t> {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(Vec::new(), |tasks| {
+        tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse().ok())
+            .collect()
+    })
 }
 
 /// A signal's name, as people know it.

@@ -168,7 +168,7 @@ impl LineProcess {
 impl Drop for LineProcess {
     fn drop(&mut self) {
         children::reaped(self.child.id());
-        let _ = self.child.kill();
+        children::end(self.child.id(), libc::SIGKILL);
         let _ = self.child.wait();
     }
 }
