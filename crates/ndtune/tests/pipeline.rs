@@ -209,7 +209,7 @@ fn a_compiler_that_crashes_or_hangs_costs_one_configuration() {
     );
     for jobs in ["2", "1"] {
         let db = dir.path().join(format!("jobs{jobs}.db"));
-        let (report, outcomes) = tune(&spec, &db, &["--build-jobs", jobs, "--timeout", "4"]);
+        let (report, outcomes) = tune(&spec, &db, &["--build-jobs", jobs, "--timeout", "10"]);
         let of = |v: i64| outcomes[&format!("V={v} WG=8")].clone();
         assert_eq!(of(0)["outcome"], "measured", "{report}");
         assert_eq!(of(5)["outcome"], "measured", "{report}");

@@ -494,13 +494,15 @@ fn tune_without_a_strategy_searches_millions_of_configurations_within_its_defaul
 
 #[test]
 fn tune_without_a_strategy_measures_a_quick_space_of_hundreds_whole_after_probing_it() {
-    // 6 work-groups x 50 values of a parameter the kernel never reads (one build per work-group):
-    // 300 configurations, more than auto measures whole untried, each a single short launch.
+    // 6 work-groups x 35 values of a parameter the kernel never reads (one build per work-group):
+    // 210 configurations, more than auto measures whole untried, each a single short launch. Few
+    // over the limit, so that even a slow machine's probe (its 10 evaluations build 6 programs)
+    // sees the 200 left within auto's time.
     let dir = tempfile::tempdir().unwrap();
     let spec = one_launch_spec(
         dir.path(),
         "quick.toml",
-        "A = { range = [1, 50] }\nSLOW = [1]",
+        "A = { range = [1, 35] }\nSLOW = [1]",
     );
     let db = dir.path().join("quick.db");
     let tune = || {
@@ -522,21 +524,21 @@ fn tune_without_a_strategy_measures_a_quick_space_of_hundreds_whole_after_probin
     );
     assert!(
         stderr.contains("strategy auto: exhaustive: its first 10 evaluations took")
-            && stderr.contains("all 300 are measured"),
+            && stderr.contains("all 210 are measured"),
         "{stderr}"
     );
     assert_eq!(d["strategy"], "exhaustive");
-    assert_eq!(d["evaluated"].as_u64(), Some(300), "{d}");
-    assert_eq!(stored(&db), 300, "each configuration stored once");
+    assert_eq!(d["evaluated"].as_u64(), Some(210), "{d}");
+    assert_eq!(stored(&db), 210, "each configuration stored once");
     // Run again: the store holds them all, and auto knows it.
     let (d, stderr) = tune();
     assert!(
-        stderr.contains("exhaustive: the store holds each of the 300 configurations"),
+        stderr.contains("exhaustive: the store holds each of the 210 configurations"),
         "{stderr}"
     );
     assert_eq!(
         (d["evaluated"].as_u64(), d["reused"].as_u64()),
-        (Some(0), Some(300))
+        (Some(0), Some(210))
     );
 }
 
