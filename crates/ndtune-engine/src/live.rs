@@ -251,11 +251,14 @@ impl Live<'_> {
         // untimed part (restores, the verified run, the comparison) runs faster on a quiet
         // machine too, and a build's priming (PoCL's compile for a work-group size) is part of
         // the build, done before the build counts as done.
-        let pool = self.pool.as_ref().filter(|_| self.pause_builds);
-        let stopped_at = pool.map(|pool| {
-            pool.pause();
-            Instant::now()
-        });
+        let stopped = self
+            .pool
+            .as_ref()
+            .filter(|_| self.pause_builds)
+            .map(|pool| {
+                pool.pause();
+                (pool, Instant::now())
+            });
         let limits = self.racing.limits();
         let mut front = self
             .per_config
@@ -268,7 +271,7 @@ impl Live<'_> {
             generated.as_ref(),
             front.as_mut().map(|f| f as &mut dyn FrontEnd),
         );
-        if let (Some(pool), Some(at)) = (pool, stopped_at) {
+        if let Some((pool, at)) = stopped {
             pool.resume();
             self.time.build_workers_stopped_s += at.elapsed().as_secs_f64();
         }
