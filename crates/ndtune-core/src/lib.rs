@@ -11,7 +11,8 @@
 //!   as a readable description and its digest; what differs between two.
 //! - [`text`]: line and column of a position in a file, for errors.
 //! - [`tools`]: where the external tools ndtune runs (clang) are; [`bounded`]: running one
-//!   within a time, memory and output limit, killed whole.
+//!   within a time, memory and output limit, killed whole; [`sandbox`]: walls the operating
+//!   system enforces around a run for an untrusted client (Landlock).
 //! - [`cache`]: the user's private cache folder and the checks on what is kept there.
 //! - [`input`]: reading an input file within bounds (regular files only, a size limit per
 //!   kind, gzip unpacked within a limit).
@@ -26,6 +27,7 @@
 pub mod bounded;
 pub mod cache;
 pub mod input;
+pub mod sandbox;
 pub mod setup;
 pub mod text;
 pub mod tools;

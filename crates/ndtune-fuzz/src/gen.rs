@@ -901,6 +901,76 @@ pub fn request_kernel() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Pieces that clang reads as white space, or as nothing, between a line's start, its `#`, the
+/// directive's name and its operand: comments, line splices, a byte-order mark, form and line
+/// feeds, carriage returns.
+const DIRECTIVE_GAPS: &[&str] = &[
+    "",
+    " ",
+    "\t",
+    "\x0b",
+    "\x0c",
+    "/**/",
+    "/* a\n b */",
+    "\\\n",
+    "\\\r\n",
+    "\\ \n",
+    "\u{feff}",
+];
+
+/// How a line may end before a directive: newline, lone carriage return, both, a comment.
+const LINE_ENDS: &[&str] = &["\n", "\r", "\r\n", "// x\n", "/* x */\n"];
+
+/// Spellings of `#` and of the directives and operators that read a file.
+const HASHES: &[&str] = &["#", "%:", "??="];
+const READING: &[&str] = &["include", "include_next", "import", "embed"];
+
+/// A directive that reads [`SECRET`], respelt as clang would still read it (or nearly: the
+/// generator does not know which it accepts): gaps inside and around the `#` and the name,
+/// splices inside the name, lines ended every way; or the file named through a macro, a
+/// `__has_include`, a `_Pragma`, a macro that expands to a pragma. Put before or after an
+/// ordinary kernel.
+pub fn directive_respelling() -> impl Strategy<Value = String> {
+    let gap = || select(DIRECTIVE_GAPS);
+    let direct = (
+        select(LINE_ENDS),
+        gap(),
+        select(HASHES),
+        gap(),
+        select(READING),
+        0usize..8,
+        gap(),
+        gap(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(end, before, hash, after, name, split, splice, operand, angled)| {
+                let split = split.min(name.len());
+                let name = format!("{}{}{}", &name[..split], splice, &name[split..]);
+                let file = if angled { "<@SECRET@>" } else { "\"@SECRET@\"" };
+                format!("int before;{end}{before}{hash}{after}{name}{operand}{file}\n")
+            },
+        );
+    let indirect = prop_oneof![
+        Just("#define H \"@SECRET@\"\n#include H\n".to_string()),
+        Just("#define H(x) #x\n#include H(@SECRET@)\n".to_string()),
+        Just("#define I include\n#I \"@SECRET@\"\n".to_string()),
+        Just("#if __has_include(\"@SECRET@\")\n#error seen\n#endif\n".to_string()),
+        Just("#if __has_include_next(<@SECRET@>)\n#endif\n".to_string()),
+        Just("_Pragma(\"GCC dependency \\\"@SECRET@\\\"\")\n".to_string()),
+        Just("#define P _Pragma(\"GCC dependency \\\"@SECRET@\\\"\")\nP\n".to_string()),
+        Just("#define D(x) _Pragma(#x)\nD(GCC dependency \"@SECRET@\")\n".to_string()),
+        Just("#pragma clang __debug parser_crash\n".to_string()),
+        Just("#line 1 \"@SECRET@\"\n#error here\n".to_string()),
+    ];
+    (prop_oneof![3 => direct, 1 => indirect], any::<bool>()).prop_map(|(directive, first)| {
+        match first {
+            true => format!("{directive}{KERNEL}"),
+            false => format!("{KERNEL}{directive}"),
+        }
+    })
+}
+
 const OPTION_WORDS: &[&str] = &[
     "-D",
     "-DN=4",

@@ -359,6 +359,26 @@ pub fn request_kernel(secret: &Path, source: &str, options: &str) -> Result<(), 
     )
 }
 
+/// A client's kernel that respells a directive reading `secret` (a regular file holding
+/// `marker`): compiled by `compile` (the service's path, or the same without its scan), it
+/// never answers with the file's contents, whether the scan refused it or clang ran.
+pub fn request_kernel_confined(
+    secret: &Path,
+    marker: &str,
+    source: &str,
+    compile: impl Fn(&str) -> Result<Vec<(String, f64)>, ndtune_learn::features::FeatureError>,
+) -> Result<(), String> {
+    let path = secret.to_str().expect("a UTF-8 temporary path");
+    let source = source.replace(crate::gen::SECRET, path);
+    let answer = match compile(&source) {
+        Ok(features) => format!("{features:?}"),
+        Err(e) => e.to_string(),
+    };
+    ensure(!answer.contains(marker), || {
+        format!("the compile read the secret file: {answer}")
+    })
+}
+
 /// Every reader of an input file, on one file: none panics or hangs (a FIFO or a device is
 /// refused before a byte is read), every error names the file, and a gzip bomb stops at the
 /// unpacked limit.

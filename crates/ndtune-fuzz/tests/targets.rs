@@ -52,6 +52,28 @@ fn service_kernels() {
     );
 }
 
+/// Directives that read a file, respelt every way clang might accept, compiled as the service
+/// does and without its scan: the operating system's walls keep the file from clang both ways.
+#[test]
+fn service_kernel_respellings() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.h");
+    let marker = "ndtune_fuzz_secret_c0ffee";
+    std::fs::write(&secret, format!("#error {marker}\n{marker} x;\n")).unwrap();
+    fuzz(
+        "serve-kernel-respelt",
+        gen::directive_respelling(),
+        |source| {
+            props::request_kernel_confined(&secret, marker, &source, |s| {
+                ndtune_learn::features::request_kernel_features(s, "")
+            })?;
+            props::request_kernel_confined(&secret, marker, &source, |s| {
+                ndtune_learn::features::request_kernel_features_unscanned(s, "")
+            })
+        },
+    );
+}
+
 #[test]
 fn input_files() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,9 @@
 
 use ndtune_core::text::hex;
 use ndtune_device::DeviceProfile;
-use ndtune_learn::features::{dataset_features, device_features, request_kernel_features, Dataset};
+use ndtune_learn::features::{
+    client_sandbox, dataset_features, device_features, request_kernel_features, Dataset,
+};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -74,6 +76,10 @@ pub enum ScenarioError {
     /// It names something the service does not know (HTTP 422).
     #[error("{0}")]
     Unknown(String),
+    /// This service cannot do what it asks (HTTP 503): a kernel's source where the machine
+    /// cannot wall its compile off from the server's files.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Turns requests into features; remembers the kernels it has seen so that clients can send a
@@ -196,6 +202,8 @@ impl Resolver {
                 {
                     return Ok((hash, hit.clone()));
                 }
+                client_sandbox()
+                    .map_err(|e| ScenarioError::Unavailable(format!("`kernel.source`: {e}")))?;
                 let values = Arc::new(
                     request_kernel_features(source, &kernel.options)
                         .map_err(|e| ScenarioError::Invalid(format!("`kernel`: {e}")))?,

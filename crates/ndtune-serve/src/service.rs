@@ -170,6 +170,10 @@ impl From<ScenarioError> for Refusal {
         match e {
             ScenarioError::Invalid(m) => Refusal::bad_request(m),
             ScenarioError::Unknown(m) => Refusal::unprocessable(m),
+            ScenarioError::Unavailable(m) => Refusal {
+                status: 503,
+                message: m,
+            },
         }
     }
 }

@@ -46,6 +46,16 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             .into_iter()
             .filter_map(ndtune_device::builtin::find),
     );
+    // A client's kernel is compiled only inside walls the operating system enforces.
+    match ndtune_learn::features::client_sandbox() {
+        Ok(walls) => eprintln!(
+            "serve: client kernels are compiled in a sandbox (Landlock) that can read only {} files and folders of clang's",
+            walls.readable().len()
+        ),
+        Err(e) => eprintln!(
+            "serve: client kernels are refused (503): {e}; requests with features or a known kernel hash are answered"
+        ),
+    }
     let options = Options {
         model_path: args.model.clone(),
         store,

@@ -10,6 +10,7 @@
 use super::ir::{self, IrStats, CALL_KINDS, OPCODES, SPACES};
 use super::FeatureError;
 use ndtune_core::bounded::{self, Bounds, RunError};
+use ndtune_core::sandbox::Walls;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::process::Command;
@@ -70,8 +71,9 @@ pub fn kernel_features(
 }
 
 /// [`kernel_features`] of a kernel sent by a client who is not trusted: the source and the
-/// options are checked first ([`super::untrusted`]), and clang runs walled off from the file
-/// system, within a time and memory limit.
+/// options are checked first ([`super::untrusted`]: an early, friendly error), and clang runs
+/// walled off from the file system by the operating system ([`client_sandbox`]), within a time
+/// and memory limit. Where the walls cannot be built, nothing is compiled.
 pub fn request_kernel_features(
     source: &str,
     options: &str,
@@ -79,6 +81,57 @@ pub fn request_kernel_features(
     let args = super::untrusted::check_options(options).map_err(FeatureError::Refused)?;
     super::untrusted::check_source(source).map_err(FeatureError::Refused)?;
     features(source, options, &args, Trust::Client)
+}
+
+/// [`request_kernel_features`] without the scan of the source: the sandbox alone stands between
+/// the client and the server's files. For tests that show it does (built with the `unscanned`
+/// feature only).
+#[cfg(feature = "unscanned")]
+#[doc(hidden)]
+pub fn request_kernel_features_unscanned(
+    source: &str,
+    options: &str,
+) -> Result<Vec<(String, f64)>, FeatureError> {
+    let args = super::untrusted::check_options(options).map_err(FeatureError::Refused)?;
+    features(source, options, &args, Trust::Client)
+}
+
+/// The walls a client's compile runs in: clang may read its own program, its shared libraries
+/// and its resource directory (the OpenCL headers), and nothing else; it may write nothing.
+/// Built once; `Err` says why this machine cannot (no Landlock in its kernel, no clang), and a
+/// client's kernel is then refused with that reason.
+pub fn client_sandbox() -> Result<&'static Walls, String> {
+    static WALLS: OnceLock<Result<Walls, String>> = OnceLock::new();
+    WALLS
+        .get_or_init(|| {
+            let clang = ndtune_core::tools::clang();
+            let path = client_path();
+            let env = [("PATH", path.as_os_str())];
+            let resources = Command::new(&clang)
+                .env_clear()
+                .envs(env)
+                .arg("-print-resource-dir")
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+            let resources = String::from_utf8_lossy(&resources.stdout)
+                .trim()
+                .to_string();
+            if resources.is_empty() {
+                return Err(format!(
+                    "{} -print-resource-dir named no folder",
+                    clang.display()
+                ));
+            }
+            Walls::for_program(&clang, &env, &[resources.into()])
+        })
+        .as_ref()
+        .map_err(|e| format!("client kernels are not compiled on this machine: {e}"))
+}
+
+/// The only environment a client's compile gets: clang is found where this process finds it;
+/// nothing else (CPATH, C_INCLUDE_PATH, ...) reaches it.
+fn client_path() -> std::ffi::OsString {
+    std::env::var_os("PATH").unwrap_or_default()
 }
 
 /// Whose kernel is compiled.
@@ -121,8 +174,9 @@ fn features(
     Ok(features)
 }
 
-/// The LLVM IR text of `source`. A client's kernel is compiled without the standard include
-/// directories or trigraphs, in an empty directory of its own, with an empty environment.
+/// The LLVM IR text of `source`. A client's kernel is compiled inside [`client_sandbox`]'s
+/// walls, without the standard include directories or trigraphs, from `/`, with an empty
+/// environment.
 fn compile(
     source: &str,
     build_options: &str,
@@ -134,23 +188,18 @@ fn compile(
     command.args(CLANG_ARGS);
     let mut bounds = Bounds::wall(Duration::from_secs(300));
     bounds.output = 256 << 20;
-    let private = match trust {
-        Trust::User => None,
-        Trust::Client => {
-            let dir = tempfile::tempdir().map_err(FeatureError::Clang)?;
-            // clang is found where this process finds it; nothing else of the environment
-            // (CPATH, C_INCLUDE_PATH, ...) reaches it.
-            command
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .current_dir(dir.path())
-                .args(["-nostdlibinc", "-fno-trigraphs"]);
-            bounds.wall = super::untrusted::TIME_LIMIT;
-            bounds.memory = Some(super::untrusted::MEMORY_LIMIT);
-            bounds.output = 64 << 20;
-            Some(dir)
-        }
-    };
+    if trust == Trust::Client {
+        let walls = client_sandbox().map_err(FeatureError::Refused)?;
+        walls.confine(&mut command).map_err(FeatureError::Refused)?;
+        command
+            .env_clear()
+            .env("PATH", client_path())
+            .current_dir("/")
+            .args(["-nostdlibinc", "-fno-trigraphs"]);
+        bounds.wall = super::untrusted::TIME_LIMIT;
+        bounds.memory = Some(super::untrusted::MEMORY_LIMIT);
+        bounds.output = 64 << 20;
+    }
     command.args(args).args(["--", "-"]);
     let ran = bounded::run(command, source.as_bytes(), bounds).map_err(|e| match e {
         RunError::Spawn(e) => FeatureError::Clang(e),
@@ -159,7 +208,6 @@ fn compile(
             stderr: format!("clang {e}"),
         },
     })?;
-    drop(private);
     if !ran.status.success() {
         return Err(FeatureError::Compile {
             options: build_options.to_string(),

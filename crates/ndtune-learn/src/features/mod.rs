@@ -14,7 +14,9 @@ pub mod untrusted;
 
 pub use dataset::{dataset_features, Dataset};
 pub use device::device_features;
-pub use kernel::{kernel_features, request_kernel_features};
+#[cfg(feature = "unscanned")]
+pub use kernel::request_kernel_features_unscanned;
+pub use kernel::{client_sandbox, kernel_features, request_kernel_features};
 
 use ndtune_device::DeviceProfile;
 

@@ -8,10 +8,15 @@
 //! `#include_next`, `#import`, `#embed`) and every other directive outside an allow-list is
 //! refused, as are `__has_include`-like operators, `_Pragma`, and token pasting (`##`), which
 //! could assemble either; `#pragma` is allowed for `OPENCL`, `unroll` and `nounroll`. The scan
-//! works on the logical lines clang sees (backslash-newline joined, comments and literals
-//! skipped, the digraphs `%:` and `%:%:` read as `#` and `##`; trigraphs are turned off in the
-//! compile). As a second wall the compile runs without the system include directories, in
-//! an empty directory of its own, with an empty environment, a time and a memory limit
+//! works on the logical lines clang sees (a lone carriage return ends a line, backslash-newline
+//! joined, comments and literals skipped, also between `#` and a directive's name, a byte-order
+//! mark, form and line feeds are white space, the digraphs `%:` and `%:%:` read as `#` and `##`;
+//! trigraphs are turned off in the compile).
+//!
+//! The scan is an early, friendly error, not the wall: a scanner that re-implements clang's lexer
+//! can always miss a spelling. The wall is the operating system's ([`super::client_sandbox`]):
+//! the compile cannot open any file but clang's own, whatever the source says. It also runs
+//! without the system include directories, with an empty environment, a time and a memory limit
 //! ([`ndtune_core::bounded`]).
 
 use ndtune_core::text::is_identifier;
@@ -91,13 +96,15 @@ fn scan(source: &str) -> Result<(), (usize, String)> {
     // Phase 2: backslash-newline joins lines; each character keeps its physical line.
     let mut chars: Vec<(char, usize)> = Vec::with_capacity(source.len());
     let mut line = 1;
+    // A lone carriage return ends a line as a newline does.
+    let source = source.replace("\r\n", "\n").replace('\r', "\n");
     let mut it = source.chars().peekable();
     while let Some(c) = it.next() {
         if c == '\\' {
             // Whitespace between the backslash and the newline is a splice too in clang.
             let mut ahead = it.clone();
             let mut skipped = 0;
-            while matches!(ahead.peek(), Some(' ' | '\t' | '\r')) {
+            while matches!(ahead.peek(), Some(' ' | '\t' | '\x0b' | '\x0c')) {
                 ahead.next();
                 skipped += 1;
             }
@@ -125,7 +132,7 @@ fn scan(source: &str) -> Result<(), (usize, String)> {
                 line_start = true;
                 i += 1;
             }
-            ' ' | '\t' | '\r' | '\x0b' | '\x0c' => i += 1,
+            ' ' | '\t' | '\x0b' | '\x0c' | '\u{feff}' => i += 1,
             '/' if at(i + 1) == Some('/') => {
                 while i < chars.len() && chars[i].0 != '\n' {
                     i += 1;
@@ -160,8 +167,21 @@ fn scan(source: &str) -> Result<(), (usize, String)> {
                 }
                 i += width;
                 if line_start {
-                    while matches!(at(i), Some(' ' | '\t')) {
-                        i += 1;
+                    // Between `#` and the directive's name: white space and comments.
+                    loop {
+                        match at(i) {
+                            Some(' ' | '\t' | '\x0b' | '\x0c') => i += 1,
+                            Some('/') if at(i + 1) == Some('*') => {
+                                i += 2;
+                                while i < chars.len()
+                                    && !(chars[i].0 == '*' && at(i + 1) == Some('/'))
+                                {
+                                    i += 1;
+                                }
+                                i += 2;
+                            }
+                            _ => break,
+                        }
                     }
                     let start = i;
                     while at(i).is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -249,6 +269,32 @@ mod tests {
             ("#define J(a, b) a ## b\n", "token pasting"),
             ("#define J(a, b) a %:%: b\n", "token pasting"),
             ("#ident \"x\"\n", "`#ident`"),
+            // Spellings clang accepts that an earlier scan let through.
+            (
+                "#/**/include \"/etc/shadow\"\n",
+                "`#include` is not allowed",
+            ),
+            (
+                "# /* a\n b */ include \"/etc/shadow\"\n",
+                "`#include` is not allowed",
+            ),
+            (
+                "int x;\r#include \"/etc/shadow\"\r",
+                "`#include` is not allowed",
+            ),
+            (
+                "\u{feff}#include \"/etc/shadow\"\n",
+                "`#include` is not allowed",
+            ),
+            (
+                "\x0c#\x0binclude \"/etc/shadow\"\n",
+                "`#include` is not allowed",
+            ),
+            (
+                "\x0b#\x0cinclude \"/etc/shadow\"\n",
+                "`#include` is not allowed",
+            ),
+            ("#inc\\\r\nlude \"x\"\n", "`#include` is not allowed"),
         ] {
             let e = check_source(source).unwrap_err();
             assert!(e.contains(why), "{source:?}: {e}");
