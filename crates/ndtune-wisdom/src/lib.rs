@@ -384,10 +384,12 @@ fn constants_key(c: &Constants) -> String {
 /// The device model an entry is for: what a run-time device must share with it for its
 /// entries to be `exact` or `nearest` (the driver version may differ).
 pub fn same_model(a: &DeviceProfile, b: &DeviceProfile) -> bool {
-    a.name == b.name
-        && a.vendor == b.vendor
-        && a.device_type == b.device_type
-        && a.compute_units == b.compute_units
+    model_of(a) == model_of(b)
+}
+
+/// What tells a device model apart ([`same_model`]), as a key for hashing.
+pub fn model_of(d: &DeviceProfile) -> (&str, &str, ndtune_device::DeviceType, u64) {
+    (&d.name, &d.vendor, d.device_type, d.compute_units)
 }
 
 /// Where a spec in a wisdom file is said to be, for its messages and relative names.

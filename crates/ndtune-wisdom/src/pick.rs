@@ -20,7 +20,9 @@
 //!
 //! Each answer carries the build options (`-D` of every define the kernel's source mentions;
 //! the program adds its own `-I`) and the launch sizes of `[launch]`, and is remembered: the
-//! same question is answered from memory next time.
+//! same question is answered from memory next time. What is remembered is bounded
+//! ([`MAX_ANSWERS`] answers, [`MAX_ANSWER_BYTES`] of questions): a service asked ever new
+//! questions forgets its answers and starts again rather than grow.
 
 use crate::{constants_key, same_model, spec_path, Entry, KernelWisdom, WisdomError};
 use ndtune_core::{Config, Constants, Value};
@@ -87,7 +89,33 @@ pub struct Picker {
     /// Learnt at the first prediction (a program that is only ever answered `exact` or
     /// `nearest` never pays for it).
     model: std::sync::OnceLock<Option<Model>>,
-    answers: Mutex<HashMap<String, Result<Pick, PickError>>>,
+    answers: Mutex<Answers>,
+}
+
+/// The most answers a picker remembers.
+pub const MAX_ANSWERS: usize = 4096;
+/// The most bytes of questions (device and constants) a picker remembers answers for.
+pub const MAX_ANSWER_BYTES: usize = 4 << 20;
+
+/// Answers by question, within [`MAX_ANSWERS`] and [`MAX_ANSWER_BYTES`].
+#[derive(Default)]
+struct Answers {
+    by_question: HashMap<String, Result<Pick, PickError>>,
+    bytes: usize,
+}
+
+impl Answers {
+    fn keep(&mut self, question: String, answer: Result<Pick, PickError>) {
+        if self.by_question.len() >= MAX_ANSWERS || self.bytes + question.len() > MAX_ANSWER_BYTES
+        {
+            self.by_question.clear();
+            self.bytes = 0;
+        }
+        if question.len() <= MAX_ANSWER_BYTES {
+            self.bytes += question.len();
+            self.by_question.insert(question, answer);
+        }
+    }
 }
 
 /// The learnt part: a tree over the entries' features, and the features themselves.
@@ -115,7 +143,7 @@ impl Picker {
             model: std::sync::OnceLock::new(),
             wisdom: wisdom.clone(),
             spec_path,
-            answers: Mutex::new(HashMap::new()),
+            answers: Mutex::new(Answers::default()),
         })
     }
 
@@ -131,12 +159,18 @@ impl Picker {
             constants_key(constants)
         );
         let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(answer) = answers.get(&key) {
+        if let Some(answer) = answers.by_question.get(&key) {
             return answer.clone();
         }
         let answer = self.choose(device, constants);
-        answers.insert(key, answer.clone());
+        answers.keep(key, answer.clone());
         answer
+    }
+
+    /// How many answers are remembered, and the bytes of their questions.
+    pub fn remembered(&self) -> (usize, usize) {
+        let answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        (answers.by_question.len(), answers.bytes)
     }
 
     fn choose(&self, device: &DeviceProfile, given: &Constants) -> Result<Pick, PickError> {

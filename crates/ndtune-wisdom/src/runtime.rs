@@ -80,15 +80,20 @@ impl Runtime {
         Ok(self.picker(kernel)?.pick(device, constants)?)
     }
 
+    /// The picker of `kernel`, made at its first question. Only the wisdom's own kernels are
+    /// remembered: a name it does not hold is answered without being kept.
     fn picker(&self, kernel: &str) -> Result<std::sync::Arc<Picker>, WisdomError> {
         let wisdom = self.wisdom.as_ref().map_err(Clone::clone)?;
+        let k = wisdom.kernel(kernel, &self.path)?;
         let mut pickers = self.pickers.lock().unwrap_or_else(|p| p.into_inner());
         pickers
             .entry(kernel.to_string())
-            .or_insert_with(|| {
-                let k = wisdom.kernel(kernel, &self.path)?;
-                Picker::new(k, &self.path).map(std::sync::Arc::new)
-            })
+            .or_insert_with(|| Picker::new(k, &self.path).map(std::sync::Arc::new))
             .clone()
+    }
+
+    /// How many kernels have a picker (at most the wisdom's kernels).
+    pub fn pickers(&self) -> usize {
+        self.pickers.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }

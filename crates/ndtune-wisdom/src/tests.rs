@@ -275,3 +275,34 @@ fn a_size_between_two_tuned_ones_gets_what_does_best_at_both() {
     let p = picker.pick(&titan, &n(16384)).unwrap();
     assert_eq!(p.config, config(8, 4), "{}", p.reason);
 }
+
+#[test]
+fn unknown_kernels_and_endless_questions_do_not_grow_what_a_runtime_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.json");
+    std::fs::write(&path, wisdom(vec![tuned()]).to_json()).unwrap();
+    let runtime = Runtime::open_with(&path, None);
+    let titan = builtin::find("gtx-titan").unwrap();
+    for i in 0..300 {
+        let name = format!("{}{i}", "k".repeat(10_000));
+        let e = runtime.pick(&name, &titan, &n(4096)).unwrap_err();
+        assert!(e.to_string().contains("`tiled`"), "{e}");
+    }
+    assert_eq!(runtime.pickers(), 0, "unknown kernels were kept");
+    runtime.pick("tiled", &titan, &n(4096)).unwrap();
+    assert_eq!(runtime.pickers(), 1);
+    // Ever new questions of a known kernel: answered, and what is kept stays bounded.
+    let picker = Picker::new(&tuned(), "w.json").unwrap();
+    let big = "x".repeat(100_000);
+    for i in 0..(pick::MAX_ANSWERS + 100) as i64 {
+        let mut constants = n(1024);
+        if i % 2 == 0 {
+            constants.insert(big.clone(), Value::Int(i));
+        } else {
+            constants.insert("N".into(), Value::Int(1024 * (1 + i % 4)));
+        }
+        let _ = picker.pick(&titan, &constants);
+        let kept = picker.remembered();
+        assert!(kept.0 <= pick::MAX_ANSWERS && kept.1 <= pick::MAX_ANSWER_BYTES, "{kept:?}");
+    }
+}

@@ -19,6 +19,7 @@ use ndtune_engine::{
 };
 use ndtune_spec::Spec;
 use ndtune_store::Store;
+use std::collections::HashSet;
 use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
@@ -385,7 +386,19 @@ struct Captured {
     sweep: Vec<Constants>,
     /// The devices of this machine that were asked for, as a `--device` selector.
     devices: String,
-    asked: Vec<ndtune_wisdom::capture::Captured>,
+    /// Each captured question as (constants as JSON, device model), for [`Captured::asked`].
+    asked: HashSet<(String, (String, String, ndtune_device::DeviceType, u64))>,
+}
+
+/// Constants as a key for hashing (their JSON: names in order).
+fn constants_key(constants: &Constants) -> String {
+    serde_json::to_string(constants).expect("constants serialise")
+}
+
+/// A device model as an owned key ([`ndtune_wisdom::model_of`]).
+fn model_key(d: &ndtune_device::DeviceProfile) -> (String, String, ndtune_device::DeviceType, u64) {
+    let (name, vendor, kind, units) = ndtune_wisdom::model_of(d);
+    (name.to_string(), vendor.to_string(), kind, units)
 }
 
 impl Captured {
@@ -401,8 +414,12 @@ impl Captured {
         let all = ndtune_wisdom::capture::read(dir).map_err(|e| anyhow!("--captured {e}"))?;
         let asked: Vec<_> = all.iter().filter(|c| c.kernel == kernel).cloned().collect();
         if asked.is_empty() {
-            let mut kernels: Vec<&str> = all.iter().map(|c| c.kernel.as_str()).collect();
-            kernels.dedup();
+            let kernels: Vec<&str> = all
+                .iter()
+                .map(|c| c.kernel.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
             bail!(
                 "--captured {}: no program asked for kernel `{kernel}` (it holds {})",
                 dir.display(),
@@ -421,12 +438,13 @@ impl Captured {
                     && narrowed.as_ref().is_none_or(|n| n.contains(&i))
             })
             .collect();
-        let mut missing: Vec<&str> = asked
+        let missing: Vec<&str> = asked
             .iter()
             .map(|c| c.device.name.as_str())
             .filter(|n| !names.iter().any(|m| m == n))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
             .collect();
-        missing.dedup();
         if !missing.is_empty() {
             eprintln!(
                 "note: captured on {}, which this machine does not have: tune there",
@@ -439,12 +457,12 @@ impl Captured {
                 dir.display()
             );
         }
-        let mut sweep: Vec<Constants> = Vec::new();
-        for c in &asked {
-            if !sweep.contains(&c.constants) {
-                sweep.push(c.constants.clone());
-            }
-        }
+        let mut distinct = HashSet::new();
+        let sweep: Vec<Constants> = asked
+            .iter()
+            .filter(|c| distinct.insert(constants_key(&c.constants)))
+            .map(|c| c.constants.clone())
+            .collect();
         Ok(Captured {
             sweep,
             devices: here
@@ -452,14 +470,16 @@ impl Captured {
                 .map(|i| i.to_string())
                 .collect::<Vec<_>>()
                 .join(","),
-            asked,
+            asked: asked
+                .iter()
+                .map(|c| (constants_key(&c.constants), model_key(&c.device)))
+                .collect(),
         })
     }
 
     /// Whether a program asked for the kernel at `constants` on a device of this model.
     fn asked(&self, constants: &Constants, device: &ndtune_device::DeviceProfile) -> bool {
         self.asked
-            .iter()
-            .any(|c| c.constants == *constants && ndtune_wisdom::same_model(&c.device, device))
+            .contains(&(constants_key(constants), model_key(device)))
     }
 }
