@@ -291,8 +291,11 @@ async fn health(State(service): State<Arc<Service>>) -> Response {
     let current = service.current();
     let failures = current.failures.load(std::sync::atomic::Ordering::Relaxed);
     let panics = service.metrics.panics.get();
+    let wisdom = service.wisdom().map(|w| w.health());
+    let wisdom_ok = wisdom.as_ref().is_none_or(|w| w.status == "ok");
     Json(serde_json::json!({
-        "status": if failures == 0 { "ok" } else { "degraded" },
+        "status": if failures == 0 && wisdom_ok { "ok" } else { "degraded" },
+        "wisdom": wisdom,
         "model": {
             "path": service.model_path(),
             "kind": current.model.classifier.kind().name(),
@@ -492,6 +495,25 @@ fn listener_cleanup(listener: Listener) -> std::io::Result<()> {
 async fn reload_on_hangup(service: Arc<Service>, mut hangup: tokio::signal::unix::Signal) {
     while hangup.recv().await.is_some() {
         reload(&service, "SIGHUP").await;
+        reload_wisdom(&service, "SIGHUP").await;
+    }
+}
+
+async fn reload_wisdom(service: &Arc<Service>, why: &str) {
+    if service.wisdom().is_none() {
+        return;
+    }
+    let s = service.clone();
+    let reloaded = tokio::task::spawn_blocking(move || s.wisdom().map(|w| w.reload())).await;
+    let path = service
+        .wisdom()
+        .map(|w| w.path().display().to_string())
+        .unwrap_or_default();
+    match reloaded {
+        Ok(Some(Ok(()))) => eprintln!("serve: {why}: wisdom loaded from {path}"),
+        Ok(Some(Err(e))) => eprintln!("serve: {why}: the wisdom {path} cannot be used: {e}"),
+        Ok(None) => {}
+        Err(e) => eprintln!("serve: {why}: wisdom reload failed: {e}"),
     }
 }
 
@@ -512,6 +534,9 @@ async fn watch_model_file(service: Arc<Service>, every: Duration) {
         tokio::time::sleep(every).await;
         if service.model_file_changed() {
             reload(&service, "model file changed").await;
+        }
+        if service.wisdom().is_some_and(|w| w.changed()) {
+            reload_wisdom(&service, "wisdom file changed").await;
         }
     }
 }

@@ -7,8 +7,9 @@
 //!   observations kept in the store, retraining in the background;
 //! - [`scenario`]: the scenario a client describes (features, or a device, kernel and dataset)
 //!   and its features; [`limits`]: which sizes are legal for it;
-//! - [`http`]: the HTTP API (`POST /v1/predict`, `POST /v1/observe`, `GET /v1/health`,
+//! - [`http`]: the HTTP API (`POST /v1/predict`, `POST /v1/observe`, `POST /v1/config`, `GET /v1/health`,
 //!   `GET /metrics`) on TCP or a Unix socket, signals and the model file watch; [`metrics`];
+//! - [`wisdom`]: the wisdom `POST /v1/config` answers from, reloaded as the model is;
 //! - [`client`]: a blocking HTTP client of the service (the C API and the load generator use it).
 //!
 //! It never touches OpenCL: live devices reach it as profiles.
@@ -19,6 +20,7 @@ pub mod limits;
 pub mod metrics;
 pub mod scenario;
 pub mod service;
+pub mod wisdom;
 
 pub use http::{HttpOptions, Listen};
 pub use service::{Options, Service};

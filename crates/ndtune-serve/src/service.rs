@@ -20,6 +20,7 @@
 use crate::limits::{LimitOverrides, Limits};
 use crate::metrics::Metrics;
 use crate::scenario::{scenario_id, Resolver, ScenarioError, ScenarioRequest};
+use crate::wisdom::{file_version, FileVersion, WisdomFile};
 use arc_swap::ArcSwap;
 use ndtune_learn::model::{Model, Reach, TrainingRow};
 use ndtune_learn::oracle::{Wg, RUNTIME_MS, WG_SIDE};
@@ -271,7 +272,7 @@ pub struct Service {
     seed: u64,
     pub metrics: Metrics,
     started: Instant,
-    wisdom: Option<ndtune_wisdom::Runtime>,
+    wisdom: Option<WisdomFile>,
 }
 
 impl Service {
@@ -342,10 +343,10 @@ impl Service {
             seed: options.seed,
             metrics,
             started: Instant::now(),
-            wisdom: options.wisdom.as_deref().map(ndtune_wisdom::Runtime::open),
+            wisdom: options.wisdom.as_deref().map(WisdomFile::open),
         });
-        if let Some(e) = service.wisdom.as_ref().and_then(|w| w.load_error()) {
-            eprintln!("serve: /v1/config cannot answer: {e}");
+        if let Some(e) = service.wisdom.as_ref().and_then(|w| w.health().error) {
+            eprintln!("serve: /v1/config cannot answer until the wisdom file is fixed: {e}");
         }
         service.maybe_retrain();
         Ok(service)
@@ -359,10 +360,14 @@ impl Service {
     /// `/v1/config`: the configuration of `req.kernel` for its device and constants, from the
     /// wisdom (see [`ndtune_wisdom::Picker`]).
     pub fn config(&self, req: &ConfigRequest) -> Result<ndtune_wisdom::Pick, Refusal> {
-        let runtime = self.wisdom.as_ref().ok_or_else(|| Refusal {
-            status: 404,
-            message: "this service has no wisdom: start it with --wisdom FILE".into(),
-        })?;
+        let runtime = self
+            .wisdom
+            .as_ref()
+            .ok_or_else(|| Refusal {
+                status: 404,
+                message: "this service has no wisdom: start it with --wisdom FILE".into(),
+            })?
+            .runtime();
         let device = self
             .resolver
             .device(&req.device)
@@ -775,6 +780,11 @@ impl Service {
                     .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The wisdom `/v1/config` answers from, if any.
+    pub fn wisdom(&self) -> Option<&WisdomFile> {
+        self.wisdom.as_ref()
+    }
+
     /// Whether observations are written to a store.
     pub fn stores(&self) -> bool {
         self.store.is_some()
@@ -853,15 +863,6 @@ pub fn admit(
         }),
         _ => Ok(()),
     }
-}
-
-/// What tells a file's versions apart: modification time, length, inode.
-type FileVersion = (std::time::SystemTime, u64, u64);
-
-fn file_version(path: &std::path::Path) -> Option<FileVersion> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len(), m.ino()))
 }
 
 /// One training row per observed scenario whose features cover `names`: the local size with the

@@ -106,8 +106,7 @@ struct Answers {
 
 impl Answers {
     fn keep(&mut self, question: String, answer: Result<Pick, PickError>) {
-        if self.by_question.len() >= MAX_ANSWERS || self.bytes + question.len() > MAX_ANSWER_BYTES
-        {
+        if self.by_question.len() >= MAX_ANSWERS || self.bytes + question.len() > MAX_ANSWER_BYTES {
             self.by_question.clear();
             self.bytes = 0;
         }

@@ -10,7 +10,7 @@ use ndtune_core::Constants;
 use ndtune_device::DeviceProfile;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Why a pick gave no configuration.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -27,19 +27,20 @@ pub enum RuntimeError {
 pub struct Runtime {
     path: String,
     wisdom: Result<Wisdom, WisdomError>,
-    pickers: Mutex<HashMap<String, Result<std::sync::Arc<Picker>, WisdomError>>>,
-    capture: Option<Capture>,
+    pickers: Mutex<HashMap<String, Result<Arc<Picker>, WisdomError>>>,
+    capture: Option<Arc<Capture>>,
 }
 
 impl Runtime {
     /// Opens `path`; a file that cannot be used is no error here: each pick returns it. The
     /// capture is `NDTUNE_CAPTURE`'s.
     pub fn open(path: &Path) -> Runtime {
-        Runtime::open_with(path, Capture::from_env())
+        Runtime::open_with(path, Capture::from_env().map(Arc::new))
     }
 
-    /// [`Runtime::open`] with the capture given.
-    pub fn open_with(path: &Path, capture: Option<Capture>) -> Runtime {
+    /// [`Runtime::open`] with the capture given (shared, so that a file opened again captures
+    /// on where the one before left off).
+    pub fn open_with(path: &Path, capture: Option<Arc<Capture>>) -> Runtime {
         Runtime {
             path: path.display().to_string(),
             wisdom: Wisdom::load(path),
@@ -56,6 +57,11 @@ impl Runtime {
     /// Whether questions are being captured.
     pub fn capturing(&self) -> bool {
         self.capture.is_some()
+    }
+
+    /// The capture questions go to, if any.
+    pub fn capture(&self) -> Option<&Arc<Capture>> {
+        self.capture.as_ref()
     }
 
     /// The configuration of `kernel` for `device` at `constants` (see [`Picker::pick`]); the
@@ -82,13 +88,13 @@ impl Runtime {
 
     /// The picker of `kernel`, made at its first question. Only the wisdom's own kernels are
     /// remembered: a name it does not hold is answered without being kept.
-    fn picker(&self, kernel: &str) -> Result<std::sync::Arc<Picker>, WisdomError> {
+    fn picker(&self, kernel: &str) -> Result<Arc<Picker>, WisdomError> {
         let wisdom = self.wisdom.as_ref().map_err(Clone::clone)?;
         let k = wisdom.kernel(kernel, &self.path)?;
         let mut pickers = self.pickers.lock().unwrap_or_else(|p| p.into_inner());
         pickers
             .entry(kernel.to_string())
-            .or_insert_with(|| Picker::new(k, &self.path).map(std::sync::Arc::new))
+            .or_insert_with(|| Picker::new(k, &self.path).map(Arc::new))
             .clone()
     }
 

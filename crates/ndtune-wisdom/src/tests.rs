@@ -207,7 +207,7 @@ fn a_runtime_captures_each_question_once_even_without_usable_wisdom() {
     let captures = dir.path().join("captured");
     let missing = Runtime::open_with(
         &dir.path().join("none.json"),
-        Some(capture::Capture::to(&captures)),
+        Some(std::sync::Arc::new(capture::Capture::to(&captures))),
     );
     let titan = builtin::find("gtx-titan").unwrap();
     let e = missing.pick("tiled", &titan, &n(2048)).unwrap_err();
@@ -219,7 +219,10 @@ fn a_runtime_captures_each_question_once_even_without_usable_wisdom() {
 
     let path = dir.path().join("w.json");
     std::fs::write(&path, wisdom(vec![tuned()]).to_json()).unwrap();
-    let runtime = Runtime::open_with(&path, Some(capture::Capture::to(&captures)));
+    let runtime = Runtime::open_with(
+        &path,
+        Some(std::sync::Arc::new(capture::Capture::to(&captures))),
+    );
     for _ in 0..3 {
         assert_eq!(
             runtime.pick("tiled", &titan, &n(4096)).unwrap().how,
@@ -303,6 +306,9 @@ fn unknown_kernels_and_endless_questions_do_not_grow_what_a_runtime_keeps() {
         }
         let _ = picker.pick(&titan, &constants);
         let kept = picker.remembered();
-        assert!(kept.0 <= pick::MAX_ANSWERS && kept.1 <= pick::MAX_ANSWER_BYTES, "{kept:?}");
+        assert!(
+            kept.0 <= pick::MAX_ANSWERS && kept.1 <= pick::MAX_ANSWER_BYTES,
+            "{kept:?}"
+        );
     }
 }

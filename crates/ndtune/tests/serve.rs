@@ -1165,3 +1165,61 @@ fn config_answers_from_the_wisdom_file() {
         "{body}"
     );
 }
+
+/// A wisdom of kernel `scale` whose one entry for the GTX TITAN at N = 4096 is `WG`.
+fn scale_wisdom(wg: i64) -> String {
+    let spec = "[kernel]\nname = \"scale\"\nsource = \"scale.cl\"\n[constants]\nN = 4096\n[params]\nWG = [8, 16, 32, 64]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n[space]\nconstraints = [\"N % WG == 0\"]\n";
+    let titan = ndtune_device::builtin::find("gtx-titan").unwrap();
+    json!({"schema": 1, "ndtune": "test", "kernels": [{
+        "kernel": "scale", "spec_file": "scale.toml", "spec": spec, "defines": ["WG"],
+        "objective": {"metric": "time", "unit": "ms", "higher_is_better": false},
+        "entries": [{"device": titan, "constants": {"N": 4096}, "config": {"WG": wg},
+                     "objective": 0.5, "setup": "0123456789abcdef", "measured": 4}]}]})
+    .to_string()
+}
+
+#[test]
+fn the_wisdom_is_reloaded_when_replaced_or_on_sighup_and_health_says_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = write(dir.path(), "w.json", "{\"schema\": 1, \"trunc");
+    let server = Server::tcp(&["--wisdom", &w]);
+    let ask = || {
+        server.post(
+            "/v1/config",
+            &json!({"kernel": "scale", "device": "gtx-titan", "constants": {"N": 4096}}),
+        )
+    };
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: {}", server.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // Corrupt at start: 503, and health says so.
+    assert_eq!(ask().0, 503);
+    let health = server.health();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["wisdom"]["status"], "unusable", "{health}");
+    assert!(health["wisdom"]["error"].as_str().unwrap().contains("w.json"), "{health}");
+    // Replaced by a good file (renamed over it): answered without a restart.
+    write(dir.path(), "new.json", &scale_wisdom(32));
+    std::fs::rename(dir.path().join("new.json"), &w).unwrap();
+    wait("the good wisdom was not loaded", &|| ask().0 == 200);
+    assert_eq!(ask().1["config"]["WG"], 32);
+    assert_eq!(server.health()["status"], "ok");
+    assert_eq!(server.health()["wisdom"]["status"], "ok");
+    // Broken again: the good one keeps answering, health says the reload failed.
+    std::fs::write(&w, "not json").unwrap();
+    wait("the broken file went unnoticed", &|| {
+        server.health()["wisdom"]["status"] == "stale"
+    });
+    assert_eq!(ask().1["config"]["WG"], 32);
+    assert_eq!(server.health()["status"], "degraded");
+    // A new file written in place of the watched one, then SIGHUP: the new answer.
+    std::fs::write(&w, scale_wisdom(64)).unwrap();
+    server.signal(libc::SIGHUP);
+    wait("no reload to WG = 64", &|| ask().1["config"]["WG"] == 64);
+    assert_eq!(server.health()["wisdom"]["status"], "ok");
+    assert!(server.log().contains("wisdom loaded from"), "{}", server.log());
+}
