@@ -622,6 +622,7 @@ impl Campaign<'_> {
             },
             unavailable_told: false,
             stopped: None,
+            waiting_for: None,
             claims,
             guard,
             measure_again,

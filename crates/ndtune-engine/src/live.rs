@@ -69,6 +69,8 @@ pub(crate) struct Live<'a> {
     pub unavailable_told: bool,
     /// Why the campaign stopped early; later points are not run.
     pub stopped: Option<String>,
+    /// The configuration this campaign last said it waits for (another worker holds it).
+    pub waiting_for: Option<Config>,
     /// This worker's claims, where the campaign is shared with other workers.
     pub claims: Option<Claims>,
     /// The claims of a campaign of its own, where it guards against another process.
@@ -384,7 +386,7 @@ impl Live<'_> {
                     }
                     self.measure_ahead(&next)?;
                 }
-                None => std::thread::sleep(POLL),
+                None => self.wait_for_holder(config)?,
             }
         }
     }
@@ -563,7 +565,7 @@ impl Live<'_> {
                         self.measure_ahead(&next)?;
                     }
                 }
-                None => std::thread::sleep(POLL),
+                None => self.wait_for_holder(config)?,
             }
         }
     }
@@ -716,6 +718,33 @@ impl Live<'_> {
             Ok(generated) => generated,
             Err(why) => self.stop(why),
         }
+    }
+
+    /// Waits a moment for `config`, which another worker holds: says once whose claim it waits
+    /// for and until when, and stops (`None`) at once where a signal asks the campaign to.
+    fn wait_for_holder(&mut self, config: &Config) -> Option<()> {
+        if let Some(why) = ndtune_bench::children::stopping() {
+            return self.stop(why);
+        }
+        if self.waiting_for.as_ref() != Some(config) {
+            self.waiting_for = Some(config.clone());
+            let held = match self.store.holder(&self.group, config) {
+                Ok(held) => held,
+                Err(e) => return self.stop(format!("cannot read the store's claims: {e}")),
+            };
+            if let Some((worker, deadline_ms)) = held {
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                let left = (deadline_ms - now_ms).max(0) as f64 / 1e3;
+                self.observer.event(Event::Warning(format!(
+                    "waiting for {}: worker `{worker}` holds it; its result is taken when stored, or the configuration once the claim lapses in {left:.0} s if that worker is gone (Ctrl-C stops and sums up)",
+                    ndtune_core::config_key(config)
+                )));
+            }
+        }
+        std::thread::sleep(POLL);
+        Some(())
     }
 
     fn stop<T>(&mut self, why: String) -> Option<T> {

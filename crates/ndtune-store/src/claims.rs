@@ -170,6 +170,21 @@ impl Store {
     }
 
     /// The claims in `group` of the configurations with these config keys, by key.
+    /// Who holds `config` in `group` and until when (Unix ms), where another worker's claim on
+    /// it is live or lapsed but not done; `None` where nobody holds it.
+    pub fn holder(
+        &self,
+        group: &Group,
+        config: &Config,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        let key = config_key(config);
+        Ok(self
+            .claims_of(group, std::iter::once(&key))?
+            .remove(&key)
+            .filter(|seen| !seen.done)
+            .map(|seen| (seen.worker, seen.deadline)))
+    }
+
     fn claims_of<'k>(
         &self,
         group: &Group,

@@ -517,3 +517,38 @@ fn key_value_connection_strings_open_postgres_and_no_output_shows_the_password()
     );
     assert!(!all.contains("db error"), "{all}");
 }
+
+#[test]
+fn a_tune_waiting_for_a_killed_tunes_claims_says_so_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let db = dir.path().join("waits.db");
+    let db = db.to_str().unwrap();
+    // A first tune killed with -9 once it holds claims, leased long enough to outlast the test.
+    let mut first = tune_args(&spec, db);
+    first.extend(["--lease", "600s"]);
+    let (exit, _, _) = kill_campaign(
+        dir.path(),
+        &first,
+        |procs| builders_stopped(procs) && claimed(db),
+        libc::SIGKILL,
+    );
+    assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
+    // The next tune measures what is free, then waits for the dead one's claims: it says so,
+    // and a SIGTERM ends it at once with its summary (kill_campaign checks that nothing of it
+    // is left after 5 s, temporary files included).
+    let waiting_err = dir.path().join(format!("tune-{}.err", libc::SIGTERM));
+    let (exit, err, out) = kill_campaign(
+        dir.path(),
+        &tune_args(&spec, db),
+        |_| std::fs::read_to_string(&waiting_err).is_ok_and(|e| e.contains("waiting for {")),
+        libc::SIGTERM,
+    );
+    assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
+    assert!(err.contains("holds it"), "{err}");
+    assert!(err.contains("the claim lapses in"), "{err}");
+    assert!(
+        out.contains("stopped    ndtune was interrupted (SIGTERM)"),
+        "{out}\n{err}"
+    );
+}

@@ -1201,7 +1201,13 @@ fn the_wisdom_is_reloaded_when_replaced_or_on_sighup_and_health_says_what_is_wro
     let health = server.health();
     assert_eq!(health["status"], "degraded", "{health}");
     assert_eq!(health["wisdom"]["status"], "unusable", "{health}");
-    assert!(health["wisdom"]["error"].as_str().unwrap().contains("w.json"), "{health}");
+    assert!(
+        health["wisdom"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("w.json"),
+        "{health}"
+    );
     // Replaced by a good file (renamed over it): answered without a restart.
     write(dir.path(), "new.json", &scale_wisdom(32));
     std::fs::rename(dir.path().join("new.json"), &w).unwrap();
@@ -1221,5 +1227,9 @@ fn the_wisdom_is_reloaded_when_replaced_or_on_sighup_and_health_says_what_is_wro
     server.signal(libc::SIGHUP);
     wait("no reload to WG = 64", &|| ask().1["config"]["WG"] == 64);
     assert_eq!(server.health()["wisdom"]["status"], "ok");
-    assert!(server.log().contains("wisdom loaded from"), "{}", server.log());
+    assert!(
+        server.log().contains("wisdom loaded from"),
+        "{}",
+        server.log()
+    );
 }
