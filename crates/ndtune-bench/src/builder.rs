@@ -343,9 +343,7 @@ impl BuildPool {
         history: &[(Vec<i64>, f64)],
     ) -> Result<BuildPool, Fatal> {
         let times = BuildTimes::from_learnt(history);
-        let dir = tempfile::Builder::new()
-            .prefix("ndtune-builds-")
-            .tempdir()
+        let dir = ndtune_core::cache::private_temp_dir("ndtune-builds-")
             .map_err(|e| Fatal(format!("cannot make a directory for program binaries: {e}")))?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {

@@ -502,17 +502,23 @@ fn programs_folder() -> Result<PathBuf, String> {
     if let Some(dir) = ndtune_core::cache::folder("host-functions")? {
         return Ok(dir);
     }
-    static PRIVATE: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
+    // A static is never dropped: the folder is removed when the process exits (and, where it
+    // was killed, by the next process that makes one).
+    static PRIVATE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    extern "C" fn remove_private() {
+        if let Some(Ok(dir)) = PRIVATE.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     PRIVATE
         .get_or_init(|| {
-            tempfile::Builder::new()
-                .prefix("ndtune-host-functions-")
-                .tempdir()
-                .map_err(|e| format!("cannot make a folder for host functions: {e}"))
+            let dir = ndtune_core::cache::private_temp_dir("ndtune-host-functions-")
+                .map_err(|e| format!("cannot make a folder for host functions: {e}"))?;
+            // SAFETY: atexit(3) with a function that takes nothing and returns nothing.
+            unsafe { libc::atexit(remove_private) };
+            Ok(dir.keep())
         })
-        .as_ref()
-        .map(|d| d.path().to_path_buf())
-        .map_err(Clone::clone)
+        .clone()
 }
 
 /// Whether a kept program may be run: see [`compile`].

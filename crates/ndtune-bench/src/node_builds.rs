@@ -119,6 +119,7 @@ impl Builds {
             return Ok(None);
         };
         let name = key.digest();
+        sweep_stale(&dir, &name);
         let socket = dir.join(format!("{name}.sock"));
         let deadline = Instant::now() + HOST_STARTS;
         loop {
@@ -390,8 +391,8 @@ pub struct Host {
     service: Arc<Service>,
     socket: PathBuf,
     acceptor: Option<JoinHandle<()>>,
-    /// Held for the service's life: whoever takes it next hosts anew.
-    _lock: Lock,
+    /// Held for the service's life (removed with it): whoever takes it next hosts anew.
+    lock: Option<Lock>,
 }
 
 impl Host {
@@ -420,7 +421,7 @@ impl Host {
             service,
             socket: socket.to_path_buf(),
             acceptor: Some(acceptor),
-            _lock: lock,
+            lock: Some(lock),
         })
     }
 }
@@ -484,6 +485,9 @@ impl Drop for Host {
             let _ = acceptor.join();
         }
         let _ = std::fs::remove_file(&self.socket);
+        if let Some(lock) = self.lock.take() {
+            lock.remove();
+        }
     }
 }
 
@@ -516,27 +520,71 @@ impl Client {
     }
 }
 
-/// An exclusive lock on a file (flock(2)), held while the value lives.
+/// An exclusive lock on a file (flock(2)), held while the value lives. Whoever holds it may
+/// remove the file ([`Lock::remove`]): a taker checks that the file it locked is still the one
+/// at the path, so a lock file removed under a waiting process is never held by two.
 struct Lock {
-    _file: std::fs::File,
+    file: std::fs::File,
+    path: PathBuf,
 }
 
 impl Lock {
     /// The lock on `path`, or `None` where another process holds it.
     fn take(path: &Path) -> Result<Option<Lock>, Fatal> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| Fatal(format!("cannot open {}: {e}", path.display())))?;
-        // SAFETY: flock(2) on a file this function opened.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Some(Lock { _file: file }));
+        use std::os::unix::fs::MetadataExt;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+                .map_err(|e| Fatal(format!("cannot open {}: {e}", path.display())))?;
+            // SAFETY: flock(2) on a file this function opened.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                return match std::io::Error::last_os_error() {
+                    e if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+                    e => Err(Fatal(format!("cannot lock {}: {e}", path.display()))),
+                };
+            }
+            let locked = file.metadata().map(|m| (m.dev(), m.ino())).ok();
+            let there = std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
+            if locked.is_some() && locked == there {
+                return Ok(Some(Lock {
+                    file,
+                    path: path.to_path_buf(),
+                }));
+            }
+            // Removed (or replaced) by its holder meanwhile: lock the file there now.
         }
-        match std::io::Error::last_os_error() {
-            e if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            e => Err(Fatal(format!("cannot lock {}: {e}", path.display()))),
+    }
+
+    /// Removes the lock's file, then lets go of it.
+    fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+        drop(self.file);
+    }
+}
+
+/// Removes what services that ended without cleaning up (killed) left in `dir`: each
+/// `NAME.lock` that nobody holds, with its `NAME.sock`, other than `keep`'s.
+fn sweep_stale(dir: &Path, keep: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let (Some(stem), Some("lock")) = (
+            path.file_stem().and_then(|s| s.to_str()),
+            path.extension().and_then(|s| s.to_str()),
+        ) else {
+            continue;
+        };
+        if stem == keep {
+            continue;
+        }
+        if let Ok(Some(lock)) = Lock::take(&path) {
+            let _ = std::fs::remove_file(dir.join(format!("{stem}.sock")));
+            lock.remove();
         }
     }
 }

@@ -3,7 +3,10 @@
 //! size (so that a tool writing much on one pipe cannot block on it while the other is read),
 //! in a process group of its own that is killed whole when the limit passes, when the caller
 //! drops the run (a panic, an ended request) and, through a parent-death signal, when the
-//! thread that started it dies. Nothing a tool started can outlive the run.
+//! thread that started it dies. Nothing a tool started can outlive the run: a descendant that
+//! left the group (`fork(); setsid()`, a daemon) is found by a mark in its environment
+//! ([`MARK`]) and killed when the run ends, so it neither lingers nor holds the output pipes
+//! open until the time limit.
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -88,10 +91,21 @@ impl std::fmt::Display for RunError {
     }
 }
 
-/// Runs `command` with `stdin` as its input, within `bounds`. The command's stdio is set here;
-/// anything else (arguments, environment, working directory, inherited descriptors) is the
-/// caller's.
+/// The environment variable that marks every process of one run (`PID:N` of the running
+/// process and the run): descendants inherit it, wherever they go.
+pub const MARK: &str = "NDTUNE_BOUNDED_RUN";
+
+/// Runs `command` with `stdin` as its input, within `bounds`. The command's stdio and [`MARK`]
+/// are set here; anything else (arguments, environment, working directory, inherited
+/// descriptors) is the caller's.
 pub fn run(mut command: Command, stdin: &[u8], bounds: Bounds) -> Result<Ran, RunError> {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mark = format!(
+        "{}:{}",
+        std::process::id(),
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    command.env(MARK, &mark);
     command
         .stdin(if stdin.is_empty() {
             Stdio::null()
@@ -122,7 +136,7 @@ pub fn run(mut command: Command, stdin: &[u8], bounds: Bounds) -> Result<Ran, Ru
         });
     }
     let child = command.spawn().map_err(RunError::Spawn)?;
-    let mut group = Group(child);
+    let mut group = Group(child, mark);
     let feeding = group.0.stdin.take().map(|mut pipe| {
         let input = stdin.to_vec();
         // A write fails when the tool exits early (a bad option): its status says why.
@@ -192,8 +206,9 @@ pub fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io
     }
 }
 
-/// A child leading its process group, which is killed whole when this is dropped.
-struct Group(Child);
+/// A child leading its process group, with the run's [`MARK`]: the group and every process
+/// marked are killed when this is dropped.
+struct Group(Child, String);
 
 impl Group {
     fn kill(&mut self) {
@@ -204,6 +219,47 @@ impl Group {
             libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL);
         }
         let _ = self.0.wait();
+        kill_marked(&self.1);
+    }
+}
+
+/// Kills every process whose environment holds `MARK=mark` (a run's descendants that left its
+/// process group); those are orphans, reaped by whoever adopted them.
+fn kill_marked(mark: &str) {
+    let needle = format!("{MARK}={mark}");
+    let me = std::process::id();
+    // A process being killed may have forked once more: look again until none is found.
+    for _ in 0..4 {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut found = false;
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+                found = true;
+                // SAFETY: kill(2) of a process of this run, found just now.
+                unsafe {
+                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                }
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -299,6 +355,39 @@ mod tests {
             state.is_empty() || state.contains(") Z "),
             "the tool's child still runs: {state}"
         );
+    }
+
+    #[test]
+    fn a_tool_whose_child_leaves_its_group_ends_with_its_own_status_and_the_child_dies() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        // The grandchild leaves the group (setsid) and keeps the output pipes: the run used to
+        // wait for them until its limit, and leave the grandchild running.
+        let script = format!(
+            "setsid sh -c 'echo $$ > {}; exec sleep 300' & while [ ! -s {} ]; do sleep 0.01; done; echo done",
+            pid_file.display(),
+            pid_file.display()
+        );
+        let ran = run(sh(&script), b"", Bounds::wall(Duration::from_secs(60))).unwrap();
+        assert!(ran.status.success(), "{}", ran.failure());
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "done\n");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = Instant::now() + Duration::from_secs(5);
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.is_empty() || state.contains(") Z ") {
+                break;
+            }
+            assert!(
+                Instant::now() < gone,
+                "the escaped grandchild still runs: {state}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

@@ -18,17 +18,14 @@ pub fn folder(sub: &str) -> Result<Option<PathBuf>, String> {
         Some(d) if d == "off" => return Ok(None),
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => {
-            let Some(cache) = std::env::var_os("XDG_CACHE_HOME")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-            else {
+            let Some(cache) = user_cache() else {
                 return Ok(None);
             };
             cache.join("ndtune")
         }
     };
     let dir = base.join(sub);
+    made_by_its_owner(&dir)?;
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -38,6 +35,100 @@ pub fn folder(sub: &str) -> Result<Option<PathBuf>, String> {
         owned_and_private(d)?;
     }
     Ok(Some(dir))
+}
+
+/// The user's cache folder of every program: `$XDG_CACHE_HOME`, else `~/.cache`.
+fn user_cache() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+}
+
+/// Where the OpenCL driver should keep its own kernel cache (PoCL's `POCL_CACHE_DIR`) when its
+/// default, in the user's cache folder, lies inside another user's folder (root given another
+/// user's `HOME`), so that nothing of root's is made there: ndtune's cache folder `pocl`, else
+/// a private folder of this user's in the temporary folder. `None` where the default is safe,
+/// or the user chose (`POCL_CACHE_DIR` set).
+pub fn driver_cache_override() -> Option<PathBuf> {
+    if std::env::var_os("POCL_CACHE_DIR").is_some() {
+        return None;
+    }
+    made_by_its_owner(&user_cache()?.join("pocl")).err()?;
+    if let Ok(Some(dir)) = folder("pocl") {
+        return Some(dir);
+    }
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let dir = std::env::temp_dir().join(format!("ndtune-pocl-{me}"));
+    let made = DirBuilder::new().mode(0o700).create(&dir);
+    match made.is_ok() || dir.is_dir() {
+        true => owned_and_private(&dir).ok().map(|()| dir),
+        false => None,
+    }
+}
+
+/// `Ok` where the folders of `dir` that are missing would be made inside a folder of this
+/// user's, or of root's (`/tmp`, `/var/cache`), or `dir` is such a folder: root, given another
+/// user's `HOME`, must not make folders of its own inside that user's home.
+fn made_by_its_owner(dir: &Path) -> Result<(), String> {
+    let existing = dir
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    let meta = std::fs::metadata(existing).map_err(|e| format!("{}: {e}", existing.display()))?;
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    match meta.uid() {
+        owner if owner == me || owner == 0 => Ok(()),
+        owner => Err(format!(
+            "the cache folder {} would be made inside {}, which belongs to user {owner}, not to this user ({me}): ndtune makes no folder there (set NDTUNE_CACHE_DIR, XDG_CACHE_HOME or HOME to a folder of this user's)",
+            dir.display(),
+            existing.display()
+        )),
+    }
+}
+
+/// A private (0700) temporary folder of this process, `TMPDIR/PREFIXPID-XXXXXX`, removed when
+/// the value is dropped. The folders of the same prefix that this user's processes now dead
+/// left (killed before they could remove theirs) are removed first.
+pub fn private_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    sweep_dead(&std::env::temp_dir(), prefix);
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}{}-", std::process::id()))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}
+
+/// Removes the folders `PREFIXPID-...` in `dir` of this user's whose process `PID` is gone.
+fn sweep_dead(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        let owned_dir = entry
+            .path()
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == me);
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        let gone = pid > 0
+            && unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if owned_dir && gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// `Ok` where `path` (not followed where it is a symlink) belongs to this user and nobody
@@ -106,6 +197,53 @@ pub fn verify_digest(path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_temporary_folders_are_private_and_dead_processes_ones_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A folder of a process that is gone (pid 2^22 + 1 exceeds pid_max's default), and one
+        // of this living process.
+        let dead = tmp.path().join("ndtune-x-4194305-abc");
+        let living = tmp
+            .path()
+            .join(format!("ndtune-x-{}-abc", std::process::id()));
+        for d in [&dead, &living] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("f"), "x").unwrap();
+        }
+        sweep_dead(tmp.path(), "ndtune-x-");
+        assert!(!dead.exists());
+        assert!(living.exists());
+        let private = private_temp_dir("ndtune-test-private-").unwrap();
+        let mode = std::fs::metadata(private.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let path = private.path().to_path_buf();
+        drop(private);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn no_folder_is_made_inside_another_users_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("someone");
+        std::fs::create_dir(&home).unwrap();
+        // SAFETY: geteuid(2) cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if me == 0 {
+            // Root gives the folder away, as another user's home is.
+            let c = std::ffi::CString::new(home.to_str().unwrap()).unwrap();
+            // SAFETY: chown(2) of a path this test made, with a NUL-terminated path.
+            assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+            let e = made_by_its_owner(&home.join(".cache/ndtune/programs")).unwrap_err();
+            assert!(e.contains("belongs to user 65534"), "{e}");
+        }
+        // A folder of this user's, or root's, takes new folders.
+        made_by_its_owner(&dir.path().join("mine/ndtune")).unwrap();
+        made_by_its_owner(Path::new("/tmp/ndtune-test-none/x")).unwrap();
+    }
 
     #[test]
     fn a_file_others_can_write_or_of_changed_content_is_refused() {

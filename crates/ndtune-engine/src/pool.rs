@@ -18,7 +18,7 @@ use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use ndtune_store::{Store, WorkerStatus};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -74,8 +74,59 @@ pub struct PoolReport {
     /// Each worker's own account, by worker name, from those that ended normally.
     pub accounts: BTreeMap<String, WorkerAccount>,
     pub measured_twice: u64,
-    /// Workers that ended early, with how (what they measured is kept).
-    pub stopped_early: Vec<String>,
+    /// How each worker ended, in the devices' order.
+    pub ends: Vec<WorkerEnd>,
+}
+
+/// How many of a worker's last lines of error output its end keeps.
+const TAIL: usize = 8;
+
+/// How a pool worker ended: its exit status and the last lines it wrote on its error output.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerEnd {
+    pub worker: String,
+    pub device: String,
+    /// Whether it ended normally (exit status 0); a worker that did not has its results kept,
+    /// and the pool's last pass measures what it left.
+    pub success: bool,
+    /// `exit status 0`, `exit status 1`, `killed by signal 9 (SIGKILL)`.
+    pub status: String,
+    /// Its last lines of error output (at most 8), oldest first.
+    pub said: Vec<String>,
+}
+
+/// Tells what the workers wrote on their error output since the last call, keeping each one's
+/// last [`TAIL`] lines.
+fn tell(
+    on: &mut dyn FnMut(PoolEvent<'_>),
+    heard: &mpsc::Receiver<(usize, String)>,
+    names: &[(String, String)],
+    tails: &mut [VecDeque<String>],
+) {
+    for (i, line) in heard.try_iter() {
+        on(PoolEvent::Said {
+            label: &names[i].1,
+            line: &line,
+        });
+        let tail = &mut tails[i];
+        if tail.len() == TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+/// An exit status in words.
+fn ended(exit: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (exit.code(), exit.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!(
+            "killed by signal {signal} ({})",
+            children::signal_name(signal)
+        ),
+        _ => exit.to_string(),
+    }
 }
 
 /// What a pool worker tells of its campaign when it ends (a line on its standard output).
@@ -143,7 +194,7 @@ impl Pool<'_> {
             .evaluations
             .map_or(valid, |b| (b as u128).min(valid));
         let started = Instant::now();
-        let (said, heard) = mpsc::channel::<(String, String)>();
+        let (said, heard) = mpsc::channel::<(usize, String)>();
         let mut workers = Vec::new();
         for (i, device) in self.devices.iter().enumerate() {
             let job = self.job(device, format!("{}:pool{i}", self.id));
@@ -156,7 +207,13 @@ impl Pool<'_> {
             workers.push((job.worker, device.label(), child));
         }
         let mut accounts = Vec::new();
-        for (id, label, child) in &mut workers {
+        let names: Vec<(String, String)> = workers
+            .iter()
+            .map(|(id, label, _)| (id.clone(), label.clone()))
+            .collect();
+        let mut tails: Vec<VecDeque<String>> = vec![Default::default(); names.len()];
+        let mut ends: Vec<Option<WorkerEnd>> = vec![None; names.len()];
+        for (i, (id, _, child)) in workers.iter_mut().enumerate() {
             let stdout = child.stdout.take().expect("stdout is piped");
             let id = id.clone();
             accounts.push(std::thread::spawn(move || {
@@ -167,10 +224,10 @@ impl Pool<'_> {
                 Some((id, serde_json::from_str::<WorkerAccount>(&line).ok()?))
             }));
             let stderr = child.stderr.take().expect("stderr is piped");
-            let (label, said) = (label.clone(), said.clone());
+            let said = said.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    if said.send((label.clone(), line)).is_err() {
+                    if said.send((i, line)).is_err() {
                         return;
                     }
                 }
@@ -181,23 +238,27 @@ impl Pool<'_> {
             total,
             workers: workers.len(),
         });
-        let mut stopped_early = Vec::new();
+        let mut workers: Vec<(usize, Child)> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, _, child))| (i, child))
+            .collect();
         while !workers.is_empty() {
             std::thread::sleep(PROGRESS_EVERY);
-            for (label, line) in heard.try_iter() {
-                on(PoolEvent::Said {
-                    label: &label,
-                    line: &line,
-                });
-            }
+            tell(on, &heard, &names, &mut tails);
             let mut running = Vec::new();
-            for (id, label, mut child) in workers {
+            for (i, mut child) in workers {
                 match exited(&mut child).map_err(|e| CampaignError::Spec(e.to_string()))? {
-                    None => running.push((id, label, child)),
-                    Some(exit) if !exit.success() => {
-                        stopped_early.push(format!("{id} ({label}): {exit}"))
+                    None => running.push((i, child)),
+                    Some(exit) => {
+                        ends[i] = Some(WorkerEnd {
+                            worker: names[i].0.clone(),
+                            device: names[i].1.clone(),
+                            success: exit.success(),
+                            status: ended(exit),
+                            said: Vec::new(),
+                        })
                     }
-                    Some(_) => {}
                 }
             }
             workers = running;
@@ -210,12 +271,22 @@ impl Pool<'_> {
                 });
             }
         }
-        for (label, line) in heard.try_iter() {
-            on(PoolEvent::Said {
-                label: &label,
-                line: &line,
-            });
+        // A worker's last lines may come after its exit was seen.
+        let lingering = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < lingering {
+            tell(on, &heard, &names, &mut tails);
+            std::thread::sleep(Duration::from_millis(20));
         }
+        let ends: Vec<WorkerEnd> = ends
+            .into_iter()
+            .zip(tails)
+            .filter_map(|(end, tail)| {
+                end.map(|mut end| {
+                    end.said = tail.into();
+                    end
+                })
+            })
+            .collect();
         if let Some(why) = children::stopping() {
             return Err(CampaignError::Stopped {
                 label: format!("pool of {}", self.devices.len()),
@@ -243,7 +314,7 @@ impl Pool<'_> {
             ..self.options
         };
         let label = format!("pool of {}", self.devices.len());
-        let report = Tuning {
+        let mut report = Tuning {
             spec,
             overrides: self.overrides,
             device: first,
@@ -256,17 +327,28 @@ impl Pool<'_> {
         .report;
         let status = self.store.campaign_status(&group)?;
         let mine = format!("{}:pool", self.id);
+        let workers: Vec<WorkerStatus> = status
+            .workers
+            .into_iter()
+            .filter(|w| w.worker.starts_with(&mine))
+            .collect();
+        // What this pool's workers evaluated was evaluated now, not reused: the last pass found
+        // it in the store, as it would an earlier campaign's.
+        let by_workers = workers
+            .iter()
+            .filter(|w| w.worker != mine)
+            .map(|w| w.done as usize)
+            .sum::<usize>()
+            .min(report.reused);
+        report.reused -= by_workers;
+        report.evaluated += by_workers;
         Ok(PoolReport {
             report,
             wall_s,
-            workers: status
-                .workers
-                .into_iter()
-                .filter(|w| w.worker.starts_with(&mine))
-                .collect(),
+            workers,
             accounts,
             measured_twice: status.measured_twice,
-            stopped_early,
+            ends,
         })
     }
 

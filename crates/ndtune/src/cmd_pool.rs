@@ -91,12 +91,6 @@ pub fn run(
     if let Some(bar) = last {
         bar.finish_and_clear();
     }
-    if !pool.stopped_early.is_empty() {
-        let _ = progress.println(format!(
-            "workers that stopped early (what they measured is kept; the rest is measured now): {}",
-            pool.stopped_early.join("; ")
-        ));
-    }
     let report = &pool.report;
     if args.json {
         println!(
@@ -107,7 +101,6 @@ pub fn run(
                     "wall_s": pool.wall_s,
                     "workers": workers_json(&pool),
                     "measured_twice": pool.measured_twice,
-                    "stopped_early": pool.stopped_early,
                 },
             }))?
         );
@@ -123,6 +116,16 @@ pub fn run(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        for end in pool.ends.iter().filter(|e| !e.success) {
+            let said = match end.said.last() {
+                Some(_) => format!(": it said: {}", end.said.join(" | ")),
+                None => ", saying nothing".into(),
+            };
+            println!(
+                "  worker     {} ({}) ended early, {}{said}; what it measured is kept, what it held was measured by the pool",
+                end.worker, end.device, end.status
+            );
+        }
     }
     match nothing_measured(spec, report, &devices[0]) {
         Some(why) => bail!("{why}"),
@@ -130,19 +133,26 @@ pub fn run(
     }
 }
 
-/// Each worker's share from the store, with its own account where it ended normally: its
-/// device, what it evaluated and where its time went.
+/// Each worker: how it ended (its exit status and last lines of error output), its share from
+/// the store where it claimed anything, and its own account where it ended normally (its
+/// device, what it evaluated and where its time went).
 fn workers_json(pool: &PoolReport) -> Vec<serde_json::Value> {
-    pool.workers
+    pool.ends
         .iter()
-        .map(|w| {
-            let mut entry = serde_json::to_value(w).expect("a worker's status serialises");
-            if let (Some(account), Some(entry)) =
-                (pool.accounts.get(&w.worker), entry.as_object_mut())
-            {
-                entry.insert("device".into(), account.device.clone().into());
-                entry.insert("evaluated".into(), account.evaluated.into());
-                entry.insert(
+        .map(|end| {
+            let mut entry = match pool.workers.iter().find(|w| w.worker == end.worker) {
+                Some(w) => serde_json::to_value(w).expect("a worker's status serialises"),
+                None => serde_json::json!({"worker": end.worker, "done": 0}),
+            };
+            let object = entry.as_object_mut().expect("an object");
+            object.insert("device".into(), end.device.clone().into());
+            object.insert(
+                "end".into(),
+                serde_json::to_value(end).expect("an end serialises"),
+            );
+            if let Some(account) = pool.accounts.get(&end.worker) {
+                object.insert("evaluated".into(), account.evaluated.into());
+                object.insert(
                     "time".into(),
                     serde_json::to_value(account.time).expect("times serialise"),
                 );

@@ -45,6 +45,11 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    // The OpenCL driver keeps its kernels in the user's cache folder: never, as root, inside
+    // another user's home. Set before any thread starts; the worker processes inherit it.
+    if let Some(dir) = ndtune_core::cache::driver_cache_override() {
+        std::env::set_var("POCL_CACHE_DIR", dir);
+    }
     // A campaign stopped by SIGTERM, SIGINT or SIGHUP ends its worker processes and keeps what
     // it measured (ndtune_bench::children).
     if let cli::Command::Tune(_) | cli::Command::Collect(_) | cli::Command::Split(_) = cli.command {

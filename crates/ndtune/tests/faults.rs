@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{ndtune, ndtune_process, work_spec};
+use common::{ndtune, ndtune_process, work_spec, CONFIGURATIONS};
 use ndtune_core::Outcome;
 use ndtune_store::testing::{PgServer, PASSWORD, USER};
 use ndtune_store::Store;
@@ -550,5 +550,130 @@ fn a_tune_waiting_for_a_killed_tunes_claims_says_so_and_stops_on_sigterm() {
     assert!(
         out.contains("stopped    ndtune was interrupted (SIGTERM)"),
         "{out}\n{err}"
+    );
+}
+
+/// Runs a pool of the two halves of the CPU on [`work_spec`] with `--json`; `meanwhile` gets
+/// the pool's marker while it runs. Returns the pool's exit status, JSON and error output.
+fn pool_json(
+    dir: &Path,
+    db: &str,
+    env: &[(&str, &Path)],
+    meanwhile: impl FnOnce(&str),
+) -> (std::process::ExitStatus, serde_json::Value, String) {
+    let spec = work_spec(dir);
+    let marker = format!("pool-{}-{}", std::process::id(), db.len());
+    let err_path = dir.join("pool.err");
+    let mut pool = ndtune_process();
+    pool.args(tune_args(&spec, db))
+        .args([
+            "--device",
+            "0:0/2,0:1/2",
+            "--pool",
+            "--lease",
+            "2s",
+            "--json",
+        ])
+        .env(MARK, &marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
+    for (k, v) in env {
+        match v.as_os_str().is_empty() {
+            true => pool.env_remove(k),
+            false => pool.env(k, v),
+        };
+    }
+    let child = pool.spawn().unwrap();
+    meanwhile(&marker);
+    let out = child.wait_with_output().unwrap();
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{err}", String::from_utf8_lossy(&out.stdout)));
+    (out.status, v, err)
+}
+
+#[test]
+fn a_pool_says_how_each_worker_ended_also_one_killed_with_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ends.db");
+    let db = db.to_str().unwrap();
+    let (status, v, err) = pool_json(dir.path(), db, &[], |marker| {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let victim = loop {
+            assert!(Instant::now() < deadline, "the workers never claimed");
+            let workers: Vec<Proc> = marked(marker)
+                .into_iter()
+                .filter(|p| p.cmdline.contains("__campaign"))
+                .collect();
+            if workers.len() == 2 && claimed(db) {
+                break workers[0].pid;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // SAFETY: kill(2) of a worker process of the pool this test started.
+        unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
+    });
+    assert!(status.success(), "{err}");
+    assert_eq!(
+        v["devices"][0]["outcomes"]["measured"], CONFIGURATIONS,
+        "{v}"
+    );
+    let workers = v["pool"]["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2, "{v}");
+    let ends: Vec<(&str, bool)> = workers
+        .iter()
+        .map(|w| {
+            (
+                w["end"]["status"].as_str().unwrap(),
+                w["end"]["success"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        ends.contains(&("killed by signal 9 (SIGKILL)", false)),
+        "{v}"
+    );
+    assert!(ends.contains(&("exit status 0", true)), "{v}");
+    assert_eq!(v["pool"]["measured_twice"], 0, "{v}");
+}
+
+#[test]
+fn a_pool_whose_workers_cannot_start_shows_why_and_root_makes_nothing_in_another_users_home() {
+    if !is_root() {
+        return; // another user's home is one root can be given; a user cannot make one
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("someone");
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+    let db = dir.path().join("home.db");
+    let db = db.to_str().unwrap();
+    let (_, v, err) = pool_json(
+        dir.path(),
+        db,
+        &[
+            ("HOME", &home),
+            ("XDG_CACHE_HOME", Path::new("")),
+            ("NDTUNE_CACHE_DIR", Path::new("")),
+            ("POCL_CACHE_DIR", Path::new("")),
+        ],
+        |_| {},
+    );
+    assert!(
+        !home.join(".cache").exists(),
+        "root made {}/.cache",
+        home.display()
+    );
+    let workers = v["pool"]["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2, "{v}\n{err}");
+    for w in workers {
+        assert_eq!(w["end"]["success"], false, "{w}");
+        let said = w["end"]["said"].to_string();
+        assert!(said.contains("belongs to user 65534"), "{w}");
+    }
+    // The pool measured alone what its workers could not.
+    assert_eq!(
+        v["devices"][0]["outcomes"]["measured"], CONFIGURATIONS,
+        "{v}"
     );
 }

@@ -375,6 +375,16 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
     assert!(done.iter().all(|&n| n > 0), "both parts measured: {v}");
     assert_eq!(done.iter().sum::<u64>(), CONFIGURATIONS, "{v}");
     assert_eq!(v["pool"]["measured_twice"], 0, "{v}");
+    // Evaluated now, by the pool's workers: nothing was reused from an earlier campaign.
+    assert_eq!(
+        (report["evaluated"].as_u64(), report["reused"].as_u64()),
+        (Some(CONFIGURATIONS), Some(0)),
+        "{v}"
+    );
+    for w in workers {
+        assert_eq!(w["end"]["success"], true, "{w}");
+        assert_eq!(w["end"]["status"], "exit status 0", "{w}");
+    }
     // Each worker tells its own account; the two share one build service, which one of them
     // hosted for the node and which is gone with the pool.
     for w in workers {
@@ -391,9 +401,8 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
     let left: Vec<_> = std::fs::read_dir(cache.join("node-builds"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
-        .filter(|n| n.to_string_lossy().ends_with(".sock"))
         .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert!(left.is_empty(), "the node's build service left {left:?}");
     let s = status(db).unwrap();
     assert_eq!(s.results, CONFIGURATIONS);
 
