@@ -8,6 +8,11 @@
 //! if (c) { clBuildProgram(p, 1, &dev, c->build_options, 0, 0);
 //!          clEnqueueNDRangeKernel(q, k, c->dims, 0, c->global, c->local, 0, 0, 0); }
 //! ```
+//!
+//! Names come from users and drivers (kernel, metric, unit, device): whatever reaches a comment
+//! is made unable to end it ([`c_comment`]), whatever reaches a string literal is escaped
+//! ([`c_string`]), and no `??` is ever written, so trigraphs (C89, `-std=c99`) change nothing.
+//! The header is C89, C99, C11 and C++.
 
 use crate::pick::{PickError, Picker};
 use crate::KernelWisdom;
@@ -52,10 +57,11 @@ pub fn header(wisdom: &KernelWisdom, picker: &Picker) -> Result<String, PickErro
     let _ = writeln!(
         h,
         "/* Tuned configurations of kernel `{}`, written by ndtune {} (`ndtune export --format header`).\n   \
-         One row per device and constants; `objective` is the tuned {} ({unit}, {}). Do not edit. */",
-        wisdom.kernel,
+         One row per device and constants; `objective` is the tuned {} ({}, {}). Do not edit. */",
+        c_comment(&wisdom.kernel),
         env!("CARGO_PKG_VERSION"),
-        wisdom.objective.metric,
+        c_comment(&wisdom.objective.metric),
+        c_comment(unit),
         if wisdom.objective.higher_is_better {
             "higher is better"
         } else {
@@ -64,7 +70,16 @@ pub fn header(wisdom: &KernelWisdom, picker: &Picker) -> Result<String, PickErro
     );
     let _ = writeln!(
         h,
-        "#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <string.h>\n"
+        "#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <string.h>\n\n\
+         #ifndef NDTUNE_WISDOM_INLINE\n\
+         #if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)\n\
+         #define NDTUNE_WISDOM_INLINE static inline\n\
+         #elif defined(__GNUC__)\n\
+         #define NDTUNE_WISDOM_INLINE static __inline__\n\
+         #else\n\
+         #define NDTUNE_WISDOM_INLINE static\n\
+         #endif\n\
+         #endif\n"
     );
     let _ = writeln!(
         h,
@@ -81,7 +96,7 @@ pub fn header(wisdom: &KernelWisdom, picker: &Picker) -> Result<String, PickErro
     let _ = writeln!(
         h,
         "/* The row of device `device` at `constants` (as in the table), or NULL. */\n\
-         static inline const {ty} *ndtune_{id}_find(const char *device, const char *constants) {{\n    \
+         NDTUNE_WISDOM_INLINE const {ty} *ndtune_{id}_find(const char *device, const char *constants) {{\n    \
          size_t i;\n    \
          for (i = 0; i < sizeof ndtune_{id}_configs / sizeof ndtune_{id}_configs[0]; i++)\n        \
          if (strcmp(ndtune_{id}_configs[i].device, device) == 0 &&\n            \
@@ -92,13 +107,32 @@ pub fn header(wisdom: &KernelWisdom, picker: &Picker) -> Result<String, PickErro
     Ok(h)
 }
 
-/// `s` as a C string literal.
+/// `s` as text inside a C comment: `*/` and `/*` broken apart, no `??` (a trigraph), control
+/// and non-ASCII characters written as `\u{..}`.
+fn c_comment(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        let previous = out.chars().last();
+        match c {
+            '/' if previous == Some('*') => out.push_str(" /"),
+            '*' if previous == Some('/') => out.push_str(" *"),
+            '?' if previous == Some('?') => out.push_str(" ?"),
+            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            c => out.push_str(&c.escape_unicode().to_string()),
+        }
+    }
+    out
+}
+
+/// `s` as a C string literal: quotes, backslashes and every `?` escaped (so that no trigraph
+/// can form), other characters outside printable ASCII as octal escapes of their UTF-8 bytes.
 fn c_string(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            '?' => out.push_str("\\?"),
             '\n' => out.push_str("\\n"),
             c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
             c => {

@@ -312,3 +312,86 @@ fn unknown_kernels_and_endless_questions_do_not_grow_what_a_runtime_keeps() {
         );
     }
 }
+
+#[test]
+fn headers_of_hostile_names_compile_as_c89_c99_c11_and_cpp_and_find_their_rows() {
+    let hostile_device = "Evil ??/ GPU ??= \"quoted\" \\ back */ /* é\n";
+    let mut k = tuned();
+    k.kernel = "tiled */ int injected(void) { return 42; } /*".into();
+    k.objective.metric = "gflops ??/".into();
+    k.objective.unit = Some("*/ #error injected /*".into());
+    let mut device = builtin::find("gtx-titan").unwrap();
+    device.name = hostile_device.into();
+    k.entries[0].device = device.clone();
+    let picker = Picker::new(&k, "w.json").unwrap();
+    let h = header::header(&k, &picker).unwrap();
+    assert!(!h.contains("??"), "a trigraph could form: {h}");
+    assert_eq!(
+        h.matches("/*").count(),
+        h.matches("*/").count(),
+        "a name opened or closed a comment: {h}"
+    );
+    let id: String = k
+        .kernel
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.h"), &h).unwrap();
+    let main = format!(
+        r#"#include "w.h"
+#include <stdio.h>
+int main(int argc, char **argv) {{
+    const ndtune_{id}_config *c;
+    if (argc != 3) return 2;
+    c = ndtune_{id}_find(argv[1], argv[2]);
+    if (!c) {{ printf("none\n"); return 1; }}
+    printf("%s|%lu|%lu\n", c->build_options, (unsigned long)c->local[0], (unsigned long)c->local[1]);
+    return 0;
+}}
+"#
+    );
+    std::fs::write(dir.path().join("main.c"), &main).unwrap();
+    std::fs::write(dir.path().join("main.cpp"), &main).unwrap();
+    for (compiler, standard, file) in [
+        ("cc", "-std=c89", "main.c"),
+        ("cc", "-std=c99", "main.c"),
+        ("cc", "-std=c11", "main.c"),
+        ("c++", "-std=c++11", "main.cpp"),
+        ("c++", "-std=c++17", "main.cpp"),
+    ] {
+        let exe = dir.path().join(format!("main{standard}"));
+        let cc = std::process::Command::new(compiler)
+            .args([
+                standard,
+                "-pedantic",
+                "-Wall",
+                "-Werror",
+                "-trigraphs",
+                "-o",
+            ])
+            .arg(&exe)
+            .arg(dir.path().join(file))
+            .output()
+            .unwrap();
+        assert!(
+            cc.status.success(),
+            "{compiler} {standard}: {}\n{h}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        let out = std::process::Command::new(&exe)
+            .args([hostile_device, "N=1024"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "-cl-mad-enable -D N=1024 -D TS=32 -D UNROLL=2|32|16\n",
+            "{compiler} {standard}"
+        );
+        let miss = std::process::Command::new(&exe)
+            .args(["Evil ?? GPU", "N=1024"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&miss.stdout), "none\n");
+    }
+}
