@@ -585,7 +585,7 @@ fn build(
     // The files the user's source reads, as clang's preprocessor finds them.
     let listed = clang(&["-M".as_ref(), source.as_os_str()])?;
     let mut recorded = String::new();
-    for file in make_dependencies(&String::from_utf8_lossy(&listed)) {
+    for file in ndtune_core::tools::make_dependencies(&String::from_utf8_lossy(&listed)) {
         let absolute = std::path::absolute(&file).unwrap_or(file);
         let digest = ndtune_core::text::short_sha256_file(&absolute)
             .map_err(|e| format!(": {}: {e}", absolute.display()))?;
@@ -610,33 +610,6 @@ fn build(
     place(&listing, deps)?;
     place(&digest_of(&building), &digest_of(program))?;
     place(&building, program)
-}
-
-/// The prerequisites of a make rule as `clang -M` writes it (`target: a.c b.h \` lines;
-/// a space in a name escaped with a backslash).
-fn make_dependencies(rule: &str) -> Vec<PathBuf> {
-    let joined = rule.replace("\\\n", " ");
-    let Some((_, prerequisites)) = joined.split_once(": ") else {
-        return Vec::new();
-    };
-    let mut files = Vec::new();
-    let mut name = String::new();
-    let mut chars = prerequisites.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => name.extend(chars.next()),
-            c if c.is_whitespace() => {
-                if !name.is_empty() {
-                    files.push(PathBuf::from(std::mem::take(&mut name)));
-                }
-            }
-            c => name.push(c),
-        }
-    }
-    if !name.is_empty() {
-        files.push(PathBuf::from(name));
-    }
-    files
 }
 
 /// How long one clang run building a host function may take.

@@ -50,3 +50,30 @@ mod tests {
         assert_eq!(newest_versioned(&[]), None);
     }
 }
+
+/// The prerequisites of a make rule as `clang -M` writes it (`target: a.c b.h \` lines;
+/// a space in a name escaped with a backslash).
+pub fn make_dependencies(rule: &str) -> Vec<PathBuf> {
+    let joined = rule.replace("\\\n", " ");
+    let Some((_, prerequisites)) = joined.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    let mut name = String::new();
+    let mut chars = prerequisites.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => name.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !name.is_empty() {
+                    files.push(PathBuf::from(std::mem::take(&mut name)));
+                }
+            }
+            c => name.push(c),
+        }
+    }
+    if !name.is_empty() {
+        files.push(PathBuf::from(name));
+    }
+    files
+}

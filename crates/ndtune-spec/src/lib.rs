@@ -220,20 +220,26 @@ impl Spec {
     }
 
     /// The kernel's OpenCL source, where the spec names one: its files concatenated, with
-    /// the headers they include ([`KernelSource::read`]). A file that cannot be read, is too
-    /// large, is no regular file or is not UTF-8 text is an error at `[kernel] source`.
+    /// the headers they include ([`KernelSource::read`]) and every other file the preprocessor
+    /// reads for it with the spec's build options ([`KernelSource::add_preprocessed`]). A file
+    /// that cannot be read, is too large, is no regular file or is not UTF-8 text is an error
+    /// at `[kernel] source`.
     pub fn kernel_source(&self) -> Result<Option<KernelSource>, SpecError> {
         if self.kernel.sources.is_empty() {
             return Ok(None);
         }
-        KernelSource::read(&self.kernel.sources, &self.kernel.search_dirs())
-            .map(Some)
-            .map_err(|e| {
-                self.error_at(
-                    &SpanKey::Source(e.file),
-                    format!("[kernel] source: {}", e.message),
-                )
-            })
+        let at_source = |file: usize, message: String| {
+            self.error_at(
+                &SpanKey::Source(file),
+                format!("[kernel] source: {message}"),
+            )
+        };
+        let mut source = KernelSource::read(&self.kernel.sources, &self.kernel.search_dirs())
+            .map_err(|e| at_source(e.file, e.message))?;
+        source
+            .add_preprocessed(&self.kernel.preprocessor_options())
+            .map_err(|e| at_source(0, e))?;
+        Ok(Some(source))
     }
 }
 

@@ -67,22 +67,17 @@ impl BuildOption {
         Ok(BuildOption { pieces, when })
     }
 
-    /// The directories this option names with `-I DIR` or `-IDIR` in its literal text (a
-    /// placeholder's value is no directory): the compiler searches them for headers.
-    pub fn include_dirs(&self) -> Vec<std::path::PathBuf> {
-        let mut dirs = Vec::new();
+    /// The words of this option's literal text, where it has no placeholder (a placeholder's
+    /// value is known only in a configuration).
+    pub fn literal_words(&self) -> Option<Vec<String>> {
+        let mut words = Vec::new();
         for piece in &self.pieces {
-            let Piece::Text(text) = piece else { continue };
-            let mut words = text.split_whitespace();
-            while let Some(word) = words.next() {
-                match word {
-                    "-I" => dirs.extend(words.next().map(std::path::PathBuf::from)),
-                    _ if word.len() > 2 && word.starts_with("-I") => dirs.push(word[2..].into()),
-                    _ => {}
-                }
+            match piece {
+                Piece::Text(text) => words.extend(text.split_whitespace().map(str::to_string)),
+                Piece::Value(_) => return None,
             }
         }
-        dirs
+        Some(words)
     }
 
     /// The option in a configuration (`point`: parameter values in declaration order), or
@@ -123,16 +118,11 @@ mod tests {
     }
 
     #[test]
-    fn include_directories_are_read_from_the_literal_text() {
-        let o = BuildOption::parse("-I inc -Iother/dir -DX={TS} -Ino", None, known).unwrap();
-        assert_eq!(
-            o.include_dirs(),
-            [
-                std::path::PathBuf::from("inc"),
-                "other/dir".into(),
-                "no".into()
-            ]
-        );
+    fn literal_words_are_those_of_options_without_placeholders() {
+        let o = BuildOption::parse("-I inc -Iother/dir", None, known).unwrap();
+        assert_eq!(o.literal_words().unwrap(), ["-I", "inc", "-Iother/dir"]);
+        let o = BuildOption::parse("-DX={TS}", None, known).unwrap();
+        assert_eq!(o.literal_words(), None);
     }
 
     #[test]

@@ -9,6 +9,12 @@
 //! the files). Lines inside `#if` blocks are followed too: a header that a configuration may
 //! include counts. A header found nowhere is recorded as missing, so that creating it later
 //! changes the setup.
+//!
+//! The scan knows only `#include "name"` and `<name>`. What the preprocessor itself reads is
+//! added by [`KernelSource::add_preprocessed`]: clang's dependency output (`-M -MG`), run on the
+//! same text with the same search directories and the build options the preprocessor reads,
+//! finds a header named by a macro (`#include HDR`) and one behind an `-I` that the scan did not
+//! see.
 
 use crate::{read_bytes, read_text};
 use std::collections::HashSet;
@@ -47,6 +53,8 @@ pub struct KernelSource {
     pub include_options: String,
     /// Every identifier of the text and of the headers found.
     names: HashSet<String>,
+    /// Whether a file has an `#include`, `#import` or `#embed` line, of any form.
+    reads_files: bool,
 }
 
 impl KernelSource {
@@ -69,6 +77,7 @@ impl KernelSource {
             files: Vec::new(),
             include_options: String::new(),
             names: HashSet::new(),
+            reads_files: false,
         };
         let mut includes = false;
         let mut seen = HashSet::new();
@@ -85,12 +94,13 @@ impl KernelSource {
                 digest: Some(digest(text.as_bytes())),
             });
             let found = include_lines(&text);
-            includes |= !found.is_empty();
+            includes |= !found.is_empty() || reads_files(&text);
             source
                 .follow(&found, None, &search, &mut seen)
                 .map_err(fail)?;
         }
         source.names.extend(source_names(&source.text));
+        source.reads_files = includes;
         if includes {
             let mut options = Vec::new();
             for dir in &search {
@@ -156,6 +166,70 @@ impl KernelSource {
         Ok(())
     }
 
+    /// Adds every file the preprocessor reads for this text that the scan did not find (see the
+    /// module's header), running clang with `-M -MG`, the search directories and `options`
+    /// (`-I`, `-D`, `-U`, `-cl-std=`). Nothing runs where no file has an include line. `Err`
+    /// where clang cannot be run or lists nothing.
+    pub fn add_preprocessed(&mut self, options: &[String]) -> Result<(), String> {
+        use ndtune_core::bounded::{self, Bounds};
+        if !self.reads_files {
+            return Ok(());
+        }
+        let clang = ndtune_core::tools::clang();
+        let mut command = std::process::Command::new(&clang);
+        command
+            .args(["-x", "cl", "-cl-no-stdinc", "-E", "-M", "-MG", "-w"])
+            .args(self.include_options.split_whitespace())
+            .args(options)
+            .arg("-");
+        let ran = bounded::run(
+            command,
+            self.text.as_bytes(),
+            Bounds::wall(std::time::Duration::from_secs(60)),
+        )
+        .map_err(|e| {
+            format!(
+                "cannot list the headers the kernel reads with {} (install clang, or set NDTUNE_CLANG): {e}",
+                clang.display()
+            )
+        })?;
+        // The rule is written whatever else the preprocessor says (an `#error` that a
+        // configuration's defines would avoid).
+        let rule = String::from_utf8_lossy(&ran.stdout);
+        if !rule.contains(':') {
+            return Err(format!(
+                "clang listed no dependencies of the kernel: {}",
+                ran.failure()
+            ));
+        }
+        let known: HashSet<PathBuf> = self
+            .files
+            .iter()
+            .map(|f| std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone()))
+            .collect();
+        for file in ndtune_core::tools::make_dependencies(&rule) {
+            if file.as_os_str() == "-" {
+                continue;
+            }
+            let canonical = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+            if known.contains(&canonical) || self.files.iter().any(|f| f.path == file) {
+                continue;
+            }
+            let digest = match file.is_file() {
+                true => {
+                    let bytes =
+                        read_bytes(&file, MAX_SOURCE_BYTES, "header").map_err(|e| e.to_string())?;
+                    self.names
+                        .extend(source_names(&String::from_utf8_lossy(&bytes)));
+                    Some(digest(&bytes))
+                }
+                false => None,
+            };
+            self.files.push(SourceFile { path: file, digest });
+        }
+        Ok(())
+    }
+
     /// Whether the text or a header mentions `name` (a constant or parameter that then becomes
     /// a define).
     pub fn mentions(&self, name: &str) -> bool {
@@ -193,6 +267,20 @@ struct Include {
     name: String,
     /// `"name"` (searched in the including file's directory first), not `<name>`.
     quoted: bool,
+}
+
+/// Whether `text` has a directive that reads a file, in any form (`#include NAME` too).
+fn reads_files(text: &str) -> bool {
+    text.lines().any(|line| {
+        line.trim_start()
+            .strip_prefix('#')
+            .map(str::trim_start)
+            .is_some_and(|d| {
+                ["include", "import", "embed"]
+                    .iter()
+                    .any(|w| d.starts_with(w))
+            })
+    })
 }
 
 /// The `#include "..."` and `#include <...>` lines of a source, in order.

@@ -31,15 +31,56 @@ pub struct Kernel {
 impl Kernel {
     /// Every directory the compiler searches for headers besides the sources' own:
     /// `include_dirs`, then each `-I` of `build_options` (as written: the compiler resolves a
-    /// relative one from the working directory).
+    /// relative one from the working directory), also where the option and its folder are two
+    /// entries (`["-I", "inc"]`).
     pub fn search_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = self.include_dirs.clone();
-        dirs.extend(
-            self.build_options
-                .iter()
-                .flat_map(BuildOption::include_dirs),
-        );
+        let words = self.literal_option_words();
+        let mut words = words.iter();
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "-I" => dirs.extend(words.next().map(PathBuf::from)),
+                w if w.len() > 2 && w.starts_with("-I") => dirs.push(w[2..].into()),
+                _ => {}
+            }
+        }
         dirs
+    }
+
+    /// The options of `build_options` that the preprocessor reads (`-I`, `-D`, `-U`,
+    /// `-cl-std=`), from the entries without placeholders, as clang's arguments: what the
+    /// dependency pass of [`crate::KernelSource`] runs with.
+    pub fn preprocessor_options(&self) -> Vec<String> {
+        let words = self.literal_option_words();
+        let mut words = words.iter();
+        let mut kept = Vec::new();
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "-I" | "-D" | "-U" => {
+                    if let Some(value) = words.next() {
+                        kept.push(format!("{word}{value}"));
+                    }
+                }
+                w if ["-I", "-D", "-U", "-cl-std="]
+                    .iter()
+                    .any(|p| w.starts_with(p)) =>
+                {
+                    kept.push(w.to_string())
+                }
+                _ => {}
+            }
+        }
+        kept
+    }
+
+    /// The words of every entry of `build_options` without placeholders, in order, across
+    /// entries (the compiler gets the entries joined by spaces).
+    fn literal_option_words(&self) -> Vec<String> {
+        self.build_options
+            .iter()
+            .filter_map(BuildOption::literal_words)
+            .flatten()
+            .collect()
     }
 }
 

@@ -513,3 +513,44 @@ fn headers_behind_an_include_option_or_a_host_check_are_part_of_the_setup() {
     assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 3, 0));
     assert_eq!(tune_from_inside(d, "other.db"), (3, 0, 3, 0));
 }
+
+/// A spec of kernel `scale` (its text `kernel`) in a fresh folder whose `other/factor.h` gives
+/// `FACTOR` 2, found only through `options`; verified against `2 * x` by a reference kernel.
+fn preprocessed_dir(kernel: &str, options: &'static str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("other")).unwrap();
+    std::fs::write(d.join("scale.cl"), kernel).unwrap();
+    std::fs::write(d.join("other/factor.h"), "#define FACTOR 2.0f\n").unwrap();
+    std::fs::write(d.join("ref.cl"), reference(2)).unwrap();
+    let spec = spec(&Variant {
+        options,
+        verify: VERIFY,
+        ..BASE
+    })
+    .replace("include_dirs = [\"inc\"]\n", "");
+    std::fs::write(d.join("spec.toml"), spec).unwrap();
+    dir
+}
+
+#[test]
+fn headers_the_preprocessor_finds_through_split_options_or_a_macro_are_part_of_the_setup() {
+    let by_macro = SCALE.replace(
+        "#include \"factor.h\"",
+        "#define HDR \"factor.h\"\n#include HDR",
+    );
+    for (kernel, options) in [
+        // The option and its folder as two entries.
+        (SCALE.to_string(), "\"-I\", \"other\""),
+        // A header named by a macro.
+        (by_macro, "\"-I other\""),
+    ] {
+        let dir = preprocessed_dir(&kernel, options);
+        let d = dir.path();
+        assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 3, 0), "{options}");
+        assert_eq!(tune_from_inside(d, "t.db"), (0, 3, 3, 0), "{options}");
+        // The header now gives 3 * x: measured again, and every result is wrong.
+        std::fs::write(d.join("other/factor.h"), "#define FACTOR 3.0f\n").unwrap();
+        assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 0, 3), "{options}");
+    }
+}
