@@ -170,6 +170,8 @@ impl Drop for LineProcess {
         children::reaped(self.child.id());
         children::end(self.child.id(), libc::SIGKILL);
         let _ = self.child.wait();
+        // What the killed worker could not remove itself (its host functions' folder).
+        ndtune_core::cache::remove_private_temp_dirs_of(self.child.id());
     }
 }
 

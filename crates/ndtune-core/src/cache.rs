@@ -89,8 +89,8 @@ fn made_by_its_owner(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// A private (0700) temporary folder of this process, `TMPDIR/PREFIXPID-XXXXXX`, removed when
-/// the value is dropped. The folders of the same prefix that this user's processes now dead
+/// A private (0700) temporary folder of this process, `TMPDIR/PREFIXPID-XXXXXX` (`PREFIX` is
+/// `ndtune-` and a name without digits, ending in `-`), removed when the value is dropped. The folders of the same prefix that this user's processes now dead
 /// left (killed before they could remove theirs) are removed first.
 pub fn private_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
     sweep_dead(&std::env::temp_dir(), prefix);
@@ -98,6 +98,31 @@ pub fn private_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
         .prefix(&format!("{prefix}{}-", std::process::id()))
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
+}
+
+/// Removes the private temporary folders ([`private_temp_dir`]) that process `pid` made, once
+/// it is gone: a parent that killed a worker cleans up after it.
+pub fn remove_private_temp_dirs_of(pid: u32) {
+    let dir = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let infix = format!("-{pid}-");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let owned_dir = || {
+            entry
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir() && m.uid() == me)
+        };
+        if name.starts_with("ndtune-") && name.contains(&infix) && owned_dir() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Removes the folders `PREFIXPID-...` in `dir` of this user's whose process `PID` is gone.

@@ -239,3 +239,65 @@ fn failures_show_their_first_line_and_nothing_measured_exits_non_zero() {
         "{e}"
     );
 }
+
+/// A host check that starts a daemon (`fork(); setsid(); fork()`) which outlives it, then passes.
+const DAEMON_CHECK: &str = r#"#include <unistd.h>
+#include <stdio.h>
+int daemonises(const ndtune_args *a, char *message, size_t size) {
+    (void)a; (void)message; (void)size;
+    if (fork() == 0) {
+        setsid();
+        if (fork() == 0) { sleep(120); _exit(0); }
+        _exit(0);
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn a_check_that_leaves_a_daemon_is_measured_the_daemon_ended_and_no_folder_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("check.c"), DAEMON_CHECK).unwrap();
+    let verify =
+        "[verify]\noutputs = [\"y\"]\ncheck = { host = \"check.c\", function = \"daemonises\" }\n";
+    let spec = twice_spec(dir.path(), "[0]", "", "\"random\"", verify);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mark = format!("daemon-{}", std::process::id());
+    let out = ndtune()
+        .args([
+            "tune",
+            &spec,
+            "--db",
+            dir.path().join("d.db").to_str().unwrap(),
+        ])
+        .args(["--json", "--timeout", "60"])
+        .env("NDTUNE_CACHE_DIR", "off")
+        .env("TMPDIR", &tmp)
+        .env("NDTUNE_TEST_DAEMON", &mark)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["devices"][0]["outcomes"]["measured"], 2, "{v}");
+    // No process of the run is left: the daemons were ended with their check.
+    let needle = format!("NDTUNE_TEST_DAEMON={mark}");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "processes left: {left:?}");
+    // With the cache off, the host functions were built in a private folder, removed at exit;
+    // no build folder is left either.
+    let files: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(files.is_empty(), "left in TMPDIR: {files:?}");
+}
