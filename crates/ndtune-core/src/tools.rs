@@ -35,22 +35,6 @@ fn file_name(p: &Path) -> Option<&str> {
     p.file_name()?.to_str()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_newest_versioned_clang_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        for name in ["clang-14", "clang-16", "clang-cpp-16", "clang-9"] {
-            std::fs::write(dir.path().join(name), "").unwrap();
-        }
-        let found = newest_versioned(&[dir.path().to_path_buf()]).unwrap();
-        assert_eq!(found.file_name().unwrap(), "clang-16");
-        assert_eq!(newest_versioned(&[]), None);
-    }
-}
-
 /// The prerequisites of a make rule as `clang -M` writes it (`target: a.c b.h \` lines;
 /// a space in a name escaped with a backslash).
 pub fn make_dependencies(rule: &str) -> Vec<PathBuf> {
@@ -76,4 +60,20 @@ pub fn make_dependencies(rule: &str) -> Vec<PathBuf> {
         files.push(PathBuf::from(name));
     }
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_versioned_clang_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["clang-14", "clang-16", "clang-cpp-16", "clang-9"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let found = newest_versioned(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(found.file_name().unwrap(), "clang-16");
+        assert_eq!(newest_versioned(&[]), None);
+    }
 }
