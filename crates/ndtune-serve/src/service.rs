@@ -45,6 +45,8 @@ pub struct Current {
     pub learnt: usize,
     /// Predictions this model could not make.
     pub failures: AtomicU64,
+    /// The model's feature names, to tell in constant time whether a sent feature is used.
+    uses: std::collections::HashSet<String>,
 }
 
 impl Current {
@@ -56,6 +58,7 @@ impl Current {
         learnt: usize,
     ) -> Current {
         Current {
+            uses: model.feature_names.iter().cloned().collect(),
             model,
             base,
             reach,
@@ -419,7 +422,7 @@ impl Service {
         let ignored_features: Vec<String> = match &req.features {
             Some(sent) => sent
                 .keys()
-                .filter(|n| !model.feature_names.contains(n) && !req.limits.reads(n))
+                .filter(|n| !current.uses.contains(n.as_str()) && !req.limits.reads(n))
                 .cloned()
                 .collect(),
             None => Vec::new(),
