@@ -104,16 +104,27 @@ fn tell(
     tails: &mut [VecDeque<String>],
 ) {
     for (i, line) in heard.try_iter() {
-        on(PoolEvent::Said {
-            label: &names[i].1,
-            line: &line,
-        });
-        let tail = &mut tails[i];
-        if tail.len() == TAIL {
-            tail.pop_front();
-        }
-        tail.push_back(line);
+        hear(on, names, tails, i, line);
     }
+}
+
+/// Tells one line worker `i` wrote, keeping it in its tail.
+fn hear(
+    on: &mut dyn FnMut(PoolEvent<'_>),
+    names: &[(String, String)],
+    tails: &mut [VecDeque<String>],
+    i: usize,
+    line: String,
+) {
+    on(PoolEvent::Said {
+        label: &names[i].1,
+        line: &line,
+    });
+    let tail = &mut tails[i];
+    if tail.len() == TAIL {
+        tail.pop_front();
+    }
+    tail.push_back(line);
 }
 
 /// An exit status in words.
@@ -271,11 +282,13 @@ impl Pool<'_> {
                 });
             }
         }
-        // A worker's last lines may come after its exit was seen.
-        let lingering = Instant::now() + Duration::from_millis(200);
-        while Instant::now() < lingering {
-            tell(on, &heard, &names, &mut tails);
-            std::thread::sleep(Duration::from_millis(20));
+        // A worker's last lines may come after its exit was seen: read them to the pipes' end
+        // (2 s at most, should a process the worker left hold one open).
+        let until = Instant::now() + Duration::from_secs(2);
+        while let Ok((i, line)) =
+            heard.recv_timeout(until.saturating_duration_since(Instant::now()))
+        {
+            hear(on, &names, &mut tails, i, line);
         }
         let ends: Vec<WorkerEnd> = ends
             .into_iter()
