@@ -109,7 +109,8 @@ def test_cache_written_in_kernel_tuner_format_and_continued(own_directory):
     # A fresh store continues from the cache: nothing is measured again.
     again, env = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
                              cache="vadd.json", db="other.db", quiet=True)
-    assert env["ndtune_report"]["evaluated"] == 0
+    assert (env["ndtune_report"]["evaluated"], env["ndtune_report"]["reused"]) == (12, 0)
+    assert [e["status"] for e in env["ndtune_pool"]["ends"]] == ["exit status 0"] * 2
     assert {r["block_size_x"]: r["times"] for r in again} == {
         r["block_size_x"]: r["times"] for r in first}
     ndtune_bin = os.environ.get("NDTUNE_BIN")
@@ -276,12 +277,13 @@ def test_a_pool_of_devices_tunes_one_campaign_together(own_directory):
         workers = {w for (w,) in db.execute("SELECT DISTINCT worker FROM claims")}
         assert db.execute("SELECT count(*) FROM results").fetchone()[0] == 12
     assert any(w.endswith(":pool0") for w in workers), workers
-    # Each worker's own account comes back (the report's is the last pass, which measured none).
+    # Each worker's own account comes back; the report counts what they evaluated as evaluated now.
     accounts = env["ndtune_pool"]["workers"]
     assert sorted(w.rsplit(":", 1)[1] for w in accounts) == ["pool0", "pool1"]
     assert sum(a["evaluated"] for a in accounts.values()) == 12
     assert all(a["time"]["campaign_s"] > 0 for a in accounts.values())
-    assert env["ndtune_report"]["evaluated"] == 0
+    assert (env["ndtune_report"]["evaluated"], env["ndtune_report"]["reused"]) == (12, 0)
+    assert [e["status"] for e in env["ndtune_pool"]["ends"]] == ["exit status 0"] * 2
     # Functions of the parameters stay in this process: a pool cannot call them.
     with pytest.raises(ndtune.SpecError, match="pool"):
         tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, quiet=True, pool=[0, 0],

@@ -1,8 +1,11 @@
-//! Picking the live devices a front end tunes on, by selector (`0`, a name, `D:K/N` for sub-device
-//! K of N equal parts of device D, `all`, or a comma list of them): from the devices' names
-//! alone, so that their measurement workers start before the devices are opened
-//! ([`crate::Worker::start`]), then [`open_picked`]. `ndtune tune` (one device, several, or a
-//! pool of them) picks this way; the Python package numbers devices as Kernel Tuner does.
+//! Picking the live devices a front end works on, by selector (`0`, a name, `D:K/N` for
+//! sub-device K of N equal parts of device D, `all`, or a comma list of them): from the devices'
+//! names alone, so that their measurement workers start before the devices are opened
+//! ([`crate::Worker::start`]), then [`open_picked`]. One rule for every command (`tune`, its
+//! pools and `--captured`, `split`): each device at most once, and never a device together with
+//! a part of it, nor parts of two partitions of one device, which share compute units and would
+//! disturb each other's timings ([`pick`]). The Python package numbers devices as Kernel Tuner
+//! does.
 
 use ndtune_cl::ClDevice;
 use ndtune_device::{DeviceProfile, Selector};
@@ -15,39 +18,60 @@ pub struct Picked {
     pub sub: Option<(usize, usize)>,
 }
 
-/// The live devices `selectors` picks (`all`, one selector, or a comma list of selectors;
-/// device 0 when none); an error names the list and what is wrong with it.
+/// The live devices `selectors` picks (see [`pick`]).
 pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, String> {
     let names = ndtune_cl::names().map_err(|e| e.to_string())?;
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    match selectors.map(str::trim) {
-        None => Ok(vec![Picked {
-            index: 0,
-            sub: None,
-        }]),
-        Some("all") => Ok((0..names.len())
-            .map(|index| Picked { index, sub: None })
-            .collect()),
-        Some(list) => {
-            let mut picked: Vec<Picked> = Vec::new();
-            for one in list.split(',') {
-                let selector = one
-                    .parse::<Selector>()
-                    .map_err(|e| format!("{list}: {e}"))?;
-                let index = selector.pick(&names).map_err(|e| format!("{list}: {e}"))?;
-                let sub = match selector {
-                    Selector::Sub { k, n, .. } => Some((k, n)),
-                    _ => None,
-                };
-                let p = Picked { index, sub };
-                if picked.contains(&p) {
-                    return Err(format!("{list}: device {index} is named twice"));
-                }
-                picked.push(p);
-            }
-            Ok(picked)
-        }
+    pick(&names, selectors)
+}
+
+/// The devices `selectors` picks among devices named `names` (in discovery order): `all`, one
+/// selector, or a comma list of selectors; device 0 when none. An error names the list and
+/// what is wrong with it: a selector that matches no device or several, a device named twice,
+/// a device together with a sub-device of it, sub-devices of two partitions of one device.
+pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, String> {
+    if names.is_empty() {
+        return Err("this machine has no OpenCL device (`ndtune devices` lists them)".into());
     }
+    let list = match selectors.map(str::trim) {
+        None => {
+            return Ok(vec![Picked {
+                index: 0,
+                sub: None,
+            }])
+        }
+        Some("all") => {
+            return Ok((0..names.len())
+                .map(|index| Picked { index, sub: None })
+                .collect())
+        }
+        Some(list) => list,
+    };
+    let mut picked: Vec<Picked> = Vec::new();
+    for one in list.split(',').map(str::trim) {
+        let selector = one
+            .parse::<Selector>()
+            .map_err(|e| format!("{list}: {e}"))?;
+        let index = selector.pick(names).map_err(|e| format!("{list}: {e}"))?;
+        let sub = match selector {
+            Selector::Sub { k, n, .. } => Some((k, n)),
+            _ => None,
+        };
+        for earlier in picked.iter().filter(|p| p.index == index) {
+            let why = match (earlier.sub, sub) {
+                (Some((_, a)), Some((_, b))) if a != b => {
+                    format!("partitions into {a} and into {b} of device {index} overlap")
+                }
+                (Some(x), Some(y)) if x != y => continue, // two parts of one partition
+                (Some(_), Some(_)) => format!("{one} is named twice"),
+                (None, None) => format!("device {index} is named twice"),
+                _ => format!("device {index} and a sub-device of it share compute units"),
+            };
+            return Err(format!("{list}: {why}"));
+        }
+        picked.push(Picked { index, sub });
+    }
+    Ok(picked)
 }
 
 /// Opens picked devices with their whole profiles. Devices alike in all that is read without
@@ -91,6 +115,58 @@ fn attach_one(p: &Picked) -> Result<ClDevice, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every kind of selector and the devices or refusal it gives, among a CPU and two GPUs of
+    /// one name. The same table holds for every command: they all pick through [`pick`].
+    #[test]
+    fn selectors_pick_the_same_devices_and_refuse_alike() {
+        let names = ["pthread-AMD EPYC", "NVIDIA H100", "NVIDIA H100"];
+        let whole = |index| Picked { index, sub: None };
+        let part = |index, k, n| Picked {
+            index,
+            sub: Some((k, n)),
+        };
+        let ok: [(Option<&str>, Vec<Picked>); 9] = [
+            (None, vec![whole(0)]),
+            (Some("1"), vec![whole(1)]),
+            (Some("epyc"), vec![whole(0)]),
+            (Some("0:1/2"), vec![part(0, 1, 2)]),
+            (Some("all"), vec![whole(0), whole(1), whole(2)]),
+            (Some("2, 0"), vec![whole(2), whole(0)]),
+            (Some("0:0/2,0:1/2"), vec![part(0, 0, 2), part(0, 1, 2)]),
+            (Some("epyc:0/2,1"), vec![part(0, 0, 2), whole(1)]),
+            (Some("1:0/4,2:3/4"), vec![part(1, 0, 4), part(2, 3, 4)]),
+        ];
+        for (selectors, devices) in ok {
+            assert_eq!(pick(&names, selectors), Ok(devices), "{selectors:?}");
+        }
+        for (selectors, refusal) in [
+            ("0,0", "0,0: device 0 is named twice"),
+            ("1,nvidia", "matches 2 devices"),
+            ("0,epyc", "device 0 is named twice"),
+            ("0:1/2,0:1/2", "0:1/2 is named twice"),
+            (
+                "0,0:0/2",
+                "device 0 and a sub-device of it share compute units",
+            ),
+            (
+                "0:0/2,0",
+                "device 0 and a sub-device of it share compute units",
+            ),
+            (
+                "0:0/2,0:1/3",
+                "partitions into 2 and into 3 of device 0 overlap",
+            ),
+            ("3", "3: no device matches `3`"),
+            ("gpu", "no device matches `gpu`"),
+            ("0:2/2", "a sub-device is D:K/N with 0 <= K < N"),
+            ("0,", "empty device selector"),
+        ] {
+            let e = pick(&names, Some(selectors)).unwrap_err();
+            assert!(e.contains(refusal), "{selectors}: {e}");
+        }
+        assert!(pick(&[], None).unwrap_err().contains("no OpenCL device"));
+    }
 
     #[test]
     fn devices_alike_are_probed_once_and_opened_whole() {

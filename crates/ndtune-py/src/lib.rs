@@ -480,8 +480,9 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
                 }
                 .run(&mut on, &mut observer)
                 .map(|p| {
-                    // Each worker's own account: the report's `time` is the last pass's.
-                    let pool = json!({"wall_s": p.wall_s, "workers": p.accounts});
+                    // Each worker's own account (the report's `time` is the last pass's), and
+                    // how each ended.
+                    let pool = json!({"wall_s": p.wall_s, "workers": p.accounts, "ends": p.ends});
                     (p.report, pool)
                 })
             }

@@ -2,8 +2,9 @@
 
 use crate::cli::DevicesArgs;
 use crate::output::bytes;
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use ndtune_device::{builtin, DeviceProfile};
+use ndtune_engine::devices;
 use ndtune_space::mzn;
 use std::path::Path;
 
@@ -33,20 +34,20 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             .collect()
     };
     if let Some(sel) = &args.device {
-        let selector = sel.parse::<ndtune_device::Selector>()?;
-        if let (ndtune_device::Selector::Sub { k, n, .. }, false) = (&selector, args.builtin) {
-            let d = ndtune_cl::ClDevice::pick(&ndtune_cl::discover()?, sel)
-                .map_err(|e| anyhow::anyhow!(e))?;
-            devices = vec![(
-                format!("{}:{k}/{n}", d.index),
-                d.profile.platform_name.clone(),
-                d.profile,
-            )];
-        } else {
+        devices = if args.builtin {
+            let selector = sel.parse::<ndtune_device::Selector>()?;
             let names: Vec<&str> = devices.iter().map(|d| d.2.name.as_str()).collect();
             let i = selector.pick(&names)?;
-            devices = vec![devices.swap_remove(i)];
-        }
+            vec![devices.swap_remove(i)]
+        } else {
+            // Live devices are picked as every command picks them.
+            let picked = devices::pick_live(Some(sel)).map_err(|e| anyhow!("--device {e}"))?;
+            devices::open_picked(&picked)
+                .map_err(|e| anyhow!("--device {e}"))?
+                .into_iter()
+                .map(|d| (d.selector(), d.profile.platform_name.clone(), d.profile))
+                .collect()
+        };
     }
     if let Some(dir) = &args.mzn {
         write_mzn(dir, &devices)?;

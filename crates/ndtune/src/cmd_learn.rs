@@ -190,11 +190,13 @@ impl EvalProgress {
 
 /// The profile of the device arguments (device 0 when none is given).
 fn one_profile(args: &crate::cli::DeviceArgs) -> Result<ndtune_device::DeviceProfile> {
-    crate::targets::resolve(args, true)?
-        .into_iter()
-        .next()
-        .map(|d| d.profile)
-        .ok_or_else(|| anyhow!("no device"))
+    let mut devices = crate::targets::resolve(args, true)?;
+    match devices.len() {
+        1 => Ok(devices.remove(0).profile),
+        n => Err(anyhow!(
+            "a prediction is for one device: --device picks {n}"
+        )),
+    }
 }
 
 /// `512x256` as (rows, cols): the first number is the width (columns).

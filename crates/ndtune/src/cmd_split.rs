@@ -10,6 +10,7 @@ use crate::output::{outcome_counts, show_config};
 use anyhow::{anyhow, bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
+use ndtune_engine::devices;
 use ndtune_engine::show_constants;
 use ndtune_engine::{best_recorded, group};
 use ndtune_spec::Spec;
@@ -171,44 +172,18 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     Ok(())
 }
 
-/// Resolves `--devices`; every device at most once, and no device together with a part of it.
-/// `all` is every device of every platform.
+/// Resolves `--devices` as every command picks devices ([`devices::pick`]: each device at most
+/// once, no device together with a part of it); co-execution needs two at least.
 fn pick_devices(list: &str) -> Result<Vec<ClDevice>> {
-    let all = ndtune_cl::discover()?;
-    if list.trim() == "all" {
-        if all.len() < 2 {
-            bail!(
-                "--devices all: co-execution needs at least two devices, and this machine has {}",
-                all.len()
-            );
-        }
-        return Ok(all);
-    }
-    let mut picked: Vec<ClDevice> = Vec::new();
-    for sel in list.split(',').map(str::trim) {
-        let d = ClDevice::pick(&all, sel).map_err(|e| anyhow!("--devices {list}: {e}"))?;
-        for p in picked.iter().filter(|p| p.index == d.index) {
-            let why = match (p.sub, d.sub) {
-                (Some((_, a)), Some((_, b))) if a != b => format!(
-                    "partitions into {a} and into {b} of device {} overlap",
-                    d.index
-                ),
-                (Some(x), Some(y)) if x != y => continue, // two parts of one partition
-                (Some(_), Some(_)) => format!("{sel} is named twice"),
-                (None, None) => format!("device {} is named twice", d.index),
-                _ => format!(
-                    "device {} and a sub-device of it share compute units",
-                    d.index
-                ),
-            };
-            bail!("--devices {list}: {why}");
-        }
-        picked.push(d);
-    }
+    let picked = devices::pick_live(Some(list)).map_err(|e| anyhow!("--devices {e}"))?;
     if picked.len() < 2 {
-        bail!("--devices {list}: co-execution needs at least two devices");
+        bail!(
+            "--devices {list}: co-execution needs at least two devices, and {} {} picked",
+            picked.len(),
+            if picked.len() == 1 { "is" } else { "are" }
+        );
     }
-    Ok(picked)
+    devices::open_picked(&picked).map_err(|e| anyhow!("--devices {list}: {e}"))
 }
 
 fn print_report(r: &Report, names: &[String]) {

@@ -428,10 +428,12 @@ impl Captured {
         }
         let names = ndtune_cl::names().map_err(|e| anyhow!(e))?;
         // The devices --device narrows to, picked once.
-        let narrowed: Option<Vec<usize>> = args.device.as_deref().map(|sel| {
-            devices::pick_live(Some(sel))
-                .map_or_else(|_| Vec::new(), |p| p.iter().map(|d| d.index).collect())
-        });
+        let narrowed: Option<Vec<usize>> = args
+            .device
+            .as_deref()
+            .map(|sel| devices::pick_live(Some(sel)).map(|p| p.iter().map(|d| d.index).collect()))
+            .transpose()
+            .map_err(|e| anyhow!("--device {e}"))?;
         let here: Vec<usize> = (0..names.len())
             .filter(|&i| {
                 asked.iter().any(|c| c.device.name == names[i])

@@ -1,11 +1,13 @@
 //! Resolving `--device`, `--profile` and `--profile-file` to device profiles (and, for live
 //! devices, the OpenCL device itself), for the commands that work on profiles as well as on
-//! live devices (`space`, `learn`). `tune` picks live devices with `ndtune_engine::devices`.
+//! live devices (`space`, `learn`, `pick`); live devices are picked by `ndtune_engine::devices`,
+//! as `tune` and `split` pick them.
 
 use crate::cli::DeviceArgs;
 use anyhow::{anyhow, Result};
 use ndtune_cl::ClDevice;
 use ndtune_device::{builtin, DeviceProfile};
+use ndtune_engine::devices;
 
 /// One device to work on.
 pub struct Device {
@@ -52,20 +54,12 @@ pub fn resolve(args: &DeviceArgs, default_live: bool) -> Result<Vec<Device>> {
             live: None,
         }]);
     }
-    match args.device.as_deref() {
-        Some("all") => Ok(ndtune_cl::discover()?.into_iter().map(live).collect()),
-        Some(sel) => {
-            let devices = ndtune_cl::discover()?;
-            let picked = ClDevice::pick(&devices, sel).map_err(|e| anyhow!("--device: {e}"))?;
-            Ok(vec![live(picked)])
-        }
-        None if default_live => {
-            let first = ndtune_cl::discover()?
-                .into_iter()
-                .next()
-                .expect("discover returns at least one device");
-            Ok(vec![live(first)])
-        }
-        None => Ok(vec![]),
-    }
+    // Live devices are picked as every command picks them (`ndtune_engine::devices::pick`).
+    let selectors = match args.device.as_deref() {
+        None if !default_live => return Ok(vec![]),
+        selectors => selectors,
+    };
+    let picked = devices::pick_live(selectors).map_err(|e| anyhow!("--device {e}"))?;
+    let opened = devices::open_picked(&picked).map_err(|e| anyhow!("--device {e}"))?;
+    Ok(opened.into_iter().map(live).collect())
 }

@@ -399,3 +399,89 @@ fn sub_devices_split_a_device_by_compute_units() {
         "{err}"
     );
 }
+
+/// Every command that takes live devices picks them by one rule (`ndtune_engine::devices::pick`,
+/// whose own table covers every kind of selector): on this machine's device 0, the same
+/// selectors give the same devices, and the same refusals, in `devices`, `space`, `tune` and
+/// `split`.
+#[test]
+fn every_command_picks_and_refuses_the_same_devices_for_a_selector() {
+    let spec = examples().join("conv1d.toml");
+    let spec = spec.to_str().unwrap();
+    // (selector, devices picked by it, or the refusal)
+    let table: [(&str, Result<&[&str], &str>); 8] = [
+        ("0", Ok(&["0"])),
+        ("0:1/2", Ok(&["0:1/2"])),
+        ("0:0/2,0:1/2", Ok(&["0:0/2", "0:1/2"])),
+        ("0,0", Err("device 0 is named twice")),
+        (
+            "0,0:0/2",
+            Err("device 0 and a sub-device of it share compute units"),
+        ),
+        (
+            "0:1/2,0",
+            Err("device 0 and a sub-device of it share compute units"),
+        ),
+        (
+            "0:0/2,0:1/3",
+            Err("partitions into 2 and into 3 of device 0 overlap"),
+        ),
+        ("9", Err("no device matches `9`")),
+    ];
+    let selectors_of = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("picks.db");
+    let db = db.to_str().unwrap();
+    let whole = json(&["devices", "--json", "--device", "0"]);
+    let name = selectors_of(&whole)[0].clone();
+    for (selector, expected) in table {
+        let commands: [Vec<&str>; 4] = [
+            vec!["devices", "--json", "--device", selector],
+            vec!["space", spec, "--json", "--device", selector],
+            vec![
+                "tune", spec, "--budget", "0", "--device", selector, "--db", db,
+            ],
+            vec!["split", spec, "--devices", selector, "--db", db],
+        ];
+        match expected {
+            Err(refusal) => {
+                for args in &commands {
+                    let e = fails(args);
+                    assert!(e.contains(refusal), "{args:?}: {e}");
+                    assert!(e.contains(selector), "{args:?} names no list: {e}");
+                }
+            }
+            Ok(picked) => {
+                // `devices` lists what was picked, each by its own profile's name.
+                let v = json(&commands[0]);
+                assert_eq!(selectors_of(&v).len(), picked.len(), "{selector}: {v}");
+                assert!(
+                    selectors_of(&v).iter().all(|n| n.starts_with(&name[..4])),
+                    "{v}"
+                );
+                // `space` reports the same devices, by selector.
+                let v = json(&commands[1]);
+                let reports = match v["devices"].as_array() {
+                    Some(several) => several.clone(),
+                    None => vec![v.clone()],
+                };
+                let labels: Vec<String> = reports
+                    .iter()
+                    .map(|d| d["device"].as_str().unwrap_or_default().to_string())
+                    .collect();
+                for p in picked {
+                    assert!(
+                        labels.iter().any(|l| l.starts_with(&format!("{p}: "))),
+                        "{selector}: space shows {labels:?}: {v}"
+                    );
+                }
+            }
+        }
+    }
+}
