@@ -103,30 +103,24 @@ pub fn private_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
 /// Removes the private temporary folders ([`private_temp_dir`]) that process `pid` made, once
 /// it is gone: a parent that killed a worker cleans up after it.
 pub fn remove_private_temp_dirs_of(pid: u32) {
-    let dir = std::env::temp_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    // SAFETY: geteuid(2) cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let infix = format!("-{pid}-");
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let owned_dir = || {
-            entry
-                .path()
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_dir() && m.uid() == me)
-        };
-        if name.starts_with("ndtune-") && name.contains(&infix) && owned_dir() {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
+    remove_private_dirs(&std::env::temp_dir(), "ndtune-", |made_by| {
+        made_by == pid as libc::pid_t
+    });
 }
 
 /// Removes the folders `PREFIXPID-...` in `dir` of this user's whose process `PID` is gone.
 fn sweep_dead(dir: &Path, prefix: &str) {
+    remove_private_dirs(dir, prefix, |pid| {
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        pid > 0
+            && unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    });
+}
+
+/// Removes the folders of this user's in `dir` named `PREFIX...PID-SUFFIX` (a name without
+/// digits after `PREFIX`, as [`private_temp_dir`] makes them) for which `remove(PID)` holds.
+fn remove_private_dirs(dir: &Path, prefix: &str, remove: impl Fn(libc::pid_t) -> bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -137,7 +131,10 @@ fn sweep_dead(dir: &Path, prefix: &str) {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix(prefix))
-            .and_then(|rest| rest.split_once('-'))
+            .and_then(|rest| {
+                rest.trim_start_matches(|c: char| !c.is_ascii_digit())
+                    .split_once('-')
+            })
             .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
         else {
             continue;
@@ -146,11 +143,7 @@ fn sweep_dead(dir: &Path, prefix: &str) {
             .path()
             .symlink_metadata()
             .is_ok_and(|m| m.is_dir() && m.uid() == me);
-        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
-        let gone = pid > 0
-            && unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if owned_dir && gone {
+        if owned_dir && remove(pid) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
