@@ -81,6 +81,10 @@ fn made_by_its_owner(dir: &Path) -> Result<(), String> {
     let me = unsafe { libc::geteuid() };
     match meta.uid() {
         owner if owner == me || owner == 0 => Ok(()),
+        owner if existing == dir => Err(format!(
+            "the cache folder {} belongs to user {owner}, not to this user ({me}): ndtune does not use it (set NDTUNE_CACHE_DIR, XDG_CACHE_HOME or HOME to a folder of this user's)",
+            dir.display(),
+        )),
         owner => Err(format!(
             "the cache folder {} would be made inside {}, which belongs to user {owner}, not to this user ({me}): ndtune makes no folder there (set NDTUNE_CACHE_DIR, XDG_CACHE_HOME or HOME to a folder of this user's)",
             dir.display(),
@@ -90,8 +94,9 @@ fn made_by_its_owner(dir: &Path) -> Result<(), String> {
 }
 
 /// A private (0700) temporary folder of this process, `TMPDIR/PREFIXPID-XXXXXX` (`PREFIX` is
-/// `ndtune-` and a name without digits, ending in `-`), removed when the value is dropped. The folders of the same prefix that this user's processes now dead
-/// left (killed before they could remove theirs) are removed first.
+/// `ndtune-` and a name without digits, ending in `-`), removed when the value is dropped. The
+/// folders of the same prefix that this user's processes now dead left (killed before they
+/// could remove theirs) are removed first.
 pub fn private_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
     sweep_dead(&std::env::temp_dir(), prefix);
     tempfile::Builder::new()
