@@ -178,7 +178,8 @@ fn scan(source: &str) -> Result<(), (usize, String)> {
                                 {
                                     i += 1;
                                 }
-                                i += 2;
+                                // Past the `*/`, or at the end where the comment is unclosed.
+                                i = (i + 2).min(chars.len());
                             }
                             _ => break,
                         }
