@@ -55,6 +55,7 @@ impl Walls {
         env: &[(&str, &std::ffi::OsStr)],
         folders: &[PathBuf],
     ) -> Result<Walls, String> {
+        landlock_version()?;
         let binary = resolve(program)?;
         let libraries = loaded_libraries(&binary, env)?;
         let mut ruleset = Ruleset::default()
@@ -109,6 +110,33 @@ impl Walls {
         }
         Ok(())
     }
+}
+
+/// The Landlock ABI version this kernel offers, or why it offers none.
+fn landlock_version() -> Result<i64, String> {
+    const VERSION: libc::c_uint = 1; // LANDLOCK_CREATE_RULESET_VERSION
+                                     // SAFETY: landlock_create_ruleset(2) asked for its version: no attribute, no descriptor.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            VERSION,
+        )
+    };
+    if v >= 1 {
+        return Ok(v);
+    }
+    let e = std::io::Error::last_os_error();
+    Err(match e.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            "this kernel cannot confine a process (Landlock): it has no Landlock (Linux 5.13 or later built with it is needed)".into()
+        }
+        Some(libc::EOPNOTSUPP) => {
+            "this kernel cannot confine a process (Landlock): Landlock is built in but not enabled (add `landlock` to the `lsm=` boot parameter)".into()
+        }
+        _ => format!("this kernel cannot confine a process (Landlock): {e}"),
+    })
 }
 
 /// Adds a rule letting the tool reach `path` (a file or a folder and all below it) with `access`

@@ -45,15 +45,21 @@ struct Server {
 
 impl Server {
     fn start(args: &[&str]) -> Server {
+        Server::start_with(args, |_| {})
+    }
+
+    /// [`Server::start`] with the command changed by `change` first.
+    fn start_with(args: &[&str], change: impl FnOnce(&mut std::process::Command)) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ndtune"))
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ndtune"));
+        command
             .arg("serve")
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        change(&mut command);
+        let mut child = command.spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -1232,4 +1238,96 @@ fn the_wisdom_is_reloaded_when_replaced_or_on_sighup_and_health_says_what_is_wro
         "{}",
         server.log()
     );
+}
+
+/// Makes `command`'s process see a kernel without Landlock: a seccomp filter answers its system
+/// calls (444-446) ENOSYS, as a kernel before 5.13 or without the module does.
+fn without_landlock(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    const ERRNO_ENOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
+    const ALLOW: u32 = 0x7fff_0000;
+    let filter = [
+        // The system call's number (offset 0 of seccomp_data).
+        libc::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // 444 <= nr <= 446: landlock_create_ruleset, _add_rule, _restrict_self.
+        libc::sock_filter {
+            code: 0x35,
+            jt: 0,
+            jf: 2,
+            k: 444,
+        },
+        libc::sock_filter {
+            code: 0x25,
+            jt: 1,
+            jf: 0,
+            k: 446,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: ERRNO_ENOSYS,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: ALLOW,
+        },
+    ];
+    // SAFETY: between fork and exec only prctl(2), with a filter that lives in this closure.
+    unsafe {
+        command.pre_exec(move || {
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &program as *const libc::sock_fprog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn without_landlock_client_kernels_are_refused_and_the_rest_is_served() {
+    let model = model();
+    let server = Server::start_with(
+        &[
+            "--model",
+            model.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        without_landlock,
+    );
+    assert!(
+        server
+            .log()
+            .contains("serve: client kernels are refused (503)")
+            && server.log().contains("Landlock"),
+        "{}",
+        server.log()
+    );
+    let (status, v) = server.post("/v1/predict", &with_kernel(KERNEL, ""));
+    assert_eq!(status, 503, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot confine a process (Landlock)"),
+        "{v}"
+    );
+    // A scenario by its features is answered as ever.
+    let (status, v) = server.post("/v1/predict", &json!({ "features": stencil_features() }));
+    assert_eq!(status, 200, "{v}");
+    assert!(server.stop().success());
 }
