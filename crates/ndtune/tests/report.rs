@@ -443,7 +443,9 @@ fn a_tuning_only_store_shows_each_campaign_and_the_devices_side_by_side() {
     let spec = write(dir.path(), "transpose.toml", TRANSPOSE);
     let db = dir.path().join("t.db");
     let db = db.to_str().unwrap();
-    run_ok(&["tune", &spec, "--device", "0,0:1/2", "--db", db, "--json"]);
+    // The whole CPU and a half of it, one after the other (together they would share cores).
+    run_ok(&["tune", &spec, "--device", "0", "--db", db, "--json"]);
+    run_ok(&["tune", &spec, "--device", "0:1/2", "--db", db, "--json"]);
     let out = dir.path().join("report.html");
     let (_, stderr) = run_ok(&["report", "--db", db, "--out", out.to_str().unwrap()]);
     // Per device (the whole CPU and a half: two kinds): convergence, measured times, effects, the

@@ -406,9 +406,11 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
     let s = status(db).unwrap();
     assert_eq!(s.results, CONFIGURATIONS);
 
-    // Different kinds of device never pool; a worker measures on one device.
+    // A device and a part of it share compute units: never picked together (that different
+    // kinds of device never pool is the engine's test, crates/ndtune-engine/tests/pool.rs); a
+    // worker measures on one device.
     let err = fails(&["tune", &spec, "--db", db, "--device", "0,0:1/2", "--pool"]);
-    assert!(err.contains("identical devices"), "{err}");
+    assert!(err.contains("share compute units"), "{err}");
     let err = fails(&[
         "tune",
         &spec,
