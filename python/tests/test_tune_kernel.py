@@ -109,8 +109,7 @@ def test_cache_written_in_kernel_tuner_format_and_continued(own_directory):
     # A fresh store continues from the cache: nothing is measured again.
     again, env = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
                              cache="vadd.json", db="other.db", quiet=True)
-    assert (env["ndtune_report"]["evaluated"], env["ndtune_report"]["reused"]) == (12, 0)
-    assert [e["status"] for e in env["ndtune_pool"]["ends"]] == ["exit status 0"] * 2
+    assert env["ndtune_report"]["evaluated"] == 0
     assert {r["block_size_x"]: r["times"] for r in again} == {
         r["block_size_x"]: r["times"] for r in first}
     ndtune_bin = os.environ.get("NDTUNE_BIN")
