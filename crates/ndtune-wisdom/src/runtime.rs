@@ -90,12 +90,13 @@ impl Runtime {
     /// remembered: a name it does not hold is answered without being kept.
     fn picker(&self, kernel: &str) -> Result<Arc<Picker>, WisdomError> {
         let wisdom = self.wisdom.as_ref().map_err(Clone::clone)?;
-        let k = wisdom.kernel(kernel, &self.path)?;
         let mut pickers = self.pickers.lock().unwrap_or_else(|p| p.into_inner());
-        pickers
-            .entry(kernel.to_string())
-            .or_insert_with(|| Picker::new(k, &self.path).map(Arc::new))
-            .clone()
+        if let Some(picker) = pickers.get(kernel) {
+            return picker.clone();
+        }
+        let made = Picker::new(wisdom.kernel(kernel, &self.path)?, &self.path).map(Arc::new);
+        pickers.insert(kernel.to_string(), made.clone());
+        made
     }
 
     /// How many kernels have a picker (at most the wisdom's kernels).
