@@ -562,12 +562,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     spec = write_spec(kernel_name, files, spec_text, arguments, checked)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
-        cache = [cache, {
+        cache = {
+            "path": cache,
             "kernel_name": kernel_name,
             "problem_size": _json_problem_size(problem_size),
             "tune_params_keys": list(tune_params),
             "tune_params": {k: [_plain(v) for v in vs] for k, vs in tune_params.items()},
-        }]
+        }
     # The measurement worker writes the outputs verify checks here, per configuration.
     outputs = tempfile.TemporaryDirectory(prefix="ndtune-verify-") if own_check else nullcontext()
     with outputs as outputs_dir:

@@ -8,7 +8,8 @@
 //! does.
 
 use ndtune_cl::ClDevice;
-use ndtune_device::{DeviceProfile, Selector};
+use ndtune_device::{builtin, DeviceProfile, Selector};
+use std::path::Path;
 
 /// A live device a selector picked, not opened yet: its index and, for a sub-device, which
 /// part of how many.
@@ -74,6 +75,34 @@ pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, Stri
     Ok(picked)
 }
 
+/// Kernel Tuner's numbering: devices `numbers` of OpenCL platform `platform` (numbered from 0
+/// on each platform), read without making any device context.
+pub fn pick_numbered(platform: usize, numbers: &[usize]) -> Result<Vec<Picked>, String> {
+    let found = ndtune_cl::discover_unprobed().map_err(|e| e.to_string())?;
+    let on_platform: Vec<usize> = found
+        .iter()
+        .filter(|d| d.platform_index == platform)
+        .map(|d| d.index)
+        .collect();
+    if on_platform.is_empty() {
+        return Err(format!(
+            "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
+        ));
+    }
+    numbers
+        .iter()
+        .map(|&n| {
+            let index = on_platform.get(n).copied().ok_or_else(|| {
+                format!(
+                    "device={n}: platform {platform} has {} devices, numbered from 0",
+                    on_platform.len()
+                )
+            })?;
+            Ok(Picked { index, sub: None })
+        })
+        .collect()
+}
+
 /// Opens picked devices with their whole profiles. Devices alike in all that is read without
 /// building (a node's GPUs) probe alike, so only the first of each kind is probed: each probe
 /// makes a context, which NVIDIA's driver makes one at a time for the whole host.
@@ -110,6 +139,64 @@ fn attach_one(p: &Picked) -> Result<ClDevice, String> {
             .map_err(|e| format!("sub-device {}:{k}/{n}: {e}", p.index)),
         None => Ok(device),
     }
+}
+
+/// One device to work on, live or a profile alone (`space`, `learn`, `pick`).
+pub struct Target {
+    /// Short name for reports.
+    pub label: String,
+    pub profile: DeviceProfile,
+    /// The OpenCL device, where this is a live one.
+    pub live: Option<ClDevice>,
+}
+
+/// Where the devices of `space`, `learn` and `pick` come from: a built-in offline profile by
+/// name, a saved profile file, or live devices picked by `selectors` as every command picks
+/// them ([`pick`]); with none of these, device 0 where `default_live`, else no device.
+pub fn targets(
+    profile: Option<&str>,
+    profile_file: Option<&Path>,
+    selectors: Option<&str>,
+    default_live: bool,
+) -> Result<Vec<Target>, String> {
+    if let Some(name) = profile {
+        let profile = builtin::find(name).ok_or_else(|| {
+            let keys = builtin::keys();
+            let hint = ndtune_space::resolve::closest(name, keys.iter().copied())
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            format!(
+                "no built-in profile `{name}`{hint}; the built-in profiles are: {}",
+                keys.join(", ")
+            )
+        })?;
+        return Ok(vec![Target {
+            label: name.to_lowercase(),
+            profile,
+            live: None,
+        }]);
+    }
+    if let Some(path) = profile_file {
+        let profile = DeviceProfile::load(path).map_err(|e| e.to_string())?;
+        return Ok(vec![Target {
+            label: profile.name.clone(),
+            profile,
+            live: None,
+        }]);
+    }
+    if selectors.is_none() && !default_live {
+        return Ok(vec![]);
+    }
+    let picked = pick_live(selectors).map_err(|e| format!("--device {e}"))?;
+    let opened = open_picked(&picked).map_err(|e| format!("--device {e}"))?;
+    Ok(opened
+        .into_iter()
+        .map(|d| Target {
+            label: d.label(),
+            profile: d.profile.clone(),
+            live: Some(d),
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -60,19 +60,29 @@
 
 mod advice;
 mod build_history;
+mod captured;
 pub mod devices;
+pub mod kernel_check;
+mod kt_cache;
 mod live;
 pub mod pool;
 pub mod replay;
 mod report;
+pub mod request;
+pub mod select;
+pub use kt_cache::KtCache;
 pub mod share;
 pub mod space;
 pub mod strategy_bench;
 pub mod tuning;
+pub mod wall;
 
 pub use report::{
-    Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked, TimeSpent,
-    FAILURES_LISTED,
+    outcome_counts, Best, DeviceReport, EnergyReport, Failure, ObjectiveReport, OtherSetup, Ranked,
+    TimeSpent, FAILURES_LISTED,
+};
+pub use request::{
+    DeviceChoice, Mode, RaceChoice, Ran, RequestError, RequestEvent, Search, Swept, TuneRequest,
 };
 pub use share::Share;
 pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};

@@ -216,7 +216,7 @@ impl TimeSpent {
 }
 
 /// The summary of one campaign on one device.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct DeviceReport {
     pub device: String,
     pub kernel: String,
@@ -403,4 +403,13 @@ pub(crate) fn report(
         names: codec.names().to_vec(),
         interrupted: None,
     }
+}
+
+/// `measured 5, pruned 0, ...`: counts by outcome kind, in the taxonomy's order.
+pub fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static str, N>) -> String {
+    OutcomeKind::ALL
+        .iter()
+        .filter_map(|k| counts.get(k.as_str()).map(|n| format!("{k} {n}")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -72,3 +72,23 @@ impl SpaceReport {
         }
     }
 }
+
+/// Why the space of `spec` is empty on `label`: each constraint that removed configurations,
+/// with how many would remain without it, and how to keep what the platform model removed.
+pub fn empty_space(spec: &Spec, label: &str, pruning: &Pruning) -> String {
+    let mut why: Vec<String> = pruning
+        .emptied_by(&spec.problem)
+        .into_iter()
+        .map(|(c, removed, without)| {
+            format!("  {c}\n    removed {removed}; without it {without} configurations remain")
+        })
+        .collect();
+    if let Some(launch) = &spec.problem.launch {
+        why.extend(pruning.hints(launch).iter().map(|h| format!("  hint: {h}")));
+    }
+    format!(
+        "the space of `{}` is empty on {label}; the constraints that emptied it:\n{}",
+        spec.kernel.name,
+        why.join("\n")
+    )
+}

@@ -1,7 +1,8 @@
 //! The Python extension `ndtune._ndtune`: what the `ndtune` package (python/) calls in Rust.
 //! The package's Python code turns a Kernel Tuner style call into a spec directory; this crate
-//! tunes that spec through the same engine the CLI runs ([`ndtune_engine::Campaign`]): pruning,
-//! the build pipeline, the supervised worker and the store.
+//! tunes that spec as a [`ndtune_engine::TuneRequest`], the request the CLI makes: pruning, the
+//! build pipeline, the supervised worker and the store, a pool for `parallel=`, a Kernel Tuner
+//! cache continued and written.
 //!
 //! - [`tune`]: one campaign on one device, a progress bar on stderr, the evaluated
 //!   configurations as JSON; a Kernel Tuner cache read first (its entries become the store's)
@@ -21,20 +22,19 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_bench::evaluate::Moment;
 use ndtune_bench::worker::{Generated, OwnCheck};
 use ndtune_cl::ClDevice;
-use ndtune_core::{Config, Constants, Outcome};
-use ndtune_engine::pool::{Pool, PoolEvent};
-use ndtune_engine::{Event, Options, PerConfig, Processes, Share, Tuning};
+use ndtune_core::{Config, Constants};
+use ndtune_engine::pool::PoolEvent;
+use ndtune_engine::{
+    DeviceChoice, Event, KtCache, Mode, PerConfig, Processes, RequestError, RequestEvent, Search,
+    TuneRequest,
+};
 use ndtune_metrics::Inputs;
-use ndtune_spec::Spec;
-use ndtune_store::kt::{read_kt_cache, write_kt_cache, KtHeader, MetricValues};
-use ndtune_store::{Group, Record, ResultKey, Store};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use serde_json::{json, Value as Json};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 mod api;
@@ -190,9 +190,9 @@ struct Call {
     /// Seconds per evaluation.
     timeout: Option<f64>,
     quiet: bool,
-    /// A Kernel Tuner cache to continue from and write, and the header to write it with
-    /// (`kernel_name`, `problem_size`, `tune_params_keys`, `tune_params`).
-    cache: Option<(PathBuf, Json)>,
+    /// A Kernel Tuner cache to continue from and write, and its header's `kernel_name`,
+    /// `problem_size`, `tune_params_keys` and `tune_params`.
+    cache: Option<KtCache>,
     /// The outputs the callable's `check` verifies (Kernel Tuner's `verify`), and where they
     /// are written.
     check: Option<OwnCheck>,
@@ -328,285 +328,144 @@ fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyR
 }
 
 fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) -> PyResult<Json> {
-    let overrides = Constants::new();
-    let spec = Spec::load_with(&call.spec, &overrides).map_err(spec_error)?;
-    let source = spec
-        .kernel_source()
-        .map_err(spec_error)?
-        .ok_or_else(|| spec_error(format!("{}: no kernel source", call.spec.display())))?;
-    let pool = call
-        .pool
-        .as_ref()
-        .map(|numbers| {
-            numbers
-                .iter()
-                .map(|&d| pick_device(call.platform, d))
-                .collect::<PyResult<Vec<_>>>()
-        })
-        .transpose()?;
-    // A pool's first device is the one asked for.
-    let device = match (&pool, &call.pool) {
-        (Some(devices), Some(numbers)) if numbers.first() == Some(&call.device) => {
-            devices[0].clone()
-        }
-        _ => pick_device(call.platform, call.device)?,
-    };
-    let label = device.label();
-    let store = Store::open(&call.db).map_err(store_error)?;
-    let group = ndtune_engine::group(&spec, &source, call.seed, &device, &store)
-        .map_err(|e| CampaignError::new_err(e.to_string()))?;
-    let header = call
-        .cache
-        .as_ref()
-        .map(|(path, header)| kt_header(path, header, &device, &spec))
-        .transpose()?;
-    if let (Some((path, _)), Some(header)) = (&call.cache, &header) {
-        continue_from_cache(path, header, &store, &group)?;
-    }
     let (exe, args) = call
         .worker
         .split_first()
         .ok_or_else(|| NdtuneError::new_err("the worker command is empty"))?;
-    let bar = progress_bar(call.quiet, spec.kernel.name.clone());
-    let objective = &spec.metrics.objective().metric;
-    let unit = spec.metrics.unit(objective).unwrap_or_default();
-    let mut results: Vec<Json> = Vec::new();
-    // Ctrl-C is looked for whenever the campaign reports (a configuration done, a pool's
-    // progress): a notebook's interrupt signals this process alone, not a pool's workers.
-    let interrupted: RefCell<Option<PyErr>> = RefCell::new(None);
-    let look_for_ctrl_c = || look_for_ctrl_c(py, &mut interrupted.borrow_mut());
-    let options = Options {
+    let processes = Processes::with_args(exe.into(), args.iter().map(Into::into).collect());
+    let mut request = TuneRequest::new(call.spec.clone(), call.db.clone().into(), processes);
+    // A pool's first device is the one asked for.
+    request.devices = DeviceChoice::Numbered {
+        platform: call.platform,
+        devices: call.pool.clone().unwrap_or_else(|| vec![call.device]),
+    };
+    if call.pool.is_some() {
+        request.mode = Mode::Pool;
+    }
+    request.search = Search {
         strategy: call.strategy.clone(),
         budget: call.budget,
         time: call.time_limit.map(Duration::from_secs_f64),
         warm_start: call.warm_start,
-        patience: None,
-        configs: Vec::new(),
-        share: None,
-        guard: Some(Share {
-            worker: format!("python:{}:{}", std::process::id(), device.index),
-            lease: ndtune_engine::share::GUARD_LEASE,
-            location: call.db.clone().into(),
-        }),
         seed: call.seed,
-        timeout: call.timeout.map(Duration::from_secs_f64),
-        build_jobs: call
-            .build_jobs
-            .unwrap_or_else(|| ndtune_engine::default_build_jobs(device.profile.device_type)),
-        race: spec.measure.race,
-        advice_prior: true,
-        keep_timed_out: false,
-        processes: Processes::with_args(exe.into(), args.iter().map(Into::into).collect()),
+        build_jobs: call.build_jobs,
+        ..Search::default()
     };
-    // Pruned, its space recorded and `auto` resolved as `ndtune tune` does; a pool's workers
-    // share the campaign through the store, and its last pass reads every result back.
-    let tuning = Tuning {
-        spec: &spec,
-        overrides: &overrides,
-        device: &device,
-        label: &label,
-        store: &store,
-        options: options.clone(),
-        worker: None,
-    };
+    request.timeout = call.timeout.map(Duration::from_secs_f64);
+    request.kt_cache = call.cache.clone();
+    request.name = Some(format!("python:{}", std::process::id()));
+    let bar = progress_bar(call.quiet, String::new());
+    let mut results: Vec<Json> = Vec::new();
+    // Ctrl-C is looked for whenever the campaign reports (a configuration done, a pool's
+    // progress): a notebook's interrupt signals this process alone, not a pool's workers.
+    let mut interrupted: Option<PyErr> = None;
+    // The campaign's metrics and constants, and how its best is shown.
+    let mut campaign: Option<(ndtune_metrics::Metrics, Constants, String, String)> = None;
     // The campaign holds the GIL (the store is not `Sync`): Python threads wait while it runs.
-    let report = {
-        let mut observer = |event: Event<'_>| match event {
-            Event::Started { total } => bar.set_length(total as u64),
-            Event::Evaluated {
-                config,
-                outcome,
-                reused,
-                best,
-                phases,
-            } => {
-                // Every metric's value (null where it has none), as Kernel Tuner puts them in
-                // its results.
-                let values = spec
+    let ran = {
+        let mut observer = |event: RequestEvent<'_>| match event {
+            RequestEvent::Campaign { spec, .. } => {
+                bar.set_prefix(spec.kernel.name.clone());
+                let objective = spec.metrics.objective().metric.clone();
+                let unit = spec
                     .metrics
-                    .evaluate(&Inputs::new(&group.constants, config, outcome));
-                let metrics: serde_json::Map<String, Json> = values
-                    .metrics
-                    .into_iter()
-                    .map(|(name, v)| (name, json!(v)))
-                    .collect();
-                // When it was evaluated or read back, as Kernel Tuner stamps each result.
-                let at_ms = ndtune_store::now_ms();
-                results.push(json!({
-                    "config": config, "outcome": outcome, "reused": reused, "metrics": metrics,
-                    "phases": phases, "at_ms": at_ms,
-                }));
-                bar.inc(1);
-                if let Some(v) = best {
-                    bar.set_message(format!("best {objective} {v:.4} {unit}"));
-                }
-                look_for_ctrl_c();
+                    .unit(&objective)
+                    .unwrap_or_default()
+                    .to_string();
+                campaign = Some((
+                    spec.metrics.clone(),
+                    spec.problem.constants.clone(),
+                    objective,
+                    unit,
+                ));
             }
-            Event::Warning(message) => bar.println(format!("{label}: {message}")),
+            RequestEvent::Event { label, event } => match event {
+                Event::Started { total } => bar.set_length(total as u64),
+                Event::Evaluated {
+                    config,
+                    outcome,
+                    reused,
+                    best,
+                    phases,
+                } => {
+                    let Some((metrics, constants, objective, unit)) = &campaign else {
+                        return;
+                    };
+                    // Every metric's value (null where it has none), as Kernel Tuner puts them
+                    // in its results.
+                    let values = metrics.evaluate(&Inputs::new(constants, config, outcome));
+                    let metrics: serde_json::Map<String, Json> = values
+                        .metrics
+                        .into_iter()
+                        .map(|(name, v)| (name, json!(v)))
+                        .collect();
+                    // When it was evaluated or read back, as Kernel Tuner stamps each result.
+                    let at_ms = ndtune_store::now_ms();
+                    results.push(json!({
+                        "config": config, "outcome": outcome, "reused": reused, "metrics": metrics,
+                        "phases": phases, "at_ms": at_ms,
+                    }));
+                    bar.inc(1);
+                    if let Some(v) = best {
+                        bar.set_message(format!("best {objective} {v:.4} {unit}"));
+                    }
+                    look_for_ctrl_c(py, &mut interrupted);
+                }
+                Event::Warning(message) => bar.println(format!("{label}: {message}")),
+            },
+            RequestEvent::Pool(event) => match event {
+                PoolEvent::Started { total, .. } => {
+                    bar.set_length(total.try_into().unwrap_or(u64::MAX))
+                }
+                PoolEvent::Progress { results, .. } => {
+                    bar.set_position(results);
+                    look_for_ctrl_c(py, &mut interrupted);
+                }
+                PoolEvent::Said { label, line } => bar.println(format!("{label}: {line}")),
+                // The last pass reads every result back, counting them again.
+                PoolEvent::LastPass => bar.set_position(0),
+            },
+            RequestEvent::Note(line) => bar.println(line),
         };
-        match &pool {
-            None => tuning
-                .run(&mut observer, per_config.map(|p| p as &mut dyn PerConfig))
-                .map(|tuned| (tuned.report, Json::Null)),
-            Some(devices) => {
-                let mut on = |event: PoolEvent<'_>| match event {
-                    PoolEvent::Started { total, .. } => {
-                        bar.set_length(total.try_into().unwrap_or(u64::MAX))
-                    }
-                    PoolEvent::Progress { results, .. } => {
-                        bar.set_position(results);
-                        look_for_ctrl_c();
-                    }
-                    PoolEvent::Said { label, line } => bar.println(format!("{label}: {line}")),
-                    // The last pass reads every result back, counting them again.
-                    PoolEvent::LastPass => bar.set_position(0),
-                };
-                Pool {
-                    spec: &spec,
-                    overrides: &overrides,
-                    devices,
-                    store: &store,
-                    location: call.db.clone().into(),
-                    db_retry: Duration::from_secs(60),
-                    options: Options {
-                        guard: None,
-                        build_jobs: call.build_jobs.unwrap_or_else(|| {
-                            ndtune_engine::default_build_jobs(devices[0].profile.device_type)
-                        }),
-                        ..options
-                    },
-                    lease: ndtune_engine::share::GUARD_LEASE,
-                    id: format!("python:{}", std::process::id()),
-                }
-                .run(&mut on, &mut observer)
-                .map(|p| {
-                    // Each worker's own account (the report's `time` is the last pass's), and
-                    // how each ended.
-                    let pool = json!({"wall_s": p.wall_s, "workers": p.accounts, "ends": p.ends});
-                    (p.report, pool)
-                })
-            }
-        }
+        ndtune_engine::request::run(
+            &request,
+            &mut observer,
+            per_config.map(|p| p as &mut dyn PerConfig),
+        )
     };
     bar.finish_and_clear();
     ndtune_bench::children::carry_on();
-    if let (Some((path, _)), Some(header)) = (&call.cache, &header) {
-        let records = store.records(&group).map_err(store_error)?;
-        if !records.is_empty() {
-            let metrics: MetricValues = records
-                .iter()
-                .filter_map(|r| {
-                    let shown = spec
-                        .metrics
-                        .evaluate(&Inputs::new(&group.constants, &r.key.config, &r.outcome))
-                        .shown();
-                    (!shown.is_empty()).then(|| (r.key.config.clone(), shown))
-                })
-                .collect();
-            write_kt_cache(path, header, &records, &metrics).map_err(store_error)?;
-        }
-    }
-    if let Some(e) = interrupted.into_inner() {
+    if let Some(e) = interrupted {
         return Err(e);
     }
-    let (report, pool) = report.map_err(|e| CampaignError::new_err(e.to_string()))?;
+    let ran = ran.map_err(request_error)?;
+    let device = &ran.devices[0];
+    // Each pool worker's own account (the report's `time` is the last pass's), and how each
+    // ended.
+    let pool = ran.pool.as_ref().map_or(
+        Json::Null,
+        |p| json!({"wall_s": p.wall_s, "workers": p.accounts, "ends": p.ends}),
+    );
     let (opencl_c_version, platform_version) = device
         .versions()
         .map_err(|e| DeviceError::new_err(e.to_string()))?;
     Ok(json!({
-        "results": results, "report": report, "pool": pool, "device": device.profile,
+        "results": results, "report": ran.reports[0], "pool": pool, "device": device.profile,
         "opencl_c_version": opencl_c_version, "platform_version": platform_version,
     }))
 }
 
-/// The header of the Kernel Tuner cache the Python side describes (`kernel_name`,
-/// `problem_size`, `tune_params_keys`, `tune_params`), on `device`, with the spec's metrics and
-/// objective.
-fn kt_header(path: &Path, header: &Json, device: &ClDevice, spec: &Spec) -> PyResult<KtHeader> {
-    let field = |name: &str| {
-        header
-            .get(name)
-            .cloned()
-            .ok_or_else(|| NdtuneError::new_err(format!("cache header lacks `{name}`")))
-    };
-    let parse = |e: serde_json::Error| {
-        NdtuneError::new_err(format!("{}: cache header: {e}", path.display()))
-    };
-    Ok(KtHeader {
-        device_name: device.profile.name.clone(),
-        kernel_name: serde_json::from_value(field("kernel_name")?).map_err(parse)?,
-        problem_size: field("problem_size")?,
-        tune_params_keys: serde_json::from_value(field("tune_params_keys")?).map_err(parse)?,
-        tune_params: serde_json::from_value(field("tune_params")?).map_err(parse)?,
-        objective: spec.metrics.objective().metric.clone(),
-        objective_higher_is_better: Some(spec.metrics.objective().higher_is_better),
-        metrics: spec.metrics.definitions().metrics.clone(),
-    })
-}
-
-/// Continues from a Kernel Tuner cache, as Kernel Tuner does: its entries that the store does
-/// not hold yet become the campaign's records, so they are reused and not measured again. A
-/// cache of another kernel, device or parameter space is refused, as Kernel Tuner refuses it.
-fn continue_from_cache(
-    path: &Path,
-    header: &KtHeader,
-    store: &Store,
-    group: &Group,
-) -> PyResult<()> {
-    if !path.exists() {
-        return Ok(());
-    }
-    let cache = read_kt_cache(path).map_err(store_error)?;
-    for (what, theirs, ours) in [
-        (
-            "kernel_name",
-            &cache.header.kernel_name,
-            &header.kernel_name,
-        ),
-        (
-            "device_name",
-            &cache.header.device_name,
-            &header.device_name,
-        ),
-    ] {
-        if theirs != ours {
-            return Err(StoreError::new_err(format!(
-                "{}: the cache's {what} is `{theirs}`, this call's `{ours}`: give another cache file",
-                path.display()
-            )));
+/// A request's error as the Python exception of its kind.
+fn request_error(e: RequestError) -> PyErr {
+    let message = e.to_string();
+    match e {
+        RequestError::Spec(_) | RequestError::Invalid(_) => SpecError::new_err(message),
+        RequestError::Store(_) | RequestError::Cache(_) | RequestError::KtFile(_) => {
+            StoreError::new_err(message)
         }
+        RequestError::Device(_) => DeviceError::new_err(message),
+        RequestError::Campaign(_) => CampaignError::new_err(message),
     }
-    if cache.header.tune_params != header.tune_params
-        || cache.header.tune_params_keys != header.tune_params_keys
-    {
-        return Err(StoreError::new_err(format!(
-            "{}: the cache's tune_params differ from this call's: give another cache file",
-            path.display()
-        )));
-    }
-    let known: std::collections::HashSet<Config> = store
-        .records(group)
-        .map_err(store_error)?
-        .into_iter()
-        .map(|r| r.key.config)
-        .collect();
-    let now = ndtune_store::now_ms();
-    for (config, outcome) in cache.entries {
-        // A cache entry of a configuration this spec prunes carries no measurement.
-        if known.contains(&config) || matches!(outcome, Outcome::Pruned { .. }) {
-            continue;
-        }
-        store
-            .insert(&Record {
-                key: ResultKey::new(group, config),
-                outcome,
-                ndtune_version: format!("Kernel Tuner cache {}", path.display()),
-                started_at: now,
-                finished_at: now,
-            })
-            .map_err(store_error)?;
-    }
-    Ok(())
 }
 
 #[pymodule]

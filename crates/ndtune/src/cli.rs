@@ -88,6 +88,23 @@ pub struct DeviceArgs {
     pub profile_file: Option<PathBuf>,
 }
 
+impl DeviceArgs {
+    /// The devices these flags name ([`ndtune_engine::devices::targets`]); with none given,
+    /// device 0 where `default_live`, else none.
+    pub fn targets(
+        &self,
+        default_live: bool,
+    ) -> anyhow::Result<Vec<ndtune_engine::devices::Target>> {
+        ndtune_engine::devices::targets(
+            self.profile.as_deref(),
+            self.profile_file.as_deref(),
+            self.device.as_deref(),
+            default_live,
+        )
+        .map_err(anyhow::Error::msg)
+    }
+}
+
 #[derive(Args)]
 pub struct DevicesArgs {
     /// Print DeviceProfile objects as JSON.
@@ -464,28 +481,12 @@ pub struct RaceArgs {
 }
 
 impl RaceArgs {
-    /// The racing rule: these flags over the spec's (`spec`, from `[measure]`); a margin or a
-    /// confidence given turns racing on.
-    pub fn rule(
-        &self,
-        spec: Option<ndtune_spec::Race>,
-    ) -> Result<Option<ndtune_spec::Race>, String> {
-        let tuned = self.race_margin.is_some() || self.race_confidence.is_some();
-        match self.race {
-            Some(false) if tuned => {
-                Err("--race off: --race-margin and --race-confidence have nothing to set".into())
-            }
-            Some(false) => Ok(None),
-            None if !tuned => Ok(spec),
-            _ => {
-                let base = spec.unwrap_or_default();
-                ndtune_spec::Race::new(
-                    self.race_margin.unwrap_or(base.margin),
-                    self.race_confidence.unwrap_or(base.confidence),
-                )
-                .map(Some)
-                .map_err(|why| format!("--{}", why.replacen('_', "-", 1)))
-            }
+    /// The racing the flags ask for, over the spec's ([`ndtune_engine::RaceChoice::rule`]).
+    pub fn choice(&self) -> ndtune_engine::RaceChoice {
+        ndtune_engine::RaceChoice {
+            on: self.race,
+            margin: self.race_margin,
+            confidence: self.race_confidence,
         }
     }
 }

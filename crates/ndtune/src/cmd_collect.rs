@@ -5,10 +5,11 @@
 //! writes the long CSV that `ndtune learn` reads.
 
 use crate::cli::CollectArgs;
-use crate::output::{outcome_counts, progress_bar};
+use crate::output::progress_bar;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use ndtune_collect::{CollectCampaign, Measuring};
+use ndtune_engine::outcome_counts;
 use ndtune_engine::share::default_worker_id;
 use ndtune_engine::{Event, Processes, Share};
 use ndtune_learn::collected::{self, ScenarioInfo};

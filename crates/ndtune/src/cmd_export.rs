@@ -5,8 +5,8 @@
 //! best configuration per device and constants, as JSON or a C header.
 
 use crate::cli::ExportArgs;
-use crate::select::{select, Criteria};
 use anyhow::{anyhow, bail, Context, Result};
+use ndtune_engine::select::{select, Criteria};
 use ndtune_metrics::{Definitions, Inputs, Metrics};
 use ndtune_spec::Spec;
 use ndtune_store::kt::{self, KtHeader, MetricValues, T4Metrics};

@@ -190,7 +190,7 @@ impl EvalProgress {
 
 /// The profile of the device arguments (device 0 when none is given).
 fn one_profile(args: &crate::cli::DeviceArgs) -> Result<ndtune_device::DeviceProfile> {
-    let mut devices = crate::targets::resolve(args, true)?;
+    let mut devices = args.targets(true)?;
     match devices.len() {
         1 => Ok(devices.remove(0).profile),
         n => Err(anyhow!(

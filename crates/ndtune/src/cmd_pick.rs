@@ -3,7 +3,6 @@
 //! `nearest`, `predicted`) and why, the configuration, its build options and launch sizes.
 
 use crate::cli::PickArgs;
-use crate::targets;
 use anyhow::{bail, Result};
 use ndtune_wisdom::{pick::constants_text, Picker, Wisdom};
 
@@ -22,7 +21,7 @@ pub fn run(args: &PickArgs) -> Result<()> {
             )
         }
     };
-    let devices = targets::resolve(&args.device, true)?;
+    let devices = args.device.targets(true)?;
     let [device] = devices.as_slice() else {
         bail!(
             "pick answers for one device: --device matches {}",

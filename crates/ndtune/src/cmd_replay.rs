@@ -4,10 +4,11 @@
 //! to the recording's optimum by its objective with how many evaluations.
 
 use crate::cli::TuneArgs;
-use crate::output::{outcome_counts, show_config};
-use crate::select::{select, Criteria};
+use crate::output::show_config;
 use anyhow::{anyhow, Result};
+use ndtune_engine::outcome_counts;
 use ndtune_engine::replay::{is_kernel_tuner_cache, replay, Found, Recording};
+use ndtune_engine::select::{select, Criteria};
 use ndtune_search::Budget;
 use ndtune_store::Store;
 use std::path::Path;

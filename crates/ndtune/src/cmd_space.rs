@@ -3,9 +3,9 @@
 //! themselves with `--list`; the MiniZinc model with `--mzn`.
 
 use crate::cli::SpaceArgs;
-use crate::kernel_check::{self, KernelCheck};
-use crate::targets::{self, Device};
 use anyhow::{bail, Context, Result};
+use ndtune_engine::devices::Target as Device;
+use ndtune_engine::kernel_check::{self, KernelCheck};
 use ndtune_engine::space::SpaceReport;
 use ndtune_space::mzn;
 use ndtune_space::problem::{Pruning, Target};
@@ -69,7 +69,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
             .constraints
             .iter()
             .any(|c| c.contains("device."));
-    let devices = targets::resolve(&args.device, needs_device)?;
+    let devices = args.device.targets(needs_device)?;
     // `--device all` reports each device and the common space, however many devices there are.
     let multi = args.device.device.as_deref() == Some("all") || devices.len() > 1;
     let source = match devices.iter().any(|d| d.live.is_some()) {
@@ -83,10 +83,18 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         let pruning = prune(&[Target::from_profile(&d.label, &d.profile)])?;
         let kernel_check = match (&d.live, &source) {
             (Some(cl), Some(src)) => {
-                kernel_check::check(&spec, src, cl, &pruning, args.kernel_check)?.map(|mut k| {
-                    k.pruned_by_query = args.prune_by_query;
-                    k
-                })
+                let starting = |n| {
+                    eprintln!(
+                        "{}: building {n} configuration(s) to read their CL_KERNEL_WORK_GROUP_SIZE",
+                        cl.profile.name
+                    )
+                };
+                kernel_check::check(&spec, src, cl, &pruning, args.kernel_check, starting)?.map(
+                    |mut k| {
+                        k.pruned_by_query = args.prune_by_query;
+                        k
+                    },
+                )
             }
             _ => None,
         };
@@ -148,7 +156,13 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         .iter()
         .chain(shared.iter())
         .find(|p| p.valid() == 0)
-        .map(|p| empty_space(&spec, p.label.as_deref().unwrap_or("no device"), &p.pruning));
+        .map(|p| {
+            anyhow::anyhow!(ndtune_engine::space::empty_space(
+                &spec,
+                p.label.as_deref().unwrap_or("no device"),
+                &p.pruning
+            ))
+        });
     if !args.list {
         let device_reports: Vec<Report> = per_device.into_iter().map(|p| p.report(&spec)).collect();
         let top = shared.map(|p| p.report(&spec));
@@ -173,26 +187,6 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         return Err(e);
     }
     Ok(())
-}
-
-/// The error of an empty space on `label`: each constraint that removed configurations, with
-/// how many would remain without it, and how to keep what the platform model removed.
-pub(crate) fn empty_space(spec: &Spec, label: &str, pruning: &Pruning) -> anyhow::Error {
-    let mut why: Vec<String> = pruning
-        .emptied_by(&spec.problem)
-        .into_iter()
-        .map(|(c, removed, without)| {
-            format!("  {c}\n    removed {removed}; without it {without} configurations remain")
-        })
-        .collect();
-    if let Some(launch) = &spec.problem.launch {
-        why.extend(pruning.hints(launch).iter().map(|h| format!("  hint: {h}")));
-    }
-    anyhow::anyhow!(
-        "the space of `{}` is empty on {label}; the constraints that emptied it:\n{}",
-        spec.kernel.name,
-        why.join("\n")
-    )
 }
 
 fn print_report(report: &Report) {

@@ -4,15 +4,14 @@
 //! times without running anything.
 
 use crate::cli::{SearchArgs, SplitArgs};
-use crate::cmd_tune::tune_device;
-use crate::output::{outcome_counts, show_config};
+use crate::output::show_config;
 
 use anyhow::{anyhow, bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_cl::ClDevice;
 use ndtune_engine::devices;
-use ndtune_engine::show_constants;
 use ndtune_engine::{best_recorded, group};
+use ndtune_engine::{outcome_counts, show_constants, DeviceChoice};
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{CoExecutor, Member};
 use ndtune_split::study::{study, DeviceRow, Mode, Options, Report};
@@ -71,21 +70,15 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 spec.kernel.name,
                 store.path().display()
             ))?;
-            let report = tune_device(
+            let mut request = crate::cmd_tune::request(
                 &args.campaign,
-                None,
-                &spec,
-                &overrides,
-                device,
-                label,
-                &store,
-                &progress,
                 &SearchArgs::default(),
-                None,
-                ndtune_engine::share::GUARD_LEASE,
-                None,
-            )?
-            .report;
+                spec_path.clone(),
+            )?;
+            request.sweep = vec![overrides.clone()];
+            request.devices = DeviceChoice::Opened(vec![device.clone()]);
+            let ran = crate::cmd_tune::run_with_progress(&request, args.json)?;
+            let report = &ran.reports[0];
             best = best_recorded(&store, &g)?;
             if best.is_none() {
                 bail!(

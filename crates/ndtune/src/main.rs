@@ -21,17 +21,13 @@ mod cmd_split;
 mod cmd_status;
 mod cmd_stencil;
 mod cmd_tune;
-mod kernel_check;
 mod output;
-mod select;
-mod targets;
-mod wall;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    wall::start();
+    ndtune_engine::wall::start();
     let cli = cli::Cli::parse();
     // Like other Unix tools, end quietly when the reader of our output goes away (`| head`);
     // Rust ignores SIGPIPE by default and `println!` would panic instead. Not a pool's worker:

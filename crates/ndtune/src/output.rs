@@ -2,12 +2,8 @@
 //! counts, configurations, byte sizes, and why nothing could be measured.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use ndtune_cl::ClDevice;
-use ndtune_core::{Config, OutcomeKind};
-use ndtune_engine::{show_constants, DeviceReport};
-use ndtune_space::problem::Target;
-use ndtune_spec::Spec;
-use std::collections::BTreeMap;
+use ndtune_core::Config;
+use ndtune_engine::{outcome_counts, show_constants, DeviceReport};
 
 /// Bytes with a binary unit: `48 KiB`, `7.1 GiB`.
 pub fn bytes(n: u64) -> String {
@@ -35,40 +31,6 @@ pub(crate) fn progress_bar(progress: &MultiProgress, label: &str) -> ProgressBar
     );
     bar.set_prefix(label.to_string());
     bar
-}
-
-/// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
-/// failed), where that is so: a campaign that measured something exits 0, however much else
-/// failed.
-pub(crate) fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
-    if !r.measured_nothing() {
-        return None;
-    }
-    if r.pruned == 0 {
-        let target = Target::from_profile(&r.device, &device.profile);
-        return Some(match spec.problem.prune(&[target]) {
-            Ok(pruning) => crate::cmd_space::empty_space(spec, &r.device, &pruning).to_string(),
-            Err(e) => spec.locate(&e).to_string(),
-        });
-    }
-    // A budget that ran out before the first configuration (`--time 0s`) is what was asked.
-    let tried = r.evaluated + r.reused;
-    (tried > 0).then(|| {
-        format!(
-            "nothing could be measured on {}: all {tried} configurations evaluated failed ({}); the first of each kind are listed above",
-            r.device,
-            outcome_counts(&r.outcomes)
-        )
-    })
-}
-
-/// `measured 5, pruned 0, ...` in the taxonomy's order.
-pub(crate) fn outcome_counts<N: std::fmt::Display>(counts: &BTreeMap<&'static str, N>) -> String {
-    OutcomeKind::ALL
-        .iter()
-        .filter_map(|k| counts.get(k.as_str()).map(|n| format!("{k} {n}")))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `A=1 B=2` in the spec's parameter order.

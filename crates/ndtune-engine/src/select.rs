@@ -1,15 +1,24 @@
-//! Selecting one recorded campaign of a store from the command line (`export`,
-//! `tune --replay`): by kernel, device, constants and setup. Where several match, the error
-//! lists them and names the options that tell them apart.
+//! Selecting one recorded campaign of a store (`export`, `tune --replay`): by kernel, device,
+//! constants and setup. Where several match, the error lists them and names the options that
+//! tell them apart.
 
-use anyhow::{bail, Result};
-use ndtune_engine::show_constants;
-use ndtune_store::{Group, Record, Store};
+use crate::show_constants;
+use ndtune_store::{Group, Record, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// Why no one campaign was selected.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// None matches, or several do: the message says which and how to tell them apart.
+    #[error("{0}")]
+    NotOne(String),
+}
+
 /// What the command line asks for; `None` and empty maps match anything.
-pub(crate) struct Criteria<'a> {
+pub struct Criteria<'a> {
     pub kernel: Option<&'a str>,
     /// Part of the device name, case-insensitive.
     pub device: Option<&'a str>,
@@ -20,11 +29,11 @@ pub(crate) struct Criteria<'a> {
 }
 
 /// The one campaign of `store` that `criteria` select, with its device's name and records.
-pub(crate) fn select(
+pub fn select(
     store: &Store,
     path: &Path,
     criteria: &Criteria,
-) -> Result<(Group, String, Vec<Record>)> {
+) -> Result<(Group, String, Vec<Record>), SelectError> {
     let devices: BTreeMap<String, String> = store
         .devices()?
         .into_iter()
@@ -67,16 +76,16 @@ pub(crate) fn select(
                 asked.push(format!("setup {s}"));
             }
             match (asked.is_empty(), store.groups()?.is_empty()) {
-                (_, true) => bail!(
+                (_, true) => Err(SelectError::NotOne(format!(
                     "{}: the store holds no campaign yet: `ndtune tune SPEC --db {0}` records one",
                     path.display()
-                ),
+                ))),
                 (true, false) => unreachable!("with no criteria every campaign matches"),
-                (false, false) => bail!(
+                (false, false) => Err(SelectError::NotOne(format!(
                     "{}: no recorded campaign matches {}; `ndtune status --db {0}` lists them",
                     path.display(),
                     asked.join(", ")
-                ),
+                ))),
             }
         }
         many => {
@@ -96,13 +105,13 @@ pub(crate) fn select(
                     status.results
                 ));
             }
-            bail!(
+            Err(SelectError::NotOne(format!(
                 "{}: {} recorded campaigns match; {} tells them apart:\n{}",
                 path.display(),
                 many.len(),
                 apart(many),
                 lines.join("\n")
-            )
+            )))
         }
     }
 }

@@ -3,10 +3,9 @@
 //! every valid configuration is built with its own defines and counted when its work-group
 //! exceeds its own build's answer. That answer is advice, not a limit (NVIDIA's driver launches
 //! such work-groups): the configurations are removed only on request (`--prune-by-query`).
-//! Builds are costly, so this runs only for spaces up to a cap.
+//! Builds are costly, so this runs only for spaces up to a cap (`ndtune space --kernel-check`).
 
-use anyhow::Result;
-use ndtune_cl::ClDevice;
+use ndtune_cl::{ClDevice, ClError};
 use ndtune_space::problem::Pruning;
 use ndtune_spec::{KernelSource, Spec};
 use serde::Serialize;
@@ -30,14 +29,27 @@ pub struct KernelCheck {
     pub removed_configs: HashSet<Vec<i64>>,
 }
 
-/// Builds every configuration of `pruning` on `device` (at most `cap` of them; `None` beyond).
+/// Why the configurations could not be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The spec's `[launch] local` cannot be read.
+    #[error("{0}")]
+    Spec(String),
+    /// The device failed otherwise than by refusing a build.
+    #[error(transparent)]
+    Device(#[from] ClError),
+}
+
+/// Builds every configuration of `pruning` on `device` (at most `cap` of them; `None` beyond),
+/// telling `starting` how many it builds before it starts.
 pub fn check(
     spec: &Spec,
     source: &KernelSource,
     device: &ClDevice,
     pruning: &Pruning,
     cap: u128,
-) -> Result<Option<KernelCheck>> {
+    starting: impl FnOnce(u128),
+) -> Result<Option<KernelCheck>, CheckError> {
     let Some(launch) = &spec.problem.launch else {
         return Ok(None);
     };
@@ -49,12 +61,9 @@ pub fn check(
         .iter()
         .map(|src| spec.problem.int_expr(src))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!("{}: [launch] local: {e}", spec.path.display()))?;
+        .map_err(|e| CheckError::Spec(format!("{}: [launch] local: {e}", spec.path.display())))?;
     let mut result = KernelCheck::default();
-    eprintln!(
-        "{}: building {} configuration(s) to read their CL_KERNEL_WORK_GROUP_SIZE",
-        device.profile.name, pruning.stats.pruned
-    );
+    starting(pruning.stats.pruned);
     let mut failure = None;
     pruning.space.for_each(|config| {
         result.checked += 1;
@@ -75,7 +84,7 @@ pub fn check(
                     result.removed_configs.insert(config.to_vec());
                 }
             }
-            Err(ndtune_cl::ClError::Build { .. }) => result.build_failed += 1,
+            Err(ClError::Build { .. }) => result.build_failed += 1,
             Err(e) => {
                 failure = Some(e);
                 return ControlFlow::Break(());

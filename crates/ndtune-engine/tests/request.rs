@@ -1,0 +1,120 @@
+//! Tuning requests through the engine's API on PoCL, as every front end makes them: a campaign
+//! and the same request again (everything reused), a sweep whose campaigns warm-start each other
+//! and end with each one's best, and the requests that are refused before anything runs.
+//!
+//! This test binary is its own worker executable (`harness = false`): started as
+//! `request __worker` (or `__builder`) it serves the worker loops, as `ndtune` does.
+
+use ndtune_core::{Constants, Value};
+use ndtune_engine::{DeviceChoice, Mode, Processes, RequestError, Search, TuneRequest};
+use std::path::{Path, PathBuf};
+
+fn saxpy() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.toml")
+}
+
+/// A request of `budget` random configurations of saxpy on device 0, its workers this binary.
+fn request(db: &Path, budget: usize) -> TuneRequest {
+    let processes = Processes::new(std::env::current_exe().unwrap());
+    let mut request = TuneRequest::new(saxpy(), db.to_path_buf(), processes);
+    request.search = Search {
+        strategy: "random".into(),
+        budget: Some(budget),
+        build_jobs: Some(1),
+        ..Search::default()
+    };
+    request
+}
+
+fn run(request: &TuneRequest) -> Result<ndtune_engine::Ran, RequestError> {
+    ndtune_engine::request::run(request, &mut |_| {}, None)
+}
+
+fn a_request_tunes_and_the_same_request_again_reuses_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = request(&dir.path().join("a.db"), 3);
+    let first = run(&request).unwrap();
+    assert_eq!(first.reports.len(), 1);
+    let r = &first.reports[0];
+    assert_eq!((r.evaluated, r.reused), (3, 0), "{r:?}");
+    assert!(r.best.is_some() && first.failure.is_none());
+    let again = run(&request).unwrap();
+    let r = &again.reports[0];
+    assert_eq!((r.evaluated, r.reused), (0, 3), "{r:?}");
+    assert_eq!(
+        r.best.as_ref().map(|b| &b.config),
+        first.reports[0].best.as_ref().map(|b| &b.config)
+    );
+}
+
+fn a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut request = request(&dir.path().join("sweep.db"), 2);
+    let n = |v: i64| Constants::from([("N".to_string(), Value::Int(v))]);
+    request.sweep = vec![n(1 << 16), n(1 << 17)];
+    let ran = run(&request).unwrap();
+    let swept = ran.sweep.expect("a sweep's table");
+    let sizes: Vec<_> = swept.iter().map(|s| s.constants["N"].clone()).collect();
+    assert_eq!(sizes, [Value::Int(1 << 16), Value::Int(1 << 17)]);
+    assert!(swept.iter().all(|s| s.best.is_some()), "{swept:?}");
+    assert_eq!(ran.reports.len(), 2);
+}
+
+fn requests_that_cannot_run_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("refused.db");
+    let refused = |request: &TuneRequest| match run(request) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("{request:?} ran"),
+    };
+    let mut r = request(&db, 1);
+    r.devices = DeviceChoice::Selector(Some("0,0:0/2".into()));
+    let e = refused(&r);
+    assert!(e.contains("share compute units"), "{e}");
+    let mut r = request(&db, 1);
+    r.devices = DeviceChoice::Selector(Some("0:0/2,0:1/2".into()));
+    r.mode = Mode::Worker { id: None };
+    let e = refused(&r);
+    assert!(e.contains("--worker measures on one device"), "{e}");
+    let mut r = request(&db, 1);
+    r.mode = Mode::Pool;
+    r.sweep = vec![Constants::new(), Constants::new()];
+    let e = refused(&r);
+    assert!(e.contains("--pool runs one campaign"), "{e}");
+    let mut r = request(&db, 1);
+    r.search.strategy = "no-such-strategy".into();
+    let e = refused(&r);
+    assert!(e.contains("no-such-strategy"), "{e}");
+    assert!(!db.exists(), "a refused request opened the store");
+}
+
+fn main() {
+    // Started by a campaign as its worker: serve the loop asked for.
+    match std::env::args().nth(1).as_deref() {
+        Some("__worker") => std::process::exit(ndtune_bench::worker::serve()),
+        Some("__builder") => std::process::exit(ndtune_bench::builder::serve()),
+        _ => {}
+    }
+    let tests: [(&str, fn()); 3] = [
+        (
+            "a_request_tunes_and_the_same_request_again_reuses_everything",
+            a_request_tunes_and_the_same_request_again_reuses_everything,
+        ),
+        (
+            "a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests",
+            a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests,
+        ),
+        (
+            "requests_that_cannot_run_are_refused_before_anything_runs",
+            requests_that_cannot_run_are_refused_before_anything_runs,
+        ),
+    ];
+    // `cargo test -p ndtune-engine --test request NAME` runs the tests whose names hold NAME.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    for (name, test) in tests {
+        if filter.as_deref().is_none_or(|f| name.contains(f)) {
+            test();
+            println!("test {name} ... ok");
+        }
+    }
+}
