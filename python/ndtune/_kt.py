@@ -460,27 +460,15 @@ def _ndtune_devices():
     return json.loads(_ndtune.devices(False))
 
 
-def _parallel_devices(parallel, platform, device, devices):
+def _parallel_devices(parallel, platform, device):
     """The device numbers of `platform` that Kernel Tuner's `parallel` asks for: `device` and the
-    devices of the platform identical to it (the same profile) after it, then before it;
-    all of them for `True`, the first N for an integer N."""
-    on_platform = [d for d in devices if d["platform"] == platform]
-    first = next((d for d in on_platform if d["device"] == device), None)
-    if first is None:
-        raise DeviceError(f"device={device}: platform {platform} has {len(on_platform)} "
-                          "devices, numbered from 0")
-    alike = [d for d in on_platform if d["profile"] == first["profile"]]
-    alike.sort(key=lambda d: (d["device"] < device, d["device"]))
-    numbers = [d["device"] for d in alike]
+    devices of the platform identical to it after it, then before it (the rule a pool holds its
+    devices to, in Rust); all of them for `True`, the first N for an integer N."""
     if parallel is True:
-        return numbers
+        return _ndtune.parallel_devices(platform, device)
     if isinstance(parallel, bool) or not isinstance(parallel, (int, np.integer)) or parallel < 1:
         raise SpecError(f"tune_kernel: parallel={parallel!r}: give True or a number of devices")
-    if parallel > len(numbers):
-        raise SpecError(f"tune_kernel: parallel={parallel}: platform {platform} has "
-                        f"{len(numbers)} device(s) like device {device} ({first['name']}); a "
-                        "parallel campaign needs identical devices")
-    return numbers[:parallel]
+    return _ndtune.parallel_devices(platform, device, int(parallel))
 
 
 def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params,
@@ -541,7 +529,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                           "functions of the parameters, verify and observers stay in this "
                           "process, which a pool's workers cannot call", stacklevel=2)
         else:
-            pool = _parallel_devices(parallel, platform, device, _ndtune_devices())
+            pool = _parallel_devices(parallel, platform, device)
             pool = pool if len(pool) > 1 else None
     if pool is not None:
         pool = [int(d) for d in pool]

@@ -289,22 +289,19 @@ def test_a_pool_of_devices_tunes_one_campaign_together(own_directory):
                     restrictions=lambda p: p["block_size_x"] > 16)
 
 
-def test_parallel_takes_the_devices_identical_to_the_one_asked_for():
+def test_parallel_is_true_or_a_number_of_devices():
+    # Which devices are identical is decided in Rust, as for a pool
+    # (ndtune_engine::devices::parallel, with its own table test).
     from ndtune._kt import _parallel_devices
-    h100 = {"name": "NVIDIA H100", "memory": 80}
-    found = [{"platform": 0, "device": i, "name": "NVIDIA H100", "profile": h100} for i in range(4)]
-    found += [{"platform": 0, "device": 4, "name": "NVIDIA L4", "profile": {"name": "NVIDIA L4"}},
-              {"platform": 1, "device": 0, "name": "cpu", "profile": {"name": "cpu"}}]
-    assert _parallel_devices(True, 0, 0, found) == [0, 1, 2, 3]
-    assert _parallel_devices(True, 0, 2, found) == [2, 3, 0, 1]
-    assert _parallel_devices(2, 0, 1, found) == [1, 2]
-    assert _parallel_devices(True, 0, 4, found) == [4]
-    with pytest.raises(ndtune.SpecError, match="parallel=5: platform 0 has 4 device"):
-        _parallel_devices(5, 0, 0, found)
-    with pytest.raises(ndtune.SpecError, match="parallel=0"):
-        _parallel_devices(0, 0, 0, found)
-    with pytest.raises(ndtune.DeviceError, match="device=7"):
-        _parallel_devices(True, 0, 7, found)
+    assert _parallel_devices(True, 0, 0)[0] == 0
+    assert _parallel_devices(1, 0, 0) == [0]
+    for wrong in (0, -1, 1.5, "2"):
+        with pytest.raises(ndtune.SpecError, match="give True or a number of devices"):
+            _parallel_devices(wrong, 0, 0)
+    with pytest.raises(ndtune.SpecError, match="parallel=99: platform 0 has"):
+        _parallel_devices(99, 0, 0)
+    with pytest.raises(ndtune.DeviceError, match="device=99"):
+        _parallel_devices(True, 0, 99)
 
 
 def test_kernel_tuners_parallel_switch_tunes_on_the_identical_devices_there_are(own_directory,

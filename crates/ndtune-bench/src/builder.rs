@@ -77,8 +77,10 @@ impl Service for Builder {
     type Response = BuildResponse;
 
     fn open(job: &Job) -> Result<Builder, Fatal> {
+        let bench = Bench::open(job)?;
+        go_idle();
         Ok(Builder {
-            bench: Bench::open(job)?,
+            bench,
             primer: None,
             binaries: HashMap::new(),
         })
@@ -151,22 +153,32 @@ pub const BUILD_NICENESS: i32 = 10;
 
 /// Runs a build worker on stdin/stdout until stdin closes; the process exit code.
 ///
-/// A build worker runs under `SCHED_IDLE`: it takes only the cores nothing else wants. On a CPU
-/// device it runs beside the measurement worker's untimed work (the first launch, restoring and
-/// comparing outputs) and is stopped for its timed runs; at nice 10 a compiler still delayed
-/// each wake-up of the measurement (2.0-2.1 ms of overhead per configuration on 2 cores against
-/// 1.5-1.7 ms under the idle policy, `examples/conv2d.toml`), while under the idle policy the
-/// measurement preempts it at once.
+/// Once its device is open, a build worker runs under `SCHED_IDLE` ([`go_idle`]): it takes
+/// only the cores nothing else wants. On a CPU device it runs beside the measurement worker's
+/// untimed work (the first launch, restoring and comparing outputs) and is stopped for its timed
+/// runs; at nice 10 a compiler still delayed each wake-up of the measurement (2.0-2.1 ms of
+/// overhead per configuration on 2 cores against 1.5-1.7 ms under the idle policy,
+/// `examples/conv2d.toml`), while under the idle policy the measurement preempts it at once.
+/// It opens its device at the campaign's priority: the campaign waits for its first build, and
+/// on a machine busy with other work an idle process never got through its start (a vector add's
+/// 15 builds waited 25 s on PoCL against two busy loops, its builders busy 1.6 s of it).
 pub fn serve() -> i32 {
-    // SAFETY: sched_setscheduler(2) and setpriority(2) on this process only (the driver's
-    // threads, started later, inherit them); a failure leaves the priority as it was.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            libc::setpriority(libc::PRIO_PROCESS, 0, BUILD_NICENESS);
+    serve_lines::<Builder>()
+}
+
+/// Puts every thread of this build worker (the driver's included) under `SCHED_IDLE`, or at nice
+/// [`BUILD_NICENESS`] where the kernel refuses the idle policy; a failure leaves the priority as
+/// it was.
+fn go_idle() {
+    let param = libc::sched_param { sched_priority: 0 };
+    for tid in crate::children::threads(std::process::id()) {
+        // SAFETY: sched_setscheduler(2) and setpriority(2) on a thread of this process.
+        unsafe {
+            if libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) != 0 {
+                libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BUILD_NICENESS);
+            }
         }
     }
-    serve_lines::<Builder>()
 }
 
 /// What became of one define set.
@@ -449,8 +461,16 @@ impl BuildPool {
             .iter()
             .find(|(_, k)| *k == key)
             .map(|(slot, _)| *slot);
-        if let Some(&pid) = slot.and_then(|slot| s.pids.get(&slot)) {
-            set_priority(pid, true);
+        match slot.and_then(|slot| s.pids.get(&slot)) {
+            Some(&pid) => set_priority(pid, true),
+            // Queued: the first builder to be ready takes it next, so every build running now,
+            // and every builder still opening its device, is waited for too (under the idle
+            // policy, on a busy machine, none of them would end).
+            None => {
+                for &pid in s.pids.values() {
+                    set_priority(pid, true);
+                }
+            }
         }
         let first = loop {
             if s.done.contains_key(key) || s.broken.is_some() {
@@ -537,8 +557,8 @@ fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// Gives a build worker's threads the cores nothing else wants (`SCHED_IDLE`, how it starts,
-/// see [`serve`]) or, while the campaign waits for its build (`urgent`), the priority of the
+/// Gives a build worker's threads the cores nothing else wants (`SCHED_IDLE`, how it runs once
+/// ready, see [`serve`]) or, while the campaign waits for its build (`urgent`), the priority of the
 /// campaign itself: the measurement waits for this build, so the build disturbs no timing, and
 /// on a machine busy with other work a build below their priority gets next to no time (a
 /// vector add's 15 builds waited 88 s on PoCL at a load of 17 under the idle policy; at nice 10

@@ -30,7 +30,10 @@ pub enum Silence {
 pub struct LineProcess {
     child: Child,
     stdin: ChildStdin,
-    lines: Receiver<String>,
+    /// Each line with the moment it came.
+    lines: Receiver<(String, Instant)>,
+    /// When the last line answered came (it may have waited in the pipe before it was read).
+    arrived: Option<Instant>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -50,7 +53,7 @@ impl LineProcess {
         let (tx, lines) = mpsc::channel();
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
+                if tx.send((line, Instant::now())).is_err() {
                     break;
                 }
             }
@@ -70,6 +73,7 @@ impl LineProcess {
             child,
             stdin,
             lines,
+            arrived: None,
             stderr,
         };
         if p.send(first).is_err() {
@@ -98,10 +102,19 @@ impl LineProcess {
     /// The next line the child writes, waiting at most `deadline`.
     pub fn answer(&mut self, deadline: Duration) -> Result<String, Silence> {
         match self.lines.recv_timeout(deadline) {
-            Ok(line) => Ok(line),
+            Ok((line, at)) => {
+                self.arrived = Some(at);
+                Ok(line)
+            }
             Err(RecvTimeoutError::Timeout) => Err(Silence::Timeout),
             Err(RecvTimeoutError::Disconnected) => Err(self.silence()),
         }
+    }
+
+    /// When the last line answered came from the child: a line read late (its reader was busy
+    /// elsewhere) came earlier than it was read.
+    pub fn arrived(&self) -> Option<Instant> {
+        self.arrived
     }
 
     /// The child is gone: interrupted where the campaign is stopping, else dead (and why).
@@ -127,7 +140,10 @@ impl LineProcess {
                 .lines
                 .recv_timeout(SLICE.min(deadline.saturating_sub(spent)))
             {
-                Ok(line) => return Ok(line),
+                Ok((line, at)) => {
+                    self.arrived = Some(at);
+                    return Ok(line);
+                }
                 Err(RecvTimeoutError::Disconnected) => return Err(self.silence()),
                 Err(RecvTimeoutError::Timeout) => {
                     if counts() {

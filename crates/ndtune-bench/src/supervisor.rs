@@ -139,10 +139,16 @@ impl Supervisor {
             Some(ahead) => ahead,
             None => (self.spawn()?, waited),
         };
-        let result = self.await_ready(worker);
-        self.startup_s += started.elapsed().as_secs_f64();
-        self.startup_waited_s += waited.elapsed().as_secs_f64();
-        result
+        let ready = self.await_ready(worker);
+        // The worker's start-up ends when it said it was ready, which a worker started ahead
+        // may have said long before the campaign first asked for it (while it waited for its
+        // first build).
+        let said = self.running.as_ref().and_then(LineProcess::arrived);
+        let now = Instant::now();
+        let ended = said.unwrap_or(now);
+        self.startup_s += ended.saturating_duration_since(started).as_secs_f64();
+        self.startup_waited_s += ended.saturating_duration_since(waited).as_secs_f64();
+        ready
     }
 
     fn await_ready(&mut self, mut worker: LineProcess) -> Result<(), Fatal> {

@@ -103,6 +103,68 @@ pub fn pick_numbered(platform: usize, numbers: &[usize]) -> Result<Vec<Picked>, 
         .collect()
 }
 
+/// Why Kernel Tuner's `parallel=` picks no devices.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ParallelError {
+    /// The device asked for is not there.
+    #[error("{0}")]
+    Device(String),
+    /// Fewer identical devices than asked for.
+    #[error("{0}")]
+    Count(String),
+}
+
+/// Kernel Tuner's `parallel=`: the numbers, on platform `platform`, of device `device` and the
+/// devices there identical to it, the rule a pool holds them to ([`ndtune_store::fingerprint`]),
+/// those after it first, then those before it; all of them, or the first `count`. `found` is
+/// each device's platform and profile, in discovery order.
+pub fn parallel(
+    found: &[(usize, DeviceProfile)],
+    platform: usize,
+    device: usize,
+    count: Option<usize>,
+) -> Result<Vec<usize>, ParallelError> {
+    let on_platform: Vec<&DeviceProfile> = found
+        .iter()
+        .filter(|(p, _)| *p == platform)
+        .map(|(_, profile)| profile)
+        .collect();
+    let first = on_platform.get(device).ok_or_else(|| {
+        ParallelError::Device(format!(
+            "device={device}: platform {platform} has {} devices, numbered from 0",
+            on_platform.len()
+        ))
+    })?;
+    let kind = ndtune_store::fingerprint(first);
+    let mut alike: Vec<usize> = (0..on_platform.len())
+        .filter(|&n| ndtune_store::fingerprint(on_platform[n]) == kind)
+        .collect();
+    alike.sort_by_key(|&n| (n < device, n));
+    match count {
+        Some(n) if n > alike.len() => Err(ParallelError::Count(format!(
+            "parallel={n}: platform {platform} has {} device(s) like device {device} ({}); a parallel campaign needs identical devices",
+            alike.len(),
+            first.name
+        ))),
+        Some(n) => Ok(alike[..n].to_vec()),
+        None => Ok(alike),
+    }
+}
+
+/// [`parallel`] among this machine's OpenCL devices, read without making any context.
+pub fn parallel_here(
+    platform: usize,
+    device: usize,
+    count: Option<usize>,
+) -> Result<Vec<usize>, ParallelError> {
+    let found: Vec<(usize, DeviceProfile)> = ndtune_cl::discover_unprobed()
+        .map_err(|e| ParallelError::Device(e.to_string()))?
+        .into_iter()
+        .map(|d| (d.platform_index, d.profile))
+        .collect();
+    parallel(&found, platform, device, count)
+}
+
 /// Opens picked devices with their whole profiles. Devices alike in all that is read without
 /// building (a node's GPUs) probe alike, so only the first of each kind is probed: each probe
 /// makes a context, which NVIDIA's driver makes one at a time for the whole host.
@@ -202,6 +264,35 @@ pub fn targets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kernel Tuner's `parallel=`: the devices identical to the one asked for, those after it
+    /// first; a count beyond them, or a device not there, refused.
+    #[test]
+    fn parallel_takes_the_devices_identical_to_the_one_asked_for() {
+        let profile = |name: &str| DeviceProfile {
+            name: name.into(),
+            ..builtin::find("hd4600").unwrap()
+        };
+        let mut found: Vec<(usize, DeviceProfile)> =
+            (0..4).map(|_| (0, profile("NVIDIA H100"))).collect();
+        found.push((0, profile("NVIDIA L4")));
+        found.push((1, profile("cpu")));
+        assert_eq!(parallel(&found, 0, 0, None), Ok(vec![0, 1, 2, 3]));
+        assert_eq!(parallel(&found, 0, 2, None), Ok(vec![2, 3, 0, 1]));
+        assert_eq!(parallel(&found, 0, 1, Some(2)), Ok(vec![1, 2]));
+        assert_eq!(parallel(&found, 0, 4, None), Ok(vec![4]));
+        assert_eq!(parallel(&found, 1, 0, None), Ok(vec![0]));
+        let too_many = parallel(&found, 0, 0, Some(5)).unwrap_err();
+        assert!(
+            matches!(&too_many, ParallelError::Count(m) if m.starts_with("parallel=5: platform 0 has 4 device(s) like device 0 (NVIDIA H100)")),
+            "{too_many}"
+        );
+        let missing = parallel(&found, 0, 7, None).unwrap_err();
+        assert!(
+            matches!(&missing, ParallelError::Device(m) if m.starts_with("device=7: platform 0 has 5 devices")),
+            "{missing}"
+        );
+    }
 
     /// Every kind of selector and the devices or refusal it gives, among a CPU and two GPUs of
     /// one name. The same table holds for every command: they all pick through [`pick`].

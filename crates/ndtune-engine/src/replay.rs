@@ -1,8 +1,8 @@
 //! Replay: a strategy run on recorded results instead of a device (`ndtune tune --replay`), from
 //! a campaign of an ndtune store or a Kernel Tuner cache file, and how close it came to the
-//! recording's optimum by the objective, with how many evaluations. Front ends pick the
-//! recording (the CLI selects a store's campaign by kernel, device, constants and setup) and
-//! print the [`ReplayReport`].
+//! recording's optimum by the objective, with how many evaluations. A recording is loaded from a
+//! cache file or a store's campaign selected by kernel, device, constants and setup
+//! ([`Recording::load`]); front ends print the [`ReplayReport`].
 
 use crate::tuning::resolve_strategy;
 use crate::ObjectiveReport;
@@ -37,6 +37,18 @@ pub fn is_kernel_tuner_cache(path: &Path) -> bool {
 }
 
 impl Recording {
+    /// The recording at `path`: a Kernel Tuner cache file, or the one campaign of an ndtune
+    /// store that `criteria` select ([`crate::select`]).
+    pub fn load(path: &Path, criteria: &crate::select::Criteria) -> Result<Recording, String> {
+        if is_kernel_tuner_cache(path) {
+            return Recording::from_kt_cache(path);
+        }
+        let store = Store::open_read_only(path).map_err(|e| e.to_string())?;
+        let (group, device_name, records) =
+            crate::select::select(&store, path, criteria).map_err(|e| e.to_string())?;
+        Recording::from_store(&store, path, group, &device_name, records)
+    }
+
     /// The results of a Kernel Tuner cache file.
     pub fn from_kt_cache(path: &Path) -> Result<Recording, String> {
         let cache = kt::read_kt_cache(path).map_err(|e| e.to_string())?;

@@ -130,28 +130,27 @@ fn devices(probe: bool) -> PyResult<String> {
     Ok(Json::Array(list).to_string())
 }
 
-/// Kernel Tuner's numbering: device `device` of platform `platform`, opened alone.
-fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
-    let found = ndtune_cl::discover_unprobed().map_err(|e| DeviceError::new_err(e.to_string()))?;
-    let on_platform: Vec<&ClDevice> = found
-        .iter()
-        .filter(|d| d.platform_index == platform)
-        .collect();
-    if on_platform.is_empty() {
-        return Err(DeviceError::new_err(format!(
-            "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
-        )));
-    }
-    let index = on_platform.get(device).map(|d| d.index).ok_or_else(|| {
-        DeviceError::new_err(format!(
-            "device={device}: platform {platform} has {} devices, numbered from 0",
-            on_platform.len()
-        ))
-    })?;
-    ndtune_cl::open(index).map_err(|e| DeviceError::new_err(e.to_string()))
+/// Kernel Tuner's `parallel=`: the numbers of device `device` of platform `platform` and of the
+/// devices there identical to it ([`ndtune_engine::devices::parallel`]); all of them, or the
+/// first `count`.
+#[pyfunction]
+#[pyo3(signature = (platform, device, count = None))]
+fn parallel_devices(platform: usize, device: usize, count: Option<usize>) -> PyResult<Vec<usize>> {
+    use ndtune_engine::devices::{parallel_here, ParallelError};
+    parallel_here(platform, device, count).map_err(|e| match e {
+        ParallelError::Device(m) => DeviceError::new_err(m),
+        ParallelError::Count(m) => SpecError::new_err(format!("tune_kernel: {m}")),
+    })
 }
 
-/// How messages and the pruning name a device.
+/// Kernel Tuner's numbering: device `device` of platform `platform`, opened alone.
+fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
+    use ndtune_engine::devices::{open_picked, pick_numbered};
+    let picked = pick_numbered(platform, &[device]).map_err(DeviceError::new_err)?;
+    let mut opened = open_picked(&picked).map_err(DeviceError::new_err)?;
+    Ok(opened.remove(0))
+}
+
 /// A progress bar named `prefix`, hidden where `quiet`.
 fn progress_bar(quiet: bool, prefix: String) -> ProgressBar {
     let bar = if quiet {
@@ -472,6 +471,7 @@ fn request_error(e: RequestError) -> PyErr {
 fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(parallel_devices, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     api::register(m)?;

@@ -7,21 +7,10 @@ use crate::cli::TuneArgs;
 use crate::output::show_config;
 use anyhow::{anyhow, Result};
 use ndtune_engine::outcome_counts;
-use ndtune_engine::replay::{is_kernel_tuner_cache, replay, Found, Recording};
-use ndtune_engine::select::{select, Criteria};
+use ndtune_engine::replay::{replay, Found, Recording};
+use ndtune_engine::select::Criteria;
 use ndtune_search::Budget;
-use ndtune_store::Store;
 use std::path::Path;
-
-/// Reads a Kernel Tuner cache, or the one campaign of an ndtune store that `criteria` select.
-fn load(path: &Path, criteria: &Criteria) -> Result<Recording> {
-    if is_kernel_tuner_cache(path) {
-        return Recording::from_kt_cache(path).map_err(|e| anyhow!(e));
-    }
-    let store = Store::open_read_only(path)?;
-    let (group, device_name, records) = select(&store, path, criteria)?;
-    Recording::from_store(&store, path, group, &device_name, records).map_err(|e| anyhow!(e))
-}
 
 pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let kernel = match &args.spec {
@@ -38,7 +27,7 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
             .map_err(anyhow::Error::msg)?,
         setup: args.setup.as_deref(),
     };
-    let rec = load(path, &criteria)?;
+    let rec = Recording::load(path, &criteria).map_err(anyhow::Error::msg)?;
     let metrics = rec
         .metrics(
             args.metrics.metrics.clone(),
