@@ -15,6 +15,28 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// Why a recording could not be read or replayed; each names the file or the option.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Store(#[from] ndtune_store::StoreError),
+    #[error(transparent)]
+    KtFile(#[from] kt::KtError),
+    #[error(transparent)]
+    Select(#[from] crate::select::SelectError),
+    /// The metrics or objective asked for do not fit the recording (named by its label).
+    #[error("{recording}: {source}")]
+    Metrics {
+        recording: String,
+        source: ndtune_metrics::MetricError,
+    },
+    /// The recorded configurations do not make a space a strategy can search.
+    #[error(transparent)]
+    Space(#[from] ndtune_search::InvalidSpace),
+    #[error(transparent)]
+    Strategy(#[from] ndtune_search::UnknownStrategy),
+}
+
 /// Recorded results: what they are, parameter names, every configuration's outcome, and what
 /// they were tuned for.
 pub struct Recording {
@@ -39,19 +61,18 @@ pub fn is_kernel_tuner_cache(path: &Path) -> bool {
 impl Recording {
     /// The recording at `path`: a Kernel Tuner cache file, or the one campaign of an ndtune
     /// store that `criteria` select ([`crate::select`]).
-    pub fn load(path: &Path, criteria: &crate::select::Criteria) -> Result<Recording, String> {
+    pub fn load(path: &Path, criteria: &crate::select::Criteria) -> Result<Recording, ReplayError> {
         if is_kernel_tuner_cache(path) {
             return Recording::from_kt_cache(path);
         }
-        let store = Store::open_read_only(path).map_err(|e| e.to_string())?;
-        let (group, device_name, records) =
-            crate::select::select(&store, path, criteria).map_err(|e| e.to_string())?;
+        let store = Store::open_read_only(path)?;
+        let (group, device_name, records) = crate::select::select(&store, path, criteria)?;
         Recording::from_store(&store, path, group, &device_name, records)
     }
 
     /// The results of a Kernel Tuner cache file.
-    pub fn from_kt_cache(path: &Path) -> Result<Recording, String> {
-        let cache = kt::read_kt_cache(path).map_err(|e| e.to_string())?;
+    pub fn from_kt_cache(path: &Path) -> Result<Recording, ReplayError> {
+        let cache = kt::read_kt_cache(path)?;
         Ok(Recording {
             label: format!(
                 "`{}` on {} (Kernel Tuner cache {})",
@@ -75,7 +96,7 @@ impl Recording {
         group: Group,
         device_name: &str,
         records: Vec<Record>,
-    ) -> Result<Recording, String> {
+    ) -> Result<Recording, ReplayError> {
         let names: Vec<String> = records
             .first()
             .map(|r| r.key.config.keys().cloned().collect())
@@ -87,10 +108,7 @@ impl Recording {
                 .into_iter()
                 .map(|r| (r.key.config, r.outcome))
                 .collect(),
-            definitions: store
-                .metrics(&group)
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default(),
+            definitions: store.metrics(&group)?.unwrap_or_default(),
             constants: group.constants,
             recorded: MetricValues::new(),
         })
@@ -102,7 +120,7 @@ impl Recording {
         &self,
         metrics: Vec<MetricDef>,
         objective: Option<Objective>,
-    ) -> Result<Metrics, String> {
+    ) -> Result<Metrics, ReplayError> {
         let defs = self.definitions.clone().with(metrics, objective);
         let mut recorded: Vec<String> = self
             .recorded
@@ -120,7 +138,10 @@ impl Recording {
             &self.constants,
             &recorded,
         )
-        .map_err(|e| format!("{}: {e}", self.label))
+        .map_err(|source| ReplayError::Metrics {
+            recording: self.label.clone(),
+            source,
+        })
     }
 
     /// What one recorded configuration's metrics are computed from.
@@ -190,15 +211,13 @@ pub fn replay(
     strategy: &str,
     given: Budget,
     seed: u64,
-) -> Result<ReplayReport, String> {
+) -> Result<ReplayReport, ReplayError> {
     let value = |c: &Config, o: &Outcome| metrics.evaluate(&rec.inputs(c, o)).objective;
     let cost = |c: &Config, o: &Outcome| metrics.objective().cost(value(c, o)?);
-    let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())
-        .map_err(|e| e.to_string())?
-        .costed(cost);
+    let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?.costed(cost);
     let space: Candidates = recorded.space().clone();
     let resolved = resolve_strategy(strategy, given, space.len() as u128, false, false);
-    let mut search = ndtune_search::by_name(&resolved.strategy, seed).map_err(|e| e.to_string())?;
+    let mut search = ndtune_search::by_name(&resolved.strategy, seed)?;
     let run = ndtune_search::Run {
         budget: resolved.budget,
         warm: Vec::new(),

@@ -27,13 +27,11 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
             .map_err(anyhow::Error::msg)?,
         setup: args.setup.as_deref(),
     };
-    let rec = Recording::load(path, &criteria).map_err(anyhow::Error::msg)?;
-    let metrics = rec
-        .metrics(
-            args.metrics.metrics.clone(),
-            args.metrics.objective().map_err(|e| anyhow!(e))?,
-        )
-        .map_err(|e| anyhow!(e))?;
+    let rec = Recording::load(path, &criteria)?;
+    let metrics = rec.metrics(
+        args.metrics.metrics.clone(),
+        args.metrics.objective().map_err(|e| anyhow!(e))?,
+    )?;
     let given = Budget {
         evaluations: args.campaign.budget,
         time: args.search.time,
@@ -44,8 +42,7 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         &args.campaign.strategy,
         given,
         args.campaign.seed,
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     let objective = metrics.objective();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
