@@ -19,9 +19,34 @@ pub struct Picked {
     pub sub: Option<(usize, usize)>,
 }
 
+/// Why devices could not be picked or opened. The front end says which option it was
+/// (`--device`, `--devices`, `device=`).
+#[derive(Debug, thiserror::Error)]
+pub enum PickError {
+    #[error("this machine has no OpenCL device (`ndtune devices` lists them)")]
+    NoDevice,
+    /// The selectors `list` cannot be met, and why.
+    #[error("{list}: {why}")]
+    Selector { list: String, why: String },
+    /// Kernel Tuner's numbering names a platform or a device that is not there.
+    #[error("{0}")]
+    Numbered(String),
+    /// The driver could not list or open a device.
+    #[error(transparent)]
+    Driver(#[from] ndtune_cl::ClError),
+    /// A sub-device could not be made.
+    #[error("sub-device {index}:{k}/{n}: {source}")]
+    SubDevice {
+        index: usize,
+        k: usize,
+        n: usize,
+        source: ndtune_cl::ClError,
+    },
+}
+
 /// The live devices `selectors` picks (see [`pick`]).
-pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, String> {
-    let names = ndtune_cl::names().map_err(|e| e.to_string())?;
+pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, PickError> {
+    let names = ndtune_cl::names()?;
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     pick(&names, selectors)
 }
@@ -30,9 +55,9 @@ pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, String> {
 /// selector, or a comma list of selectors; device 0 when none. An error names the list and
 /// what is wrong with it: a selector that matches no device or several, a device named twice,
 /// a device together with a sub-device of it, sub-devices of two partitions of one device.
-pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, String> {
+pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, PickError> {
     if names.is_empty() {
-        return Err("this machine has no OpenCL device (`ndtune devices` lists them)".into());
+        return Err(PickError::NoDevice);
     }
     let list = match selectors.map(str::trim) {
         None => {
@@ -48,12 +73,16 @@ pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, Stri
         }
         Some(list) => list,
     };
+    let refused = |why: String| PickError::Selector {
+        list: list.to_string(),
+        why,
+    };
     let mut picked: Vec<Picked> = Vec::new();
     for one in list.split(',').map(str::trim) {
         let selector = one
             .parse::<Selector>()
-            .map_err(|e| format!("{list}: {e}"))?;
-        let index = selector.pick(names).map_err(|e| format!("{list}: {e}"))?;
+            .map_err(|e| refused(e.to_string()))?;
+        let index = selector.pick(names).map_err(|e| refused(e.to_string()))?;
         let sub = match selector {
             Selector::Sub { k, n, .. } => Some((k, n)),
             _ => None,
@@ -68,7 +97,7 @@ pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, Stri
                 (None, None) => format!("device {index} is named twice"),
                 _ => format!("device {index} and a sub-device of it share compute units"),
             };
-            return Err(format!("{list}: {why}"));
+            return Err(refused(why));
         }
         picked.push(Picked { index, sub });
     }
@@ -77,26 +106,26 @@ pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, Stri
 
 /// Kernel Tuner's numbering: devices `numbers` of OpenCL platform `platform` (numbered from 0
 /// on each platform), read without making any device context.
-pub fn pick_numbered(platform: usize, numbers: &[usize]) -> Result<Vec<Picked>, String> {
-    let found = ndtune_cl::discover_unprobed().map_err(|e| e.to_string())?;
+pub fn pick_numbered(platform: usize, numbers: &[usize]) -> Result<Vec<Picked>, PickError> {
+    let found = ndtune_cl::discover_unprobed()?;
     let on_platform: Vec<usize> = found
         .iter()
         .filter(|d| d.platform_index == platform)
         .map(|d| d.index)
         .collect();
     if on_platform.is_empty() {
-        return Err(format!(
+        return Err(PickError::Numbered(format!(
             "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
-        ));
+        )));
     }
     numbers
         .iter()
         .map(|&n| {
             let index = on_platform.get(n).copied().ok_or_else(|| {
-                format!(
+                PickError::Numbered(format!(
                     "device={n}: platform {platform} has {} devices, numbered from 0",
                     on_platform.len()
-                )
+                ))
             })?;
             Ok(Picked { index, sub: None })
         })
@@ -168,7 +197,7 @@ pub fn parallel_here(
 /// Opens picked devices with their whole profiles. Devices alike in all that is read without
 /// building (a node's GPUs) probe alike, so only the first of each kind is probed: each probe
 /// makes a context, which NVIDIA's driver makes one at a time for the whole host.
-pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
+pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, PickError> {
     let mut opened: Vec<ClDevice> = Vec::new();
     for p in picked {
         let attached = attach_one(p)?;
@@ -179,7 +208,7 @@ pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
         });
         let device = match twin {
             Some(twin) => attached.with_profile(twin.profile.clone()),
-            None => attached.probed().map_err(|e| e.to_string())?,
+            None => attached.probed()?,
         };
         opened.push(device);
     }
@@ -188,17 +217,22 @@ pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, String> {
 
 /// A picked device for a process handed its whole `profile` by the one that opened it (a pool's
 /// worker): it reads no profile of its own, so it makes no context for it.
-pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<ClDevice, String> {
+pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<ClDevice, PickError> {
     attach_one(picked).map(|d| d.with_profile(profile))
 }
 
 /// A picked device, its profile read without the probe build.
-fn attach_one(p: &Picked) -> Result<ClDevice, String> {
-    let device = ndtune_cl::attach(p.index).map_err(|e| e.to_string())?;
+fn attach_one(p: &Picked) -> Result<ClDevice, PickError> {
+    let device = ndtune_cl::attach(p.index)?;
     match p.sub {
         Some((k, n)) => device
             .sub_device(k, n)
-            .map_err(|e| format!("sub-device {}:{k}/{n}: {e}", p.index)),
+            .map_err(|source| PickError::SubDevice {
+                index: p.index,
+                k,
+                n,
+                source,
+            }),
         None => Ok(device),
     }
 }
@@ -316,7 +350,7 @@ mod tests {
             (Some("1:0/4,2:3/4"), vec![part(1, 0, 4), part(2, 3, 4)]),
         ];
         for (selectors, devices) in ok {
-            assert_eq!(pick(&names, selectors), Ok(devices), "{selectors:?}");
+            assert_eq!(pick(&names, selectors).unwrap(), devices, "{selectors:?}");
         }
         for (selectors, refusal) in [
             ("0,0", "0,0: device 0 is named twice"),
@@ -340,10 +374,13 @@ mod tests {
             ("0:2/2", "a sub-device is D:K/N with 0 <= K < N"),
             ("0,", "empty device selector"),
         ] {
-            let e = pick(&names, Some(selectors)).unwrap_err();
+            let e = pick(&names, Some(selectors)).unwrap_err().to_string();
             assert!(e.contains(refusal), "{selectors}: {e}");
         }
-        assert!(pick(&[], None).unwrap_err().contains("no OpenCL device"));
+        assert!(pick(&[], None)
+            .unwrap_err()
+            .to_string()
+            .contains("no OpenCL device"));
     }
 
     #[test]

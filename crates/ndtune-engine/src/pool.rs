@@ -442,14 +442,14 @@ fn serve_job() -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .reconnect_for(job.db_retry);
     let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| e.to_string())?;
-    let picked = crate::devices::pick_live(Some(&job.device))?;
+    let picked = crate::devices::pick_live(Some(&job.device)).map_err(|e| e.to_string())?;
     let [picked] = picked[..] else {
         return Err(format!(
             "a pool worker's device is one, not `{}`",
             job.device
         ));
     };
-    let device = crate::devices::attach_picked(&picked, job.profile)?;
+    let device = crate::devices::attach_picked(&picked, job.profile).map_err(|e| e.to_string())?;
     let options = Options {
         share: Some(Share {
             worker: job.worker,

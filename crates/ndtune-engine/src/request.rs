@@ -39,9 +39,11 @@ pub enum RequestError {
     /// devices), or an option's value is wrong; the message names the option.
     #[error("{0}")]
     Invalid(String),
-    /// The devices asked for are not there, or cannot be opened.
+    /// The devices asked for are not there, or cannot be opened; the message names the option.
     #[error("{0}")]
     Device(String),
+    #[error(transparent)]
+    Pick(#[from] devices::PickError),
     /// A Kernel Tuner cache to continue from is of another campaign.
     #[error("{0}")]
     Cache(String),
@@ -327,7 +329,7 @@ pub fn run(
     }
     let devices = match (&request.devices, picked) {
         (DeviceChoice::Opened(devices), _) => devices.clone(),
-        (_, Some(picked)) => devices::open_picked(&picked).map_err(RequestError::Device)?,
+        (_, Some(picked)) => devices::open_picked(&picked)?,
         (_, None) => unreachable!("only opened devices are not picked"),
     };
     workers.resize_with(devices.len(), || None);
@@ -528,7 +530,7 @@ fn pick(
     };
     picked.map(Some).map_err(|e| match &request.devices {
         DeviceChoice::Selector(_) => RequestError::Device(format!("--device {e}")),
-        _ => RequestError::Device(e),
+        _ => RequestError::Pick(e),
     })
 }
 

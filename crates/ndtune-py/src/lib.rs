@@ -146,8 +146,9 @@ fn parallel_devices(platform: usize, device: usize, count: Option<usize>) -> PyR
 /// Kernel Tuner's numbering: device `device` of platform `platform`, opened alone.
 fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
     use ndtune_engine::devices::{open_picked, pick_numbered};
-    let picked = pick_numbered(platform, &[device]).map_err(DeviceError::new_err)?;
-    let mut opened = open_picked(&picked).map_err(DeviceError::new_err)?;
+    let fail = |e: ndtune_engine::devices::PickError| DeviceError::new_err(e.to_string());
+    let picked = pick_numbered(platform, &[device]).map_err(fail)?;
+    let mut opened = open_picked(&picked).map_err(fail)?;
     Ok(opened.remove(0))
 }
 
@@ -462,7 +463,7 @@ fn request_error(e: RequestError) -> PyErr {
         RequestError::Store(_) | RequestError::Cache(_) | RequestError::KtFile(_) => {
             StoreError::new_err(message)
         }
-        RequestError::Device(_) => DeviceError::new_err(message),
+        RequestError::Device(_) | RequestError::Pick(_) => DeviceError::new_err(message),
         RequestError::Campaign(_) => CampaignError::new_err(message),
     }
 }

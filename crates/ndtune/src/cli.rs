@@ -205,26 +205,26 @@ pub struct SetArgs {
 
 impl SetArgs {
     /// One value per name, by name; several values, or a name given twice, are an error.
-    pub fn single(&self) -> Result<Constants, String> {
+    pub fn single(&self) -> anyhow::Result<Constants> {
         let sweep = self.sweep()?;
         match sweep.as_slice() {
             [one] => Ok(one.clone()),
-            _ => Err(format!(
+            _ => anyhow::bail!(
                 "--set gives {} combinations of values: only `tune` sweeps over several",
                 sweep.len()
-            )),
+            ),
         }
     }
 
     /// Every combination of the values, by name: the product over names, the first name
     /// varying slowest; one empty map without `--set`.
-    pub fn sweep(&self) -> Result<Vec<Constants>, String> {
+    pub fn sweep(&self) -> anyhow::Result<Vec<Constants>> {
         let values: Vec<(String, Vec<Value>)> = self
             .set
             .iter()
             .map(|s| (s.name.clone(), s.values.clone()))
             .collect();
-        ndtune_core::sweep(&values).map_err(|e| format!("--set {e}"))
+        ndtune_core::sweep(&values).map_err(|e| anyhow::anyhow!("--set {e}"))
     }
 }
 
@@ -276,7 +276,7 @@ pub struct MetricArgs {
 impl MetricArgs {
     /// The objective given, with its direction: said, or lower is better for the measured
     /// quantities; a metric of the user's needs --maximize or --minimize.
-    pub fn objective(&self) -> Result<Option<Objective>, String> {
+    pub fn objective(&self) -> anyhow::Result<Option<Objective>> {
         let Some(metric) = &self.objective else {
             return Ok(None);
         };
@@ -284,7 +284,7 @@ impl MetricArgs {
         let higher_is_better = said
             .or_else(|| Objective::default_direction(metric))
             .ok_or_else(|| {
-                format!("--objective {metric}: say --maximize (GFLOP/s) or --minimize (joules); ndtune does not guess")
+                anyhow::anyhow!("--objective {metric}: say --maximize (GFLOP/s) or --minimize (joules); ndtune does not guess")
             })?;
         Ok(Some(Objective {
             metric: metric.clone(),
@@ -943,27 +943,24 @@ mod tests {
             c.extend(m.map(|m| ("M".to_string(), Value::Int(m))));
             c
         };
-        assert_eq!(set(&["N=256"]).single(), Ok(n(256, None)));
-        assert_eq!(set(&[]).sweep(), Ok(vec![Constants::new()]));
+        assert_eq!(set(&["N=256"]).single().unwrap(), n(256, None));
+        assert_eq!(set(&[]).sweep().unwrap(), vec![Constants::new()]);
         let typed = set(&["TYPE=float,half", "ALPHA=0.5"]).sweep().unwrap();
         assert_eq!(typed[1]["TYPE"], Value::from("half"));
         assert_eq!(typed[1]["ALPHA"], Value::Real(0.5));
         assert_eq!(
-            set(&["N = 1, 2", "M=3,4"]).sweep(),
-            Ok(vec![
-                n(1, Some(3)),
-                n(1, Some(4)),
-                n(2, Some(3)),
-                n(2, Some(4))
-            ])
+            set(&["N = 1, 2", "M=3,4"]).sweep().unwrap(),
+            vec![n(1, Some(3)), n(1, Some(4)), n(2, Some(3)), n(2, Some(4))]
         );
         assert!(set(&["N=1,2"])
             .single()
             .unwrap_err()
+            .to_string()
             .contains("2 combinations"));
         assert!(set(&["N=1", "N=2"])
             .sweep()
             .unwrap_err()
+            .to_string()
             .contains("`N` twice"));
         assert_eq!(
             parse_set("N=1,2x").unwrap_err(),
@@ -1047,7 +1044,8 @@ mod tests {
         assert!(args("gflops", false, false)
             .objective()
             .unwrap_err()
+            .to_string()
             .contains("say --maximize"));
-        assert_eq!(MetricArgs::default().objective(), Ok(None));
+        assert_eq!(MetricArgs::default().objective().unwrap(), None);
     }
 }

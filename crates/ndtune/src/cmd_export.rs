@@ -25,7 +25,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let criteria = Criteria {
         kernel: c.kernel.as_deref(),
         device: c.device.as_deref(),
-        constants: c.constants.single().map_err(anyhow::Error::msg)?,
+        constants: c.constants.single()?,
         setup: c.setup.as_deref(),
     };
     let (group, device_name, records) = select(&store, store.path(), &criteria)?;
@@ -36,7 +36,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         }
     }
     let names: Vec<String> = values.keys().cloned().collect();
-    let objective = args.metrics.objective().map_err(|e| anyhow!(e))?;
+    let objective = args.metrics.objective()?;
     let defs = store
         .metrics(&group)?
         .unwrap_or_default()
@@ -114,7 +114,7 @@ fn wisdom(args: &ExportArgs) -> Result<()> {
         _ => {}
     }
     let store = args.store.open_read_only()?;
-    let objective = args.metrics.objective().map_err(|e| anyhow!(e))?;
+    let objective = args.metrics.objective()?;
     let mut kernels = Vec::new();
     for path in &args.spec {
         let mut spec = Spec::load(path)?;

@@ -28,7 +28,7 @@ pub fn run(args: &PickArgs) -> Result<()> {
             devices.len()
         );
     };
-    let constants = args.constants.single().map_err(anyhow::Error::msg)?;
+    let constants = args.constants.single()?;
     let picker = Picker::new(kernel, &path)?;
     let pick = picker.pick(&device.profile, &constants)?;
     if args.json {

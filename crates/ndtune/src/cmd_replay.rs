@@ -20,18 +20,11 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
     let criteria = Criteria {
         kernel: kernel.as_deref(),
         device: args.device.as_deref(),
-        constants: args
-            .campaign
-            .constants
-            .single()
-            .map_err(anyhow::Error::msg)?,
+        constants: args.campaign.constants.single()?,
         setup: args.setup.as_deref(),
     };
     let rec = Recording::load(path, &criteria)?;
-    let metrics = rec.metrics(
-        args.metrics.metrics.clone(),
-        args.metrics.objective().map_err(|e| anyhow!(e))?,
-    )?;
+    let metrics = rec.metrics(args.metrics.metrics.clone(), args.metrics.objective()?)?;
     let given = Budget {
         evaluations: args.campaign.budget,
         time: args.search.time,

@@ -12,7 +12,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     };
     // A report only reads: a missing file is a mistake, not an empty store to create, and a
     // store that cannot be written is read all the same.
-    let constants = args.constants.single().map_err(anyhow::Error::msg)?;
+    let constants = args.constants.single()?;
     let store = args.store.open_read_only()?;
     let report = Report::read_selected(&store, &constants)?;
     let written = ndtune_report::write(&report, &args.out, format)?;

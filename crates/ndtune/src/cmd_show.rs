@@ -53,7 +53,7 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         kernel: args.kernel.clone(),
         source: None,
         device: args.device.clone(),
-        constants: args.constants.single().map_err(anyhow::Error::msg)?,
+        constants: args.constants.single()?,
         config: args.config.iter().cloned().collect(),
     };
     let mut names: Option<Vec<String>> = None;

@@ -61,7 +61,7 @@ impl Pruned {
 }
 
 pub fn run(args: &SpaceArgs) -> Result<()> {
-    let overrides = args.constants.single().map_err(anyhow::Error::msg)?;
+    let overrides = args.constants.single()?;
     let spec = Spec::load_with(&args.spec, &overrides)?;
     let needs_device = spec.problem.launch.is_some()
         || spec

@@ -27,11 +27,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .spec
         .as_ref()
         .expect("clap requires SPEC without --plan-only");
-    let overrides = args
-        .campaign
-        .constants
-        .single()
-        .map_err(anyhow::Error::msg)?;
+    let overrides = args.campaign.constants.single()?;
     let spec = Spec::load_with(spec_path, &overrides)?;
     let split = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(

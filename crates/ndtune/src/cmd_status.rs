@@ -11,7 +11,7 @@ use ndtune_store::{CampaignStatus, Group, UnixMs};
 pub fn run(args: &StatusArgs) -> Result<()> {
     // Status only reads: a missing file is a mistake, not an empty store to create, and a store
     // that cannot be written is read all the same.
-    let wanted = args.constants.single().map_err(anyhow::Error::msg)?;
+    let wanted = args.constants.single()?;
     let store = args.store.open_read_only()?;
     let mut campaigns = Vec::new();
     for group in store.campaigns()? {

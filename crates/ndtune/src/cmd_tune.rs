@@ -26,14 +26,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .clone()
         .ok_or_else(|| anyhow!("tune needs a spec file (or --replay PATH)"))?;
     let mut request = request(&args.campaign, &args.search, spec)?;
-    request.sweep = args
-        .campaign
-        .constants
-        .sweep()
-        .map_err(anyhow::Error::msg)?;
+    request.sweep = args.campaign.constants.sweep()?;
     request.captured = args.captured.clone();
     request.metrics = args.metrics.metrics.clone();
-    request.objective = args.metrics.objective().map_err(anyhow::Error::msg)?;
+    request.objective = args.metrics.objective()?;
     request.devices = DeviceChoice::Selector(args.device.clone());
     request.timeout = args.timeout.map(std::time::Duration::from_secs_f64);
     request.lease = args.share.lease;
