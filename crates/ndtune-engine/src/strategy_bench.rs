@@ -47,9 +47,32 @@ pub struct StrategyResult {
     pub seeds: u64,
 }
 
+/// Why a recording gives no dataset, or a benchmark cannot run; each names the file or the
+/// strategy.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    KtFile(#[from] kt::KtError),
+    /// A CLTune CSV that cannot be read.
+    #[error("{0}")]
+    Cltune(String),
+    #[error("{}: {source}", path.display())]
+    Store {
+        path: std::path::PathBuf,
+        source: ndtune_store::StoreError,
+    },
+    /// A recording that is no space a strategy can search, or has nothing measured.
+    #[error("{0}")]
+    Dataset(String),
+    #[error(transparent)]
+    Strategy(#[from] ndtune_search::UnknownStrategy),
+    #[error("give at least one budget")]
+    NoBudget,
+}
+
 /// The datasets of a Kernel Tuner cache (one), a CLTune CSV (one) or an ndtune store (one per
 /// recorded campaign, and per setup where a problem was tuned under several).
-pub fn datasets(path: &Path) -> Result<Vec<Dataset>, String> {
+pub fn datasets(path: &Path) -> Result<Vec<Dataset>, BenchError> {
     let name = path.to_string_lossy();
     let folder = || {
         path.parent()
@@ -58,7 +81,8 @@ pub fn datasets(path: &Path) -> Result<Vec<Dataset>, String> {
             .unwrap_or_default()
     };
     if name.ends_with(".csv") || name.ends_with(".csv.gz") {
-        let table = ndtune_store::cltune::read_cltune_csv(path).map_err(|e| e.to_string())?;
+        let table = ndtune_store::cltune::read_cltune_csv(path)
+            .map_err(|e| BenchError::Cltune(e.to_string()))?;
         // `sgemm-cltune-gtx680/sgemm_product.csv.gz`: the folder names the recording.
         let kernel = format!("cltune {:?}", table.names);
         return Ok(vec![dataset(
@@ -70,7 +94,7 @@ pub fn datasets(path: &Path) -> Result<Vec<Dataset>, String> {
         )?]);
     }
     if name.ends_with(".json") || name.ends_with(".json.gz") {
-        let cache = kt::read_kt_cache(path).map_err(|e| e.to_string())?;
+        let cache = kt::read_kt_cache(path)?;
         let stem = path
             .file_name()
             .map(|f| {
@@ -92,7 +116,10 @@ pub fn datasets(path: &Path) -> Result<Vec<Dataset>, String> {
             path,
         )?]);
     }
-    let in_store = |e: ndtune_store::StoreError| format!("{}: {e}", path.display());
+    let in_store = |source| BenchError::Store {
+        path: path.to_path_buf(),
+        source,
+    };
     let store = Store::open_read_only(path).map_err(in_store)?;
     let devices: BTreeMap<String, String> = store
         .devices()
@@ -133,9 +160,10 @@ fn dataset(
     names: Vec<String>,
     entries: Vec<(Config, Outcome)>,
     path: &Path,
-) -> Result<Dataset, String> {
-    let recorded = Recorded::infer(names, entries)
-        .map_err(|e| format!("{}: {id} is not a space: {e}", path.display()))?;
+) -> Result<Dataset, BenchError> {
+    let recorded = Recorded::infer(names, entries).map_err(|e| {
+        BenchError::Dataset(format!("{}: {id} is not a space: {e}", path.display()))
+    })?;
     let optimum_ms = recorded
         .space()
         .points()
@@ -143,7 +171,12 @@ fn dataset(
         .filter_map(|p| recorded.outcome(p).and_then(|o| o.score_ms()))
         .filter(|s| s.is_finite() && *s > 0.0)
         .reduce(f64::min)
-        .ok_or_else(|| format!("{}: {id} has no measured configuration", path.display()))?;
+        .ok_or_else(|| {
+            BenchError::Dataset(format!(
+                "{}: {id} has no measured configuration",
+                path.display()
+            ))
+        })?;
     Ok(Dataset {
         id,
         kernel,
@@ -174,7 +207,7 @@ pub fn bench_all(
     seeds: u64,
     warm: Option<usize>,
     mut started: impl FnMut(&DatasetInfo),
-) -> Result<(Vec<DatasetInfo>, Vec<StrategyResult>), String> {
+) -> Result<(Vec<DatasetInfo>, Vec<StrategyResult>), BenchError> {
     let mut budgets = budgets.to_vec();
     budgets.sort_unstable();
     budgets.dedup();
@@ -212,9 +245,9 @@ pub fn bench(
     budgets: &[usize],
     seeds: u64,
     warm: &[Point],
-) -> Result<StrategyResult, String> {
-    by_name(name, 0).map_err(|e| e.to_string())?;
-    let &largest = budgets.last().ok_or("give at least one budget")?;
+) -> Result<StrategyResult, BenchError> {
+    by_name(name, 0)?;
+    let &largest = budgets.last().ok_or(BenchError::NoBudget)?;
     let space = d.recorded.space();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_seed: Vec<SeedResult> = std::thread::scope(|scope| {

@@ -197,7 +197,7 @@ fn bench_strategies(
 ) -> PyResult<String> {
     use ndtune_engine::strategy_bench;
     py.detach(|| {
-        let fail = |e: String| NdtuneError::new_err(e);
+        let fail = |e: strategy_bench::BenchError| NdtuneError::new_err(e.to_string());
         let mut datasets = Vec::new();
         for path in &recordings {
             datasets.extend(strategy_bench::datasets(path).map_err(fail)?);

@@ -11,7 +11,7 @@
 //! parses, prints and plots.
 
 use crate::cli::BenchStrategiesArgs;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use ndtune_engine::strategy_bench::{self, DatasetInfo, StrategyResult};
 use ndtune_search::by_name;
 use plotters::element::DashedPathElement;
@@ -40,7 +40,7 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
     }
     let mut datasets = Vec::new();
     for path in &args.recordings {
-        datasets.extend(strategy_bench::datasets(path).map_err(|e| anyhow!(e))?);
+        datasets.extend(strategy_bench::datasets(path)?);
     }
     let (infos, mut results) = strategy_bench::bench_all(
         &datasets,
@@ -54,8 +54,7 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
                 info.id, info.configurations, info.optimum_ms, info.warm_points
             )
         },
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     if let Some(kt) = &args.kt {
         let text = ndtune_core::input::read_text(kt, ndtune_core::input::KT_RESULTS)?;
         let theirs: Vec<StrategyResult> = serde_json::from_str(&text)
