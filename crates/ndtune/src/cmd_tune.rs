@@ -154,7 +154,6 @@ pub(crate) fn run_with_progress(request: &TuneRequest, json: bool) -> Result<Ran
             (PoolEvent::LastPass, Some((done, label))) => {
                 done.finish();
                 *done = progress_bar(&progress, label);
-                done.set_message(String::new());
             }
             _ => {}
         },
