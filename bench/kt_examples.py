@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Kernel Tuner's own OpenCL examples (`examples/opencl/` of its Git repository) run as written
-with Kernel Tuner and with only the import changed to ndtune, each cold in a fresh process and
-folder: valid configurations, the best time and configuration, the wall time of the process,
-and the result keys one has that the other lacks.
+"""Kernel Tuner's own OpenCL examples (`examples/opencl/` of its Git repository), or its CUDA
+examples (`examples/cuda/`, `--lang cuda`), run as written with Kernel Tuner and with only the
+import changed to ndtune, each cold in a fresh process and folder: valid configurations, the best
+time and configuration, the wall time of the process, and the result keys one has that the other
+lacks.
 
-Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--shrink] [--nvml]
-                                    [--only a,b] [--out FILE.json]
+Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--lang opencl|cuda] [--shrink]
+                                    [--nvml] [--only a,b] [--out FILE.json]
 
 The examples are read from the Git repository (`git --git-dir KT_GIT_DIR show REV:PATH`: a
 clone or a bare mirror; Kernel Tuner's wheel and sdist do not ship them). `--shrink` divides the
@@ -28,8 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-EXAMPLES = ["vector_add", "vector_add_codegen", "stencil", "matmul", "convolution",
-            "convolution_correct", "reduction"]
+EXAMPLES = {
+    "opencl": ["vector_add", "vector_add_codegen", "stencil", "matmul", "convolution",
+               "convolution_correct", "reduction"],
+    "cuda": ["vector_add", "vector_add_metric", "vector_add_codegen", "matmul", "stencil",
+             "zeromeanfilter", "expdist", "spmv", "convolution", "reduction", "sepconv"],
+}
 NVML = {"vector_add_observers": "needs NVML (an NVIDIA GPU): PoCL has no power to read"}
 LEFT_OUT = {"sepconv": "1,228,800 declared configurations: hours on a CPU with either tool"}
 # Kernel Tuner's copy of an NVML example is told its GPU (see the docstring).
@@ -68,18 +73,18 @@ def shrunk(text, shrink):
     return text
 
 
-def prepare(repo, rev, name, lib, shrink, where):
-    text = source(repo, rev, f"examples/opencl/{name}.py")
+def prepare(repo, rev, lang, name, lib, shrink, where):
+    text = source(repo, rev, f"examples/{lang}/{name}.py")
     if lib == "ndtune":
         text = re.sub(r"\bfrom kernel_tuner\b", "from ndtune", text)
         text = re.sub(r"^import kernel_tuner$", "import ndtune as kernel_tuner", text, flags=re.M)
-    elif name in NVML:
+    elif name in NVML and lang == "opencl":
         text = re.sub(*KT_NVML, text)
     (where / f"{name}.py").write_text(shrunk(text, shrink))
     listing = subprocess.run(["git", "--git-dir", repo, "ls-tree", "--name-only", rev,
-                              "examples/opencl/"], check=True, capture_output=True, text=True)
+                              f"examples/{lang}/"], check=True, capture_output=True, text=True)
     for path in listing.stdout.split():
-        if path.endswith(".cl"):
+        if path.endswith((".cl", ".cu", ".h", ".cuh")):
             (where / Path(path).name).write_text(shrunk(source(repo, rev, path), shrink))
     (where / "runner.py").write_text(RUNNER.format(lib=lib))
 
@@ -87,7 +92,7 @@ def prepare(repo, rev, name, lib, shrink, where):
 def run(name, lib, args, root):
     where = root / f"{name}-{lib}"
     where.mkdir()
-    prepare(args.repo, args.rev, name, lib, args.shrink, where)
+    prepare(args.repo, args.rev, args.lang, name, lib, args.shrink, where)
     # Cold: ndtune's program cache and PoCL's kernel cache are the run's own.
     env = dict(os.environ, NDTUNE_CACHE_DIR=str(where / "cache"),
                POCL_CACHE_DIR=str(where / "pocl-cache"), PYTHONHASHSEED="0")
@@ -121,14 +126,17 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repo", required=True, help="Kernel Tuner's Git directory")
     p.add_argument("--rev", default="HEAD")
+    p.add_argument("--lang", choices=["opencl", "cuda"], default="opencl")
     p.add_argument("--shrink", action="store_true")
     p.add_argument("--nvml", action="store_true", help="also the NVML examples")
     p.add_argument("--only", help="comma-separated example names")
     p.add_argument("--timeout", type=float, default=1200)
     p.add_argument("--out")
     args = p.parse_args()
-    names = args.only.split(",") if args.only else EXAMPLES + (list(NVML) if args.nvml else [])
-    for name, why in {**LEFT_OUT, **({} if args.nvml else NVML)}.items():
+    names = (args.only.split(",") if args.only
+             else EXAMPLES[args.lang] + (list(NVML) if args.nvml else []))
+    left_out = LEFT_OUT if args.lang == "opencl" else {}
+    for name, why in {**left_out, **({} if args.nvml else NVML)}.items():
         print(f"{name}: left out: {why}")
     rows = {}
     with tempfile.TemporaryDirectory() as root:

@@ -45,8 +45,9 @@ def __getattr__(name):
 
 
 def devices():
-    """The OpenCL devices: each a dict with ndtune's `index`, Kernel Tuner's `platform` and
-    `device` numbers (tune_kernel's `platform=` and `device=`), its `name` and `profile`."""
+    """The OpenCL and CUDA devices: each a dict with ndtune's `index`, its `api` (`opencl` or
+    `cuda`), Kernel Tuner's `platform` and `device` numbers (tune_kernel's `platform=` and
+    `device=`: per OpenCL platform, or CUDA's ordinal on platform 0), its `name` and `profile`."""
     return json.loads(_ndtune.devices())
 
 

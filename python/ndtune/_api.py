@@ -16,12 +16,12 @@ from ._kt import (
     DEFAULT_BLOCK_SIZES,
     SpecError,
     _block_size_names,
-    _check_lang,
     _check_refused,
     _kernel_files,
     _kt_divisor,
     _kt_grid,
     _kt_prefix,
+    _language,
     _plain,
     _worker_command,
     _refuse,
@@ -31,7 +31,7 @@ from ._kt import (
 
 
 def _write(kernel_name, kernel_source, problem_size, arguments, tune_params, grid_div,
-           restrictions, compiler_options, block_size_names):
+           restrictions, compiler_options, block_size_names, lang):
     """The spec of a call, written as tune_kernel writes it (one run per configuration: these
     calls measure nothing); its path."""
     files = _kernel_files(kernel_source)
@@ -39,7 +39,8 @@ def _write(kernel_name, kernel_source, problem_size, arguments, tune_params, gri
         restrictions = [restrictions]
     text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                       grid_div, restrictions, 1, compiler_options,
-                      _block_size_names(block_size_names), [], [])
+                      _block_size_names(block_size_names), [], [],
+                      language=_language(lang, files))
     return write_spec(kernel_name, files, text, arguments)
 
 
@@ -54,7 +55,6 @@ def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid
     kernel's code, problem_size, grid divisors, defines) are called for `params`. A failed build
     or a refused launch raises `NdtuneError` with why."""
     _check_refused(locals())
-    _check_lang(lang)
     block_size_names = _block_size_names(block_size_names)
     grid_div = (grid_div_x, grid_div_y, grid_div_z)
     # One configuration: every function of the parameters is worked out here, for it.
@@ -76,7 +76,7 @@ def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid
         kernel_source = _kt_prefix(defines, params, grid, threads, block_size_names) + code + "\n"
     tune_params = {name: [value] for name, value in params.items()}
     spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
-                  grid_div, None, compiler_options, block_size_names)
+                  grid_div, None, compiler_options, block_size_names, lang)
     config = {name: _plain(value) for name, value in params.items()}
     buffers = _ndtune.run_kernel(str(spec), json.dumps(config), platform, device)
     return [
@@ -93,10 +93,9 @@ def space(kernel_name, kernel_source, problem_size, arguments, tune_params, grid
     values), `bounded` (within the device's work-item sizes), `constraints` (each with
     `constraint`, `origin` and the configurations it `removed`), `order` and `hints`; with
     `configs=N`, `configs`: the first N configurations left, each a dict of parameter values."""
-    _check_lang(lang)
     spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
                   (grid_div_x, grid_div_y, grid_div_z), restrictions, compiler_options,
-                  block_size_names)
+                  block_size_names, lang)
     limit = None if configs is None else int(configs)
     return json.loads(_ndtune.space(str(spec), platform, device, limit))
 

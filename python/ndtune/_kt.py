@@ -96,7 +96,7 @@ REFUSED = {
     "smem_args": "shared memory arguments are CUDA's",
     "cmem_args": "constant memory arguments are CUDA's",
     "texmem_args": "texture memory arguments are CUDA's",
-    "compiler": "ndtune tunes OpenCL kernels only; `compiler` selects a C/C++/Fortran compiler",
+    "compiler": "ndtune tunes OpenCL and CUDA kernels; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
     "objectives": "ndtune optimises one objective (give `objective`)",
@@ -113,9 +113,24 @@ def _check_refused(given):
             _refuse(name, why)
 
 
-def _check_lang(lang):
-    if lang is not None and str(lang).lower() != "opencl":
-        _refuse(f"lang={lang!r}", "ndtune tunes OpenCL kernels only")
+# Kernel Tuner's `lang` values and the language ndtune builds for each (CuPy, NVCUDA and PyCUDA
+# are Kernel Tuner's ways of running CUDA).
+LANGUAGES = {"opencl": "opencl", "cuda": "cuda", "cupy": "cuda", "nvcuda": "cuda",
+             "pycuda": "cuda"}
+
+
+def _language(lang, files):
+    """The kernel's language, `opencl` or `cuda`: `lang` as Kernel Tuner names it, else as Kernel
+    Tuner detects it (a `.cu` kernel file, `__global__` in the code: CUDA; otherwise OpenCL)."""
+    if lang is not None:
+        language = LANGUAGES.get(str(lang).lower())
+        if language is None:
+            _refuse(f"lang={lang!r}", "ndtune tunes OpenCL and CUDA kernels")
+        return language
+    name, text = files[0]
+    if name.endswith((".cu", ".cuh")) or ("__global__" in text and "__kernel" not in text):
+        return "cuda"
+    return "opencl"
 
 
 def _toml(value):
@@ -175,7 +190,7 @@ def _kernel_files(kernel_source):
     """The kernel's files: (name, text) of the kernel and of the files it includes, as Kernel
     Tuner reads them (a file name, a list of file names with the kernel's first, or code)."""
     if callable(kernel_source):
-        return [("kernel.cl", "")]  # generated per configuration
+        return [("kernel.cl", "")]  # generated per configuration; its language is `lang`
     if isinstance(kernel_source, (list, tuple)):
         if any(callable(k) for k in kernel_source):
             _refuse("kernel_source", "a list with a function in it is not supported: give the "
@@ -187,7 +202,8 @@ def _kernel_files(kernel_source):
     ):
         paths = [Path(kernel_source)]
     elif isinstance(kernel_source, str):
-        return [("kernel.cl", kernel_source)]
+        cuda = "__global__" in kernel_source and "__kernel" not in kernel_source
+        return [("kernel.cu" if cuda else "kernel.cl", kernel_source)]
     else:
         raise SpecError(f"tune_kernel: kernel_source must be code, a file name or a list of file "
                         f"names, not {type(kernel_source).__name__}")
@@ -273,8 +289,9 @@ def _metrics_lines(metrics, objective, higher_is_better):
 
 def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
                grid_div, restrictions, iterations, compiler_options, block_size_names,
-               metrics_lines, verify_lines, energy_ms=None):
-    lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}"]
+               metrics_lines, verify_lines, energy_ms=None, language="opencl"):
+    lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}",
+             f"language = {_toml(language)}"]
     if compiler_options:
         lines.append(f"build_options = {_toml([str(o) for o in compiler_options])}")
     lines += ["", "[params]"]
@@ -460,15 +477,15 @@ def _ndtune_devices():
     return json.loads(_ndtune.devices(False))
 
 
-def _parallel_devices(parallel, platform, device):
+def _parallel_devices(parallel, platform, device, language):
     """The device numbers of `platform` that Kernel Tuner's `parallel` asks for: `device` and the
     devices of the platform identical to it after it, then before it (the rule a pool holds its
     devices to, in Rust); all of them for `True`, the first N for an integer N."""
     if parallel is True:
-        return _ndtune.parallel_devices(platform, device)
+        return _ndtune.parallel_devices(platform, device, None, language)
     if isinstance(parallel, bool) or not isinstance(parallel, (int, np.integer)) or parallel < 1:
         raise SpecError(f"tune_kernel: parallel={parallel!r}: give True or a number of devices")
-    return _ndtune.parallel_devices(platform, device, int(parallel))
+    return _ndtune.parallel_devices(platform, device, int(parallel), language)
 
 
 def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params,
@@ -480,14 +497,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 cache=None, metrics=None, simulation_mode=None, parallel=None, observers=None,
                 objective=None, objective_higher_is_better=None, objectives=None, seed=None,
                 *, db="ndtune.db", build_jobs=None, warm_start=False, timeout=None, pool=None):
-    """Tunes an OpenCL kernel as Kernel Tuner's `tune_kernel` does, with ndtune's engine:
+    """Tunes an OpenCL or CUDA kernel as Kernel Tuner's `tune_kernel` does, with ndtune's engine:
     returns `(results, env)` shaped as Kernel Tuner's. Beside Kernel Tuner's arguments: `db`
     (the store: an SQLite file or a PostgreSQL URL), `build_jobs`, `warm_start`, `timeout`
     (seconds per evaluation), `pool` (device numbers of `platform`, identical devices tuning one
     campaign together, a worker process each). docs/python.md says what ndtune does with each
     argument."""
     _check_refused(locals())
-    _check_lang(lang)
     started = time.perf_counter()
     objective = objective or "time"
     higher_is_better = bool(objective_higher_is_better)
@@ -508,14 +524,15 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         metrics_lines = _metrics_lines(spec_metrics, objective, higher_is_better)
     block_size_names = _block_size_names(block_size_names)
     files = _kernel_files(kernel_source)
+    language = _language(lang, files)
     # A verify function checks the outputs in place of the host reference of `answer`.
     own_check = _Verify(verify, answer, atol, arguments) if verify is not None else None
     checked = _answers(answer, arguments) if own_check is None else []
     grid_div = (grid_div_x, grid_div_y, grid_div_z)
     strings, functions = _restrictions(restrictions, tune_params)
     if watching:
-        found = [d for d in _ndtune_devices()
-                 if d["platform"] == platform and d["device"] == device]
+        found = [d for d in _ndtune_devices() if d["api"] == language
+                 and d["platform"] == platform and d["device"] == device]
         if not found:
             raise DeviceError(f"device={device}: platform {platform} has no such device")
         watching = _Watching(watching, _ObservedDevice(found[0]))
@@ -529,7 +546,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                           "functions of the parameters, verify and observers stay in this "
                           "process, which a pool's workers cannot call", stacklevel=2)
         else:
-            pool = _parallel_devices(parallel, platform, device)
+            pool = _parallel_devices(parallel, platform, device, language)
             pool = pool if len(pool) > 1 else None
     if pool is not None:
         pool = [int(d) for d in pool]
@@ -546,7 +563,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            grid_div, strings, iterations,
                            compiler_options, block_size_names, metrics_lines,
-                           _verify_lines(checked, atol), energy_ms)
+                           _verify_lines(checked, atol), energy_ms, language)
     spec = write_spec(kernel_name, files, spec_text, arguments, checked)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"

@@ -129,7 +129,7 @@ def test_a_cache_of_another_kernel_is_refused():
 
 
 @pytest.mark.parametrize("given, named", [
-    (dict(lang="CUDA"), "lang='CUDA'"),
+    (dict(lang="HIP"), "lang='HIP'"),
     (dict(answer=[None, None, None, None]), "answer checks no argument"),
     (dict(answer=[np.zeros(3, np.float32), None, None, None]), "answer[0]"),
     (dict(observers=[object()]), "observers"),
@@ -146,6 +146,24 @@ def test_what_ndtune_cannot_honour_is_refused_by_name(given, named):
     with pytest.raises(ndtune.SpecError, match=named.replace("(", r"\(").replace("[", r"\[")):
         tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
                     quiet=True, **given)
+
+
+CUDA_VECTOR_ADD = """
+__global__ void vector_add(float *c, const float *a, const float *b, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+def test_a_cuda_kernel_is_known_as_kernel_tuner_knows_it_and_tuned_on_cuda_devices_only():
+    # As Kernel Tuner detects the language: `__global__` in the code (or lang="CUDA").
+    if any(d["api"] == "cuda" for d in ndtune.devices()):
+        pytest.skip("a CUDA device is here: scripts/test-gpu.sh tunes on it")
+    for lang in (None, "CUDA", "cupy"):
+        with pytest.raises(ndtune.DeviceError, match="no CUDA device"):
+            tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
+                        {"block_size_x": [32]}, lang=lang, quiet=True)
 
 
 def test_answer_verifies_each_configuration_and_a_wrong_one_flags_them_all():
@@ -293,15 +311,19 @@ def test_parallel_is_true_or_a_number_of_devices():
     # Which devices are identical is decided in Rust, as for a pool
     # (ndtune_engine::devices::parallel, with its own table test).
     from ndtune._kt import _parallel_devices
-    assert _parallel_devices(True, 0, 0)[0] == 0
-    assert _parallel_devices(1, 0, 0) == [0]
+    assert _parallel_devices(True, 0, 0, "opencl")[0] == 0
+    assert _parallel_devices(1, 0, 0, "opencl") == [0]
     for wrong in (0, -1, 1.5, "2"):
         with pytest.raises(ndtune.SpecError, match="give True or a number of devices"):
-            _parallel_devices(wrong, 0, 0)
+            _parallel_devices(wrong, 0, 0, "opencl")
     with pytest.raises(ndtune.SpecError, match="parallel=99: platform 0 has"):
-        _parallel_devices(99, 0, 0)
+        _parallel_devices(99, 0, 0, "opencl")
     with pytest.raises(ndtune.DeviceError, match="device=99"):
-        _parallel_devices(True, 0, 99)
+        _parallel_devices(True, 0, 99, "opencl")
+    # Among CUDA's devices for a CUDA kernel: none on a machine without them.
+    if not any(d["api"] == "cuda" for d in ndtune.devices()):
+        with pytest.raises(ndtune.DeviceError, match="platform 0 has 0 devices"):
+            _parallel_devices(True, 0, 0, "cuda")
 
 
 def test_kernel_tuners_parallel_switch_tunes_on_the_identical_devices_there_are(own_directory,

@@ -21,7 +21,7 @@ use crate::evaluate::Fatal;
 use crate::process::{LineProcess, Silence};
 use crate::program_cache::ProgramCache;
 use crate::worker::{serve_lines, Ask, Generated, Job, Service};
-use ndtune_cl::ClError;
+use ndtune_backend::DeviceError;
 use ndtune_core::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -140,9 +140,9 @@ impl Service for Builder {
 }
 
 /// The answer to a build the driver refused.
-fn failed(e: ClError) -> BuildResponse {
+fn failed(e: DeviceError) -> BuildResponse {
     match e {
-        ClError::Build { log, .. } => BuildResponse::Failed { log },
+        DeviceError::Build { log, .. } => BuildResponse::Failed { log },
         e => BuildResponse::Failed { log: e.to_string() },
     }
 }

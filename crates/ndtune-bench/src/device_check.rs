@@ -6,10 +6,10 @@
 //! the host; the host comparison ([`crate::verify`]) runs only where the device found a
 //! difference, to describe it with the same details.
 //!
-//! Used on devices that are not the host's CPU and have `cl_khr_fp64` (on a CPU device the
+//! Used on OpenCL devices that are not the host's CPU and have `cl_khr_fp64` (on a CPU device the
 //! host comparison already runs on every core, where the output lies).
 
-use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, Kernel, Session};
+use ndtune_backend::{AnyDevice, Api, Arg, Buffer as DeviceBuffer, DeviceError, Kernel, Session};
 use ndtune_device::DeviceType;
 use ndtune_spec::{ElemType, Verify};
 use std::collections::HashMap;
@@ -18,9 +18,11 @@ use std::collections::HashMap;
 const MAX_ITEMS: usize = 1 << 20;
 
 /// Whether `device` checks outputs itself by default.
-pub fn suits(device: &ClDevice) -> bool {
-    device.profile.device_type != DeviceType::Cpu
-        && device.profile.extensions.iter().any(|e| e == "cl_khr_fp64")
+pub fn suits(device: &AnyDevice) -> bool {
+    let profile = device.profile();
+    device.api() == Api::OpenCl
+        && profile.device_type != DeviceType::Cpu
+        && profile.extensions.iter().any(|e| e == "cl_khr_fp64")
 }
 
 /// The comparison kernels and expected outputs of one session.
@@ -49,12 +51,12 @@ impl DeviceCheck {
     /// output. The caller times it apart from the comparisons.
     pub fn load(
         &mut self,
-        session: &Session,
+        session: &dyn Session,
         (arg, reference): (usize, u64),
         ty: ElemType,
         got: &DeviceBuffer,
         want: &[f64],
-    ) -> Result<(), ClError> {
+    ) -> Result<(), DeviceError> {
         if !compares(ty, got, want) || want.is_empty() {
             return Ok(());
         }
@@ -84,13 +86,13 @@ impl DeviceCheck {
     /// device does not compare ([`compares`]) is `Ok(None)`: compare on the host.
     pub fn matches(
         &mut self,
-        session: &Session,
+        session: &dyn Session,
         (arg, reference): (usize, u64),
         ty: ElemType,
         got: &DeviceBuffer,
         want: &[f64],
         verify: &Verify,
-    ) -> Result<Option<bool>, ClError> {
+    ) -> Result<Option<bool>, DeviceError> {
         let n = want.len();
         if !compares(ty, got, want) {
             return Ok(None);

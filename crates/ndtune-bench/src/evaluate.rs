@@ -20,7 +20,9 @@ use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::race::Limits;
 use crate::verify::{compare_bytes, Want};
 use crate::worker::{Generated, OwnCheck};
-use ndtune_cl::{Arg, ClDevice, ClError, DeviceBuffer, PinnedHost, Session};
+use ndtune_backend::{
+    AnyDevice, Arg, Buffer as DeviceBuffer, DeviceError, Fault, Kernel, Pinned, Session,
+};
 use ndtune_core::{Advice, Energy, Outcome, Timing};
 use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
@@ -79,13 +81,6 @@ pub enum Moment {
     During,
 }
 
-/// Launch errors that mean the spec's arguments are wrong, not that this configuration is refused.
-const ARGUMENT_ERRORS: [i32; 3] = [
-    -52, /* CL_INVALID_KERNEL_ARGS */
-    -49, /* INVALID_ARG_INDEX */
-    -51, /* INVALID_ARG_SIZE */
-];
-
 /// Host buffers by argument name, as f64.
 type Buffers = BTreeMap<String, Vec<f64>>;
 
@@ -143,11 +138,11 @@ pub struct Cost {
 /// The per-device evaluator.
 pub struct Bench {
     spec: Spec,
-    device: ClDevice,
+    device: AnyDevice,
     /// The kernel's files and headers; only the constants and parameters they mention become
     /// defines, so configurations that differ in launch-only parameters share one build.
     source: KernelSource,
-    session: Session,
+    session: Box<dyn Session>,
     seed: u64,
     global: Vec<Node>,
     local: Vec<Node>,
@@ -164,7 +159,7 @@ pub struct Bench {
     spare: RefCell<HashMap<(usize, usize), Vec<DeviceBuffer>>>,
     /// Pinned host memory that outputs are read back into, by (argument, bytes) (not on a CPU
     /// device: there outputs are mapped).
-    readback: RefCell<HashMap<(usize, usize), PinnedHost>>,
+    readback: RefCell<HashMap<(usize, usize), Box<dyn Pinned>>>,
     /// Where outputs are compared on the device (see [`Bench::check_on_device`]).
     device_check: RefCell<Option<DeviceCheck>>,
     /// What the driver's query said of the build of the configuration being evaluated.
@@ -189,10 +184,12 @@ pub struct Bench {
     own_binary: Option<Vec<u8>>,
     /// The kernel of `generated`'s code that [`Bench::build_into_driver_cache`] built, for the
     /// launch that primes it.
-    own_kernel: Option<ndtune_cl::Kernel>,
+    own_kernel: Option<Kernel>,
     /// When the host functions of the configuration being evaluated must have ended
     /// ([`Bench::set_deadline`]).
     host_deadline: Cell<Option<Instant>>,
+    /// Why the session can do nothing more, once a launch lost it ([`Bench::lost`]).
+    lost: RefCell<Option<String>>,
 }
 
 /// How long a host function may run where the evaluation has no deadline.
@@ -279,8 +276,8 @@ pub fn scalar_bytes(
 /// Why a buffer of `len` elements of `ty` cannot be allocated on `device`, if it cannot: more
 /// bytes than `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, the largest single allocation the driver accepts
 /// (`clCreateBuffer` refuses it with `CL_INVALID_BUFFER_SIZE`), or than a 64-bit size holds.
-fn buffer_too_large(device: &ClDevice, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
-    let limit = device.profile.max_mem_alloc_size;
+fn buffer_too_large(device: &AnyDevice, ty: ndtune_spec::ElemType, len: usize) -> Option<String> {
+    let limit = device.profile().max_mem_alloc_size;
     match len.checked_mul(ty.size()).map(|b| b as u64) {
         Some(bytes) if bytes <= limit => None,
         Some(bytes) => Some(format!(
@@ -298,7 +295,7 @@ fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
 
 impl Bench {
     /// Opens a session on `device` for `spec`, which must have a kernel source and `[launch]`.
-    pub fn new(spec: Spec, device: &ClDevice, seed: u64) -> Result<Bench, Fatal> {
+    pub fn new(spec: Spec, device: &AnyDevice, seed: u64) -> Result<Bench, Fatal> {
         let source = spec
             .kernel_source()
             .map_err(|e| Fatal(e.to_string()))?
@@ -343,10 +340,16 @@ impl Bench {
             )
         });
         if let Some(a) = halves {
-            if !device.profile.extensions.iter().any(|e| e == "cl_khr_fp16") {
+            if !device
+                .profile()
+                .extensions
+                .iter()
+                .any(|e| e == "cl_khr_fp16")
+            {
                 return Err(Fatal(format!(
                     "[[args]] {} is a half, and {} has no cl_khr_fp16",
-                    a.name, device.profile.name
+                    a.name,
+                    device.profile().name
                 )));
             }
         }
@@ -376,7 +379,7 @@ impl Bench {
                 }
             }
         }
-        let session = Session::new(device).map_err(|e| Fatal(e.to_string()))?;
+        let session = device.session().map_err(|e| Fatal(e.to_string()))?;
         Ok(Bench {
             spec,
             device: device.clone(),
@@ -406,6 +409,7 @@ impl Bench {
             own_binary: None,
             own_kernel: None,
             host_deadline: Cell::new(None),
+            lost: RefCell::new(None),
         })
     }
 
@@ -501,9 +505,15 @@ impl Bench {
         self.session.builds()
     }
 
+    /// Why the device's session is lost, once a launch lost it (CUDA after an illegal address):
+    /// the configuration is `crashed` and the process must be replaced.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.borrow().clone()
+    }
+
     /// The device's name.
     pub fn device_name(&self) -> &str {
-        &self.device.profile.name
+        &self.device.profile().name
     }
 
     /// Evaluates one configuration (values in parameter declaration order) and says where the
@@ -549,16 +559,20 @@ impl Bench {
 
     /// The driver's program binary for a configuration's build options (of the generated
     /// code, where there is any), built now and not kept (see [`Session::binary`]).
-    pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, ClError> {
+    pub fn binary(&mut self, config: &[i64]) -> Result<Vec<u8>, DeviceError> {
         let options = self.options(config);
         match &self.generated.source {
-            Some(code) => self.session.own_binary(code, &options),
-            None => self.session.binary(&self.source.text, &options),
+            Some(code) => self
+                .session
+                .own_binary(code, &self.spec.kernel.name, &options),
+            None => self
+                .session
+                .binary(&self.source.text, &self.spec.kernel.name, &options),
         }
     }
 
     /// Whether a build worker's build reaches the measurement through the driver's own cache of
-    /// builds ([`ndtune_cl::ClDevice::driver_caches_builds`]) rather than as a program binary:
+    /// builds ([`ndtune_backend::Device::driver_caches_builds`]) rather than as a program binary:
     /// on PoCL, asking for a binary compiles the kernel once more (75 ms of a 0.3 s build and
     /// prime of a small kernel on 2 cores), where a build from source that finds PoCL's cache
     /// takes 25 ms.
@@ -569,7 +583,7 @@ impl Bench {
     /// Builds a configuration's program (of the generated code, where there is any) into the
     /// driver's own cache of builds, for [`Bench::prime`] and for the measurement's build from
     /// source to find there.
-    pub fn build_into_driver_cache(&mut self, config: &[i64]) -> Result<(), ClError> {
+    pub fn build_into_driver_cache(&mut self, config: &[i64]) -> Result<(), DeviceError> {
         let options = self.options(config);
         let name = &self.spec.kernel.name;
         match &self.generated.source {
@@ -697,7 +711,7 @@ impl Bench {
     /// configuration) where the kernel only reads it, else a buffer of this configuration's
     /// with the input copied in on the device. (A copy, not a fill where the input is one value
     /// repeated: PoCL fills 64 MiB in 80-120 ms where it copies them in 30-80 ms.)
-    fn hold(&self, i: usize, access: Access, data: &HostData) -> Result<Held, ClError> {
+    fn hold(&self, i: usize, access: Access, data: &HostData) -> Result<Held, DeviceError> {
         let key = (i, data.bytes.len());
         let input = self.pristine(key, data)?;
         if access == Access::Read {
@@ -713,7 +727,11 @@ impl Bench {
     }
 
     /// The input `data` of argument and size `key` on the device, uploaded the first time.
-    fn pristine(&self, key: (usize, usize), data: &HostData) -> Result<Rc<DeviceBuffer>, ClError> {
+    fn pristine(
+        &self,
+        key: (usize, usize),
+        data: &HostData,
+    ) -> Result<Rc<DeviceBuffer>, DeviceError> {
         if let Some(b) = self.pristine.borrow().get(&key) {
             return Ok(Rc::clone(b));
         }
@@ -803,7 +821,7 @@ impl Bench {
         &mut self,
         config: &[i64],
         p: &Prepared,
-    ) -> Result<(ndtune_cl::Kernel, Vec<usize>, Vec<usize>), RunError> {
+    ) -> Result<(Kernel, Vec<usize>, Vec<usize>), RunError> {
         let global = match &self.generated.global {
             Some(global) => global.clone(),
             None => self
@@ -832,7 +850,7 @@ impl Bench {
             .set(self.build_ms.get() + started.elapsed().as_secs_f64() * 1e3);
         let kernel = match built {
             Ok(k) => k,
-            Err(ClError::Build { log, .. }) => {
+            Err(DeviceError::Build { log, .. }) => {
                 return Err(RunError::outcome(Outcome::BuildFailed { log }))
             }
             Err(e) => return Err(RunError::Fatal(Fatal(e.to_string()))),
@@ -854,12 +872,7 @@ impl Bench {
         Ok((kernel, global, local))
     }
 
-    fn launch(
-        &self,
-        kernel: &ndtune_cl::Kernel,
-        global: &[usize],
-        local: &[usize],
-    ) -> Result<f64, RunError> {
+    fn launch(&self, kernel: &Kernel, global: &[usize], local: &[usize]) -> Result<f64, RunError> {
         self.observed_launch(kernel, global, local, None)
     }
 
@@ -867,7 +880,7 @@ impl Bench {
     /// starts, while it runs and once it finished.
     fn observed_launch(
         &self,
-        kernel: &ndtune_cl::Kernel,
+        kernel: &Kernel,
         global: &[usize],
         local: &[usize],
         mut observe: Option<&mut Observe<'_>>,
@@ -891,13 +904,18 @@ impl Bench {
         if let (Ok(_), Some(observe)) = (&launched, observe) {
             observe(Moment::AfterFinish)?;
         }
-        launched.map_err(|e| match e.code() {
-            Some(code) if ARGUMENT_ERRORS.contains(&code) => RunError::Fatal(Fatal(format!(
+        launched.map_err(|e| match e.fault() {
+            Fault::Arguments => RunError::Fatal(Fatal(format!(
                 "{}: the [[args]] do not match kernel `{}`: {e}",
                 self.spec.path.display(),
                 self.spec.kernel.name
             ))),
-            _ => RunError::outcome(Outcome::Refused {
+            Fault::Lost => {
+                let detail = format!("the device's session is lost: {e}");
+                self.lost.replace(Some(detail.clone()));
+                RunError::outcome(Outcome::Crashed { detail })
+            }
+            Fault::Call => RunError::outcome(Outcome::Refused {
                 error: match self.advice.get() {
                     Some(a) => a.refusal(&e.to_string()),
                     None => e.to_string(),
@@ -908,7 +926,7 @@ impl Bench {
 
     /// The outputs named in `[verify]` after one run.
     fn outputs(&self, p: &Prepared) -> Result<Buffers, RunError> {
-        read_outputs(&self.spec, &self.session, &held_buffers(p))
+        read_outputs(&self.spec, &*self.session, &held_buffers(p))
             .map_err(|e| RunError::outcome(refused(&e)))
     }
 
@@ -921,7 +939,7 @@ impl Bench {
         expected: &Expected,
         verify: &ndtune_spec::Verify,
     ) -> Result<Option<crate::verify::Mismatch>, RunError> {
-        let failed = |e: ClError| RunError::outcome(refused(&e));
+        let failed = |e: DeviceError| RunError::outcome(refused(&e));
         let outputs = expected.outputs.iter();
         for (name, want) in outputs.filter(|(n, _)| verify.outputs.contains(n)) {
             let (i, ty) = output(&self.spec, name);
@@ -929,14 +947,14 @@ impl Bench {
             let mut device_check = self.device_check.borrow_mut();
             if let Some(check) = device_check.as_mut() {
                 let started = Instant::now();
-                let loaded = check.load(&self.session, (i, expected.id), ty, buffer, &want.values);
+                let loaded = check.load(&*self.session, (i, expected.id), ty, buffer, &want.values);
                 self.add_data_time(started);
                 if loaded.is_err() {
                     // A driver that cannot build the comparison: the host compares from now on.
                     *device_check = None;
                 } else {
                     let key = (i, expected.id);
-                    match check.matches(&self.session, key, ty, buffer, &want.values, verify) {
+                    match check.matches(&*self.session, key, ty, buffer, &want.values, verify) {
                         Ok(Some(true)) => continue,
                         Ok(_) => {}
                         // A driver that cannot run the comparison: the host compares from now on.
@@ -947,8 +965,8 @@ impl Bench {
             drop(device_check);
             let compare = |got: &[u8]| compare_bytes(name, want, ty, got, verify.rtol, verify.atol);
             // A CPU device's buffer is host memory: compared where it lies, nothing copied.
-            let compared = if self.device.profile.device_type == DeviceType::Cpu {
-                self.session.map_read(buffer, compare).map_err(failed)?
+            let compared = if self.device.profile().device_type == DeviceType::Cpu {
+                self.session.map(buffer, compare).map_err(failed)?
             } else {
                 let mut readback = self.readback.borrow_mut();
                 let host = match readback.entry((i, buffer.len())) {
@@ -1206,8 +1224,8 @@ impl Bench {
     ) -> Result<Buffers, Fatal> {
         let what = format!("[verify] reference kernel `{name}` ({})", path.display());
         let source = self.reference_source.as_ref().expect("read in new");
-        let fail = |e: ClError| Fatal(format!("{what}: {e}"));
-        let mut session = Session::new(&self.device).map_err(fail)?;
+        let fail = |e: DeviceError| Fatal(format!("{what}: {e}"));
+        let mut session = self.device.session().map_err(fail)?;
         let kernel = session
             .kernel(&source.text, name, &key.options)
             .map_err(fail)?;
@@ -1242,7 +1260,7 @@ impl Bench {
             .launch(&kernel, &key.global, None, None)
             .map_err(fail)?;
         let buffers: Vec<Option<&DeviceBuffer>> = buffers.iter().map(Option::as_ref).collect();
-        read_outputs(&self.spec, &session, &buffers).map_err(fail)
+        read_outputs(&self.spec, &*session, &buffers).map_err(fail)
     }
 
     /// Writes the outputs `check` names into its files and asks the front end about them.
@@ -1359,7 +1377,7 @@ impl Bench {
     }
 }
 
-fn refused(e: &ClError) -> Outcome {
+fn refused(e: &DeviceError) -> Outcome {
     Outcome::Refused {
         error: e.to_string(),
     }
@@ -1398,9 +1416,9 @@ fn held_buffers(p: &Prepared) -> Vec<Option<&DeviceBuffer>> {
 /// Reads back the buffers named in `[verify]` (none without it); `buffers` are per argument.
 fn read_outputs(
     spec: &Spec,
-    session: &Session,
+    session: &dyn Session,
     buffers: &[Option<&DeviceBuffer>],
-) -> Result<Buffers, ClError> {
+) -> Result<Buffers, DeviceError> {
     let mut out = Buffers::new();
     let Some(verify) = &spec.verify else {
         return Ok(out);

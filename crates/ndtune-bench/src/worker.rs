@@ -112,8 +112,8 @@ pub enum Response {
 
 impl Job {
     /// Opens the job's device (or sub-device) in this process.
-    pub fn open_device(&self) -> Result<ndtune_cl::ClDevice, Fatal> {
-        let device = ndtune_cl::attach(self.device).map_err(|e| Fatal(e.to_string()))?;
+    pub fn open_device(&self) -> Result<ndtune_backend::AnyDevice, Fatal> {
+        let device = ndtune_backend::attach(self.device).map_err(|e| Fatal(e.to_string()))?;
         match self.sub {
             Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string())),
             None => Ok(device),
@@ -258,9 +258,18 @@ impl Service for Bench {
         };
         let (outcome, cost) =
             self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), front)?;
+        if let Some(why) = self.lost() {
+            // Unanswered: the supervisor records the configuration `crashed`, with this reason
+            // from stderr, and starts a new worker for the next one.
+            eprintln!("{why}");
+            std::process::exit(LOST_EXIT);
+        }
         Ok(Response::Outcome { outcome, cost })
     }
 }
+
+/// The exit status of a measurement worker whose device session was lost.
+const LOST_EXIT: i32 = 3;
 
 /// Runs the measurement worker on stdin/stdout until stdin closes; the process exit code.
 pub fn serve() -> i32 {

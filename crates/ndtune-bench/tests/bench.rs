@@ -67,7 +67,7 @@ access = "write"
 "#;
 
 fn bench(spec: Spec) -> Bench {
-    let device = ndtune_cl::discover().unwrap().remove(0);
+    let device = ndtune_backend::discover().unwrap().remove(0);
     Bench::new(spec, &device, 42).unwrap()
 }
 

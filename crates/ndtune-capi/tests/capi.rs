@@ -191,7 +191,7 @@ impl Fixture {
             model_path,
             predictor,
             device: cl.id(),
-            profile: cl.profile,
+            profile: ndtune_device::backend::Device::profile(&cl).clone(),
         }
     }
 

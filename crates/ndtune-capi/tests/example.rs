@@ -127,7 +127,7 @@ fn assert_legal(local: [u64; 2]) {
     let device = ndtune_cl::discover()
         .expect("the example needs an OpenCL device (PoCL)")
         .remove(0);
-    let mut features = device_features(&device.profile);
+    let mut features = device_features(ndtune_device::backend::Device::profile(&device));
     features.extend(dataset_features(&Dataset {
         rows: 700,
         cols: 1000,

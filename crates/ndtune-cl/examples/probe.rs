@@ -3,6 +3,8 @@
 //! `cargo run -p ndtune-cl --example probe`; with `OCL_ICD_VENDORS=/nonexistent-dir` it shows
 //! the no-platform error instead.
 
+use ndtune_device::backend::Device;
+
 fn main() {
     let devices = match ndtune_cl::discover() {
         Ok(d) => d,
@@ -13,7 +15,7 @@ fn main() {
     };
     let src = "__kernel void scale(__global float *a, float s) { a[get_global_id(0)] *= s; }";
     for d in &devices {
-        println!("device {}: {:#?}", d.index, d.profile);
+        println!("device {}: {:#?}", d.index(), d.profile());
         match d.kernel_limits(src, "scale", "") {
             Ok(k) => println!("kernel `scale`: {k:?}"),
             Err(e) => println!("kernel `scale`: {e}"),

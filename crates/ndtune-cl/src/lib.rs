@@ -1,16 +1,18 @@
 //! The only crate of ndtune that links OpenCL.
 //!
-//! It owns device discovery ([`discover`]: every platform, every device, in a stable order, each
-//! read into an [`ndtune_device::DeviceProfile`] with `clGetDeviceInfo`), program builds on one
-//! device with their full build log on failure, the per-kernel limits of a built kernel
-//! ([`ClDevice::kernel_limits`], from `clGetKernelWorkGroupInfo`) and the mapping of OpenCL error
-//! codes to names ([`error_name`]).
+//! It is the OpenCL implementation of the device backend boundary ([`ndtune_device::backend`]):
+//! device discovery ([`discover`]: every platform, every device, in a stable order, each read
+//! into an [`ndtune_device::DeviceProfile`] with `clGetDeviceInfo`), program builds on one device
+//! with their full build log on failure, the per-kernel limits of a built kernel (from
+//! `clGetKernelWorkGroupInfo`), sessions ([`Session`]) and the mapping of OpenCL error codes to
+//! names ([`error_name`]).
 //!
 //! libOpenCL is loaded at run time (`opencl3`'s default `dynamic` feature), so a machine without
-//! an OpenCL loader or without any registered platform gets [`ClError::NoPlatform`], whose message
+//! an OpenCL loader or without any registered platform gets [`DeviceError::Unavailable`], whose message
 //! says how to install one, instead of a loader failure at start-up.
 
-use ndtune_device::{DeviceProfile, DeviceType};
+use ndtune_device::backend::{AnyDevice, Api, DeviceError, Fault, KernelLimits};
+use ndtune_device::{DeviceProfile, DeviceType, PciAddress};
 use opencl3::context::Context;
 use opencl3::device::{
     Device, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
@@ -19,7 +21,7 @@ use opencl3::error_codes::{
     ClError as RawError, CL_DEVICE_NOT_FOUND, CL_INVALID_KERNEL_NAME, CL_PLATFORM_NOT_FOUND_KHR,
     DLOPEN_FUNCTION_NOT_AVAILABLE, DLOPEN_RUNTIME_LOAD_FAILED,
 };
-pub use opencl3::kernel::Kernel;
+use opencl3::kernel::Kernel;
 use opencl3::platform::{get_platforms, Platform};
 use opencl3::program::Program;
 use opencl3::types::cl_device_id;
@@ -27,9 +29,10 @@ use std::sync::{Mutex, PoisonError};
 
 mod programs;
 mod session;
-pub use session::{Arg, DeviceBuffer, PinnedHost, Pipeline, PipelineTimes, Running, Session, Step};
+pub use session::Session;
+use std::sync::Arc;
 
-/// How to get an OpenCL platform; part of [`ClError::NoPlatform`]'s message.
+/// How to get an OpenCL platform; part of [`DeviceError::Unavailable`]'s message.
 pub const INSTALL_HINT: &str = "install an OpenCL platform: on Debian/Ubuntu, \
 `sudo apt-get install pocl-opencl-icd ocl-icd-opencl-dev` gives a CPU device (PoCL) and the \
 libOpenCL.so loader; GPU drivers register their own ICD file in /etc/OpenCL/vendors \
@@ -41,86 +44,34 @@ const PROBE_SOURCE: &str =
     "__kernel void ndtune_probe(__global float *x) { size_t i = get_global_id(0); x[i] = 2.0f * x[i]; }";
 const PROBE_KERNEL: &str = "ndtune_probe";
 
-/// What can go wrong when talking to OpenCL.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ClError {
-    /// No usable OpenCL platform: libOpenCL could not be loaded, no ICD is registered, or the
-    /// registered platforms have no devices.
-    #[error("no OpenCL platform found ({reason}); {INSTALL_HINT}")]
-    NoPlatform { reason: String },
-    /// `clBuildProgram` failed; `log` is the device's full build log.
-    #[error("{}", build_message(.device, .options, *.code, .log))]
-    Build {
-        /// Name of the device the program was built for.
-        device: String,
-        options: String,
-        /// What `clBuildProgram` returned, e.g. `CL_BUILD_PROGRAM_FAILURE`.
-        code: i32,
-        log: String,
-    },
-    /// The program built but defines no kernel of that name.
-    #[error("the program defines no kernel `{name}` (it defines: {available})")]
-    NoKernel {
-        name: String,
-        /// The kernels the program does define, `;`-separated as OpenCL lists them.
-        available: String,
-    },
-    /// Source or build options that cannot be passed to OpenCL (an interior NUL byte).
-    #[error("invalid {what}: it contains a NUL byte")]
-    InvalidInput { what: &'static str },
-    /// The spec's argument list does not match the kernel's.
-    #[error("the kernel takes {expected} arguments, but {given} are given")]
-    ArgCount { expected: usize, given: usize },
-    /// `clSetKernelArg` refused an argument (wrong size or kind for the kernel's parameter).
-    #[error("argument {index} does not match the kernel's parameter: {name} ({code})")]
-    Arg {
-        index: usize,
-        code: i32,
-        name: &'static str,
-    },
-    /// Any other OpenCL call that failed.
-    #[error("{call} failed: {name} ({code})")]
-    Api {
-        call: &'static str,
-        code: i32,
-        name: &'static str,
-    },
-}
+/// Kernel-argument errors of a launch: the spec's arguments do not fit the kernel.
+const ARGUMENT_ERRORS: [i32; 3] = [
+    -52, /* CL_INVALID_KERNEL_ARGS */
+    -49, /* CL_INVALID_ARG_INDEX */
+    -51, /* CL_INVALID_ARG_SIZE */
+];
 
-fn build_message(device: &str, options: &str, code: i32, log: &str) -> String {
-    let log = log.trim_end();
-    let log = if log.is_empty() {
-        "(the compiler wrote no build log)"
-    } else {
-        log
-    };
-    format!(
-        "building the program for {device} with options `{options}` failed: {} ({code})\n{log}",
-        error_name(code)
-    )
-}
-
-impl ClError {
-    /// The OpenCL error code behind this error, where there is one.
-    pub fn code(&self) -> Option<i32> {
-        match self {
-            ClError::Build { code, .. } | ClError::Api { code, .. } | ClError::Arg { code, .. } => {
-                Some(*code)
-            }
-            ClError::NoKernel { .. } => Some(CL_INVALID_KERNEL_NAME),
-            ClError::NoPlatform { .. }
-            | ClError::InvalidInput { .. }
-            | ClError::ArgCount { .. } => None,
-        }
+/// Wraps a failed `opencl3` call as [`DeviceError::Failed`].
+fn api(call: &'static str) -> impl FnOnce(RawError) -> DeviceError {
+    move |e| DeviceError::Failed {
+        call,
+        code: e.0,
+        name: error_name(e.0).to_string(),
+        fault: if ARGUMENT_ERRORS.contains(&e.0) {
+            Fault::Arguments
+        } else {
+            Fault::Call
+        },
     }
 }
 
-/// Wraps a failed `opencl3` call as [`ClError::Api`].
-fn api(call: &'static str) -> impl FnOnce(RawError) -> ClError {
-    move |e| ClError::Api {
-        call,
-        code: e.0,
-        name: error_name(e.0),
+/// No usable OpenCL platform: libOpenCL could not be loaded, no ICD is registered, or the
+/// registered platforms have no devices.
+fn no_platform(reason: String) -> DeviceError {
+    DeviceError::Unavailable {
+        api: Api::OpenCl,
+        reason,
+        hint: INSTALL_HINT,
     }
 }
 
@@ -137,31 +88,17 @@ pub fn error_name(code: i32) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct ClDevice {
     /// Global index across all platforms, in discovery order (platform order, then device order).
-    pub index: usize,
+    index: usize,
     /// Everything `clGetDeviceInfo` reported that ndtune uses.
-    pub profile: DeviceProfile,
+    profile: DeviceProfile,
     /// Index of the device's platform in `clGetPlatformIDs` order.
-    pub platform_index: usize,
+    platform_index: usize,
     /// For a sub-device, which part of how many of its parent (`D:K/N`).
-    pub sub: Option<(usize, usize)>,
+    sub: Option<(usize, usize)>,
     device: Device,
     platform: Platform,
     /// Keeps a sub-device's OpenCL handle alive (released when the last clone goes).
     _sub_device: Option<std::sync::Arc<opencl3::device::SubDevice>>,
-}
-
-/// What `clGetKernelWorkGroupInfo` reports for one kernel built on one device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelLimits {
-    /// `CL_KERNEL_WORK_GROUP_SIZE`: the largest work-group the driver advises for this kernel
-    /// (advice: some drivers launch larger ones; only a launch refuses).
-    pub work_group_size: u64,
-    /// `CL_KERNEL_LOCAL_MEM_SIZE`: bytes of local memory the kernel uses statically.
-    pub local_mem_size: u64,
-    /// `CL_KERNEL_PRIVATE_MEM_SIZE`: bytes of private memory per work-item.
-    pub private_mem_size: u64,
-    /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`.
-    pub preferred_work_group_size_multiple: u64,
 }
 
 /// Finds every device of every OpenCL platform, in `clGetPlatformIDs` then `clGetDeviceIDs`
@@ -169,9 +106,9 @@ pub struct KernelLimits {
 /// from the device query of OpenCL 3.0 (`CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`); where
 /// the driver does not answer it, a trivial kernel is built on the device to read the kernel's.
 ///
-/// Returns [`ClError::NoPlatform`] when libOpenCL cannot be loaded, no platform is registered,
+/// Returns [`DeviceError::Unavailable`] when libOpenCL cannot be loaded, no platform is registered,
 /// or no platform has a device.
-pub fn discover() -> Result<Vec<ClDevice>, ClError> {
+pub fn discover() -> Result<Vec<ClDevice>, DeviceError> {
     discover_with(true)
 }
 
@@ -180,11 +117,11 @@ pub fn discover() -> Result<Vec<ClDevice>, ClError> {
 /// no device context is made, so listing or comparing
 /// the devices of a host costs no more with many GPUs (NVIDIA's driver makes contexts one at a
 /// time, host-wide). Open the one to tune with [`open`].
-pub fn discover_unprobed() -> Result<Vec<ClDevice>, ClError> {
+pub fn discover_unprobed() -> Result<Vec<ClDevice>, DeviceError> {
     discover_with(false)
 }
 
-fn discover_with(probe: bool) -> Result<Vec<ClDevice>, ClError> {
+fn discover_with(probe: bool) -> Result<Vec<ClDevice>, DeviceError> {
     let mut devices = Vec::new();
     for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
         for id in ids {
@@ -202,16 +139,14 @@ fn discover_with(probe: bool) -> Result<Vec<ClDevice>, ClError> {
         }
     }
     if devices.is_empty() {
-        return Err(ClError::NoPlatform {
-            reason: "the OpenCL platforms report no device".into(),
-        });
+        return Err(no_platform("the OpenCL platforms report no device".into()));
     }
     Ok(devices)
 }
 
 /// The name of every device, in [`discover`]'s order, read without building anything: enough
 /// to resolve a device selector before opening only the devices it picks ([`open`]).
-pub fn names() -> Result<Vec<String>, ClError> {
+pub fn names() -> Result<Vec<String>, DeviceError> {
     let mut names = Vec::new();
     for (_, _, _, ids) in enumerate_devices()? {
         for id in ids {
@@ -221,16 +156,14 @@ pub fn names() -> Result<Vec<String>, ClError> {
         }
     }
     if names.is_empty() {
-        return Err(ClError::NoPlatform {
-            reason: "the OpenCL platforms report no device".into(),
-        });
+        return Err(no_platform("the OpenCL platforms report no device".into()));
     }
     Ok(names)
 }
 
 /// Device `index` in [`discover`]'s order with its whole profile, reading only that device
 /// (discovering every device would build a probe kernel on each).
-pub fn open(index: usize) -> Result<ClDevice, ClError> {
+pub fn open(index: usize) -> Result<ClDevice, DeviceError> {
     open_device(index, true)
 }
 
@@ -238,11 +171,11 @@ pub fn open(index: usize) -> Result<ClDevice, ClError> {
 /// measurement and build workers): its profile is read without the probe build, so the
 /// preferred work-group size multiple is 0 where the driver does not answer the device query.
 /// The device is discovered once, by the tuner.
-pub fn attach(index: usize) -> Result<ClDevice, ClError> {
+pub fn attach(index: usize) -> Result<ClDevice, DeviceError> {
     open_device(index, false)
 }
 
-fn open_device(index: usize, probe: bool) -> Result<ClDevice, ClError> {
+fn open_device(index: usize, probe: bool) -> Result<ClDevice, DeviceError> {
     let mut seen = 0;
     for (platform_index, platform, platform_name, ids) in enumerate_devices()? {
         if let Some(&id) = ids.get(index - seen) {
@@ -260,9 +193,9 @@ fn open_device(index: usize, probe: bool) -> Result<ClDevice, ClError> {
         }
         seen += ids.len();
     }
-    Err(ClError::NoPlatform {
-        reason: format!("there is no device {index} (found {seen})"),
-    })
+    Err(no_platform(format!(
+        "there is no device {index} (found {seen})"
+    )))
 }
 
 /// Platforms with their names and device ids, in discovery order.
@@ -275,15 +208,13 @@ type Enumeration = Vec<(usize, Platform, String, Vec<cl_device_id>)>;
 /// still running (a guard against recursion through hwloc, read outside PoCL's own lock). That
 /// thread's `clGetDeviceIDs` then fails with `CL_DEVICE_NOT_FOUND`, so concurrent first calls
 /// would see no device.
-fn enumerate_devices() -> Result<Enumeration, ClError> {
+fn enumerate_devices() -> Result<Enumeration, DeviceError> {
     static ENUMERATION: Mutex<()> = Mutex::new(());
     let _guard = ENUMERATION.lock().unwrap_or_else(PoisonError::into_inner);
     prefer_runtime_loader_names();
     let platforms = get_platforms().map_err(|e| no_platform_error(e.0))?;
     if platforms.is_empty() {
-        return Err(ClError::NoPlatform {
-            reason: "clGetPlatformIDs returned no platform".into(),
-        });
+        return Err(no_platform("clGetPlatformIDs returned no platform".into()));
     }
     let mut out = Vec::with_capacity(platforms.len());
     for (platform_index, platform) in platforms.into_iter().enumerate() {
@@ -309,7 +240,7 @@ fn prefer_runtime_loader_names() {
     }
 }
 
-fn no_platform_error(code: i32) -> ClError {
+fn no_platform_error(code: i32) -> DeviceError {
     let reason = match code {
         DLOPEN_RUNTIME_LOAD_FAILED => "the OpenCL loader (libOpenCL.so or libOpenCL.so.1) could \
              not be loaded; it comes with ocl-icd-libopencl1, or set OPENCL_DYLIB_PATH to its path"
@@ -320,7 +251,7 @@ fn no_platform_error(code: i32) -> ClError {
         }
         code => format!("clGetPlatformIDs failed: {} ({code})", error_name(code)),
     };
-    ClError::NoPlatform { reason }
+    no_platform(reason)
 }
 
 /// OpenCL strings end in NUL; some drivers pad them with spaces as well.
@@ -344,7 +275,7 @@ fn device_type(bits: u64) -> DeviceType {
 /// The [`DeviceProfile`] of a device a program found itself (the C API receives a
 /// `cl_device_id`): what [`discover`] reads, its platform's name through `CL_DEVICE_PLATFORM`.
 /// `id` must be a valid device of the libOpenCL this process loaded.
-pub fn profile_of(id: cl_device_id) -> Result<DeviceProfile, ClError> {
+pub fn profile_of(id: cl_device_id) -> Result<DeviceProfile, DeviceError> {
     prefer_runtime_loader_names();
     let device = Device::new(id);
     let platform = Platform::new(device.platform().map_err(api("clGetDeviceInfo"))?);
@@ -359,7 +290,7 @@ fn read_profile(
     device: &Device,
     platform_name: &str,
     probe: bool,
-) -> Result<DeviceProfile, ClError> {
+) -> Result<DeviceProfile, DeviceError> {
     let info = api("clGetDeviceInfo");
     let dims = device.max_work_item_dimensions().map_err(info)? as usize;
     let mut max_work_item_sizes: Vec<u64> = device
@@ -413,6 +344,7 @@ fn read_profile(
             .split_whitespace()
             .map(str::to_string)
             .collect(),
+        cuda: None,
     };
     if probe && !is_whole(&profile) {
         let probe = kernel_limits_on(device, &profile.name, PROBE_SOURCE, PROBE_KERNEL, "")?;
@@ -429,18 +361,47 @@ fn is_whole(profile: &DeviceProfile) -> bool {
 }
 
 impl ClDevice {
-    /// The selector that picks this device again: its index, with `:K/N` for a sub-device.
-    pub fn selector(&self) -> String {
-        match self.sub {
-            Some((k, n)) => format!("{}:{k}/{n}", self.index),
-            None => self.index.to_string(),
-        }
+    /// The `opencl3` device handle.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The raw `cl_device_id`.
+    pub fn id(&self) -> cl_device_id {
+        self.device.id()
+    }
+
+    /// The `opencl3` handle of the device's platform.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+}
+
+impl ndtune_device::backend::Device for ClDevice {
+    fn api(&self) -> Api {
+        Api::OpenCl
+    }
+
+    fn index(&self) -> usize {
+        self.index
+    }
+
+    fn platform_index(&self) -> usize {
+        self.platform_index
+    }
+
+    fn profile(&self) -> &DeviceProfile {
+        &self.profile
+    }
+
+    fn sub(&self) -> Option<(usize, usize)> {
+        self.sub
     }
 
     /// The OpenCL C version the device compiles (`CL_DEVICE_OPENCL_C_VERSION`) and its
     /// platform's version (`CL_PLATFORM_VERSION`), as the driver words them: what Kernel Tuner's
     /// `env` names `opencl_c_version` and `platform_version`.
-    pub fn versions(&self) -> Result<(String, String), ClError> {
+    fn versions(&self) -> Result<(String, String), DeviceError> {
         let c = self
             .device
             .opencl_c_version()
@@ -453,38 +414,17 @@ impl ClDevice {
     /// process's build of the same source and options for this device finds it (and PoCL, the
     /// work-group functions its launches compiled): PoCL's kernel cache, unless
     /// `POCL_KERNEL_CACHE=0` turns it off.
-    pub fn driver_caches_builds(&self) -> bool {
+    fn driver_caches_builds(&self) -> bool {
         self.profile.platform_name == "Portable Computing Language"
             && std::env::var("POCL_KERNEL_CACHE").map_or(true, |v| v.trim() != "0")
-    }
-
-    /// How `ndtune devices` and reports name a device: `SELECTOR: NAME`.
-    pub fn label(&self) -> String {
-        format!("{}: {}", self.selector(), self.profile.name)
-    }
-
-    /// Picks one of `devices` (in discovery order) by selector: an index or part of a name,
-    /// `D:K/N` for sub-device K of N equal parts of device D.
-    pub fn pick(devices: &[ClDevice], sel: &str) -> Result<ClDevice, String> {
-        let names: Vec<&str> = devices.iter().map(|d| d.profile.name.as_str()).collect();
-        let selector = sel
-            .parse::<ndtune_device::Selector>()
-            .map_err(|e| e.to_string())?;
-        let device = &devices[selector.pick(&names).map_err(|e| e.to_string())?];
-        match selector {
-            ndtune_device::Selector::Sub { k, n, .. } => device
-                .sub_device(k, n)
-                .map_err(|e| format!("sub-device {sel}: {e}")),
-            _ => Ok(device.clone()),
-        }
     }
 
     /// This device with its whole profile: an attached device ([`attach`],
     /// [`discover_unprobed`]) gets its preferred work-group size multiple from the probe build
     /// (a context); a probed one is returned as it is.
-    pub fn probed(self) -> Result<ClDevice, ClError> {
+    fn probed(&self) -> Result<AnyDevice, DeviceError> {
         if is_whole(&self.profile) {
-            return Ok(self);
+            return Ok(Arc::new(self.clone()));
         }
         let limits = kernel_limits_on(
             &self.device,
@@ -500,18 +440,21 @@ impl ClDevice {
 
     /// This device with `profile`, read whole by another process that opened it (a pool hands
     /// its workers their devices' profiles, so that they make no context of their own for it).
-    pub fn with_profile(self, profile: DeviceProfile) -> ClDevice {
-        ClDevice { profile, ..self }
+    fn with_profile(&self, profile: DeviceProfile) -> AnyDevice {
+        Arc::new(ClDevice {
+            profile,
+            ..self.clone()
+        })
     }
 
     /// Sub-device `k` of `n` partitions of this device with equal compute units
     /// (`clCreateSubDevices` with `CL_DEVICE_PARTITION_EQUALLY`), so that co-execution can be
     /// tried on one CPU. Its profile is the sub-device's own (fewer compute units).
-    pub fn sub_device(&self, k: usize, n: usize) -> Result<ClDevice, ClError> {
+    fn sub_device(&self, k: usize, n: usize) -> Result<AnyDevice, DeviceError> {
         use opencl3::device::CL_DEVICE_PARTITION_EQUALLY;
         let units = self.profile.compute_units as usize;
         if n == 0 || k >= n || units < n {
-            return Err(ClError::InvalidInput {
+            return Err(DeviceError::InvalidInput {
                 what: "sub-device: D:K/N needs K < N <= compute units",
             });
         }
@@ -521,7 +464,7 @@ impl ClDevice {
             .create_sub_devices(&props)
             .map_err(api("clCreateSubDevices"))?;
         if k >= subs.len() {
-            return Err(ClError::InvalidInput {
+            return Err(DeviceError::InvalidInput {
                 what: "sub-device: the device made fewer partitions",
             });
         }
@@ -535,7 +478,7 @@ impl ClDevice {
         // Not which part: equal parts are one kind of device (one fingerprint), so they share
         // results and campaigns (`ndtune tune --pool`).
         profile.name = format!("{} [part of {n}]", profile.name);
-        Ok(ClDevice {
+        Ok(Arc::new(ClDevice {
             index: self.index,
             profile,
             platform_index: self.platform_index,
@@ -543,23 +486,13 @@ impl ClDevice {
             device,
             platform: self.platform,
             _sub_device: Some(sub),
-        })
-    }
-
-    /// The `opencl3` device handle.
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// The raw `cl_device_id`.
-    pub fn id(&self) -> cl_device_id {
-        self.device.id()
+        }))
     }
 
     /// Where the device sits on the PCI bus, where its driver tells it: `cl_khr_pci_bus_info`,
     /// else NVIDIA's `cl_nv_device_attribute_query` (`CL_DEVICE_PCI_BUS_ID_NV`,
     /// `CL_DEVICE_PCI_SLOT_ID_NV` and, on newer drivers, `CL_DEVICE_PCI_DOMAIN_ID_NV`).
-    pub fn pci_address(&self) -> Option<ndtune_device::PciAddress> {
+    fn pci_address(&self) -> Option<PciAddress> {
         const PCI_BUS_INFO_KHR: u32 = 0x410F;
         const PCI_BUS_ID_NV: u32 = 0x4008;
         const PCI_SLOT_ID_NV: u32 = 0x4009;
@@ -576,7 +509,7 @@ impl ClDevice {
         };
         if has("cl_khr_pci_bus_info") {
             if let Some(&[domain, bus, device, _function]) = words(PCI_BUS_INFO_KHR).as_deref() {
-                return Some(ndtune_device::PciAddress {
+                return Some(PciAddress {
                     domain: Some(domain),
                     bus,
                     device,
@@ -587,7 +520,7 @@ impl ClDevice {
             return None;
         }
         let one = |param| words(param).and_then(|w| w.first().copied());
-        Some(ndtune_device::PciAddress {
+        Some(PciAddress {
             domain: one(PCI_DOMAIN_ID_NV),
             bus: one(PCI_BUS_ID_NV)?,
             device: one(PCI_SLOT_ID_NV)?,
@@ -596,7 +529,7 @@ impl ClDevice {
 
     /// How many devices of the same name come before this one on its platform: with the name,
     /// what tells this device apart in another library's list where no PCI address is known.
-    pub fn same_name_before(&self) -> usize {
+    fn same_name_before(&self) -> usize {
         let Ok(platforms) = enumerate_devices() else {
             return 0;
         };
@@ -616,22 +549,17 @@ impl ClDevice {
             .count()
     }
 
-    /// The `opencl3` handle of the device's platform.
-    pub fn platform(&self) -> &Platform {
-        &self.platform
-    }
-
     /// Builds `source` with `build_options` for this device alone (in a context of its own) and
     /// returns `kernel_name`'s limits from `clGetKernelWorkGroupInfo`.
     ///
-    /// A failed build is [`ClError::Build`] with the full build log; a kernel the program does not
-    /// define is [`ClError::NoKernel`].
-    pub fn kernel_limits(
+    /// A failed build is [`DeviceError::Build`] with the full build log; a kernel the program does not
+    /// define is [`DeviceError::NoKernel`].
+    fn kernel_limits(
         &self,
         source: &str,
         kernel_name: &str,
         build_options: &str,
-    ) -> Result<KernelLimits, ClError> {
+    ) -> Result<KernelLimits, DeviceError> {
         kernel_limits_on(
             &self.device,
             &self.profile.name,
@@ -639,6 +567,10 @@ impl ClDevice {
             kernel_name,
             build_options,
         )
+    }
+
+    fn session(&self) -> Result<Box<dyn ndtune_device::backend::Session>, DeviceError> {
+        Ok(Box::new(Session::new(self)?))
     }
 }
 
@@ -648,15 +580,15 @@ fn kernel_limits_on(
     source: &str,
     kernel_name: &str,
     build_options: &str,
-) -> Result<KernelLimits, ClError> {
+) -> Result<KernelLimits, DeviceError> {
     // opencl3 panics on interior NULs in these strings; refuse them first.
     for (what, s) in [
-        ("kernel source", source),
-        ("build options", build_options),
-        ("kernel name", kernel_name),
+        ("kernel source: it contains a NUL byte", source),
+        ("build options: they contain a NUL byte", build_options),
+        ("kernel name: it contains a NUL byte", kernel_name),
     ] {
         if s.contains('\0') {
-            return Err(ClError::InvalidInput { what });
+            return Err(DeviceError::InvalidInput { what });
         }
     }
     let id = device.id();
@@ -673,7 +605,7 @@ fn kernel_limits_on(
     let kernel = match Kernel::create(&program, kernel_name) {
         Ok(k) => k,
         Err(e) if e.0 == CL_INVALID_KERNEL_NAME => {
-            return Err(ClError::NoKernel {
+            return Err(DeviceError::NoKernel {
                 name: kernel_name.to_string(),
                 available: program.kernel_names().to_string(),
             })
@@ -684,7 +616,7 @@ fn kernel_limits_on(
 }
 
 /// `clGetKernelWorkGroupInfo` of a built kernel on device `id`.
-fn limits_of(kernel: &Kernel, id: cl_device_id) -> Result<KernelLimits, ClError> {
+fn limits_of(kernel: &Kernel, id: cl_device_id) -> Result<KernelLimits, DeviceError> {
     let info = || api("clGetKernelWorkGroupInfo");
     Ok(KernelLimits {
         work_group_size: kernel.get_work_group_size(id).map_err(info())? as u64,
@@ -702,11 +634,12 @@ fn is_build_code(code: i32) -> bool {
     code == CL_BUILD_PROGRAM_FAILURE || code == CL_INVALID_BUILD_OPTIONS
 }
 
-fn build_error(device: &str, options: &str, code: i32, log: String) -> ClError {
-    ClError::Build {
+fn build_error(device: &str, options: &str, code: i32, log: String) -> DeviceError {
+    DeviceError::Build {
         device: device.to_string(),
         options: options.to_string(),
         code,
+        name: error_name(code).to_string(),
         log: clean(log),
     }
 }
@@ -714,6 +647,7 @@ fn build_error(device: &str, options: &str, code: i32, log: String) -> ClError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndtune_device::backend::Device as _;
 
     fn first_device() -> ClDevice {
         discover()
@@ -724,7 +658,7 @@ mod tests {
     #[test]
     fn names_and_attach_read_what_discover_reads_without_building() {
         let devices = discover().unwrap();
-        let found: Vec<String> = devices.iter().map(|d| d.profile.name.clone()).collect();
+        let found: Vec<String> = devices.iter().map(|d| d.profile().name.clone()).collect();
         assert_eq!(names().unwrap(), found);
         let (attached, found) = (attach(0).unwrap().profile, &devices[0].profile);
         // PoCL 3 answers the device query of the preferred work-group size multiple, so the
@@ -739,7 +673,7 @@ mod tests {
         let devices = discover().unwrap();
         assert!(!devices.is_empty());
         for (i, d) in devices.iter().enumerate() {
-            let p = &d.profile;
+            let p = &d.profile();
             assert_eq!(d.index, i);
             p.validate().unwrap_or_else(|e| panic!("{}: {e}", p.name));
             assert!(!p.name.is_empty() && !p.version.is_empty() && !p.platform_name.is_empty());
@@ -755,15 +689,19 @@ mod tests {
             assert!(p.version.starts_with("OpenCL "), "{:?}", p.version);
         }
         // Discovery order is stable.
-        let again: Vec<_> = discover().unwrap().into_iter().map(|d| d.profile).collect();
-        let first: Vec<_> = devices.into_iter().map(|d| d.profile).collect();
+        let again: Vec<_> = discover()
+            .unwrap()
+            .into_iter()
+            .map(|d| d.profile().clone())
+            .collect();
+        let first: Vec<_> = devices.into_iter().map(|d| d.profile().clone()).collect();
         assert_eq!(first, again);
     }
 
     #[test]
     fn profile_of_an_id_is_what_discovery_reads() {
         for d in discover().unwrap() {
-            assert_eq!(profile_of(d.id()).unwrap(), d.profile);
+            assert_eq!(profile_of(d.id()).unwrap(), *d.profile());
         }
     }
 
@@ -774,7 +712,10 @@ mod tests {
                    { size_t i = get_global_id(0); a[i] += b[i]; }";
         let k = d.kernel_limits(src, "add", "-cl-mad-enable").unwrap();
         assert!(k.work_group_size > 0);
-        assert!(k.work_group_size <= d.profile.max_work_group_size, "{k:?}");
+        assert!(
+            k.work_group_size <= d.profile().max_work_group_size,
+            "{k:?}"
+        );
         assert!(k.preferred_work_group_size_multiple > 0);
     }
 
@@ -799,7 +740,7 @@ mod tests {
             )
             .unwrap_err();
         match &err {
-            ClError::Build { log, code, .. } => {
+            DeviceError::Build { log, code, .. } => {
                 assert!(!log.trim().is_empty());
                 assert!(log.contains("error"), "{log}");
                 assert_eq!(*code, opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE);
@@ -819,7 +760,7 @@ mod tests {
         assert!(d.kernel_limits(src, "k", "-D N=1").is_ok());
         assert!(matches!(
             d.kernel_limits(src, "k", ""),
-            Err(ClError::Build { .. })
+            Err(DeviceError::Build { .. })
         ));
     }
 
@@ -834,7 +775,7 @@ mod tests {
             )
             .unwrap_err();
         match &err {
-            ClError::NoKernel { name, available } => {
+            DeviceError::NoKernel { name, available } => {
                 assert_eq!(name, "nope");
                 assert!(available.contains("real"), "{available}");
             }
@@ -848,7 +789,7 @@ mod tests {
         let err = d
             .kernel_limits("__kernel void k() {}", "k", "-D A\0")
             .unwrap_err();
-        assert!(matches!(err, ClError::InvalidInput { .. }), "{err:?}");
+        assert!(matches!(err, DeviceError::InvalidInput { .. }), "{err:?}");
     }
 
     #[test]

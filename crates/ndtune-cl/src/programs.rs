@@ -7,7 +7,8 @@
 //! queue runs kernels (`bench/program_load.py`), so loading ahead while measuring cost more than
 //! it hid.
 
-use crate::{api, build_error, is_build_code, ClError};
+use crate::{api, build_error, is_build_code};
+use ndtune_device::backend::DeviceError;
 use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::program::Program;
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A built program, or the error of its build (remembered so that it is not tried again).
-pub(crate) type Built = Arc<Result<Program, ClError>>;
+pub(crate) type Built = Arc<Result<Program, DeviceError>>;
 
 /// The programs of one session (one context, one device).
 pub(crate) struct Programs {
@@ -50,7 +51,7 @@ impl Programs {
     }
 
     /// Builds `source` with `options` now, keeping nothing.
-    pub fn build(&self, source: &str, options: &str) -> Result<Program, ClError> {
+    pub fn build(&self, source: &str, options: &str) -> Result<Program, DeviceError> {
         let id = self.device.id();
         let mut program = Program::create_from_source(&self.context, source)
             .map_err(api("clCreateProgramWithSource"))?;

@@ -2,7 +2,11 @@
 //! once per set of build options, raw byte buffers, kernel arguments and timed launches.
 
 use crate::programs::Programs;
-use crate::{api, ClDevice, ClError, KernelLimits};
+use crate::{api, ClDevice};
+use ndtune_device::backend::{
+    self, Arg, Buffer as DeviceBuffer, DeviceError, Kernel as Handle, KernelLimits, Pinned,
+    PipelineTimes, Step,
+};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
 use opencl3::device::Device;
@@ -14,23 +18,6 @@ use opencl3::memory::{
 use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING};
 use std::ptr;
-
-/// A device buffer of raw bytes; typed views are the caller's business.
-pub struct DeviceBuffer {
-    buffer: Buffer<u8>,
-    len: usize,
-}
-
-impl DeviceBuffer {
-    /// Size in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
 
 /// Host memory the driver pins for transfers (a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped once):
 /// on GPUs, writes from it and reads into it go by DMA instead of through the driver's pageable
@@ -46,13 +33,13 @@ pub struct PinnedHost {
 // SAFETY: the mapping is plain host memory owned by this value; OpenCL handles are thread-safe.
 unsafe impl Send for PinnedHost {}
 
-impl PinnedHost {
-    pub fn as_slice(&self) -> &[u8] {
+impl Pinned for PinnedHost {
+    fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` maps `len` bytes for the life of self.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as above, and `&mut self` makes the access unique.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
@@ -79,29 +66,6 @@ impl Drop for PinnedHost {
     }
 }
 
-/// Whether `len` bytes from byte `offset` lie inside `buffer` (an error naming `what` if not);
-/// `false` for an empty range, which needs no command.
-fn in_buffer(
-    buffer: &DeviceBuffer,
-    offset: usize,
-    len: usize,
-    what: &'static str,
-) -> Result<bool, ClError> {
-    if offset + len > buffer.len {
-        return Err(ClError::InvalidInput { what });
-    }
-    Ok(len > 0)
-}
-
-/// One kernel argument.
-pub enum Arg<'a> {
-    Buffer(&'a DeviceBuffer),
-    /// A scalar's bytes in host order (1, 2, 4 or 8 of them).
-    Scalar(&'a [u8]),
-    /// `__local` memory of this many bytes.
-    Local(usize),
-}
-
 /// Context, profiling queue and program cache for one device.
 pub struct Session {
     id: cl_device_id,
@@ -120,7 +84,7 @@ pub struct Session {
 
 impl Session {
     /// Opens a context and a profiling command queue on `device`.
-    pub fn new(device: &ClDevice) -> Result<Session, ClError> {
+    pub fn new(device: &ClDevice) -> Result<Session, DeviceError> {
         let context = Context::from_device(device.device()).map_err(api("clCreateContext"))?;
         #[allow(deprecated)] // clCreateCommandQueue: every OpenCL version has it
         let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
@@ -140,120 +104,109 @@ impl Session {
     }
 
     /// Checks the commands enqueued without a wait, done once a later command was waited for.
-    fn settle(&self) -> Result<(), ClError> {
+    fn settle(&self) -> Result<(), DeviceError> {
         for (what, event) in self.pending.borrow_mut().drain(..) {
             event.wait().map_err(api(what))?;
         }
         Ok(())
     }
 
-    /// Builds `source` with `options` (once per distinct options; the source must stay the same
-    /// for the life of the session) and creates kernel `name`.
-    pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> Result<Kernel, ClError> {
-        self.check_source(source, options)?;
-        if name.contains('\0') {
-            return Err(ClError::InvalidInput {
-                what: "kernel name",
+    /// The session builds one source: the first one given; no NUL bytes anywhere.
+    fn check_source(&mut self, source: &str, options: &str) -> Result<(), DeviceError> {
+        if self.source.get_or_insert_with(|| source.to_string()) != source {
+            return Err(DeviceError::InvalidInput {
+                what: "kernel source (a session builds one source)",
             });
         }
-        let built = self.programs.get(source, options);
-        let program = built.as_ref().as_ref().map_err(Clone::clone)?;
+        if source.contains('\0') || options.contains('\0') {
+            return Err(DeviceError::InvalidInput {
+                what: "kernel source or options: they contain a NUL byte",
+            });
+        }
+        Ok(())
+    }
+
+    fn create_kernel(program: &Program, name: &str) -> Result<Handle, DeviceError> {
         match Kernel::create(program, name) {
-            Ok(k) => Ok(k),
-            Err(e) if e.0 == CL_INVALID_KERNEL_NAME => Err(ClError::NoKernel {
+            Ok(k) => Ok(Handle::new(k)),
+            Err(e) if e.0 == CL_INVALID_KERNEL_NAME => Err(DeviceError::NoKernel {
                 name: name.to_string(),
                 available: program.kernel_names().to_string(),
             }),
             Err(e) => Err(api("clCreateKernel")(e)),
         }
     }
+}
 
-    /// Builds `source` with `options` and returns the driver's program binary
-    /// (`CL_PROGRAM_BINARIES`), for another session on the same device to load with
-    /// [`Session::add_binary`] instead of compiling. The program is not kept: a build worker
-    /// makes many and needs none of them again.
-    pub fn binary(&mut self, source: &str, options: &str) -> Result<Vec<u8>, ClError> {
+/// The `cl_mem` of a buffer of this backend.
+fn mem(buffer: &DeviceBuffer) -> opencl3::types::cl_mem {
+    buffer.raw::<Buffer<u8>>().get()
+}
+
+impl backend::Session for Session {
+    fn kernel(&mut self, source: &str, name: &str, options: &str) -> Result<Handle, DeviceError> {
+        self.check_source(source, options)?;
+        if name.contains('\0') {
+            return Err(DeviceError::InvalidInput {
+                what: "kernel name: it contains a NUL byte",
+            });
+        }
+        let built = self.programs.get(source, options);
+        let program = built.as_ref().as_ref().map_err(Clone::clone)?;
+        Session::create_kernel(program, name)
+    }
+
+    /// The driver's program binary (`CL_PROGRAM_BINARIES`).
+    fn binary(&mut self, source: &str, _name: &str, options: &str) -> Result<Vec<u8>, DeviceError> {
         self.check_source(source, options)?;
         binary_of(&self.programs.build(source, options)?)
     }
 
-    /// Loads a program binary made by [`Session::binary`] for `options` of this session's
-    /// source (`clCreateProgramWithBinary` and a build, which for a binary is a link), so that
-    /// [`Session::kernel`] with those options uses it. Returns whether the driver took it; one
-    /// it rejects (another driver version, say) leaves `kernel` to compile from source.
-    pub fn add_binary(&mut self, source: &str, options: &str, binary: &[u8]) -> bool {
+    /// `clCreateProgramWithBinary` and a build, which for a binary is a link.
+    fn add_binary(&mut self, source: &str, options: &str, binary: &[u8]) -> bool {
         self.check_source(source, options).is_ok() && self.programs.add_binary(options, binary)
     }
 
-    /// Builds a kernel of the caller's own (not of the session's source, and not among its
-    /// builds), such as a comparison kernel, for this session's context.
-    pub fn own_kernel(&self, source: &str, name: &str, options: &str) -> Result<Kernel, ClError> {
+    fn own_kernel(&self, source: &str, name: &str, options: &str) -> Result<Handle, DeviceError> {
         let program = self.programs.build(source, options)?;
-        Kernel::create(&program, name).map_err(api("clCreateKernel"))
+        Kernel::create(&program, name)
+            .map(Handle::new)
+            .map_err(api("clCreateKernel"))
     }
 
-    /// [`Session::own_kernel`] from `binary`, a program binary of that source made by
-    /// [`Session::own_binary`] on this device; where the driver does not take it, compiled from
-    /// `source`.
-    pub fn own_kernel_from(
+    fn own_kernel_from(
         &self,
         binary: &[u8],
         source: &str,
         name: &str,
         options: &str,
-    ) -> Result<Kernel, ClError> {
+    ) -> Result<Handle, DeviceError> {
         match self.programs.load(options, binary) {
-            Some(program) => Kernel::create(&program, name).map_err(api("clCreateKernel")),
+            Some(program) => Kernel::create(&program, name)
+                .map(Handle::new)
+                .map_err(api("clCreateKernel")),
             None => self.own_kernel(source, name, options),
         }
     }
 
-    /// The driver's program binary of a source of the caller's own (see
-    /// [`Session::own_kernel`]), for another session on the same device to load with
-    /// [`Session::own_kernel_from`].
-    pub fn own_binary(&self, source: &str, options: &str) -> Result<Vec<u8>, ClError> {
+    fn own_binary(&self, source: &str, _name: &str, options: &str) -> Result<Vec<u8>, DeviceError> {
         binary_of(&self.programs.build(source, options)?)
     }
 
-    /// Lets go of the program built with `options`, if any (a build worker keeps none).
-    pub fn forget(&mut self, options: &str) {
+    fn forget(&mut self, options: &str) {
         self.programs.forget(options);
     }
 
-    /// The session builds one source: the first one given; no NUL bytes anywhere.
-    fn check_source(&mut self, source: &str, options: &str) -> Result<(), ClError> {
-        if self.source.get_or_insert_with(|| source.to_string()) != source {
-            return Err(ClError::InvalidInput {
-                what: "kernel source (a session builds one source)",
-            });
-        }
-        if source.contains('\0') || options.contains('\0') {
-            return Err(ClError::InvalidInput {
-                what: "kernel source or options",
-            });
-        }
-        Ok(())
-    }
-
-    /// How many distinct builds the session has made (successful or not).
-    pub fn builds(&self) -> usize {
+    fn builds(&self) -> usize {
         self.programs.len()
     }
 
-    /// `clGetKernelWorkGroupInfo` of a kernel of this session.
-    pub fn limits(&self, kernel: &Kernel) -> Result<KernelLimits, ClError> {
-        crate::limits_of(kernel, self.id)
+    /// `clGetKernelWorkGroupInfo`.
+    fn limits(&self, kernel: &Handle) -> Result<KernelLimits, DeviceError> {
+        crate::limits_of(kernel.raw(), self.id)
     }
 
-    /// A read-write device buffer holding a copy of `bytes`.
-    pub fn buffer(&self, bytes: &[u8]) -> Result<DeviceBuffer, ClError> {
-        let mut out = self.alloc(bytes.len())?;
-        self.write(&mut out, bytes)?;
-        Ok(out)
-    }
-
-    /// A read-write device buffer of `len` bytes whose contents are undefined until written.
-    pub fn alloc(&self, len: usize) -> Result<DeviceBuffer, ClError> {
+    fn alloc(&self, len: usize) -> Result<DeviceBuffer, DeviceError> {
         // SAFETY: no host pointer is passed; the size is at least 1 byte.
         let buffer = unsafe {
             Buffer::<u8>::create(
@@ -264,28 +217,24 @@ impl Session {
             )
         }
         .map_err(api("clCreateBuffer"))?;
-        Ok(DeviceBuffer { buffer, len })
+        Ok(DeviceBuffer::new(len, buffer))
     }
 
-    /// Calls `f` with a whole buffer's bytes, mapped for reading: on a device that works in the
-    /// host's memory (a CPU device) they are the buffer itself, with nothing copied.
-    pub fn map_read<T>(
-        &self,
-        buffer: &DeviceBuffer,
-        f: impl FnOnce(&[u8]) -> T,
-    ) -> Result<T, ClError> {
-        if buffer.len == 0 {
-            return Ok(f(&[]));
+    /// On a CPU device the mapped bytes are the buffer itself.
+    fn map_read(&self, buffer: &DeviceBuffer, f: &mut dyn FnMut(&[u8])) -> Result<(), DeviceError> {
+        if buffer.is_empty() {
+            f(&[]);
+            return Ok(());
         }
         let mut mapped: opencl3::types::cl_mem = ptr::null_mut();
         // SAFETY: a blocking map of the whole buffer for reading; unmapped below.
         unsafe {
             self.queue.enqueue_map_buffer(
-                &buffer.buffer,
+                buffer.raw::<Buffer<u8>>(),
                 CL_BLOCKING,
                 CL_MAP_READ,
                 0,
-                buffer.len,
+                buffer.len(),
                 &mut mapped,
                 &[],
             )
@@ -293,21 +242,20 @@ impl Session {
         .map_err(api("clEnqueueMapBuffer"))?;
         self.settle()?;
         // SAFETY: the map gives `len` readable bytes until it is unmapped.
-        let out = f(unsafe { std::slice::from_raw_parts(mapped.cast::<u8>(), buffer.len) });
+        f(unsafe { std::slice::from_raw_parts(mapped.cast::<u8>(), buffer.len()) });
         // SAFETY: unmapping this call's own mapping; checked at the next wait.
         let unmapped = unsafe {
             self.queue
-                .enqueue_unmap_mem_object(buffer.buffer.get(), mapped, &[])
+                .enqueue_unmap_mem_object(mem(buffer), mapped, &[])
         }
         .map_err(api("clEnqueueUnmapMemObject"))?;
         self.pending
             .borrow_mut()
             .push(("clEnqueueUnmapMemObject", unmapped));
-        Ok(out)
+        Ok(())
     }
 
-    /// `len` bytes of pinned host memory (at least 1), zeroed.
-    pub fn pinned(&self, len: usize) -> Result<PinnedHost, ClError> {
+    fn pinned(&self, len: usize) -> Result<Box<dyn Pinned>, DeviceError> {
         let size = len.max(1);
         // SAFETY: no host pointer is passed; the driver allocates `size` bytes.
         let buffer = unsafe {
@@ -343,97 +291,85 @@ impl Session {
             queue: self.queue.get(),
         };
         pinned.as_mut_slice().fill(0);
-        Ok(pinned)
+        Ok(Box::new(pinned))
     }
 
-    /// Overwrites the start of a buffer with `bytes` (blocking).
-    pub fn write(&self, buffer: &mut DeviceBuffer, bytes: &[u8]) -> Result<(), ClError> {
-        let n = bytes.len().min(buffer.len);
-        self.write_at(buffer, 0, &bytes[..n])
-    }
-
-    /// Writes `bytes` into a buffer from byte `offset` on (blocking).
-    pub fn write_at(
+    fn write_at(
         &self,
         buffer: &mut DeviceBuffer,
         offset: usize,
         bytes: &[u8],
-    ) -> Result<(), ClError> {
-        if !in_buffer(
-            buffer,
-            offset,
-            bytes.len(),
-            "write past the end of a buffer",
-        )? {
+    ) -> Result<(), DeviceError> {
+        if !buffer.holds(offset, bytes.len(), "write past the end of a buffer")? {
             return Ok(());
         }
         // SAFETY: a blocking write from a live slice into a range inside the buffer.
         unsafe {
-            self.queue
-                .enqueue_write_buffer(&mut buffer.buffer, CL_BLOCKING, offset, bytes, &[])
+            opencl3::command_queue::enqueue_write_buffer(
+                self.queue.get(),
+                mem(buffer),
+                CL_BLOCKING,
+                offset,
+                bytes.len(),
+                bytes.as_ptr().cast(),
+                0,
+                ptr::null(),
+            )
         }
-        .map(drop)
-        .map_err(api("clEnqueueWriteBuffer"))
+        .map(|event| drop(opencl3::event::Event::new(event)))
+        .map_err(|e| api("clEnqueueWriteBuffer")(e.into()))
     }
 
-    /// Copies the whole of `src` over the start of `dst` on the device: how a tuner restores a
-    /// buffer a kernel may have written, without a host transfer. Not waited for: commands after
-    /// it see the copy done, and its error surfaces at the next one that waits.
-    pub fn copy(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), ClError> {
-        let n = src.len.min(dst.len);
+    /// How a tuner restores a buffer a kernel may have written, without a host transfer.
+    fn copy(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), DeviceError> {
+        let n = src.len().min(dst.len());
         if n == 0 {
             return Ok(());
         }
         // SAFETY: both ranges lie inside their buffers; the copy is checked at the next wait.
         let event = unsafe {
-            self.queue
-                .enqueue_copy_buffer(&src.buffer, &mut dst.buffer, 0, 0, n, &[])
+            opencl3::command_queue::enqueue_copy_buffer(
+                self.queue.get(),
+                mem(src),
+                mem(dst),
+                0,
+                0,
+                n,
+                0,
+                ptr::null(),
+            )
         }
-        .map_err(api("clEnqueueCopyBuffer"))?;
+        .map_err(|e| api("clEnqueueCopyBuffer")(e.into()))?;
         self.pending
             .borrow_mut()
-            .push(("clEnqueueCopyBuffer", event));
+            .push(("clEnqueueCopyBuffer", opencl3::event::Event::new(event)));
         Ok(())
     }
 
-    /// Reads a whole buffer back (blocking).
-    pub fn read(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>, ClError> {
-        self.read_at(buffer, 0, buffer.len)
-    }
-
-    /// Reads `len` bytes of a buffer from byte `offset` on (blocking).
-    pub fn read_at(
-        &self,
-        buffer: &DeviceBuffer,
-        offset: usize,
-        len: usize,
-    ) -> Result<Vec<u8>, ClError> {
-        let mut out = vec![0u8; len];
-        self.read_into(buffer, offset, &mut out)?;
-        Ok(out)
-    }
-
-    /// Fills `out` from a buffer, from byte `offset` on (blocking).
-    pub fn read_into(
+    fn read_into(
         &self,
         buffer: &DeviceBuffer,
         offset: usize,
         out: &mut [u8],
-    ) -> Result<(), ClError> {
-        if !in_buffer(buffer, offset, out.len(), "read past the end of a buffer")? {
+    ) -> Result<(), DeviceError> {
+        if !buffer.holds(offset, out.len(), "read past the end of a buffer")? {
             return Ok(());
         }
         // SAFETY: blocking read of a range inside the buffer into a slice of that size.
         unsafe {
-            self.queue
-                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, out, &[])
+            self.queue.enqueue_read_buffer(
+                buffer.raw::<Buffer<u8>>(),
+                CL_BLOCKING,
+                offset,
+                out,
+                &[],
+            )
         }
         .map_err(api("clEnqueueReadBuffer"))?;
         self.settle()
     }
 
-    /// A pipeline of transfers and launches on this session's two queues (see [`Pipeline`]).
-    pub fn pipeline<'a>(&'a self) -> Result<Pipeline<'a>, ClError> {
+    fn pipeline(&self) -> Result<Box<dyn backend::Pipeline<'_> + '_>, DeviceError> {
         let copies = match self.copies.get() {
             Some(q) => q,
             None => {
@@ -447,19 +383,19 @@ impl Session {
             }
         };
         self.settle()?;
-        Ok(Pipeline {
+        Ok(Box::new(Pipeline {
             session: self,
             copies,
             transfers: Vec::new(),
             kernels: Vec::new(),
-        })
+        }))
     }
 
-    /// Sets every argument of `kernel`; their number must be the kernel's.
-    pub fn set_args(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), ClError> {
+    fn set_args(&self, kernel: &Handle, args: &[Arg<'_>]) -> Result<(), DeviceError> {
+        let kernel: &Kernel = kernel.raw();
         let expected = kernel.num_args().map_err(api("clGetKernelInfo"))? as usize;
         if expected != args.len() {
-            return Err(ClError::ArgCount {
+            return Err(DeviceError::ArgCount {
                 expected,
                 given: args.len(),
             });
@@ -469,7 +405,7 @@ impl Session {
             // SAFETY: each value lives across the call; OpenCL copies it.
             let res = unsafe {
                 match arg {
-                    Arg::Buffer(b) => kernel.set_arg(i, &b.buffer.get()),
+                    Arg::Buffer(b) => kernel.set_arg(i, &mem(b)),
                     Arg::Local(bytes) => kernel.set_arg_local_buffer(i, *bytes),
                     Arg::Scalar(bytes) => match bytes.len() {
                         1 => kernel.set_arg(i, &bytes[0]),
@@ -483,67 +419,47 @@ impl Session {
                             &u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes")),
                         ),
                         _ => {
-                            return Err(ClError::InvalidInput {
+                            return Err(DeviceError::InvalidInput {
                                 what: "scalar argument (1, 2, 4 or 8 bytes)",
                             })
                         }
                     },
                 }
             };
-            res.map_err(|e| ClError::Arg {
+            res.map_err(|e| DeviceError::Arg {
                 index: i as usize,
                 code: e.0,
-                name: crate::error_name(e.0),
+                name: crate::error_name(e.0).to_string(),
             })?;
         }
         Ok(())
     }
 
-    /// Launches `kernel` (arguments already set) and waits; the kernel's own time from the
-    /// profiling events (END - START), in milliseconds. `local` None lets the driver choose.
-    pub fn launch(
+    /// Enqueues the kernel and hands it to the device at once (`clFlush`).
+    fn start(
         &self,
-        kernel: &Kernel,
+        kernel: &Handle,
         global: &[usize],
         local: Option<&[usize]>,
         offset: Option<&[usize]>,
-    ) -> Result<f64, ClError> {
-        // Waiting for the event hands the kernel to the device: no flush of its own.
-        Running {
-            session: self,
-            event: enqueue_kernel(&self.queue, kernel, global, local, offset, &[])?,
-        }
-        .finish()
-    }
-
-    /// Launches `kernel` as [`Session::launch`] does and hands it to the device at once
-    /// (`clFlush`) without waiting: the caller works while it runs, and
-    /// [`Running::finish`] waits for it and gives its time.
-    pub fn start(
-        &self,
-        kernel: &Kernel,
-        global: &[usize],
-        local: Option<&[usize]>,
-        offset: Option<&[usize]>,
-    ) -> Result<Running<'_>, ClError> {
-        let event = enqueue_kernel(&self.queue, kernel, global, local, offset, &[])?;
+    ) -> Result<Box<dyn backend::Running + '_>, DeviceError> {
+        let event = enqueue_kernel(&self.queue, kernel.raw(), global, local, offset, &[])?;
         self.queue.flush().map_err(api("clFlush"))?;
-        Ok(Running {
+        Ok(Box::new(Running {
             session: self,
             event,
-        })
+        }))
     }
 }
 
-/// A kernel launched by [`Session::start`], running or done.
-pub struct Running<'a> {
+/// A kernel launched by [`backend::Session::start`], running or done.
+struct Running<'a> {
     session: &'a Session,
     event: opencl3::event::Event,
 }
 
-impl Running<'_> {
-    /// Waits for the kernel; its own time from the profiling events, in milliseconds.
-    pub fn finish(self) -> Result<f64, ClError> {
+impl backend::Running for Running<'_> {
+    fn finish(self: Box<Self>) -> Result<f64, DeviceError> {
         self.event.wait().map_err(api("clWaitForEvents"))?;
         self.session.settle()?;
         device_ns(&self.event).map(|ns| ns as f64 / 1e6)
@@ -558,7 +474,7 @@ fn enqueue_kernel(
     local: Option<&[usize]>,
     offset: Option<&[usize]>,
     wait: &[opencl3::types::cl_event],
-) -> Result<opencl3::event::Event, ClError> {
+) -> Result<opencl3::event::Event, DeviceError> {
     // SAFETY: the size arrays have `global.len()` entries and outlive the call.
     unsafe {
         queue.enqueue_nd_range_kernel(
@@ -574,7 +490,7 @@ fn enqueue_kernel(
 }
 
 /// A finished command's time on the device (END - START of its profiling), in nanoseconds.
-fn device_ns(event: &opencl3::event::Event) -> Result<u64, ClError> {
+fn device_ns(event: &opencl3::event::Event) -> Result<u64, DeviceError> {
     let start = event
         .profiling_command_start()
         .map_err(api("clGetEventProfilingInfo"))?;
@@ -589,29 +505,14 @@ fn device_ns(event: &opencl3::event::Event) -> Result<u64, ClError> {
 /// next slice's inputs and the last slice's outputs moving while a kernel runs (on devices with
 /// copy engines; elsewhere it runs as one queue would). Host memory that writes read from must
 /// outlive the pipeline (its lifetime `'a`); dropping it waits for every command it enqueued.
-pub struct Pipeline<'a> {
+struct Pipeline<'a> {
     session: &'a Session,
     copies: &'a CommandQueue,
     transfers: Vec<opencl3::event::Event>,
     kernels: Vec<opencl3::event::Event>,
 }
 
-/// A command of a [`Pipeline`] that later ones can wait for.
-#[derive(Debug, Clone, Copy)]
-pub enum Step {
-    Transfer(usize),
-    Kernel(usize),
-}
-
-/// Device time of what a [`Pipeline`] ran, from the profiling events, in milliseconds: they may
-/// overlap each other.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PipelineTimes {
-    pub kernel_ms: f64,
-    pub transfer_ms: f64,
-}
-
-impl<'a> Pipeline<'a> {
+impl Pipeline<'_> {
     fn wait_list(&self, after: &[Step]) -> Vec<opencl3::types::cl_event> {
         after
             .iter()
@@ -622,25 +523,33 @@ impl<'a> Pipeline<'a> {
             .collect()
     }
 
-    /// Writes `bytes` into `buffer` from byte `offset` on, without waiting.
-    pub fn write(
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        let kernels = self.session.queue.finish().map_err(api("clFinish"));
+        let copies = self.copies.finish().map_err(api("clFinish"));
+        kernels?;
+        copies?;
+        for e in self.kernels.iter().chain(&self.transfers) {
+            // A command that failed reports it through its event's status.
+            e.wait().map_err(api("clWaitForEvents"))?;
+        }
+        Ok(())
+    }
+}
+
+impl<'a> backend::Pipeline<'a> for Pipeline<'a> {
+    fn write(
         &mut self,
         buffer: &DeviceBuffer,
         offset: usize,
         bytes: &'a [u8],
-    ) -> Result<Step, ClError> {
-        in_buffer(
-            buffer,
-            offset,
-            bytes.len(),
-            "write past the end of a buffer",
-        )?;
+    ) -> Result<Step, DeviceError> {
+        buffer.holds(offset, bytes.len(), "write past the end of a buffer")?;
         // SAFETY: a range inside the buffer from host memory that outlives the pipeline, whose
         // drop waits for this command.
         let event = unsafe {
             opencl3::command_queue::enqueue_write_buffer(
                 self.copies.get(),
-                buffer.buffer.get(),
+                mem(buffer),
                 opencl3::types::CL_NON_BLOCKING,
                 offset,
                 bytes.len(),
@@ -654,48 +563,56 @@ impl<'a> Pipeline<'a> {
         Ok(Step::Transfer(self.transfers.len() - 1))
     }
 
-    /// Launches `kernel` (arguments set) once the steps `after` are done, without waiting.
-    pub fn launch(
+    fn launch(
         &mut self,
-        kernel: &Kernel,
+        kernel: &Handle,
         global: &[usize],
         local: Option<&[usize]>,
         offset: Option<&[usize]>,
         after: &[Step],
-    ) -> Result<Step, ClError> {
+    ) -> Result<Step, DeviceError> {
         let wait = self.wait_list(after);
-        let event = enqueue_kernel(&self.session.queue, kernel, global, local, offset, &wait)?;
+        let event = enqueue_kernel(
+            &self.session.queue,
+            kernel.raw(),
+            global,
+            local,
+            offset,
+            &wait,
+        )?;
         self.kernels.push(event);
         Ok(Step::Kernel(self.kernels.len() - 1))
     }
 
-    /// Fills `out` from `buffer` (from byte `offset` on) once the steps `after` are done, and
-    /// waits for it: kernels enqueued before go on meanwhile.
-    pub fn read_into(
+    fn read_into(
         &mut self,
         buffer: &DeviceBuffer,
         offset: usize,
         out: &mut [u8],
         after: &[Step],
-    ) -> Result<(), ClError> {
-        if !in_buffer(buffer, offset, out.len(), "read past the end of a buffer")? {
+    ) -> Result<(), DeviceError> {
+        if !buffer.holds(offset, out.len(), "read past the end of a buffer")? {
             return Ok(());
         }
         let wait = self.wait_list(after);
         // SAFETY: blocking read of a range inside the buffer into a slice of that size.
         let event = unsafe {
-            self.copies
-                .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, offset, out, &wait)
+            self.copies.enqueue_read_buffer(
+                buffer.raw::<Buffer<u8>>(),
+                CL_BLOCKING,
+                offset,
+                out,
+                &wait,
+            )
         }
         .map_err(api("clEnqueueReadBuffer"))?;
         self.transfers.push(event);
         Ok(())
     }
 
-    /// Waits for everything enqueued; the device time of its kernels and of its transfers.
-    pub fn finish(mut self) -> Result<PipelineTimes, ClError> {
+    fn finish(mut self: Box<Self>) -> Result<PipelineTimes, DeviceError> {
         self.wait()?;
-        let total = |events: &[opencl3::event::Event]| -> Result<f64, ClError> {
+        let total = |events: &[opencl3::event::Event]| -> Result<f64, DeviceError> {
             let mut ns = 0;
             for e in events {
                 ns += device_ns(e)?;
@@ -706,18 +623,6 @@ impl<'a> Pipeline<'a> {
             kernel_ms: total(&self.kernels)?,
             transfer_ms: total(&self.transfers)?,
         })
-    }
-
-    fn wait(&mut self) -> Result<(), ClError> {
-        let kernels = self.session.queue.finish().map_err(api("clFinish"));
-        let copies = self.copies.finish().map_err(api("clFinish"));
-        kernels?;
-        copies?;
-        for e in self.kernels.iter().chain(&self.transfers) {
-            // A command that failed reports it through its event's status.
-            e.wait().map_err(api("clWaitForEvents"))?;
-        }
-        Ok(())
     }
 }
 
@@ -731,13 +636,13 @@ impl Drop for Pipeline<'_> {
 }
 
 /// The driver's binary of a built program (`CL_PROGRAM_BINARIES`, its one device's).
-fn binary_of(program: &Program) -> Result<Vec<u8>, ClError> {
+fn binary_of(program: &Program) -> Result<Vec<u8>, DeviceError> {
     program
         .get_binaries()
         .map_err(api("clGetProgramInfo(CL_PROGRAM_BINARIES)"))?
         .into_iter()
         .next()
-        .ok_or(ClError::InvalidInput {
+        .ok_or(DeviceError::InvalidInput {
             what: "program binary (the driver returned none)",
         })
 }

@@ -8,7 +8,7 @@
 //! it; they resolve the campaign's device selectors, show progress and print.
 
 use indexmap::IndexMap;
-use ndtune_cl::ClDevice;
+use ndtune_backend::AnyDevice;
 use ndtune_engine::{group, CampaignError, Observer, Options, Processes, Share, Tuned, Tuning};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::features::{scenario_features, Dataset};
@@ -121,10 +121,10 @@ impl Axis {
 
 impl Grid {
     /// Both axes on a device whose stencil kernel allows `wmax` work-items per group.
-    fn axes(&self, device: &ClDevice, wmax: u64) -> (Vec<u64>, Vec<u64>) {
+    fn axes(&self, device: &AnyDevice, wmax: u64) -> (Vec<u64>, Vec<u64>) {
         let item = |d: usize| {
             device
-                .profile
+                .profile()
                 .max_work_item_sizes
                 .get(d)
                 .copied()
@@ -216,11 +216,11 @@ impl CollectCampaign {
     }
 
     /// Picks the campaign's devices among `found` (in discovery order) by their selectors.
-    pub fn devices(&self, found: &[ClDevice]) -> Result<Vec<ClDevice>, CollectError> {
+    pub fn devices(&self, found: &[AnyDevice]) -> Result<Vec<AnyDevice>, CollectError> {
         self.devices
             .iter()
             .map(|sel| {
-                ClDevice::pick(found, sel)
+                ndtune_backend::pick(found, sel)
                     .map_err(|e| campaign_error(format!("{}: devices: {e}", self.path.display())))
             })
             .collect()
@@ -229,7 +229,7 @@ impl CollectCampaign {
 
 /// One scenario, ready to measure: a stencil on a dataset on a device.
 pub struct Scenario<'d> {
-    pub device: &'d ClDevice,
+    pub device: &'d AnyDevice,
     /// `kernel ROWSxCOLS @ device`.
     pub label: String,
     /// Its spec, written under the work directory.
@@ -242,7 +242,7 @@ pub struct Scenario<'d> {
 /// checked first: a bad scenario stops the collection before anything is measured.
 pub fn prepare<'d>(
     campaign: &CollectCampaign,
-    devices: &'d [ClDevice],
+    devices: &'d [AnyDevice],
     work: &Path,
 ) -> Result<Vec<Scenario<'d>>, CollectError> {
     let path = &campaign.path;
@@ -319,7 +319,7 @@ pub fn prepare<'d>(
                 }
                 let pruning = spec
                     .problem
-                    .prune(&[Target::from_profile(&label, &device.profile)])
+                    .prune(&[Target::from_profile(&label, device.profile())])
                     .map_err(|e| campaign_error(spec.locate(&e)))?;
                 (pruning.stats.pruned > 0).then_some(spec)
             }
@@ -328,12 +328,12 @@ pub fn prepare<'d>(
             return Err(campaign_error(format!(
                 "{}: {label}: the work-group grid has no size within W_max = {wmax} and the device's limits (per dimension {:?}, local memory {} bytes)",
                 path.display(),
-                device.profile.max_work_item_sizes,
-                device.profile.local_mem_size
+                device.profile().max_work_item_sizes,
+                device.profile().local_mem_size
             )));
         };
         let features = scenario_features(
-            &device.profile,
+            device.profile(),
             &source,
             "",
             &dataset_of(stencil, rows, cols),
@@ -429,22 +429,22 @@ impl Scenario<'_> {
 }
 
 /// Names a device in generated file names.
-fn device_tag(device: &ClDevice) -> String {
-    match device.sub {
-        Some((k, n)) => format!("d{}-{k}of{n}", device.index),
-        None => format!("d{}", device.index),
+fn device_tag(device: &AnyDevice) -> String {
+    match device.sub() {
+        Some((k, n)) => format!("d{}-{k}of{n}", device.index()),
+        None => format!("d{}", device.index()),
     }
 }
 
 /// The W_max of a stencil kernel on a device: the device's limit and the build's
 /// CL_KERNEL_WORK_GROUP_SIZE (one build: the work-group size is no define).
-fn kernel_wmax(device: &ClDevice, source: &str) -> Result<u64, ndtune_cl::ClError> {
-    let mut session = ndtune_cl::Session::new(device)?;
+fn kernel_wmax(device: &AnyDevice, source: &str) -> Result<u64, ndtune_backend::DeviceError> {
+    let mut session = device.session()?;
     let kernel = session.kernel(source, "stencil", "")?;
     let limits = session.limits(&kernel)?;
     Ok(limits
         .work_group_size
-        .min(device.profile.max_work_group_size))
+        .min(device.profile().max_work_group_size))
 }
 
 /// The dataset features of a stencil on a `rows` x `cols` grid.

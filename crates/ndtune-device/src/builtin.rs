@@ -55,6 +55,7 @@ fn profile(
         max_constant_buffer_size: 64 * KIB,
         preferred_work_group_size_multiple: simd,
         extensions: vec!["cl_khr_fp64".to_string()],
+        cuda: None,
     }
 }
 

@@ -61,6 +61,27 @@ pub struct DeviceProfile {
     pub preferred_work_group_size_multiple: u64,
     #[serde(default)]
     pub extensions: Vec<String>,
+    /// A CUDA device's limits beyond those OpenCL names (absent for an OpenCL device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<CudaLimits>,
+}
+
+/// What a CUDA device reports beyond the limits it shares with OpenCL (threads per block is
+/// `max_work_group_size`, block dimensions `max_work_item_sizes`, static shared memory per
+/// block `local_mem_size`, the warp `preferred_work_group_size_multiple`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaLimits {
+    /// `MAJOR.MINOR`, e.g. "9.0": the architecture NVRTC compiles for (`sm_90`).
+    pub compute_capability: String,
+    /// Blocks per grid, per dimension.
+    pub max_grid_size: Vec<u64>,
+    /// Shared memory a block may have once it opts in (static and dynamic together).
+    pub shared_mem_per_block_optin: u64,
+    /// 32-bit registers a block may use, all its threads together.
+    pub registers_per_block: u64,
+    pub registers_per_multiprocessor: u64,
+    pub max_threads_per_multiprocessor: u64,
 }
 
 /// The `device.*` names a constraint expression may use, in the order they are documented.
@@ -82,6 +103,13 @@ pub const PROPERTY_NAMES: &[&str] = &[
     "is_cpu",
     "is_gpu",
     "has_fp64",
+    "is_cuda",
+    "compute_capability",
+    "max_grid_size_x",
+    "max_grid_size_y",
+    "max_grid_size_z",
+    "shared_mem_per_block_optin",
+    "registers_per_block",
 ];
 
 /// Why a profile could not be loaded.
@@ -126,7 +154,26 @@ impl DeviceProfile {
             "preferred_work_group_size_multiple" => self.preferred_work_group_size_multiple,
             "is_cpu" => u64::from(self.device_type == DeviceType::Cpu),
             "is_gpu" => u64::from(self.device_type == DeviceType::Gpu),
-            "has_fp64" => u64::from(self.extensions.iter().any(|e| e == "cl_khr_fp64")),
+            "has_fp64" => {
+                u64::from(self.cuda.is_some() || self.extensions.iter().any(|e| e == "cl_khr_fp64"))
+            }
+            // CUDA's own limits: 0 for an OpenCL device, whose model has no such limit.
+            "is_cuda" => u64::from(self.cuda.is_some()),
+            "compute_capability" => self.cuda.as_ref().map_or(0, |c| {
+                let (major, minor) = c.compute_capability.split_once('.').unwrap_or(("0", "0"));
+                major.parse::<u64>().unwrap_or(0) * 10 + minor.parse::<u64>().unwrap_or(0)
+            }),
+            "max_grid_size_x" | "max_grid_size_y" | "max_grid_size_z" => {
+                let d = usize::from(name.as_bytes()[name.len() - 1] - b'x');
+                self.cuda
+                    .as_ref()
+                    .map_or(0, |c| c.max_grid_size.get(d).copied().unwrap_or(1))
+            }
+            "shared_mem_per_block_optin" => self
+                .cuda
+                .as_ref()
+                .map_or(0, |c| c.shared_mem_per_block_optin),
+            "registers_per_block" => self.cuda.as_ref().map_or(0, |c| c.registers_per_block),
             _ => return None,
         };
         Some(i64::try_from(v).unwrap_or(i64::MAX))

@@ -44,7 +44,8 @@ impl Captured {
                 "--captured tunes the constants programs asked for: leave out --set".into(),
             ));
         }
-        let kernel = Spec::load(&request.spec)?.kernel.name;
+        let spec = Spec::load(&request.spec)?;
+        let (kernel, language) = (spec.kernel.name, spec.kernel.language);
         let all = ndtune_wisdom::capture::read(dir)
             .map_err(|e| RequestError::Invalid(format!("--captured {e}")))?;
         let asked: Vec<_> = all.iter().filter(|c| c.kernel == kernel).cloned().collect();
@@ -56,11 +57,22 @@ impl Captured {
                 kernels.into_iter().collect::<Vec<_>>().join(", ")
             )));
         }
-        let names = ndtune_cl::names().map_err(|e| RequestError::Device(e.to_string()))?;
+        // The devices that run the kernel's language, by name (another API's are not "here").
+        let names: Vec<String> = ndtune_backend::listing()
+            .map_err(|e| RequestError::Device(e.to_string()))?
+            .into_iter()
+            .map(|d| {
+                if d.api == language {
+                    d.name
+                } else {
+                    String::new()
+                }
+            })
+            .collect();
         // The devices --device narrows to, picked once.
         let narrowed: Option<Vec<usize>> = match &request.devices {
             DeviceChoice::Selector(Some(sel)) => Some(
-                devices::pick_live(Some(sel))
+                devices::pick_live(Some(language), Some(sel))
                     .map_err(|e| RequestError::Device(format!("--device {e}")))?
                     .iter()
                     .map(|d| d.index)

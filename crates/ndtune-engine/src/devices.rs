@@ -4,10 +4,11 @@
 //! ([`crate::Worker::start`]), then [`open_picked`]. One rule for every command (`tune`, its
 //! pools and `--captured`, `split`): each device at most once, and never a device together with
 //! a part of it, nor parts of two partitions of one device, which share compute units and would
-//! disturb each other's timings ([`pick`]). The Python package numbers devices as Kernel Tuner
-//! does.
+//! disturb each other's timings ([`pick`]); and only devices whose API runs the kernel's
+//! language (an OpenCL kernel on OpenCL devices, a CUDA one on CUDA devices). The Python package
+//! numbers devices as Kernel Tuner does.
 
-use ndtune_cl::ClDevice;
+use ndtune_backend::{AnyDevice, Api, Listed};
 use ndtune_device::{builtin, DeviceProfile, Selector};
 use std::path::Path;
 
@@ -23,8 +24,8 @@ pub struct Picked {
 /// (`--device`, `--devices`, `device=`).
 #[derive(Debug, thiserror::Error)]
 pub enum PickError {
-    #[error("this machine has no OpenCL device (`ndtune devices` lists them)")]
-    NoDevice,
+    #[error("this machine has no {0} device (`ndtune devices` lists them)")]
+    NoDevice(Api),
     /// The selectors `list` cannot be met, and why.
     #[error("{list}: {why}")]
     Selector { list: String, why: String },
@@ -33,44 +34,53 @@ pub enum PickError {
     Numbered(String),
     /// The driver could not list or open a device.
     #[error(transparent)]
-    Driver(#[from] ndtune_cl::ClError),
+    Driver(#[from] ndtune_backend::DeviceError),
     /// A sub-device could not be made.
     #[error("sub-device {index}:{k}/{n}: {source}")]
     SubDevice {
         index: usize,
         k: usize,
         n: usize,
-        source: ndtune_cl::ClError,
+        source: Box<ndtune_backend::DeviceError>,
     },
 }
 
-/// The live devices `selectors` picks (see [`pick`]).
-pub fn pick_live(selectors: Option<&str>) -> Result<Vec<Picked>, PickError> {
-    let names = ndtune_cl::names()?;
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    pick(&names, selectors)
+/// The live devices `selectors` picks for a kernel in `language` (see [`pick`]).
+pub fn pick_live(language: Option<Api>, selectors: Option<&str>) -> Result<Vec<Picked>, PickError> {
+    pick(&ndtune_backend::listing()?, language, selectors)
 }
 
-/// The devices `selectors` picks among devices named `names` (in discovery order): `all`, one
-/// selector, or a comma list of selectors; device 0 when none. An error names the list and
-/// what is wrong with it: a selector that matches no device or several, a device named twice,
-/// a device together with a sub-device of it, sub-devices of two partitions of one device.
-pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, PickError> {
-    if names.is_empty() {
-        return Err(PickError::NoDevice);
-    }
+/// The devices `selectors` picks among the `listed` devices (in list order) for a kernel in
+/// `language` (`None`: any device): `all`, one selector, or a comma list of selectors; the
+/// first device of the language when none. An error names the list and what is wrong with it:
+/// a selector that matches no device or several, a device of another API, a device named
+/// twice, a device together with a sub-device of it, sub-devices of two partitions of one
+/// device.
+pub fn pick(
+    listed: &[Listed],
+    language: Option<Api>,
+    selectors: Option<&str>,
+) -> Result<Vec<Picked>, PickError> {
+    let runs = |d: &Listed| language.is_none_or(|l| d.api == l);
+    let eligible: Vec<usize> = (0..listed.len()).filter(|&i| runs(&listed[i])).collect();
+    let none = || PickError::NoDevice(language.unwrap_or(Api::OpenCl));
     let list = match selectors.map(str::trim) {
         None => {
+            let first = *eligible.first().ok_or_else(none)?;
             return Ok(vec![Picked {
-                index: 0,
+                index: first,
                 sub: None,
-            }])
+            }]);
         }
+        Some("all") if eligible.is_empty() => return Err(none()),
         Some("all") => {
-            return Ok((0..names.len())
+            return Ok(eligible
+                .into_iter()
                 .map(|index| Picked { index, sub: None })
                 .collect())
         }
+        // A device named by number says which API it has; by name, there is none to name.
+        Some(list) if eligible.is_empty() && list.parse::<usize>().is_err() => return Err(none()),
         Some(list) => list,
     };
     let refused = |why: String| PickError::Selector {
@@ -82,7 +92,7 @@ pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, Pick
         let selector = one
             .parse::<Selector>()
             .map_err(|e| refused(e.to_string()))?;
-        let index = selector.pick(names).map_err(|e| refused(e.to_string()))?;
+        let index = resolve(&selector, listed, &eligible, language).map_err(refused)?;
         let sub = match selector {
             Selector::Sub { k, n, .. } => Some((k, n)),
             _ => None,
@@ -104,19 +114,56 @@ pub fn pick(names: &[&str], selectors: Option<&str>) -> Result<Vec<Picked>, Pick
     Ok(picked)
 }
 
-/// Kernel Tuner's numbering: devices `numbers` of OpenCL platform `platform` (numbered from 0
-/// on each platform), read without making any device context.
-pub fn pick_numbered(platform: usize, numbers: &[usize]) -> Result<Vec<Picked>, PickError> {
-    let found = ndtune_cl::discover_unprobed()?;
+/// The device `selector` names: by number in the whole list (refused where its API does not run
+/// the kernel's language), by name part among the devices that do.
+fn resolve(
+    selector: &Selector,
+    listed: &[Listed],
+    eligible: &[usize],
+    language: Option<Api>,
+) -> Result<usize, String> {
+    let parent = match selector {
+        Selector::Sub { parent, .. } => parent,
+        other => other,
+    };
+    if let Selector::Name(_) = parent {
+        let names: Vec<&str> = eligible.iter().map(|&i| listed[i].name.as_str()).collect();
+        return Ok(eligible[parent.pick(&names).map_err(|e| e.to_string())?]);
+    }
+    let names: Vec<&str> = listed.iter().map(|d| d.name.as_str()).collect();
+    let index = parent.pick(&names).map_err(|e| e.to_string())?;
+    match language {
+        Some(l) if listed[index].api != l => Err(format!(
+            "device {index} ({}) runs {} kernels, not {l} ones",
+            listed[index].name, listed[index].api
+        )),
+        _ => Ok(index),
+    }
+}
+
+/// Kernel Tuner's numbering for a kernel in `language`: devices `numbers` of OpenCL platform
+/// `platform` (numbered from 0 on each platform), or CUDA devices by ordinal (CUDA has no
+/// platforms: `platform` is not read), read without making any device context.
+pub fn pick_numbered(
+    language: Api,
+    platform: usize,
+    numbers: &[usize],
+) -> Result<Vec<Picked>, PickError> {
+    let found = ndtune_backend::discover_unprobed()?;
     let on_platform: Vec<usize> = found
         .iter()
-        .filter(|d| d.platform_index == platform)
-        .map(|d| d.index)
+        .filter(|d| {
+            d.api() == language && (language == Api::Cuda || d.platform_index() == platform)
+        })
+        .map(|d| d.index())
         .collect();
     if on_platform.is_empty() {
-        return Err(PickError::Numbered(format!(
-            "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
-        )));
+        return Err(PickError::Numbered(match language {
+            Api::Cuda => "there is no CUDA device (ndtune.devices() lists them)".to_string(),
+            Api::OpenCl => format!(
+                "platform={platform}: there is no OpenCL platform {platform} with a device (ndtune.devices() lists them)"
+            ),
+        }));
     }
     numbers
         .iter()
@@ -180,16 +227,19 @@ pub fn parallel(
     }
 }
 
-/// [`parallel`] among this machine's OpenCL devices, read without making any context.
+/// [`parallel`] among this machine's devices of `language`, read without making any context
+/// (CUDA's devices are all on platform 0).
 pub fn parallel_here(
+    language: Api,
     platform: usize,
     device: usize,
     count: Option<usize>,
 ) -> Result<Vec<usize>, ParallelError> {
-    let found: Vec<(usize, DeviceProfile)> = ndtune_cl::discover_unprobed()
+    let found: Vec<(usize, DeviceProfile)> = ndtune_backend::discover_unprobed()
         .map_err(|e| ParallelError::Device(e.to_string()))?
         .into_iter()
-        .map(|d| (d.platform_index, d.profile))
+        .filter(|d| d.api() == language)
+        .map(|d| (d.platform_index(), d.profile().clone()))
         .collect();
     parallel(&found, platform, device, count)
 }
@@ -197,17 +247,17 @@ pub fn parallel_here(
 /// Opens picked devices with their whole profiles. Devices alike in all that is read without
 /// building (a node's GPUs) probe alike, so only the first of each kind is probed: each probe
 /// makes a context, which NVIDIA's driver makes one at a time for the whole host.
-pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, PickError> {
-    let mut opened: Vec<ClDevice> = Vec::new();
+pub fn open_picked(picked: &[Picked]) -> Result<Vec<AnyDevice>, PickError> {
+    let mut opened: Vec<AnyDevice> = Vec::new();
     for p in picked {
         let attached = attach_one(p)?;
         let twin = opened.iter().find(|d| {
-            let mut unprobed = d.profile.clone();
+            let mut unprobed = d.profile().clone();
             unprobed.preferred_work_group_size_multiple = 0;
-            unprobed == attached.profile
+            unprobed == *attached.profile()
         });
         let device = match twin {
-            Some(twin) => attached.with_profile(twin.profile.clone()),
+            Some(twin) => attached.with_profile(twin.profile().clone()),
             None => attached.probed()?,
         };
         opened.push(device);
@@ -217,13 +267,13 @@ pub fn open_picked(picked: &[Picked]) -> Result<Vec<ClDevice>, PickError> {
 
 /// A picked device for a process handed its whole `profile` by the one that opened it (a pool's
 /// worker): it reads no profile of its own, so it makes no context for it.
-pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<ClDevice, PickError> {
+pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<AnyDevice, PickError> {
     attach_one(picked).map(|d| d.with_profile(profile))
 }
 
 /// A picked device, its profile read without the probe build.
-fn attach_one(p: &Picked) -> Result<ClDevice, PickError> {
-    let device = ndtune_cl::attach(p.index)?;
+fn attach_one(p: &Picked) -> Result<AnyDevice, PickError> {
+    let device = ndtune_backend::attach(p.index)?;
     match p.sub {
         Some((k, n)) => device
             .sub_device(k, n)
@@ -231,7 +281,7 @@ fn attach_one(p: &Picked) -> Result<ClDevice, PickError> {
                 index: p.index,
                 k,
                 n,
-                source,
+                source: Box::new(source),
             }),
         None => Ok(device),
     }
@@ -242,8 +292,8 @@ pub struct Target {
     /// Short name for reports.
     pub label: String,
     pub profile: DeviceProfile,
-    /// The OpenCL device, where this is a live one.
-    pub live: Option<ClDevice>,
+    /// The device, where this is a live one.
+    pub live: Option<AnyDevice>,
 }
 
 /// Where the devices of `space`, `learn` and `pick` come from: a built-in offline profile by
@@ -283,13 +333,13 @@ pub fn targets(
     if selectors.is_none() && !default_live {
         return Ok(vec![]);
     }
-    let picked = pick_live(selectors).map_err(|e| format!("--device {e}"))?;
+    let picked = pick_live(None, selectors).map_err(|e| format!("--device {e}"))?;
     let opened = open_picked(&picked).map_err(|e| format!("--device {e}"))?;
     Ok(opened
         .into_iter()
         .map(|d| Target {
             label: d.label(),
-            profile: d.profile.clone(),
+            profile: d.profile().clone(),
             live: Some(d),
         })
         .collect())
@@ -329,10 +379,22 @@ mod tests {
     }
 
     /// Every kind of selector and the devices or refusal it gives, among a CPU and two GPUs of
-    /// one name. The same table holds for every command: they all pick through [`pick`].
+    /// one name, as OpenCL lists them, and the first GPU again as CUDA lists it. The same table
+    /// holds for every command: they all pick through [`pick`].
     #[test]
     fn selectors_pick_the_same_devices_and_refuse_alike() {
-        let names = ["pthread-AMD EPYC", "NVIDIA H100", "NVIDIA H100"];
+        let listed: Vec<Listed> = [
+            ("pthread-AMD EPYC", Api::OpenCl),
+            ("NVIDIA H100", Api::OpenCl),
+            ("NVIDIA H100", Api::OpenCl),
+            ("NVIDIA H100 80GB HBM3", Api::Cuda),
+        ]
+        .map(|(name, api)| Listed {
+            name: name.into(),
+            api,
+        })
+        .to_vec();
+        let opencl = Some(Api::OpenCl);
         let whole = |index| Picked { index, sub: None };
         let part = |index, k, n| Picked {
             index,
@@ -350,7 +412,11 @@ mod tests {
             (Some("1:0/4,2:3/4"), vec![part(1, 0, 4), part(2, 3, 4)]),
         ];
         for (selectors, devices) in ok {
-            assert_eq!(pick(&names, selectors).unwrap(), devices, "{selectors:?}");
+            assert_eq!(
+                pick(&listed, opencl, selectors).unwrap(),
+                devices,
+                "{selectors:?}"
+            );
         }
         for (selectors, refusal) in [
             ("0,0", "0,0: device 0 is named twice"),
@@ -369,15 +435,47 @@ mod tests {
                 "0:0/2,0:1/3",
                 "partitions into 2 and into 3 of device 0 overlap",
             ),
-            ("3", "3: no device matches `3`"),
+            ("4", "4: no device matches `4`"),
+            (
+                "3",
+                "device 3 (NVIDIA H100 80GB HBM3) runs CUDA kernels, not OpenCL ones",
+            ),
             ("gpu", "no device matches `gpu`"),
             ("0:2/2", "a sub-device is D:K/N with 0 <= K < N"),
             ("0,", "empty device selector"),
         ] {
-            let e = pick(&names, Some(selectors)).unwrap_err().to_string();
+            let e = pick(&listed, opencl, Some(selectors))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(refusal), "{selectors}: {e}");
         }
-        assert!(pick(&[], None)
+        // A CUDA kernel: its devices only, by name part or number; any device where no
+        // language is asked (`space`, `learn` and `pick` on a profile).
+        let cuda = Some(Api::Cuda);
+        for (selectors, devices) in [
+            (None, vec![whole(3)]),
+            (Some("all"), vec![whole(3)]),
+            (Some("h100"), vec![whole(3)]),
+            (Some("3"), vec![whole(3)]),
+        ] {
+            assert_eq!(
+                pick(&listed, cuda, selectors).unwrap(),
+                devices,
+                "{selectors:?}"
+            );
+        }
+        let e = pick(&listed, cuda, Some("1")).unwrap_err().to_string();
+        assert!(
+            e.contains("device 1 (NVIDIA H100) runs OpenCL kernels, not CUDA ones"),
+            "{e}"
+        );
+        assert_eq!(pick(&listed, None, Some("all")).unwrap().len(), 4);
+        assert_eq!(pick(&listed, None, Some("80gb")).unwrap(), vec![whole(3)]);
+        assert!(pick(&listed[..3], cuda, None)
+            .unwrap_err()
+            .to_string()
+            .contains("no CUDA device"));
+        assert!(pick(&[], opencl, None)
             .unwrap_err()
             .to_string()
             .contains("no OpenCL device"));
@@ -386,16 +484,16 @@ mod tests {
     #[test]
     fn devices_alike_are_probed_once_and_opened_whole() {
         // PoCL's two halves are one kind of device: the second takes the first's probe.
-        let picked = pick_live(Some("0:0/2,0:1/2")).unwrap();
+        let picked = pick_live(Some(Api::OpenCl), Some("0:0/2,0:1/2")).unwrap();
         let opened = open_picked(&picked).unwrap();
         assert_eq!(opened.len(), 2);
-        let probed = ndtune_cl::open(0).unwrap().sub_device(1, 2).unwrap();
-        assert!(probed.profile.preferred_work_group_size_multiple > 0);
-        assert_eq!(opened[1].profile, probed.profile);
-        assert_eq!(opened[0].profile, opened[1].profile);
+        let probed = ndtune_backend::open(0).unwrap().sub_device(1, 2).unwrap();
+        assert!(probed.profile().preferred_work_group_size_multiple > 0);
+        assert_eq!(opened[1].profile(), probed.profile());
+        assert_eq!(opened[0].profile(), opened[1].profile());
         assert_eq!(opened[1].selector(), "0:1/2");
         // Handed a profile, a worker's device is whole without probing.
-        let handed = attach_picked(&picked[1], probed.profile.clone()).unwrap();
-        assert_eq!(handed.profile, probed.profile);
+        let handed = attach_picked(&picked[1], probed.profile().clone()).unwrap();
+        assert_eq!(handed.profile(), probed.profile());
     }
 }

@@ -5,7 +5,7 @@
 //! such work-groups): the configurations are removed only on request (`--prune-by-query`).
 //! Builds are costly, so this runs only for spaces up to a cap (`ndtune space --kernel-check`).
 
-use ndtune_cl::{ClDevice, ClError};
+use ndtune_backend::{AnyDevice, DeviceError};
 use ndtune_space::problem::Pruning;
 use ndtune_spec::{KernelSource, Spec};
 use serde::Serialize;
@@ -37,7 +37,7 @@ pub enum CheckError {
     Spec(String),
     /// The device failed otherwise than by refusing a build.
     #[error(transparent)]
-    Device(#[from] ClError),
+    Device(#[from] DeviceError),
 }
 
 /// Builds every configuration of `pruning` on `device` (at most `cap` of them; `None` beyond),
@@ -45,7 +45,7 @@ pub enum CheckError {
 pub fn check(
     spec: &Spec,
     source: &KernelSource,
-    device: &ClDevice,
+    device: &AnyDevice,
     pruning: &Pruning,
     cap: u128,
     starting: impl FnOnce(u128),
@@ -84,7 +84,7 @@ pub fn check(
                     result.removed_configs.insert(config.to_vec());
                 }
             }
-            Err(ClError::Build { .. }) => result.build_failed += 1,
+            Err(DeviceError::Build { .. }) => result.build_failed += 1,
             Err(e) => {
                 failure = Some(e);
                 return ControlFlow::Break(());

@@ -6,7 +6,7 @@
 //! cache, with the spec's metrics.
 
 use crate::request::RequestError;
-use ndtune_cl::ClDevice;
+use ndtune_backend::AnyDevice;
 use ndtune_core::Value as ParamValue;
 use ndtune_core::{Config, Outcome};
 use ndtune_metrics::Inputs;
@@ -30,9 +30,9 @@ pub struct KtCache {
 
 impl KtCache {
     /// The header this campaign's cache has on `device`, with the spec's metrics and objective.
-    fn header(&self, device: &ClDevice, spec: &Spec) -> KtHeader {
+    fn header(&self, device: &AnyDevice, spec: &Spec) -> KtHeader {
         KtHeader {
-            device_name: device.profile.name.clone(),
+            device_name: device.profile().name.clone(),
             kernel_name: self.kernel_name.clone(),
             problem_size: self.problem_size.clone(),
             tune_params_keys: self.tune_params_keys.clone(),
@@ -46,7 +46,7 @@ impl KtCache {
     /// Makes the cache's entries that the store lacks the campaign `group`'s records.
     pub(crate) fn continue_from(
         &self,
-        device: &ClDevice,
+        device: &AnyDevice,
         spec: &Spec,
         store: &Store,
         group: &Group,
@@ -109,7 +109,7 @@ impl KtCache {
     /// Writes the campaign `group`'s records to the cache, each with its metrics' values.
     pub(crate) fn write(
         &self,
-        device: &ClDevice,
+        device: &AnyDevice,
         spec: &Spec,
         store: &Store,
         group: &Group,

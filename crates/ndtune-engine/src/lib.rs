@@ -88,6 +88,7 @@ pub use share::Share;
 pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
 
 use live::Live;
+use ndtune_backend::AnyDevice;
 use ndtune_bench::builder::BuildPool;
 use ndtune_bench::evaluate::Moment;
 use ndtune_bench::node_builds::{self, Builds, ServiceKey};
@@ -95,7 +96,6 @@ use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
 use ndtune_bench::supervisor::Supervisor;
 use ndtune_bench::worker::{Generated, Job, OwnCheck};
-use ndtune_cl::ClDevice;
 use ndtune_core::{Codec, Config, Outcome, Timing, Value};
 use ndtune_device::DeviceType;
 use ndtune_metrics::{Inputs, Metrics};
@@ -284,14 +284,21 @@ pub(crate) fn tunable_source(spec: &Spec) -> Result<KernelSource, CampaignError>
 /// with 63 workers, 16.2 s with 15, 14.6 s with 7, 13.6 s with 4.
 pub const GPU_BUILD_JOBS: usize = 8;
 
-/// The default number of build workers of a campaign on a device of `device_type`, or of the
-/// node's build service for all its workers ([`ndtune_bench::node_builds`]): the cores
-/// less one for the measurement (at least 2, 1 on one core), and on a GPU at most
-/// [`GPU_BUILD_JOBS`].
-pub fn default_build_jobs(device_type: DeviceType) -> usize {
+/// The default number of build workers of a campaign on `device`, or of the node's build
+/// service for all its workers ([`ndtune_bench::node_builds`]): the cores less one for the
+/// measurement (at least 2, 1 on one core), and on a GPU whose builds each hold a context on
+/// it (OpenCL's) at most [`GPU_BUILD_JOBS`]. CUDA's builds (NVRTC) need no context: a CUDA
+/// GPU's builds take the cores.
+pub fn default_build_jobs(device: &dyn ndtune_backend::Device) -> usize {
+    build_jobs_for(device.profile().device_type, device.builds_hold_context())
+}
+
+fn build_jobs_for(device_type: DeviceType, builds_hold_context: bool) -> usize {
     match device_type {
-        DeviceType::Cpu => build_jobs_by_cores(),
-        _ => build_jobs_by_cores().min(GPU_BUILD_JOBS),
+        DeviceType::Gpu | DeviceType::Accelerator | DeviceType::Custom if builds_hold_context => {
+            build_jobs_by_cores().min(GPU_BUILD_JOBS)
+        }
+        _ => build_jobs_by_cores(),
     }
 }
 
@@ -389,7 +396,7 @@ pub struct Campaign<'a> {
     pub spec: &'a Spec,
     /// Constants replaced on the command line (`--set`), passed on to the workers.
     pub overrides: &'a BTreeMap<String, ndtune_core::Value>,
-    pub device: &'a ClDevice,
+    pub device: &'a AnyDevice,
     /// How the device is named in messages.
     pub label: &'a str,
     /// The spec's space pruned for this device.
@@ -427,7 +434,7 @@ impl Campaign<'_> {
             spec,
             &source,
             self.overrides,
-            (self.device.index, self.device.sub),
+            (self.device.index(), self.device.sub()),
             self.options.seed,
         )?;
         // The worker starts first: it opens its device while the campaign prepares.
@@ -517,7 +524,7 @@ impl Campaign<'_> {
         let setup = group.setup.clone();
         // A CPU device measures with the build workers stopped; they prime what they build
         // (a launch), since PoCL compiles for each work-group size at the first launch.
-        let cpu = self.device.profile.device_type == DeviceType::Cpu;
+        let cpu = self.device.profile().device_type == DeviceType::Cpu;
         let history = build_history::load(self.store, &group, codec.names());
         let own_pool = || {
             BuildPool::new(
@@ -526,7 +533,7 @@ impl Campaign<'_> {
                 self.options.build_jobs,
                 self.options.timeout,
                 cpu,
-                ProgramCache::open(&self.device.profile, &source),
+                ProgramCache::open(self.device.profile(), &source),
                 &history,
             )
         };
@@ -536,7 +543,7 @@ impl Campaign<'_> {
             // The workers of one node share its builders (see `ndtune_bench::node_builds`).
             let key = ServiceKey {
                 job: &job,
-                device_kind: &ndtune_store::fingerprint(&self.device.profile),
+                device_kind: &ndtune_store::fingerprint(self.device.profile()),
                 prime: cpu,
                 timeout: self.options.timeout,
                 program: &self.options.processes.describe(),
@@ -577,7 +584,7 @@ impl Campaign<'_> {
             .unwrap_or(usize::MAX);
         observer.event(Event::Started { total });
         let mut advice =
-            advice::AdviceBook::for_spec(spec, &source, self.device.profile.local_mem_size);
+            advice::AdviceBook::for_spec(spec, &source, self.device.profile().local_mem_size);
         for (config, outcome) in &existing {
             if let Ok(point) = codec.point(config) {
                 advice.note(&point, outcome);
@@ -698,7 +705,7 @@ impl Campaign<'_> {
 
 /// Whether `device` has a power source and whether the campaign measures the energy (its
 /// metrics need it); an error naming the metrics that need it where the device has none.
-fn energy_report(device: &ClDevice, metrics: &Metrics) -> Result<EnergyReport, String> {
+fn energy_report(device: &AnyDevice, metrics: &Metrics) -> Result<EnergyReport, String> {
     let needing = metrics.needing_energy();
     match ndtune_bench::energy::meter(device) {
         Ok(meter) => Ok(EnergyReport {
@@ -748,7 +755,7 @@ pub fn group(
     spec: &Spec,
     source: &KernelSource,
     seed: u64,
-    device: &ClDevice,
+    device: &AnyDevice,
     store: &Store,
 ) -> Result<Group, CampaignError> {
     let setup = spec
@@ -756,7 +763,7 @@ pub fn group(
         .map_err(|e| CampaignError::Spec(e.to_string()))?;
     store.put_setup(&setup)?;
     Ok(Group {
-        device: store.put_device(&device.profile)?,
+        device: store.put_device(device.profile())?,
         kernel: spec.kernel.name.clone(),
         source_hash: ndtune_store::source_hash(&source.text),
         setup: setup.digest,

@@ -9,8 +9,8 @@
 
 use crate::tuning::{resolve_strategy, Tuning};
 use crate::{group, CampaignError, DeviceReport, Event, Observer, Options, Share, TimeSpent};
+use ndtune_backend::AnyDevice;
 use ndtune_bench::children::{self, OnEnd};
-use ndtune_cl::ClDevice;
 use ndtune_core::Value;
 use ndtune_device::DeviceProfile;
 use ndtune_search::Budget;
@@ -50,7 +50,7 @@ pub enum PoolEvent<'a> {
 pub struct Pool<'a> {
     pub spec: &'a Spec,
     pub overrides: &'a BTreeMap<String, Value>,
-    pub devices: &'a [ClDevice],
+    pub devices: &'a [AnyDevice],
     pub store: &'a Store,
     /// Where the workers find the store (a path or a connection string).
     pub location: OsString,
@@ -176,10 +176,10 @@ impl Pool<'_> {
         observer: &mut dyn Observer,
     ) -> Result<PoolReport, CampaignError> {
         let first = &self.devices[0];
-        let kind = ndtune_store::fingerprint(&first.profile);
+        let kind = ndtune_store::fingerprint(first.profile());
         if let Some(d) = self.devices[1..]
             .iter()
-            .find(|d| ndtune_store::fingerprint(&d.profile) != kind)
+            .find(|d| ndtune_store::fingerprint(d.profile()) != kind)
         {
             return Err(CampaignError::Spec(format!(
                 "a pool shares one campaign among identical devices, and {} differs from {} \
@@ -193,7 +193,7 @@ impl Pool<'_> {
         let group = group(spec, &source, self.options.seed, first, self.store)?;
         let pruning = spec
             .problem
-            .prune(&[Target::from_profile(first.label(), &first.profile)])
+            .prune(&[Target::from_profile(first.label(), first.profile())])
             .map_err(|e| CampaignError::Spec(spec.locate(&e).to_string()))?;
         let valid = pruning.stats.pruned;
         let given = Budget {
@@ -365,12 +365,12 @@ impl Pool<'_> {
         })
     }
 
-    fn job(&self, device: &ClDevice, worker: String) -> PoolJob {
+    fn job(&self, device: &AnyDevice, worker: String) -> PoolJob {
         PoolJob {
             spec: std::fs::canonicalize(&self.spec.path).unwrap_or_else(|_| self.spec.path.clone()),
             overrides: self.overrides.clone(),
             device: device.selector(),
-            profile: device.profile.clone(),
+            profile: device.profile().clone(),
             worker,
             lease: self.lease,
             db_retry: self.db_retry,
@@ -442,7 +442,8 @@ fn serve_job() -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .reconnect_for(job.db_retry);
     let spec = Spec::load_with(&job.spec, &job.overrides).map_err(|e| e.to_string())?;
-    let picked = crate::devices::pick_live(Some(&job.device)).map_err(|e| e.to_string())?;
+    let picked = crate::devices::pick_live(Some(spec.kernel.language), Some(&job.device))
+        .map_err(|e| e.to_string())?;
     let [picked] = picked[..] else {
         return Err(format!(
             "a pool worker's device is one, not `{}`",
@@ -529,13 +530,15 @@ mod tests {
 
     #[test]
     fn build_jobs_take_the_cores_but_one_and_a_gpu_gets_few() {
-        use crate::{default_build_jobs, GPU_BUILD_JOBS};
+        use crate::{build_jobs_for, GPU_BUILD_JOBS};
         let cores = std::thread::available_parallelism().unwrap().get();
         let alone = if cores == 1 { 1 } else { (cores - 1).max(2) };
-        assert_eq!(default_build_jobs(DeviceType::Cpu), alone);
+        assert_eq!(build_jobs_for(DeviceType::Cpu, true), alone);
         assert_eq!(
-            default_build_jobs(DeviceType::Gpu),
+            build_jobs_for(DeviceType::Gpu, true),
             alone.min(GPU_BUILD_JOBS)
         );
+        // CUDA's builds hold no context on the GPU: they take the cores.
+        assert_eq!(build_jobs_for(DeviceType::Gpu, false), alone);
     }
 }

@@ -18,7 +18,7 @@ use crate::{
     default_build_jobs, Best, CampaignError, DeviceReport, Event, Options, PerConfig, Processes,
     Tuning, Worker,
 };
-use ndtune_cl::ClDevice;
+use ndtune_backend::{AnyDevice, Api};
 use ndtune_core::{Config, Constants};
 use ndtune_metrics::{MetricDef, Objective};
 use ndtune_spec::{Race, Spec, SpecError};
@@ -63,7 +63,7 @@ pub enum DeviceChoice {
         devices: Vec<usize>,
     },
     /// Devices the front end already opened (`split`'s devices).
-    Opened(Vec<ClDevice>),
+    Opened(Vec<AnyDevice>),
 }
 
 /// How the devices share the work.
@@ -242,7 +242,7 @@ pub struct Ran {
     /// Where the wall time went.
     pub time: Wall,
     /// The devices tuned on, opened.
-    pub devices: Vec<ClDevice>,
+    pub devices: Vec<AnyDevice>,
     /// Where the store is, for the front end's hints.
     pub store: PathBuf,
     /// Why the request failed after it ran, where it did: a campaign was interrupted by a
@@ -292,7 +292,7 @@ pub fn run(
             sweep.len()
         )));
     }
-    let picked = pick(request, captured.as_ref())?;
+    let picked = pick(request, specs[0].kernel.language, captured.as_ref())?;
     let count = match (&picked, &request.devices) {
         (Some(picked), _) => picked.len(),
         (None, DeviceChoice::Opened(devices)) => devices.len(),
@@ -397,7 +397,7 @@ struct Campaigns<'a> {
     request: &'a TuneRequest,
     specs: &'a [Spec],
     sweep: &'a [Constants],
-    devices: &'a [ClDevice],
+    devices: &'a [AnyDevice],
     store: &'a Store,
     captured: Option<&'a Captured>,
 }
@@ -425,7 +425,7 @@ impl Campaigns<'_> {
                 if self
                     .captured
                     .as_ref()
-                    .is_some_and(|c| !c.asked(overrides, &device.profile))
+                    .is_some_and(|c| !c.asked(overrides, device.profile()))
                 {
                     continue; // its worker, started for nothing, stops as it is dropped
                 }
@@ -518,18 +518,22 @@ fn load_spec(request: &TuneRequest, overrides: &Constants) -> Result<Spec, Reque
 /// end opened.
 fn pick(
     request: &TuneRequest,
+    language: Api,
     captured: Option<&Captured>,
 ) -> Result<Option<Vec<Picked>>, RequestError> {
     let picked = match (&request.devices, captured) {
         (DeviceChoice::Opened(_), _) => return Ok(None),
-        (_, Some(c)) => devices::pick_live(Some(&c.devices)),
-        (DeviceChoice::Selector(selector), None) => devices::pick_live(selector.as_deref()),
+        (_, Some(c)) => devices::pick_live(Some(language), Some(&c.devices)),
+        (DeviceChoice::Selector(selector), None) => {
+            devices::pick_live(Some(language), selector.as_deref())
+        }
         (DeviceChoice::Numbered { platform, devices }, None) => {
-            devices::pick_numbered(*platform, devices)
+            devices::pick_numbered(language, *platform, devices)
         }
     };
     picked.map(Some).map_err(|e| match &request.devices {
-        DeviceChoice::Selector(_) => RequestError::Device(format!("--device {e}")),
+        DeviceChoice::Selector(Some(_)) => RequestError::Device(format!("--device {e}")),
+        DeviceChoice::Selector(None) => RequestError::Device(e.to_string()),
         _ => RequestError::Pick(e),
     })
 }
@@ -538,7 +542,7 @@ fn pick(
 fn options(
     request: &TuneRequest,
     spec: &Spec,
-    device: &ClDevice,
+    device: &AnyDevice,
     swept: bool,
 ) -> Result<Options, RequestError> {
     let s = &request.search;
@@ -555,7 +559,7 @@ fn options(
             None,
             Some(Share {
                 worker: match &request.name {
-                    Some(name) => format!("{name}:{}", device.index),
+                    Some(name) => format!("{name}:{}", device.index()),
                     None => default_worker_id(device),
                 },
                 lease: request.lease,
@@ -576,7 +580,7 @@ fn options(
         timeout: request.timeout,
         build_jobs: s
             .build_jobs
-            .unwrap_or_else(|| default_build_jobs(device.profile.device_type)),
+            .unwrap_or_else(|| default_build_jobs(device.as_ref())),
         race: request
             .race
             .rule(spec.measure.race)
@@ -592,7 +596,7 @@ fn run_pool(
     request: &TuneRequest,
     spec: &Spec,
     overrides: &Constants,
-    devices: &[ClDevice],
+    devices: &[AnyDevice],
     store: &Store,
     observer: &mut dyn FnMut(RequestEvent<'_>),
 ) -> Result<PoolReport, RequestError> {
@@ -633,12 +637,12 @@ fn run_pool(
 /// Why nothing could be measured on `device` (an empty space, or every configuration evaluated
 /// failed), where that is so: a campaign that measured something succeeded, however much else
 /// failed.
-pub fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &ClDevice) -> Option<String> {
+pub fn nothing_measured(spec: &Spec, r: &DeviceReport, device: &AnyDevice) -> Option<String> {
     if !r.measured_nothing() {
         return None;
     }
     if r.pruned == 0 {
-        let target = ndtune_space::problem::Target::from_profile(&r.device, &device.profile);
+        let target = ndtune_space::problem::Target::from_profile(&r.device, device.profile());
         return Some(match spec.problem.prune(&[target]) {
             Ok(pruning) => crate::space::empty_space(spec, &r.device, &pruning),
             Err(e) => spec.locate(&e).to_string(),

@@ -45,7 +45,7 @@ pub fn claims_ahead(build_jobs: usize) -> usize {
 }
 
 /// A worker's name where none is given: `host:pid:device` (the device's selector).
-pub fn default_worker_id(device: &ndtune_cl::ClDevice) -> String {
+pub fn default_worker_id(device: &ndtune_backend::AnyDevice) -> String {
     format!(
         "{}:{}:{}",
         ndtune_core::host_name(),

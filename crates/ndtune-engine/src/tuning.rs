@@ -8,7 +8,7 @@ use crate::tunable_source;
 use crate::{
     group, Campaign, CampaignError, DeviceReport, Event, Observer, Options, PerConfig, Worker,
 };
-use ndtune_cl::ClDevice;
+use ndtune_backend::AnyDevice;
 use ndtune_core::Constants;
 use ndtune_search::{AutoChoice, Budget};
 use ndtune_space::problem::{Pruning, Target};
@@ -22,7 +22,7 @@ pub struct Tuning<'a> {
     pub spec: &'a Spec,
     /// Constants replaced on the command line (`--set`), passed on to the workers.
     pub overrides: &'a BTreeMap<String, ndtune_core::Value>,
-    pub device: &'a ClDevice,
+    pub device: &'a AnyDevice,
     /// How the device is named in messages and in the store's studies.
     pub label: &'a str,
     pub store: &'a Store,
@@ -51,7 +51,7 @@ impl Tuning<'_> {
         let spec = self.spec;
         let pruning = spec
             .problem
-            .prune(&[Target::from_profile(self.label, &self.device.profile)])
+            .prune(&[Target::from_profile(self.label, self.device.profile())])
             .map_err(|e| CampaignError::Spec(spec.locate(&e).to_string()))?;
         let source = tunable_source(spec)?;
         let group = group(spec, &source, self.options.seed, self.device, self.store)?;

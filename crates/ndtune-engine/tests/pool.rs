@@ -12,8 +12,8 @@ use std::time::Duration;
 
 #[test]
 fn devices_of_two_kinds_never_pool() {
-    let whole = ndtune_cl::open(0).unwrap();
-    let half = ndtune_cl::open(0).unwrap().sub_device(1, 2).unwrap();
+    let whole = ndtune_backend::open(0).unwrap();
+    let half = ndtune_backend::open(0).unwrap().sub_device(1, 2).unwrap();
     let spec = Spec::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.toml"))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -51,7 +51,7 @@ fn run_kernel(
         .codec
         .point(&config)
         .map_err(|e| spec_error(format!("run_kernel: params: {e}")))?;
-    let device = pick_device(platform, device)?;
+    let device = pick_device(spec.kernel.language, platform, device)?;
     let kernel = spec.kernel.name.clone();
     let ran = py.detach(|| Bench::new(spec, &device, 0).and_then(|mut b| b.run_once(&point)));
     let failed = |why: String| NdtuneError::new_err(format!("run_kernel `{kernel}`: {why}"));
@@ -67,18 +67,19 @@ fn run_kernel(
         .collect())
 }
 
-/// The space of `spec` pruned for device `device` of OpenCL platform `platform`, as JSON: the
+/// The space of `spec` pruned for device `device` of platform `platform` (Kernel Tuner's
+/// numbers for the spec's language), as JSON: the
 /// counts of [`SpaceReport`] and, where `limit` is given, `configs`: up to `limit` of the
 /// configurations left, each parameter name to value.
 #[pyfunction]
 #[pyo3(signature = (spec, platform, device, limit=None))]
 fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) -> PyResult<String> {
     let spec = load(&spec)?;
-    let device = pick_device(platform, device)?;
+    let device = pick_device(spec.kernel.language, platform, device)?;
     let label = device.label();
     let pruning = spec
         .problem
-        .prune(&[Target::from_profile(&label, &device.profile)])
+        .prune(&[Target::from_profile(&label, device.profile())])
         .map_err(|e| spec_error(spec.locate(&e)))?;
     let mut out = serde_json::to_value(SpaceReport::new(&spec, Some(label), &pruning))
         .map_err(|e| NdtuneError::new_err(format!("the space's counts: {e}")))?;
@@ -125,7 +126,9 @@ fn best(
         match profiles.get(&(platform, device)) {
             Some(p) => p.clone(),
             None => {
-                let p = pick_device(platform, device)?.profile;
+                let p = pick_device(ndtune_backend::Api::OpenCl, platform, device)?
+                    .profile()
+                    .clone();
                 profiles.insert((platform, device), p.clone());
                 p
             }
@@ -234,7 +237,8 @@ fn collect(
         CollectError::Tuning(e) => crate::CampaignError::new_err(e.to_string()),
     };
     let plan = CollectCampaign::load(&campaign).map_err(fail)?;
-    let found = ndtune_cl::discover().map_err(|e| crate::DeviceError::new_err(e.to_string()))?;
+    let found =
+        ndtune_backend::discover().map_err(|e| crate::DeviceError::new_err(e.to_string()))?;
     let devices = plan.devices(&found).map_err(fail)?;
     let store = Store::open(&db).map_err(store_error)?;
     let scenarios = ndtune_collect::prepare(&plan, &devices, &work).map_err(fail)?;
@@ -247,7 +251,7 @@ fn collect(
         let how = Measuring {
             seed,
             timeout: None,
-            build_jobs: ndtune_engine::default_build_jobs(scenario.device.profile.device_type),
+            build_jobs: ndtune_engine::default_build_jobs(scenario.device.as_ref()),
             guard: Some(Share {
                 worker: format!(
                     "python:{}:{}",

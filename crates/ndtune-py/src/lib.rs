@@ -19,9 +19,9 @@
 //! measured is in the store and the same call goes on from there.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ndtune_backend::{AnyDevice, Api};
 use ndtune_bench::evaluate::Moment;
 use ndtune_bench::worker::{Generated, OwnCheck};
-use ndtune_cl::ClDevice;
 use ndtune_core::{Config, Constants};
 use ndtune_engine::pool::PoolEvent;
 use ndtune_engine::{
@@ -106,22 +106,28 @@ fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
 #[pyo3(signature = (probe = true))]
 fn devices(probe: bool) -> PyResult<String> {
     let found = if probe {
-        ndtune_cl::discover()
+        ndtune_backend::discover()
     } else {
-        ndtune_cl::discover_unprobed()
+        ndtune_backend::discover_unprobed()
     }
     .map_err(|e| DeviceError::new_err(e.to_string()))?;
-    let mut per_platform: BTreeMap<usize, usize> = BTreeMap::new();
+    // Kernel Tuner's numbers: per OpenCL platform, and CUDA's ordinals.
+    let mut per_platform: BTreeMap<(&str, usize), usize> = BTreeMap::new();
     let list: Vec<Json> = found
         .iter()
         .map(|d| {
-            let n = per_platform.entry(d.platform_index).or_default();
+            let api = match d.api() {
+                Api::OpenCl => "opencl",
+                Api::Cuda => "cuda",
+            };
+            let n = per_platform.entry((api, d.platform_index())).or_default();
             let entry = json!({
-                "index": d.index,
-                "platform": d.platform_index,
+                "index": d.index(),
+                "api": api,
+                "platform": d.platform_index(),
                 "device": *n,
-                "name": d.profile.name,
-                "profile": d.profile,
+                "name": d.profile().name,
+                "profile": d.profile(),
             });
             *n += 1;
             entry
@@ -132,22 +138,33 @@ fn devices(probe: bool) -> PyResult<String> {
 
 /// Kernel Tuner's `parallel=`: the numbers of device `device` of platform `platform` and of the
 /// devices there identical to it ([`ndtune_engine::devices::parallel`]); all of them, or the
-/// first `count`.
+/// first `count`; among the devices of `language` (`opencl` or `cuda`).
 #[pyfunction]
-#[pyo3(signature = (platform, device, count = None))]
-fn parallel_devices(platform: usize, device: usize, count: Option<usize>) -> PyResult<Vec<usize>> {
+#[pyo3(signature = (platform, device, count = None, language = "opencl"))]
+fn parallel_devices(
+    platform: usize,
+    device: usize,
+    count: Option<usize>,
+    language: &str,
+) -> PyResult<Vec<usize>> {
     use ndtune_engine::devices::{parallel_here, ParallelError};
-    parallel_here(platform, device, count).map_err(|e| match e {
+    let api = if language == "cuda" {
+        Api::Cuda
+    } else {
+        Api::OpenCl
+    };
+    parallel_here(api, platform, device, count).map_err(|e| match e {
         ParallelError::Device(m) => DeviceError::new_err(m),
         ParallelError::Count(m) => SpecError::new_err(format!("tune_kernel: {m}")),
     })
 }
 
-/// Kernel Tuner's numbering: device `device` of platform `platform`, opened alone.
-fn pick_device(platform: usize, device: usize) -> PyResult<ClDevice> {
+/// Kernel Tuner's numbering: device `device` of platform `platform` among the devices of
+/// `language`, opened alone.
+fn pick_device(language: Api, platform: usize, device: usize) -> PyResult<AnyDevice> {
     use ndtune_engine::devices::{open_picked, pick_numbered};
     let fail = |e: ndtune_engine::devices::PickError| DeviceError::new_err(e.to_string());
-    let picked = pick_numbered(platform, &[device]).map_err(fail)?;
+    let picked = pick_numbered(language, platform, &[device]).map_err(fail)?;
     let mut opened = open_picked(&picked).map_err(fail)?;
     Ok(opened.remove(0))
 }
@@ -450,7 +467,7 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
         .versions()
         .map_err(|e| DeviceError::new_err(e.to_string()))?;
     Ok(json!({
-        "results": results, "report": ran.reports[0], "pool": pool, "device": device.profile,
+        "results": results, "report": ran.reports[0], "pool": pool, "device": device.profile(),
         "opencl_c_version": opencl_c_version, "platform_version": platform_version,
     }))
 }

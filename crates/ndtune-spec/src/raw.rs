@@ -28,6 +28,8 @@ pub struct RawSpec {
 #[serde(deny_unknown_fields)]
 pub struct RawKernel {
     pub name: Spanned<String>,
+    /// `"opencl"` or `"cuda"`; by the source's extension where absent.
+    pub language: Option<Spanned<String>>,
     /// A file name or a list of them (checked in validation, for clear errors).
     pub source: Option<Spanned<toml::Value>>,
     #[serde(default)]

@@ -4,6 +4,7 @@ use crate::raw::{NumOrExpr, RawArg, RawSpec};
 use crate::{BuildOption, SpanKey, Spec, SpecError};
 use ndtune_core::text::line_col;
 use ndtune_core::{Codec, Constants, Value};
+use ndtune_device::backend::Api;
 use ndtune_metrics::{Definitions, MetricDef, Metrics, Place};
 use ndtune_space::domain::Domain;
 use ndtune_space::expr::Expr;
@@ -19,6 +20,9 @@ use toml::Spanned;
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub name: String,
+    /// The language of the source, and so the API whose devices run it: `[kernel] language`,
+    /// else CUDA for a `.cu` or `.cuh` first source, else OpenCL.
+    pub language: Api,
     /// The source files, resolved relative to the spec file: the compiler gets them as one
     /// text, in this order ([`crate::KernelSource`]). Empty where the spec names none.
     pub sources: Vec<PathBuf>,
@@ -452,9 +456,11 @@ pub(crate) fn spec(
         spans: HashMap::new(),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
+    let sources = sources(&mut cx, &raw, dir)?;
     let kernel = Kernel {
         name: raw.kernel.name.get_ref().clone(),
-        sources: sources(&mut cx, &raw, dir)?,
+        language: language(&cx, &raw, &sources)?,
+        sources,
         include_dirs: include_dirs(&cx, &raw, dir)?,
         build_options: Vec::new(),
     };
@@ -587,6 +593,30 @@ fn sources(cx: &mut Ctx, raw: &RawSpec, dir: &Path) -> Result<Vec<PathBuf>, Spec
         cx.spans.insert(SpanKey::Source(i), span.clone());
     }
     Ok(names.iter().map(|n| dir.join(n)).collect())
+}
+
+/// `[kernel] language` (`opencl` or `cuda`, in any case), else by the first source's extension.
+fn language(cx: &Ctx, raw: &RawSpec, sources: &[PathBuf]) -> Result<Api, SpecError> {
+    match &raw.kernel.language {
+        Some(l) => match l.get_ref().to_ascii_lowercase().as_str() {
+            "opencl" => Ok(Api::OpenCl),
+            "cuda" => Ok(Api::Cuda),
+            other => Err(cx.err(
+                &l.span(),
+                format!("[kernel] language `{other}` is not one ndtune builds (opencl, cuda)"),
+            )),
+        },
+        None => Ok(
+            match sources
+                .first()
+                .and_then(|s| s.extension())
+                .and_then(|e| e.to_str())
+            {
+                Some("cu" | "cuh") => Api::Cuda,
+                _ => Api::OpenCl,
+            },
+        ),
+    }
 }
 
 /// `[kernel] include_dirs`: directories relative to the spec file, which must exist.

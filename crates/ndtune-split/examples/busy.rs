@@ -3,7 +3,7 @@
 //! back to back on device SEL (as `ndtune devices` numbers them) until SECONDS have passed, from
 //! its own context, as another program on the node would.
 
-use ndtune_cl::{Arg, ClDevice, Session};
+use ndtune_backend::Arg;
 use std::time::{Duration, Instant};
 
 const SOURCE: &str = r#"
@@ -21,9 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: busy SEL SECONDS".into());
     };
     let seconds: f64 = seconds.parse()?;
-    let all = ndtune_cl::discover()?;
-    let device = ClDevice::pick(&all, sel)?;
-    let mut session = Session::new(&device)?;
+    let all = ndtune_backend::discover()?;
+    let device = ndtune_backend::pick(&all, sel)?;
+    let mut session = device.session()?;
     let kernel = session.kernel(SOURCE, "busy", "")?;
     let items = 1usize << 22;
     let buffer = session.buffer(&vec![0u8; items * 4])?;

@@ -22,9 +22,9 @@
 
 use crate::schedule::{Chunk, Cut, Dispenser, Scheduler};
 use crate::Part;
+use ndtune_backend::{AnyDevice, Arg, Buffer as DeviceBuffer, Kernel, Pinned, Session};
 use ndtune_bench::data::from_bytes;
 use ndtune_bench::verify::{compare, Mismatch};
-use ndtune_cl::{Arg, ClDevice, DeviceBuffer, Kernel, PinnedHost, Session};
 use ndtune_core::Timing;
 use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
@@ -49,7 +49,7 @@ const MAX_SLICES: usize = 4;
 /// it runs.
 #[derive(Debug, Clone)]
 pub struct Member {
-    pub device: ClDevice,
+    pub device: AnyDevice,
     pub config: Vec<i64>,
 }
 
@@ -119,7 +119,7 @@ impl BufferLayout {
 
 /// What one device thread needs to set itself up.
 struct Setup {
-    device: ClDevice,
+    device: AnyDevice,
     label: String,
     /// What makes members alike ([`CoExecutor::alike`]): the device model and driver, the
     /// configuration's build options and its work-group.
@@ -487,7 +487,7 @@ impl CoExecutor {
                 }
                 None => buffers = Some(layout.clone()),
             }
-            let p = &m.device.profile;
+            let p = &m.device.profile();
             setups.push(Setup {
                 kind: format!(
                     "{}\0{}\0{}\0{}\0{}\0{l:?}",
@@ -1038,10 +1038,10 @@ impl Worker {
 struct DeviceState {
     /// Each input's bytes in pinned host memory of this device's context (None for buffers the
     /// kernel only writes), so that every run's writes go by DMA.
-    staged: Vec<Option<PinnedHost>>,
+    staged: Vec<Option<Box<dyn Pinned>>>,
     buffers: Vec<DeviceBuffer>,
     kernel: Kernel,
-    session: Session,
+    session: Box<dyn Session>,
     setup: Setup,
     /// Fault injection: chunks left before a launch the driver refuses.
     fail_after: Option<usize>,
@@ -1105,7 +1105,7 @@ fn device_thread(setup: Setup, orders: Receiver<Order>, done: Sender<Result<Repl
 
 impl DeviceState {
     fn new(setup: Setup) -> Result<DeviceState, String> {
-        let mut session = Session::new(&setup.device).map_err(|e| e.to_string())?;
+        let mut session = setup.device.session().map_err(|e| e.to_string())?;
         let kernel = session
             .kernel(&setup.source, &setup.kernel, &setup.options)
             .map_err(|e| format!("cannot build the kernel: {e}"))?;
@@ -1169,7 +1169,7 @@ impl DeviceState {
     /// than its work-groups.
     fn slices(&self, groups: usize, cover: (usize, usize)) -> usize {
         let wanted = self.slices.unwrap_or_else(|| {
-            if self.setup.device.profile.device_type == DeviceType::Cpu {
+            if self.setup.device.profile().device_type == DeviceType::Cpu {
                 return 1;
             }
             let moved: usize = self
@@ -1226,7 +1226,8 @@ impl DeviceState {
                 *left -= 1;
             }
         }
-        let failed = |e: ndtune_cl::ClError| format!("items {}..{}: {e}", offset, offset + size);
+        let failed =
+            |e: ndtune_backend::DeviceError| format!("items {}..{}: {e}", offset, offset + size);
         let mut pipe = self.session.pipeline().map_err(failed)?;
         // What the items [lo, hi) of a launch read of the inputs split or not (`sliced`):
         // (buffer, byte offset, staged bytes).

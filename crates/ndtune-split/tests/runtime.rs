@@ -2,9 +2,9 @@
 //! PoCL CPU (sub-devices 0:0/2 and 0:1/2), the shipped matmul and conv1d kernels, equal, unequal
 //! and overlapping partitions, outputs checked against the float64 host references.
 
+use ndtune_backend::AnyDevice;
 use ndtune_bench::data::{from_bytes, spec_inputs};
 use ndtune_bench::verify::compare;
-use ndtune_cl::ClDevice;
 use ndtune_spec::{ArgKind, Spec};
 use ndtune_split::runtime::{CoExecutor, ExecError, Member, Schedule};
 use ndtune_split::schedule::{ScheduleChoice, Scheduler};
@@ -18,8 +18,8 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn halves() -> Vec<ClDevice> {
-    let cpu = &ndtune_cl::discover().expect("PoCL is installed")[0];
+fn halves() -> Vec<AnyDevice> {
+    let cpu = &ndtune_backend::discover().expect("PoCL is installed")[0];
     (0..2)
         .map(|k| cpu.sub_device(k, 2).expect("PoCL makes sub-devices"))
         .collect()
@@ -458,7 +458,9 @@ fn with_three_devices_the_static_plan_also_runs_without_the_slowest() {
     // The whole CPU beside its two halves: three devices, one of them the slowest (work-groups
     // of 1 item make the whole device slowest here whatever its cores).
     let spec = load(&example("matmul.toml"), 128);
-    let cpu = ndtune_cl::discover().expect("PoCL is installed").remove(0);
+    let cpu = ndtune_backend::discover()
+        .expect("PoCL is installed")
+        .remove(0);
     let mut devices = halves();
     devices.push(cpu);
     let configs = [vec![8, 8], vec![16, 16], vec![1, 1]];

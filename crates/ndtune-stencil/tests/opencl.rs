@@ -2,7 +2,7 @@
 //! reference stencils, generated ones of both complexities and all types, both padding modes,
 //! work-groups that do not divide the matrix, a global offset, and a function that does not build.
 
-use ndtune_cl::{discover, Arg, ClDevice, ClError, Session};
+use ndtune_backend::{discover, AnyDevice, Arg, DeviceError, Session};
 use ndtune_stencil::{generate, reference, reference_names, Elem, Kind, Padding, Stencil};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -67,12 +67,12 @@ fn build_reference(stencil: &Stencil, dir: &Path, strict: bool) -> std::path::Pa
     path("reference")
 }
 
-fn pocl() -> ClDevice {
+fn pocl() -> AnyDevice {
     discover()
         .expect("an OpenCL platform")
         .into_iter()
         .find(|d| {
-            d.profile
+            d.profile()
                 .platform_name
                 .contains("Portable Computing Language")
         })
@@ -142,19 +142,19 @@ fn round_up(n: usize, multiple: usize) -> usize {
 
 /// One build of the stencil on a device, launched on one matrix.
 struct Run {
-    session: Session,
-    kernel: ndtune_cl::Kernel,
+    session: Box<dyn Session>,
+    kernel: ndtune_backend::Kernel,
     stencil: Stencil,
     rows: usize,
     cols: usize,
-    input: ndtune_cl::DeviceBuffer,
-    output: ndtune_cl::DeviceBuffer,
+    input: ndtune_backend::Buffer,
+    output: ndtune_backend::Buffer,
 }
 
 impl Run {
-    fn new(device: &ClDevice, stencil: &Stencil, rows: usize, cols: usize, input: &[u8]) -> Run {
+    fn new(device: &AnyDevice, stencil: &Stencil, rows: usize, cols: usize, input: &[u8]) -> Run {
         stencil.check(rows as u64, cols as u64).unwrap();
-        let mut session = Session::new(device).unwrap();
+        let mut session = device.session().unwrap();
         let kernel = session
             .kernel(&stencil.device_source(), "stencil", "")
             .unwrap_or_else(|e| panic!("{}: {e}", stencil.name));
@@ -219,7 +219,7 @@ fn assert_close(stencil: &Stencil, what: &str, cols: usize, device: &[f64], host
 }
 
 /// The stencil on every work-group of [`WORK_GROUPS`] against the host reference; one build.
-fn verify(device: &ClDevice, stencil: &Stencil, rows: usize, cols: usize) {
+fn verify(device: &AnyDevice, stencil: &Stencil, rows: usize, cols: usize) {
     let input = matrix(stencil, rows, cols, 42);
     let host = values(stencil.output, &host_output(stencil, rows, cols, &input));
     let mut run = Run::new(device, stencil, rows, cols, &input);
@@ -318,11 +318,11 @@ fn a_global_offset_computes_only_its_rows() {
 fn a_function_that_does_not_compile_gives_a_readable_build_log() {
     let mut stencil = reference("he").unwrap();
     stencil.function = "return get(0, 0) * no_such_weight;".into();
-    let mut session = Session::new(&pocl()).unwrap();
+    let mut session = pocl().session().unwrap();
     let err = session
         .kernel(&stencil.device_source(), "stencil", "")
         .unwrap_err();
-    let ClError::Build { ref log, .. } = err else {
+    let DeviceError::Build { ref log, .. } = err else {
         panic!("not a build error: {err}");
     };
     assert!(log.contains("no_such_weight"), "{log}");

@@ -97,6 +97,7 @@ mod tests {
             max_constant_buffer_size: 65536,
             preferred_work_group_size_multiple: 32,
             extensions: vec!["cl_khr_fp64".into()],
+            cuda: None,
         };
         // = sha256(r#"{"name":"GeForce GT 550M",...,"local_mem_size":49152}"#)[..16]
         assert_eq!(fingerprint(&p), "66beae1eac95f41a");

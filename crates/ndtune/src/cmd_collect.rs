@@ -39,7 +39,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         .as_ref()
         .ok_or_else(|| anyhow!("collect needs a campaign file (or --summary / --export)"))?;
     let campaign = CollectCampaign::load(path)?;
-    let devices = campaign.devices(&ndtune_cl::discover()?)?;
+    let devices = campaign.devices(&ndtune_backend::discover()?)?;
     let work = args
         .work
         .clone()
@@ -58,7 +58,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         let how = Measuring {
             seed: args.seed,
             timeout: args.timeout.map(Duration::from_secs_f64),
-            build_jobs: ndtune_engine::default_build_jobs(scenario.device.profile.device_type),
+            build_jobs: ndtune_engine::default_build_jobs(scenario.device.as_ref()),
             guard: Some(Share {
                 worker: default_worker_id(scenario.device),
                 lease: ndtune_engine::share::GUARD_LEASE,

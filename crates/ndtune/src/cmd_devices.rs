@@ -1,4 +1,4 @@
-//! `ndtune devices`: what OpenCL sees, as a listing, JSON profiles or MiniZinc data.
+//! `ndtune devices`: what OpenCL and CUDA see, as a listing, JSON profiles or MiniZinc data.
 
 use crate::cli::DevicesArgs;
 use crate::output::bytes;
@@ -22,13 +22,19 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             })
             .collect()
     } else {
-        ndtune_cl::discover()?
+        let found = ndtune_backend::discover_all(true)?;
+        // A backend without a driver is one line, and its peers are listed as ever.
+        for missing in &found.unavailable {
+            eprintln!("note: {missing}");
+        }
+        found
+            .devices
             .into_iter()
             .map(|d| {
                 (
-                    d.index.to_string(),
-                    d.profile.platform_name.clone(),
-                    d.profile,
+                    d.index().to_string(),
+                    d.profile().platform_name.clone(),
+                    d.profile().clone(),
                 )
             })
             .collect()
@@ -41,11 +47,15 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             vec![devices.swap_remove(i)]
         } else {
             // Live devices are picked as every command picks them.
-            let picked = devices::pick_live(Some(sel)).map_err(|e| anyhow!("--device {e}"))?;
+            let picked =
+                devices::pick_live(None, Some(sel)).map_err(|e| anyhow!("--device {e}"))?;
             devices::open_picked(&picked)
                 .map_err(|e| anyhow!("--device {e}"))?
                 .into_iter()
-                .map(|d| (d.selector(), d.profile.platform_name.clone(), d.profile))
+                .map(|d| {
+                    let profile = d.profile().clone();
+                    (d.selector(), profile.platform_name.clone(), profile)
+                })
                 .collect()
         };
     }
@@ -86,6 +96,16 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             bytes(p.global_mem_cache_size),
             p.global_mem_cacheline_size
         );
+        if let Some(c) = &p.cuda {
+            let grid: Vec<String> = c.max_grid_size.iter().map(u64::to_string).collect();
+            println!(
+                "      CUDA                 compute capability {}, grid {}, shared opt-in {}, registers {} a block",
+                c.compute_capability,
+                grid.join(" x "),
+                bytes(c.shared_mem_per_block_optin),
+                c.registers_per_block
+            );
+        }
     }
     if let Some(dir) = &args.mzn {
         eprintln!(

@@ -34,10 +34,10 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         .transpose()?;
     // Live devices by their names, then the built-in profiles; a machine without OpenCL still
     // serves requests that send features or whole profiles.
-    let mut devices: Vec<_> = match ndtune_cl::discover() {
-        Ok(found) => found.into_iter().map(|d| d.profile).collect(),
+    let mut devices: Vec<_> = match ndtune_backend::discover() {
+        Ok(found) => found.into_iter().map(|d| d.profile().clone()).collect(),
         Err(e) => {
-            eprintln!("serve: no live OpenCL device ({e}); built-in profiles only");
+            eprintln!("serve: no live device ({e}); built-in profiles only");
             Vec::new()
         }
     };

@@ -86,7 +86,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
                 let starting = |n| {
                     eprintln!(
                         "{}: building {n} configuration(s) to read their CL_KERNEL_WORK_GROUP_SIZE",
-                        cl.profile.name
+                        cl.profile().name
                     )
                 };
                 kernel_check::check(&spec, src, cl, &pruning, args.kernel_check, starting)?.map(

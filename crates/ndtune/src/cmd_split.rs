@@ -8,7 +8,7 @@ use crate::output::show_config;
 
 use anyhow::{anyhow, bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ndtune_cl::ClDevice;
+use ndtune_backend::{AnyDevice, Api};
 use ndtune_engine::devices;
 use ndtune_engine::{best_recorded, group};
 use ndtune_engine::{outcome_counts, show_constants, DeviceChoice};
@@ -46,8 +46,11 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let source = spec
         .kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed", spec.path.display()))?;
-    let devices = pick_devices(args.devices.as_deref().expect("clap requires --devices"))?;
-    let labels: Vec<String> = devices.iter().map(ClDevice::label).collect();
+    let devices = pick_devices(
+        spec.kernel.language,
+        args.devices.as_deref().expect("clap requires --devices"),
+    )?;
+    let labels: Vec<String> = devices.iter().map(|d| d.label()).collect();
 
     let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
@@ -163,8 +166,9 @@ pub fn run(args: &SplitArgs) -> Result<()> {
 
 /// Resolves `--devices` as every command picks devices ([`devices::pick`]: each device at most
 /// once, no device together with a part of it); co-execution needs two at least.
-fn pick_devices(list: &str) -> Result<Vec<ClDevice>> {
-    let picked = devices::pick_live(Some(list)).map_err(|e| anyhow!("--devices {e}"))?;
+fn pick_devices(language: Api, list: &str) -> Result<Vec<AnyDevice>> {
+    let picked =
+        devices::pick_live(Some(language), Some(list)).map_err(|e| anyhow!("--devices {e}"))?;
     if picked.len() < 2 {
         bail!(
             "--devices {list}: co-execution needs at least two devices, and {} {} picked",

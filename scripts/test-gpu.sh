@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# What CI cannot test (it has no GPU): ndtune on a machine with an NVIDIA GPU, through both of
+# its backends. Run on the GPU machine before every stop that touches a device backend:
+#   scripts/test-gpu.sh [NDTUNE]        (NDTUNE: the binary, default target/release/ndtune)
+# It registers NVIDIA's OpenCL driver where it is not, then checks, each with its own line:
+#   - `ndtune devices` lists the GPU through CUDA (compute capability, grid, shared memory) and
+#     through OpenCL;
+#   - a CUDA kernel (examples/cuda/saxpy.toml, C++ linkage) tunes whole, every configuration
+#     verified and measured, and a second run reuses every result;
+#   - every outcome of a CUDA configuration (scripts/gpu/faulty.toml): build_failed with NVRTC's
+#     log, refused with the driver's error name, crashed (an illegal address poisons the
+#     context: the worker is replaced) and measured, in one campaign that goes on;
+#   - a template instance as the kernel name (scripts/gpu/templated.toml);
+#   - the CUDA SGEMM (examples/cuda/sgemm.toml) and its OpenCL twin on the same GPU;
+#   - a CUDA kernel asked for on an OpenCL device is refused before anything runs.
+# Prints PASS/FAIL per check and exits non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+NDTUNE=${1:-target/release/ndtune}
+if [ ! -e /etc/OpenCL/vendors/nvidia.icd ] && [ -w /etc ]; then
+    mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+check() { # NAME COMMAND...: runs the command, PASS when it exits 0
+    local name=$1
+    shift
+    if "$@" >"$work/out" 2>"$work/err"; then
+        echo "PASS $name"
+    else
+        echo "FAIL $name"
+        sed 's/^/    /' "$work/out" "$work/err" | tail -40
+        failed=1
+    fi
+}
+# The JSON of `tune --json` on stdin, checked by a Python expression over `d` (one device).
+expect() {
+    python3 -c "
+import json, sys
+d = json.load(sys.stdin)['devices'][0]
+o = d['outcomes']
+ok = $1
+print(json.dumps({'outcomes': o, 'best': d['best'] and d['best']['config'], 'ms': d['best'] and d['best']['time_ms']}))
+sys.exit(0 if ok else 1)"
+}
+
+"$NDTUNE" devices 2>&1 | tee "$work/devices"
+cuda=$(python3 - "$work/devices" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+block = text.split("platform: CUDA", 1)
+print(re.search(r"\[(\d+)\]", block[1]).group(1) if len(block) == 2 else "")
+EOF
+)
+opencl=$(python3 - "$work/devices" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"platform: NVIDIA CUDA\n\s+\[(\d+)\]", text)
+print(m.group(1) if m else "")
+EOF
+)
+check "devices: a CUDA device ($cuda) and the GPU through OpenCL ($opencl)" \
+    test -n "$cuda" -a -n "$opencl"
+check "devices: CUDA limits" grep -q "compute capability" "$work/devices"
+
+tune() { "$NDTUNE" tune "$@" --db "$work/tune.db" --json; }
+check "cuda saxpy: 20 measured, verified" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune examples/cuda/saxpy.toml | expect \"o['measured'] == 20 and d['verified']\""
+check "cuda saxpy again: every result reused" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune examples/cuda/saxpy.toml | expect \"d['reused'] == 20 and d['evaluated'] == 0\""
+check "cuda faults: 2 build_failed, 2 refused, 1 crashed, 1 measured" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune scripts/gpu/faulty.toml | expect \"(o['build_failed'], o['refused'], o['crashed'], o['measured']) == (2, 2, 1, 1)\""
+check "cuda faults: the reasons are shown" \
+    bash -c "'$NDTUNE' show scripts/gpu/faulty.toml --db '$work/tune.db' >'$work/show' 2>&1; \
+    cat '$work/show'; grep -q CUDA_ERROR_ILLEGAL_ADDRESS '$work/show' && grep -q 'MODE 2 does not build' '$work/show'"
+check "cuda template instance: 6 measured" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune scripts/gpu/templated.toml | expect \"o['measured'] == 6\""
+check "cuda sgemm N=1024: every configuration the model keeps is measured" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune examples/cuda/sgemm.toml --set N=1024 | expect \"o['measured'] == d['declared'] - d['pruned'] and o['wrong_result'] == 0\""
+check "opencl sgemm N=1024 on the same GPU" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune examples/sgemm.toml --set N=1024 --device $opencl | expect \"o['wrong_result'] == 0 and o['measured'] > 0\""
+check "a CUDA kernel on an OpenCL device is refused" \
+    bash -c "! '$NDTUNE' tune examples/cuda/saxpy.toml --device $opencl --db '$work/x.db' >'$work/wrong' 2>&1; \
+    rc=\$?; cat '$work/wrong'; [ \$rc -eq 0 ] && grep -q 'runs OpenCL kernels, not CUDA ones' '$work/wrong'"
+exit $failed
