@@ -104,8 +104,9 @@ def run(name, lib, args, root):
         return {"error": f"timed out after {args.timeout} s"}
     wall = time.monotonic() - started
     if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else
-                f"exit {done.returncode}", "wall_s": wall}
+        lines = done.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit {done.returncode}", "wall_s": wall,
+                "stderr": lines[-30:]}
     calls = json.load(open(where / "calls.json"))
     results = [r for call in calls for r in call]
     valid = [r for r in results if isinstance(r.get("time"), (int, float))]
@@ -115,7 +116,11 @@ def run(name, lib, args, root):
     readings = [{k: v for k, v in r.items() if isinstance(v, (int, float, str))
                  and k != "timestamp" and not k.endswith("_time")}
                 for r in valid] if name in NVML else None
-    return {"wall_s": wall, "readings": readings, "calls": len(calls), "results": len(results), "valid": len(valid),
+    # Why the others are not valid: ndtune's outcome, or the tool's error text.
+    invalid = sorted({f"{r.get('ndtune_outcome', '')} {r.get('time')}"[:300]
+                      for r in results if r not in valid})
+    return {"wall_s": wall, "readings": readings, "invalid": invalid[:10],
+            "calls": len(calls), "results": len(results), "valid": len(valid),
             "best_ms": best["time"] if best else None, "keys": keys,
             "best": {k: v for k, v in best.items() if not isinstance(v, (list, dict))
                      and k not in ("time", "times", "timestamp") and not k.endswith("_time")}

@@ -129,8 +129,27 @@ impl Drop for Program {
     }
 }
 
+/// The CUDA toolkit's header folders, which nvcc searches and NVRTC does not: `include`, and
+/// `include/cccl` where CUDA 13 keeps CUB, Thrust and libcu++ (`cub/cub.cuh`, `cuda/std/...`).
+fn toolkit_includes() -> Vec<std::path::PathBuf> {
+    let Some(include) = crate::toolkit_folders()
+        .into_iter()
+        .filter_map(|lib| Some(lib.parent()?.join("include")))
+        .find(|dir| dir.join("cuda.h").is_file())
+    else {
+        return Vec::new();
+    };
+    let cccl = include.join("cccl");
+    let mut dirs = vec![include];
+    if cccl.is_dir() {
+        dirs.push(cccl);
+    }
+    dirs
+}
+
 /// Builds kernel `name` of `source` with `options` for architecture `arch` (`sm_90`); an
-/// `-arch`/`--gpu-architecture` among the options wins. A compile error is
+/// `-arch`/`--gpu-architecture` among the options wins, and the toolkit's headers are searched
+/// after the options' own folders, as nvcc searches them. A compile error is
 /// [`DeviceError::Build`] with NVRTC's log.
 pub fn compile(
     device: &str,
@@ -150,6 +169,9 @@ pub fn compile(
         .any(|w| w.starts_with("-arch") || w.starts_with("--gpu-architecture"))
     {
         words.push(format!("--gpu-architecture={arch}"));
+    }
+    for dir in toolkit_includes() {
+        words.push(format!("-I{}", dir.display()));
     }
     let c_words = words
         .iter()
