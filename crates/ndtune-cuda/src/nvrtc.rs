@@ -275,6 +275,35 @@ mod tests {
         assert_eq!(split_options("-D"), ["-D"]);
     }
 
+    /// Where NVRTC is missing (CI), a build, a template instance's included, says what is
+    /// missing and where ndtune looks; on a machine with NVRTC scripts/test-gpu.sh builds.
+    #[test]
+    fn without_nvrtc_a_build_says_what_is_missing() {
+        if library().is_ok() {
+            return;
+        }
+        let e = compile(
+            "dev",
+            "template <int K> __global__ void k() {}",
+            "k<4>",
+            "",
+            "sm_90",
+        )
+        .unwrap_err();
+        match &e {
+            DeviceError::Unavailable {
+                api: Api::Cuda,
+                reason,
+                ..
+            } => assert!(
+                reason.starts_with("NVRTC: libnvrtc could not be loaded"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(e.to_string().contains("CUDA_HOME"), "{e}");
+    }
+
     #[test]
     fn a_binary_carries_its_lowered_name() {
         let c = Compiled {

@@ -400,7 +400,8 @@ fn inits_from_files_copies_and_distributions_are_checked() {
 
 #[test]
 fn kernel_section_errors_name_the_spec_line_and_column() {
-    let cases: [(&str, &str); 7] = [
+    let cases: [(&str, &str); 8] = [
+        ("language = \"hip\"", "t.toml:3:12: [kernel] language `hip` is not one ndtune builds (opencl, cuda)"),
         ("source = 3", "t.toml:3:10: [kernel] source is a file name or a list of file names"),
         ("source = []", "t.toml:3:10: [kernel] source is a file name or a list"),
         ("include_dirs = [\"nowhere\"]", "t.toml:3:17: [kernel] include_dirs: `nowhere` is not a directory"),
@@ -413,6 +414,32 @@ fn kernel_section_errors_name_the_spec_line_and_column() {
         let e = parse(&format!("{HEAD}{line}\n[params]\nX = [1]\n")).unwrap_err();
         assert!(e.starts_with(expected), "{line}: {e}");
     }
+}
+
+#[test]
+fn the_language_is_given_or_follows_the_first_sources_extension() {
+    use ndtune_device::backend::Api;
+    let language = |kernel: &str| {
+        Spec::parse(
+            &format!("[kernel]\nname = \"k\"\n{kernel}\n[params]\nX = [1]\n"),
+            Path::new("t.toml"),
+        )
+        .unwrap()
+        .kernel
+        .language
+    };
+    assert_eq!(language("source = \"k.cl\""), Api::OpenCl);
+    assert_eq!(language("source = [\"k.cu\", \"more.cl\"]"), Api::Cuda);
+    assert_eq!(language("source = \"k.cuh\""), Api::Cuda);
+    assert_eq!(language(""), Api::OpenCl);
+    assert_eq!(
+        language("source = \"k.cl\"\nlanguage = \"CUDA\""),
+        Api::Cuda
+    );
+    assert_eq!(
+        language("source = \"k.cu\"\nlanguage = \"opencl\""),
+        Api::OpenCl
+    );
 }
 
 #[test]
