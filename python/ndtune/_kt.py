@@ -93,9 +93,9 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "smem_args": "shared memory arguments are CUDA's",
-    "cmem_args": "constant memory arguments are CUDA's",
-    "texmem_args": "texture memory arguments are CUDA's",
+    "smem_args": "CUDA's dynamic shared memory arguments are not supported yet",
+    "cmem_args": "CUDA's constant memory arguments are not supported yet",
+    "texmem_args": "CUDA's texture memory arguments are not supported yet",
     "compiler": "ndtune tunes OpenCL and CUDA kernels; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
