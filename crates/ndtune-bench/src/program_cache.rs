@@ -1,9 +1,10 @@
 //! Program binaries kept across campaigns, as PyOpenCL keeps its own: a build worker's binary of a
 //! define set is copied into `$NDTUNE_CACHE_DIR/programs` (default `$XDG_CACHE_HOME/ndtune` or
 //! `~/.cache/ndtune`; used only where it and each file are the user's own and nobody else's to
-//! write: [`ndtune_core::cache`]), named by a hash of the device (name, platform, OpenCL and driver
-//! versions), the kernel source with every header it includes ([`KernelSource::digest`]) and
-//! the build options. A later campaign that needs the same
+//! write: [`ndtune_core::cache`]), named by a hash of the device (name, platform, language and
+//! driver versions), the kernel source with every header it includes ([`KernelSource::digest`]),
+//! the kernel's name (a CUDA binary is of one kernel: two kernels of one source and options are two
+//! binaries) and the build options. A later campaign that needs the same
 //! program takes the file instead of starting a build worker: on a GPU, where each build worker
 //! opens a context of its own on the device, a campaign whose programs are all cached starts none.
 //!
@@ -29,14 +30,18 @@ pub struct ProgramCache {
 }
 
 impl ProgramCache {
-    /// The cache of `source`'s programs on `device`, in the folder the environment names; none
-    /// where it is `off` or no folder can be made.
-    pub fn open(device: &DeviceProfile, source: &KernelSource) -> Option<ProgramCache> {
+    /// The cache of `source`'s programs of `kernel` on `device`, in the folder the environment
+    /// names; none where it is `off` or no folder can be made.
+    pub fn open(
+        device: &DeviceProfile,
+        source: &KernelSource,
+        kernel: &str,
+    ) -> Option<ProgramCache> {
         // A folder that is not the user's own and private is not used (nor is one that cannot
         // be made): the driver would load what another user put there.
         let dir = ndtune_core::cache::folder("programs").ok()??;
         let identity = format!(
-            "{}\0{}\0{}\0{}\0{}",
+            "{}\0{}\0{}\0{}\0{}\0{kernel}",
             device.name,
             device.platform_name,
             device.version,
@@ -81,5 +86,36 @@ impl ProgramCache {
         if written.is_ok() && std::fs::rename(&partial, &path).is_err() {
             let _ = std::fs::remove_file(&partial);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two kernels of one source built with the same options are two binaries (a CUDA binary
+    /// holds one kernel): the cache never hands one kernel's binary to the other.
+    #[test]
+    fn each_kernel_of_a_source_has_its_own_binaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache_dir = dir.path().join("cache");
+        std::env::set_var("NDTUNE_CACHE_DIR", &cache_dir);
+        let file = dir.path().join("k.cu");
+        std::fs::write(&file, "__global__ void a() {}\n__global__ void b() {}\n").unwrap();
+        let source = KernelSource::read(&[file], &[]).unwrap();
+        let device = ndtune_device::builtin::find("gt550m").unwrap();
+        let binary = dir.path().join("a.bin");
+        std::fs::write(&binary, b"binary of a").unwrap();
+        let a = ProgramCache::open(&device, &source, "a").unwrap();
+        a.keep("-DX=1", Some(&binary));
+        let b = ProgramCache::open(&device, &source, "b").unwrap();
+        assert!(b.get("-DX=1").is_none());
+        match a.get("-DX=1") {
+            Some(Built::Binary(path)) => {
+                assert_eq!(std::fs::read(path).unwrap(), b"binary of a")
+            }
+            other => panic!("{other:?}"),
+        }
+        std::env::remove_var("NDTUNE_CACHE_DIR");
     }
 }

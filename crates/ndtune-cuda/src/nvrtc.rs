@@ -3,17 +3,21 @@
 //! one architecture. A build needs NVRTC only, no driver context, so build workers run it on
 //! every core without touching the GPU.
 //!
-//! The cubin travels with the kernel's lowered (mangled) name, as [`Compiled::to_bytes`] lays
-//! them out: what a build worker hands the measurement worker, and what the binary cache keeps.
+//! The cubin travels with the kernel's name as asked for and its lowered (mangled) name, as
+//! [`Compiled::to_bytes`] lays them out: what a build worker hands the measurement worker, and
+//! what the binary cache keeps. A binary of another kernel of the same source and options is
+//! never taken for this one.
 
 use cudarc::nvrtc::sys::{self, nvrtcResult};
 use ndtune_device::backend::{Api, DeviceError, Fault};
 use std::ffi::{c_char, CStr, CString};
 use std::sync::OnceLock;
 
-/// A built kernel: the cubin and the name its function has in it.
+/// A built kernel: the name it was asked for by, the name its function has in the cubin, and
+/// the cubin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compiled {
+    pub name: String,
     pub lowered: String,
     pub cubin: Vec<u8>,
 }
@@ -21,23 +25,35 @@ pub struct Compiled {
 const MAGIC: &[u8; 8] = b"NDTCUBIN";
 
 impl Compiled {
-    /// `NDTCUBIN`, the lowered name's length (4 bytes, little-endian), the name, the cubin.
+    /// `NDTCUBIN`, then the name and the lowered name, each its length (4 bytes,
+    /// little-endian) then its bytes, then the cubin.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(12 + self.lowered.len() + self.cubin.len());
+        let mut out =
+            Vec::with_capacity(16 + self.name.len() + self.lowered.len() + self.cubin.len());
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(self.lowered.len() as u32).to_le_bytes());
-        out.extend_from_slice(self.lowered.as_bytes());
+        for text in [&self.name, &self.lowered] {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
         out.extend_from_slice(&self.cubin);
         out
     }
 
     /// What [`Compiled::to_bytes`] wrote; `None` for anything else.
     pub fn from_bytes(bytes: &[u8]) -> Option<Compiled> {
-        let rest = bytes.strip_prefix(MAGIC)?;
-        let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-        let lowered = std::str::from_utf8(rest.get(4..4 + len)?).ok()?.to_string();
-        let cubin = rest.get(4 + len..)?.to_vec();
-        (!cubin.is_empty()).then_some(Compiled { lowered, cubin })
+        let mut rest = bytes.strip_prefix(MAGIC)?;
+        let mut text = || -> Option<String> {
+            let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            let text = std::str::from_utf8(rest.get(4..4 + len)?).ok()?.to_string();
+            rest = &rest[4 + len..];
+            Some(text)
+        };
+        let (name, lowered) = (text()?, text()?);
+        (!rest.is_empty()).then(|| Compiled {
+            name,
+            lowered,
+            cubin: rest.to_vec(),
+        })
     }
 }
 
@@ -232,7 +248,11 @@ pub fn compile(
     call("nvrtcGetCUBIN", unsafe {
         sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast())
     })?;
-    Ok(Compiled { lowered, cubin })
+    Ok(Compiled {
+        name: name.to_string(),
+        lowered,
+        cubin,
+    })
 }
 
 fn log(program: &Program) -> String {
@@ -305,13 +325,21 @@ mod tests {
     }
 
     #[test]
-    fn a_binary_carries_its_lowered_name() {
+    fn a_binary_carries_its_names() {
         let c = Compiled {
-            lowered: "_Z6vectorPf".into(),
+            name: "vector<float>".into(),
+            lowered: "_Z6vectorIfEvPT_".into(),
             cubin: vec![1, 2, 3],
         };
         assert_eq!(Compiled::from_bytes(&c.to_bytes()), Some(c));
         assert_eq!(Compiled::from_bytes(b"\x7fELF...."), None);
-        assert_eq!(Compiled::from_bytes(b"NDTCUBIN\x02\0\0\0ab"), None);
+        assert_eq!(
+            Compiled::from_bytes(b"NDTCUBIN\x01\0\0\0a\x02\0\0\0ab"),
+            None
+        );
+        assert_eq!(
+            Compiled::from_bytes(b"NDTCUBIN\x01\0\0\0a\x09\0\0\0ab"),
+            None
+        );
     }
 }

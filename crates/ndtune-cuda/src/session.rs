@@ -395,7 +395,8 @@ impl backend::Session for Session {
         self.check_source(source)?;
         let key = (options.to_string(), name.to_string());
         if !self.built.contains_key(&key) {
-            let loaded = match self.handed.remove(options) {
+            // A binary handed in for these options is taken only if it was built for this kernel.
+            let loaded = match self.handed.remove(options).filter(|c| c.name == name) {
                 Some(compiled) => self.load(&compiled),
                 None => self
                     .compile(source, name, options)
@@ -435,7 +436,7 @@ impl backend::Session for Session {
         name: &str,
         options: &str,
     ) -> Result<Kernel, DeviceError> {
-        match Compiled::from_bytes(binary) {
+        match Compiled::from_bytes(binary).filter(|c| c.name == name) {
             Some(compiled) => Session::function(&self.load(&compiled)?, name),
             None => self.own_kernel(source, name, options),
         }

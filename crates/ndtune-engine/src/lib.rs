@@ -533,7 +533,7 @@ impl Campaign<'_> {
                 self.options.build_jobs,
                 self.options.timeout,
                 cpu,
-                ProgramCache::open(self.device.profile(), &source),
+                ProgramCache::open(self.device.profile(), &source, &spec.kernel.name),
                 &history,
             )
         };
