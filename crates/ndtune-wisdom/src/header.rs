@@ -1,12 +1,15 @@
 //! `ndtune export --format header`: a kernel's wisdom as a C header for programs that want no
 //! library: a table with one row per tuned (device, constants), each with the build options
-//! (the parameters' `-D`s) and the launch sizes, and a lookup by device name and constants.
+//! (the parameters' `-D`s) and the launch sizes (OpenCL's global and local sizes, and CUDA's grid
+//! of blocks), and a lookup by device name and constants.
 //!
 //! ```c
 //! #include "matmul_wisdom.h"
 //! const ndtune_matmul_config *c = ndtune_matmul_find(device_name, "N=1024");
 //! if (c) { clBuildProgram(p, 1, &dev, c->build_options, 0, 0);
 //!          clEnqueueNDRangeKernel(q, k, c->dims, 0, c->global, c->local, 0, 0, 0); }
+//! /* CUDA: the options to NVRTC, then
+//!    matmul<<<dim3(c->grid[0], c->grid[1], c->grid[2]), dim3(c->local[0], c->local[1], c->local[2])>>>(...); */
 //! ```
 //!
 //! Names come from users and drivers (kernel, metric, unit, device): whatever reaches a comment
@@ -42,13 +45,21 @@ pub fn header(wisdom: &KernelWisdom, picker: &Picker) -> Result<String, PickErro
             v.resize(3, "1".into());
             v.join(", ")
         };
+        // CUDA's grid: blocks per dimension, as ndtune launches it (ceil(global / local)).
+        let grid: Vec<usize> = (0..dims)
+            .map(|d| {
+                let global = p.global.get(d).copied().unwrap_or(1);
+                global.div_ceil(p.local.get(d).copied().unwrap_or(1).max(1))
+            })
+            .collect();
         rows.push(format!(
-            "    {{{}, {}, {}, {dims}, {{{}}}, {{{}}}, {:e}}},",
+            "    {{{}, {}, {}, {dims}, {{{}}}, {{{}}}, {{{}}}, {:e}}},",
             c_string(&e.device.name),
             c_string(&constants),
             c_string(&p.build_options),
             three(&p.global),
             three(&p.local),
+            three(&grid),
             p.tuned_objective.unwrap_or(e.objective)
         ));
     }
@@ -85,8 +96,10 @@ pub fn header(wisdom: &KernelWisdom, picker: &Picker) -> Result<String, PickErro
         h,
         "typedef struct {{\n    const char *device;        /* CL_DEVICE_NAME */\n    \
          const char *constants;     /* NAME=VALUE, space-separated, names sorted */\n    \
-         const char *build_options; /* for clBuildProgram: the parameters as -D */\n    \
-         unsigned dims;\n    size_t global[3];\n    size_t local[3];\n    double objective;\n}} {ty};\n"
+         const char *build_options; /* for clBuildProgram or NVRTC: the parameters as -D */\n    \
+         unsigned dims;\n    size_t global[3];\n    size_t local[3];\n    \
+         size_t grid[3];            /* CUDA: blocks per dimension, ceil(global / local) */\n    \
+         double objective;\n}} {ty};\n"
     );
     let _ = writeln!(
         h,

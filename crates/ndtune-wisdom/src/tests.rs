@@ -173,7 +173,7 @@ fn the_header_compiles_and_finds_each_row() {
     let k = tuned();
     let picker = Picker::new(&k, "w.json").unwrap();
     let h = header::header(&k, &picker).unwrap();
-    assert!(h.contains("\"GeForce GTX TITAN\", \"N=4096\", \"-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4\", 2, {4096, 1024, 1}, {32, 8, 1}"), "{h}");
+    assert!(h.contains("\"GeForce GTX TITAN\", \"N=4096\", \"-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4\", 2, {4096, 1024, 1}, {32, 8, 1}, {128, 128, 1}"), "{h}");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tiled_wisdom.h"), &h).unwrap();
     let main = r#"#include "tiled_wisdom.h"
@@ -181,7 +181,8 @@ fn the_header_compiles_and_finds_each_row() {
 int main(void) {
     const ndtune_tiled_config *c = ndtune_tiled_find("GeForce GTX TITAN", "N=4096");
     if (!c || ndtune_tiled_find("GeForce GTX TITAN", "N=8") != NULL) return 1;
-    printf("%s|%zu|%zu\n", c->build_options, c->local[0], c->local[1]);
+    printf("%s|%zu|%zu|%zu|%zu\n", c->build_options, c->local[0], c->local[1], c->grid[0],
+           c->grid[1]);
     return 0;
 }
 "#;
@@ -197,7 +198,7 @@ int main(void) {
     let out = std::process::Command::new(&exe).output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4|32|8\n"
+        "-cl-mad-enable -D N=4096 -D TS=32 -D UNROLL=4|32|8|128|128\n"
     );
 }
 
