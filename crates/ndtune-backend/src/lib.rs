@@ -8,7 +8,7 @@
 //! [`BACKENDS`]; nothing above this crate changes.
 
 pub use ndtune_device::backend::{
-    AnyDevice, Api, Arg, Buffer, Device, DeviceError, Fault, Kernel, KernelLimits, Pinned,
+    Address, AnyDevice, Api, Arg, Buffer, Device, DeviceError, Fault, Kernel, KernelLimits, Pinned,
     Pipeline, PipelineTimes, Running, Session, Step,
 };
 use std::sync::Arc;
@@ -102,6 +102,8 @@ pub fn discover_unprobed() -> Result<Vec<AnyDevice>, DeviceError> {
 pub struct Listed {
     pub name: String,
     pub api: Api,
+    /// Where it is in its API's own list.
+    pub at: Address,
 }
 
 /// Every device's name and API, in the list's order, read without opening anything: enough to
@@ -111,10 +113,16 @@ pub fn listing() -> Result<Vec<Listed>, DeviceError> {
     let mut first_error = None;
     for backend in BACKENDS {
         match (backend.names)() {
-            Ok(names) => listed.extend(names.into_iter().map(|name| Listed {
-                name,
-                api: backend.api,
-            })),
+            Ok(names) => {
+                listed.extend(names.into_iter().enumerate().map(|(number, name)| Listed {
+                    name,
+                    api: backend.api,
+                    at: Address {
+                        api: backend.api,
+                        number,
+                    },
+                }))
+            }
             Err(e) => {
                 first_error.get_or_insert(e);
             }
@@ -135,6 +143,16 @@ pub fn open(index: usize) -> Result<AnyDevice, DeviceError> {
 /// build workers): its profile read without the probe build, as the tuner discovered it once.
 pub fn attach(index: usize) -> Result<AnyDevice, DeviceError> {
     open_with(index, false)
+}
+
+/// Device `index` of the list, at `at` in its API's own list: [`attach`] for a process told both,
+/// which loads that API alone (a CUDA worker never loads OpenCL's drivers to count their devices).
+pub fn attach_at(index: usize, at: Address) -> Result<AnyDevice, DeviceError> {
+    let backend = BACKENDS
+        .iter()
+        .find(|b| b.api == at.api)
+        .expect("every API has its backend");
+    (backend.open)(index - at.number, at.number, false)
 }
 
 fn open_with(index: usize, probe: bool) -> Result<AnyDevice, DeviceError> {

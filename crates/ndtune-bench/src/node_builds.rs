@@ -76,7 +76,7 @@ pub enum NodeRole {
 /// index (the devices are of one kind).
 #[derive(Debug, Serialize)]
 pub struct ServiceKey<'a> {
-    /// The campaign's job; its device and sub-device are left out of the key.
+    /// The campaign's job; its device (index, address, sub-device) is left out of the key.
     pub job: &'a Job,
     /// The device kind (`ndtune_store::fingerprint`).
     pub device_kind: &'a str,
@@ -90,6 +90,7 @@ impl ServiceKey<'_> {
     fn digest(&self) -> String {
         let job = Job {
             device: 0,
+            at: None,
             sub: None,
             ..self.job.clone()
         };

@@ -354,6 +354,7 @@ fi"#;
             spec: PathBuf::from("unused.toml"),
             overrides: BTreeMap::new(),
             device: 0,
+            at: None,
             sub: None,
             seed: 0,
             setup: String::new(),

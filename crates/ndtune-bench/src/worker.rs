@@ -26,6 +26,10 @@ pub struct Job {
     pub overrides: BTreeMap<String, ndtune_core::Value>,
     /// Index of the device in `ndtune devices` order.
     pub device: usize,
+    /// Where the device is in its API's own list, so that the worker loads that API alone
+    /// (absent: found by its index).
+    #[serde(default)]
+    pub at: Option<ndtune_backend::Address>,
     /// Sub-device K of N equal partitions of that device, if one.
     pub sub: Option<(usize, usize)>,
     /// Seed of the input data.
@@ -113,7 +117,11 @@ pub enum Response {
 impl Job {
     /// Opens the job's device (or sub-device) in this process.
     pub fn open_device(&self) -> Result<ndtune_backend::AnyDevice, Fatal> {
-        let device = ndtune_backend::attach(self.device).map_err(|e| Fatal(e.to_string()))?;
+        let device = match self.at {
+            Some(at) => ndtune_backend::attach_at(self.device, at),
+            None => ndtune_backend::attach(self.device),
+        }
+        .map_err(|e| Fatal(e.to_string()))?;
         match self.sub {
             Some((k, n)) => device.sub_device(k, n).map_err(|e| Fatal(e.to_string())),
             None => Ok(device),

@@ -394,6 +394,7 @@ fn a_worker_refuses_a_spec_whose_files_changed_since_the_campaign_started() {
         spec: s.path.clone(),
         overrides: Default::default(),
         device: 0,
+        at: None,
         sub: None,
         seed: 7,
         setup: setup.digest.clone(),

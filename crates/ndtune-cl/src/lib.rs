@@ -11,7 +11,7 @@
 //! an OpenCL loader or without any registered platform gets [`DeviceError::Unavailable`], whose message
 //! says how to install one, instead of a loader failure at start-up.
 
-use ndtune_device::backend::{AnyDevice, Api, DeviceError, Fault, KernelLimits};
+use ndtune_device::backend::{Address, AnyDevice, Api, DeviceError, Fault, KernelLimits};
 use ndtune_device::{DeviceProfile, DeviceType, PciAddress};
 use opencl3::context::Context;
 use opencl3::device::{
@@ -388,6 +388,14 @@ impl ndtune_device::backend::Device for ClDevice {
 
     fn platform_index(&self) -> usize {
         self.platform_index
+    }
+
+    /// OpenCL's devices come first in the one list: its number is the index.
+    fn address(&self) -> Address {
+        Address {
+            api: Api::OpenCl,
+            number: self.index,
+        }
     }
 
     fn profile(&self) -> &DeviceProfile {

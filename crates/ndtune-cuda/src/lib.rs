@@ -16,7 +16,7 @@ pub mod nvrtc;
 pub mod session;
 
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
-use ndtune_device::backend::{AnyDevice, Api, DeviceError, Fault, KernelLimits};
+use ndtune_device::backend::{Address, AnyDevice, Api, DeviceError, Fault, KernelLimits};
 use ndtune_device::{CudaLimits, DeviceProfile, DeviceType, PciAddress};
 use std::sync::{Arc, OnceLock};
 
@@ -316,6 +316,13 @@ impl ndtune_device::backend::Device for CuDevice {
 
     fn index(&self) -> usize {
         self.index
+    }
+
+    fn address(&self) -> Address {
+        Address {
+            api: Api::Cuda,
+            number: self.ordinal,
+        }
     }
 
     fn profile(&self) -> &DeviceProfile {

@@ -10,12 +10,14 @@
 //! build error is `build_failed`, a launch error `refused`, a lost session `crashed`.
 
 use crate::{DeviceProfile, PciAddress};
+use serde::{Deserialize, Serialize};
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 /// Which API drives a device, and so which kernel language it compiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Api {
     OpenCl,
     Cuda,
@@ -35,6 +37,14 @@ impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Where a device is in its own API's list: what a worker process opens, loading that API alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Address {
+    pub api: Api,
+    /// Its number among the API's devices (OpenCL's in platform order, CUDA's ordinal).
+    pub number: usize,
 }
 
 /// What a failed call means for the work that made it.
@@ -143,6 +153,8 @@ pub trait Device: fmt::Debug + Send + Sync {
     fn api(&self) -> Api;
     /// Its index in the one list of every backend's devices ([`Device::selector`]'s number).
     fn index(&self) -> usize;
+    /// Where it is in its own API's list.
+    fn address(&self) -> Address;
     /// Its platform's number in its API's own list (Kernel Tuner's `platform=` for OpenCL; 0
     /// where the API has one platform).
     fn platform_index(&self) -> usize {

@@ -8,15 +8,16 @@
 //! language (an OpenCL kernel on OpenCL devices, a CUDA one on CUDA devices). The Python package
 //! numbers devices as Kernel Tuner does.
 
-use ndtune_backend::{AnyDevice, Api, Listed};
+use ndtune_backend::{Address, AnyDevice, Api, Listed};
 use ndtune_device::{builtin, DeviceProfile, Selector};
 use std::path::Path;
 
-/// A live device a selector picked, not opened yet: its index and, for a sub-device, which
-/// part of how many.
+/// A live device a selector picked, not opened yet: its index, where it is in its API's list,
+/// and, for a sub-device, which part of how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Picked {
     pub index: usize,
+    pub at: Address,
     pub sub: Option<(usize, usize)>,
 }
 
@@ -69,6 +70,7 @@ pub fn pick(
             let first = *eligible.first().ok_or_else(none)?;
             return Ok(vec![Picked {
                 index: first,
+                at: listed[first].at,
                 sub: None,
             }]);
         }
@@ -76,7 +78,11 @@ pub fn pick(
         Some("all") => {
             return Ok(eligible
                 .into_iter()
-                .map(|index| Picked { index, sub: None })
+                .map(|index| Picked {
+                    index,
+                    at: listed[index].at,
+                    sub: None,
+                })
                 .collect())
         }
         // A device named by number says which API it has; by name, there is none to name.
@@ -109,7 +115,11 @@ pub fn pick(
             };
             return Err(refused(why));
         }
-        picked.push(Picked { index, sub });
+        picked.push(Picked {
+            index,
+            at: listed[index].at,
+            sub,
+        });
     }
     Ok(picked)
 }
@@ -150,12 +160,12 @@ pub fn pick_numbered(
     numbers: &[usize],
 ) -> Result<Vec<Picked>, PickError> {
     let found = ndtune_backend::discover_unprobed()?;
-    let on_platform: Vec<usize> = found
+    let on_platform: Vec<(usize, Address)> = found
         .iter()
         .filter(|d| {
             d.api() == language && (language == Api::Cuda || d.platform_index() == platform)
         })
-        .map(|d| d.index())
+        .map(|d| (d.index(), d.address()))
         .collect();
     if on_platform.is_empty() {
         return Err(PickError::Numbered(match language {
@@ -168,13 +178,17 @@ pub fn pick_numbered(
     numbers
         .iter()
         .map(|&n| {
-            let index = on_platform.get(n).copied().ok_or_else(|| {
+            let (index, at) = on_platform.get(n).copied().ok_or_else(|| {
                 PickError::Numbered(format!(
                     "device={n}: platform {platform} has {} devices, numbered from 0",
                     on_platform.len()
                 ))
             })?;
-            Ok(Picked { index, sub: None })
+            Ok(Picked {
+                index,
+                at,
+                sub: None,
+            })
         })
         .collect()
 }
@@ -273,7 +287,7 @@ pub fn attach_picked(picked: &Picked, profile: DeviceProfile) -> Result<AnyDevic
 
 /// A picked device, its profile read without the probe build.
 fn attach_one(p: &Picked) -> Result<AnyDevice, PickError> {
-    let device = ndtune_backend::attach(p.index)?;
+    let device = ndtune_backend::attach_at(p.index, p.at)?;
     match p.sub {
         Some((k, n)) => device
             .sub_device(k, n)
@@ -384,20 +398,26 @@ mod tests {
     #[test]
     fn selectors_pick_the_same_devices_and_refuse_alike() {
         let listed: Vec<Listed> = [
-            ("pthread-AMD EPYC", Api::OpenCl),
-            ("NVIDIA H100", Api::OpenCl),
-            ("NVIDIA H100", Api::OpenCl),
-            ("NVIDIA H100 80GB HBM3", Api::Cuda),
+            ("pthread-AMD EPYC", Api::OpenCl, 0),
+            ("NVIDIA H100", Api::OpenCl, 1),
+            ("NVIDIA H100", Api::OpenCl, 2),
+            ("NVIDIA H100 80GB HBM3", Api::Cuda, 0),
         ]
-        .map(|(name, api)| Listed {
+        .map(|(name, api, number)| Listed {
             name: name.into(),
             api,
+            at: Address { api, number },
         })
         .to_vec();
         let opencl = Some(Api::OpenCl);
-        let whole = |index| Picked { index, sub: None };
-        let part = |index, k, n| Picked {
+        let whole = |index: usize| Picked {
             index,
+            at: listed[index].at,
+            sub: None,
+        };
+        let part = |index: usize, k, n| Picked {
+            index,
+            at: listed[index].at,
             sub: Some((k, n)),
         };
         let ok: [(Option<&str>, Vec<Picked>); 9] = [

@@ -244,7 +244,7 @@ pub fn job(
     spec: &Spec,
     source: &KernelSource,
     overrides: &BTreeMap<String, ndtune_core::Value>,
-    (index, sub): (usize, Option<(usize, usize)>),
+    (index, at, sub): (usize, ndtune_backend::Address, Option<(usize, usize)>),
     seed: u64,
 ) -> Result<Job, CampaignError> {
     let setup = spec
@@ -254,6 +254,7 @@ pub fn job(
         spec: std::fs::canonicalize(&spec.path).unwrap_or_else(|_| spec.path.clone()),
         overrides: overrides.clone(),
         device: index,
+        at: Some(at),
         sub,
         seed,
         energy: !spec.metrics.needing_energy().is_empty(),
@@ -434,7 +435,11 @@ impl Campaign<'_> {
             spec,
             &source,
             self.overrides,
-            (self.device.index(), self.device.sub()),
+            (
+                self.device.index(),
+                self.device.address(),
+                self.device.sub(),
+            ),
             self.options.seed,
         )?;
         // The worker starts first: it opens its device while the campaign prepares.

@@ -317,7 +317,7 @@ pub fn run(
                 &specs[0],
                 &source,
                 &sweep[0],
-                (p.index, p.sub),
+                (p.index, p.at, p.sub),
                 request.search.seed,
             )?;
             workers.push(Some(Worker::start(
