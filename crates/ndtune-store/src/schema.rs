@@ -376,11 +376,21 @@ pub(crate) enum Contents {
     NotAStore(String),
 }
 
-/// Tells what `conn`'s database holds, reading only.
+/// Tells what `conn`'s database holds, reading only. The header's ids and the tables are read
+/// by one statement, so from one snapshot: read apart, another process creating the store
+/// between the reads made it look like another application's (no id, ndtune's tables).
 pub(crate) fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
-    let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
-    let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    let tables = table_names(conn)?;
+    let (app_id, version, tables): (i32, u32, Option<String>) = conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id()), \
+                (SELECT user_version FROM pragma_user_version()), \
+                (SELECT group_concat(name, char(10)) FROM \
+                    (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name))",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let tables: Vec<String> = tables
+        .map(|t| t.split('\n').map(str::to_string).collect())
+        .unwrap_or_default();
     if app_id == 0 && version == 0 && tables.is_empty() {
         return Ok(Contents::Empty);
     }
@@ -411,13 +421,6 @@ pub(crate) fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
         )));
     }
     Ok(Contents::Store(version))
-}
-
-fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let mut stmt =
-        conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?;
-    let names = stmt.query_map([], |r| r.get(0))?;
-    names.collect()
 }
 
 /// Applies `steps[from..]` and records the new version; the caller holds the transaction.

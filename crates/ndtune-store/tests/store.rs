@@ -474,3 +474,26 @@ fn observations_keep_their_order_features_and_refusals() {
     drop(store);
     assert_eq!(Store::open(&path).unwrap().observations().unwrap(), written);
 }
+
+/// Workers starting together on a store none of them has made yet (a node's first campaign):
+/// each opens it, one creates it, none takes it for another application's database seen in
+/// the middle of its creation (once read in three statements: no id yet, ndtune's tables).
+#[test]
+fn sqlite_stores_opened_together_while_one_creates_them_all_open() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..12 {
+        let path = dir.path().join(format!("together-{round}.db"));
+        let openers: Vec<_> = (0..6)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || Store::open(&path).map(drop))
+            })
+            .collect();
+        for opener in openers {
+            opener
+                .join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+    }
+}
