@@ -93,7 +93,6 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "smem_args": "CUDA's dynamic shared memory arguments are not supported yet",
     "cmem_args": "CUDA's constant memory arguments are not supported yet",
     "texmem_args": "CUDA's texture memory arguments are not supported yet",
     "compiler": "ndtune tunes OpenCL and CUDA kernels; `compiler` selects a C/C++/Fortran compiler",
@@ -287,9 +286,24 @@ def _metrics_lines(metrics, objective, higher_is_better):
     return lines
 
 
+def _smem_lines(smem_args, language):
+    """Kernel Tuner's `smem_args` (`{"size": bytes}`): a CUDA launch's dynamic shared memory, as
+    a `local` argument of the spec, which a CUDA launch gives as its dynamic shared memory (no
+    kernel parameter)."""
+    if smem_args is None:
+        return []
+    if language != "cuda":
+        _refuse("smem_args", "it is CUDA's dynamic shared memory; an OpenCL kernel takes "
+                "__local memory as an argument")
+    if not isinstance(smem_args, dict) or set(smem_args) != {"size"}:
+        raise SpecError(f"tune_kernel: smem_args is {{'size': bytes}}, not {smem_args!r}")
+    size = _expr(smem_args["size"], "smem_args['size']")
+    return ["[[args]]", 'name = "smem_args"', 'kind = "local"', f"bytes = {_toml(size)}", ""]
+
+
 def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
                grid_div, restrictions, iterations, compiler_options, block_size_names,
-               metrics_lines, verify_lines, energy_ms=None, language="opencl"):
+               metrics_lines, verify_lines, energy_ms=None, language="opencl", smem_args=None):
     lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}",
              f"language = {_toml(language)}"]
     if compiler_options:
@@ -327,6 +341,7 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
     space.append('platform = "legal"')
     lines += ["[space]", *space, ""]
     lines += _args(arguments)
+    lines += _smem_lines(smem_args, language)
     lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}"]
     lines += [f"energy_ms = {float(energy_ms)}", ""] if energy_ms is not None else [""]
     lines += metrics_lines
@@ -563,7 +578,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            grid_div, strings, iterations,
                            compiler_options, block_size_names, metrics_lines,
-                           _verify_lines(checked, atol), energy_ms, language)
+                           _verify_lines(checked, atol), energy_ms, language, smem_args)
     spec = write_spec(kernel_name, files, spec_text, arguments, checked)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"

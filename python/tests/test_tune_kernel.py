@@ -164,6 +164,17 @@ def test_a_cuda_kernel_is_known_as_kernel_tuner_knows_it_and_tuned_on_cuda_devic
         with pytest.raises(ndtune.DeviceError, match="no CUDA device"):
             tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
                         {"block_size_x": [32]}, lang=lang, quiet=True)
+    # Kernel Tuner's smem_args: the launch's dynamic shared memory, an expression of the
+    # parameters; the spec takes it (the device is what is missing here), an OpenCL kernel not.
+    with pytest.raises(ndtune.DeviceError, match="no CUDA device"):
+        tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
+                    {"block_size_x": [32]}, smem_args={"size": "block_size_x * 4"}, quiet=True)
+    with pytest.raises(ndtune.SpecError, match="smem_args is {'size': bytes}"):
+        tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
+                    {"block_size_x": [32]}, smem_args={"bytes": 16}, quiet=True)
+    with pytest.raises(ndtune.SpecError, match="smem_args is not supported by ndtune: it is CUDA's"):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
+                    smem_args={"size": 16}, quiet=True)
 
 
 def test_answer_verifies_each_configuration_and_a_wrong_one_flags_them_all():

@@ -112,7 +112,7 @@ impl Service for Builder {
                     }
                     BuildResponse::InDriverCache
                 }
-                Err(e) => failed(e),
+                Err(e) => failed(e)?,
             });
         }
         let built = match options.as_ref().and_then(|o| self.binaries.get(o)) {
@@ -134,16 +134,19 @@ impl Service for Builder {
                 }
                 Ok(BuildResponse::Built)
             }
-            Err(e) => Ok(failed(e)),
+            Err(e) => failed(e),
         }
     }
 }
 
-/// The answer to a build the driver refused.
-fn failed(e: DeviceError) -> BuildResponse {
+/// The answer to a build that did not give a program: `build_failed` where the compiler refused
+/// the program; anything else (no kernel of the spec's name, the compiler missing, a failed
+/// call) is no property of the configuration, so no outcome of it: the worker stops, and the
+/// measurement worker, building itself, says what is wrong.
+fn failed(e: DeviceError) -> Result<BuildResponse, Fatal> {
     match e {
-        DeviceError::Build { log, .. } => BuildResponse::Failed { log },
-        e => BuildResponse::Failed { log: e.to_string() },
+        DeviceError::Build { log, .. } => Ok(BuildResponse::Failed { log }),
+        e => Err(Fatal(e.to_string())),
     }
 }
 
