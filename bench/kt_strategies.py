@@ -3,7 +3,7 @@
 `ndtune bench-strategies --kt`.
 
 Usage: PYTHON bench/kt_strategies.py [--strategies a,b] [--budgets 25,50,..] [--seeds N]
-           [--out FILE] CACHE...
+           [--objective time,power_w] [--out FILE] CACHE...
 (PYTHON: bench/kt-venv.sh's Python; bench/strategies.sh runs everything.)
 
 Each cache (benchmark_hub, Kernel Tuner's cache format) is tuned in simulation mode with the
@@ -14,9 +14,19 @@ with max_fevals = the largest budget; at each budget the best time among the fir
 distinct configurations evaluated is read from the run's results, in order. The output uses the
 JSON of ndtune's results: per dataset and strategy (named `kt:<strategy>`), the mean fraction
 of the optimum per budget and the median evaluations to reach 90% and 95% of it.
+
+With several objectives (`--objective time,power_w`, Kernel Tuner 1.4+'s `objective=[...]`, all
+minimised; a front strategy such as `nsga2`), each run's distinct configurations are written in
+the order evaluated (`"orders"`, per seed) and `ndtune bench-strategies --kt` scores them as it
+scores its own runs, by the hypervolume of the front found. A cache without benchmark
+conditions (one ndtune recorded) is searched over its recorded configurations, the space ndtune
+searches too. A run that has not ended after --run-limit seconds is stopped and run again with
+half the evaluations (pymoo's NSGA-II can stop finding new offspring where the front is one
+configuration): its shorter order is scored, and stderr says so.
 """
 import argparse
 import contextlib
+import signal
 import gzip
 import io
 import json
@@ -57,9 +67,12 @@ def score(entry):
     return t if isinstance(t, (int, float)) and t > 0 else None
 
 
-def run_one(cache, path, restrictions, strategy, seed, budget):
+def run_one(cache, path, restrictions, strategy, seed, budget, objectives=None):
     random.seed(seed)
     np.random.seed(seed)
+    several = {}
+    if objectives:
+        several = {"objective": objectives, "objective_higher_is_better": [False] * len(objectives)}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         results, _ = tune_kernel(
             cache["kernel_name"],
@@ -74,6 +87,7 @@ def run_one(cache, path, restrictions, strategy, seed, budget):
             strategy_options={"max_fevals": budget},
             verbose=False,
             quiet=True,
+            **several,
         )
     keys = cache["tune_params_keys"]
     seen, order = set(), []
@@ -81,8 +95,40 @@ def run_one(cache, path, restrictions, strategy, seed, budget):
         k = tuple(r[p] for p in keys)
         if k not in seen:
             seen.add(k)
-            order.append(score(r))
+            order.append(list(k) if objectives else score(r))
     return order
+
+
+class RunLimit(Exception):
+    pass
+
+
+def run_limited(limit, cache, path, restrictions, strategy, seed, budget, objectives):
+    """`run_one`, run again with half the budget each time it takes more than `limit` seconds;
+    the order of the first that ends, and its budget."""
+    def stop(_signal, _frame):
+        raise RunLimit()
+
+    while True:
+        signal.signal(signal.SIGALRM, stop)
+        signal.alarm(limit)
+        try:
+            return run_one(cache, path, restrictions, strategy, seed, budget, objectives), budget
+        except RunLimit:
+            budget //= 2
+            if budget == 0:
+                return [], 0
+        finally:
+            signal.alarm(0)
+
+
+def recorded_only(cache):
+    """A restriction to the configurations the cache records (Kernel Tuner's simulation mode
+    otherwise proposes every combination of the parameters' values)."""
+    from kernel_tuner.util import infer_restrictions_from_cache
+    with_failures = dict(cache, cache={k: {n: v for n, v in e.items() if n != "__error__"}
+                                       for k, e in cache["cache"].items()})
+    return infer_restrictions_from_cache(with_failures)
 
 
 def main():
@@ -91,8 +137,12 @@ def main():
     ap.add_argument("--strategies", default=STRATEGIES)
     ap.add_argument("--budgets", default="25,50,100,200,400")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--objective", help="several objectives, comma-separated, all minimised")
+    ap.add_argument("--run-limit", type=int, default=120, help="seconds a run with several "
+                    "objectives may take before it is run again with half the evaluations")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    objectives = args.objective.split(",") if args.objective else None
     budgets = sorted({int(b) for b in args.budgets.split(",")})
     out = []
     for path in args.caches:
@@ -103,6 +153,26 @@ def main():
         dataset = f"{path.parent.name}/{path.name.removesuffix('.gz').removesuffix('.json')}"
         optimum = min(s for s in map(score, cache["cache"].values()) if s is not None)
         restrictions = conditions(path)
+        if objectives:
+            restrictions = restrictions or [recorded_only(cache)]
+            for strategy in args.strategies.split(","):
+                t0 = time.time()
+                orders = []
+                for seed in range(args.seeds):
+                    order, ran = run_limited(args.run_limit, cache, plain, restrictions, strategy,
+                                             seed, budgets[-1], objectives)
+                    if ran < budgets[-1]:
+                        print(f"{dataset} kt:{strategy} seed {seed}: did not end within "
+                              f"{args.run_limit} s with {budgets[-1]} evaluations; scored with "
+                              f"{ran} ({len(order)} distinct configurations)", file=sys.stderr)
+                    orders.append(order)
+                out.append({"dataset": dataset, "strategy": f"kt:{strategy}", "orders": orders})
+                print(f"{dataset} kt:{strategy}: {args.seeds} runs of {statistics.fmean(map(len, orders)):.0f} "
+                      f"configurations ({time.time() - t0:.0f} s)", file=sys.stderr)
+                if args.out:
+                    args.out.write_text(json.dumps(out) + "\n")
+            plain.unlink()
+            continue
         for strategy in args.strategies.split(","):
             t0 = time.time()
             fractions = {b: [] for b in budgets}

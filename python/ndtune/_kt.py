@@ -58,11 +58,21 @@ STRATEGIES = {
     "genetic_algorithm": "ga",
     "greedy_ils": "ils",
     "greedy_mls": "mls",
+    # Kernel Tuner 1.4+'s front strategy (through pymoo); ndtune's own.
+    "nsga2": "nsga2",
 }
 NDTUNE_STRATEGIES = (
     "exhaustive", "random", "anneal", "anneal-jump", "ga", "ils", "ils-adjacent", "mls",
-    "mls-adjacent", "forest",
+    "mls-adjacent", "forest", "bo", "parego",
 )
+
+# Kernel Tuner's directions of objectives it knows (`objective_default_map`); any other is lower
+# is better unless said, as Kernel Tuner's single objective is.
+KNOWN_DIRECTIONS = {
+    "time": False, "energy": False, "fitness": True, "cost": False, "loss": False,
+    "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True, "GFLOPS/W": True,
+    "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True,
+}
 
 # Kernel Tuner's defaults where a block size is not a tunable parameter.
 DEFAULT_BLOCK_SIZE_NAMES = ["block_size_x", "block_size_y", "block_size_z"]
@@ -98,7 +108,6 @@ REFUSED = {
     "compiler": "ndtune tunes OpenCL and CUDA kernels; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
-    "objectives": "ndtune optimises one objective (give `objective`)",
 }
 
 
@@ -267,8 +276,49 @@ def _metric_expr(name, metric, before):
     return P_NAME.sub(bare, metric)
 
 
-def _metrics_lines(metrics, objective, higher_is_better):
-    """`[metrics]` and `[objective]`: Kernel Tuner's metrics, in order, and its objective."""
+def _objectives(objective, objective_higher_is_better, objectives):
+    """Kernel Tuner 1.4+'s objectives as two lists, names and directions: `objectives` (a dict
+    of name -> higher_is_better), or `objective` (a name or a list) with
+    `objective_higher_is_better` (a bool or a list; for a list left out, each known direction,
+    else lower is better)."""
+    if objectives:
+        if not isinstance(objectives, dict):
+            raise SpecError("tune_kernel: objectives must be a dict of name -> higher_is_better")
+        return [str(k) for k in objectives], [bool(v) for v in objectives.values()]
+    objective = objective or "time"
+    if isinstance(objective, str):
+        return [objective], [bool(objective_higher_is_better)]
+    names = [str(o) for o in objective]
+    if not names:
+        raise SpecError("tune_kernel: objective is an empty list")
+    said = objective_higher_is_better
+    if said is None:
+        said = [KNOWN_DIRECTIONS.get(n, False) for n in names]
+    elif isinstance(said, bool):
+        said = [said] * len(names)
+    said = [bool(b) for b in said]
+    if len(said) != len(names):
+        raise SpecError(f"tune_kernel: {len(names)} objectives but {len(said)} values of "
+                        "objective_higher_is_better")
+    return names, said
+
+
+def _front_results(results, front, tune_params):
+    """The results of the configurations on the engine's front (its report's `front`), each
+    marked `optimal` as Kernel Tuner 1.4+ marks its Pareto results, in the front's order
+    (best by the first objective first)."""
+    by_config = {tuple(r[k] for k in tune_params): r for r in results}
+    out = []
+    for member in (front or {}).get("members", []):
+        r = by_config.get(tuple(member["config"][k] for k in tune_params))
+        if r is not None:
+            r["optimal"] = True
+            out.append(r)
+    return out
+
+
+def _metrics_lines(metrics, objectives, higher):
+    """`[metrics]` and `[objective]`: Kernel Tuner's metrics, in order, and its objectives."""
     lines = []
     if metrics:
         if not isinstance(metrics, dict):
@@ -279,10 +329,10 @@ def _metrics_lines(metrics, objective, higher_is_better):
             before[str(name)] = _metric_expr(name, metric, before)
             lines.append(f"{_toml(str(name))} = {_toml(before[str(name)])}")
         lines.append("")
-    objective = objective or "time"
-    if objective != "time" or higher_is_better:
-        lines += ["[objective]", f"metric = {_toml(str(objective))}",
-                  f"higher_is_better = {'true' if higher_is_better else 'false'}", ""]
+    if objectives != ["time"] or higher != [False]:
+        said = ", ".join("true" if h else "false" for h in higher)
+        lines += ["[objective]", f"metric = [{', '.join(_toml(o) for o in objectives)}]",
+                  f"higher_is_better = [{said}]", ""]
     return lines
 
 
@@ -520,23 +570,29 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     argument."""
     _check_refused(locals())
     started = time.perf_counter()
-    objective = objective or "time"
-    higher_is_better = bool(objective_higher_is_better)
+    objectives, higher = _objectives(objective, objective_higher_is_better, objectives)
+    objective, higher_is_better = objectives[0], higher[0]
+    several = len(objectives) > 1
     observed, watching = _observed(observers)
     energy_ms = _energy_window_ms(observers)
     spec_metrics, here_metrics = _split_metrics(metrics)
     # The observers' values come first, so that the metrics may use them, as Kernel Tuner's.
     spec_metrics = {**observed, **spec_metrics}
     name, budget, time_limit = _strategy(strategy, strategy_options)
+    if several and any(o in here_metrics for o in objectives):
+        raise SpecError("tune_kernel: several objectives need each to be a metric ndtune computes "
+                        "(an expression string); "
+                        + ", ".join(o for o in objectives if o in here_metrics)
+                        + " is a function")
     if objective in here_metrics:
         # The engine ranks by what it computes; the best is chosen here by the objective.
         if name != "exhaustive":
             warnings.warn(f"tune_kernel: the objective {objective!r} is a function computed in "
                           "this process: the search follows the time, and the best is chosen "
                           f"by {objective!r}", stacklevel=2)
-        metrics_lines = _metrics_lines(spec_metrics, "time", False)
+        metrics_lines = _metrics_lines(spec_metrics, ["time"], [False])
     else:
-        metrics_lines = _metrics_lines(spec_metrics, objective, higher_is_better)
+        metrics_lines = _metrics_lines(spec_metrics, objectives, higher)
     block_size_names = _block_size_names(block_size_names)
     files = _kernel_files(kernel_source)
     language = _language(lang, files)
@@ -634,6 +690,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ranked = [r for r in measured if _is_number(r.get(objective))]
     pick = max if higher_is_better else min
     best = pick(ranked, key=lambda r: r[objective]) if ranked else None
+    # Several objectives: the best configurations are the front, as Kernel Tuner 1.4+ gives them.
+    front = _front_results(results, out["report"].get("front"), tune_params) if several else None
     env = {
         # As Kernel Tuner's env names them.
         "device_name": device["name"],
@@ -644,13 +702,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "opencl_c_version": out["opencl_c_version"],
         "iterations": iterations,
         "compiler_options": compiler_options,
-        "best_config": best,
+        "best_config": front if several else best,
         # ndtune's.
         "kernel_name": kernel_name,
         "problem_size": _json_problem_size(problem_size),
         "block_size_names": block_size_names,
-        "objective": objective,
-        "objective_higher_is_better": higher_is_better,
+        "objective": objectives if several else objective,
+        "objective_higher_is_better": higher if several else higher_is_better,
         "strategy": name,
         "db": str(db),
         "spec": str(spec),
@@ -667,7 +725,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     }
     _totals(env, results, 1000 * (time.perf_counter() - started))
     if not quiet:
-        if best is not None:
+        if several and front:
+            print(f"best performing configurations for objectives {objectives}:")
+            for r in front:
+                print(_line(r, tune_params, metrics))
+        elif best is not None:
             print("best performing configuration:")
             print(_line(best, tune_params, metrics))
         else:

@@ -233,6 +233,38 @@ def test_a_gflops_metric_as_the_objective_picks_the_fastest_and_is_in_each_resul
     assert '"MFLOP/s" = "(4096 / 1e6 / time) * 1000"' in spec
 
 
+def test_several_objectives_give_the_front_as_kernel_tuner_14_does():
+    params = {"block_size_x": [1, 4, 16, 64, 256]}
+    metrics = {"threads": "block_size_x"}
+    # Kernel Tuner 1.4+'s `objectives` dict, and its front strategy.
+    results, env = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                               metrics=metrics, objectives={"time": False, "threads": True},
+                               strategy="nsga2", quiet=True)
+    assert env["objective"] == ["time", "threads"]
+    assert env["objective_higher_is_better"] == [False, True]
+    assert env["strategy"] == "nsga2"
+    front = env["best_config"]
+    assert isinstance(front, list) and front
+    assert all(r["optimal"] for r in front)
+    assert not any(r.get("optimal") for r in results if r not in front)
+    # Nothing has more threads than 256 a work-group: it is on the front; the front is fastest
+    # first, as the engine's report lists it.
+    assert 256 in [r["block_size_x"] for r in front]
+    members = env["ndtune_report"]["front"]["members"]
+    assert [m["config"]["block_size_x"] for m in members] == [r["block_size_x"] for r in front]
+    assert 'metric = ["time", "threads"]' in open(env["spec"]).read()
+    # The same as lists, and a budget for the front strategy.
+    few, env2 = tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params,
+                            metrics=metrics, objective=["time", "threads"],
+                            objective_higher_is_better=[False, True], strategy="nsga2",
+                            strategy_options={"max_fevals": 3}, quiet=True)
+    assert len(few) == 3
+    with pytest.raises(ndtune.SpecError, match="2 objectives but 1 values"):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), params, metrics=metrics,
+                    objective=["time", "threads"], objective_higher_is_better=[False],
+                    quiet=True)
+
+
 def test_an_objective_that_is_no_metric_is_refused():
     with pytest.raises(ndtune.SpecError, match="GFLOPS"):
         tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},

@@ -52,7 +52,7 @@ pub struct CollectCampaign {
     /// The campaign's metrics and objective (a spec's `[metrics]` and `[objective]`): what the
     /// oracle analysis and the models learned from the collection rank sizes by; the time
     /// where it names none.
-    objective: (Vec<MetricDef>, Option<Objective>),
+    objective: (Vec<MetricDef>, Vec<Objective>),
 }
 
 #[derive(Deserialize)]
@@ -168,8 +168,9 @@ impl CollectCampaign {
         let objective = raw
             .objective
             .as_ref()
-            .map(|o| o.get_ref().objective().map_err(|e| at(Some(o.span()), &e)))
-            .transpose()?;
+            .map(|o| o.get_ref().objectives().map_err(|e| at(Some(o.span()), &e)))
+            .transpose()?
+            .unwrap_or_default();
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut kernels = Vec::new();
         for k in &raw.kernels {
@@ -303,7 +304,7 @@ pub fn prepare<'d>(
             Some(p) => {
                 let mut spec = Spec::load(p).map_err(campaign_error)?;
                 let (metrics, objective) = &campaign.objective;
-                if !metrics.is_empty() || objective.is_some() {
+                if !metrics.is_empty() || !objective.is_empty() {
                     let defs = spec
                         .metrics
                         .definitions()

@@ -14,6 +14,7 @@
 //!   within a time, memory and output limit, killed whole; [`sandbox`]: walls the operating
 //!   system enforces around a run for an untrusted client (Landlock).
 //! - [`cache`]: the user's private cache folder and the checks on what is kept there.
+//! - [`pareto`]: Pareto fronts of several objectives and the hypervolume they cover.
 //! - [`input`]: reading an input file within bounds (regular files only, a size limit per
 //!   kind, gzip unpacked within a limit).
 //!
@@ -27,6 +28,7 @@
 pub mod bounded;
 pub mod cache;
 pub mod input;
+pub mod pareto;
 pub mod sandbox;
 pub mod setup;
 pub mod text;

@@ -39,6 +39,13 @@ impl KtCache {
             tune_params: self.tune_params.clone(),
             objective: spec.metrics.objective().metric.clone(),
             objective_higher_is_better: Some(spec.metrics.objective().higher_is_better),
+            more_objectives: spec
+                .metrics
+                .definitions()
+                .more_objectives
+                .iter()
+                .map(|o| (o.metric.clone(), Some(o.higher_is_better)))
+                .collect(),
             metrics: spec.metrics.definitions().metrics.clone(),
         }
     }

@@ -62,6 +62,7 @@ mod advice;
 mod build_history;
 mod captured;
 pub mod devices;
+pub mod front;
 pub mod kernel_check;
 mod kt_cache;
 mod live;
@@ -488,12 +489,12 @@ impl Campaign<'_> {
         let energy = energy_report(self.device, metrics)
             .map_err(|why| CampaignError::Spec(format!("{label}: {why}; nothing was measured")))?;
         self.store.put_metrics(&group, metrics.definitions())?;
-        // Racing decides by time: it applies where time is the objective (whatever metrics are
-        // recorded besides: a raced configuration's are computed from the runs it got).
-        let race = self
-            .options
-            .race
-            .filter(|_| *metrics.objective() == ndtune_metrics::Objective::time());
+        // Racing decides by time: it applies where time is the only objective (whatever metrics
+        // are recorded besides: a raced configuration's are computed from the runs it got). With
+        // several, a configuration slower than the best may still be on the front.
+        let race = self.options.race.filter(|_| {
+            *metrics.objective() == ndtune_metrics::Objective::time() && !metrics.several()
+        });
         let mut noise = Noise::default();
         let mut existing: HashMap<Config, Outcome> = HashMap::new();
         let mut measure_again = HashSet::new();

@@ -760,6 +760,16 @@ impl Evaluator for Live<'_> {
             .cost(&Inputs::new(&self.group.constants, &config, outcome))
     }
 
+    fn costs(&self, point: &[i64], outcome: &Outcome) -> Option<Vec<f64>> {
+        let config = self.config(point);
+        self.metrics
+            .costs(&Inputs::new(&self.group.constants, &config, outcome))
+    }
+
+    fn objectives(&self) -> usize {
+        self.metrics.objectives().len()
+    }
+
     fn will_ask(&mut self, points: &[Point]) {
         self.announce(points, &[]);
     }

@@ -200,10 +200,18 @@ impl Pool<'_> {
             evaluations: self.options.budget,
             time: self.options.time,
         };
-        let total = resolve_strategy(&self.options.strategy, given, valid, true, false)
-            .budget
-            .evaluations
-            .map_or(valid, |b| (b as u128).min(valid));
+        let objectives = spec.metrics.objectives().len();
+        let total = resolve_strategy(
+            &self.options.strategy,
+            given,
+            valid,
+            true,
+            false,
+            objectives,
+        )
+        .budget
+        .evaluations
+        .map_or(valid, |b| (b as u128).min(valid));
         let started = Instant::now();
         let (said, heard) = mpsc::channel::<(usize, String)>();
         let mut workers = Vec::new();

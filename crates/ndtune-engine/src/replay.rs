@@ -114,14 +114,14 @@ impl Recording {
         })
     }
 
-    /// The recording's metrics and objective with `metrics` and `objective` given beside
-    /// them, checked against its parameters, constants and recorded values.
+    /// The recording's metrics and objectives with `metrics` and `objectives` (where not
+    /// empty) given beside them, checked against its parameters, constants and recorded values.
     pub fn metrics(
         &self,
         metrics: Vec<MetricDef>,
-        objective: Option<Objective>,
+        objectives: Vec<Objective>,
     ) -> Result<Metrics, ReplayError> {
-        let defs = self.definitions.clone().with(metrics, objective);
+        let defs = self.definitions.clone().with(metrics, objectives);
         let mut recorded: Vec<String> = self
             .recorded
             .values()
@@ -156,19 +156,23 @@ fn constants_of(problem_size: &serde_json::Value) -> Constants {
 }
 
 /// What a Kernel Tuner cache was tuned for: ndtune's definitions where it wrote them, the
-/// objective it names, and for a metric of its own whose direction it does not say, Kernel
+/// objectives it names, and for a metric of its own whose direction it does not say, Kernel
 /// Tuner's default (lower is better).
 fn cache_definitions(header: &kt::KtHeader) -> Definitions {
-    let higher_is_better = header
-        .objective_higher_is_better
-        .or_else(|| Objective::default_direction(&header.objective))
-        .unwrap_or(false);
+    let objective = |metric: &String, said: Option<bool>| Objective {
+        metric: metric.clone(),
+        higher_is_better: said
+            .or_else(|| Objective::default_direction(metric))
+            .unwrap_or(false),
+    };
     Definitions {
         metrics: header.metrics.clone(),
-        objective: Objective {
-            metric: header.objective.clone(),
-            higher_is_better,
-        },
+        objective: objective(&header.objective, header.objective_higher_is_better),
+        more_objectives: header
+            .more_objectives
+            .iter()
+            .map(|(m, said)| objective(m, *said))
+            .collect(),
     }
 }
 
@@ -200,7 +204,21 @@ pub struct ReplayReport {
     /// The optimum's cost over the found one's (time over time; for a maximised objective,
     /// found value over the optimum's): 1 when the strategy found the best configuration.
     pub relative_performance: Option<f64>,
+    /// With several objectives: the fraction of the true front's hypervolume the configurations
+    /// evaluated cover ([`crate::front::hypervolume_fraction`]), and the sizes of both fronts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub front: Option<ReplayFront>,
     pub outcomes: BTreeMap<&'static str, usize>,
+}
+
+/// How close a replay came to the recording's front.
+#[derive(Debug, Serialize)]
+pub struct ReplayFront {
+    pub hypervolume_fraction: f64,
+    /// Configurations on the front of those evaluated.
+    pub found: usize,
+    /// Configurations on the recording's front.
+    pub recorded: usize,
 }
 
 /// Runs `strategy` (`auto` resolved for the recording's size) with `given` budget and `seed`
@@ -213,10 +231,19 @@ pub fn replay(
     seed: u64,
 ) -> Result<ReplayReport, ReplayError> {
     let value = |c: &Config, o: &Outcome| metrics.evaluate(&rec.inputs(c, o)).objective;
-    let cost = |c: &Config, o: &Outcome| metrics.objective().cost(value(c, o)?);
-    let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?.costed(cost);
+    let costs = |c: &Config, o: &Outcome| metrics.costs(&rec.inputs(c, o));
+    let mut recorded = Recorded::infer(rec.names.clone(), rec.entries.clone())?
+        .costed_each(metrics.objectives().len(), costs);
     let space: Candidates = recorded.space().clone();
-    let resolved = resolve_strategy(strategy, given, space.len() as u128, false, false);
+    let objectives = metrics.objectives().len();
+    let resolved = resolve_strategy(
+        strategy,
+        given,
+        space.len() as u128,
+        false,
+        false,
+        objectives,
+    );
     let mut search = ndtune_search::by_name(&resolved.strategy, seed)?;
     let run = ndtune_search::Run {
         budget: resolved.budget,
@@ -239,7 +266,7 @@ pub fn replay(
     let optimum = rec
         .entries
         .iter()
-        .filter_map(|(c, o)| Some((c, o, cost(c, o)?)))
+        .filter_map(|(c, o)| Some((c, o, metrics.objective().cost(value(c, o)?)?)))
         .min_by(|a, b| a.2.total_cmp(&b.2))
         .and_then(|(c, o, _)| found(c, o));
     let mut outcomes: BTreeMap<&'static str, usize> =
@@ -247,6 +274,20 @@ pub fn replay(
     for s in &trace.steps {
         *outcomes.entry(s.outcome.kind().as_str()).or_default() += 1;
     }
+    let front = metrics.several().then(|| {
+        let all: Vec<Vec<f64>> = recorded
+            .space()
+            .points()
+            .iter()
+            .filter_map(|p| recorded.costs_of(p))
+            .collect();
+        let found: Vec<Vec<f64>> = trace.steps.iter().filter_map(|s| s.costs.clone()).collect();
+        ReplayFront {
+            hypervolume_fraction: crate::front::hypervolume_fraction(&found, &all).unwrap_or(0.0),
+            found: trace.front().len(),
+            recorded: ndtune_core::pareto::front(&all).len(),
+        }
+    });
     let objective = metrics.objective();
     Ok(ReplayReport {
         replay: rec.label.clone(),
@@ -265,6 +306,7 @@ pub fn replay(
         },
         best,
         optimum,
+        front,
         outcomes,
     })
 }

@@ -1,4 +1,5 @@
-//! A campaign's report: the objective, the best configuration by it and the best few, outcome
+//! A campaign's report: the objective, the best configuration by it and the best few (and with
+//! several objectives the Pareto front, [`crate::front`]), outcome
 //! counts, the first few failures of each class with why, whether outputs were verified, how to
 //! keep what the platform model removed, how many configurations ran beyond the driver's queried
 //! work-group size, whether the energy could be measured, and where the time went.
@@ -243,6 +244,9 @@ pub struct DeviceReport {
     pub units: BTreeMap<String, String>,
     /// The best measured configurations by the objective (at most five), best first.
     pub top: Vec<Ranked>,
+    /// With several objectives, the front of the configurations measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub front: Option<crate::front::FrontReport>,
     /// Per failed outcome class (build_failed, refused, wrong_result, crashed, timed_out), the
     /// first [`FAILURES_LISTED`] configurations in the order evaluated, with why.
     pub failures: BTreeMap<&'static str, Vec<Failure>>,
@@ -358,6 +362,17 @@ pub(crate) fn report(
         metrics: values.shown(),
     });
     let units = metrics.units();
+    let front = crate::front::front_of(
+        metrics,
+        trace.steps.iter().filter_map(|s| {
+            let Outcome::Measured(t) = &s.outcome else {
+                return None;
+            };
+            let config = codec.config(&s.point);
+            let values = metrics.evaluate(&Inputs::new(constants, &config, &s.outcome));
+            Some((config, t.score_ms(), values.objectives))
+        }),
+    );
     DeviceReport {
         device: label.to_string(),
         kernel: spec.kernel.name.clone(),
@@ -395,6 +410,7 @@ pub(crate) fn report(
                 objective: value(values),
             })
             .collect(),
+        front,
         energy,
         failures,
         verified: spec.verify.is_some(),

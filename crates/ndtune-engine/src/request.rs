@@ -159,9 +159,9 @@ pub struct TuneRequest {
     /// in this folder (`NDTUNE_CAPTURE`), on the devices asked for that this machine has.
     pub captured: Option<PathBuf>,
     /// Metrics added to the spec's (one of the same name replaces the spec's), and the
-    /// objective, where given.
+    /// objectives, where given (not empty: they replace the spec's).
     pub metrics: Vec<MetricDef>,
-    pub objective: Option<Objective>,
+    pub objectives: Vec<Objective>,
     pub devices: DeviceChoice,
     pub mode: Mode,
     /// The store: an SQLite file or a PostgreSQL connection string.
@@ -192,7 +192,7 @@ impl TuneRequest {
             sweep: vec![Constants::new()],
             captured: None,
             metrics: Vec::new(),
-            objective: None,
+            objectives: Vec::new(),
             devices: DeviceChoice::Selector(None),
             mode: Mode::Campaigns,
             store,
@@ -496,12 +496,12 @@ impl Campaigns<'_> {
 /// The spec with `overrides` and the request's metrics, checked to be tunable.
 fn load_spec(request: &TuneRequest, overrides: &Constants) -> Result<Spec, RequestError> {
     let mut spec = Spec::load_with(&request.spec, overrides)?;
-    if !request.metrics.is_empty() || request.objective.is_some() {
+    if !request.metrics.is_empty() || !request.objectives.is_empty() {
         let defs = spec
             .metrics
             .definitions()
             .clone()
-            .with(request.metrics.clone(), request.objective.clone());
+            .with(request.metrics.clone(), request.objectives.clone());
         spec.set_metrics(defs)
             .map_err(|e| RequestError::Invalid(format!("--metric/--objective: {e}")))?;
     }

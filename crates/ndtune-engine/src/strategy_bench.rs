@@ -2,10 +2,18 @@
 //! `ndtune.bench_strategies`: recorded spaces (a Kernel Tuner cache, a CLTune CSV, each
 //! campaign of an ndtune store) replayed by a strategy over many seeds at several budgets, with
 //! the mean fraction of the optimum reached and the evaluations needed to reach 90% and 95% of
-//! it (the methodology of Schoonhoven et al. 2022). The front ends print and plot.
+//! it (the methodology of Schoonhoven et al. 2022). With several objectives ([`Dataset::costed`])
+//! the fraction is of the true front's hypervolume that the front found covers, in the ln costs
+//! against the recording's reference point ([`crate::front`]; in linear units random sampling
+//! covered 0.9 of the fronts of the recordings within 25 evaluations: the slowest
+//! configurations' box makes nearly any front look whole). The front ends print and plot.
 
-use ndtune_core::{Config, Outcome};
+use crate::front::ln_costs;
+use ndtune_core::pareto::{front, hypervolume, reference_point};
+use ndtune_core::{Config, Constants, Outcome};
+use ndtune_metrics::{Definitions, Inputs, MetricDef, Metrics, Objective};
 use ndtune_search::{by_name, Budget, Point, Recorded, Run, Trace};
+use ndtune_store::kt::MetricValues;
 use ndtune_store::{kt, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,6 +29,127 @@ pub struct Dataset {
     pub kernel: String,
     pub recorded: Recorded,
     pub optimum_ms: f64,
+    /// What a run's fraction is of: the optimum (the time's, or after [`Dataset::costed`] of
+    /// one objective, its cost), or the true front's hypervolume.
+    pub target: Target,
+    /// The constants and the metric values recorded with each configuration (a Kernel Tuner
+    /// cache's), what objectives other than the time are computed from.
+    constants: Constants,
+    values: MetricValues,
+    metrics: Vec<MetricDef>,
+}
+
+/// What a run of a strategy is scored against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// The lowest cost: a run's fraction is it over the best cost found.
+    Optimum(f64),
+    /// Several objectives: a run's fraction is the hypervolume its front covers over the true
+    /// front's, both against `reference` (in ln costs).
+    Front {
+        reference: Vec<f64>,
+        hypervolume: f64,
+        /// How many configurations the true front has.
+        size: usize,
+    },
+}
+
+impl Dataset {
+    /// This dataset costed by `objectives` (the recording's metrics, with `metrics` beside
+    /// them, define the values): one objective makes its cost what runs minimise, several make
+    /// the benchmark one of fronts ([`Target::Front`]).
+    pub fn costed(
+        self,
+        objectives: &[Objective],
+        metrics: &[MetricDef],
+    ) -> Result<Dataset, BenchError> {
+        let Some((first, more)) = objectives.split_first() else {
+            return Ok(self);
+        };
+        let defs = Definitions {
+            metrics: self.metrics.clone(),
+            objective: first.clone(),
+            more_objectives: more.to_vec(),
+        }
+        .with(metrics.to_vec(), Vec::new());
+        let space = self.recorded.space().clone();
+        let names = space.names().to_vec();
+        let configs: Vec<Config> = space.points().iter().map(|p| space.config(p)).collect();
+        let mut recorded: Vec<String> = self
+            .values
+            .values()
+            .flat_map(|v| v.keys())
+            .cloned()
+            .collect();
+        recorded.sort();
+        recorded.dedup();
+        let checked =
+            Metrics::check_recorded(defs, names, configs.iter(), &self.constants, &recorded)
+                .map_err(|e| BenchError::Dataset(format!("{}: {e}", self.id)))?;
+        let (constants, values) = (self.constants.clone(), self.values.clone());
+        let costs = move |c: &Config, o: &Outcome| {
+            checked.costs(&Inputs::new(&constants, c, o).recorded(values.get(c)))
+        };
+        let all: Vec<Vec<f64>> = space
+            .points()
+            .iter()
+            .zip(&configs)
+            .filter_map(|(p, c)| costs(c, self.recorded.outcome(p)?))
+            .map(|c| ln_costs(&c))
+            .collect();
+        let target = if more.is_empty() {
+            let optimum = all.iter().map(|c| c[0].exp()).reduce(f64::min);
+            Target::Optimum(optimum.ok_or_else(|| nothing_measured(&self.id))?)
+        } else {
+            let reference = reference_point(&all).ok_or_else(|| nothing_measured(&self.id))?;
+            Target::Front {
+                hypervolume: hypervolume(&all, &reference),
+                size: front(&all).len(),
+                reference,
+            }
+        };
+        let recorded = self.recorded.costed_each(objectives.len(), costs);
+        Ok(Dataset {
+            recorded,
+            target,
+            ..self
+        })
+    }
+
+    /// A run's fraction of the target within its first `budget` evaluations: the optimum over
+    /// the best cost found, or the hypervolume of the front found over the true front's; 0
+    /// where they measured nothing.
+    fn fraction(&self, trace: &Trace, budget: usize) -> f64 {
+        let steps = trace.steps.iter().take(budget);
+        match &self.target {
+            Target::Optimum(optimum) => steps
+                .filter_map(|s| s.cost)
+                .reduce(f64::min)
+                .map_or(0.0, |c| optimum / c),
+            Target::Front {
+                reference,
+                hypervolume: whole,
+                ..
+            } => {
+                let found: Vec<Vec<f64>> = steps
+                    .filter_map(|s| Some(ln_costs(s.costs.as_ref()?)))
+                    .collect();
+                hypervolume(&found, reference) / whole
+            }
+        }
+    }
+
+    /// After how many evaluations the fraction reaches `target`.
+    fn reached(&self, trace: &Trace, target: f64) -> Option<usize> {
+        (1..=trace.steps.len())
+            .find(|&n| trace.steps[n - 1].costs.is_some() && self.fraction(trace, n) >= target)
+    }
+}
+
+fn nothing_measured(id: &str) -> BenchError {
+    BenchError::Dataset(format!(
+        "{id}: no configuration has a value of every objective"
+    ))
 }
 
 /// What a benchmark says of a dataset beside its results.
@@ -31,6 +160,117 @@ pub struct DatasetInfo {
     pub optimum_ms: f64,
     /// Configurations its runs measured first (a warm start).
     pub warm_points: usize,
+    /// With several objectives, the true front the fractions are of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub front: Option<FrontInfo>,
+}
+
+/// The true front of a dataset of several objectives.
+#[derive(Debug, Serialize, Clone)]
+pub struct FrontInfo {
+    /// Configurations on it.
+    pub size: usize,
+    pub hypervolume: f64,
+    /// The reference point, in ln costs.
+    pub reference: Vec<f64>,
+}
+
+impl DatasetInfo {
+    fn of(d: &Dataset, warm_points: usize) -> DatasetInfo {
+        let front = match &d.target {
+            Target::Optimum(_) => None,
+            Target::Front {
+                reference,
+                hypervolume,
+                size,
+            } => Some(FrontInfo {
+                size: *size,
+                hypervolume: *hypervolume,
+                reference: reference.clone(),
+            }),
+        };
+        DatasetInfo {
+            id: d.id.clone(),
+            configurations: d.recorded.space().len(),
+            optimum_ms: d.optimum_ms,
+            warm_points,
+            front,
+        }
+    }
+}
+
+/// Another tool's runs on a dataset, each the configurations it evaluated in order (their
+/// values in the recording's parameter order): scored here as ndtune's runs are
+/// ([`score_orders`]). bench/kt_strategies.py writes them for front strategies.
+#[derive(Debug, Deserialize)]
+pub struct Orders {
+    pub dataset: String,
+    pub strategy: String,
+    pub orders: Vec<Vec<Vec<serde_json::Value>>>,
+}
+
+/// The fractions [`bench`] gives, of runs another tool made ([`Orders`]) on dataset `d`:
+/// configurations the recording lacks or that repeat count as evaluations that found nothing.
+pub fn score_orders(
+    d: &Dataset,
+    runs: &Orders,
+    budgets: &[usize],
+) -> Result<StrategyResult, BenchError> {
+    let space = d.recorded.space();
+    let names = space.names().to_vec();
+    let mut per_seed = Vec::new();
+    for order in &runs.orders {
+        let mut steps = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for values in order {
+            let config: Config = names
+                .iter()
+                .zip(values)
+                .filter_map(|(n, v)| Some((n.clone(), json_value(v)?)))
+                .collect();
+            let point = space
+                .codec()
+                .point(&config)
+                .ok()
+                .filter(|p| seen.insert(p.clone()));
+            let costs = point.as_ref().and_then(|p| d.recorded.costs_of(p));
+            steps.push(ndtune_search::Step {
+                point: point.unwrap_or_default(),
+                outcome: Outcome::Pruned {
+                    constraint: ndtune_search::NOT_RECORDED.into(),
+                },
+                reused: true,
+                cost: costs.as_ref().map(|c| c[0]),
+                costs,
+            });
+        }
+        per_seed.push(Trace {
+            steps,
+            decided: None,
+        });
+    }
+    let largest = *budgets.last().ok_or(BenchError::NoBudget)?;
+    let seeds: Vec<SeedResult> = per_seed
+        .iter()
+        .map(|t| SeedResult {
+            fractions: budgets.iter().map(|&b| d.fraction(t, b)).collect(),
+            to_90: d.reached(t, 0.90).filter(|&n| n <= largest),
+            to_95: d.reached(t, 0.95).filter(|&n| n <= largest),
+        })
+        .collect();
+    Ok(summarise(d, &runs.strategy, budgets, &seeds))
+}
+
+/// A parameter value as JSON writes it.
+fn json_value(v: &serde_json::Value) -> Option<ndtune_core::Value> {
+    match v {
+        serde_json::Value::Number(n) => n
+            .as_i64()
+            .map(ndtune_core::Value::Int)
+            .or_else(|| n.as_f64().map(ndtune_core::Value::Real)),
+        serde_json::Value::String(s) => Some(ndtune_core::Value::from(s.as_str())),
+        _ => None,
+    }
 }
 
 /// One strategy on one dataset.
@@ -108,13 +348,18 @@ pub fn datasets(path: &Path) -> Result<Vec<Dataset>, BenchError> {
             "{} {:?}",
             cache.header.kernel_name, cache.header.tune_params_keys
         );
-        return Ok(vec![dataset(
+        let mut d = dataset(
             format!("{}/{stem}", folder()),
             kernel,
             cache.header.tune_params_keys.clone(),
             cache.entries.into_iter().collect(),
             path,
-        )?]);
+        )?;
+        // ndtune writes its constants as the problem size.
+        d.constants = serde_json::from_value(cache.header.problem_size.clone()).unwrap_or_default();
+        d.values = cache.metrics;
+        d.metrics = cache.header.metrics;
+        return Ok(vec![d]);
     }
     let in_store = |source| BenchError::Store {
         path: path.to_path_buf(),
@@ -182,6 +427,10 @@ fn dataset(
         kernel,
         recorded,
         optimum_ms,
+        target: Target::Optimum(optimum_ms),
+        constants: Constants::new(),
+        values: MetricValues::new(),
+        metrics: Vec::new(),
     })
 }
 
@@ -214,12 +463,7 @@ pub fn bench_all(
     let (mut infos, mut results) = (Vec::new(), Vec::new());
     for (i, d) in datasets.iter().enumerate() {
         let points = warm.map_or_else(Vec::new, |k| warm_start(datasets, i, k));
-        let info = DatasetInfo {
-            id: d.id.clone(),
-            configurations: d.recorded.space().len(),
-            optimum_ms: d.optimum_ms,
-            warm_points: points.len(),
-        };
+        let info = DatasetInfo::of(d, points.len());
         started(&info);
         infos.push(info);
         for name in strategies {
@@ -282,13 +526,13 @@ pub fn bench(
                                 .iter()
                                 .map(|&b| {
                                     if anytime {
-                                        fraction(d.optimum_ms, &long, b)
+                                        d.fraction(&long, b)
                                     } else {
-                                        fraction(d.optimum_ms, &one(b), b)
+                                        d.fraction(&one(b), b)
                                     }
                                 })
                                 .collect();
-                            let to = |target: f64| reached(d.optimum_ms, &long, target);
+                            let to = |target: f64| d.reached(&long, target);
                             SeedResult {
                                 fractions,
                                 to_90: to(0.90),
@@ -304,6 +548,17 @@ pub fn bench(
             .flat_map(|h| h.join().expect("a benchmark thread panicked"))
             .collect()
     });
+    Ok(summarise(d, name, budgets, &per_seed))
+}
+
+/// The mean fraction per budget and the median evaluations to 90% and 95% over seeds.
+fn summarise(
+    d: &Dataset,
+    name: &str,
+    budgets: &[usize],
+    per_seed: &[SeedResult],
+) -> StrategyResult {
+    let seeds = per_seed.len() as u64;
     let n = per_seed.len().max(1) as f64;
     let mean = budgets
         .iter()
@@ -318,37 +573,12 @@ pub fn bench(
         v.sort_unstable();
         v.get(v.len() / 2).copied().filter(|&m| m != usize::MAX)
     };
-    Ok(StrategyResult {
+    StrategyResult {
         dataset: d.id.clone(),
         strategy: name.to_string(),
         mean,
         evals_90: median(|s| s.to_90),
         evals_95: median(|s| s.to_95),
         seeds,
-    })
-}
-
-/// optimum / best of the trace's first `budget` evaluations, 0 where they measured nothing.
-fn fraction(optimum_ms: f64, trace: &Trace, budget: usize) -> f64 {
-    trace
-        .steps
-        .iter()
-        .take(budget)
-        .filter_map(|s| s.outcome.score_ms().filter(|ms| ms.is_finite()))
-        .reduce(f64::min)
-        .map_or(0.0, |ms| optimum_ms / ms)
-}
-
-/// After how many evaluations the best so far is within `target` of the optimum.
-fn reached(optimum_ms: f64, trace: &Trace, target: f64) -> Option<usize> {
-    let mut best = f64::INFINITY;
-    for (i, step) in trace.steps.iter().enumerate() {
-        if let Some(ms) = step.outcome.score_ms().filter(|s| s.is_finite()) {
-            best = best.min(ms);
-        }
-        if optimum_ms / best >= target {
-            return Some(i + 1);
-        }
     }
-    None
 }

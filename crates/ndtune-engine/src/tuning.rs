@@ -69,6 +69,7 @@ impl Tuning<'_> {
                 pruning.stats.pruned,
                 true,
                 patient_warm,
+                spec.metrics.objectives().len(),
             );
             if let Some(choice) = &resolved.auto {
                 observer.event(Event::Warning(format!("strategy auto: {choice}")));
@@ -110,13 +111,15 @@ pub struct Resolved {
 /// may judge by the time its first evaluations take: it then runs as `auto` and decides during
 /// the run); any other strategy as given. `patient_warm`: the campaign warm-starts with a
 /// patience, so `auto` decides in the search, where it knows whether the warm start found
-/// anything (then it climbs from it: `ndtune_search::AUTO_CLIMB`).
+/// anything (then it climbs from it: `ndtune_search::AUTO_CLIMB`). `objectives`: how many the
+/// campaign has (several: a front strategy).
 pub fn resolve_strategy(
     strategy: &str,
     given: Budget,
     valid: u128,
     live: bool,
     patient_warm: bool,
+    objectives: usize,
 ) -> Resolved {
     if strategy != "auto" || patient_warm {
         return Resolved {
@@ -125,7 +128,7 @@ pub fn resolve_strategy(
             auto: None,
         };
     }
-    let choice = ndtune_search::auto_choice(valid, given, live);
+    let choice = ndtune_search::auto_choice(valid, given, live, objectives);
     let (strategy, budget) = if choice.probe {
         ("auto", given)
     } else {

@@ -10,7 +10,10 @@
 //!   exactly). `gflops = "2 * N**3 / time / 1e6"`.
 //! - The [`Objective`] is one metric (or `time`, the default), minimised or maximised.
 //!   Strategies never see it: they minimise a positive cost, [`Objective::cost`] of its value
-//!   (the value, or its reciprocal where higher is better).
+//!   (the value, or its reciprocal where higher is better). A campaign may have several
+//!   objectives ([`Definitions::objectives`]: Kernel Tuner's `objective=[...]`): the first is
+//!   the one a single best is ranked by, and together they define the Pareto front
+//!   ([`Metrics::costs`], [`ndtune_core::pareto`]).
 //! - [`Metrics`] are [`Definitions`] checked against a problem's names, and evaluated for one
 //!   configuration from what was measured ([`Metrics::evaluate`]). Values are never stored:
 //!   the store keeps the measurements, so a changed formula shows new values at once and
@@ -24,6 +27,7 @@
 //! let defs = Definitions {
 //!     metrics: vec![MetricDef::new("gflops", "2 * N**3 / time / 1e6", Some("GFLOP/s"))],
 //!     objective: Objective { metric: "gflops".into(), higher_is_better: true },
+//!     more_objectives: Vec::new(),
 //! };
 //! let metrics = Metrics::check(defs, &Scope::ints(&["TS"], &[("N", 1000)]), &[]).unwrap();
 //! let measured = Outcome::Measured(Timing::new(vec![4.0], 1));
@@ -156,6 +160,50 @@ impl Objective {
         cost.is_finite().then_some(cost)
     }
 
+    /// The value as a coordinate of the Pareto front, where every coordinate is minimised
+    /// ([`ndtune_core::pareto`]): the value, negated where higher is better. Unlike the cost it
+    /// keeps the value's own scale, so a hypervolume is in the units people read.
+    pub fn oriented(&self, value: f64) -> f64 {
+        if self.higher_is_better {
+            -value
+        } else {
+            value
+        }
+    }
+
+    /// Objectives as written on a command line: `NAME[:min|:max]`, comma-separated
+    /// (`time,gflops:max`). A direction may be left out where it is known
+    /// ([`Objective::default_direction`]); a metric of the user's must say it.
+    pub fn parse_list(text: &str) -> Result<Vec<Objective>, String> {
+        let mut out: Vec<Objective> = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            let (metric, said) = match item.rsplit_once(':') {
+                Some((m, "max")) => (m.trim(), Some(true)),
+                Some((m, "min")) => (m.trim(), Some(false)),
+                Some((_, other)) => {
+                    return Err(format!(
+                        "objective `{item}`: `{other}` is no direction; write `:min` or `:max`"
+                    ))
+                }
+                None => (item, None),
+            };
+            if metric.is_empty() {
+                return Err(format!("objective list `{text}`: an objective has no name"));
+            }
+            let Some(higher_is_better) = said.or_else(|| Objective::default_direction(metric))
+            else {
+                return Err(format!(
+                    "objective `{metric}`: say `{metric}:max` (higher is better, a GFLOP/s) or `{metric}:min` (lower is better); ndtune does not guess"
+                ));
+            };
+            out.push(Objective {
+                metric: metric.to_string(),
+                higher_is_better,
+            });
+        }
+        Ok(out)
+    }
+
     /// Whether value `a` is better than value `b`.
     pub fn better(&self, a: f64, b: f64) -> bool {
         if self.higher_is_better {
@@ -175,27 +223,39 @@ impl Objective {
     }
 }
 
-/// A campaign's metrics, in order, and its objective: what the store keeps beside the results.
+/// A campaign's metrics, in order, and its objectives: what the store keeps beside the results.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Definitions {
     pub metrics: Vec<MetricDef>,
+    /// The first objective: the one a single best is ranked by.
     pub objective: Objective,
+    /// The objectives after the first, where a campaign has several (its Pareto front).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_objectives: Vec<Objective>,
 }
 
 impl Definitions {
     /// These definitions with `more` metrics (one of a name already defined replaces that
-    /// definition where it stands, the others come last) and, where given, another objective.
-    pub fn with(mut self, more: Vec<MetricDef>, objective: Option<Objective>) -> Definitions {
+    /// definition where it stands, the others come last) and, where given (not empty), other
+    /// objectives.
+    pub fn with(mut self, more: Vec<MetricDef>, objectives: Vec<Objective>) -> Definitions {
         for def in more {
             match self.metrics.iter_mut().find(|m| m.name == def.name) {
                 Some(slot) => *slot = def,
                 None => self.metrics.push(def),
             }
         }
-        if let Some(objective) = objective {
-            self.objective = objective;
+        let mut objectives = objectives.into_iter();
+        if let Some(first) = objectives.next() {
+            self.objective = first;
+            self.more_objectives = objectives.collect();
         }
         self
+    }
+
+    /// Every objective, the first first.
+    pub fn objectives(&self) -> impl Iterator<Item = &Objective> {
+        std::iter::once(&self.objective).chain(&self.more_objectives)
     }
 }
 
@@ -339,19 +399,28 @@ impl Metrics {
             }
             exprs.push(expr);
         }
-        let objective = &defs.objective.metric;
-        let defined = defs.metrics.iter().any(|m| &m.name == objective)
-            || MEASURED.iter().any(|(m, _)| m == objective)
-            || recorded.contains(objective);
-        if !defined {
-            let mut names: Vec<&str> = MEASURED.iter().map(|(m, _)| *m).collect();
-            names.extend(defs.metrics.iter().map(|m| m.name.as_str()));
-            names.extend(recorded.iter().map(String::as_str));
-            return Err(MetricError {
-                place: Place::Objective,
-                name: objective.clone(),
-                message: format!("is no metric; the metrics are: {}", names.join(", ")),
-            });
+        for (i, objective) in defs.objectives().enumerate() {
+            let name = &objective.metric;
+            let defined = defs.metrics.iter().any(|m| &m.name == name)
+                || MEASURED.iter().any(|(m, _)| m == name)
+                || recorded.contains(name);
+            if !defined {
+                let mut names: Vec<&str> = MEASURED.iter().map(|(m, _)| *m).collect();
+                names.extend(defs.metrics.iter().map(|m| m.name.as_str()));
+                names.extend(recorded.iter().map(String::as_str));
+                return Err(MetricError {
+                    place: Place::Objective,
+                    name: name.clone(),
+                    message: format!("is no metric; the metrics are: {}", names.join(", ")),
+                });
+            }
+            if defs.objectives().take(i).any(|o| &o.metric == name) {
+                return Err(MetricError {
+                    place: Place::Objective,
+                    name: name.clone(),
+                    message: "is an objective twice".into(),
+                });
+            }
         }
         Ok(Metrics {
             defs,
@@ -364,13 +433,24 @@ impl Metrics {
         &self.defs
     }
 
+    /// The first objective: the one a single best is ranked by.
     pub fn objective(&self) -> &Objective {
         &self.defs.objective
     }
 
+    /// Every objective, the first first.
+    pub fn objectives(&self) -> Vec<&Objective> {
+        self.defs.objectives().collect()
+    }
+
+    /// Whether the campaign has several objectives: a Pareto front rather than one best.
+    pub fn several(&self) -> bool {
+        !self.defs.more_objectives.is_empty()
+    }
+
     /// Whether the objective is the time, minimised, with no metric besides.
     pub fn is_time(&self) -> bool {
-        self.defs.metrics.is_empty() && self.defs.objective == Objective::time()
+        self.defs.metrics.is_empty() && self.defs.objective == Objective::time() && !self.several()
     }
 
     /// The metrics that need the energy or the power, by name, and the objective where it does.
@@ -383,9 +463,11 @@ impl Metrics {
             .filter(|(_, e)| **e)
             .map(|(m, _)| m.name.as_str())
             .collect();
-        let objective = self.defs.objective.metric.as_str();
-        if FROM_THE_POWER_SOURCE.contains(&objective) && !out.contains(&objective) {
-            out.push(objective);
+        for objective in self.defs.objectives() {
+            let objective = objective.metric.as_str();
+            if FROM_THE_POWER_SOURCE.contains(&objective) && !out.contains(&objective) {
+                out.push(objective);
+            }
         }
         out
     }
@@ -396,7 +478,7 @@ impl Metrics {
         FROM_THE_POWER_SOURCE
             .into_iter()
             .filter(|q| {
-                self.defs.objective.metric == *q
+                self.defs.objectives().any(|o| o.metric == *q)
                     || self
                         .exprs
                         .iter()
@@ -435,10 +517,14 @@ impl Metrics {
         }
     }
 
-    /// The objective as people read it: `gflops (GFLOP/s), higher is better`.
+    /// The objectives as people read them: `gflops (GFLOP/s), higher is better`, several
+    /// joined by `; `.
     pub fn describe_objective(&self) -> String {
-        let o = self.objective();
-        format!("{}, {}", self.label(&o.metric), o.direction())
+        self.defs
+            .objectives()
+            .map(|o| format!("{}, {}", self.label(&o.metric), o.direction()))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     /// Every metric's value and the objective's for one evaluated configuration. Only a
@@ -456,6 +542,7 @@ impl Metrics {
                     .map(|m| (m.name.clone(), None))
                     .collect(),
                 objective: None,
+                objectives: vec![None; 1 + self.defs.more_objectives.len()],
             };
         };
         let measured: Vec<(String, Option<f64>)> = measured(timing)
@@ -494,12 +581,33 @@ impl Metrics {
             measured,
             metrics,
             objective: None,
+            objectives: Vec::new(),
         };
-        let objective = &self.defs.objective.metric;
-        values.objective = values
-            .get(objective)
-            .or_else(|| inputs.recorded.and_then(|r| r.get(objective)).copied());
+        values.objectives = self
+            .defs
+            .objectives()
+            .map(|o| {
+                values
+                    .get(&o.metric)
+                    .or_else(|| inputs.recorded.and_then(|r| r.get(&o.metric)).copied())
+            })
+            .collect();
+        values.objective = values.objectives[0];
         values
+    }
+
+    /// The costs strategies minimise for one evaluated configuration, one per objective
+    /// ([`Objective::cost`] of each value); `None` where one has none.
+    pub fn costs(&self, inputs: &Inputs) -> Option<Vec<f64>> {
+        if !self.several() {
+            return self.cost(inputs).map(|c| vec![c]);
+        }
+        let values = self.evaluate(inputs);
+        self.defs
+            .objectives()
+            .zip(&values.objectives)
+            .map(|(o, v)| o.cost((*v)?))
+            .collect()
     }
 
     /// The cost strategies minimise for one evaluated configuration ([`Objective::cost`] of its
@@ -597,7 +705,10 @@ pub struct Values {
     pub measured: Vec<(String, Option<f64>)>,
     /// Every metric, in definition order.
     pub metrics: Vec<(String, Option<f64>)>,
+    /// The first objective's value.
     pub objective: Option<f64>,
+    /// Each objective's value, in order (the first is [`Values::objective`]).
+    pub objectives: Vec<Option<f64>>,
 }
 
 impl Values {

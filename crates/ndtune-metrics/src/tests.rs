@@ -23,6 +23,7 @@ fn defs(metrics: &[(&str, &str)], objective: &str, higher: bool) -> Definitions 
             metric: objective.into(),
             higher_is_better: higher,
         },
+        more_objectives: Vec::new(),
     }
 }
 
@@ -266,10 +267,10 @@ fn definitions_merge_with_those_of_the_command_line() {
             MetricDef::new("b", "3", Some("x")),
             MetricDef::new("c", "4", None),
         ],
-        Some(Objective {
+        vec![Objective {
             metric: "c".into(),
             higher_is_better: true,
-        }),
+        }],
     );
     let names: Vec<(&str, &str)> = merged
         .metrics
@@ -280,4 +281,80 @@ fn definitions_merge_with_those_of_the_command_line() {
     assert_eq!(merged.objective.metric, "c");
     let json = serde_json::to_string(&merged).unwrap();
     assert_eq!(serde_json::from_str::<Definitions>(&json).unwrap(), merged);
+}
+
+#[test]
+fn several_objectives_give_a_cost_each_and_are_checked_alike() {
+    let scope = Scope::ints(&["X"], &[("N", 10)]);
+    let o = |metric: &str, higher_is_better: bool| Objective {
+        metric: metric.into(),
+        higher_is_better,
+    };
+    let two = defs(&[("rate", "N * X / time")], "time", false).with(
+        Vec::new(),
+        vec![o("time", false), o("rate", true), o("energy_j", false)],
+    );
+    let metrics = Metrics::check(two.clone(), &scope, &[]).unwrap();
+    assert!(metrics.several() && !metrics.is_time());
+    assert_eq!(metrics.objectives().len(), 3);
+    assert_eq!(metrics.needing_energy(), vec!["energy_j"]);
+    assert_eq!(
+        metrics.describe_objective(),
+        "time (ms), lower is better; rate, higher is better; energy_j (J), lower is better"
+    );
+    let constants = ndtune_core::int_config([("N", 10)]);
+    let config = ndtune_core::int_config([("X", 4)]);
+    // Without the energy, one objective has no value: no costs.
+    let no_energy = measured(2.0, None);
+    assert_eq!(
+        metrics.costs(&Inputs::new(&constants, &config, &no_energy)),
+        None
+    );
+    let with_energy = measured(2.0, Some((0.5, 250.0)));
+    let inputs = Inputs::new(&constants, &config, &with_energy);
+    // time 2 ms; rate 10 * 4 / 2 = 20, higher is better: cost 1/20; energy 0.5 J.
+    assert_eq!(metrics.costs(&inputs), Some(vec![2.0, 0.05, 0.5]));
+    assert_eq!(
+        metrics.evaluate(&inputs).objectives,
+        vec![Some(2.0), Some(20.0), Some(0.5)]
+    );
+    // Each objective must be defined, and once.
+    let unknown = two
+        .clone()
+        .with(Vec::new(), vec![o("time", false), o("nope", true)]);
+    let e = Metrics::check(unknown, &scope, &[]).unwrap_err();
+    assert_eq!((e.place, e.name.as_str()), (Place::Objective, "nope"));
+    let twice = two.with(Vec::new(), vec![o("time", false), o("time", true)]);
+    assert!(Metrics::check(twice, &scope, &[])
+        .unwrap_err()
+        .to_string()
+        .contains("is an objective twice"));
+    // Definitions stored before several objectives existed read as one.
+    let old: Definitions = serde_json::from_str(
+        r#"{"metrics":[],"objective":{"metric":"time","higher_is_better":false}}"#,
+    )
+    .unwrap();
+    assert_eq!(old, Definitions::default());
+}
+
+#[test]
+fn objective_lists_read_as_people_write_them() {
+    let list = Objective::parse_list("time, gflops:max ,energy_j:min").unwrap();
+    let names: Vec<(&str, bool)> = list
+        .iter()
+        .map(|o| (o.metric.as_str(), o.higher_is_better))
+        .collect();
+    assert_eq!(
+        names,
+        [("time", false), ("gflops", true), ("energy_j", false)]
+    );
+    assert!(Objective::parse_list("gflops")
+        .unwrap_err()
+        .contains("say `gflops:max`"));
+    assert!(Objective::parse_list("time:up")
+        .unwrap_err()
+        .contains("no direction"));
+    assert_eq!(Objective::time().oriented(3.0), 3.0);
+    let gflops = &Objective::parse_list("gflops:max").unwrap()[0];
+    assert_eq!(gflops.oriented(3.0), -3.0);
 }

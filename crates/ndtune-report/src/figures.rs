@@ -47,6 +47,26 @@ pub enum Figure {
     Histogram(Histogram),
     Effects(Effects),
     Timeline(Timeline),
+    Front(FrontScatter),
+}
+
+/// Two objectives of a campaign of several: every measured configuration a point, those on the
+/// Pareto front marked and joined by its staircase. Both axes are logarithmic (values span
+/// orders of magnitude); an axis whose objective is better higher is read as it is, the better
+/// end being the upper one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontScatter {
+    pub title: String,
+    /// What each axis is, with its unit and direction.
+    pub x_label: String,
+    pub y_label: String,
+    /// Every measured configuration's (x, y) values, all positive.
+    pub points: Vec<(f64, f64)>,
+    /// The front's members' (x, y), in the order of x.
+    pub front: Vec<(f64, f64)>,
+    /// Whether higher is better along each axis: the legend goes to the worst corner, away
+    /// from the front.
+    pub higher_is_better: (bool, bool),
 }
 
 /// A value per cell of a plane of two variables (columns across, rows down): the work-group
@@ -215,6 +235,7 @@ impl Figure {
             Figure::Histogram(f) => &f.title,
             Figure::Effects(f) => &f.title,
             Figure::Timeline(f) => &f.title,
+            Figure::Front(f) => &f.title,
         }
     }
 
@@ -238,6 +259,7 @@ impl Figure {
                 40 + PANEL.1 * e.panels.len().div_ceil(PANELS_PER_ROW).max(1) as u32,
             ),
             Figure::Timeline(t) => (760, 110 + 34 * t.lanes.len() as u32),
+            Figure::Front(_) => (640, 440),
         }
     }
 
@@ -271,6 +293,7 @@ impl Figure {
             Figure::Histogram(f) => f.draw(root),
             Figure::Effects(f) => f.draw(root),
             Figure::Timeline(f) => f.draw(root),
+            Figure::Front(f) => f.draw(root),
         }
     }
 }
@@ -768,6 +791,64 @@ impl Convergence {
             .background_style(WHITE.mix(0.85))
             .border_style(GRID)
             .position(SeriesLabelPosition::UpperRight)
+            .draw()?;
+        Ok(())
+    }
+}
+
+impl FrontScatter {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        title(root, &self.title)?;
+        let area = root.margin(30, 10, 10, 20);
+        let (x0, x1) = log_span(self.points.iter().map(|p| p.0));
+        let (y0, y1) = log_span(self.points.iter().map(|p| p.1));
+        let mut chart = ChartBuilder::on(&area)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{}, log scale", self.x_label))
+            .y_desc(format!("{}, log scale", self.y_label))
+            .x_label_formatter(&|v| ms_label(v.exp()))
+            .y_label_formatter(&|v| ms_label(v.exp()))
+            .label_style(font(11))
+            .axis_desc_style(font(12))
+            .light_line_style(WHITE)
+            .draw()?;
+        let ln = |&(x, y): &(f64, f64)| (x.ln(), y.ln());
+        chart
+            .draw_series(
+                self.points
+                    .iter()
+                    .map(|p| Circle::new(ln(p), 2, ORANGE.mix(0.5).filled())),
+            )?
+            .label("a measured configuration")
+            .legend(|(x, y)| Circle::new((x + 9, y), 3, ORANGE.filled()));
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                self.front.iter().map(ln).collect::<Vec<_>>(),
+                BLUE.stroke_width(2),
+            )))?
+            .label("the Pareto front: none better in both")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLUE.stroke_width(2)));
+        chart.draw_series(
+            self.front
+                .iter()
+                .map(|p| Circle::new(ln(p), 4, BLUE.filled())),
+        )?;
+        let worst = match self.higher_is_better {
+            (false, false) => SeriesLabelPosition::UpperRight,
+            (false, true) => SeriesLabelPosition::LowerRight,
+            (true, false) => SeriesLabelPosition::UpperLeft,
+            (true, true) => SeriesLabelPosition::LowerLeft,
+        };
+        chart
+            .configure_series_labels()
+            .label_font(font(11))
+            .background_style(WHITE.mix(0.85))
+            .border_style(GRID)
+            .position(worst)
             .draw()?;
         Ok(())
     }

@@ -127,6 +127,19 @@ pub struct Campaign {
     /// Each evaluation a worker claimed (a campaign shared by workers, a plain `tune`'s own
     /// claims), by who evaluated it and when, in the order run.
     pub timeline: Vec<Span>,
+    /// With several objectives, the measured configurations' values of each and the front.
+    pub front: Option<Front>,
+}
+
+/// The objectives of a campaign of several, each measured configuration's values of them, and
+/// which are on the Pareto front.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Front {
+    pub objectives: Vec<Objective>,
+    /// Configurations with a value of every objective, in the order run.
+    pub points: Vec<(Config, Vec<f64>)>,
+    /// Indices into `points` of the front's members, best by the first objective first.
+    pub members: Vec<usize>,
 }
 
 /// One evaluation on a worker's timeline.
@@ -396,9 +409,22 @@ fn campaign(
     let mut outcomes = BTreeMap::new();
     let mut measured: Vec<(Config, f64, f64, BTreeMap<String, f64>)> = Vec::new();
     let mut evaluations = Vec::with_capacity(records.len());
+    let objectives: Vec<Objective> = metrics.objectives().into_iter().cloned().collect();
+    let mut several: Vec<(Config, Vec<f64>)> = Vec::new();
     for r in records {
         *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
         let values = metrics.evaluate(&Inputs::new(&g.constants, &r.key.config, &r.outcome));
+        if metrics.several() {
+            let all: Option<Vec<f64>> = values
+                .objectives
+                .iter()
+                .zip(&objectives)
+                .map(|(v, o)| v.filter(|v| o.cost(*v).is_some()))
+                .collect();
+            if let Some(all) = all {
+                several.push((r.key.config.clone(), all));
+            }
+        }
         let value = values.objective.filter(|v| objective.cost(*v).is_some());
         if let Some(v) = value {
             let cost = objective.cost(v).expect("filtered");
@@ -412,6 +438,25 @@ fn campaign(
     }
     measured.sort_by(|a, b| a.2.total_cmp(&b.2));
     let units = metrics.units();
+    let front = metrics.several().then(|| {
+        let costs: Vec<Vec<f64>> = several
+            .iter()
+            .map(|(_, v)| {
+                objectives
+                    .iter()
+                    .zip(v)
+                    .map(|(o, v)| o.oriented(*v))
+                    .collect()
+            })
+            .collect();
+        let mut members = ndtune_core::pareto::front(&costs);
+        members.sort_by(|&a, &b| costs[a][0].total_cmp(&costs[b][0]));
+        Front {
+            objectives: objectives.clone(),
+            points: several,
+            members,
+        }
+    });
     Campaign {
         kernel: g.kernel.clone(),
         constants: g.constants.clone(),
@@ -427,6 +472,7 @@ fn campaign(
         best_metrics: measured.first().map(|m| m.3.clone()).unwrap_or_default(),
         best: measured.into_iter().next().map(|m| (m.0, m.1)),
         timeline: Vec::new(),
+        front,
     }
 }
 
@@ -835,6 +881,7 @@ mod tests {
                 Figure::Histogram(_) => "histogram",
                 Figure::Effects(_) => "effects",
                 Figure::Timeline(_) => "timeline",
+                Figure::Front(_) => "front",
             })
             .collect();
         assert_eq!(

@@ -13,7 +13,8 @@
 
 use crate::document::{config, constants, median, times, with_constants, Builder};
 use crate::figures::{
-    Bar, BarKind, Bars, Cell, Convergence, Effect, Effects, Figure, Heatmap, Histogram, Timeline,
+    Bar, BarKind, Bars, Cell, Convergence, Effect, Effects, Figure, FrontScatter, Heatmap,
+    Histogram, Timeline,
 };
 use crate::model::{Campaign, DeviceSection, Evaluation, Report};
 use ndtune_core::OutcomeKind;
@@ -153,10 +154,92 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
         );
         return;
     }
+    front(b, &name, c);
     convergence(b, &name, c);
     histogram(b, &name, c);
     effects(b, &name, c);
     timeline(b, &name, c);
+}
+
+/// With several objectives: the front as a table, and a scatter per pair of objectives.
+fn front(b: &mut Builder, name: &str, c: &Campaign) {
+    let Some(f) = &c.front else {
+        return;
+    };
+    let labels: Vec<String> = f.objectives.iter().map(|o| c.labelled(&o.metric)).collect();
+    let said: Vec<String> = f
+        .objectives
+        .iter()
+        .zip(&labels)
+        .map(|(o, l)| format!("{l}, {}", o.direction()))
+        .collect();
+    b.para(format!(
+        "Several objectives ({}): {} of the {} configurations measured with a value of each are \
+         on the Pareto front, where none is better in every objective, best by the first \
+         objective first:",
+        said.join("; "),
+        f.members.len(),
+        f.points.len()
+    ));
+    let mut head: Vec<&str> = vec!["configuration"];
+    head.extend(labels.iter().map(String::as_str));
+    b.table(
+        &head,
+        f.members
+            .iter()
+            .map(|&i| {
+                let (cfg, values) = &f.points[i];
+                let mut row = vec![config(cfg)];
+                row.extend(values.iter().map(|v| crate::document::value(*v)));
+                row
+            })
+            .collect(),
+    );
+    for x in 0..f.objectives.len() {
+        for y in x + 1..f.objectives.len() {
+            let pair = |v: &Vec<f64>| (v[x], v[y]);
+            let mut on: Vec<(f64, f64)> = f.members.iter().map(|&i| pair(&f.points[i].1)).collect();
+            on.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let direction = |k: usize| {
+                if f.objectives[k].higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            };
+            b.figure(
+                Figure::Front(FrontScatter {
+                    title: format!(
+                        "{name}: {} against {}",
+                        f.objectives[y].metric, f.objectives[x].metric
+                    ),
+                    x_label: format!("{}, {} is better", labels[x], direction(x)),
+                    y_label: format!("{}, {} is better", labels[y], direction(y)),
+                    points: f.points.iter().map(|(_, v)| pair(v)).collect(),
+                    front: on,
+                    higher_is_better: (
+                        f.objectives[x].higher_is_better,
+                        f.objectives[y].higher_is_better,
+                    ),
+                }),
+                format!(
+                    "The front of {name}: {} against {}",
+                    f.objectives[y].metric, f.objectives[x].metric
+                ),
+                format!(
+                    "Every measured configuration of {name} by {} and {}; the configurations on \
+                     the Pareto front of all the objectives are marked{}.",
+                    labels[x],
+                    labels[y],
+                    if f.objectives.len() > 2 {
+                        " (with three or more objectives some lie behind others in this pair)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
+    }
 }
 
 /// Where workers shared the campaign: what each evaluated when.
@@ -905,6 +988,7 @@ mod tests {
                 metric: "rate".into(),
                 higher_is_better: true,
             },
+            more_objectives: Vec::new(),
         };
         store.put_metrics(&g, &defs).unwrap();
         let r = Report::read(&store).unwrap();
@@ -964,6 +1048,7 @@ mod tests {
             median: None,
             worst: None,
             timeline: Vec::new(),
+            front: None,
         }
     }
 

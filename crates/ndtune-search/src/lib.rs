@@ -48,9 +48,9 @@ pub use recorded::{evaluate_strategy, CompareError, Recorded, Summary, NOT_RECOR
 pub use space::{neighbours, Neighbourhood, SearchSpace};
 pub use strategy::{
     auto_choice, by_name, Anneal, Auto, AutoChoice, Bayes, Exhaustive, Genetic, Listed,
-    LocalSearch, RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET, AUTO_CLIMB,
-    AUTO_EXHAUSTIVE_TIME, AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY,
-    STRATEGY_NAMES,
+    LocalSearch, Nsga2, ParEgo, RandomSampling, Surrogate, UnknownStrategy, AUTO_BUDGET,
+    AUTO_CLIMB, AUTO_EXHAUSTIVE_TIME, AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO,
+    AUTO_STRATEGY, STRATEGY_NAMES,
 };
 pub use warm::{warm_start, FAILED_RATIO, WARM_POINTS};
 
@@ -123,6 +123,19 @@ pub trait Evaluator {
     /// measurement whose objective has no value. By default the time: the score in ms.
     fn cost(&self, _point: &[i64], outcome: &Outcome) -> Option<f64> {
         time_cost(outcome)
+    }
+
+    /// The costs of an evaluated point, one per objective where a campaign has several (each
+    /// positive and finite, lower is better; the first is [`Evaluator::cost`]); `None` where
+    /// one has no value. Front strategies (`nsga2`, `parego`) search by these, the others by
+    /// the first. By default the one cost.
+    fn costs(&self, point: &[i64], outcome: &Outcome) -> Option<Vec<f64>> {
+        self.cost(point, outcome).map(|c| vec![c])
+    }
+
+    /// How many objectives [`Evaluator::costs`] gives.
+    fn objectives(&self) -> usize {
+        1
     }
 
     /// Whether evaluations are measured now on a device, taking real time (not replayed), so
@@ -222,6 +235,8 @@ pub struct Step {
     pub reused: bool,
     /// [`Evaluator::cost`] of the outcome.
     pub cost: Option<f64>,
+    /// [`Evaluator::costs`] of the outcome: one per objective.
+    pub costs: Option<Vec<f64>>,
 }
 
 /// The evaluations of one run, in order.
@@ -252,6 +267,20 @@ impl Trace {
         }
         best
     }
+
+    /// The steps on the Pareto front of their costs ([`Evaluator::costs`]), in evaluation
+    /// order: with one objective, the best (the earliest of equals).
+    pub fn front(&self) -> Vec<&Step> {
+        let measured: Vec<&Step> = self.steps.iter().filter(|s| s.costs.is_some()).collect();
+        let points: Vec<Vec<f64>> = measured
+            .iter()
+            .map(|s| s.costs.clone().expect("measured"))
+            .collect();
+        ndtune_core::pareto::front(&points)
+            .into_iter()
+            .map(|i| measured[i])
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -263,6 +292,7 @@ mod tests {
         Step {
             point: vec![point],
             cost: time_cost(&outcome),
+            costs: time_cost(&outcome).map(|c| vec![c]),
             outcome,
             reused: false,
         }

@@ -16,8 +16,11 @@ use std::fmt;
 pub struct Recorded {
     space: Candidates,
     outcomes: Vec<Outcome>,
-    /// Each point's cost, where [`Recorded::costed`] set them; else its time.
-    costs: Option<Vec<Option<f64>>>,
+    /// Each point's costs, one per objective, where [`Recorded::costed`] or
+    /// [`Recorded::costed_each`] set them; else its time.
+    costs: Option<Vec<Option<Vec<f64>>>>,
+    /// How many objectives the costs have.
+    objectives: usize,
 }
 
 /// The constraint named by the outcome of a point that a [`Recorded`] lacks.
@@ -34,6 +37,7 @@ impl Recorded {
             space: Candidates::new(names, points)?,
             outcomes,
             costs: None,
+            objectives: 1,
         })
     }
 
@@ -52,6 +56,7 @@ impl Recorded {
             space: Candidates::with_codec(codec, points)?,
             outcomes,
             costs: None,
+            objectives: 1,
         })
     }
 
@@ -76,25 +81,41 @@ impl Recorded {
 
     /// This recording with each configuration's cost given by `cost` (an objective's, see
     /// [`Evaluator::cost`]) instead of its time.
-    pub fn costed(mut self, cost: impl Fn(&Config, &Outcome) -> Option<f64>) -> Recorded {
+    pub fn costed(self, cost: impl Fn(&Config, &Outcome) -> Option<f64>) -> Recorded {
+        self.costed_each(1, |c, o| cost(c, o).map(|c| vec![c]))
+    }
+
+    /// This recording with each configuration's costs, one per each of `objectives`
+    /// objectives, given by `costs` (see [`Evaluator::costs`]).
+    pub fn costed_each(
+        mut self,
+        objectives: usize,
+        costs: impl Fn(&Config, &Outcome) -> Option<Vec<f64>>,
+    ) -> Recorded {
         let costs = self
             .space
             .points()
             .iter()
             .zip(&self.outcomes)
-            .map(|(p, o)| cost(&self.space.config(p), o))
+            .map(|(p, o)| costs(&self.space.config(p), o))
             .collect();
         self.costs = Some(costs);
+        self.objectives = objectives;
         self
     }
 
-    /// The cost of a recorded point ([`Evaluator::cost`]); `None` for a failure or a point the
-    /// recording lacks.
+    /// The cost of a recorded point ([`Evaluator::cost`]: its first objective's); `None` for a
+    /// failure or a point the recording lacks.
     pub fn cost_of(&self, point: &[i64]) -> Option<f64> {
+        self.costs_of(point).map(|c| c[0])
+    }
+
+    /// The costs of a recorded point, one per objective ([`Evaluator::costs`]).
+    pub fn costs_of(&self, point: &[i64]) -> Option<Vec<f64>> {
         let i = self.space.index_of(point)?;
         match &self.costs {
-            Some(costs) => costs[i],
-            None => time_cost(&self.outcomes[i]),
+            Some(costs) => costs[i].clone(),
+            None => time_cost(&self.outcomes[i]).map(|c| vec![c]),
         }
     }
 }
@@ -117,6 +138,14 @@ impl Evaluator for Recorded {
 
     fn cost(&self, point: &[i64], _outcome: &Outcome) -> Option<f64> {
         self.cost_of(point)
+    }
+
+    fn costs(&self, point: &[i64], _outcome: &Outcome) -> Option<Vec<f64>> {
+        self.costs_of(point)
+    }
+
+    fn objectives(&self) -> usize {
+        self.objectives
     }
 }
 

@@ -17,6 +17,9 @@ pub(crate) struct Session<'a> {
     time: Option<Duration>,
     /// The cost of every point evaluated: ln of the evaluator's cost, +inf for a failure.
     costs: HashMap<Point, f64>,
+    /// Where the campaign has several objectives, the ln of each cost of every point measured
+    /// with a value of each ([`Evaluator::costs`]).
+    vectors: HashMap<Point, Vec<f64>>,
     trace: Trace,
     /// Made on the first call of [`Session::fresh`].
     draws: Option<Draws>,
@@ -50,6 +53,7 @@ impl<'a> Session<'a> {
             started: Instant::now(),
             time: run.budget.time,
             costs: HashMap::new(),
+            vectors: HashMap::new(),
             trace: Trace::default(),
             draws: None,
             patience: None,
@@ -116,6 +120,22 @@ impl<'a> Session<'a> {
             .map(|s| (&s.point, self.costs[&s.point]))
     }
 
+    /// How many objectives the evaluator's costs have ([`Evaluator::objectives`]).
+    pub fn objectives(&self) -> usize {
+        self.eval.objectives().max(1)
+    }
+
+    /// Every point evaluated, in evaluation order, with the ln of its cost per objective;
+    /// `None` for a failure or a measurement an objective has no value for.
+    pub fn evaluated_costs(
+        &self,
+    ) -> impl Iterator<Item = (&Point, Option<&Vec<f64>>)> + use<'_, 'a> {
+        self.trace
+            .steps
+            .iter()
+            .map(|s| (&s.point, self.vectors.get(&s.point)))
+    }
+
     /// The `k` cheapest points evaluated, cheapest first (earliest on ties).
     pub fn best(&self, k: usize) -> Vec<(Point, f64)> {
         let mut all: Vec<(Point, f64)> = self.evaluated().map(|(p, c)| (p.clone(), c)).collect();
@@ -136,6 +156,11 @@ impl<'a> Session<'a> {
         }
         let evaluated = self.eval.evaluate(point);
         let cost = self.eval.cost(point, &evaluated.outcome);
+        let costs = self.eval.costs(point, &evaluated.outcome);
+        if let Some(costs) = &costs {
+            self.vectors
+                .insert(point.clone(), costs.iter().map(|c| c.ln()).collect());
+        }
         let log_cost = cost.map_or(f64::INFINITY, f64::ln);
         if log_cost < self.best {
             self.best = log_cost;
@@ -149,6 +174,7 @@ impl<'a> Session<'a> {
             outcome: evaluated.outcome,
             reused: evaluated.reused,
             cost,
+            costs,
         });
         Some(log_cost)
     }

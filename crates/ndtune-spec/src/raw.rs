@@ -144,28 +144,65 @@ impl<'de> Deserialize<'de> for RawMetric {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawObjective {
-    pub metric: String,
-    /// Kernel Tuner's `objective_higher_is_better`; needed for a metric of the user's.
-    pub higher_is_better: Option<bool>,
+    /// One metric, or a list of them: several objectives (a Pareto front).
+    pub metric: OneOrMany<String>,
+    /// Kernel Tuner's `objective_higher_is_better`, one per metric; needed for a metric of the
+    /// user's.
+    pub higher_is_better: Option<OneOrMany<bool>>,
+}
+
+/// A value, or a list of them (`metric = "time"`, `metric = ["time", "energy_j"]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }
 
 impl RawObjective {
-    /// The objective it says; where its direction is unsaid and not the measured quantities'
-    /// own, why (the caller adds where it stands).
-    pub fn objective(&self) -> Result<ndtune_metrics::Objective, String> {
-        let higher_is_better = self
-            .higher_is_better
-            .or_else(|| ndtune_metrics::Objective::default_direction(&self.metric))
-            .ok_or_else(|| {
-                format!(
-                    "[objective] metric `{}`: say whether more is better, `higher_is_better = true` (GFLOP/s) or `false` (joules); ndtune does not guess",
-                    self.metric
-                )
-            })?;
-        Ok(ndtune_metrics::Objective {
-            metric: self.metric.clone(),
-            higher_is_better,
-        })
+    /// The objectives it says, in order; where one's direction is unsaid and not the measured
+    /// quantities' own, or the lists' lengths differ, why (the caller adds where it stands).
+    pub fn objectives(&self) -> Result<Vec<ndtune_metrics::Objective>, String> {
+        let metrics = self.metric.to_vec();
+        if metrics.is_empty() {
+            return Err("[objective] metric: an empty list; name at least one".into());
+        }
+        let said = self.higher_is_better.as_ref().map(OneOrMany::to_vec);
+        if let Some(said) = said.as_ref().filter(|s| s.len() != metrics.len()) {
+            return Err(format!(
+                "[objective]: {} metrics but {} values of higher_is_better; give one per metric",
+                metrics.len(),
+                said.len()
+            ));
+        }
+        metrics
+            .iter()
+            .enumerate()
+            .map(|(i, metric)| {
+                let higher_is_better = said
+                    .as_ref()
+                    .map(|s| s[i])
+                    .or_else(|| ndtune_metrics::Objective::default_direction(metric))
+                    .ok_or_else(|| {
+                        format!(
+                            "[objective] metric `{metric}`: say whether more is better, `higher_is_better = true` (GFLOP/s) or `false` (joules); ndtune does not guess"
+                        )
+                    })?;
+                Ok(ndtune_metrics::Objective {
+                    metric: metric.clone(),
+                    higher_is_better,
+                })
+            })
+            .collect()
     }
 }
 

@@ -941,3 +941,39 @@ fn metrics_and_the_objective_are_checked_where_they_are_written() {
     let spec = parse(&format!("{METRICS}[objective]\nmetric = \"energy_j\"\n")).unwrap();
     assert_eq!(spec.metrics.needing_energy(), ["energy_j"]);
 }
+
+#[test]
+fn several_objectives_are_lists_of_metrics_and_directions() {
+    let spec = parse(&format!(
+        "{METRICS}[objective]\nmetric = [\"time\", \"per_ts\", \"energy_j\"]\nhigher_is_better = [false, true, false]\n"
+    ))
+    .unwrap();
+    let m = &spec.metrics;
+    assert!(m.several());
+    assert_eq!(
+        m.describe_objective(),
+        "time (ms), lower is better; per_ts, higher is better; energy_j (J), lower is better"
+    );
+    // Directions may be left out where each is known.
+    let known = parse(&format!(
+        "{METRICS}[objective]\nmetric = [\"time\", \"energy_j\"]\n"
+    ))
+    .unwrap();
+    assert_eq!(known.metrics.objectives().len(), 2);
+    for (objective, says) in [
+        (
+            "metric = [\"time\", \"per_ts\"]",
+            "[objective] metric `per_ts`: say whether more is better",
+        ),
+        (
+            "metric = [\"time\", \"per_ts\"]\nhigher_is_better = [true]",
+            "2 metrics but 1 values of higher_is_better",
+        ),
+        ("metric = []", "an empty list"),
+        ("metric = [\"time\", \"time\"]", "is an objective twice"),
+    ] {
+        let e = parse(&format!("{METRICS}[objective]\n{objective}\n")).unwrap_err();
+        assert!(e.starts_with("t.toml:12:1: "), "{e}");
+        assert!(e.contains(says), "{e}");
+    }
+}

@@ -1319,7 +1319,8 @@ fn metrics(cx: &Ctx, raw: &RawSpec, problem: &Problem) -> Result<Metrics, SpecEr
     }
     let objective_span = raw.objective.as_ref().map_or(0..0, |o| o.span());
     if let Some(o) = &raw.objective {
-        defs.objective = o.get_ref().objective().map_err(|e| cx.err(&o.span(), e))?;
+        let objectives = o.get_ref().objectives().map_err(|e| cx.err(&o.span(), e))?;
+        defs = defs.with(Vec::new(), objectives);
     }
     let scope = problem
         .scope(None)

@@ -12,6 +12,11 @@
 //! | `"RuntimeFailedConfig"` | `Refused` |
 //! | `"InvalidConfig"` | `Pruned` |
 //!
+//! Kernel Tuner 1.4 and later also mark a failed entry with `"__error__"` (the same names), which
+//! reading prefers to `"time"` and writing adds; their header's `"objective"` may be a list
+//! (several objectives: [`KtHeader::more_objectives`]), as may ndtune's
+//! `"objective_higher_is_better"`. A cache of one objective is written as before.
+//!
 //! Writing maps back the same way (wrong-result, crashed and timed-out become
 //! `"RuntimeFailedConfig"`), and also stores the exact ndtune outcome in an extra
 //! `"ndtune_outcome"` field of each entry, which reading prefers: a cache written by ndtune reads
@@ -42,13 +47,17 @@ pub const KT_CACHE_SCHEMA_VERSION: &str = "1.1.0";
 /// The T4 results schema version [`write_t4`] follows.
 pub const T4_SCHEMA_VERSION: &str = "1.0.0";
 
+/// The entry field of Kernel Tuner 1.4+ that names a failure.
+const KT_ERROR: &str = "__error__";
+
 /// The entry field holding ndtune's own outcome.
 const NDTUNE_OUTCOME: &str = "ndtune_outcome";
 
 /// The fields of an entry that Kernel Tuner itself writes besides the parameters; any other
 /// number is a metric's value.
-const KT_FIELDS: [&str; 9] = [
+const KT_FIELDS: [&str; 10] = [
     "time",
+    KT_ERROR,
     "times",
     "compile_time",
     "verification_time",
@@ -103,6 +112,9 @@ pub struct KtHeader {
     /// Whether higher is better for the objective, where the cache says (ndtune writes it;
     /// Kernel Tuner's caches do not).
     pub objective_higher_is_better: Option<bool>,
+    /// The objectives after the first, where the cache has several (Kernel Tuner 1.4+'s
+    /// `"objective"` list), each with its direction where the cache says.
+    pub more_objectives: Vec<(String, Option<bool>)>,
     /// The definitions of the metrics whose values the entries carry, where ndtune wrote the
     /// cache.
     pub metrics: Vec<MetricDef>,
@@ -172,12 +184,29 @@ struct RawCache {
     tune_params_keys: Vec<String>,
     tune_params: Map<String, Value>,
     #[serde(default)]
-    objective: Option<String>,
+    objective: Option<OneOrMany<String>>,
     #[serde(default)]
-    objective_higher_is_better: Option<bool>,
+    objective_higher_is_better: Option<OneOrMany<Option<bool>>>,
     #[serde(default)]
     ndtune_metrics: Vec<MetricDef>,
     cache: Map<String, Value>,
+}
+
+/// A header field that holds one value, or a list with one per objective.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }
 
 fn invalid(path: &Path, message: impl Into<String>) -> KtError {
@@ -230,14 +259,39 @@ fn read_header(path: &Path, raw: &RawCache) -> Result<KtHeader, KtError> {
             .collect::<Result<_, _>>()?;
         tune_params.insert(name.clone(), values);
     }
+    let objectives = raw
+        .objective
+        .as_ref()
+        .map_or_else(|| vec!["time".to_string()], OneOrMany::to_vec);
+    let mut directions = raw
+        .objective_higher_is_better
+        .as_ref()
+        .map_or_else(Vec::new, OneOrMany::to_vec);
+    if objectives.is_empty() {
+        return Err(invalid(path, "\"objective\" is an empty list"));
+    }
+    if !directions.is_empty() && directions.len() != objectives.len() {
+        return Err(invalid(
+            path,
+            format!(
+                "{} objectives but {} values of \"objective_higher_is_better\"",
+                objectives.len(),
+                directions.len()
+            ),
+        ));
+    }
+    directions.resize(objectives.len(), None);
+    let mut objectives = objectives.into_iter().zip(directions);
+    let (objective, objective_higher_is_better) = objectives.next().expect("not empty");
     Ok(KtHeader {
         device_name: raw.device_name.clone(),
         kernel_name: raw.kernel_name.clone(),
         problem_size: raw.problem_size.clone(),
         tune_params_keys: raw.tune_params_keys.clone(),
         tune_params,
-        objective: raw.objective.clone().unwrap_or_else(|| "time".into()),
-        objective_higher_is_better: raw.objective_higher_is_better,
+        objective,
+        objective_higher_is_better,
+        more_objectives: objectives.collect(),
         metrics: raw.ndtune_metrics.clone(),
     })
 }
@@ -295,6 +349,12 @@ fn entry_outcome(entry: &Map<String, Value>) -> Result<Outcome, String> {
     if let Some(outcome) = entry.get(NDTUNE_OUTCOME) {
         return Outcome::deserialize(outcome).map_err(|e| format!("{NDTUNE_OUTCOME}: {e}"));
     }
+    if let Some(error) = entry.get(KT_ERROR) {
+        return match error {
+            Value::String(name) => error_outcome(name),
+            other => Err(format!("\"{KT_ERROR}\" is {other}, not an error's name")),
+        };
+    }
     match entry.get("time") {
         Some(Value::Number(time)) => measured(time.as_f64(), entry.get("times")),
         Some(Value::String(name)) => error_outcome(name),
@@ -317,7 +377,7 @@ fn error_outcome(name: &str) -> Result<Outcome, String> {
         "CompilationFailedConfig" => Ok(Outcome::BuildFailed { log: said }),
         "RuntimeFailedConfig" => Ok(Outcome::Refused { error: said }),
         "InvalidConfig" => Ok(Outcome::Pruned { constraint: said }),
-        _ => Err(format!("unknown \"time\" {name:?}")),
+        _ => Err(format!("unknown error {name:?}")),
     }
 }
 
@@ -370,8 +430,12 @@ pub fn write_kt_cache(
         problem_size: &header.problem_size,
         tune_params_keys: &header.tune_params_keys,
         tune_params: InOrder(tune_params),
-        objective: &header.objective,
-        objective_higher_is_better: header.objective_higher_is_better,
+        objective: objectives_field(header, |(name, _)| Value::from(name.as_str())),
+        // Only where every objective's direction is known.
+        objective_higher_is_better: std::iter::once(&header.objective_higher_is_better)
+            .chain(header.more_objectives.iter().map(|(_, d)| d))
+            .all(Option::is_some)
+            .then(|| objectives_field(header, |(_, d)| Value::from(d.expect("known")))),
         ndtune_metrics: &header.metrics,
         cache: InOrder(cache),
     };
@@ -379,6 +443,17 @@ pub fn write_kt_cache(
     // End with "}\n}": what Kernel Tuner looks for to tell a closed cache from an open one.
     text.insert(text.len() - 1, '\n');
     std::fs::write(path, text).map_err(io_error(path))
+}
+
+/// A header field of every objective: one value where the cache has one objective (the format
+/// before Kernel Tuner 1.4), else a list.
+fn objectives_field(header: &KtHeader, value: impl Fn((&String, &Option<bool>)) -> Value) -> Value {
+    let first = (&header.objective, &header.objective_higher_is_better);
+    if header.more_objectives.is_empty() {
+        return value(first);
+    }
+    let more = header.more_objectives.iter().map(|(n, d)| (n, d));
+    Value::Array(std::iter::once(first).chain(more).map(value).collect())
 }
 
 /// A JSON object that keeps its keys in the given order (serde_json's maps sort them).
@@ -399,9 +474,9 @@ struct CacheFile<'a> {
     problem_size: &'a Value,
     tune_params_keys: &'a [String],
     tune_params: InOrder<&'a str, &'a Vec<ParamValue>>,
-    objective: &'a str,
+    objective: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
-    objective_higher_is_better: Option<bool>,
+    objective_higher_is_better: Option<Value>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     ndtune_metrics: &'a [MetricDef],
     cache: InOrder<String, CacheEntry<'a>>,
@@ -412,6 +487,8 @@ struct CacheEntry<'a> {
     #[serde(flatten)]
     params: InOrder<&'a str, &'a ParamValue>,
     time: Value,
+    #[serde(rename = "__error__", skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     times: Option<&'a [f64]>,
     compile_time: f64,
@@ -463,6 +540,7 @@ fn cache_entry<'a>(
         .collect();
     let entry = CacheEntry {
         params: InOrder(params),
+        error: time.is_string().then(|| time.clone()),
         time,
         times,
         compile_time: 0.0,
@@ -527,18 +605,18 @@ fn kt_time(outcome: &Outcome) -> (Value, Option<&[f64]>) {
     }
 }
 
-/// What T4 results say besides the records: the objective, each configuration's metric values
+/// What T4 results say besides the records: the objectives, each configuration's metric values
 /// and their units.
 #[derive(Debug, Clone, Copy)]
 pub struct T4Metrics<'a> {
-    pub objective: &'a str,
+    pub objectives: &'a [&'a str],
     pub values: &'a MetricValues,
     /// Units by metric name, where known.
     pub units: &'a BTreeMap<String, String>,
 }
 
 /// Writes `records` in the T4 results schema ([`T4_SCHEMA_VERSION`]): one result per record with
-/// its `timestamp` (`finished_at`), `configuration`, `objectives` (`[objective]`),
+/// its `timestamp` (`finished_at`), `configuration`, `objectives` (their names),
 /// `times.runtimes` (every run in ms; empty unless measured), `invalidity`, `correctness` (0 for
 /// a wrong result, else 1, as Kernel Tuner writes it) and `measurements` (for measured
 /// configurations only: `time`, ndtune's score in ms, then each metric's value with its unit).
@@ -561,7 +639,7 @@ struct T4File<'a> {
 struct T4Result<'a> {
     timestamp: String,
     configuration: &'a Config,
-    objectives: [&'a str; 1],
+    objectives: &'a [&'a str],
     times: T4Times<'a>,
     invalidity: &'static str,
     correctness: u8,
@@ -607,7 +685,7 @@ fn t4_result<'a>(record: &'a Record, metrics: T4Metrics<'a>) -> T4Result<'a> {
     T4Result {
         timestamp: utc_text(record.finished_at),
         configuration: &record.key.config,
-        objectives: [metrics.objective],
+        objectives: metrics.objectives,
         times: T4Times { runtimes },
         invalidity: t4_invalidity(outcome),
         correctness: u8::from(!matches!(outcome, Outcome::WrongResult { .. })),

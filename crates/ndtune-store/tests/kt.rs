@@ -3,7 +3,8 @@
 use ndtune_core::Value;
 use ndtune_core::{Config, Outcome, OutcomeKind, Timing};
 use ndtune_store::kt::{
-    read_kt_cache, write_kt_cache, write_t4, KtCache, KtError, KtHeader, MetricValues, T4Metrics,
+    parse_kt_cache, read_kt_cache, write_kt_cache, write_t4, KtCache, KtError, KtHeader,
+    MetricValues, T4Metrics,
 };
 use ndtune_store::{Record, ResultKey};
 use std::collections::BTreeMap;
@@ -175,6 +176,7 @@ fn outcomes_kernel_tuner_lacks_round_trip_too() {
         ]),
         objective: "time".into(),
         objective_higher_is_better: None,
+        more_objectives: Vec::new(),
         metrics: vec![],
     };
     let outcomes = [
@@ -244,6 +246,7 @@ fn writing_refuses_configurations_that_do_not_match_the_parameters() {
             tune_params: BTreeMap::from([("X".into(), ints(&[1]))]),
             objective: "time".into(),
             objective_higher_is_better: None,
+            more_objectives: Vec::new(),
             metrics: vec![],
         },
         entries: BTreeMap::from([(
@@ -354,6 +357,7 @@ fn t4_results_hold_every_record_with_its_validity() {
             tune_params: BTreeMap::new(),
             objective: "time".into(),
             objective_higher_is_better: None,
+            more_objectives: Vec::new(),
             metrics: vec![],
         },
         entries: outcomes
@@ -377,7 +381,7 @@ fn t4_results_hold_every_record_with_its_validity() {
     ]);
     let units = BTreeMap::from([("gflops".to_string(), "GFLOP/s".to_string())]);
     let metrics = T4Metrics {
-        objective: "gflops",
+        objectives: &["gflops"],
         values: &values,
         units: &units,
     };
@@ -452,6 +456,7 @@ fn metrics_and_the_objective_travel_with_the_cache() {
         tune_params: BTreeMap::from([("TX".into(), ints(&[1, 2]))]),
         objective: "gflops".into(),
         objective_higher_is_better: Some(true),
+        more_objectives: Vec::new(),
         metrics: vec![ndtune_metrics::MetricDef::new(
             "gflops",
             "2 * N**3 / time / 1e6",
@@ -485,4 +490,58 @@ fn metrics_and_the_objective_travel_with_the_cache() {
     assert_eq!(json["cache"]["1"]["gflops"], 0.262144);
     assert!(json["cache"]["2"].get("gflops").is_none());
     assert_eq!(read_kt_cache(&out).unwrap(), cache);
+}
+
+/// A cache as Kernel Tuner 1.4+ writes one for several objectives: the objective a list, a
+/// failure marked `"__error__"` (its other fields as they come), an open end.
+#[test]
+fn reads_kernel_tuner_caches_of_several_objectives_and_failures_marked_error() {
+    let text = r#"{
+"device_name": "NVIDIA H100",
+"kernel_name": "vector_add",
+"problem_size": 1000000,
+"tune_params_keys": ["block_size_x"],
+"tune_params": {"block_size_x": [64, 128, 256]},
+"objective": ["time", "nvml_energy"],
+"cache": {
+"64": {"block_size_x": 64, "time": 0.5, "times": [0.5, 0.5], "nvml_energy": 0.2},
+"128": {"block_size_x": 128, "__error__": "CompilationFailedConfig", "time": 1e20},
+"256": {"block_size_x": 256, "__error__": "RuntimeFailedConfig"},"#;
+    let cache = parse_kt_cache(text.as_bytes(), Path::new("several.json")).unwrap();
+    let h = &cache.header;
+    assert_eq!(
+        (h.objective.as_str(), h.objective_higher_is_better),
+        ("time", None)
+    );
+    assert_eq!(h.more_objectives, vec![("nvml_energy".to_string(), None)]);
+    let kinds: Vec<OutcomeKind> = [64, 128, 256]
+        .iter()
+        .map(|b| cache.entries[&config(&[("block_size_x", *b)])].kind())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            OutcomeKind::Measured,
+            OutcomeKind::BuildFailed,
+            OutcomeKind::Refused
+        ]
+    );
+    assert_eq!(
+        cache.metrics[&config(&[("block_size_x", 64)])]["nvml_energy"],
+        0.2
+    );
+    // The lists must agree.
+    let mismatched = text.replace(
+        r#""objective": ["time", "nvml_energy"],"#,
+        r#""objective": ["time", "nvml_energy"], "objective_higher_is_better": [false],"#,
+    );
+    let e = parse_kt_cache(mismatched.as_bytes(), Path::new("several.json")).unwrap_err();
+    assert!(e.to_string().contains("2 objectives but 1 values"), "{e}");
+    // An unknown error name is named.
+    let unknown = text.replace("RuntimeFailedConfig", "SomethingElse");
+    let e = parse_kt_cache(unknown.as_bytes(), Path::new("several.json")).unwrap_err();
+    assert!(
+        e.to_string().contains("unknown error \"SomethingElse\""),
+        "{e}"
+    );
 }

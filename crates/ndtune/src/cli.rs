@@ -261,35 +261,50 @@ pub struct MetricArgs {
     #[arg(long = "metric", value_name = "NAME=EXPR", value_parser = parse_metric)]
     pub metrics: Vec<MetricDef>,
     /// What strategies optimise and reports rank by: `time` (the default), `energy_j`,
-    /// `power_w`, another measured quantity or a metric.
-    #[arg(long, value_name = "NAME")]
+    /// `power_w`, another measured quantity or a metric; several, `NAME[:min|:max],...`
+    /// (`time,gflops:max`), make a Pareto front. A metric of yours needs its direction.
+    #[arg(long, value_name = "NAME[:min|:max],...")]
     pub objective: Option<String>,
-    /// Higher is better for --objective (Kernel Tuner's objective_higher_is_better).
+    /// Higher is better for a single --objective (Kernel Tuner's objective_higher_is_better).
     #[arg(long, requires = "objective", conflicts_with = "minimize")]
     pub maximize: bool,
-    /// Lower is better for --objective (the default for time, energy_j, power_w and
+    /// Lower is better for a single --objective (the default for time, energy_j, power_w and
     /// temperature_c).
     #[arg(long, requires = "objective")]
     pub minimize: bool,
 }
 
 impl MetricArgs {
-    /// The objective given, with its direction: said, or lower is better for the measured
-    /// quantities; a metric of the user's needs --maximize or --minimize.
-    pub fn objective(&self) -> anyhow::Result<Option<Objective>> {
-        let Some(metric) = &self.objective else {
-            return Ok(None);
+    /// The objectives given (none: the spec's), each with its direction: said (`:max`, or
+    /// --maximize / --minimize for a single one), or lower is better for the measured
+    /// quantities; a metric of the user's must say it.
+    pub fn objectives(&self) -> anyhow::Result<Vec<Objective>> {
+        let Some(text) = &self.objective else {
+            return Ok(Vec::new());
         };
         let said = (self.maximize || self.minimize).then_some(self.maximize);
-        let higher_is_better = said
-            .or_else(|| Objective::default_direction(metric))
-            .ok_or_else(|| {
-                anyhow::anyhow!("--objective {metric}: say --maximize (GFLOP/s) or --minimize (joules); ndtune does not guess")
-            })?;
-        Ok(Some(Objective {
-            metric: metric.clone(),
-            higher_is_better,
-        }))
+        if said.is_some() && text.contains(',') {
+            anyhow::bail!("--objective {text}: --maximize and --minimize are for a single objective; give each of several its `:max` or `:min`");
+        }
+        if let Some(higher_is_better) = said {
+            if text.contains(':') {
+                anyhow::bail!("--objective {text}: give the direction once, as `:max`/`:min` or as --maximize/--minimize");
+            }
+            return Ok(vec![Objective {
+                metric: text.trim().to_string(),
+                higher_is_better,
+            }]);
+        }
+        Objective::parse_list(text).map_err(|e| {
+            anyhow::anyhow!(
+                "--objective: {e}{}",
+                if text.contains(',') {
+                    ""
+                } else {
+                    " (or --maximize / --minimize)"
+                }
+            )
+        })
     }
 }
 
@@ -895,9 +910,14 @@ pub struct BenchStrategiesArgs {
     /// How many configurations a warm start measures first.
     #[arg(long, default_value_t = ndtune_search::WARM_POINTS, value_name = "N")]
     pub warm: usize,
-    /// Kernel Tuner's results on the same datasets (bench/kt_strategies.py's JSON), shown beside.
+    /// Kernel Tuner's results on the same datasets (bench/kt_strategies.py's JSON: its
+    /// fractions, or the configurations each run evaluated, scored here), shown beside.
     #[arg(long, value_name = "JSON")]
     pub kt: Option<PathBuf>,
+    /// What runs minimise (default: the time); several objectives (`--objective
+    /// time,energy_j`) score each run by the hypervolume of the front it found.
+    #[command(flatten)]
+    pub metrics: MetricArgs,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -1027,25 +1047,35 @@ mod tests {
             minimize,
             ..MetricArgs::default()
         };
+        let o = |metric: &str, higher_is_better: bool| Objective {
+            metric: metric.into(),
+            higher_is_better,
+        };
         assert_eq!(
-            args("gflops", true, false).objective().unwrap(),
-            Some(Objective {
-                metric: "gflops".into(),
-                higher_is_better: true
-            })
+            args("gflops", true, false).objectives().unwrap(),
+            vec![o("gflops", true)]
         );
-        assert!(
-            !args("energy_j", false, false)
-                .objective()
-                .unwrap()
-                .unwrap()
-                .higher_is_better
+        assert_eq!(
+            args("energy_j", false, false).objectives().unwrap(),
+            vec![o("energy_j", false)]
         );
-        assert!(args("gflops", false, false)
-            .objective()
-            .unwrap_err()
-            .to_string()
-            .contains("say --maximize"));
-        assert_eq!(MetricArgs::default().objective().unwrap(), None);
+        assert_eq!(
+            args("time, gflops:max,cost:min", false, false)
+                .objectives()
+                .unwrap(),
+            vec![o("time", false), o("gflops", true), o("cost", false)]
+        );
+        for (bad, says) in [
+            (args("gflops", false, false), "say `gflops:max`"),
+            (args("time,gflops", false, false), "say `gflops:max`"),
+            (args("time,gflops:up", false, false), "`up` is no direction"),
+            (args("time,gflops", true, false), "for a single objective"),
+            (args("gflops:max", true, false), "give the direction once"),
+            (args("time,", false, false), "has no name"),
+        ] {
+            let e = bad.objectives().unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        assert!(MetricArgs::default().objectives().unwrap().is_empty());
     }
 }

@@ -38,9 +38,12 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
     for name in &args.strategies {
         by_name(name, 0)?;
     }
+    let objectives = args.metrics.objectives()?;
     let mut datasets = Vec::new();
     for path in &args.recordings {
-        datasets.extend(strategy_bench::datasets(path)?);
+        for d in strategy_bench::datasets(path)? {
+            datasets.push(d.costed(&objectives, &args.metrics.metrics)?);
+        }
     }
     let (infos, mut results) = strategy_bench::bench_all(
         &datasets,
@@ -48,23 +51,34 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
         &budgets,
         args.seeds,
         args.warm_start.then_some(args.warm),
-        |info| {
-            eprintln!(
-                "{}: {} configurations, optimum {:.4} ms, {} warm-start points",
-                info.id, info.configurations, info.optimum_ms, info.warm_points
-            )
-        },
+        |info| eprintln!("{}: {}", info.id, describe(info)),
     )?;
     if let Some(kt) = &args.kt {
         let text = ndtune_core::input::read_text(kt, ndtune_core::input::KT_RESULTS)?;
-        let theirs: Vec<StrategyResult> = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not bench/kt_strategies.py's JSON", kt.display()))?;
-        let ids: Vec<&str> = datasets.iter().map(|d| d.id.as_str()).collect();
-        results.extend(
-            theirs
-                .into_iter()
-                .filter(|r| ids.contains(&r.dataset.as_str())),
-        );
+        let not_theirs = || format!("{}: not bench/kt_strategies.py's JSON", kt.display());
+        let value: serde_json::Value = serde_json::from_str(&text).with_context(not_theirs)?;
+        let runs = value
+            .as_array()
+            .and_then(|a| a.first())
+            .is_some_and(|r| r.get("orders").is_some());
+        if runs {
+            let theirs: Vec<strategy_bench::Orders> =
+                serde_json::from_value(value).with_context(not_theirs)?;
+            for r in &theirs {
+                if let Some(d) = datasets.iter().find(|d| d.id == r.dataset) {
+                    results.push(strategy_bench::score_orders(d, r, &budgets)?);
+                }
+            }
+        } else {
+            let theirs: Vec<StrategyResult> =
+                serde_json::from_value(value).with_context(not_theirs)?;
+            let ids: Vec<&str> = datasets.iter().map(|d| d.id.as_str()).collect();
+            results.extend(
+                theirs
+                    .into_iter()
+                    .filter(|r| ids.contains(&r.dataset.as_str())),
+            );
+        }
     }
     print!("{}", table(&infos, &results, &budgets));
     if let Some(path) = &args.json {
@@ -97,17 +111,7 @@ fn table(infos: &[DatasetInfo], results: &[StrategyResult], budgets: &[usize]) -
             .max()
             .unwrap_or(8)
             .max(8);
-        out += &format!(
-            "\n{} ({} configurations, optimum {:.4} ms{})\n",
-            info.id,
-            info.configurations,
-            info.optimum_ms,
-            if info.warm_points > 0 {
-                format!(", warm start from {} configurations", info.warm_points)
-            } else {
-                String::new()
-            }
-        );
+        out += &format!("\n{} ({})\n", info.id, describe(info));
         out += &format!("{:width$}", "strategy");
         for b in budgets {
             out += &format!(" {:>7}", b);
@@ -147,6 +151,25 @@ fn table(infos: &[DatasetInfo], results: &[StrategyResult], budgets: &[usize]) -
         out += &format!("best at {}\n", wins.join("; "));
     }
     out
+}
+
+/// A dataset as its header says it: its size, and the optimum or the true front the fractions
+/// are of.
+fn describe(info: &DatasetInfo) -> String {
+    let target = match &info.front {
+        None => format!("optimum {:.4} ms", info.optimum_ms),
+        Some(f) => format!(
+            "fractions of the hypervolume of the true front of {} configurations, {:.4} in ln costs against the reference ({})",
+            f.size,
+            f.hypervolume,
+            f.reference.iter().map(|r| format!("{r:.4}")).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let warm = match info.warm_points {
+        0 => String::new(),
+        n => format!(", warm start from {n} configurations"),
+    };
+    format!("{} configurations, {target}{warm}", info.configurations)
 }
 
 const COLOURS: [RGBColor; 10] = [

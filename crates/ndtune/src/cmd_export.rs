@@ -36,11 +36,10 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         }
     }
     let names: Vec<String> = values.keys().cloned().collect();
-    let objective = args.metrics.objective()?;
     let defs = store
         .metrics(&group)?
         .unwrap_or_default()
-        .with(args.metrics.metrics.clone(), objective);
+        .with(args.metrics.metrics.clone(), args.metrics.objectives()?);
     let configs = records.iter().map(|r| &r.key.config);
     let metrics = Metrics::check_recorded(defs, names.clone(), configs, &group.constants, &[])
         .map_err(|e| anyhow!("export: {e}"))?;
@@ -56,6 +55,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let Definitions {
         metrics: defined,
         objective,
+        more_objectives,
     } = metrics.definitions().clone();
     match args.format.as_str() {
         "kt" => {
@@ -70,6 +70,10 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                     .collect(),
                 objective: objective.metric.clone(),
                 objective_higher_is_better: Some(objective.higher_is_better),
+                more_objectives: more_objectives
+                    .iter()
+                    .map(|o| (o.metric.clone(), Some(o.higher_is_better)))
+                    .collect(),
                 metrics: defined,
             };
             kt::write_kt_cache(&args.out, &header, &records, &metric_values)?;
@@ -80,8 +84,12 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                 .flat_map(BTreeMap::keys)
                 .filter_map(|n| Some((n.clone(), metrics.unit(n)?.to_string())))
                 .collect();
+            let objectives: Vec<&str> = std::iter::once(&objective)
+                .chain(&more_objectives)
+                .map(|o| o.metric.as_str())
+                .collect();
             let t4 = T4Metrics {
-                objective: &objective.metric,
+                objectives: &objectives,
                 values: &metric_values,
                 units: &units,
             };
@@ -114,7 +122,7 @@ fn wisdom(args: &ExportArgs) -> Result<()> {
         _ => {}
     }
     let store = args.store.open_read_only()?;
-    let objective = args.metrics.objective()?;
+    let objectives = args.metrics.objectives()?;
     let mut kernels = Vec::new();
     for path in &args.spec {
         let mut spec = Spec::load(path)?;
@@ -122,7 +130,7 @@ fn wisdom(args: &ExportArgs) -> Result<()> {
             .metrics
             .definitions()
             .clone()
-            .with(args.metrics.metrics.clone(), objective.clone());
+            .with(args.metrics.metrics.clone(), objectives.clone());
         spec.set_metrics(defs)
             .map_err(|e| anyhow!("{}: {e}", path.display()))?;
         let source = spec.kernel_source()?.ok_or_else(|| {

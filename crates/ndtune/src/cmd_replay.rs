@@ -24,7 +24,7 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         setup: args.setup.as_deref(),
     };
     let rec = Recording::load(path, &criteria)?;
-    let metrics = rec.metrics(args.metrics.metrics.clone(), args.metrics.objective()?)?;
+    let metrics = rec.metrics(args.metrics.metrics.clone(), args.metrics.objectives()?)?;
     let given = Budget {
         evaluations: args.campaign.budget,
         time: args.search.time,

@@ -29,7 +29,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     request.sweep = args.campaign.constants.sweep()?;
     request.captured = args.captured.clone();
     request.metrics = args.metrics.metrics.clone();
-    request.objective = args.metrics.objective()?;
+    request.objectives = args.metrics.objectives()?;
     request.devices = DeviceChoice::Selector(args.device.clone());
     request.timeout = args.timeout.map(std::time::Duration::from_secs_f64);
     request.lease = args.share.lease;

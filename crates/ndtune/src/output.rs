@@ -60,8 +60,12 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
     if let Some(why) = &r.interrupted {
         println!("  stopped    {why}");
     }
-    let by_time = r.objective.metric == "time" && !r.objective.higher_is_better;
-    if !by_time {
+    let by_time =
+        r.objective.metric == "time" && !r.objective.higher_is_better && r.front.is_none();
+    if let Some(front) = &r.front {
+        let said: Vec<String> = front.objectives.iter().map(objective_label).collect();
+        println!("  objectives {}: a Pareto front", said.join("; "));
+    } else if !by_time {
         let unit = r
             .objective
             .unit
@@ -200,7 +204,9 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
         r.energy.detail.clone()
     };
     println!("  energy     {energy}");
-    if r.top.len() > 1 && by_time {
+    if let Some(front) = &r.front {
+        print_front(front, &r.names);
+    } else if r.top.len() > 1 && by_time {
         println!("  fastest    {:>10}  configuration", "ms");
         for f in &r.top {
             println!(
@@ -224,6 +230,66 @@ pub(crate) fn print_report(r: &DeviceReport, db: &std::path::Path) {
             );
         }
     }
+}
+
+/// `energy_j (J), lower is better`.
+fn objective_label(o: &ndtune_engine::ObjectiveReport) -> String {
+    let unit = o.unit.as_ref().map_or(String::new(), |u| format!(" ({u})"));
+    let direction = if o.higher_is_better {
+        "higher"
+    } else {
+        "lower"
+    };
+    format!("{}{unit}, {direction} is better", o.metric)
+}
+
+/// The front: a row per configuration on it, a column per objective, and its hypervolume.
+fn print_front(front: &ndtune_engine::front::FrontReport, names: &[String]) {
+    let heads: Vec<String> = front
+        .objectives
+        .iter()
+        .map(|o| match &o.unit {
+            Some(u) => format!("{} ({u})", o.metric),
+            None => o.metric.clone(),
+        })
+        .collect();
+    let widths: Vec<usize> = heads.iter().map(|h| h.len().max(10)).collect();
+    let row = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:>w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    println!(
+        "  front      {} of {} measured configurations are on it (none better in every objective)",
+        front.members.len(),
+        front.measured
+    );
+    println!("             {}  configuration", row(heads.clone()));
+    for m in &front.members {
+        let values = m
+            .values
+            .iter()
+            .map(|v| DeviceReport::format_objective(*v))
+            .collect();
+        println!(
+            "             {}  {}",
+            row(values),
+            show_config(names, &m.config)
+        );
+    }
+    let reference: Vec<String> = front
+        .reference
+        .iter()
+        .map(|v| DeviceReport::format_objective(*v))
+        .collect();
+    println!(
+        "  hypervolume {:.4} of the ln costs, against the reference ({})",
+        front.hypervolume,
+        reference.join(", ")
+    );
 }
 
 #[cfg(test)]

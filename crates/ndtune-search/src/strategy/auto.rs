@@ -1,11 +1,12 @@
 //! `auto`: the strategy a user gets without naming one. A space small enough to measure whole
 //! is measured whole; a larger one is searched by the strategy that did best on the strategy
-//! benchmark (BENCHMARKS.md, "Search strategies"), with a default budget. In between, where
+//! benchmark (BENCHMARKS.md, "Search strategies"), with a default budget: `bo`, or `parego` for
+//! a campaign of several objectives (BENCHMARKS.md, "Pareto fronts"). In between, where
 //! evaluations are measured live, the search's first evaluations tell how long the rest of the
 //! space would take to measure: short enough, and it is measured whole after all.
 
 use super::bayes::INITIAL;
-use super::{by_name, Bayes, Exhaustive};
+use super::{by_name, Exhaustive};
 use crate::{Budget, Decision, Evaluated, Evaluator, Point, Run, SearchSpace, Strategy, Trace};
 use ndtune_core::Outcome;
 use std::collections::HashMap;
@@ -29,6 +30,8 @@ pub const AUTO_PROBE: usize = INITIAL;
 pub const AUTO_EXHAUSTIVE_TIME: Duration = Duration::from_secs(300);
 /// The strategy `auto` searches larger spaces with.
 pub const AUTO_STRATEGY: &str = "bo";
+/// The strategy `auto` searches larger spaces with where a campaign has several objectives.
+pub const AUTO_FRONT_STRATEGY: &str = "parego";
 /// The strategy `auto` runs where a campaign has a warm start and a patience (a sweep's later
 /// sizes): a local search from the warm start.
 pub const AUTO_CLIMB: &str = "ils-adjacent";
@@ -51,8 +54,14 @@ pub struct AutoChoice {
 /// What `auto` does on a space of `configurations` valid points given `budget`: every point
 /// where there are at most [`AUTO_EXHAUSTIVE_UP_TO`] and the budget allows them all, else
 /// [`AUTO_STRATEGY`] within the budget given, or [`AUTO_BUDGET`] evaluations without one; with
-/// `live` evaluations and no budget, a space of at most [`AUTO_PROBE_UP_TO`] is probed.
-pub fn auto_choice(configurations: u128, budget: Budget, live: bool) -> AutoChoice {
+/// `live` evaluations and no budget, a space of at most [`AUTO_PROBE_UP_TO`] is probed. With
+/// several `objectives` the search is [`AUTO_FRONT_STRATEGY`]'s.
+pub fn auto_choice(
+    configurations: u128,
+    budget: Budget,
+    live: bool,
+    objectives: usize,
+) -> AutoChoice {
     let all_allowed = budget
         .evaluations
         .is_none_or(|n| n as u128 >= configurations);
@@ -66,7 +75,7 @@ pub fn auto_choice(configurations: u128, budget: Budget, live: bool) -> AutoChoi
     }
     let unbudgeted = budget == Budget::default();
     AutoChoice {
-        strategy: AUTO_STRATEGY,
+        strategy: searcher(objectives),
         budget: Budget {
             evaluations: if unbudgeted {
                 Some(AUTO_BUDGET)
@@ -146,7 +155,7 @@ impl Strategy for Auto {
         if let Some(patience) = run.patience.filter(|_| !run.warm.is_empty()) {
             return self.climb(space, eval, run, patience);
         }
-        let choice = auto_choice(space.len(), run.budget, eval.measuring());
+        let choice = auto_choice(space.len(), run.budget, eval.measuring(), eval.objectives());
         if choice.probe {
             return self.probe(space, eval, run);
         }
@@ -217,7 +226,10 @@ impl Auto {
             warm: run.warm.clone(),
             patience: run.patience,
         };
-        let first = Bayes { seed: self.seed }.search(space, &mut memo, &first_run);
+        let searcher = searcher(memo.objectives());
+        let first = by_name(searcher, self.seed)
+            .expect("a known strategy")
+            .search(space, &mut memo, &first_run);
         let probe = Probe {
             evaluations: first.steps.len(),
             fresh: first.steps.iter().filter(|s| !s.reused).count(),
@@ -228,7 +240,7 @@ impl Auto {
                 .count() as u128,
             configurations: space.len(),
         };
-        let (whole, why) = probe.decide();
+        let (whole, why) = probe.decide(searcher);
         let (strategy, budget, total): (&'static str, _, u128) = if whole {
             ("exhaustive", Budget::default(), space.len())
         } else {
@@ -236,7 +248,7 @@ impl Auto {
                 evaluations: Some(AUTO_BUDGET),
                 time: None,
             };
-            (AUTO_STRATEGY, budget, at_most(budget, space))
+            (searcher, budget, at_most(budget, space))
         };
         memo.inner.decided(total, &why);
         let rest = Run {
@@ -247,10 +259,21 @@ impl Auto {
         let mut trace = if whole {
             Exhaustive.search(space, &mut memo, &rest)
         } else {
-            Bayes { seed: self.seed }.search(space, &mut memo, &rest)
+            by_name(searcher, self.seed)
+                .expect("a known strategy")
+                .search(space, &mut memo, &rest)
         };
         trace.decided = Some(Decision { strategy, why });
         trace
+    }
+}
+
+/// The strategy `auto` searches a larger space with for a campaign of `objectives` objectives.
+fn searcher(objectives: usize) -> &'static str {
+    if objectives > 1 {
+        AUTO_FRONT_STRATEGY
+    } else {
+        AUTO_STRATEGY
     }
 }
 
@@ -274,7 +297,8 @@ struct Probe {
 
 impl Probe {
     /// Whether to measure the space whole, and why, in words for the user.
-    fn decide(&self) -> (bool, String) {
+    /// `searcher`: the strategy that searches on.
+    fn decide(&self, searcher: &str) -> (bool, String) {
         let Probe {
             evaluations: first,
             fresh,
@@ -283,7 +307,7 @@ impl Probe {
             ..
         } = *self;
         let limit = minutes(AUTO_EXHAUSTIVE_TIME.as_secs_f64());
-        let search = format!("{AUTO_STRATEGY}, at most {AUTO_BUDGET} evaluations");
+        let search = format!("{searcher}, at most {AUTO_BUDGET} evaluations");
         let how =
             "--strategy exhaustive measures all, --budget N or --time DURATION searches longer";
         if unmeasured == 0 {
@@ -399,6 +423,14 @@ impl Evaluator for Memo<'_> {
         self.inner.cost(point, outcome)
     }
 
+    fn costs(&self, point: &[i64], outcome: &Outcome) -> Option<Vec<f64>> {
+        self.inner.costs(point, outcome)
+    }
+
+    fn objectives(&self) -> usize {
+        self.inner.objectives()
+    }
+
     fn measuring(&self) -> bool {
         self.inner.measuring()
     }
@@ -415,6 +447,7 @@ impl Evaluator for Memo<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Bayes;
     use crate::Candidates;
     use ndtune_core::Timing;
     use std::collections::HashSet;
@@ -422,9 +455,9 @@ mod tests {
     #[test]
     fn small_spaces_are_measured_whole_and_large_ones_searched_within_a_budget() {
         let none = Budget::default();
-        let small = auto_choice(AUTO_EXHAUSTIVE_UP_TO, none, true);
+        let small = auto_choice(AUTO_EXHAUSTIVE_UP_TO, none, true, 1);
         assert_eq!((small.strategy, small.budget), ("exhaustive", none));
-        let large = auto_choice(6_685_184, none, true);
+        let large = auto_choice(6_685_184, none, true, 1);
         assert_eq!(large.strategy, AUTO_STRATEGY);
         assert_eq!(large.budget.evaluations, Some(AUTO_BUDGET));
         assert!(!large.probe);
@@ -438,8 +471,8 @@ mod tests {
             evaluations: Some(50),
             time: None,
         };
-        assert_eq!(auto_choice(120, fifty, true).strategy, AUTO_STRATEGY);
-        assert_eq!(auto_choice(120, fifty, true).budget, fifty);
+        assert_eq!(auto_choice(120, fifty, true, 1).strategy, AUTO_STRATEGY);
+        assert_eq!(auto_choice(120, fifty, true, 1).budget, fifty);
         // The budget is why, not the space's size.
         assert_eq!(
             auto_choice(
@@ -448,14 +481,15 @@ mod tests {
                     evaluations: Some(3),
                     time: None
                 },
-                true
+                true,
+                1
             )
             .to_string(),
             "bo, at most 3 evaluations: the budget allows fewer than the 54 configurations, so a \
              search; another with --strategy NAME, all of them with a budget of at least 54"
         );
         assert!(
-            !auto_choice(1000, fifty, true).probe,
+            !auto_choice(1000, fifty, true, 1).probe,
             "a budget given is kept"
         );
         // A time budget alone: the search goes on until then.
@@ -463,16 +497,16 @@ mod tests {
             evaluations: None,
             time: Some(Duration::from_secs(3600)),
         };
-        assert_eq!(auto_choice(1 << 40, hour, true).budget, hour);
-        assert_eq!(auto_choice(10, hour, true).strategy, "exhaustive");
+        assert_eq!(auto_choice(1 << 40, hour, true, 1).budget, hour);
+        assert_eq!(auto_choice(10, hour, true, 1).strategy, "exhaustive");
         // In between, live evaluations probe; replayed ones (no time to judge by) do not.
-        let between = auto_choice(504, none, true);
+        let between = auto_choice(504, none, true, 1);
         assert!(between.probe && between.strategy == AUTO_STRATEGY);
         assert!(
             between.to_string().contains("unless its first"),
             "{between}"
         );
-        assert!(!auto_choice(504, none, false).probe);
+        assert!(!auto_choice(504, none, false, 1).probe);
     }
 
     #[test]
@@ -485,22 +519,22 @@ mod tests {
             configurations: 504,
         };
         // 0.5 s each, 494 more: about 4 minutes.
-        let (whole, why) = probe(5.0, 10, 494).decide();
+        let (whole, why) = probe(5.0, 10, 494).decide(AUTO_STRATEGY);
         assert!(whole, "{why}");
         assert!(
             why.contains("0.50 s each") && why.contains("4.1 min"),
             "{why}"
         );
         // 2 s each: about 16 minutes.
-        let (whole, why) = probe(20.0, 10, 494).decide();
+        let (whole, why) = probe(20.0, 10, 494).decide(AUTO_STRATEGY);
         assert!(!whole && why.contains("more than 5.0 min"), "{why}");
         // Reused evaluations cost nothing: the time is per evaluation measured now.
-        assert!(!probe(5.0, 1, 494).decide().0);
+        assert!(!probe(5.0, 1, 494).decide(AUTO_STRATEGY).0);
         // All from the store and the rest unknown: a search, as the first run did.
-        let (whole, why) = probe(0.01, 0, 494).decide();
+        let (whole, why) = probe(0.01, 0, 494).decide(AUTO_STRATEGY);
         assert!(!whole && why.contains("came from the store"), "{why}");
         // The store holds the whole space: nothing left to measure.
-        assert!(probe(0.01, 0, 0).decide().0);
+        assert!(probe(0.01, 0, 0).decide(AUTO_STRATEGY).0);
     }
 
     /// A live evaluator of a space 0..n, as quick as can be: the cost is the value.

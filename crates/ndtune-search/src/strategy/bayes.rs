@@ -93,53 +93,144 @@ impl Strategy for Bayes {
     }
 
     fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
-        let mut rng = rng(self.seed);
-        let mut session = Session::new(space, eval, run, DEFAULT_BUDGET);
-        let enc = Encoder::new(space);
-        let design = initial_design(
-            &session,
-            &enc,
-            INITIAL.saturating_sub(session.used()),
-            &mut rng,
-        );
-        session.promise(design.iter().cloned());
-        for p in &design {
-            session.evaluate(p);
-        }
-        let mut hyper: Option<Hyper> = None;
-        let mut fitted_at = 0;
-        while !session.done() {
-            // In evaluation order: the latest last.
-            let measured: Vec<(Vec<f64>, f64)> = session
-                .evaluated()
-                .filter(|(_, c)| c.is_finite())
-                .map(|(p, c)| (enc.encode(space, p), c))
-                .collect();
-            let n = measured.len();
-            let gp = (n >= 2)
-                .then(|| {
-                    if hyper.is_none() || n <= REFIT_ALL_UNTIL || n >= fitted_at + REFIT_EVERY {
-                        let start = hyper.clone().unwrap_or_else(|| Hyper::prior(enc.dims()));
-                        let (x, y) = cheapest_and_latest(&measured, HYPER_POINTS, 0);
-                        hyper = Some(optimise(&x, &capped(y), start, HYPER_STEPS));
-                        fitted_at = n;
-                    }
-                    let (x, y) = cheapest_and_latest(&measured, MODEL_POINTS / 2, MODEL_POINTS / 2);
-                    Gp::fit(x, &capped(y), hyper.as_ref().expect("estimated above"))
-                })
-                .flatten();
-            let ranked = match &gp {
-                Some(gp) => Acquire::new(&session, &enc, gp).ranked(&mut session, &mut rng),
-                None => session.fresh(&mut rng).into_iter().collect(),
-            };
-            let Some(next) = ranked.first().cloned() else {
-                break;
-            };
-            session.upcoming(ranked.into_iter().take(1 + ANNOUNCE));
-            session.evaluate(&next);
-        }
-        session.finish()
+        bayes_search(space, eval, run, self.seed, Scalar::Cost)
     }
+}
+
+/// ParEGO (Knowles 2006): `bo` for several objectives. Each step draws random weights of the
+/// objectives (uniform on the simplex), scalarises every measured point's costs by the augmented
+/// Tchebycheff function of those weights over its ln costs normalised to the range measured
+/// (max_i w_i f_i + [`AUGMENTATION`] sum_i w_i f_i), fits `bo`'s model to the scalarised values
+/// and measures where the model expects the most improvement of them: each step aims at another
+/// part of the front, with everything `bo` knows (the space-filling start, the alignment inputs,
+/// the failure model, the acquisition's walk). With one objective it is `bo`. The default
+/// budget is min(points, 100).
+#[derive(Debug, Clone, Copy)]
+pub struct ParEgo {
+    pub seed: u64,
+}
+
+/// The weight of the weighted sum in ParEGO's augmented Tchebycheff scalarisation.
+pub const AUGMENTATION: f64 = 0.05;
+
+impl Strategy for ParEgo {
+    fn name(&self) -> &'static str {
+        "parego"
+    }
+
+    fn anytime(&self) -> bool {
+        true
+    }
+
+    fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
+        bayes_search(space, eval, run, self.seed, Scalar::RandomWeights)
+    }
+}
+
+/// What the model of a step learns from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scalar {
+    /// The cost ([`Evaluator::cost`]).
+    Cost,
+    /// ParEGO's scalarisation of the costs ([`Evaluator::costs`]) by weights drawn anew.
+    RandomWeights,
+}
+
+/// Every point evaluated, in evaluation order, with what the model learns of it this step: its
+/// ln cost, or ParEGO's scalarisation by weights drawn from `rng`; +inf for a failure.
+fn scalar_costs(session: &Session, scalar: Scalar, rng: &mut ChaCha8Rng) -> Vec<(Point, f64)> {
+    if scalar == Scalar::Cost || session.objectives() < 2 {
+        return session.evaluated().map(|(p, c)| (p.clone(), c)).collect();
+    }
+    let k = session.objectives();
+    let all: Vec<(Point, Option<Vec<f64>>)> = session
+        .evaluated_costs()
+        .map(|(p, c)| (p.clone(), c.cloned()))
+        .collect();
+    let (mut lo, mut hi) = (vec![f64::INFINITY; k], vec![f64::NEG_INFINITY; k]);
+    for c in all.iter().filter_map(|(_, c)| c.as_ref()) {
+        for d in 0..k {
+            lo[d] = lo[d].min(c[d]);
+            hi[d] = hi[d].max(c[d]);
+        }
+    }
+    let draws: Vec<f64> = (0..k).map(|_| -(1.0 - rng.random::<f64>()).ln()).collect();
+    let total: f64 = draws.iter().sum();
+    let weights: Vec<f64> = draws.iter().map(|d| d / total).collect();
+    all.into_iter()
+        .map(|(p, c)| {
+            let value = c.map_or(f64::INFINITY, |c| {
+                let normalised = (0..k).map(|d| {
+                    if hi[d] > lo[d] {
+                        (c[d] - lo[d]) / (hi[d] - lo[d])
+                    } else {
+                        0.0
+                    }
+                });
+                let weighted: Vec<f64> = normalised.zip(&weights).map(|(f, w)| f * w).collect();
+                let max = weighted.iter().copied().fold(0.0, f64::max);
+                max + AUGMENTATION * weighted.iter().sum::<f64>()
+            });
+            (p, value)
+        })
+        .collect()
+}
+
+/// `bo`'s search, its model learning `scalar` of the costs.
+fn bayes_search(
+    space: &dyn SearchSpace,
+    eval: &mut dyn Evaluator,
+    run: &Run,
+    seed: u64,
+    scalar: Scalar,
+) -> Trace {
+    let mut rng = rng(seed);
+    let mut session = Session::new(space, eval, run, DEFAULT_BUDGET);
+    let enc = Encoder::new(space);
+    let design = initial_design(
+        &session,
+        &enc,
+        INITIAL.saturating_sub(session.used()),
+        &mut rng,
+    );
+    session.promise(design.iter().cloned());
+    for p in &design {
+        session.evaluate(p);
+    }
+    let mut hyper: Option<Hyper> = None;
+    let mut fitted_at = 0;
+    while !session.done() {
+        // In evaluation order: the latest last.
+        let costs = scalar_costs(&session, scalar, &mut rng);
+        let measured: Vec<(Vec<f64>, f64)> = costs
+            .iter()
+            .filter(|(_, c)| c.is_finite())
+            .map(|(p, c)| (enc.encode(space, p), *c))
+            .collect();
+        let n = measured.len();
+        let gp = (n >= 2)
+            .then(|| {
+                if hyper.is_none() || n <= REFIT_ALL_UNTIL || n >= fitted_at + REFIT_EVERY {
+                    let start = hyper.clone().unwrap_or_else(|| Hyper::prior(enc.dims()));
+                    let (x, y) = cheapest_and_latest(&measured, HYPER_POINTS, 0);
+                    hyper = Some(optimise(&x, &capped(y), start, HYPER_STEPS));
+                    fitted_at = n;
+                }
+                let (x, y) = cheapest_and_latest(&measured, MODEL_POINTS / 2, MODEL_POINTS / 2);
+                Gp::fit(x, &capped(y), hyper.as_ref().expect("estimated above"))
+            })
+            .flatten();
+        let ranked = match &gp {
+            Some(gp) => Acquire::new(&session, &enc, gp, &costs).ranked(&mut session, &mut rng),
+            None => session.fresh(&mut rng).into_iter().collect(),
+        };
+        let Some(next) = ranked.first().cloned() else {
+            break;
+        };
+        session.upcoming(ranked.into_iter().take(1 + ANNOUNCE));
+        session.evaluate(&next);
+    }
+    session.finish()
 }
 
 /// How points become the model's inputs: per parameter with more than one value, its domain
@@ -331,8 +422,9 @@ fn random_unseen(session: &Session, count: usize, rng: &mut ChaCha8Rng) -> Vec<P
 struct Acquire<'g> {
     gp: &'g Gp,
     enc: &'g Encoder,
-    /// The best measured cost.
+    /// The best measured cost, and its point.
     incumbent: f64,
+    best: Option<Point>,
     /// Every evaluated point as the model's input, and whether it was measured.
     evaluated: Vec<(Vec<f64>, bool)>,
     /// The share of evaluated points that were measured, smoothed.
@@ -342,17 +434,27 @@ struct Acquire<'g> {
 }
 
 impl<'g> Acquire<'g> {
-    fn new(session: &Session, enc: &'g Encoder, gp: &'g Gp) -> Acquire<'g> {
+    /// `costs`: every point evaluated with the cost the model learnt (+inf for a failure).
+    fn new(session: &Session, enc: &'g Encoder, gp: &'g Gp, costs: &[(Point, f64)]) -> Acquire<'g> {
         let space = session.space();
-        let evaluated: Vec<(Vec<f64>, bool)> = session
-            .evaluated()
+        let evaluated: Vec<(Vec<f64>, bool)> = costs
+            .iter()
             .map(|(p, c)| (enc.encode(space, p), c.is_finite()))
             .collect();
         let ok = evaluated.iter().filter(|(_, m)| *m).count();
+        // The cheapest, the earliest on ties.
+        let best = costs.iter().filter(|(_, c)| c.is_finite()).fold(
+            None::<&(Point, f64)>,
+            |b, x| match b {
+                Some(b) if b.1 <= x.1 => Some(b),
+                _ => Some(x),
+            },
+        );
         Acquire {
             gp,
             enc,
-            incumbent: session.best(1).first().map_or(f64::INFINITY, |b| b.1),
+            incumbent: best.map_or(f64::INFINITY, |b| b.1),
+            best: best.map(|b| b.0.clone()),
             success_rate: (ok as f64 + 1.0) / (evaluated.len() as f64 + 2.0),
             evaluated,
             improvements: HashMap::new(),
@@ -402,7 +504,7 @@ impl<'g> Acquire<'g> {
     fn ranked(&mut self, session: &mut Session, rng: &mut ChaCha8Rng) -> Vec<Point> {
         let space = session.space();
         let mut pool: HashSet<Point> = random_unseen(session, POOL, rng).into_iter().collect();
-        if let Some((best, _)) = session.best(1).pop() {
+        if let Some(best) = self.best.clone() {
             pool.extend(
                 neighbours(space, &best, Neighbourhood::Hamming)
                     .into_iter()

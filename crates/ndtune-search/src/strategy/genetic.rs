@@ -48,25 +48,9 @@ impl Strategy for Genetic {
         }
         measure(&mut session, first, &mut population);
         while !session.done() && !population.is_empty() {
-            let mut children: Vec<Point> = Vec::with_capacity(POPULATION);
-            for _ in 0..POPULATION * 10 {
-                if children.len() == POPULATION {
-                    break;
-                }
-                let child = breed(space, &population, &mut rng);
-                // Children the driver's advice says are likely refused are not worth one.
-                let child = child.filter(|c| !session.seen(c) && !children.contains(c));
-                if let Some(c) = child.filter(|c| !session.likely_refused(c)) {
-                    children.push(c);
-                }
-            }
-            while children.len() < POPULATION {
-                match session.fresh(&mut rng) {
-                    Some(p) if !children.contains(&p) => children.push(p),
-                    Some(_) => {}
-                    None => break,
-                }
-            }
+            let children = generation(&mut session, POPULATION, &mut rng, |rng| {
+                breed(space, &population, rng)
+            });
             if children.is_empty() {
                 break;
             }
@@ -76,6 +60,36 @@ impl Strategy for Genetic {
         }
         session.finish()
     }
+}
+
+/// Up to `count` children not evaluated before, each from `breed` (a child, valid or `None`),
+/// leaving out those the driver's advice says are likely refused; where `breed` gives too few
+/// in ten tries a child, random points fill the generation, so that every generation brings new
+/// points until the space is exhausted.
+pub(super) fn generation(
+    session: &mut Session,
+    count: usize,
+    rng: &mut ChaCha8Rng,
+    mut breed: impl FnMut(&mut ChaCha8Rng) -> Option<Point>,
+) -> Vec<Point> {
+    let mut children: Vec<Point> = Vec::with_capacity(count);
+    for _ in 0..count * 10 {
+        if children.len() == count {
+            break;
+        }
+        let child = breed(rng).filter(|c| !session.seen(c) && !children.contains(c));
+        if let Some(c) = child.filter(|c| !session.likely_refused(c)) {
+            children.push(c);
+        }
+    }
+    while children.len() < count {
+        match session.fresh(rng) {
+            Some(p) if !children.contains(&p) => children.push(p),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    children
 }
 
 /// Announces `points`, evaluates them and adds them with their costs to `population`.
@@ -96,6 +110,18 @@ fn breed(
 ) -> Option<Point> {
     let a = tournament(population, rng);
     let b = tournament(population, rng);
+    offspring(space, a, b, rng)
+}
+
+/// A child of `a` and `b`, valid or `None`: uniform crossover, then each parameter mutated to a
+/// random domain value with probability 1 / parameters; outside the space, a random valid
+/// Hamming neighbour of it.
+pub(super) fn offspring(
+    space: &dyn SearchSpace,
+    a: &[i64],
+    b: &[i64],
+    rng: &mut ChaCha8Rng,
+) -> Option<Point> {
     let n = a.len();
     let mut child: Point = (0..n)
         .map(|p| if rng.random_bool(0.5) { a[p] } else { b[p] })

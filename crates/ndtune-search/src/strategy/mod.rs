@@ -5,6 +5,7 @@ mod auto;
 mod bayes;
 mod genetic;
 mod local;
+mod nsga2;
 mod surrogate;
 
 pub use anneal::{Anneal, AnnealJump};
@@ -12,9 +13,10 @@ pub use auto::{
     auto_choice, Auto, AutoChoice, AUTO_BUDGET, AUTO_CLIMB, AUTO_EXHAUSTIVE_TIME,
     AUTO_EXHAUSTIVE_UP_TO, AUTO_PROBE, AUTO_PROBE_UP_TO, AUTO_STRATEGY,
 };
-pub use bayes::Bayes;
+pub use bayes::{Bayes, ParEgo};
 pub use genetic::Genetic;
 pub use local::LocalSearch;
+pub use nsga2::Nsga2;
 pub use surrogate::Surrogate;
 
 use crate::session::Session;
@@ -25,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The names [`by_name`] knows.
-pub const STRATEGY_NAMES: [&str; 12] = [
+pub const STRATEGY_NAMES: [&str; 14] = [
     "auto",
     "exhaustive",
     "random",
@@ -38,6 +40,8 @@ pub const STRATEGY_NAMES: [&str; 12] = [
     "mls-adjacent",
     "forest",
     "bo",
+    "nsga2",
+    "parego",
 ];
 
 /// The strategy called `name`; `seed` drives its randomness (ignored by `exhaustive`). `auto`
@@ -63,6 +67,8 @@ pub fn by_name(name: &str, seed: u64) -> Result<Box<dyn Strategy>, UnknownStrate
         "mls-adjacent" => Ok(local(false, Neighbourhood::Adjacent)),
         "forest" => Ok(Box::new(Surrogate { seed })),
         "bo" => Ok(Box::new(Bayes { seed })),
+        "nsga2" => Ok(Box::new(Nsga2 { seed })),
+        "parego" => Ok(Box::new(ParEgo { seed })),
         _ => Err(UnknownStrategy(name.to_string())),
     }
 }
@@ -211,7 +217,7 @@ mod tests {
         let err = by_name("genetic", 1).err().unwrap();
         assert_eq!(
             err.to_string(),
-            "unknown strategy `genetic`; valid: auto, exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls, mls-adjacent, forest, bo"
+            "unknown strategy `genetic`; valid: auto, exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls, mls-adjacent, forest, bo, nsga2, parego"
         );
     }
 }
