@@ -7,7 +7,8 @@
 # hypervolume its evaluations cover (ndtune bench-strategies scores Kernel Tuner's runs from the
 # configurations they evaluated).
 #
-#   bench/pareto/fronts.sh [SEEDS]      (default 10; about 3 minutes on 2 cores)
+#   bench/pareto/fronts.sh [SEEDS]      (default 10; about 25 minutes on 2 cores, most of it Kernel
+#   Tuner's nsga2 runs that stall at 200 evaluations of time and energy and are run again at 100)
 #   env: NDTUNE (default target/release/ndtune)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +22,8 @@ recordings=(bench/pareto/recordings/*.json.gz)
 for objectives in time,power_w time,energy_j; do
     name=${objectives/,/-}
     "$python" bench/kt_strategies.py --strategies nsga2,random_sample --budgets 25,50,100,200 \
-        --seeds "$seeds" --objective "$objectives" --out "$out/kt-front-$name.json" "${recordings[@]}"
+        --seeds "$seeds" --objective "$objectives" --run-limit 60 --out "$out/kt-front-$name.json" \
+        "${recordings[@]}"
     "$ndtune" bench-strategies "${recordings[@]}" --objective "$objectives" \
         --strategies random,nsga2,parego,bo,auto --budgets 25,50,100,200 --seeds "$seeds" \
         --kt "$out/kt-front-$name.json" --json "$out/fronts-$name.json"

@@ -47,6 +47,7 @@ fn main() {
                 setup: "0123456789abcdef".into(),
                 measured: 12,
                 ranked: Vec::new(),
+                front: Vec::new(),
             });
         }
     }
@@ -60,6 +61,7 @@ fn main() {
             unit: Some("ms".into()),
             higher_is_better: false,
         },
+        more_objectives: Vec::new(),
         entries,
     };
     let started = Instant::now();

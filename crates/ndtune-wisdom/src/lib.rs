@@ -11,6 +11,10 @@
 //! - [`Picker`] answers a device (profile) and constants: the `exact` entry, else the `nearest`
 //!   tuned size on the same device model, else a `predicted` configuration (see [`pick`]);
 //!   always one that passes the device's constraints, with its build options and launch sizes.
+//!   A kernel tuned for several objectives keeps each entry's Pareto front ([`Entry::front`]),
+//!   and a [`Preference`] picks from it: the least of one objective under limits on others
+//!   (`time,power_w<=200`: the fastest under 200 W; `energy_j,time<=1.05x`: the least energy
+//!   within 5% of the fastest).
 //! - [`header`] writes the same as a C header for programs that want no library at all.
 //! - [`Runtime`] is what the run-time library (C API, Python, `serve`) holds: an opened file,
 //!   its pickers, and the [`capture`] of every question while `NDTUNE_CAPTURE` is set.
@@ -20,7 +24,7 @@ pub mod header;
 pub mod pick;
 mod runtime;
 
-pub use pick::{How, Pick, PickError, Picker};
+pub use pick::{How, Limit, Pick, PickError, Picker, Preference};
 pub use runtime::{Runtime, RuntimeError};
 
 use ndtune_core::{Config, Constants, Outcome};
@@ -59,6 +63,9 @@ pub struct KernelWisdom {
     /// The constants and parameters the kernel's source mentions: each becomes `-D NAME=VALUE`.
     pub defines: Vec<String>,
     pub objective: ObjectiveInfo,
+    /// The objectives after the first, where it was tuned for several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_objectives: Vec<ObjectiveInfo>,
     pub entries: Vec<Entry>,
 }
 
@@ -87,6 +94,18 @@ pub struct Entry {
     /// their objective's values: what a size between two tuned ones is picked from.
     #[serde(default)]
     pub ranked: Vec<Ranked>,
+    /// With several objectives, the campaign's Pareto front: the measured configurations no
+    /// other beats in every objective, best by the first objective first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub front: Vec<FrontMember>,
+}
+
+/// A configuration on an entry's front, with each objective's value (the wisdom's objectives'
+/// order).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FrontMember {
+    pub config: Config,
+    pub values: Vec<f64>,
 }
 
 /// One measured configuration of a campaign and its objective's value.
@@ -224,6 +243,8 @@ pub fn from_store(
     let mut best: BTreeMap<(String, String), (f64, Entry)> = BTreeMap::new();
     let mut measured_at: BTreeMap<(String, String), BTreeMap<String, (f64, Ranked)>> =
         BTreeMap::new();
+    // With several objectives, each configuration's values of them (its first setup's).
+    let mut values_at: BTreeMap<(String, String), BTreeMap<String, FrontMember>> = BTreeMap::new();
     for g in store.groups()? {
         if g.kernel != spec.kernel.name {
             continue;
@@ -247,6 +268,16 @@ pub fn from_store(
             };
             found = true;
             let key = (g.device.clone(), constants_key(&g.constants));
+            if let Some(values) = all_values(spec, &g.constants, &r.key.config, &r.outcome) {
+                values_at
+                    .entry(key.clone())
+                    .or_default()
+                    .entry(ndtune_core::config_key(&r.key.config))
+                    .or_insert(FrontMember {
+                        config: r.key.config.clone(),
+                        values,
+                    });
+            }
             let all = measured_at.entry(key.clone()).or_default();
             let config_key = ndtune_core::config_key(&r.key.config);
             if all.get(&config_key).is_none_or(|(c, _)| cost < *c) {
@@ -265,6 +296,7 @@ pub fn from_store(
                     setup: g.setup.clone(),
                     measured,
                     ranked: Vec::new(),
+                    front: Vec::new(),
                 };
                 best.insert(key, (cost, entry));
             }
@@ -286,6 +318,8 @@ pub fn from_store(
         .map(|(key, (_, mut e))| {
             let all = measured_at.remove(&key).unwrap_or_default().into_values();
             e.ranked = ranked(all.collect());
+            let values = values_at.remove(&key).unwrap_or_default().into_values();
+            e.front = front(spec, values.collect());
             e
         })
         .collect();
@@ -309,8 +343,59 @@ pub fn kernel_wisdom(spec: &Spec, defines: Vec<String>, entries: Vec<Entry>) -> 
             unit: metrics.unit(&objective.metric).map(str::to_string),
             higher_is_better: objective.higher_is_better,
         },
+        more_objectives: metrics
+            .definitions()
+            .more_objectives
+            .iter()
+            .map(|o| ObjectiveInfo {
+                metric: o.metric.clone(),
+                unit: metrics.unit(&o.metric).map(str::to_string),
+                higher_is_better: o.higher_is_better,
+            })
+            .collect(),
         entries,
     }
+}
+
+/// With several objectives, each objective's value of a configuration of `spec`'s parameters
+/// with this outcome; `None` with one, or where one has none.
+fn all_values(
+    spec: &Spec,
+    constants: &Constants,
+    config: &Config,
+    outcome: &Outcome,
+) -> Option<Vec<f64>> {
+    let metrics = &spec.metrics;
+    if !metrics.several() || spec.codec.point(config).is_err() {
+        return None;
+    }
+    let values = metrics
+        .evaluate(&Inputs::new(constants, config, outcome))
+        .objectives;
+    metrics
+        .objectives()
+        .iter()
+        .zip(values)
+        .map(|(o, v)| v.filter(|v| o.cost(*v).is_some()))
+        .collect()
+}
+
+/// The Pareto front of `measured` by `spec`'s objectives, best by the first first.
+fn front(spec: &Spec, measured: Vec<FrontMember>) -> Vec<FrontMember> {
+    let objectives = spec.metrics.objectives();
+    let oriented: Vec<Vec<f64>> = measured
+        .iter()
+        .map(|m| {
+            objectives
+                .iter()
+                .zip(&m.values)
+                .map(|(o, v)| o.oriented(*v))
+                .collect()
+        })
+        .collect();
+    let mut on = ndtune_core::pareto::front(&oriented);
+    on.sort_by(|&a, &b| oriented[a][0].total_cmp(&oriented[b][0]));
+    on.into_iter().map(|i| measured[i].clone()).collect()
 }
 
 /// The entry of a campaign Kernel Tuner measured on `device` (its cache file): the best of the
@@ -343,6 +428,7 @@ pub fn entry_from_kt_cache(
         setup: origin.to_string(),
         measured,
         ranked,
+        front: Vec::new(),
     })
 }
 

@@ -18,6 +18,11 @@
 //!    valid here, the entries nearest in those features (standardised); where none is, the valid
 //!    configuration nearest (in `slog2` of each parameter) to the tree's choice.
 //!
+//! With a [`Preference`] (a kernel tuned for several objectives), steps 1 and 2 choose from the
+//! entry's Pareto front instead of taking its best: the exact entry's, else the nearest tuned
+//! size's, among the front's configurations valid here. Nothing is predicted for a preference:
+//! without a tuned front of this device model, the answer is an error that says so.
+//!
 //! Each answer carries the build options (`-D` of every define the kernel's source mentions;
 //! the program adds its own `-I`) and the launch sizes of `[launch]`, and is remembered: the
 //! same question is answered from memory next time. What is remembered is bounded
@@ -75,6 +80,85 @@ pub struct Pick {
     pub tuned_constants: Option<Constants>,
     /// Why this configuration, in words.
     pub reason: String,
+}
+
+/// What to pick from a front: the best by one objective among the configurations within every
+/// limit on the others.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Preference {
+    /// The objective to do best at.
+    pub best_by: String,
+    pub limits: Vec<Limit>,
+}
+
+/// A limit on one objective's value: `power_w<=200`, or relative to the front's best of it,
+/// `time<=1.05x` (within 5% of the fastest).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limit {
+    pub metric: String,
+    /// `<=` (else `>=`).
+    pub at_most: bool,
+    pub bound: f64,
+    /// Whether `bound` is a factor of the front's best value of `metric`.
+    pub of_best: bool,
+}
+
+impl Preference {
+    /// `OBJECTIVE[,NAME<=VALUE|NAME>=VALUE|NAME<=FACTORx|NAME>=FACTORx]...`:
+    /// `time,power_w<=200` (the fastest under 200 W), `energy_j,time<=1.05x` (the least energy
+    /// within 5% of the fastest).
+    pub fn parse(text: &str) -> Result<Preference, String> {
+        let mut parts = text.split(',').map(str::trim);
+        let best_by = parts.next().unwrap_or_default();
+        if best_by.is_empty() || best_by.contains(['<', '>', '=']) {
+            return Err(format!(
+                "preference `{text}`: first the objective to do best at, then limits: `time,power_w<=200`"
+            ));
+        }
+        let limits = parts
+            .map(|limit| {
+                let (metric, at_most, bound) = if let Some((m, b)) = limit.split_once("<=") {
+                    (m, true, b)
+                } else if let Some((m, b)) = limit.split_once(">=") {
+                    (m, false, b)
+                } else {
+                    return Err(format!(
+                        "preference `{text}`: limit `{limit}` is not NAME<=VALUE or NAME>=VALUE"
+                    ));
+                };
+                let bound = bound.trim();
+                let (number, of_best) = match bound.strip_suffix('x') {
+                    Some(factor) => (factor, true),
+                    None => (bound, false),
+                };
+                let bound: f64 = number.trim().parse().ok().filter(|b: &f64| b.is_finite()).ok_or_else(|| {
+                    format!("preference `{text}`: `{bound}` is not a number (or a factor such as 1.05x)")
+                })?;
+                Ok(Limit {
+                    metric: metric.trim().to_string(),
+                    at_most,
+                    bound,
+                    of_best,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Preference {
+            best_by: best_by.to_string(),
+            limits,
+        })
+    }
+}
+
+impl std::fmt::Display for Preference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.best_by)?;
+        for l in &self.limits {
+            let op = if l.at_most { "<=" } else { ">=" };
+            let x = if l.of_best { "x" } else { "" };
+            write!(f, ",{}{op}{}{x}", l.metric, l.bound)?;
+        }
+        Ok(())
+    }
 }
 
 /// Why no configuration could be picked (the program keeps its own defaults).
@@ -149,19 +233,33 @@ impl Picker {
     /// The configuration for `device` at `constants` (those of the spec not given keep the
     /// spec's values); see the module's documentation.
     pub fn pick(&self, device: &DeviceProfile, constants: &Constants) -> Result<Pick, PickError> {
+        self.pick_preferring(device, constants, None)
+    }
+
+    /// [`Picker::pick`], from the tuned front by `prefer` where given.
+    pub fn pick_preferring(
+        &self,
+        device: &DeviceProfile,
+        constants: &Constants,
+        prefer: Option<&Preference>,
+    ) -> Result<Pick, PickError> {
         let key = format!(
-            "{}\0{}\0{}\0{}\0{}",
+            "{}\0{}\0{}\0{}\0{}\0{}",
             device.name,
             device.vendor,
             device.device_type,
             device.compute_units,
-            constants_key(constants)
+            constants_key(constants),
+            prefer.map_or(String::new(), ToString::to_string)
         );
         let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(answer) = answers.by_question.get(&key) {
             return answer.clone();
         }
-        let answer = self.choose(device, constants);
+        let answer = match prefer {
+            Some(p) => self.choose_from_front(device, constants, p),
+            None => self.choose(device, constants),
+        };
         answers.keep(key, answer.clone());
         answer
     }
@@ -170,6 +268,163 @@ impl Picker {
     pub fn remembered(&self) -> (usize, usize) {
         let answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
         (answers.by_question.len(), answers.bytes)
+    }
+
+    /// The configuration on the exact (else the nearest tuned size's) entry's front that
+    /// `prefer` chooses, among those valid here.
+    fn choose_from_front(
+        &self,
+        device: &DeviceProfile,
+        given: &Constants,
+        prefer: &Preference,
+    ) -> Result<Pick, PickError> {
+        let kernel = &self.wisdom.kernel;
+        let objectives: Vec<&crate::ObjectiveInfo> = std::iter::once(&self.wisdom.objective)
+            .chain(&self.wisdom.more_objectives)
+            .collect();
+        if objectives.len() < 2 {
+            return Err(PickError(format!(
+                "kernel `{kernel}` was tuned for one objective ({}): a preference picks from the front of a campaign of several (`ndtune tune --objective time,power_w`)",
+                self.wisdom.objective.metric
+            )));
+        }
+        let index = |metric: &str| {
+            objectives
+                .iter()
+                .position(|o| o.metric == metric)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = objectives.iter().map(|o| o.metric.as_str()).collect();
+                    PickError(format!(
+                    "preference `{prefer}`: `{metric}` is no objective of kernel `{kernel}` ({})",
+                    names.join(", ")
+                ))
+                })
+        };
+        let by = index(&prefer.best_by)?;
+        let limits = prefer
+            .limits
+            .iter()
+            .map(|l| Ok((index(&l.metric)?, l)))
+            .collect::<Result<Vec<_>, PickError>>()?;
+        let spec = Spec::parse_with(&self.wisdom.spec, &self.spec_path, given)
+            .map_err(|e| PickError(format!("kernel `{kernel}`: {e}")))?;
+        let constants = &spec.problem.constants;
+        let pruning = spec
+            .problem
+            .prune(&[Target::from_profile(&device.name, device)])
+            .map_err(|e| PickError(format!("kernel `{kernel}`: {}", spec.locate(&e))))?;
+        let space = ValidSpace::new(pruning.space);
+        let valid = |config: &Config| spec.codec.point(config).ok().filter(|p| space.contains(p));
+        let mut tuned: Vec<(How, f64, &Entry)> = self
+            .wisdom
+            .entries
+            .iter()
+            .filter(|e| same_model(&e.device, device) && !e.front.is_empty())
+            .map(|e| {
+                let d = size_distance(constants, &e.constants);
+                let how = if e.constants == *constants {
+                    How::Exact
+                } else {
+                    How::Nearest
+                };
+                (how, d, e)
+            })
+            .filter(|(_, d, _)| d.is_finite())
+            .collect();
+        tuned.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let Some(&(how, _, e)) = tuned.first() else {
+            return Err(PickError(format!(
+                "kernel `{kernel}`: no front was tuned on a {} to pick from by `{prefer}`",
+                device.name
+            )));
+        };
+        let members: Vec<(&crate::FrontMember, Vec<i64>)> = e
+            .front
+            .iter()
+            .filter_map(|m| Some((m, valid(&m.config)?)))
+            .collect();
+        let better = |k: usize, a: f64, b: f64| {
+            if objectives[k].higher_is_better {
+                a > b
+            } else {
+                a < b
+            }
+        };
+        let best_of = |k: usize| {
+            members
+                .iter()
+                .map(|(m, _)| m.values[k])
+                .reduce(|a, b| if better(k, a, b) { a } else { b })
+        };
+        let bound = |k: usize, l: &Limit| {
+            if l.of_best {
+                best_of(k).map(|b| b * l.bound)
+            } else {
+                Some(l.bound)
+            }
+        };
+        let within = |m: &crate::FrontMember| {
+            limits.iter().all(|&(k, l)| {
+                bound(k, l).is_some_and(|b| {
+                    if l.at_most {
+                        m.values[k] <= b
+                    } else {
+                        m.values[k] >= b
+                    }
+                })
+            })
+        };
+        let chosen = members.iter().filter(|(m, _)| within(m)).reduce(|a, b| {
+            if better(by, b.0.values[by], a.0.values[by]) {
+                b
+            } else {
+                a
+            }
+        });
+        let Some((m, point)) = chosen else {
+            let least: Vec<String> = limits
+                .iter()
+                .map(|&(k, l)| {
+                    let closest = members.iter().map(|(m, _)| m.values[k]).reduce(|a, b| {
+                        if (a < b) == l.at_most {
+                            a
+                        } else {
+                            b
+                        }
+                    });
+                    format!(
+                        "{} {} on it",
+                        if l.at_most { "the least" } else { "the most" },
+                        closest.map_or("none valid".into(), |v| format!("{} is {v:.4}", l.metric))
+                    )
+                })
+                .collect();
+            return Err(PickError(format!(
+                "kernel `{kernel}`: no configuration on the front tuned on {} at {} ({} of them valid here) is within `{prefer}`: {}",
+                e.device.name,
+                show(&e.constants),
+                members.len(),
+                least.join("; ")
+            )));
+        };
+        let values: Vec<String> = objectives
+            .iter()
+            .zip(&m.values)
+            .map(|(o, v)| format!("{} {v:.4}", o.metric))
+            .collect();
+        let reason = format!(
+            "by `{prefer}` from the front of {} configurations tuned on {} at {}: {}",
+            e.front.len(),
+            e.device.name,
+            show(&e.constants),
+            values.join(", ")
+        );
+        self.answer(&spec, how, m.config.clone(), point.clone(), reason)
+            .map(|p| Pick {
+                tuned_objective: Some(m.values[0]),
+                tuned_constants: Some(e.constants.clone()),
+                ..p
+            })
     }
 
     fn choose(&self, device: &DeviceProfile, given: &Constants) -> Result<Pick, PickError> {

@@ -47,6 +47,7 @@ fn entry(device: &str, size: i64, ts: i64, unroll: i64, objective: f64) -> Entry
             config: config(ts, unroll),
             objective,
         }],
+        front: Vec::new(),
     }
 }
 
@@ -61,6 +62,7 @@ fn kernel(entries: Vec<Entry>) -> KernelWisdom {
             unit: Some("ms".into()),
             higher_is_better: false,
         },
+        more_objectives: Vec::new(),
         entries,
     }
 }
@@ -394,5 +396,36 @@ int main(int argc, char **argv) {{
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&miss.stdout), "none\n");
+    }
+}
+
+#[test]
+fn preferences_read_as_people_write_them() {
+    let p = crate::Preference::parse("energy_j, time<=1.05x ,power_w<=200").unwrap();
+    assert_eq!(p.best_by, "energy_j");
+    let limits: Vec<(&str, bool, f64, bool)> = p
+        .limits
+        .iter()
+        .map(|l| (l.metric.as_str(), l.at_most, l.bound, l.of_best))
+        .collect();
+    assert_eq!(
+        limits,
+        [("time", true, 1.05, true), ("power_w", true, 200.0, false)]
+    );
+    assert_eq!(p.to_string(), "energy_j,time<=1.05x,power_w<=200");
+    assert!(
+        !crate::Preference::parse("gflops,power_w>=0.9x")
+            .unwrap()
+            .limits[0]
+            .at_most
+    );
+    for (bad, says) in [
+        ("power_w<=200", "first the objective"),
+        ("time,power_w=200", "is not NAME<=VALUE"),
+        ("time,power_w<=lots", "is not a number"),
+        ("", "first the objective"),
+    ] {
+        let e = crate::Preference::parse(bad).unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
     }
 }

@@ -550,6 +550,11 @@ pub struct PickArgs {
     /// The problem's constants (`--set N=768`, repeatable); the others keep the spec's values.
     #[command(flatten)]
     pub constants: SetArgs,
+    /// For a kernel tuned for several objectives: pick from the tuned front, the best by one
+    /// objective within limits on others, `time,power_w<=200` (the fastest under 200 W) or
+    /// `energy_j,time<=1.05x` (the least energy within 5% of the fastest).
+    #[arg(long, value_name = "OBJECTIVE,LIMIT...", value_parser = ndtune_wisdom::Preference::parse)]
+    pub prefer: Option<ndtune_wisdom::Preference>,
     /// Print the pick as JSON.
     #[arg(long)]
     pub json: bool,

@@ -164,12 +164,20 @@ fn wisdom(args: &ExportArgs) -> Result<()> {
     std::fs::write(&args.out, text + "\n")
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     for k in &kernels {
+        let objectives: Vec<&str> = std::iter::once(&k.objective)
+            .chain(&k.more_objectives)
+            .map(|o| o.metric.as_str())
+            .collect();
+        let fronts = match k.more_objectives.len() {
+            0 => String::new(),
+            _ => ", each with its Pareto front".to_string(),
+        };
         eprintln!(
-            "wrote the {} of `{}` ({} devices and constants, objective {}) to {}",
+            "wrote the {} of `{}` ({} devices and constants{fronts}, objective {}) to {}",
             args.format,
             k.kernel,
             k.entries.len(),
-            k.objective.metric,
+            objectives.join(", "),
             args.out.display()
         );
     }

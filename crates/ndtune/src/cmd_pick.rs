@@ -1,6 +1,7 @@
 //! `ndtune pick`: the configuration a program should build and launch with, from a wisdom file,
 //! for one device (live, or a profile) and the problem's constants: how it was chosen (`exact`,
-//! `nearest`, `predicted`) and why, the configuration, its build options and launch sizes.
+//! `nearest`, `predicted`) and why, the configuration, its build options and launch sizes;
+//! with `--prefer`, from the tuned Pareto front.
 
 use crate::cli::PickArgs;
 use anyhow::{bail, Result};
@@ -30,7 +31,7 @@ pub fn run(args: &PickArgs) -> Result<()> {
     };
     let constants = args.constants.single()?;
     let picker = Picker::new(kernel, &path)?;
-    let pick = picker.pick(&device.profile, &constants)?;
+    let pick = picker.pick_preferring(&device.profile, &constants, args.prefer.as_ref())?;
     if args.json {
         let out = serde_json::json!({
             "kernel": kernel.kernel,
@@ -65,7 +66,7 @@ pub fn run(args: &PickArgs) -> Result<()> {
         println!("  global         {}", sizes(&pick.global));
         println!("  local          {}", sizes(&pick.local));
     }
-    if let (Some(v), Some(at)) = (pick.tuned_objective, &pick.tuned_constants) {
+    if let (Some(v), Some(at), None) = (pick.tuned_objective, &pick.tuned_constants, &args.prefer) {
         let unit = kernel.objective.unit.as_deref().unwrap_or("");
         println!(
             "  tuned {:<8} {v} {unit} (at {})",

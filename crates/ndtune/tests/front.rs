@@ -156,6 +156,37 @@ fn a_campaign_of_two_objectives_finds_the_exact_front_of_what_it_measured() {
         }
     }
 
+    // Wisdom keeps the front, and a preference picks from it: the fastest that does the most
+    // work, and the most work within 1.5 times the fastest time.
+    let wisdom = dir.path().join("wisdom.json");
+    let wisdom = wisdom.to_str().unwrap();
+    ndtune()
+        .args([
+            "export", "--format", "wisdom", "--spec", &spec, "--db", db, "--out", wisdom,
+        ])
+        .assert()
+        .success();
+    let most = exact.iter().map(|(_, slow)| *slow).max().unwrap();
+    let fastest_time = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let pick = |prefer: &str| {
+        let out = json(&["pick", "--wisdom", wisdom, "--prefer", prefer, "--json"]);
+        key(&out["pick"]["config"])
+    };
+    let at_most = points
+        .iter()
+        .filter(|p| p.2 == (most * 65536) as f64)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    assert_eq!(pick(&format!("time,work>={}", most * 65536)), at_most.0);
+    let within = points
+        .iter()
+        .filter(|p| exact.contains(&p.0) && p.1 <= 1.5 * fastest_time)
+        .max_by(|a, b| a.2.total_cmp(&b.2).then(b.1.total_cmp(&a.1)))
+        .unwrap();
+    assert_eq!(pick("work,time<=1.5x"), within.0);
+    let none = fails(&["pick", "--wisdom", wisdom, "--prefer", "time,work>=1e12"]);
+    assert!(none.contains("no configuration on the front"), "{none}");
+
     // Kernel Tuner 1.4+'s cache: the objectives as a list, and read back as they were.
     let kt = dir.path().join("work-kt.json");
     let kt = kt.to_str().unwrap();
