@@ -128,7 +128,9 @@ pub struct Options {
 }
 
 /// The body of `/v1/config`: a kernel of the wisdom, a device (a name the service knows or a
-/// profile object) and the problem's constants (those not given keep the spec's).
+/// profile object), the problem's constants (those not given keep the spec's), and for a kernel
+/// tuned for several objectives a preference over its front (`"time,power_w<=200"`,
+/// [`ndtune_wisdom::Preference`]).
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigRequest {
@@ -136,6 +138,8 @@ pub struct ConfigRequest {
     pub device: serde_json::Value,
     #[serde(default)]
     pub constants: ndtune_core::Constants,
+    #[serde(default)]
+    pub prefer: Option<String>,
 }
 
 /// A request the service cannot answer, with the HTTP status that says why.
@@ -375,8 +379,14 @@ impl Service {
             .resolver
             .device(&req.device)
             .map_err(|e| Refusal::unprocessable(e.to_string()))?;
+        let prefer = req
+            .prefer
+            .as_deref()
+            .map(ndtune_wisdom::Preference::parse)
+            .transpose()
+            .map_err(Refusal::bad_request)?;
         runtime
-            .pick(&req.kernel, &device, &req.constants)
+            .pick_preferring(&req.kernel, &device, &req.constants, prefer.as_ref())
             .map_err(|e| match e {
                 ndtune_wisdom::RuntimeError::Wisdom(ndtune_wisdom::WisdomError::NoKernel {
                     ..

@@ -73,6 +73,18 @@ impl Runtime {
         device: &DeviceProfile,
         constants: &Constants,
     ) -> Result<Pick, RuntimeError> {
+        self.pick_preferring(kernel, device, constants, None)
+    }
+
+    /// [`Runtime::pick`], from the tuned front by `prefer` where given
+    /// ([`Picker::pick_preferring`]).
+    pub fn pick_preferring(
+        &self,
+        kernel: &str,
+        device: &DeviceProfile,
+        constants: &Constants,
+        prefer: Option<&crate::Preference>,
+    ) -> Result<Pick, RuntimeError> {
         if let Some(capture) = &self.capture {
             let question = Captured {
                 kernel: kernel.to_string(),
@@ -83,7 +95,9 @@ impl Runtime {
                 eprintln!("ndtune: {e}");
             }
         }
-        Ok(self.picker(kernel)?.pick(device, constants)?)
+        Ok(self
+            .picker(kernel)?
+            .pick_preferring(device, constants, prefer)?)
     }
 
     /// The picker of `kernel`, made at its first question. Only the wisdom's own kernels are

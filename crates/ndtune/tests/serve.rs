@@ -1160,6 +1160,48 @@ fn config_answers_from_the_wisdom_file() {
     );
     assert_eq!(status, 422, "{body}");
     drop(server);
+
+    // A kernel tuned for time and power keeps its front: a preference picks from it.
+    let mut fronted = wisdom.clone();
+    fronted["kernels"][0]["more_objectives"] =
+        json!([{"metric": "power_w", "unit": "W", "higher_is_better": false}]);
+    fronted["kernels"][0]["entries"][0]["front"] = json!([
+        {"config": {"WG": 32}, "values": [0.5, 300.0]},
+        {"config": {"WG": 16}, "values": [0.7, 180.0]},
+        {"config": {"WG": 8}, "values": [1.2, 120.0]}]);
+    let w = write(dir.path(), "front.json", &fronted.to_string());
+    let server = Server::tcp(&["--wisdom", &w]);
+    let ask = |prefer: &str| {
+        server.post(
+            "/v1/config",
+            &json!({"kernel": "scale", "device": "gtx-titan", "constants": {"N": 4096},
+                    "prefer": prefer}),
+        )
+    };
+    let (status, body) = ask("time,power_w<=200");
+    assert_eq!(
+        (status, body["config"]["WG"].as_i64()),
+        (200, Some(16)),
+        "{body}"
+    );
+    let (status, body) = ask("power_w,time<=2x");
+    assert_eq!(
+        (status, body["config"]["WG"].as_i64()),
+        (200, Some(16)),
+        "{body}"
+    );
+    let (status, body) = ask("time,power_w<=100");
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("the least power_w is 120"),
+        "{body}"
+    );
+    let (status, body) = ask("time,power_w");
+    assert_eq!(status, 400, "{body}");
+    drop(server);
     let bare = Server::tcp(&[]);
     let (status, body) = bare.post(
         "/v1/config",
