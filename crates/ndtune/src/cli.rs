@@ -596,6 +596,10 @@ pub struct ShowArgs {
     /// The configuration, or part of it: `--config WG=64,TS=8` (every result without).
     #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_assignment)]
     pub config: Vec<(String, Value)>,
+    /// Only the configurations on the Pareto front of a campaign tuned for several
+    /// objectives (`--objective time,power_w`), best by the first objective first.
+    #[arg(long)]
+    pub front: bool,
     /// Print a JSON array.
     #[arg(long)]
     pub json: bool,

@@ -96,8 +96,21 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         let Campaign {
             group: g,
             device_name,
-            records,
+            mut records,
         } = campaign;
+        if args.front {
+            if !metrics.several() {
+                bail!(
+                    "--front: `{}` on {device_name} (setup {}) was tuned for one objective ({}); a front needs several (`ndtune tune --objective time,power_w`)",
+                    g.kernel,
+                    g.setup,
+                    metrics.objective().metric
+                );
+            }
+            let on = stored::front(&metrics, &g.constants, &records);
+            let mut all: Vec<Option<Record>> = records.into_iter().map(Some).collect();
+            records = on.into_iter().filter_map(|i| all[i].take()).collect();
+        }
         shown.extend(
             records
                 .into_iter()

@@ -117,6 +117,17 @@ fn a_campaign_of_two_objectives_finds_the_exact_front_of_what_it_measured() {
     assert!(front["hypervolume"].as_f64().unwrap() > 0.0);
     assert_eq!(front["reference"].as_array().unwrap().len(), 2);
 
+    // `show --front` lists the same configurations, fastest first.
+    let shown = json(&["show", "--db", db, "--front", "--json"]);
+    let listed_again: Vec<(i64, i64)> = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| key(&r["config"]))
+        .collect();
+    let in_order: Vec<(i64, i64)> = members.iter().map(|m| key(&m["config"])).collect();
+    assert_eq!(listed_again, in_order);
+
     // The report draws the front: a table of its members and a scatter of the two objectives.
     let page = dir.path().join("report.html");
     ndtune()
