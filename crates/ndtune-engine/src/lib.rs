@@ -35,7 +35,8 @@
 //! - The spec's metrics and objective ([`ndtune_metrics::Metrics`]) make each measurement's
 //!   cost for the strategy, rank the report, and are kept in the store as definitions
 //!   ([`Store::put_metrics`]); where they need the energy, the workers measure it, and a device
-//!   without a power source is an error before anything is measured.
+//!   without a power source is an error before anything is measured. With several objectives
+//!   the report carries the Pareto front ([`front`]) and racing is off.
 //! - The driver's advice on each build (`CL_KERNEL_WORK_GROUP_SIZE`, `CL_KERNEL_LOCAL_MEM_SIZE`)
 //!   is kept per define set, so the strategy learns which launches go beyond it before they are
 //!   measured ([`ndtune_search::Evaluator::exceeds_advice`]).
@@ -54,7 +55,8 @@
 //!   counts kept in the store, `auto` resolved, then the [`Campaign`].
 //! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
 //! - [`strategy_bench`]: the strategy benchmark's recorded datasets and its runs over seeds and
-//!   budgets (`ndtune bench-strategies`, Python's `ndtune.bench_strategies`).
+//!   budgets (`ndtune bench-strategies`, Python's `ndtune.bench_strategies`), scored by the
+//!   optimum or, with several objectives, by the hypervolume of the front found.
 //!
 //! It never parses a command line and never prints.
 

@@ -5,12 +5,14 @@
 //!   listed), with [`neighbours`] (Hamming and adjacent) drawn from it.
 //! - [`Evaluator`]: the one way a strategy learns how a point performs: its outcome and its
 //!   cost ([`Evaluator::cost`]: the time by default, or what the user's objective makes it; a
-//!   strategy only ever minimises a positive cost). Live evaluation on a device lives
-//!   elsewhere; [`Recorded`] replays recorded outcomes (tests, `--replay`).
+//!   strategy only ever minimises a positive cost), and with several objectives a cost per
+//!   objective ([`Evaluator::costs`]). Live evaluation on a device lives elsewhere;
+//!   [`Recorded`] replays recorded outcomes (tests, `--replay`).
 //! - [`Strategy`] and its implementations, picked by name with [`by_name`] (see
 //!   [`STRATEGY_NAMES`]): exhaustive, random, simulated annealing (adjacent steps, or wide moves),
-//!   a genetic algorithm, iterated and multi-start local search, and a tree-ensemble surrogate
-//!   with expected improvement. Each records a [`Trace`], evaluates a point at most once per
+//!   a genetic algorithm, iterated and multi-start local search, a tree-ensemble surrogate and
+//!   Bayesian optimisation with expected improvement, and for several objectives NSGA-II and
+//!   ParEGO, whose runs' fronts [`Trace::front`] gives. Each records a [`Trace`], evaluates a point at most once per
 //!   run, stops at its [`Budget`] (evaluations and/or time) or when it has nothing new to
 //!   propose, and measures a [`Run`]'s warm-start points first.
 //! - [`warm_start`]: the configurations to measure first, from recordings of the same kernel on
