@@ -158,7 +158,57 @@ fn campaign(b: &mut Builder, k: usize, t: &Tuned) {
     convergence(b, &name, c);
     histogram(b, &name, c);
     effects(b, &name, c);
+    for view in by_other_objectives(c) {
+        effects(b, &name, &view);
+    }
     timeline(b, &name, c);
+}
+
+/// With several objectives, the campaign as each objective after the first sees it (its values
+/// in place of the first objective's), so that each parameter's effect shows per objective.
+fn by_other_objectives(c: &Campaign) -> Vec<Campaign> {
+    let Some(f) = &c.front else {
+        return Vec::new();
+    };
+    let values: BTreeMap<String, &Vec<f64>> = f
+        .points
+        .iter()
+        .map(|(config, v)| (ndtune_core::config_key(config), v))
+        .collect();
+    (1..f.objectives.len())
+        .map(|k| {
+            let objective = f.objectives[k].clone();
+            let evaluations: Vec<Evaluation> = c
+                .evaluations
+                .iter()
+                .map(|e| Evaluation {
+                    value: values
+                        .get(&ndtune_core::config_key(&e.config))
+                        .map(|v| v[k]),
+                    ..e.clone()
+                })
+                .collect();
+            let mut ranked: Vec<(&ndtune_core::Config, f64)> = evaluations
+                .iter()
+                .filter_map(|e| Some((&e.config, e.value?)))
+                .collect();
+            ranked.sort_by(|a, b| {
+                let (a, b) = (objective.cost(a.1), objective.cost(b.1));
+                a.unwrap_or(f64::INFINITY)
+                    .total_cmp(&b.unwrap_or(f64::INFINITY))
+            });
+            Campaign {
+                best: ranked.first().map(|(config, v)| ((*config).clone(), *v)),
+                median: ranked.get(ranked.len() / 2).map(|r| r.1),
+                worst: ranked.last().map(|r| r.1),
+                best_metrics: BTreeMap::new(),
+                objective,
+                evaluations,
+                front: None,
+                ..c.clone()
+            }
+        })
+        .collect()
 }
 
 /// With several objectives: the front as a table, and a scatter per pair of objectives.

@@ -144,6 +144,10 @@ fn a_campaign_of_two_objectives_finds_the_exact_front_of_what_it_measured() {
         page.contains("the Pareto front: none better in both"),
         "its legend"
     );
+    assert!(
+        page.contains("effect of each parameter on work"),
+        "an effect per objective"
+    );
 
     // A replay of the recording with a front strategy that may evaluate every configuration
     // covers the whole front; with fewer, no more than it.
