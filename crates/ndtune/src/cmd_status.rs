@@ -2,7 +2,7 @@
 //! claimed, done and expired, its rate (configurations per minute) and its last heartbeat
 //! (workers sharing a campaign through one store), as a table or JSON. A kernel tuned again with the same constants on the
 //! same device under another setup shows its earlier campaigns after the newest, with what
-//! differs.
+//! differs. A campaign of several objectives says how many configurations its Pareto front has.
 
 use crate::cli::StatusArgs;
 use anyhow::Result;
@@ -24,10 +24,11 @@ pub fn run(args: &StatusArgs) -> Result<()> {
         }
         let device = store.device(&group.device)?.map(|p| p.name);
         let earlier = store.newest_other(&group)?;
-        campaigns.push((device, store.campaign_status(&group)?, earlier));
+        let front = front(&store, &group)?;
+        campaigns.push((device, store.campaign_status(&group)?, earlier, front));
     }
     // Each problem's newest campaign first, then its earlier ones, latest first.
-    campaigns.sort_by_key(|(_, s, earlier)| {
+    campaigns.sort_by_key(|(_, s, earlier, _)| {
         let g = &s.group;
         (
             (
@@ -44,8 +45,9 @@ pub fn run(args: &StatusArgs) -> Result<()> {
     if args.json {
         let campaigns: Vec<serde_json::Value> = campaigns
             .iter()
-            .map(|(device, status, earlier)| {
+            .map(|(device, status, earlier, front)| {
                 let mut v = serde_json::to_value(status).expect("a status serialises");
+                v["front"] = serde_json::json!(front);
                 v["device_name"] = serde_json::json!(device);
                 v["earlier_than"] = serde_json::json!(earlier.as_ref().map(|(g, _)| &g.setup));
                 v["differences"] = serde_json::json!(earlier.as_ref().map(|(_, d)| d));
@@ -63,13 +65,53 @@ pub fn run(args: &StatusArgs) -> Result<()> {
     if campaigns.is_empty() {
         println!("{}: no campaigns", store.path().display());
     }
-    for (device, status, earlier) in &campaigns {
+    for (device, status, earlier, front) in &campaigns {
         print!(
             "{}",
             table(device.as_deref(), status, earlier.as_ref(), now)
         );
+        if let Some(f) = front {
+            println!(
+                "  front      {} configurations on the Pareto front of {} (ndtune show --front)",
+                f.size,
+                f.objectives.join(", ")
+            );
+        }
     }
     Ok(())
+}
+
+/// A campaign's front: its objectives and how many configurations are on it.
+#[derive(serde::Serialize)]
+struct Front {
+    objectives: Vec<String>,
+    size: usize,
+}
+
+/// The front of `group`'s stored results, where its objectives are several.
+fn front(store: &ndtune_store::Store, group: &Group) -> Result<Option<Front>> {
+    let campaign = ndtune_report::stored::Campaign {
+        group: group.clone(),
+        device_name: String::new(),
+        records: store.records(group)?,
+    };
+    // Status tells progress: a campaign whose definitions cannot be read (`ndtune show` says
+    // why) is shown without its front rather than stopping the table.
+    let Ok(metrics) = campaign.metrics(store) else {
+        return Ok(None);
+    };
+    if !metrics.several() {
+        return Ok(None);
+    }
+    let on = ndtune_report::stored::front(&metrics, &group.constants, &campaign.records);
+    Ok(Some(Front {
+        objectives: metrics
+            .objectives()
+            .iter()
+            .map(|o| o.metric.clone())
+            .collect(),
+        size: on.len(),
+    }))
 }
 
 /// One campaign: a heading (and for an earlier campaign, what differs from the newest), then a

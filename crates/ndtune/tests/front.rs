@@ -128,6 +128,16 @@ fn a_campaign_of_two_objectives_finds_the_exact_front_of_what_it_measured() {
     let in_order: Vec<(i64, i64)> = members.iter().map(|m| key(&m["config"])).collect();
     assert_eq!(listed_again, in_order);
 
+    // `status` counts it.
+    let status = succeeds(&["status", "--db", db]);
+    assert!(
+        status.contains(&format!(
+            "front      {} configurations on the Pareto front of time, work",
+            exact.len()
+        )),
+        "{status}"
+    );
+
     // The report draws the front: a table of its members and a scatter of the two objectives.
     let page = dir.path().join("report.html");
     ndtune()
