@@ -27,4 +27,3 @@ t2 = time.perf_counter()
 print(f"import ndtune {t_import-t0:.2f} s, data {t1-t_import:.2f} s, tune_kernel {t2-t1:.2f} s")
 t = env["ndtune_report"]["time"]
 print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in t.items()})
-print({k: v for k, v in env.items() if k.startswith("ndtune_") and k not in ("ndtune_report", "ndtune_metrics", "ndtune_observers", "ndtune_pool")})
