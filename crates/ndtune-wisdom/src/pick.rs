@@ -306,14 +306,8 @@ impl Picker {
             .iter()
             .map(|l| Ok((index(&l.metric)?, l)))
             .collect::<Result<Vec<_>, PickError>>()?;
-        let spec = Spec::parse_with(&self.wisdom.spec, &self.spec_path, given)
-            .map_err(|e| PickError(format!("kernel `{kernel}`: {e}")))?;
+        let (spec, space) = self.space_here(device, given)?;
         let constants = &spec.problem.constants;
-        let pruning = spec
-            .problem
-            .prune(&[Target::from_profile(&device.name, device)])
-            .map_err(|e| PickError(format!("kernel `{kernel}`: {}", spec.locate(&e))))?;
-        let space = ValidSpace::new(pruning.space);
         let valid = |config: &Config| spec.codec.point(config).ok().filter(|p| space.contains(p));
         let mut tuned: Vec<(How, f64, &Entry)> = self
             .wisdom
@@ -427,16 +421,26 @@ impl Picker {
             })
     }
 
-    fn choose(&self, device: &DeviceProfile, given: &Constants) -> Result<Pick, PickError> {
+    /// The wisdom's spec at `given` constants, and its space valid on `device`.
+    fn space_here(
+        &self,
+        device: &DeviceProfile,
+        given: &Constants,
+    ) -> Result<(Spec, ValidSpace), PickError> {
         let kernel = &self.wisdom.kernel;
         let spec = Spec::parse_with(&self.wisdom.spec, &self.spec_path, given)
             .map_err(|e| PickError(format!("kernel `{kernel}`: {e}")))?;
-        let constants = &spec.problem.constants;
         let pruning = spec
             .problem
             .prune(&[Target::from_profile(&device.name, device)])
             .map_err(|e| PickError(format!("kernel `{kernel}`: {}", spec.locate(&e))))?;
-        let space = ValidSpace::new(pruning.space);
+        Ok((spec, ValidSpace::new(pruning.space)))
+    }
+
+    fn choose(&self, device: &DeviceProfile, given: &Constants) -> Result<Pick, PickError> {
+        let kernel = &self.wisdom.kernel;
+        let (spec, space) = self.space_here(device, given)?;
+        let constants = &spec.problem.constants;
         let valid = |config: &Config| spec.codec.point(config).ok().filter(|p| space.contains(p));
         let shown = show(given);
         let entries = &self.wisdom.entries;
