@@ -51,17 +51,21 @@ def devices():
     return json.loads(_ndtune.devices())
 
 
-def best(wisdom, kernel, constants=None, *, device=0, platform=0, **more):
+def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, **more):
     """The configuration of `kernel` to build and launch with on device `device` of OpenCL
     platform `platform` (Kernel Tuner's numbers) for the problem's constants (`constants` and
     keyword arguments: `best("app.wisdom.json", "saxpy", N=768)`), from a wisdom file written by
     `ndtune export --format wisdom` (docs/deploy.md). A dict: `how` ("exact", "nearest" or
     "predicted"), `config`, `build_options`, `global`, `local`, `reason`, and for the first two
-    the entry's `tuned_objective` and `tuned_constants`. Raises `WisdomError` where the file
-    cannot be used or nothing in it fits: keep your own configuration then. Each question is
-    recorded while NDTUNE_CAPTURE names a folder (`ndtune tune SPEC --captured DIR`)."""
+    the entry's `tuned_objective` and `tuned_constants`. For a kernel tuned for several
+    objectives, `prefer` picks from its tuned Pareto front: `"time,power_w<=200"` (the fastest
+    under 200 W), `"energy_j,time<=1.05x"` (the least energy within 5% of the fastest), as
+    `ndtune pick --prefer`. Raises `WisdomError` where the file cannot be used or nothing in it
+    fits: keep your own configuration then. Each question is recorded while NDTUNE_CAPTURE names
+    a folder (`ndtune tune SPEC --captured DIR`)."""
     given = dict(constants or {}, **more)
-    return json.loads(_ndtune.best(str(wisdom), kernel, json.dumps(given), platform, device))
+    return json.loads(_ndtune.best(str(wisdom), kernel, json.dumps(given), platform, device,
+                                   prefer))
 
 
 __all__ = [

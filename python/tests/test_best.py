@@ -65,3 +65,25 @@ def test_wisdom_that_cannot_be_used_raises_wisdom_error(tmp_path):
     with pytest.raises(ndtune.WisdomError, match="no configuration is valid"):
         ndtune.best(w, "scale", N=7)
     assert issubclass(ndtune.WisdomError, ndtune.NdtuneError)
+
+
+def test_a_preference_picks_from_the_tuned_front(tmp_path):
+    w = wisdom(tmp_path / "w.json", [(4096, 32, 0.5)])
+    kernel = json.loads(w.read_text())
+    k = kernel["kernels"][0]
+    k["more_objectives"] = [{"metric": "power_w", "unit": "W", "higher_is_better": False}]
+    k["entries"][0]["front"] = [
+        {"config": {"WG": 32}, "values": [0.5, 300.0]},
+        {"config": {"WG": 16}, "values": [0.7, 180.0]},
+        {"config": {"WG": 8}, "values": [1.2, 120.0]},
+    ]
+    w.write_text(json.dumps(kernel))
+    assert ndtune.best(w, "scale", N=4096)["config"] == {"WG": 32}
+    under = ndtune.best(w, "scale", N=4096, prefer="time,power_w<=200")
+    assert (under["how"], under["config"]) == ("exact", {"WG": 16})
+    assert "power_w 180" in under["reason"]
+    assert ndtune.best(w, "scale", N=4096, prefer="power_w,time<=3x")["config"] == {"WG": 8}
+    with pytest.raises(ndtune.WisdomError, match="the least power_w is 120"):
+        ndtune.best(w, "scale", N=4096, prefer="time,power_w<=100")
+    with pytest.raises(ndtune.WisdomError, match="is not NAME<=VALUE"):
+        ndtune.best(w, "scale", N=4096, prefer="time,power_w")

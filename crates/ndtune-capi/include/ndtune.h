@@ -260,6 +260,21 @@ enum ndtune_status ndtune_pick(struct ndtune_wisdom *wisdom,
                                const char *constants,
                                struct ndtune_config *out);
 
+// `ndtune_pick`, for a kernel tuned for several objectives from its tuned Pareto front by
+// `prefer` (NULL or empty: as `ndtune_pick`): `"time,power_w<=200"` (the fastest under 200 W),
+// `"energy_j,time<=1.05x"` (the least energy within 5% of the fastest), as `ndtune pick
+// --prefer`. A malformed preference is `NDTUNE_ERR_ARGUMENT`; one no configuration on the front
+// meets, `NDTUNE_ERR_NO_CONFIG` with the reason in `ndtune_last_error`.
+//
+// # Safety
+// As `ndtune_pick`; `prefer` NULL or NUL-terminated.
+enum ndtune_status ndtune_pick_preferring(struct ndtune_wisdom *wisdom,
+                                          const char *kernel,
+                                          cl_device_id device,
+                                          const char *constants,
+                                          const char *prefer,
+                                          struct ndtune_config *out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

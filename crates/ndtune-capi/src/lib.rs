@@ -7,7 +7,7 @@
 //! with observations reported back to a service ([`ndtune_observe`]); the split planner
 //! ([`ndtune_split_plan`]) and the on-demand schedulers ([`ndtune_schedule_new`], see
 //! [`schedule`]); the tuned configuration of any kernel from a wisdom file
-//! ([`ndtune_wisdom_open`], [`ndtune_pick`], see [`wisdom`]); and the error convention: every function returns an
+//! ([`ndtune_wisdom_open`], [`ndtune_pick`], [`ndtune_pick_preferring`] from a tuned front, see [`wisdom`]); and the error convention: every function returns an
 //! [`ndtune_status`] (or NULL) and leaves a message for [`ndtune_last_error`]. No panic crosses
 //! the boundary. What a predictor does is in [`predictor`]: it caches each device's profile and
 //! features and each kernel's features (or its service hash), so a repeated call costs no OpenCL
@@ -24,7 +24,8 @@ pub use schedule::{
     ndtune_schedule_next,
 };
 pub use wisdom::{
-    ndtune_config, ndtune_how, ndtune_pick, ndtune_wisdom, ndtune_wisdom_free, ndtune_wisdom_open,
+    ndtune_config, ndtune_how, ndtune_pick, ndtune_pick_preferring, ndtune_wisdom,
+    ndtune_wisdom_free, ndtune_wisdom_open,
 };
 
 use ndtune_learn::features::Dataset;

@@ -49,8 +49,8 @@ pub struct ndtune_config {
 /// An opened wisdom file. Safe to share between threads; free it with `ndtune_wisdom_free`.
 pub struct ndtune_wisdom {
     runtime: Runtime,
-    /// Answers by (kernel, device, constants as given).
-    answers: Mutex<HashMap<(String, usize, String), Answer>>,
+    /// Answers by (kernel, device, constants as given, preference as given).
+    answers: Mutex<HashMap<(String, usize, String, String), Answer>>,
 }
 
 /// One answer, kept with the strings the caller is given.
@@ -113,6 +113,26 @@ pub unsafe extern "C" fn ndtune_pick(
     constants: *const c_char,
     out: *mut ndtune_config,
 ) -> crate::ndtune_status {
+    unsafe { ndtune_pick_preferring(wisdom, kernel, device, constants, std::ptr::null(), out) }
+}
+
+/// `ndtune_pick`, for a kernel tuned for several objectives from its tuned Pareto front by
+/// `prefer` (NULL or empty: as `ndtune_pick`): `"time,power_w<=200"` (the fastest under 200 W),
+/// `"energy_j,time<=1.05x"` (the least energy within 5% of the fastest), as `ndtune pick
+/// --prefer`. A malformed preference is `NDTUNE_ERR_ARGUMENT`; one no configuration on the front
+/// meets, `NDTUNE_ERR_NO_CONFIG` with the reason in `ndtune_last_error`.
+///
+/// # Safety
+/// As `ndtune_pick`; `prefer` NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn ndtune_pick_preferring(
+    wisdom: *mut ndtune_wisdom,
+    kernel: *const c_char,
+    device: crate::cl_device_id,
+    constants: *const c_char,
+    prefer: *const c_char,
+    out: *mut ndtune_config,
+) -> crate::ndtune_status {
     status(guard(|| {
         non_null(wisdom, "wisdom")?;
         non_null(device, "device")?;
@@ -124,10 +144,20 @@ pub unsafe extern "C" fn ndtune_pick(
         } else {
             unsafe { text(constants, "constants") }?
         };
+        let prefer = if prefer.is_null() {
+            ""
+        } else {
+            unsafe { text(prefer, "prefer") }?
+        };
         let mut answers = w.answers.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (kernel.to_string(), device as usize, given.to_string());
+        let key = (
+            kernel.to_string(),
+            device as usize,
+            given.to_string(),
+            prefer.to_string(),
+        );
         if !answers.contains_key(&key) {
-            let answer = answer(&w.runtime, kernel, device, given)?;
+            let answer = answer(&w.runtime, kernel, device, given, prefer)?;
             answers.insert(key.clone(), answer);
         }
         match &answers[&key].result {
@@ -147,16 +177,21 @@ fn answer(
     kernel: &str,
     device: crate::cl_device_id,
     given: &str,
+    prefer: &str,
 ) -> Result<Answer, Failure> {
     let constants = ndtune_core::parse_constants(given)
         .map_err(|e| Failure::argument(format!("constants \"{given}\": {e}")))?;
+    let prefer = match prefer.trim() {
+        "" => None,
+        text => Some(::ndtune_wisdom::Preference::parse(text).map_err(Failure::argument)?),
+    };
     let profile = ndtune_cl::profile_of(device).map_err(|e| {
         Failure::new(
             Status::NDTUNE_ERR_OPENCL,
             format!("cannot read the device: {e}"),
         )
     })?;
-    let result = match runtime.pick(kernel, &profile, &constants) {
+    let result = match runtime.pick_preferring(kernel, &profile, &constants, prefer.as_ref()) {
         Ok(p) => {
             let c = |s: &str| CString::new(s.replace('\0', " ")).expect("no NUL left");
             let strings = [

@@ -592,3 +592,67 @@ fn schedules_hand_each_item_to_one_device_and_take_back_a_failed_ones() {
     assert!(last_error().contains("device 2: the schedule has 2 devices"));
     unsafe { ndtune_schedule_free(handle) };
 }
+
+/// `ndtune_pick_preferring` picks from a kernel's tuned Pareto front on a live device: the
+/// fastest under a power limit, the least power within a factor of the fastest; a preference
+/// nothing meets says so, a malformed one is an argument error.
+#[test]
+fn a_preference_picks_from_the_tuned_front_through_the_c_api() {
+    let cl = ndtune_cl::discover()
+        .expect("these tests need an OpenCL device (PoCL)")
+        .remove(0);
+    let profile = ndtune_device::backend::Device::profile(&cl).clone();
+    let spec = "[kernel]\nname = \"scale\"\nsource = \"scale.cl\"\n[constants]\nN = 4096\n[params]\nWG = [8, 16, 32, 64]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n";
+    let wisdom = serde_json::json!({"schema": 1, "ndtune": "test", "kernels": [{
+        "kernel": "scale", "spec_file": "scale.toml", "spec": spec, "defines": ["WG"],
+        "objective": {"metric": "time", "unit": "ms", "higher_is_better": false},
+        "more_objectives": [{"metric": "power_w", "unit": "W", "higher_is_better": false}],
+        "entries": [{"device": profile, "constants": {"N": 4096}, "config": {"WG": 32},
+                     "objective": 0.5, "setup": "0123456789abcdef", "measured": 4,
+                     "front": [{"config": {"WG": 32}, "values": [0.5, 300.0]},
+                               {"config": {"WG": 16}, "values": [0.7, 180.0]},
+                               {"config": {"WG": 8}, "values": [1.2, 120.0]}]}]}]});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.json");
+    std::fs::write(&path, wisdom.to_string()).unwrap();
+    let path = CString::new(path.to_str().unwrap()).unwrap();
+    let w = unsafe { ndtune_wisdom_open(path.as_ptr()) };
+    assert!(!w.is_null(), "{}", last_error());
+    let kernel = CString::new("scale").unwrap();
+    let pick = |prefer: Option<&str>| -> Result<String, (ndtune_status, String)> {
+        let prefer = prefer.map(|p| CString::new(p).unwrap());
+        let mut out = std::mem::MaybeUninit::<ndtune_config>::uninit();
+        let s = unsafe {
+            ndtune_pick_preferring(
+                w,
+                kernel.as_ptr(),
+                cl.id(),
+                null(),
+                prefer.as_ref().map_or(null(), |p| p.as_ptr()),
+                out.as_mut_ptr(),
+            )
+        };
+        if s != ndtune_status::NDTUNE_OK {
+            return Err((s, last_error()));
+        }
+        let out = unsafe { out.assume_init() };
+        Ok(unsafe { CStr::from_ptr(out.params) }
+            .to_str()
+            .unwrap()
+            .to_string())
+    };
+    assert_eq!(
+        pick(None).unwrap(),
+        "WG=32",
+        "the best by the first objective"
+    );
+    assert_eq!(pick(Some("time,power_w<=200")).unwrap(), "WG=16");
+    assert_eq!(pick(Some("power_w,time<=3x")).unwrap(), "WG=8");
+    let (s, why) = pick(Some("time,power_w<=100")).unwrap_err();
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_NO_CONFIG, "{why}");
+    assert!(why.contains("the least power_w is 120"), "{why}");
+    let (s, why) = pick(Some("time,power_w")).unwrap_err();
+    assert_eq!(s, ndtune_status::NDTUNE_ERR_ARGUMENT, "{why}");
+    assert!(why.contains("is not NAME<=VALUE"), "{why}");
+    unsafe { ndtune_wisdom_free(w) };
+}

@@ -100,9 +100,11 @@ fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) ->
 }
 
 /// The configuration of `kernel` from the wisdom file `wisdom` for device `device` of OpenCL
-/// platform `platform` at `constants` (JSON, name to value), as `ndtune pick --json`'s `pick`.
-/// Each file is opened once per process (again where it changed), each device read once.
+/// platform `platform` at `constants` (JSON, name to value), as `ndtune pick --json`'s `pick`;
+/// with `prefer`, from the tuned front (`ndtune pick --prefer`). Each file is opened once per
+/// process (again where it changed), each device read once.
 #[pyfunction]
+#[pyo3(signature = (wisdom, kernel, constants, platform, device, prefer=None))]
 fn best(
     py: Python<'_>,
     wisdom: PathBuf,
@@ -110,7 +112,12 @@ fn best(
     constants: &str,
     platform: usize,
     device: usize,
+    prefer: Option<&str>,
 ) -> PyResult<String> {
+    let prefer = prefer
+        .map(ndtune_wisdom::Preference::parse)
+        .transpose()
+        .map_err(|e| WisdomError::new_err(format!("best: {e}")))?;
     use ndtune_wisdom::Runtime;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
@@ -145,7 +152,7 @@ fn best(
         )
     };
     let pick = py
-        .detach(|| runtime.pick(kernel, &profile, &constants))
+        .detach(|| runtime.pick_preferring(kernel, &profile, &constants, prefer.as_ref()))
         .map_err(|e| WisdomError::new_err(e.to_string()))?;
     serde_json::to_string(&pick).map_err(|e| NdtuneError::new_err(e.to_string()))
 }
