@@ -11,7 +11,7 @@
 //! the true front's hypervolume it found ([`hypervolume_fraction`]).
 
 use crate::report::ObjectiveReport;
-use ndtune_core::pareto::{front, hypervolume, reference_point};
+use ndtune_core::pareto::{hypervolume, reference_point};
 use ndtune_core::Config;
 use ndtune_metrics::{Metrics, Objective};
 use serde::Serialize;
@@ -56,59 +56,53 @@ impl ObjectiveReport {
 }
 
 /// The front of the measured configurations `measured` (each with its time and its objectives'
-/// values, `None` where one has none) for `metrics`' objectives; `None` with one objective or
-/// where nothing has a value of each.
+/// values, [`Metrics::objective_values`]) for `metrics`' objectives; `None` with one objective
+/// or where nothing has a value of each.
 pub fn front_of(
     metrics: &Metrics,
-    measured: impl IntoIterator<Item = (Config, f64, Vec<Option<f64>>)>,
+    measured: impl IntoIterator<Item = (Config, f64, Vec<f64>)>,
 ) -> Option<FrontReport> {
     if !metrics.several() {
         return None;
     }
     let objectives = metrics.objectives();
-    let complete: Vec<(Config, f64, Vec<f64>, Vec<f64>)> = measured
-        .into_iter()
-        .filter_map(|(config, time_ms, values)| {
-            let values: Vec<f64> = values.into_iter().collect::<Option<_>>()?;
-            let costs = log_costs(&objectives, &values)?;
-            Some((config, time_ms, values, costs))
+    let measured: Vec<(Config, f64, Vec<f64>)> = measured.into_iter().collect();
+    let values: Vec<Vec<f64>> = measured.iter().map(|m| m.2.clone()).collect();
+    // Every value has a cost ([`Metrics::objective_values`]): its ln is the coordinate.
+    let coordinates: Vec<Vec<f64>> = values
+        .iter()
+        .map(|v| {
+            objectives
+                .iter()
+                .zip(v)
+                .map(|(o, v)| o.cost(*v).expect("a value with a cost").ln())
+                .collect()
         })
         .collect();
-    let coordinates: Vec<Vec<f64>> = complete.iter().map(|c| c.3.clone()).collect();
     let reference = reference_point(&coordinates)?;
-    let mut members: Vec<(f64, FrontMember)> = front(&coordinates)
+    let members = metrics
+        .front(&values)
         .into_iter()
         .map(|i| {
-            let (config, time_ms, values, costs) = &complete[i];
-            let member = FrontMember {
+            let (config, time_ms, values) = &measured[i];
+            FrontMember {
                 config: config.clone(),
                 time_ms: *time_ms,
                 values: values.clone(),
-            };
-            (costs[0], member)
+            }
         })
         .collect();
-    members.sort_by(|a, b| a.0.total_cmp(&b.0));
     Some(FrontReport {
         objectives: ObjectiveReport::all(metrics),
-        members: members.into_iter().map(|(_, m)| m).collect(),
+        members,
         hypervolume: hypervolume(&coordinates, &reference),
         reference: objectives
             .iter()
             .zip(&reference)
             .map(|(o, ln)| value_of(o, ln.exp()))
             .collect(),
-        measured: complete.len(),
+        measured: measured.len(),
     })
-}
-
-/// The ln of each objective's cost of `values`; `None` where one has none.
-fn log_costs(objectives: &[&Objective], values: &[f64]) -> Option<Vec<f64>> {
-    objectives
-        .iter()
-        .zip(values)
-        .map(|(o, v)| o.cost(*v).map(f64::ln))
-        .collect()
 }
 
 /// The value whose cost is `cost`.

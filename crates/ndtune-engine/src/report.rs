@@ -370,7 +370,7 @@ pub(crate) fn report(
             };
             let config = codec.config(&s.point);
             let values = metrics.evaluate(&Inputs::new(constants, &config, &s.outcome));
-            Some((config, t.score_ms(), values.objectives))
+            Some((config, t.score_ms(), metrics.objective_values(&values)?))
         }),
     );
     DeviceReport {

@@ -90,11 +90,11 @@ impl Dataset {
         let costs = move |c: &Config, o: &Outcome| {
             checked.costs(&Inputs::new(&constants, c, o).recorded(values.get(c)))
         };
+        let costed = self.recorded.costed_each(objectives.len(), costs);
         let all: Vec<Vec<f64>> = space
             .points()
             .iter()
-            .zip(&configs)
-            .filter_map(|(p, c)| costs(c, self.recorded.outcome(p)?))
+            .filter_map(|p| costed.costs_of(p))
             .map(|c| ln_costs(&c))
             .collect();
         let target = if more.is_empty() {
@@ -108,9 +108,8 @@ impl Dataset {
                 reference,
             }
         };
-        let recorded = self.recorded.costed_each(objectives.len(), costs);
         Ok(Dataset {
-            recorded,
+            recorded: costed,
             target,
             ..self
         })

@@ -596,6 +596,35 @@ impl Metrics {
         values
     }
 
+    /// Each objective's value of `values`, in order; `None` where one has none (or one that
+    /// has no cost: not positive and finite).
+    pub fn objective_values(&self, values: &Values) -> Option<Vec<f64>> {
+        self.defs
+            .objectives()
+            .zip(&values.objectives)
+            .map(|(o, v)| v.filter(|v| o.cost(*v).is_some()))
+            .collect()
+    }
+
+    /// The indices of `points` (each objective's value, in order) on the Pareto front of the
+    /// objectives, best by the first objective first.
+    pub fn front(&self, points: &[Vec<f64>]) -> Vec<usize> {
+        let objectives: Vec<&Objective> = self.defs.objectives().collect();
+        let oriented: Vec<Vec<f64>> = points
+            .iter()
+            .map(|p| {
+                objectives
+                    .iter()
+                    .zip(p)
+                    .map(|(o, v)| o.oriented(*v))
+                    .collect()
+            })
+            .collect();
+        let mut on = ndtune_core::pareto::front(&oriented);
+        on.sort_by(|&a, &b| oriented[a][0].total_cmp(&oriented[b][0]));
+        on
+    }
+
     /// The costs strategies minimise for one evaluated configuration, one per objective
     /// ([`Objective::cost`] of each value); `None` where one has none.
     pub fn costs(&self, inputs: &Inputs) -> Option<Vec<f64>> {

@@ -415,13 +415,7 @@ fn campaign(
         *outcomes.entry(r.outcome.kind()).or_insert(0) += 1;
         let values = metrics.evaluate(&Inputs::new(&g.constants, &r.key.config, &r.outcome));
         if metrics.several() {
-            let all: Option<Vec<f64>> = values
-                .objectives
-                .iter()
-                .zip(&objectives)
-                .map(|(v, o)| v.filter(|v| o.cost(*v).is_some()))
-                .collect();
-            if let Some(all) = all {
+            if let Some(all) = metrics.objective_values(&values) {
                 several.push((r.key.config.clone(), all));
             }
         }
@@ -439,22 +433,11 @@ fn campaign(
     measured.sort_by(|a, b| a.2.total_cmp(&b.2));
     let units = metrics.units();
     let front = metrics.several().then(|| {
-        let costs: Vec<Vec<f64>> = several
-            .iter()
-            .map(|(_, v)| {
-                objectives
-                    .iter()
-                    .zip(v)
-                    .map(|(o, v)| o.oriented(*v))
-                    .collect()
-            })
-            .collect();
-        let mut members = ndtune_core::pareto::front(&costs);
-        members.sort_by(|&a, &b| costs[a][0].total_cmp(&costs[b][0]));
+        let values: Vec<Vec<f64>> = several.iter().map(|(_, v)| v.clone()).collect();
         Front {
             objectives: objectives.clone(),
+            members: metrics.front(&values),
             points: several,
-            members,
         }
     });
     Campaign {

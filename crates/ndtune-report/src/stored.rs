@@ -73,25 +73,19 @@ pub fn front(metrics: &Metrics, constants: &Constants, records: &[Record]) -> Ve
     if !metrics.several() {
         return Vec::new();
     }
-    let objectives = metrics.objectives();
     let (index, points): (Vec<usize>, Vec<Vec<f64>>) = records
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let values = metrics
-                .evaluate(&Inputs::new(constants, &r.key.config, &r.outcome))
-                .objectives;
-            let point: Option<Vec<f64>> = objectives
-                .iter()
-                .zip(values)
-                .map(|(o, v)| v.filter(|v| o.cost(*v).is_some()).map(|v| o.oriented(v)))
-                .collect();
-            Some((i, point?))
+            let values = metrics.evaluate(&Inputs::new(constants, &r.key.config, &r.outcome));
+            Some((i, metrics.objective_values(&values)?))
         })
         .unzip();
-    let mut on = ndtune_core::pareto::front(&points);
-    on.sort_by(|&a, &b| points[a][0].total_cmp(&points[b][0]));
-    on.into_iter().map(|i| index[i]).collect()
+    metrics
+        .front(&points)
+        .into_iter()
+        .map(|i| index[i])
+        .collect()
 }
 
 /// A time as RFC 3339 in UTC, to the millisecond.

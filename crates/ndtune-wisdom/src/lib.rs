@@ -369,33 +369,17 @@ fn all_values(
     if !metrics.several() || spec.codec.point(config).is_err() {
         return None;
     }
-    let values = metrics
-        .evaluate(&Inputs::new(constants, config, outcome))
-        .objectives;
-    metrics
-        .objectives()
-        .iter()
-        .zip(values)
-        .map(|(o, v)| v.filter(|v| o.cost(*v).is_some()))
-        .collect()
+    metrics.objective_values(&metrics.evaluate(&Inputs::new(constants, config, outcome)))
 }
 
 /// The Pareto front of `measured` by `spec`'s objectives, best by the first first.
 fn front(spec: &Spec, measured: Vec<FrontMember>) -> Vec<FrontMember> {
-    let objectives = spec.metrics.objectives();
-    let oriented: Vec<Vec<f64>> = measured
-        .iter()
-        .map(|m| {
-            objectives
-                .iter()
-                .zip(&m.values)
-                .map(|(o, v)| o.oriented(*v))
-                .collect()
-        })
-        .collect();
-    let mut on = ndtune_core::pareto::front(&oriented);
-    on.sort_by(|&a, &b| oriented[a][0].total_cmp(&oriented[b][0]));
-    on.into_iter().map(|i| measured[i].clone()).collect()
+    let values: Vec<Vec<f64>> = measured.iter().map(|m| m.values.clone()).collect();
+    spec.metrics
+        .front(&values)
+        .into_iter()
+        .map(|i| measured[i].clone())
+        .collect()
 }
 
 /// The entry of a campaign Kernel Tuner measured on `device` (its cache file): the best of the
