@@ -27,6 +27,7 @@ import tempfile
 import time
 import warnings
 from datetime import datetime, timezone
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -467,6 +468,23 @@ def _save(path, array):
         np.save(f, array)
 
 
+def _each(function, items):
+    """`function` of each item, in threads where there are several: hashing and writing large
+    arrays release the GIL, so three 40 MB inputs take the time of one."""
+    items = list(items)
+    if len(items) < 2:
+        return [function(item) for item in items]
+    with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as pool:
+        return list(pool.map(function, items))
+
+
+def _array_digest(named):
+    name, a = named
+    digest = hashlib.sha256(f"{name} {a.dtype.str} {a.shape}".encode())
+    digest.update(a.reshape(-1).view(np.uint8))  # the bytes as they lie: no copy
+    return digest.digest()
+
+
 def write_spec(kernel_name, files, spec_text, arguments, checked=()):
     """Writes the spec directory of a call: its kernel files, spec.toml, each array argument as
     `argN.npy` and each answer as `answerN.bin` with `answer.c`, the host reference that reads
@@ -476,10 +494,9 @@ def write_spec(kernel_name, files, spec_text, arguments, checked=()):
     digest = hashlib.sha256(json.dumps([spec_text, files]).encode())
     arrays = [(f"arg{i}.npy", np.ascontiguousarray(a)) for i, a in enumerate(arguments)
               if isinstance(a, np.ndarray)]
-    answers = [(f"answer{i}.bin", a) for i, a in checked]
-    for name, a in arrays + answers:
-        digest.update(f"{name} {a.dtype.str} {a.shape}".encode())
-        digest.update(a.tobytes())
+    answers = [(f"answer{i}.bin", np.ascontiguousarray(a)) for i, a in checked]
+    for each in _each(_array_digest, arrays + answers):
+        digest.update(each)
     directory = (spec_dir() / f"{kernel_name}-{digest.hexdigest()[:16]}").absolute()
     directory.mkdir(parents=True, exist_ok=True)
     if checked:
@@ -496,10 +513,8 @@ def write_spec(kernel_name, files, spec_text, arguments, checked=()):
             write(tmp)
             os.replace(tmp, path)
 
-    for name, a in arrays:
-        put(name, lambda tmp, a=a: _save(tmp, a))
-    for name, a in answers:
-        put(name, lambda tmp, a=a: tmp.write_bytes(a.tobytes()))
+    _each(lambda named: put(named[0], lambda tmp: _save(tmp, named[1])), arrays)
+    _each(lambda named: put(named[0], lambda tmp: named[1].tofile(tmp)), answers)
     for name, text in files + [("spec.toml", spec_text)]:
         put(name, lambda tmp, text=text: tmp.write_text(text))
     return directory / "spec.toml"

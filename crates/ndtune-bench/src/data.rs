@@ -125,6 +125,21 @@ fn stream(seed: u64, arg: usize) -> u64 {
     seed ^ (arg as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// NumPy's dtype string of an element type in this host's byte order (`<f4`).
+fn native_descr(ty: ElemType) -> String {
+    let order = match ty.size() {
+        1 => '|',
+        _ if cfg!(target_endian = "little") => '<',
+        _ => '>',
+    };
+    let kind = match ty {
+        ElemType::Half | ElemType::Float | ElemType::Double => 'f',
+        ElemType::UChar | ElemType::UShort | ElemType::UInt | ElemType::ULong => 'u',
+        ElemType::Char | ElemType::Short | ElemType::Int | ElemType::Long => 'i',
+    };
+    format!("{order}{kind}{}", ty.size())
+}
+
 /// NumPy's name of an element type (`float32`).
 fn numpy_name(ty: ElemType) -> &'static str {
     match ty {
@@ -169,6 +184,15 @@ pub fn read_npy(path: &Path, ty: ElemType, len: usize) -> Result<Vec<u8>, String
     };
     if npy.shape().len() > 1 && npy.order() == npyz::Order::Fortran {
         return Err("is in Fortran order; save it in C order (numpy.ascontiguousarray)".into());
+    }
+    // In the host's own byte order the data are the bytes as they stand: read them at once (an
+    // input of 40 MB in milliseconds, where element by element took a tenth of a second).
+    let native = matches!(npy.dtype(), npyz::DType::Plain(t) if t.to_string() == native_descr(ty));
+    if native {
+        let mut bytes = vec![0u8; len * ty.size()];
+        std::io::Read::read_exact(&mut npy.into_inner(), &mut bytes)
+            .map_err(|e| format!("cannot be read ({e})"))?;
+        return Ok(bytes);
     }
     macro_rules! read_as {
         ($t:ty) => {{
@@ -380,6 +404,19 @@ mod tests {
             from_bytes(ElemType::Int, &inputs["c"]),
             [7.0, -1.0, i32::MAX as f64, 0.0]
         );
+        // The other byte order: read element by element and turned into this host's.
+        let mut header = "{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }".to_string();
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header.as_bytes());
+        bytes.extend(a.iter().flat_map(|v| v.to_be_bytes()));
+        std::fs::write(dir.path().join("big.npy"), bytes).unwrap();
+        let big = read_npy(&dir.path().join("big.npy"), ElemType::Float, 4).unwrap();
+        assert_eq!(from_bytes(ElemType::Float, &big), a.map(f64::from));
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! `[verify]` and `[measure]` (without `flops` and `bytes`, which only change what reports
 //! show, nor the racing settings, which a raced timing records itself; with the protocol's
 //! values filled in, so that a changed default counts too); then the contents of every file
-//! those name (kernel files, the headers they include, a reference's files), by SHA-256, and
-//! the data seed where an input is drawn from it. Files an argument reads must be added to
+//! those name (kernel files, the headers they include, a reference's files) by SHA-256, input
+//! data files by BLAKE3 (they may be large), and the data seed where an input is drawn from it. Files an argument reads must be added to
 //! [`Spec::setup`]'s list as arguments gain them.
 //! `[constants]` are left out (the constants key results themselves), as are `[params]`,
 //! `[space]` and `[split]`, which choose configurations but do not change what one measures.
@@ -71,13 +71,13 @@ impl Spec {
                 ..
             } = &arg.kind
             {
-                let digest = ndtune_core::text::short_sha256_file(path).map_err(|e| {
+                let digest = ndtune_core::text::short_blake3_file(path).map_err(|e| {
                     self.error_at(
                         &SpanKey::Section("args"),
                         format!("[[args]] {}: init.npy: {}: {e}", arg.name, path.display()),
                     )
                 })?;
-                add(path, Some(&digest));
+                add(path, Some(&format!("blake3:{digest}")));
             }
         }
         let mut measure = match section("measure") {
