@@ -6,12 +6,14 @@ time and configuration, the wall time of the process, and the result keys one ha
 lacks.
 
 Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--lang opencl|cuda] [--shrink]
-                                    [--nvml] [--only a,b] [--out FILE.json]
+                                    [--narrow] [--nvml] [--only a,b] [--out FILE.json]
 
 The examples are read from the Git repository (`git --git-dir KT_GIT_DIR show REV:PATH`: a
 clone or a bare mirror; Kernel Tuner's wheel and sdist do not ship them). `--shrink` divides the
 problem sizes of the scripts and of their kernels (4096 -> 512, 2048 -> 256, the vector lengths
-by 10, the reduction's by 100), as Kernel Tuner's own tests shrink them to run on a CPU. Examples that need what PoCL lacks (NVML
+by 10, the reduction's by 100), as Kernel Tuner's own tests shrink them to run on a CPU.
+`--narrow` gives the parameters of the examples whose spaces take hours (convolution's 1.6 M
+configurations, sepconv's) the values of NARROW, in both tools' copies. Examples that need what PoCL lacks (NVML
 observers) are left out with why unless `--nvml` (an NVIDIA GPU as platform 0, device 0: run
 with `OCL_ICD_VENDORS` naming a folder with NVIDIA's ICD alone); `sepconv` is left out for its
 1.2 M-configuration space. Kernel Tuner's `NVMLObserver` finds its GPU by the UUID or PCI bus
@@ -39,6 +41,16 @@ NVML = {"vector_add_observers": "needs NVML (an NVIDIA GPU): PoCL has no power t
 LEFT_OUT = {"sepconv": "1,228,800 declared configurations: hours on a CPU with either tool"}
 # Kernel Tuner's copy of an NVML example is told its GPU (see the docstring).
 KT_NVML = (r"NVMLObserver\((\[[^\]]*\])\)", r"NVMLObserver(\1, device=0)")
+# `--narrow`: examples whose declared spaces take either tool hours, each parameter listed here
+# given these values in both tools' copies (the rest of the script as written).
+NARROW = {
+    "convolution": {"filter_height": [15], "filter_width": [15], "block_size_x": [16, 32, 64],
+                    "block_size_y": [2, 4, 8], "tile_size_x": [1, 2], "tile_size_y": [1, 2, 4],
+                    "use_padding": [0], "read_only": [0, 1]},
+    "sepconv": {"filter_height": [15], "filter_width": [15], "block_size_x": [32, 64, 128],
+                "block_size_y": [2, 4, 8], "tile_size_x": [1, 2], "tile_size_y": [1, 2, 4],
+                "use_padding": [0], "read_only": [0, 1]},
+}
 SHRINK = [(r"\b4096\b", "512"), (r"\b2048\b", "256"), (r"\b10000000\b", "1000000"),
           (r"\b80000000\b", "8000000"), (r"\b800000000\b", "8000000")]
 
@@ -51,6 +63,8 @@ tune_kernel = lib.tune_kernel
 def recorded(*args, **kwargs):
     results, env = tune_kernel(*args, **kwargs)
     calls.append(results)
+    params = kwargs.get("tune_params", args[4] if len(args) > 4 else {{}})
+    json.dump(list(params), open("params.json", "w"))
     return results, env
 lib.tune_kernel = recorded
 sys.argv = [sys.argv[1]]
@@ -73,8 +87,18 @@ def shrunk(text, shrink):
     return text
 
 
-def prepare(repo, rev, lang, name, lib, shrink, where):
-    text = source(repo, rev, f"examples/{lang}/{name}.py")
+def narrowed(text, name, narrow):
+    """The script with the parameters of NARROW[name] given their narrow values (--narrow)."""
+    for param, values in (NARROW.get(name, {}) if narrow else {}).items():
+        # The first assignment: the declaration (sepconv changes some later, for its 2nd call).
+        text, n = re.subn(rf'^(\s*tune_params\["{param}"\]\s*=\s*).*$', rf"\g<1>{values}", text,
+                          count=1, flags=re.M)
+        assert n == 1, f"{name}: tune_params[{param!r}] is not set on a line of its own"
+    return text
+
+
+def prepare(repo, rev, lang, name, lib, shrink, where, narrow=False):
+    text = narrowed(source(repo, rev, f"examples/{lang}/{name}.py"), name, narrow)
     if lib == "ndtune":
         text = re.sub(r"\bfrom kernel_tuner\b", "from ndtune", text)
         text = re.sub(r"^import kernel_tuner$", "import ndtune as kernel_tuner", text, flags=re.M)
@@ -92,7 +116,7 @@ def prepare(repo, rev, lang, name, lib, shrink, where):
 def run(name, lib, args, root):
     where = root / f"{name}-{lib}"
     where.mkdir()
-    prepare(args.repo, args.rev, args.lang, name, lib, args.shrink, where)
+    prepare(args.repo, args.rev, args.lang, name, lib, args.shrink, where, args.narrow)
     # Cold: ndtune's program cache and PoCL's kernel cache are the run's own.
     env = dict(os.environ, NDTUNE_CACHE_DIR=str(where / "cache"),
                POCL_CACHE_DIR=str(where / "pocl-cache"), PYTHONHASHSEED="0")
@@ -108,6 +132,7 @@ def run(name, lib, args, root):
         return {"error": lines[-1] if lines else f"exit {done.returncode}", "wall_s": wall,
                 "stderr": lines[-30:]}
     calls = json.load(open(where / "calls.json"))
+    tuned = set(json.load(open(where / "params.json")))
     results = [r for call in calls for r in call]
     valid = [r for r in results if isinstance(r.get("time"), (int, float))]
     best = min(valid, key=lambda r: r["time"]) if valid else None
@@ -119,7 +144,10 @@ def run(name, lib, args, root):
     # Why the others are not valid: ndtune's outcome, or the tool's error text.
     invalid = sorted({f"{r.get('ndtune_outcome', '')} {r.get('time')}"[:300]
                       for r in results if r not in valid})
-    return {"wall_s": wall, "readings": readings, "invalid": invalid[:10],
+    # Each configuration's time, for a referee to compare (bench/cuda_referee.py): small spaces.
+    times = [[{k: v for k, v in r.items() if k in tuned}, r["time"]] for r in valid] \
+        if len(results) <= 200 else None
+    return {"wall_s": wall, "readings": readings, "invalid": invalid[:10], "times": times,
             "calls": len(calls), "results": len(results), "valid": len(valid),
             "best_ms": best["time"] if best else None, "keys": keys,
             "best": {k: v for k, v in best.items() if not isinstance(v, (list, dict))
@@ -133,6 +161,8 @@ def main():
     p.add_argument("--rev", default="HEAD")
     p.add_argument("--lang", choices=["opencl", "cuda"], default="opencl")
     p.add_argument("--shrink", action="store_true")
+    p.add_argument("--narrow", action="store_true",
+                   help="narrow the spaces of " + ", ".join(NARROW) + " (see NARROW)")
     p.add_argument("--nvml", action="store_true", help="also the NVML examples")
     p.add_argument("--only", help="comma-separated example names")
     p.add_argument("--timeout", type=float, default=1200)

@@ -11,6 +11,8 @@
 #     log, refused with the driver's error name, crashed (an illegal address poisons the
 #     context: the worker is replaced) and measured, in one campaign that goes on;
 #   - a template instance as the kernel name (scripts/gpu/templated.toml);
+#   - constant memory (scripts/gpu/constant.toml, `kind = "constant"`) and dynamic shared memory
+#     (scripts/gpu/shared.toml, a `local` argument), each checked on the host;
 #   - the CUDA SGEMM (examples/cuda/sgemm.toml) and its OpenCL twin on the same GPU;
 #   - a CUDA kernel asked for on an OpenCL device is refused before anything runs.
 # Prints PASS/FAIL per check and exits non-zero if any failed.
@@ -80,6 +82,12 @@ check "cuda faults: the reasons are shown" \
 check "cuda template instance: 6 measured" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune scripts/gpu/templated.toml | expect \"o['measured'] == 6\""
+check "cuda constant memory: 5 measured, checked against the host" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune scripts/gpu/constant.toml | expect \"o['measured'] == 5 and d['verified']\""
+check "cuda dynamic shared memory: 5 measured, each checked" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune scripts/gpu/shared.toml | expect \"o['measured'] == 5 and d['verified']\""
 check "cuda sgemm N=1024: every configuration the model keeps runs, right" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune examples/cuda/sgemm.toml --set N=1024 | expect \"o['measured'] + o['refused'] == d['pruned'] and o['measured'] > 0 and o['wrong_result'] == 0\""

@@ -26,22 +26,26 @@ from ._kt import (
     _worker_command,
     _refuse,
     _spec_text,
+    constant_memory,
     write_spec,
 )
 
 
 def _write(kernel_name, kernel_source, problem_size, arguments, tune_params, grid_div,
-           restrictions, compiler_options, block_size_names, lang, smem_args=None):
+           restrictions, compiler_options, block_size_names, lang, smem_args=None,
+           cmem_args=None):
     """The spec of a call, written as tune_kernel writes it (one run per configuration: these
     calls measure nothing); its path."""
     files = _kernel_files(kernel_source)
     if isinstance(restrictions, str):
         restrictions = [restrictions]
+    language = _language(lang, files)
+    constants = constant_memory(cmem_args, language)
     text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                       grid_div, restrictions, 1, compiler_options,
                       _block_size_names(block_size_names), [], [],
-                      language=_language(lang, files), smem_args=smem_args)
-    return write_spec(kernel_name, files, text, arguments)
+                      language=language, smem_args=smem_args, constants=constants)
+    return write_spec(kernel_name, files, text, arguments, constants=constants)
 
 
 def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid_div_x=None,
@@ -76,7 +80,8 @@ def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid
         kernel_source = _kt_prefix(defines, params, grid, threads, block_size_names) + code + "\n"
     tune_params = {name: [value] for name, value in params.items()}
     spec = _write(kernel_name, kernel_source, problem_size, arguments, tune_params,
-                  grid_div, None, compiler_options, block_size_names, lang, smem_args)
+                  grid_div, None, compiler_options, block_size_names, lang, smem_args,
+                  cmem_args)
     config = {name: _plain(value) for name, value in params.items()}
     buffers = _ndtune.run_kernel(str(spec), json.dumps(config), platform, device)
     return [

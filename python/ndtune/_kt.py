@@ -104,7 +104,6 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "cmem_args": "CUDA's constant memory arguments are not supported yet",
     "texmem_args": "CUDA's texture memory arguments are not supported yet",
     "compiler": "ndtune tunes OpenCL and CUDA kernels; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
@@ -352,9 +351,42 @@ def _smem_lines(smem_args, language):
     return ["[[args]]", 'name = "smem_args"', 'kind = "local"', f"bytes = {_toml(size)}", ""]
 
 
+def constant_memory(cmem_args, language):
+    """Kernel Tuner's `cmem_args` (`{"name": array}`: CUDA's `__constant__` arrays, filled before
+    each launch) as (name, array) pairs, a NumPy scalar as an array of one element."""
+    if not cmem_args:
+        return []
+    if language != "cuda":
+        _refuse("cmem_args", "it is CUDA's constant memory; an OpenCL kernel takes a __constant "
+                "pointer as an argument")
+    if not isinstance(cmem_args, dict):
+        raise SpecError(f"tune_kernel: cmem_args is {{'name': array}}, not {cmem_args!r}")
+    constants = []
+    for name, value in cmem_args.items():
+        if not (isinstance(name, str) and IDENTIFIER.fullmatch(name)):
+            raise SpecError(f"tune_kernel: cmem_args: {name!r} is not the name of a __constant__ "
+                            "array")
+        if not isinstance(value, (np.ndarray, np.generic)) or value.dtype not in OPENCL_TYPES:
+            raise SpecError(f"tune_kernel: cmem_args[{name!r}] is a {type(value).__name__}; "
+                            "give a NumPy array or scalar of " + ", ".join(map(str, OPENCL_TYPES)))
+        constants.append((name, np.ascontiguousarray(np.atleast_1d(value))))
+    return constants
+
+
+def _constant_lines(constants):
+    """The spec's `constant` arguments of `cmem_args`, read from `cmem_NAME.npy`."""
+    lines = []
+    for name, array in constants:
+        lines += ["[[args]]", f"name = {_toml(name)}", f"type = {_toml(OPENCL_TYPES[array.dtype])}",
+                  'kind = "constant"', f"len = {array.size}",
+                  f"init = {{ npy = {_toml(f'cmem_{name}.npy')} }}", ""]
+    return lines
+
+
 def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
                grid_div, restrictions, iterations, compiler_options, block_size_names,
-               metrics_lines, verify_lines, energy_ms=None, language="opencl", smem_args=None):
+               metrics_lines, verify_lines, energy_ms=None, language="opencl", smem_args=None,
+               constants=()):
     lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}",
              f"language = {_toml(language)}"]
     if compiler_options:
@@ -393,6 +425,7 @@ def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, 
     lines += ["[space]", *space, ""]
     lines += _args(arguments)
     lines += _smem_lines(smem_args, language)
+    lines += _constant_lines(constants)
     lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}"]
     lines += [f"energy_ms = {float(energy_ms)}", ""] if energy_ms is not None else [""]
     lines += metrics_lines
@@ -485,15 +518,15 @@ def _array_digest(named):
     return digest.digest()
 
 
-def write_spec(kernel_name, files, spec_text, arguments, checked=()):
+def write_spec(kernel_name, files, spec_text, arguments, checked=(), constants=()):
     """Writes the spec directory of a call: its kernel files, spec.toml, each array argument as
-    `argN.npy` and each answer as `answerN.bin` with `answer.c`, the host reference that reads
-    them. The directory is named by the digest of all of it, so the same call writes the same
+    `argN.npy`, each constant memory array as `cmem_NAME.npy` and each answer as `answerN.bin`
+    with `answer.c`, the host reference that reads them. The directory is named by the digest of all of it, so the same call writes the same
     directory, and a call with other data another (`answer.c` names the directory, so the
     answers are part of the reference's identity). Returns the spec's path."""
     digest = hashlib.sha256(json.dumps([spec_text, files]).encode())
     arrays = [(f"arg{i}.npy", np.ascontiguousarray(a)) for i, a in enumerate(arguments)
-              if isinstance(a, np.ndarray)]
+              if isinstance(a, np.ndarray)] + [(f"cmem_{n}.npy", a) for n, a in constants]
     answers = [(f"answer{i}.bin", np.ascontiguousarray(a)) for i, a in checked]
     for each in _each(_array_digest, arrays + answers):
         digest.update(each)
@@ -611,6 +644,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     block_size_names = _block_size_names(block_size_names)
     files = _kernel_files(kernel_source)
     language = _language(lang, files)
+    constants = constant_memory(cmem_args, language)
     # A verify function checks the outputs in place of the host reference of `answer`.
     own_check = _Verify(verify, answer, atol, arguments) if verify is not None else None
     checked = _answers(answer, arguments) if own_check is None else []
@@ -649,8 +683,9 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
                            grid_div, strings, iterations,
                            compiler_options, block_size_names, metrics_lines,
-                           _verify_lines(checked, atol), energy_ms, language, smem_args)
-    spec = write_spec(kernel_name, files, spec_text, arguments, checked)
+                           _verify_lines(checked, atol), energy_ms, language, smem_args,
+                           constants)
+    spec = write_spec(kernel_name, files, spec_text, arguments, checked, constants)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
         cache = {

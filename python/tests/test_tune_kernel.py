@@ -175,6 +175,20 @@ def test_a_cuda_kernel_is_known_as_kernel_tuner_knows_it_and_tuned_on_cuda_devic
     with pytest.raises(ndtune.SpecError, match="smem_args is not supported by ndtune: it is CUDA's"):
         tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
                     smem_args={"size": 16}, quiet=True)
+    # cmem_args: the spec's constant arguments, written beside it; an OpenCL kernel's refused.
+    taps = np.arange(5, dtype=np.float32)
+    with pytest.raises(ndtune.DeviceError, match="no CUDA device"):
+        tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
+                    {"block_size_x": [32]}, cmem_args={"taps": taps, "k": np.int32(3)},
+                    quiet=True)
+    written = sorted(ndtune._kt.spec_dir().glob("vector_add-*/cmem_taps.npy"))
+    assert written and any(np.array_equal(np.load(f), taps) for f in written)
+    with pytest.raises(ndtune.SpecError, match="cmem_args\\['taps'\\] is a list"):
+        tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
+                    {"block_size_x": [32]}, cmem_args={"taps": [1.0]}, quiet=True)
+    with pytest.raises(ndtune.SpecError, match="cmem_args is not supported by ndtune: it is CUDA's"):
+        tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
+                    cmem_args={"taps": taps}, quiet=True)
 
 
 def test_answer_verifies_each_configuration_and_a_wrong_one_flags_them_all():

@@ -195,6 +195,14 @@ pub struct Bench {
 /// How long a host function may run where the evaluation has no deadline.
 const HOST_LIMIT: Duration = Duration::from_secs(600);
 
+/// A buffer argument as the backend takes it: a parameter, or a constant memory array by name.
+fn buffer_arg<'a>(name: &'a str, access: Access, buffer: &'a DeviceBuffer) -> Arg<'a> {
+    match access {
+        Access::Constant => Arg::Constant { name, buffer },
+        _ => Arg::Buffer(buffer),
+    }
+}
+
 /// One buffer's initial contents, as bytes for the device and, once a built-in reference asks
 /// for them, as values (most campaigns never need them: a 40 MB input is 80 MB more as values).
 struct HostData {
@@ -730,7 +738,7 @@ impl Bench {
     fn hold(&self, i: usize, access: Access, data: &HostData) -> Result<Held, DeviceError> {
         let key = (i, data.bytes.len());
         let input = self.pristine(key, data)?;
-        if access == Access::Read {
+        if !access.writes() {
             return Ok(Held::Input(input));
         }
         let reused = self.spare.borrow_mut().get_mut(&key).and_then(Vec::pop);
@@ -812,13 +820,15 @@ impl Bench {
         Ok(p)
     }
 
-    fn args<'a>(&self, p: &'a Prepared) -> Vec<Arg<'a>> {
+    fn args<'a>(&'a self, p: &'a Prepared) -> Vec<Arg<'a>> {
         self.spec
             .args
             .iter()
             .enumerate()
             .map(|(i, a)| match a.kind {
-                ArgKind::Buffer { .. } => Arg::Buffer(
+                ArgKind::Buffer { access, .. } => buffer_arg(
+                    &a.name,
+                    access,
                     p.buffers[i]
                         .as_ref()
                         .expect("buffers are prepared")
@@ -1265,7 +1275,9 @@ impl Bench {
             .iter()
             .enumerate()
             .map(|(i, a)| match a.kind {
-                ArgKind::Buffer { .. } => Arg::Buffer(buffers[i].as_ref().expect("created above")),
+                ArgKind::Buffer { access, .. } => {
+                    buffer_arg(&a.name, access, buffers[i].as_ref().expect("created above"))
+                }
                 ArgKind::Scalar { .. } => Arg::Scalar(&p.scalars[i]),
                 ArgKind::Local { .. } => Arg::Local(p.locals[i]),
             })

@@ -407,6 +407,11 @@ impl backend::Session for Session {
                 match arg {
                     Arg::Buffer(b) => kernel.set_arg(i, &mem(b)),
                     Arg::Local(bytes) => kernel.set_arg_local_buffer(i, *bytes),
+                    Arg::Constant { .. } => {
+                        return Err(DeviceError::InvalidInput {
+                            what: "constant memory argument (CUDA's; OpenCL takes a buffer)",
+                        })
+                    }
                     Arg::Scalar(bytes) => match bytes.len() {
                         1 => kernel.set_arg(i, &bytes[0]),
                         2 => kernel.set_arg(i, &u16::from_ne_bytes([bytes[0], bytes[1]])),

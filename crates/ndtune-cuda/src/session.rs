@@ -145,7 +145,7 @@ struct CuKernel {
     /// Each parameter's bytes, 8-aligned; the launch passes a pointer to each.
     params: RefCell<Vec<u64>>,
     shared: Cell<u32>,
-    _module: Rc<Module>,
+    module: Rc<Module>,
 }
 
 /// Pinned host memory (`cuMemHostAlloc`), freed when dropped.
@@ -259,7 +259,7 @@ impl Session {
                 function,
                 params: RefCell::new(Vec::new()),
                 shared: Cell::new(0),
-                _module: Rc::clone(&loaded.module),
+                module: Rc::clone(&loaded.module),
             })),
             sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(DeviceError::NoKernel {
                 name: name.to_string(),
@@ -285,6 +285,57 @@ impl Session {
             sys::cuFuncGetAttribute(&mut v, attr, kernel.function)
         })?;
         Ok(v.max(0) as u64)
+    }
+
+    /// Copies `buffer` into the kernel's module's `__constant__` array `name` on the session's
+    /// stream (the launch after it sees it). An array the module lacks, or one smaller than the
+    /// buffer, is an argument that does not match (argument `index`).
+    fn fill_constant(
+        &self,
+        k: &CuKernel,
+        index: usize,
+        name: &str,
+        buffer: &Buffer,
+    ) -> Result<(), DeviceError> {
+        let context = self.context()?;
+        let mismatch = |code: sys::CUresult, what: String| DeviceError::Arg {
+            index,
+            code: code as i32,
+            name: what,
+        };
+        let symbol = CString::new(name).map_err(|_| DeviceError::InvalidInput {
+            what: "constant memory name (a NUL byte)",
+        })?;
+        let (mut at, mut bytes) = (0, 0);
+        // SAFETY: a loaded module; two values written.
+        match unsafe {
+            sys::cuModuleGetGlobal_v2(&mut at, &mut bytes, k.module.module, symbol.as_ptr())
+        } {
+            sys::CUresult::CUDA_SUCCESS => {}
+            e @ sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(mismatch(
+                    e,
+                    format!("the module has no `__constant__` array `{name}`"),
+                ))
+            }
+            e => return Err(failed("cuModuleGetGlobal", e)),
+        }
+        if bytes < buffer.len() {
+            return Err(mismatch(
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!(
+                    "the `__constant__` array `{name}` holds {bytes} bytes, the argument {}",
+                    buffer.len()
+                ),
+            ));
+        }
+        if buffer.len() == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges lie inside their allocations (checked above).
+        check("cuMemcpyDtoDAsync", unsafe {
+            sys::cuMemcpyDtoDAsync_v2(at, ptr(buffer), buffer.len(), context.stream)
+        })
     }
 
     /// The size of each of the function's parameters (`cuFuncGetParamInfo`, CUDA 12.4).
@@ -583,7 +634,7 @@ impl backend::Session for Session {
         let k: &CuKernel = kernel.raw();
         let passed: Vec<&Arg<'_>> = args
             .iter()
-            .filter(|a| !matches!(a, Arg::Local(_)))
+            .filter(|a| !matches!(a, Arg::Local(_) | Arg::Constant { .. }))
             .collect();
         let sizes = Session::parameter_sizes(k)?;
         if sizes.len() != passed.len() {
@@ -610,7 +661,7 @@ impl backend::Session for Session {
                 Arg::Scalar(bytes) => {
                     return Err(mismatch(&format!("a {}-byte scalar is given", bytes.len())))
                 }
-                Arg::Local(_) => unreachable!("local memory is no parameter"),
+                Arg::Local(_) | Arg::Constant { .. } => unreachable!("no parameters"),
             };
             values.push(value);
         }
@@ -634,6 +685,11 @@ impl backend::Session for Session {
                     shared as i32,
                 )
             })?;
+        }
+        for (index, arg) in args.iter().enumerate() {
+            if let Arg::Constant { name, buffer } = arg {
+                self.fill_constant(k, index, name, buffer)?;
+            }
         }
         *k.params.borrow_mut() = values;
         k.shared.set(shared);

@@ -298,6 +298,12 @@ pub enum Arg<'a> {
     Scalar(&'a [u8]),
     /// Local (shared) memory of this many bytes.
     Local(usize),
+    /// A buffer the kernel reads from the constant memory array `name` of its module (CUDA's
+    /// `__constant__`): no parameter; the buffer is copied there before the launch.
+    Constant {
+        name: &'a str,
+        buffer: &'a Buffer,
+    },
 }
 
 /// A kernel launched by [`Session::start`], running or done.

@@ -977,3 +977,40 @@ fn several_objectives_are_lists_of_metrics_and_directions() {
         assert!(e.contains(says), "{e}");
     }
 }
+
+#[test]
+fn a_constant_argument_is_cudas_constant_memory_and_refused_for_opencl() {
+    let args = "[[args]]\nname = \"out\"\ntype = \"float\"\nkind = \"buffer\"\nlen = 4\n\
+                [[args]]\nname = \"coef\"\ntype = \"float\"\nkind = \"constant\"\nlen = 4\ninit = \"iota\"\n";
+    let cuda = format!("{HEAD}language = \"cuda\"\n[params]\nX = [1]\n{args}");
+    let s = parse(&cuda).unwrap();
+    assert!(matches!(
+        s.args[1].kind,
+        ArgKind::Buffer {
+            access: crate::Access::Constant,
+            ty: ElemType::Float,
+            init: Init::Iota,
+            ..
+        }
+    ));
+    let opencl = cuda.replace("language = \"cuda\"", "language = \"opencl\"");
+    let e = parse(&opencl).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:")
+            && e.contains("[[args]] coef: a constant argument is CUDA's `__constant__` memory"),
+        "{e}"
+    );
+    let written = cuda.replace("init = \"iota\"", "init = \"iota\"\naccess = \"read\"");
+    let e = parse(&written).unwrap_err();
+    assert!(
+        e.contains("[[args]] coef: a constant argument is read only"),
+        "{e}"
+    );
+    // What the kernel reads from constant memory is no output to check.
+    let checked = format!("{cuda}[verify]\noutputs = [\"coef\"]\nreference = \"builtin:x\"\n");
+    let e = parse(&checked).unwrap_err();
+    assert!(
+        e.contains("output `coef` must be a buffer the kernel writes"),
+        "{e}"
+    );
+}

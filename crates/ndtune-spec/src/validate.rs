@@ -244,6 +244,17 @@ pub enum Access {
     Read,
     Write,
     ReadWrite,
+    /// Read from CUDA's constant memory (`kind = "constant"`, Kernel Tuner's `cmem_args`): the
+    /// module's `__constant__` array of the argument's name, filled before each launch, and no
+    /// kernel parameter.
+    Constant,
+}
+
+impl Access {
+    /// Whether the kernel may write the buffer (else every configuration may share one copy).
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
 }
 
 /// One kernel argument, in order. Sizes are expressions over parameters and constants.
@@ -553,6 +564,7 @@ pub(crate) fn spec(
         .map(|a| arg(&cx, &spec.problem, a, dir))
         .collect::<Result<_, _>>()?;
     check_copies(&cx, &raw, &spec.args)?;
+    constants_are_cuda(&cx, &raw, &spec)?;
     if let Some(v) = &raw.verify {
         spec.spans.insert(SpanKey::Section("verify"), v.span());
         spec.verify = Some(verify(&cx, &spec, v, dir)?);
@@ -981,6 +993,31 @@ fn check_copies(cx: &Ctx, raw: &RawSpec, args: &[Arg]) -> Result<(), SpecError> 
     Ok(())
 }
 
+/// Constant memory arguments are CUDA's: OpenCL passes a `__constant` pointer as a buffer.
+fn constants_are_cuda(cx: &Ctx, raw: &RawSpec, spec: &Spec) -> Result<(), SpecError> {
+    if spec.kernel.language == Api::Cuda {
+        return Ok(());
+    }
+    match spec.args.iter().position(|a| {
+        matches!(
+            a.kind,
+            ArgKind::Buffer {
+                access: Access::Constant,
+                ..
+            }
+        )
+    }) {
+        Some(i) => Err(cx.err(
+            &raw.args[i].span(),
+            format!(
+                "[[args]] {}: a constant argument is CUDA's `__constant__` memory; an OpenCL kernel takes a `__constant` pointer: make it a buffer with access = \"read\"",
+                spec.args[i].name
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<Arg, SpecError> {
     let span = a.span();
     let r = a.get_ref();
@@ -1034,6 +1071,26 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<A
                 },
             }
         }
+        // A buffer the kernel reads from a `__constant__` array of its name (CUDA).
+        "constant" => {
+            if r.access.is_some() {
+                return Err(cx.err(
+                    &span,
+                    format!("{what}: a constant argument is read only: leave `access` out"),
+                ));
+            }
+            ArgKind::Buffer {
+                ty: elem_type(cx, &span, &what, r.ty.as_deref())?,
+                len: expr(
+                    cx,
+                    problem,
+                    &format!("{what} len"),
+                    need(cx, &span, &what, &r.kind, &r.len, "len")?,
+                )?,
+                init: init(cx, &span, &what, r.init.as_ref(), dir)?,
+                access: Access::Constant,
+            }
+        }
         "local" => ArgKind::Local {
             bytes: expr(
                 cx,
@@ -1045,7 +1102,7 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<A
         other => {
             return Err(cx.err(
                 &span,
-                format!("{what}: kind is buffer, scalar or local, not `{other}`"),
+                format!("{what}: kind is buffer, scalar, local or constant, not `{other}`"),
             ))
         }
     };
@@ -1132,7 +1189,7 @@ fn verify(
             Some(Arg {
                 kind: ArgKind::Buffer { access, .. },
                 ..
-            }) if *access != Access::Read => {}
+            }) if access.writes() => {}
             Some(_) => {
                 return Err(cx.err(
                     &span,
