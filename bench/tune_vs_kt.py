@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tuning benchmark: ndtune vs Kernel Tuner 1.5 (PyOpenCL backend), same spec, space and device.
+"""Tuning benchmark: ndtune vs Kernel Tuner 1.5 (PyOpenCL backend; for a CUDA spec its default CUDA
+backend, cuda-python), same spec, space and device.
 
 Usage: PYTHON bench/tune_vs_kt.py [--spec SPEC] [--nd-device SEL] [--platform NAME] [--repeat R]
                                   [--build-jobs N] [--nd-args ARGS] [--json-out F] [--keep DIR]
@@ -186,15 +187,23 @@ def kt_problem(spec):
 def kt_child(a):
     """Inside a fresh interpreter: imports, data, reference, tune_kernel; writes JSON."""
     t0 = time.perf_counter()
-    import pyopencl as cl
     import kernel_tuner
     import kernel_tuner.core
     raw, consts, problem, args, answer = kt_problem(a.spec)
+    # A CUDA spec (a .cu source, or `language = "cuda"`) through Kernel Tuner's default CUDA
+    # backend (cuda-python's NVRTC), on the first CUDA device.
+    cuda = (raw["kernel"].get("language", "").lower() == "cuda"
+            or str(raw["kernel"]["source"]).endswith((".cu", ".cuh")))
     space = json.loads(Path(a.space).read_text())
     names = list(space[0].keys())
     valid = {tuple(c[n] for n in names) for c in space}
     tune_params = {n: sorted({c[n] for c in space}) for n in names}
-    platform = next(i for i, p in enumerate(cl.get_platforms()) if a.platform.lower() in p.name.lower())
+    if cuda:
+        platform = 0
+    else:
+        import pyopencl as cl
+        platform = next(i for i, p in enumerate(cl.get_platforms())
+                        if a.platform.lower() in p.name.lower())
 
     def restrict(p):  # a def, not a lambda: KT rewrites lambdas into expressions
         # KT passes the configuration as a dict, or the value itself for a single parameter.
@@ -221,7 +230,8 @@ def kt_child(a):
             problem_size=problem["problem_size"](consts), arguments=args, tune_params=tune_params,
             restrictions=[restrict],
             block_size_names=problem["block_size_names"], grid_div_x=problem["grid_div_x"],
-            grid_div_y=problem["grid_div_y"], lang="OpenCL", compiler_options=options,
+            grid_div_y=problem["grid_div_y"], lang="CUDA" if cuda else "OpenCL",
+            compiler_options=options,
             iterations=RUNS, answer=answer, atol=raw["verify"].get("atol", 1e-6), verbose=False,
             quiet=True, platform=platform, device=0)
         for r in results:

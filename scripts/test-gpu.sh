@@ -14,7 +14,10 @@
 #   - constant memory (scripts/gpu/constant.toml, `kind = "constant"`) and dynamic shared memory
 #     (scripts/gpu/shared.toml, a `local` argument), each checked on the host;
 #   - the CUDA SGEMM (examples/cuda/sgemm.toml) and its OpenCL twin on the same GPU;
-#   - a CUDA kernel asked for on an OpenCL device is refused before anything runs.
+#   - a CUDA kernel asked for on an OpenCL device is refused before anything runs;
+#   - `split` of one range across the GPU through CUDA and the CPU through OpenCL (PoCL), the
+#     kernel and its twin (examples/conv1d.toml, examples/cuda/conv1d.toml), checked against
+#     one device alone.
 # Prints PASS/FAIL per check and exits non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +97,17 @@ check "cuda sgemm N=1024: every configuration the model keeps runs, right" \
 check "opencl sgemm N=1024 on the same GPU" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune examples/sgemm.toml --set N=1024 --device $opencl | expect \"o['wrong_result'] == 0 and o['measured'] > 0\""
+cpu=$(python3 - "$work/devices" <<'EOF'
+import re, sys
+m = re.search(r"platform: Portable Computing Language\n\s+\[(\d+)\]", open(sys.argv[1]).read())
+print(m.group(1) if m else "")
+EOF
+)
+check "split: one range across the GPU through CUDA ($cuda) and the CPU through OpenCL ($cpu)" \
+    bash -c "'$NDTUNE' split examples/conv1d.toml --twin examples/cuda/conv1d.toml --devices $cuda,$cpu \
+    --set N=4194304 --db '$work/split.db' --json >'$work/split' 2>'$work/split.err'; rc=\$?; \
+    tail -3 '$work/split.err'; python3 -c \"import json; r = json.load(open('$work/split')); \
+    print([d['device'] for d in r['devices']], r['single_ms'], 'speedup', r['speedup'], 'efficiency', r['efficiency'], r['verified']); assert r['verified']\" && [ \$rc -eq 0 ]"
 check "a CUDA kernel on an OpenCL device is refused" \
     bash -c "! '$NDTUNE' tune examples/cuda/saxpy.toml --device $opencl --db '$work/x.db' >'$work/wrong' 2>&1; \
     rc=\$?; cat '$work/wrong'; [ \$rc -eq 0 ] && grep -q 'runs OpenCL kernels, not CUDA ones' '$work/wrong'"

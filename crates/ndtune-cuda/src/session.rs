@@ -4,7 +4,10 @@
 //!
 //! Launches take OpenCL's sizes: `global` work-items and `local` threads per block, so a grid
 //! has `ceil(global / local)` blocks per dimension. `__local` arguments become the launch's
-//! dynamic shared memory (their bytes added up; CUDA has one such region per block).
+//! dynamic shared memory (their bytes added up; CUDA has one such region per block). CUDA
+//! launches have no global offset: a kernel built from [`OFFSET_PRELUDE`] plus its source sees
+//! `blockIdx` shifted by the offset in blocks, which each launch writes into the module's
+//! constant memory first (on the launch's stream, so in order).
 
 use crate::nvrtc::{self, Compiled};
 use crate::{check, failed, CuDevice};
@@ -139,6 +142,25 @@ impl Drop for Module {
     }
 }
 
+/// What [`backend::Session::with_offsets`] puts before a CUDA source: `blockIdx` becomes the
+/// block's index in the whole launch, the launch's own plus the offset in blocks (kept in
+/// constant memory, as OpenCL's `get_global_id` includes its offset; `gridDim`, like OpenCL's
+/// `get_num_groups`, stays the launch's own). `#line 1` keeps the source's line numbers in logs.
+const OFFSET_PRELUDE: &str = "__constant__ unsigned int ndtune_block_offset[3];
+static __device__ __forceinline__ uint3 ndtune_block_idx() {
+    uint3 b;
+    b.x = blockIdx.x + ndtune_block_offset[0];
+    b.y = blockIdx.y + ndtune_block_offset[1];
+    b.z = blockIdx.z + ndtune_block_offset[2];
+    return b;
+}
+#define blockIdx (ndtune_block_idx())
+#line 1
+";
+
+/// The constant memory array of [`OFFSET_PRELUDE`].
+const OFFSET_SYMBOL: &str = "ndtune_block_offset";
+
 /// A kernel: its function, the parameters set for it and the dynamic shared memory they ask.
 struct CuKernel {
     function: sys::CUfunction,
@@ -146,6 +168,8 @@ struct CuKernel {
     params: RefCell<Vec<u64>>,
     shared: Cell<u32>,
     module: Rc<Module>,
+    /// Where its module keeps [`OFFSET_SYMBOL`], if it was built with the prelude; looked up once.
+    offsets: OnceCell<Option<sys::CUdeviceptr>>,
 }
 
 /// Pinned host memory (`cuMemHostAlloc`), freed when dropped.
@@ -260,12 +284,75 @@ impl Session {
                 params: RefCell::new(Vec::new()),
                 shared: Cell::new(0),
                 module: Rc::clone(&loaded.module),
+                offsets: OnceCell::new(),
             })),
             sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(DeviceError::NoKernel {
                 name: name.to_string(),
                 available: format!("the module has no function `{}`", loaded.lowered),
             }),
             e => Err(failed("cuModuleGetFunction", e)),
+        }
+    }
+
+    /// The address of the module's `__constant__` array `name` and its size in bytes, if the
+    /// module has one of that name.
+    fn global(
+        module: &Module,
+        name: &str,
+    ) -> Result<Option<(sys::CUdeviceptr, usize)>, DeviceError> {
+        let symbol = CString::new(name).map_err(|_| DeviceError::InvalidInput {
+            what: "constant memory name (a NUL byte)",
+        })?;
+        let (mut at, mut bytes) = (0, 0);
+        // SAFETY: a loaded module; two values written.
+        match unsafe {
+            sys::cuModuleGetGlobal_v2(&mut at, &mut bytes, module.module, symbol.as_ptr())
+        } {
+            sys::CUresult::CUDA_SUCCESS => Ok(Some((at, bytes))),
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+            e => Err(failed("cuModuleGetGlobal", e)),
+        }
+    }
+
+    /// Writes a launch's offset in blocks where its kernel was built with [`OFFSET_PRELUDE`]
+    /// (zeros without an offset: an earlier launch may have left others); an offset that is no
+    /// whole number of blocks, or one for a kernel built without the prelude, is an error.
+    fn write_offset(
+        &self,
+        k: &CuKernel,
+        offset: Option<&[usize]>,
+        block: [u32; 3],
+        stream: sys::CUstream,
+    ) -> Result<(), DeviceError> {
+        let symbol = match k.offsets.get() {
+            Some(s) => *s,
+            None => {
+                let found = Session::global(&k.module, OFFSET_SYMBOL)?.map(|(at, _)| at);
+                *k.offsets.get_or_init(|| found)
+            }
+        };
+        let mut blocks = [0u32; 3];
+        for (d, &o) in offset.unwrap_or(&[]).iter().enumerate().take(3) {
+            let b = block[d].max(1) as usize;
+            if o % b != 0 {
+                return Err(DeviceError::InvalidInput {
+                    what: "launch offset: a CUDA launch's offset must be whole blocks",
+                });
+            }
+            blocks[d] = u32::try_from(o / b).map_err(|_| DeviceError::InvalidInput {
+                what: "launch offset: more blocks than CUDA counts",
+            })?;
+        }
+        match symbol {
+            // SAFETY: 12 bytes into the module's array of three; pageable host memory is staged
+            // before the call returns, so `blocks` may go.
+            Some(at) => check("cuMemcpyHtoDAsync", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(at, blocks.as_ptr().cast(), 12, stream)
+            }),
+            None if blocks != [0; 3] => Err(DeviceError::InvalidInput {
+                what: "launch offset: CUDA launches have none; build the kernel from Session::with_offsets",
+            }),
+            None => Ok(()),
         }
     }
 
@@ -303,23 +390,12 @@ impl Session {
             code: code as i32,
             name: what,
         };
-        let symbol = CString::new(name).map_err(|_| DeviceError::InvalidInput {
-            what: "constant memory name (a NUL byte)",
-        })?;
-        let (mut at, mut bytes) = (0, 0);
-        // SAFETY: a loaded module; two values written.
-        match unsafe {
-            sys::cuModuleGetGlobal_v2(&mut at, &mut bytes, k.module.module, symbol.as_ptr())
-        } {
-            sys::CUresult::CUDA_SUCCESS => {}
-            e @ sys::CUresult::CUDA_ERROR_NOT_FOUND => {
-                return Err(mismatch(
-                    e,
-                    format!("the module has no `__constant__` array `{name}`"),
-                ))
-            }
-            e => return Err(failed("cuModuleGetGlobal", e)),
-        }
+        let Some((at, bytes)) = Session::global(&k.module, name)? else {
+            return Err(mismatch(
+                sys::CUresult::CUDA_ERROR_NOT_FOUND,
+                format!("the module has no `__constant__` array `{name}`"),
+            ));
+        };
         if bytes < buffer.len() {
             return Err(mismatch(
                 sys::CUresult::CUDA_ERROR_INVALID_VALUE,
@@ -364,16 +440,12 @@ impl Session {
         stream: sys::CUstream,
         events: Option<(sys::CUevent, sys::CUevent)>,
     ) -> Result<(), DeviceError> {
-        if offset.is_some_and(|o| o.iter().any(|&x| x != 0)) {
-            return Err(DeviceError::InvalidInput {
-                what: "launch offset: CUDA launches have no global offset",
-            });
-        }
         let k: &CuKernel = kernel.raw();
         let block = match local {
             Some(l) => dims(l)?,
             None => default_block(global),
         };
+        self.write_offset(k, offset, block, stream)?;
         let wanted = dims(global)?;
         let grid = [0, 1, 2].map(|d| wanted[d].div_ceil(block[d].max(1)).max(1));
         let mut values = k.params.borrow_mut();
@@ -460,6 +532,10 @@ impl backend::Session for Session {
     }
 
     /// The cubin with its kernel's lowered name ([`Compiled::to_bytes`]).
+    fn with_offsets(&self, source: &str) -> String {
+        format!("{OFFSET_PRELUDE}{source}")
+    }
+
     fn binary(&mut self, source: &str, name: &str, options: &str) -> Result<Vec<u8>, DeviceError> {
         self.check_source(source)?;
         self.compile(source, name, options).map(|c| c.to_bytes())

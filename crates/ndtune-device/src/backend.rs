@@ -366,6 +366,13 @@ pub trait Session {
     /// Builds `source` with `options` (once per distinct options; the source must stay the same
     /// for the life of the session) and creates kernel `name`.
     fn kernel(&mut self, source: &str, name: &str, options: &str) -> Result<Kernel, DeviceError>;
+    /// The source to build a kernel from that [`Session::start`] or a [`Pipeline`] launches
+    /// with a global offset (split's parts): as written where the API's launches take one
+    /// (OpenCL's `get_global_id` includes it); a backend whose launches have none adds what the
+    /// kernel needs to see it as if they had.
+    fn with_offsets(&self, source: &str) -> String {
+        source.to_string()
+    }
     /// Builds `source` with `options` and returns the binary another session on the same kind
     /// of device loads with [`Session::add_binary`] instead of compiling; nothing is kept.
     /// `name` is the kernel it will be asked for (CUDA looks a C++ kernel's symbol up by it).

@@ -51,6 +51,12 @@ pub fn pick_live(language: Option<Api>, selectors: Option<&str>) -> Result<Vec<P
     pick(&ndtune_backend::listing()?, language, selectors)
 }
 
+/// The live devices `selectors` picks for a kernel written in each of `languages` (a kernel
+/// and its twin: split runs each device's own; see [`pick_for`]).
+pub fn pick_live_for(languages: &[Api], selectors: &str) -> Result<Vec<Picked>, PickError> {
+    pick_for(&ndtune_backend::listing()?, languages, Some(selectors))
+}
+
 /// The devices `selectors` picks among the `listed` devices (in list order) for a kernel in
 /// `language` (`None`: any device): `all`, one selector, or a comma list of selectors; the
 /// first device of the language when none. An error names the list and what is wrong with it:
@@ -62,9 +68,18 @@ pub fn pick(
     language: Option<Api>,
     selectors: Option<&str>,
 ) -> Result<Vec<Picked>, PickError> {
-    let runs = |d: &Listed| language.is_none_or(|l| d.api == l);
+    pick_for(listed, language.as_slice(), selectors)
+}
+
+/// [`pick`] for a kernel written in each of `languages` (none: any device).
+pub fn pick_for(
+    listed: &[Listed],
+    languages: &[Api],
+    selectors: Option<&str>,
+) -> Result<Vec<Picked>, PickError> {
+    let runs = |d: &Listed| languages.is_empty() || languages.contains(&d.api);
     let eligible: Vec<usize> = (0..listed.len()).filter(|&i| runs(&listed[i])).collect();
-    let none = || PickError::NoDevice(language.unwrap_or(Api::OpenCl));
+    let none = || PickError::NoDevice(languages.first().copied().unwrap_or(Api::OpenCl));
     let list = match selectors.map(str::trim) {
         None => {
             let first = *eligible.first().ok_or_else(none)?;
@@ -98,7 +113,7 @@ pub fn pick(
         let selector = one
             .parse::<Selector>()
             .map_err(|e| refused(e.to_string()))?;
-        let index = resolve(&selector, listed, &eligible, language).map_err(refused)?;
+        let index = resolve(&selector, listed, &eligible, languages).map_err(refused)?;
         let sub = match selector {
             Selector::Sub { k, n, .. } => Some((k, n)),
             _ => None,
@@ -130,7 +145,7 @@ fn resolve(
     selector: &Selector,
     listed: &[Listed],
     eligible: &[usize],
-    language: Option<Api>,
+    languages: &[Api],
 ) -> Result<usize, String> {
     let parent = match selector {
         Selector::Sub { parent, .. } => parent,
@@ -142,13 +157,16 @@ fn resolve(
     }
     let names: Vec<&str> = listed.iter().map(|d| d.name.as_str()).collect();
     let index = parent.pick(&names).map_err(|e| e.to_string())?;
-    match language {
-        Some(l) if listed[index].api != l => Err(format!(
-            "device {index} ({}) runs {} kernels, not {l} ones",
-            listed[index].name, listed[index].api
-        )),
-        _ => Ok(index),
+    if languages.is_empty() || languages.contains(&listed[index].api) {
+        return Ok(index);
     }
+    let wanted: Vec<String> = languages.iter().map(Api::to_string).collect();
+    Err(format!(
+        "device {index} ({}) runs {} kernels, not {} ones",
+        listed[index].name,
+        listed[index].api,
+        wanted.join(" or ")
+    ))
 }
 
 /// Kernel Tuner's numbering for a kernel in `language`: devices `numbers` of OpenCL platform
@@ -499,6 +517,21 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no OpenCL device"));
+        // A kernel and its twin (`split --twin`): the devices of both languages, one refusal.
+        let both = [Api::OpenCl, Api::Cuda];
+        assert_eq!(
+            pick_for(&listed, &both, Some("3,0")).unwrap(),
+            vec![whole(3), whole(0)]
+        );
+        assert_eq!(pick_for(&listed, &both, Some("all")).unwrap().len(), 4);
+        let e = pick_for(&listed, &[Api::Cuda], Some("0,3"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs OpenCL kernels, not CUDA ones"), "{e}");
+        let e = pick_for(&listed, &both, Some("3,h100 80"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device 3 is named twice"), "{e}");
     }
 
     #[test]

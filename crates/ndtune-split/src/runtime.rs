@@ -51,6 +51,45 @@ const MAX_SLICES: usize = 4;
 pub struct Member {
     pub device: AnyDevice,
     pub config: Vec<i64>,
+    /// The kernel in this device's language where it is not the spec's: a twin spec of the same
+    /// parameters, constants, launch and arguments ([`twin_mismatch`]) whose source this device
+    /// builds; `None`: the spec's own.
+    pub twin: Option<Arc<Spec>>,
+}
+
+/// What keeps `twin` from being the same kernel as `spec` in another language, if anything:
+/// the same parameters (names and values), constants, launch and arguments (names, kinds,
+/// types, lengths, access; the data are the spec's).
+pub fn twin_mismatch(spec: &Spec, twin: &Spec) -> Option<String> {
+    let params = |s: &Spec| format!("{:?}", s.problem.params);
+    let shape = |s: &Spec| -> Vec<String> {
+        s.args
+            .iter()
+            .map(|a| match &a.kind {
+                ArgKind::Buffer {
+                    ty, len, access, ..
+                } => format!("{} buffer {ty:?} {len:?} {access:?}", a.name),
+                ArgKind::Scalar { ty, value } => format!("{} scalar {ty:?} {value:?}", a.name),
+                ArgKind::Local { bytes } => format!("{} local {bytes:?}", a.name),
+            })
+            .collect()
+    };
+    let differ = if params(spec) != params(twin) {
+        "[params]"
+    } else if spec.problem.constants != twin.problem.constants {
+        "[constants]"
+    } else if format!("{:?}", spec.problem.launch) != format!("{:?}", twin.problem.launch) {
+        "[launch]"
+    } else if shape(spec) != shape(twin) {
+        "[[args]]"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{} is no twin of {}: their {differ} differ (a twin is the same kernel in another language)",
+        twin.path.display(),
+        spec.path.display()
+    ))
 }
 
 /// Why a co-execution cannot be set up or run.
@@ -387,6 +426,25 @@ impl CoExecutor {
         let mut setups = Vec::new();
         for (m, label) in members.iter().zip(labels) {
             let c = &m.config;
+            // The kernel this device builds: the spec's, or its twin in the device's language.
+            let (kernel_spec, kernel_source) = match &m.twin {
+                None => (spec, source.clone()),
+                Some(twin) => {
+                    if let Some(why) = twin_mismatch(spec, twin) {
+                        return Err(invalid(format!("{label}: {why}")));
+                    }
+                    let twin_source = twin
+                        .kernel_source()
+                        .map_err(|e| invalid(e.to_string()))?
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "{}: [kernel] source is needed",
+                                twin.path.display()
+                            ))
+                        })?;
+                    (twin.as_ref(), twin_source)
+                }
+            };
             let g: Vec<usize> = global_nodes
                 .iter()
                 .map(|n| eval(n, c, "[launch] global"))
@@ -495,18 +553,18 @@ impl CoExecutor {
                     p.vendor,
                     p.driver_version,
                     p.compute_units,
-                    spec.build_options(&source, c)
+                    kernel_spec.build_options(&kernel_source, c)
                 ),
                 device: m.device.clone(),
                 label: label.clone(),
-                source: source.text.clone(),
-                kernel: spec.kernel.name.clone(),
+                source: kernel_source.text.clone(),
+                kernel: kernel_spec.kernel.name.clone(),
                 // A define of its own per member keeps the members' programs apart in driver
                 // caches: PoCL 5.0 aborts (pocl_release_dlhandle_cache) when two sub-devices
                 // launch one cached kernel binary at once.
                 options: format!(
                     "{} -D NDTUNE_MEMBER={}",
-                    spec.build_options(&source, c),
+                    kernel_spec.build_options(&kernel_source, c),
                     setups.len()
                 ),
                 global: g,
@@ -1106,8 +1164,10 @@ fn device_thread(setup: Setup, orders: Receiver<Order>, done: Sender<Result<Repl
 impl DeviceState {
     fn new(setup: Setup) -> Result<DeviceState, String> {
         let mut session = setup.device.session().map_err(|e| e.to_string())?;
+        // Parts are launched with their offsets: built so that the kernel sees them.
+        let source = session.with_offsets(&setup.source);
         let kernel = session
-            .kernel(&setup.source, &setup.kernel, &setup.options)
+            .kernel(&source, &setup.kernel, &setup.options)
             .map_err(|e| format!("cannot build the kernel: {e}"))?;
         // No check of CL_KERNEL_WORK_GROUP_SIZE here: the query is advice (NVIDIA's says 256
         // for work-groups of 1024 it runs), the launch is the truth and its refusal is reported.

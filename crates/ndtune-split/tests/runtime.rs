@@ -34,7 +34,11 @@ fn executor(spec: &Spec, configs: [Vec<i64>; 2]) -> CoExecutor {
     let members: Vec<Member> = halves()
         .into_iter()
         .zip(configs)
-        .map(|(device, config)| Member { device, config })
+        .map(|(device, config)| Member {
+            device,
+            config,
+            twin: None,
+        })
         .collect();
     let labels = vec!["0:0/2".to_string(), "0:1/2".to_string()];
     let inputs = spec_inputs(spec, &members[0].config, 1).unwrap();
@@ -248,6 +252,7 @@ fn buffers_the_kernel_writes_must_follow_the_split() {
         .map(|device| Member {
             device,
             config: vec![8, 8],
+            twin: None,
         })
         .collect();
     let inputs = spec_inputs(&spec, &[8, 8], 1).unwrap();
@@ -467,7 +472,11 @@ fn with_three_devices_the_static_plan_also_runs_without_the_slowest() {
     let members: Vec<Member> = devices
         .into_iter()
         .zip(configs)
-        .map(|(device, config)| Member { device, config })
+        .map(|(device, config)| Member {
+            device,
+            config,
+            twin: None,
+        })
         .collect();
     let labels = vec!["0:0/2".to_string(), "0:1/2".to_string(), "0".to_string()];
     let inputs = spec_inputs(&spec, &members[0].config, 1).unwrap();

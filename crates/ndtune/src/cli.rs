@@ -642,6 +642,11 @@ pub struct SplitArgs {
     /// The NDRange dimension to split (0-based; default: [split] dim).
     #[arg(long, value_name = "D")]
     pub dim: Option<usize>,
+    /// The same kernel in the other language (a spec of the same parameters, constants, launch
+    /// and arguments): the devices of its API run it, so one range spans a CUDA GPU and an
+    /// OpenCL device, each through its own backend.
+    #[arg(long, value_name = "SPEC", conflicts_with = "plan_only")]
+    pub twin: Option<PathBuf>,
     /// Also measure co-execution at fixed split factors of the first device, 0 to 1 by STEP.
     #[arg(long, value_name = "STEP", value_parser = parse_step)]
     pub sweep: Option<f64>,

@@ -46,8 +46,29 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let source = spec
         .kernel_source()?
         .ok_or_else(|| anyhow!("{}: [kernel] source is needed", spec.path.display()))?;
+    let twin = match &args.twin {
+        Some(path) => {
+            let twin = Spec::load_with(path, &overrides)?;
+            if twin.kernel.language == spec.kernel.language {
+                bail!(
+                    "--twin {}: its kernel is {} as {}'s is; a twin is the kernel in the other language",
+                    path.display(),
+                    twin.kernel.language,
+                    spec.path.display()
+                );
+            }
+            if let Some(why) = ndtune_split::runtime::twin_mismatch(&spec, &twin) {
+                bail!("--twin {why}");
+            }
+            Some(std::sync::Arc::new(twin))
+        }
+        None => None,
+    };
+    let languages: Vec<Api> = std::iter::once(spec.kernel.language)
+        .chain(twin.as_ref().map(|t| t.kernel.language))
+        .collect();
     let devices = pick_devices(
-        spec.kernel.language,
+        &languages,
         args.devices.as_deref().expect("clap requires --devices"),
     )?;
     let labels: Vec<String> = devices.iter().map(|d| d.label()).collect();
@@ -61,7 +82,19 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     let mut rows = Vec::new();
     let mut members = Vec::new();
     for (device, label) in devices.iter().zip(&labels) {
-        let g = group(&spec, &source, args.campaign.seed, device, &store)?;
+        // The kernel this device runs: the spec's, or the twin in the device's language.
+        let twin = twin.as_ref().filter(|t| t.kernel.language == device.api());
+        let (own_spec, own_path) = match twin {
+            Some(t) => (t.as_ref(), &t.path),
+            None => (&spec, spec_path),
+        };
+        let own_source = match twin {
+            Some(t) => t
+                .kernel_source()?
+                .ok_or_else(|| anyhow!("{}: [kernel] source is needed", t.path.display()))?,
+            None => source.clone(),
+        };
+        let g = group(own_spec, &own_source, args.campaign.seed, device, &store)?;
         let mut best = best_recorded(&store, &g)?;
         if best.is_none() {
             progress.println(format!(
@@ -69,11 +102,8 @@ pub fn run(args: &SplitArgs) -> Result<()> {
                 spec.kernel.name,
                 store.path().display()
             ))?;
-            let mut request = crate::cmd_tune::request(
-                &args.campaign,
-                &SearchArgs::default(),
-                spec_path.clone(),
-            )?;
+            let mut request =
+                crate::cmd_tune::request(&args.campaign, &SearchArgs::default(), own_path.clone())?;
             request.sweep = vec![overrides.clone()];
             request.devices = DeviceChoice::Opened(vec![device.clone()]);
             let ran = crate::cmd_tune::run_with_progress(&request, args.json)?;
@@ -102,6 +132,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         members.push(Member {
             device: device.clone(),
             config: values,
+            twin: twin.cloned(),
         });
     }
 
@@ -165,10 +196,10 @@ pub fn run(args: &SplitArgs) -> Result<()> {
 }
 
 /// Resolves `--devices` as every command picks devices ([`devices::pick`]: each device at most
-/// once, no device together with a part of it); co-execution needs two at least.
-fn pick_devices(language: Api, list: &str) -> Result<Vec<AnyDevice>> {
-    let picked =
-        devices::pick_live(Some(language), Some(list)).map_err(|e| anyhow!("--devices {e}"))?;
+/// once, no device together with a part of it), among the devices of the kernel's languages;
+/// co-execution needs two at least.
+fn pick_devices(languages: &[Api], list: &str) -> Result<Vec<AnyDevice>> {
+    let picked = devices::pick_live_for(languages, list).map_err(|e| anyhow!("--devices {e}"))?;
     if picked.len() < 2 {
         bail!(
             "--devices {list}: co-execution needs at least two devices, and {} {} picked",

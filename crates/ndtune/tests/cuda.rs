@@ -109,3 +109,54 @@ fn a_cuda_kernel_is_offered_cuda_devices_only() {
     }
     assert!(!db.exists(), "nothing was measured, no store was made");
 }
+
+#[test]
+fn split_takes_a_twin_in_the_other_language_and_refuses_what_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let (spec, twin) = (
+        examples().join("conv1d.toml"),
+        examples().join("cuda/conv1d.toml"),
+    );
+    let split = |twin: &std::path::Path, devices: &str| {
+        let (spec, twin, db) = (
+            spec.to_str().unwrap(),
+            twin.to_str().unwrap(),
+            db.to_str().unwrap(),
+        );
+        fails(&[
+            "split",
+            spec,
+            "--twin",
+            twin,
+            "--devices",
+            devices,
+            "--db",
+            db,
+        ])
+    };
+    // The twin's devices are offered beside the spec's: device 0 (PoCL) runs the OpenCL kernel,
+    // and the refusal is about the devices, not the twin.
+    let err = split(&twin, "0,0");
+    assert!(
+        err.contains("--devices 0,0: device 0 is named twice"),
+        "{err}"
+    );
+    // Another kernel, or the same language, is no twin.
+    let err = split(&examples().join("cuda/saxpy.toml"), "0,0");
+    assert!(
+        err.contains("is no twin of") && err.contains("their [params] differ"),
+        "{err}"
+    );
+    let err = split(&spec, "0,0");
+    assert!(
+        err.contains("a twin is the kernel in the other language"),
+        "{err}"
+    );
+    if !cuda_here() {
+        // With the twin, a CUDA device is asked for by name; there is none here.
+        let err = split(&twin, "0,h100");
+        assert!(err.contains("h100"), "{err}");
+    }
+    assert!(!db.exists(), "nothing was measured, no store was made");
+}
