@@ -405,7 +405,7 @@ impl Session {
                 ),
             ));
         }
-        if buffer.len() == 0 {
+        if buffer.is_empty() {
             return Ok(());
         }
         // SAFETY: both ranges lie inside their allocations (checked above).
