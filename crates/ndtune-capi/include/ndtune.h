@@ -40,6 +40,8 @@ typedef enum ndtune_status {
   // The wisdom has no configuration valid for this device and these constants (or the
   // constants are not the kernel's): keep the program's own configuration.
   NDTUNE_ERR_NO_CONFIG = -10,
+  // The CUDA device could not be queried (no CUDA driver, no device of that ordinal).
+  NDTUNE_ERR_CUDA = -11,
 } ndtune_status;
 
 // How a configuration was chosen.
@@ -274,6 +276,20 @@ enum ndtune_status ndtune_pick_preferring(struct ndtune_wisdom *wisdom,
                                           const char *constants,
                                           const char *prefer,
                                           struct ndtune_config *out);
+
+// `ndtune_pick_preferring` for CUDA device `cuda_device` (its ordinal, as `cuDeviceGet` takes
+// it): the configuration tuned for the kernel's CUDA source, read through the CUDA driver
+// (`NDTUNE_ERR_CUDA` where there is none, or no such device). `global` and `local` are as for
+// OpenCL: launch `ceil(global / local)` blocks of `local` threads in each dimension.
+//
+// # Safety
+// As `ndtune_pick_preferring`.
+enum ndtune_status ndtune_pick_cuda(struct ndtune_wisdom *wisdom,
+                                    const char *kernel,
+                                    int32_t cuda_device,
+                                    const char *constants,
+                                    const char *prefer,
+                                    struct ndtune_config *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,8 +24,8 @@ pub use schedule::{
     ndtune_schedule_next,
 };
 pub use wisdom::{
-    ndtune_config, ndtune_how, ndtune_pick, ndtune_pick_preferring, ndtune_wisdom,
-    ndtune_wisdom_free, ndtune_wisdom_open,
+    ndtune_config, ndtune_how, ndtune_pick, ndtune_pick_cuda, ndtune_pick_preferring,
+    ndtune_wisdom, ndtune_wisdom_free, ndtune_wisdom_open,
 };
 
 use ndtune_learn::features::Dataset;
@@ -69,6 +69,8 @@ pub enum ndtune_status {
     /// The wisdom has no configuration valid for this device and these constants (or the
     /// constants are not the kernel's): keep the program's own configuration.
     NDTUNE_ERR_NO_CONFIG = -10,
+    /// The CUDA device could not be queried (no CUDA driver, no device of that ordinal).
+    NDTUNE_ERR_CUDA = -11,
 }
 
 use ndtune_status as Status;

@@ -1,5 +1,6 @@
 //! The tuned configuration of any kernel, from a wisdom file (`ndtune export --format wisdom`,
-//! docs/deploy.md): [`ndtune_wisdom_open`] once, [`ndtune_pick`] before each launch.
+//! docs/deploy.md): [`ndtune_wisdom_open`] once, [`ndtune_pick`] (an OpenCL device) or
+//! [`ndtune_pick_cuda`] (a CUDA device) before each launch.
 //!
 //! A file that cannot be used never fails the program: the handle is made anyway, and each pick
 //! returns `NDTUNE_ERR_WISDOM` with the reason in `ndtune_last_error()`, so the program keeps
@@ -9,6 +10,7 @@
 
 use crate::{guard, non_null, status, text, Failure, Status};
 use ::ndtune_wisdom::{How, Runtime, RuntimeError};
+use ndtune_device::backend::Device;
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::path::Path;
@@ -50,7 +52,14 @@ pub struct ndtune_config {
 pub struct ndtune_wisdom {
     runtime: Runtime,
     /// Answers by (kernel, device, constants as given, preference as given).
-    answers: Mutex<HashMap<(String, usize, String, String), Answer>>,
+    answers: Mutex<HashMap<(String, DeviceKey, String, String), Answer>>,
+}
+
+/// A device as the caller names it: an OpenCL `cl_device_id`, or a CUDA ordinal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum DeviceKey {
+    OpenCl(usize),
+    Cuda(i32),
 }
 
 /// One answer, kept with the strings the caller is given.
@@ -134,8 +143,62 @@ pub unsafe extern "C" fn ndtune_pick_preferring(
     out: *mut ndtune_config,
 ) -> crate::ndtune_status {
     status(guard(|| {
-        non_null(wisdom, "wisdom")?;
         non_null(device, "device")?;
+        unsafe {
+            pick_on(
+                wisdom,
+                kernel,
+                DeviceKey::OpenCl(device as usize),
+                constants,
+                prefer,
+                out,
+            )
+        }
+    }))
+}
+
+/// `ndtune_pick_preferring` for CUDA device `cuda_device` (its ordinal, as `cuDeviceGet` takes
+/// it): the configuration tuned for the kernel's CUDA source, read through the CUDA driver
+/// (`NDTUNE_ERR_CUDA` where there is none, or no such device). `global` and `local` are as for
+/// OpenCL: launch `ceil(global / local)` blocks of `local` threads in each dimension.
+///
+/// # Safety
+/// As `ndtune_pick_preferring`.
+#[no_mangle]
+pub unsafe extern "C" fn ndtune_pick_cuda(
+    wisdom: *mut ndtune_wisdom,
+    kernel: *const c_char,
+    cuda_device: i32,
+    constants: *const c_char,
+    prefer: *const c_char,
+    out: *mut ndtune_config,
+) -> crate::ndtune_status {
+    status(guard(|| unsafe {
+        pick_on(
+            wisdom,
+            kernel,
+            DeviceKey::Cuda(cuda_device),
+            constants,
+            prefer,
+            out,
+        )
+    }))
+}
+
+/// The pick of both APIs: the kept answer to the question, or a new one.
+///
+/// # Safety
+/// As `ndtune_pick_preferring`.
+unsafe fn pick_on(
+    wisdom: *mut ndtune_wisdom,
+    kernel: *const c_char,
+    device: DeviceKey,
+    constants: *const c_char,
+    prefer: *const c_char,
+    out: *mut ndtune_config,
+) -> Result<(), Failure> {
+    {
+        non_null(wisdom, "wisdom")?;
         non_null(out, "out")?;
         let w = unsafe { &*wisdom };
         let kernel = unsafe { text(kernel, "kernel") }?;
@@ -152,7 +215,7 @@ pub unsafe extern "C" fn ndtune_pick_preferring(
         let mut answers = w.answers.lock().unwrap_or_else(|p| p.into_inner());
         let key = (
             kernel.to_string(),
-            device as usize,
+            device,
             given.to_string(),
             prefer.to_string(),
         );
@@ -167,7 +230,7 @@ pub unsafe extern "C" fn ndtune_pick_preferring(
             }
             Err((status, message)) => Err(Failure::new(*status, message.clone())),
         }
-    }))
+    }
 }
 
 /// A new answer; a failure that another call could not change (the wisdom, the constants, no
@@ -175,7 +238,7 @@ pub unsafe extern "C" fn ndtune_pick_preferring(
 fn answer(
     runtime: &Runtime,
     kernel: &str,
-    device: crate::cl_device_id,
+    device: DeviceKey,
     given: &str,
     prefer: &str,
 ) -> Result<Answer, Failure> {
@@ -185,12 +248,28 @@ fn answer(
         "" => None,
         text => Some(::ndtune_wisdom::Preference::parse(text).map_err(Failure::argument)?),
     };
-    let profile = ndtune_cl::profile_of(device).map_err(|e| {
-        Failure::new(
-            Status::NDTUNE_ERR_OPENCL,
-            format!("cannot read the device: {e}"),
-        )
-    })?;
+    let profile = match device {
+        DeviceKey::OpenCl(id) => ndtune_cl::profile_of(id as crate::cl_device_id).map_err(|e| {
+            Failure::new(
+                Status::NDTUNE_ERR_OPENCL,
+                format!("cannot read the device: {e}"),
+            )
+        })?,
+        DeviceKey::Cuda(ordinal) => usize::try_from(ordinal)
+            .map_err(|_| {
+                Failure::argument(format!("cuda_device {ordinal}: an ordinal is 0 or more"))
+            })
+            .and_then(|o| {
+                ndtune_cuda::open(0, o).map_err(|e| {
+                    Failure::new(
+                        Status::NDTUNE_ERR_CUDA,
+                        format!("cannot read CUDA device {ordinal}: {e}"),
+                    )
+                })
+            })?
+            .profile()
+            .clone(),
+    };
     let result = match runtime.pick_preferring(kernel, &profile, &constants, prefer.as_ref()) {
         Ok(p) => {
             let c = |s: &str| CString::new(s.replace('\0', " ")).expect("no NUL left");

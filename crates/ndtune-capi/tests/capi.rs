@@ -656,3 +656,38 @@ fn a_preference_picks_from_the_tuned_front_through_the_c_api() {
     assert!(why.contains("is not NAME<=VALUE"), "{why}");
     unsafe { ndtune_wisdom_free(w) };
 }
+
+/// `ndtune_pick_cuda` reads its device through the CUDA driver: where there is none (CI), the
+/// pick says so with its own status, and an ordinal below 0 is an argument error.
+#[test]
+fn a_cuda_pick_without_a_cuda_driver_says_so() {
+    if ndtune_cuda::driver_version().is_ok() {
+        return; // a CUDA machine: scripts/test-gpu.sh picks on its GPU
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.json");
+    std::fs::write(&path, r#"{"schema": 1, "ndtune": "test", "kernels": []}"#).unwrap();
+    let path = CString::new(path.to_str().unwrap()).unwrap();
+    let w = unsafe { ndtune_wisdom_open(path.as_ptr()) };
+    let kernel = CString::new("saxpy").unwrap();
+    let mut out = std::mem::MaybeUninit::<ndtune_config>::uninit();
+    let pick = |ordinal: i32, out: *mut ndtune_config| unsafe {
+        ndtune_pick_cuda(w, kernel.as_ptr(), ordinal, null(), null(), out)
+    };
+    assert_eq!(pick(0, out.as_mut_ptr()), ndtune_status::NDTUNE_ERR_CUDA);
+    assert!(
+        last_error().contains("cannot read CUDA device 0") && last_error().contains("libcuda"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        pick(-1, out.as_mut_ptr()),
+        ndtune_status::NDTUNE_ERR_ARGUMENT
+    );
+    assert!(
+        last_error().contains("an ordinal is 0 or more"),
+        "{}",
+        last_error()
+    );
+    unsafe { ndtune_wisdom_free(w) };
+}
