@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What CI cannot test (it has no GPU): ndtune on a machine with an NVIDIA GPU, through both of
 # its backends. Run on the GPU machine before every stop that touches a device backend:
-#   scripts/test-gpu.sh [NDTUNE]        (NDTUNE: the binary, default target/release/ndtune)
+#   scripts/test-gpu.sh [NDTUNE]        (NDTUNE: the binary, default target/release/ndtune;
+#                                       CAPI=libndtune_capi.so also checks the C API's CUDA pick)
 # It registers NVIDIA's OpenCL driver where it is not, then checks, each with its own line:
 #   - `ndtune devices` lists the GPU through CUDA (compute capability, grid, shared memory) and
 #     through OpenCL;
@@ -76,6 +77,15 @@ check "cuda saxpy: 20 measured, verified" \
 check "cuda saxpy again: every result reused" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune examples/cuda/saxpy.toml | expect \"d['reused'] == 20 and d['evaluated'] == 0\""
+# The C API's pick for a CUDA device (through ctypes), where its library is given.
+if [ -n "${CAPI:-}" ]; then
+    check "C API: ndtune_pick_cuda gives saxpy's tuned configuration on CUDA device 0" \
+        bash -c "'$NDTUNE' export --db '$work/tune.db' --spec examples/cuda/saxpy.toml --format wisdom \
+        --out '$work/w.json' && best=\$('$NDTUNE' tune examples/cuda/saxpy.toml --db '$work/tune.db' --json \
+        | python3 -c \"import json, sys; c = json.load(sys.stdin)['devices'][0]['best']['config']; \
+        print(' '.join(f'{k}={v}' for k, v in c.items()))\") && \
+        python3 scripts/gpu/pick_cuda.py '$CAPI' '$work/w.json' \"\$best\""
+fi
 check "cuda faults: 2 build_failed, 2 refused, 1 crashed, 1 measured" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune scripts/gpu/faulty.toml | expect \"(o['build_failed'], o['refused'], o['crashed'], o['measured']) == (2, 2, 1, 1)\""
