@@ -59,12 +59,16 @@ def main():
     ok(driver.cuInit(0))
     device = ok(driver.cuDeviceGet(0))
     ok(driver.cuCtxSetCurrent(ok(driver.cuDevicePrimaryCtxRetain(device))))
-    name = ok(driver.cuDeviceGetName(64, device)).split(b"\0")[0].decode()
+    try:
+        name = ok(driver.cuDeviceGetName(64, device)).split(b"\0")[0].decode()
+    except Exception:  # the binding's signature differs between cuda-python versions
+        name = "CUDA device 0"
     major = ok(driver.cuDeviceGetAttribute(
         driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device))
     minor = ok(driver.cuDeviceGetAttribute(
         driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
     stream = ok(driver.cuStreamCreate(0))
+    elapsed = getattr(driver, "cuEventElapsedTime", None) or driver.cuEventElapsedTime_v2
     start, end = ok(driver.cuEventCreate(0)), ok(driver.cuEventCreate(0))
     host = [np.zeros(SIZE, np.float32)] + [np.random.randn(SIZE).astype(np.float32)
                                            for _ in range(2)]
@@ -91,7 +95,7 @@ def main():
                 launch(block)
                 ok(driver.cuEventRecord(end, stream))
                 ok(driver.cuEventSynchronize(end))
-                times.append(ok(driver.cuEventElapsedTime(start, end)))
+                times.append(ok(elapsed(start, end)))
             rounds[block].append(statistics.median(times))
     ok(driver.cuStreamSynchronize(stream))
     got = json.load(open(args.examples))["vector_add"]
