@@ -15,6 +15,7 @@ docs/python.md lists every argument and what ndtune does with it.
 import json
 
 from . import _ndtune
+from ._lang import language_of
 from ._ndtune import (CampaignError, DeviceError, NdtuneError, Schedule, SpecError,
                       StoreError, WisdomError)
 
@@ -51,9 +52,11 @@ def devices():
     return json.loads(_ndtune.devices())
 
 
-def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, **more):
+def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, lang="OpenCL",
+         **more):
     """The configuration of `kernel` to build and launch with on device `device` of OpenCL
-    platform `platform` (Kernel Tuner's numbers) for the problem's constants (`constants` and
+    platform `platform` (Kernel Tuner's numbers; `lang="CUDA"`: CUDA device `device` by ordinal,
+    the configuration tuned for the kernel's CUDA source) for the problem's constants (`constants` and
     keyword arguments: `best("app.wisdom.json", "saxpy", N=768)`), from a wisdom file written by
     `ndtune export --format wisdom` (docs/deploy.md). A dict: `how` ("exact", "nearest" or
     "predicted"), `config`, `build_options`, `global`, `local`, `reason`, and for the first two
@@ -64,8 +67,11 @@ def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, *
     fits: keep your own configuration then. Each question is recorded while NDTUNE_CAPTURE names
     a folder (`ndtune tune SPEC --captured DIR`)."""
     given = dict(constants or {}, **more)
+    if language_of(lang) is None:
+        raise SpecError(f"best: lang={lang!r}: ndtune builds OpenCL and CUDA kernels")
+    cuda = language_of(lang) == "cuda"
     return json.loads(_ndtune.best(str(wisdom), kernel, json.dumps(given), platform, device,
-                                   prefer))
+                                   prefer, cuda))
 
 
 __all__ = [

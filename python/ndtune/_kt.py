@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _ndtune
+from ._lang import language_of
 from ._ndtune import DeviceError, SpecError
 
 # NumPy types and the OpenCL types of the kernel parameters they stand for.
@@ -121,17 +122,13 @@ def _check_refused(given):
             _refuse(name, why)
 
 
-# Kernel Tuner's `lang` values and the language ndtune builds for each (CuPy, NVCUDA and PyCUDA
-# are Kernel Tuner's ways of running CUDA).
-LANGUAGES = {"opencl": "opencl", "cuda": "cuda", "cupy": "cuda", "nvcuda": "cuda",
-             "pycuda": "cuda"}
 
 
 def _language(lang, files):
     """The kernel's language, `opencl` or `cuda`: `lang` as Kernel Tuner names it, else as Kernel
     Tuner detects it (a `.cu` kernel file, `__global__` in the code: CUDA; otherwise OpenCL)."""
     if lang is not None:
-        language = LANGUAGES.get(str(lang).lower())
+        language = language_of(lang)
         if language is None:
             _refuse(f"lang={lang!r}", "ndtune tunes OpenCL and CUDA kernels")
         return language

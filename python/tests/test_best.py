@@ -67,6 +67,17 @@ def test_wisdom_that_cannot_be_used_raises_wisdom_error(tmp_path):
     assert issubclass(ndtune.WisdomError, ndtune.NdtuneError)
 
 
+def test_a_cuda_device_is_asked_for_by_ordinal(tmp_path):
+    # lang="CUDA": the device is a CUDA ordinal; a machine without CUDA says so.
+    w = wisdom(tmp_path / "w.json", [(4096, 32, 0.5)])
+    if not any(d["api"] == "cuda" for d in ndtune.devices()):
+        with pytest.raises(ndtune.DeviceError, match="no CUDA device"):
+            ndtune.best(w, "scale", N=4096, lang="CUDA")
+    with pytest.raises(ndtune.SpecError, match="lang='HIP'"):
+        ndtune.best(w, "scale", N=4096, lang="HIP")
+    assert ndtune.best(w, "scale", N=4096, lang="OpenCL")["config"] == {"WG": 32}
+
+
 def test_a_preference_picks_from_the_tuned_front(tmp_path):
     w = wisdom(tmp_path / "w.json", [(4096, 32, 0.5)])
     kernel = json.loads(w.read_text())

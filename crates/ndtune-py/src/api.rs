@@ -100,11 +100,13 @@ fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) ->
 }
 
 /// The configuration of `kernel` from the wisdom file `wisdom` for device `device` of OpenCL
-/// platform `platform` at `constants` (JSON, name to value), as `ndtune pick --json`'s `pick`;
-/// with `prefer`, from the tuned front (`ndtune pick --prefer`). Each file is opened once per
-/// process (again where it changed), each device read once.
+/// platform `platform` (`cuda`: CUDA device `device` by ordinal) at `constants` (JSON, name to
+/// value), as `ndtune pick --json`'s `pick`; with `prefer`, from the tuned front (`ndtune pick
+/// --prefer`). Each file is opened once per process (again where it changed), each device read
+/// once.
 #[pyfunction]
-#[pyo3(signature = (wisdom, kernel, constants, platform, device, prefer=None))]
+#[pyo3(signature = (wisdom, kernel, constants, platform, device, prefer=None, cuda=false))]
+#[allow(clippy::too_many_arguments)]
 fn best(
     py: Python<'_>,
     wisdom: PathBuf,
@@ -113,7 +115,13 @@ fn best(
     platform: usize,
     device: usize,
     prefer: Option<&str>,
+    cuda: bool,
 ) -> PyResult<String> {
+    let api = if cuda {
+        ndtune_backend::Api::Cuda
+    } else {
+        ndtune_backend::Api::OpenCl
+    };
     let prefer = prefer
         .map(ndtune_wisdom::Preference::parse)
         .transpose()
@@ -123,20 +131,18 @@ fn best(
     use std::sync::{Arc, Mutex};
     type Opened = HashMap<(PathBuf, Option<std::time::SystemTime>), Arc<Runtime>>;
     static OPENED: Mutex<Option<Opened>> = Mutex::new(None);
-    static PROFILES: Mutex<Option<HashMap<(usize, usize), ndtune_device::DeviceProfile>>> =
-        Mutex::new(None);
+    type Profiles = HashMap<(ndtune_backend::Api, usize, usize), ndtune_device::DeviceProfile>;
+    static PROFILES: Mutex<Option<Profiles>> = Mutex::new(None);
     let constants: Constants = serde_json::from_str(constants)
         .map_err(|e| NdtuneError::new_err(format!("best: constants: {e}")))?;
     let profile = {
         let mut profiles = PROFILES.lock().unwrap_or_else(|p| p.into_inner());
         let profiles = profiles.get_or_insert_with(HashMap::new);
-        match profiles.get(&(platform, device)) {
+        match profiles.get(&(api, platform, device)) {
             Some(p) => p.clone(),
             None => {
-                let p = pick_device(ndtune_backend::Api::OpenCl, platform, device)?
-                    .profile()
-                    .clone();
-                profiles.insert((platform, device), p.clone());
+                let p = pick_device(api, platform, device)?.profile().clone();
+                profiles.insert((api, platform, device), p.clone());
                 p
             }
         }
