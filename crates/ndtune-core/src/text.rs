@@ -59,11 +59,73 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
 }
 
 /// A 16-hex-digit id of a regular file's content, the first 8 bytes of its BLAKE3, for data
-/// files of any size: a few GB/s where SHA-256 reads one.
+/// files of any size: a few GB/s where SHA-256 reads one. Kept for the life of the process by
+/// the file's identity and state (device, inode, length, modification and change times, which
+/// any write moves): a campaign digests its setup several times (its job, its store group), and
+/// an unchanged file is read once.
 pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static KNOWN: Mutex<Option<HashMap<FileState, String>>> = Mutex::new(None);
+    let started = std::time::SystemTime::now();
+    let state = file_state(path)?;
+    if let Some(known) = KNOWN.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(id) = known.get(&state) {
+            return Ok(id.clone());
+        }
+    }
     let mut hasher = blake3::Hasher::new();
-    std::io::copy(&mut crate::input::open_regular(path, "file")?, &mut hasher)?;
-    Ok(hex(&hasher.finalize().as_bytes()[..8]))
+    let mut file = crate::input::open_regular(path, "file")?;
+    std::io::copy(&mut file, &mut hasher)?;
+    let id = hex(&hasher.finalize().as_bytes()[..8]);
+    // File times come from a coarse clock (a tick behind at most): a write after this digest
+    // has a change time past `started` less a tick, so a file last changed well before it is
+    // told apart from any later state of it. One changed since, or just before, is not kept.
+    let settled = state.changed_at() + FILE_CLOCK_TICK < started;
+    if settled && file_state(path)? == state {
+        KNOWN
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(state, id.clone());
+    }
+    Ok(id)
+}
+
+/// What identifies a file's content without reading it: its path, device, inode, length and
+/// modification and change times (nanoseconds).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileState {
+    path: std::path::PathBuf,
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+/// More than the coarse clock's tick that file times are read from (1-10 ms).
+const FILE_CLOCK_TICK: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl FileState {
+    fn changed_at(&self) -> std::time::SystemTime {
+        let (s, ns) = self.changed;
+        let since = std::time::Duration::new(s.max(0) as u64, ns.clamp(0, 999_999_999) as u32);
+        std::time::UNIX_EPOCH + since
+    }
+}
+
+fn file_state(path: &std::path::Path) -> std::io::Result<FileState> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok(FileState {
+        path: path.to_path_buf(),
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        modified: (m.mtime(), m.mtime_nsec()),
+        changed: (m.ctime(), m.ctime_nsec()),
+    })
 }
 
 #[cfg(test)]
@@ -73,9 +135,19 @@ mod tests {
         let file = std::env::temp_dir().join(format!("ndtune-blake3-{}", std::process::id()));
         std::fs::write(&file, b"abc").unwrap();
         let id = super::short_blake3_file(&file).unwrap();
-        std::fs::remove_file(&file).unwrap();
         // BLAKE3("abc") from the reference implementation's test vectors.
         assert_eq!(id, "6437b3ac38465133");
+        // Written again at once (the same length, maybe the same file times): read again.
+        std::fs::write(&file, b"abd").unwrap();
+        let other = super::short_blake3_file(&file).unwrap();
+        assert_ne!(other, id);
+        // Kept once settled; written again, read again.
+        std::thread::sleep(std::time::Duration::from_millis(120));
+        assert_eq!(super::short_blake3_file(&file).unwrap(), other);
+        assert_eq!(super::short_blake3_file(&file).unwrap(), other);
+        std::fs::write(&file, b"abc").unwrap();
+        assert_eq!(super::short_blake3_file(&file).unwrap(), id);
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]
