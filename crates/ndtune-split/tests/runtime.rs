@@ -521,3 +521,80 @@ fn with_three_devices_the_static_plan_also_runs_without_the_slowest() {
         Mode::Single => assert!(fastest.ms >= s.single_ms[s.best_single]),
     }
 }
+
+/// A member with a twin builds the twin's kernel (another source, another kernel name) and runs
+/// its part of the one range: here an OpenCL twin on PoCL (CI has no CUDA; `scripts/test-gpu.sh`
+/// splits a CUDA twin with an OpenCL device). A spec that differs in what the devices share is
+/// no twin, named by its section.
+#[test]
+fn a_member_runs_its_twins_kernel_and_a_spec_that_differs_is_no_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(example("conv1d.cl")).unwrap();
+    std::fs::write(
+        dir.path().join("twin.cl"),
+        source.replace("__kernel void conv1d(", "__kernel void conv1d_twin("),
+    )
+    .unwrap();
+    let spec_text = std::fs::read_to_string(example("conv1d.toml")).unwrap();
+    let twin_text = spec_text
+        .replace("name = \"conv1d\"", "name = \"conv1d_twin\"")
+        .replace("source = \"conv1d.cl\"", "source = \"twin.cl\"");
+    assert_ne!(twin_text, spec_text);
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        load(&path, 1200)
+    };
+    let spec = load(&example("conv1d.toml"), 1200);
+    let twin = std::sync::Arc::new(write("twin.toml", &twin_text));
+    assert_eq!(ndtune_split::runtime::twin_mismatch(&spec, &twin), None);
+    let expected = reference(&spec, &[24], "conv1d", "out");
+    let members: Vec<Member> = halves()
+        .into_iter()
+        .zip([(vec![24], None), (vec![40], Some(twin))])
+        .map(|(device, (config, twin))| Member {
+            device,
+            config,
+            twin,
+        })
+        .collect();
+    let labels = vec!["0:0/2".to_string(), "0:1/2".to_string()];
+    let inputs = spec_inputs(&spec, &members[0].config, 1).unwrap();
+    let mut exec = CoExecutor::new(&spec, &members, &labels, 0, &inputs).unwrap();
+    run_overlapping_plan(&spec, &mut exec, &expected);
+    drop(exec);
+    // The twin's own kernel runs: one that doubles its outputs doubles the second part alone.
+    std::fs::write(
+        dir.path().join("twin.cl"),
+        source
+            .replace("__kernel void conv1d(", "__kernel void conv1d_twin(")
+            .replace("out[gid] = acc;", "out[gid] = 2.0f * acc;"),
+    )
+    .unwrap();
+    let doubling = std::sync::Arc::new(write("twin.toml", &twin_text));
+    let mut members = members;
+    members[1].twin = Some(doubling);
+    let mut exec = CoExecutor::new(&spec, &members, &labels, 0, &inputs).unwrap();
+    let e = exec
+        .execute(&[part(0, 0, 600), part(1, 600, 600)], &spec.measure)
+        .unwrap();
+    let out = from_bytes(ndtune_spec::ElemType::Float, &e.outputs["out"]);
+    let doubled: Vec<f64> = expected[600..].iter().map(|x| 2.0 * x).collect();
+    let v = spec.verify.as_ref().unwrap();
+    compare("out", &expected[..600], &out[..600], v.rtol, v.atol).unwrap();
+    compare("out", &doubled, &out[600..], v.rtol, v.atol).unwrap();
+    for (from, to, section) in [
+        ("MASK = 625", "MASK = 627", "[constants]"),
+        ("global = [\"N\"]", "global = [\"N * 1\"]", "[launch]"),
+        ("len = \"MASK\"", "len = \"MASK + 1\"", "[[args]]"),
+        (
+            "WG = { range = [1, 65536] }",
+            "WG = [8, 24, 40]",
+            "[params]",
+        ),
+    ] {
+        let other = write("other.toml", &twin_text.replace(from, to));
+        let why = ndtune_split::runtime::twin_mismatch(&spec, &other).expect(section);
+        assert!(why.contains(&format!("their {section} differ")), "{why}");
+    }
+}
