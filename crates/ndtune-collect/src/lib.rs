@@ -216,15 +216,20 @@ impl CollectCampaign {
         })
     }
 
-    /// Picks the campaign's devices among `found` (in discovery order) by their selectors.
-    pub fn devices(&self, found: &[AnyDevice]) -> Result<Vec<AnyDevice>, CollectError> {
-        self.devices
-            .iter()
-            .map(|sel| {
-                ndtune_backend::pick(found, sel)
-                    .map_err(|e| campaign_error(format!("{}: devices: {e}", self.path.display())))
-            })
-            .collect()
+    /// Opens the campaign's devices, picked by their selectors as every command picks devices
+    /// ([`ndtune_engine::devices::pick`]: OpenCL devices, as the stencils are OpenCL kernels;
+    /// each at most once, no device together with a sub-device of it).
+    pub fn devices(&self) -> Result<Vec<AnyDevice>, CollectError> {
+        use ndtune_engine::devices::{open_picked, pick_live};
+        let fail = |e: ndtune_engine::devices::PickError| {
+            campaign_error(format!("{}: devices: {e}", self.path.display()))
+        };
+        let picked = pick_live(
+            Some(ndtune_backend::Api::OpenCl),
+            Some(&self.devices.join(",")),
+        )
+        .map_err(fail)?;
+        open_picked(&picked).map_err(fail)
     }
 }
 

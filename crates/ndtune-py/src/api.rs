@@ -250,9 +250,7 @@ fn collect(
         CollectError::Tuning(e) => crate::CampaignError::new_err(e.to_string()),
     };
     let plan = CollectCampaign::load(&campaign).map_err(fail)?;
-    let found =
-        ndtune_backend::discover().map_err(|e| crate::DeviceError::new_err(e.to_string()))?;
-    let devices = plan.devices(&found).map_err(fail)?;
+    let devices = plan.devices().map_err(fail)?;
     let store = Store::open(&db).map_err(store_error)?;
     let scenarios = ndtune_collect::prepare(&plan, &devices, &work).map_err(fail)?;
     let (exe, args) = worker

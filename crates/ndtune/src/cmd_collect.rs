@@ -39,7 +39,7 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         .as_ref()
         .ok_or_else(|| anyhow!("collect needs a campaign file (or --summary / --export)"))?;
     let campaign = CollectCampaign::load(path)?;
-    let devices = campaign.devices(&ndtune_backend::discover()?)?;
+    let devices = campaign.devices()?;
     let work = args
         .work
         .clone()

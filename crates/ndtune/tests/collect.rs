@@ -250,6 +250,16 @@ fn bad_campaigns_are_refused_before_anything_is_measured() {
         "devices = [\"nosuchdevice\"]\nkernels = [\"gol\"]\ndatasets = [[32, 32]]\n",
     );
     assert!(err.contains("no device matches `nosuchdevice`"), "{err}");
+    // Devices are picked as every command picks them: a device and its own part are refused.
+    let err = run(
+        "twice.toml",
+        "devices = [\"0\", \"0:0/2\"]\nkernels = [\"gol\"]\ndatasets = [[32, 32]]\n",
+    );
+    assert!(
+        err.contains("twice.toml: devices: ")
+            && err.contains("device 0 and a sub-device of it share compute units"),
+        "{err}"
+    );
     let err = run(
         "border.toml",
         "kernels = [\"gaussian-10\"]\ndatasets = [[8, 8]]\n",
