@@ -390,6 +390,20 @@ mod tests {
         Spec::load(&path).unwrap()
     }
 
+    /// A `.npy` file (version 1.0) of this header dictionary and these data bytes.
+    fn npy(header: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = header.to_string();
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header.as_bytes());
+        bytes.extend(data);
+        bytes
+    }
+
     #[test]
     fn npy_files_and_copies_give_their_exact_contents() {
         let dir = tempfile::tempdir().unwrap();
@@ -405,16 +419,15 @@ mod tests {
             [7.0, -1.0, i32::MAX as f64, 0.0]
         );
         // The other byte order: read element by element and turned into this host's.
-        let mut header = "{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }".to_string();
-        while !(10 + header.len() + 1).is_multiple_of(64) {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend((header.len() as u16).to_le_bytes());
-        bytes.extend(header.as_bytes());
-        bytes.extend(a.iter().flat_map(|v| v.to_be_bytes()));
-        std::fs::write(dir.path().join("big.npy"), bytes).unwrap();
+        let big: Vec<u8> = a.iter().flat_map(|v| v.to_be_bytes()).collect();
+        std::fs::write(
+            dir.path().join("big.npy"),
+            npy(
+                "{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }",
+                &big,
+            ),
+        )
+        .unwrap();
         let big = read_npy(&dir.path().join("big.npy"), ElemType::Float, 4).unwrap();
         assert_eq!(from_bytes(ElemType::Float, &big), a.map(f64::from));
     }
@@ -441,17 +454,10 @@ mod tests {
         let e = spec_inputs(&s, &[1], 1).unwrap_err();
         assert!(e.contains("none.npy: "), "{e}");
         // A shape whose element count overflows (npyz would wrap it to 1024).
-        let mut header =
-            "{'descr': '<f4', 'fortran_order': False, 'shape': (18014398509481985, 1024), }"
-                .to_string();
-        while !(10 + header.len() + 1).is_multiple_of(64) {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend((header.len() as u16).to_le_bytes());
-        bytes.extend(header.as_bytes());
-        bytes.extend([0u8; 4096]);
+        let bytes = npy(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (18014398509481985, 1024), }",
+            &[0u8; 4096],
+        );
         std::fs::write(dir.path().join("huge.npy"), bytes).unwrap();
         let s = spec(dir.path(), 1024, "{ npy = \"huge.npy\" }", "\"zeros\"");
         let e = spec_inputs(&s, &[1], 1).unwrap_err();

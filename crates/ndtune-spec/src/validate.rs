@@ -1035,13 +1035,21 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<A
             .ok_or_else(|| cx.err(span, format!("{what}: a {kind} argument needs `{key}`")))
     }
     let kind = match r.kind.as_str() {
-        "buffer" => {
+        "buffer" | "constant" => {
             let init = init(cx, &span, &what, r.init.as_ref(), dir)?;
-            let access = match r.access.as_deref() {
-                None | Some("read_write") => Access::ReadWrite,
-                Some("read") => Access::Read,
-                Some("write") => Access::Write,
-                Some(o) => {
+            let access = match (r.kind.as_str(), r.access.as_deref()) {
+                // A buffer the kernel reads from a `__constant__` array of its name (CUDA).
+                ("constant", None) => Access::Constant,
+                ("constant", Some(_)) => {
+                    return Err(cx.err(
+                        &span,
+                        format!("{what}: a constant argument is read only: leave `access` out"),
+                    ))
+                }
+                (_, None | Some("read_write")) => Access::ReadWrite,
+                (_, Some("read")) => Access::Read,
+                (_, Some("write")) => Access::Write,
+                (_, Some(o)) => {
                     return Err(cx.err(
                         &span,
                         format!("{what}: access is read, write or read_write, not `{o}`"),
@@ -1069,26 +1077,6 @@ fn arg(cx: &Ctx, problem: &Problem, a: &Spanned<RawArg>, dir: &Path) -> Result<A
                     Some(v) => ScalarValue::Unsigned(v),
                     None => ScalarValue::Expr(scalar_value(cx, problem, &what, ty, value)?),
                 },
-            }
-        }
-        // A buffer the kernel reads from a `__constant__` array of its name (CUDA).
-        "constant" => {
-            if r.access.is_some() {
-                return Err(cx.err(
-                    &span,
-                    format!("{what}: a constant argument is read only: leave `access` out"),
-                ));
-            }
-            ArgKind::Buffer {
-                ty: elem_type(cx, &span, &what, r.ty.as_deref())?,
-                len: expr(
-                    cx,
-                    problem,
-                    &format!("{what} len"),
-                    need(cx, &span, &what, &r.kind, &r.len, "len")?,
-                )?,
-                init: init(cx, &span, &what, r.init.as_ref(), dir)?,
-                access: Access::Constant,
             }
         }
         "local" => ArgKind::Local {
