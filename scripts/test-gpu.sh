@@ -29,11 +29,12 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
-check() { # NAME COMMAND...: runs the command, PASS when it exits 0
+check() { # NAME COMMAND...: runs the command, PASS when it exits 0 (SHOW=1: with its output)
     local name=$1
     shift
     if "$@" >"$work/out" 2>"$work/err"; then
         echo "PASS $name"
+        [ -z "${SHOW:-}" ] || sed 's/^/    /' "$work/out" | tail -5
     else
         echo "FAIL $name"
         sed 's/^/    /' "$work/out" "$work/err" | tail -40
@@ -113,7 +114,7 @@ m = re.search(r"platform: Portable Computing Language\n\s+\[(\d+)\]", open(sys.a
 print(m.group(1) if m else "")
 EOF
 )
-check "split: one range across the GPU through CUDA ($cuda) and the CPU through OpenCL ($cpu)" \
+SHOW=1 check "split: one range across the GPU through CUDA ($cuda) and the CPU through OpenCL ($cpu)" \
     bash -c "'$NDTUNE' split examples/conv1d.toml --twin examples/cuda/conv1d.toml --devices $cuda,$cpu \
     --set N=4194304 --db '$work/split.db' --json >'$work/split' 2>'$work/split.err'; rc=\$?; \
     tail -3 '$work/split.err'; python3 -c \"import json; r = json.load(open('$work/split')); \
