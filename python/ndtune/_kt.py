@@ -52,6 +52,22 @@ OPENCL_TYPES = {
     np.dtype(np.float64): "double",
 }
 
+# NumPy types a kernel's buffer holds as elements of another: a bool is a byte, a complex number
+# two reals (as OpenCL's float2 and CUDA's cuComplex lay them out).
+AS_ELEMENTS = {np.dtype(np.bool_): np.uint8, np.dtype(np.complex64): np.float32,
+               np.dtype(np.complex128): np.float64}
+
+
+def _elements(arg):
+    """An argument as the kernel gets it: an array of a type of AS_ELEMENTS as a view of its
+    elements (contiguous), a bool scalar as a byte; anything else as it is."""
+    if isinstance(arg, np.ndarray) and arg.dtype in AS_ELEMENTS:
+        return np.ascontiguousarray(arg).view(AS_ELEMENTS[arg.dtype])
+    if isinstance(arg, np.bool_):
+        return np.uint8(arg)
+    return arg
+
+
 # Kernel Tuner's strategies that ndtune has (ndtune's own names are accepted too).
 STRATEGIES = {
     "brute_force": "exhaustive",
@@ -228,6 +244,7 @@ def _args(arguments):
     lines = []
     for i, arg in enumerate(arguments):
         name = f"arg{i}"
+        arg = _elements(arg)
         dtype = getattr(arg, "dtype", None)
         cl_type = OPENCL_TYPES.get(np.dtype(dtype)) if dtype is not None else None
         if cl_type is None:
@@ -235,7 +252,7 @@ def _args(arguments):
                 f"tune_kernel: argument {i} is a {type(arg).__name__}"
                 + (f" of {dtype}" if dtype is not None else "")
                 + "; ndtune takes NumPy arrays and NumPy scalars of "
-                + ", ".join(str(d) for d in OPENCL_TYPES)
+                + ", ".join(str(d) for d in [*OPENCL_TYPES, *AS_ELEMENTS])
             )
         lines.append("[[args]]")
         lines.append(f"name = {_toml(name)}")
@@ -363,10 +380,13 @@ def constant_memory(cmem_args, language):
         if not (isinstance(name, str) and IDENTIFIER.fullmatch(name)):
             raise SpecError(f"tune_kernel: cmem_args: {name!r} is not the name of a __constant__ "
                             "array")
-        if not isinstance(value, (np.ndarray, np.generic)) or value.dtype not in OPENCL_TYPES:
+        if isinstance(value, (np.ndarray, np.generic)):
+            value = _elements(np.atleast_1d(value))
+        if not isinstance(value, np.ndarray) or value.dtype not in OPENCL_TYPES:
             raise SpecError(f"tune_kernel: cmem_args[{name!r}] is a {type(value).__name__}; "
-                            "give a NumPy array or scalar of " + ", ".join(map(str, OPENCL_TYPES)))
-        constants.append((name, np.ascontiguousarray(np.atleast_1d(value))))
+                            "give a NumPy array or scalar of "
+                            + ", ".join(map(str, [*OPENCL_TYPES, *AS_ELEMENTS])))
+        constants.append((name, np.ascontiguousarray(value)))
     return constants
 
 
@@ -522,8 +542,8 @@ def write_spec(kernel_name, files, spec_text, arguments, checked=(), constants=(
     directory, and a call with other data another (`answer.c` names the directory, so the
     answers are part of the reference's identity). Returns the spec's path."""
     digest = hashlib.sha256(json.dumps([spec_text, files]).encode())
-    arrays = [(f"arg{i}.npy", np.ascontiguousarray(a)) for i, a in enumerate(arguments)
-              if isinstance(a, np.ndarray)] + [(f"cmem_{n}.npy", a) for n, a in constants]
+    arrays = [(f"arg{i}.npy", np.ascontiguousarray(_elements(a)))
+              for i, a in enumerate(arguments) if isinstance(a, np.ndarray)] + [(f"cmem_{n}.npy", a) for n, a in constants]
     answers = [(f"answer{i}.bin", np.ascontiguousarray(a)) for i, a in checked]
     for each in _each(_array_digest, arrays + answers):
         digest.update(each)

@@ -26,6 +26,36 @@ def test_run_kernel_returns_the_arguments_after_the_run():
     out[0][0] = 1.0  # a writable array of its own
 
 
+CONJUGATE = """
+__kernel void conjugate(__global float2 *z, __global const uchar *flip, const uchar on) {
+    int i = get_global_id(0);
+    if (on && flip[i]) z[i].y = -z[i].y;
+}
+"""
+
+
+def test_complex_and_bool_arguments_are_their_elements():
+    # A complex64 array is float pairs to the kernel (OpenCL's float2), a bool array bytes, a
+    # bool scalar a byte; they come back in their own types, and `answer` checks them.
+    n = 1024
+    rng = np.random.default_rng(3)
+    z = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    flip = rng.random(n) < 0.5
+    out = run_kernel("conjugate", CONJUGATE, n, [z, flip, np.bool_(True)], {"block_size_x": 64})
+    assert out[0].dtype == np.complex64 and out[1].dtype == np.bool_
+    np.testing.assert_array_equal(out[0], np.where(flip, np.conj(z), z))
+    np.testing.assert_array_equal(out[1], flip)
+    expected = np.where(flip, np.conj(z), z)
+    results, _ = tune_kernel("conjugate", CONJUGATE, n, [z, flip, np.bool_(True)],
+                             {"block_size_x": [32, 64]}, answer=[expected, None, None],
+                             quiet=True)
+    assert all(isinstance(r["time"], float) for r in results), results
+    # The answer of no conjugation is wrong wherever a flag is set.
+    results, _ = tune_kernel("conjugate", CONJUGATE, n, [z, flip, np.bool_(True)],
+                             {"block_size_x": [32]}, answer=[z, None, None], quiet=True)
+    assert [r["ndtune_outcome"] for r in results] == ["wrong_result"]
+
+
 def test_run_kernel_2d_with_grid_divisors():
     args = scale_args()
     params = {"block_size_x": 16, "block_size_y": 2, "tile_x": 2}
