@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 fn spec(dir: &Path) -> String {
-    std::fs::write(dir.join("work.cl"), SLOW_WORK).unwrap();
+    std::fs::write(dir.join("work.cl"), KERNEL).unwrap();
     write(
         dir,
         "work.toml",

@@ -26,7 +26,7 @@ pub struct Genetic {
     pub seed: u64,
 }
 
-/// μ and λ.
+/// μ and λ (Kernel Tuner's `popsize` default); `nsga2`'s population and children too.
 pub const POPULATION: usize = 20;
 const DEFAULT_BUDGET: usize = 100;
 

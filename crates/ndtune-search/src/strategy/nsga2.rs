@@ -1,7 +1,7 @@
 //! NSGA-II (Deb et al. 2002), the front strategy Kernel Tuner 1.4+ runs through pymoo, over
 //! the valid points.
 
-use super::genetic::{generation, offspring};
+use super::genetic::{generation, offspring, POPULATION};
 use super::rng;
 use crate::session::Session;
 use crate::{Evaluator, Point, Run, SearchSpace, Strategy, Trace};
@@ -29,8 +29,6 @@ pub struct Nsga2 {
     pub seed: u64,
 }
 
-/// The population, and the children per generation (Kernel Tuner's `popsize` default).
-pub const POPULATION: usize = 20;
 const DEFAULT_BUDGET: usize = 100;
 
 impl Strategy for Nsga2 {

@@ -93,7 +93,8 @@ len = "N"
 access = "write"
 "#;
 
-/// Work that grows with SLOW; the output does not depend on it.
+/// Work that grows with SLOW (SLOW = 16 takes about nine times SLOW = 1 on a Xeon with PoCL);
+/// the output does not depend on it.
 pub const KERNEL: &str = r#"
 __kernel void work(__global const float *x, __global float *y) {
     size_t i = get_global_id(0);
@@ -137,14 +138,3 @@ runs = 3
 
 /// The valid configurations of [`work_spec`].
 pub const CONFIGURATIONS: u64 = 24;
-
-/// A kernel `work` of `SLOW` iterations of a loop per work-item: SLOW = 16 takes far longer than SLOW = 1 (about
-/// nine times on a Xeon with PoCL).
-pub const SLOW_WORK: &str = r#"
-__kernel void work(__global const float *x, __global float *y) {
-    size_t i = get_global_id(0);
-    float acc = 0.0f;
-    for (int k = 0; k < SLOW; ++k) acc += x[i] * (float)k;
-    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
-}
-"#;
