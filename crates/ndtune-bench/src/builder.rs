@@ -86,6 +86,14 @@ impl Service for Builder {
         })
     }
 
+    fn switch(self, job: &Job) -> Result<Builder, Fatal> {
+        Ok(Builder {
+            bench: self.bench.switch(job)?,
+            primer: None,
+            binaries: HashMap::new(),
+        })
+    }
+
     fn ready(&self) -> BuildResponse {
         BuildResponse::Ready
     }
@@ -214,7 +222,10 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     command: Box<dyn Fn() -> Command + Send + Sync>,
-    job: String,
+    /// The job the workers build for, and how many times the pool was switched to another
+    /// ([`BuildPool::switch`]): a worker started for an earlier one takes this one up before
+    /// its next build.
+    job: Mutex<(Arc<Job>, u64)>,
     fixed_timeout: Option<Duration>,
     prime: bool,
     /// Binaries of earlier campaigns, by build key: taken instead of building.
@@ -246,6 +257,8 @@ struct State {
     /// ([`BuildPool::hurry`]).
     urgent: usize,
     times: BuildTimes,
+    /// Build worker processes started (since the pool's last switch).
+    started: usize,
     files: usize,
     /// Builds whose worker died once: built again in a fresh worker before the crash counts
     /// (PoCL's compiler crashes now and then where the same build succeeds the next time).
@@ -321,6 +334,10 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn job(&self) -> MutexGuard<'_, (Arc<Job>, u64)> {
+        self.job.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether build `key` is done, running, or found in the cache (then done).
     fn known(&self, state: &mut State, key: &str) -> bool {
         if state.done.contains_key(key) || state.running.contains(key) {
@@ -367,7 +384,7 @@ impl BuildPool {
             }),
             changed: Condvar::new(),
             command,
-            job: serde_json::to_string(job).expect("a job serialises"),
+            job: Mutex::new((Arc::new(job.clone()), 0)),
             fixed_timeout: timeout,
             prime,
             cache,
@@ -386,6 +403,36 @@ impl BuildPool {
             dir,
         };
         Ok(pool)
+    }
+
+    /// Builds for `job` from now on (a sweep's next campaign, on the same device), as a pool
+    /// started for it with build times `history` would, but with its workers kept: each takes
+    /// the job up in its own process before its next build. Builds already done stay done
+    /// where they say something of their key alone (a binary, a compiler's refusal); nothing
+    /// queued stays; the build time and times learnt are counted anew.
+    pub fn switch(&self, job: &Job, history: &[(Vec<i64>, f64)]) {
+        {
+            let mut current = self.shared.job();
+            *current = (Arc::new(job.clone()), current.1 + 1);
+        }
+        let mut s = self.shared.lock();
+        s.queue.clear();
+        s.urgent = 0;
+        s.any_order = false;
+        s.busy = Duration::ZERO;
+        s.started = 0;
+        s.times = BuildTimes::from_learnt(history);
+        s.crashed_once.clear();
+        s.generated.clear();
+        s.done.retain(|_, built| {
+            matches!(
+                built,
+                Built::Binary(_)
+                    | Built::InDriverCache
+                    | Built::Failed(Outcome::BuildFailed { .. })
+            )
+        });
+        self.shared.changed.notify_all();
     }
 
     /// How many build workers the pool runs.
@@ -525,6 +572,11 @@ impl BuildPool {
         self.shared.lock().busy.as_secs_f64()
     }
 
+    /// How many build worker processes the pool started (since its last switch).
+    pub fn started(&self) -> usize {
+        self.shared.lock().started
+    }
+
     /// Every build time known (configuration, seconds): the history given, then this pool's.
     pub fn build_times(&self) -> Vec<(Vec<i64>, f64)> {
         self.shared.lock().times.learnt().to_vec()
@@ -595,7 +647,7 @@ fn set_priority(pid: u32, urgent: bool) {
 /// One build worker's thread: takes define sets off the queue and builds them in its process,
 /// restarting the process after a crash or a hang.
 fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
-    let mut worker: Option<LineProcess> = None;
+    let mut worker: Option<(LineProcess, u64)> = None;
     loop {
         let (key, config) = {
             let mut s = shared.lock();
@@ -611,6 +663,15 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
                 s = shared.changed.wait(s).unwrap_or_else(|p| p.into_inner());
             }
         };
+        if let Some((w, generation)) = &mut worker {
+            let (job, now) = shared.job().clone();
+            if *generation != now && !switch(shared, w, &job) {
+                shared.lock().pids.remove(&slot);
+                worker = None;
+            } else {
+                *generation = now;
+            }
+        }
         if worker.is_none() {
             match start(shared, slot) {
                 Ok(w) => worker = Some(w),
@@ -641,7 +702,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             let s = shared.lock();
             (shared.deadline(&s), s.paused_so_far())
         };
-        let w = worker.as_mut().expect("started above");
+        let (w, _) = worker.as_mut().expect("started above");
         {
             let mut s = shared.lock();
             s.building.insert(slot, key.clone());
@@ -719,6 +780,7 @@ fn dispatch(shared: &Shared, slot: usize, dir: &std::path::Path) {
             let primed = worker
                 .as_mut()
                 .expect("alive")
+                .0
                 .answer_counting(deadline, || !shared.lock().paused);
             alive = matches!(
                 primed.as_deref().map(serde_json::from_str::<BuildResponse>),
@@ -773,12 +835,32 @@ fn finish(
     shared.changed.notify_all();
 }
 
-/// Starts a build worker and waits for it to open its device.
-fn start(shared: &Shared, slot: usize) -> Result<LineProcess, String> {
-    let mut w = LineProcess::spawn((shared.command)(), &shared.job)
+/// Hands a running build worker the pool's `job` ([`BuildPool::switch`]); whether it took
+/// it up (else it is to be replaced by a fresh one, which says what is wrong).
+fn switch(shared: &Shared, w: &mut LineProcess, job: &Job) -> bool {
+    let line = serde_json::to_string(&crate::worker::Switch {
+        switch: job.clone(),
+    })
+    .expect("a job serialises");
+    let answer = w
+        .tell(&line)
+        .and_then(|()| w.answer_counting(Duration::from_secs(120), || !shared.lock().paused));
+    matches!(
+        answer.as_deref().map(serde_json::from_str::<BuildResponse>),
+        Ok(Ok(BuildResponse::Ready))
+    )
+}
+
+/// Starts a build worker and waits for it to open its device; with the pool's generation of
+/// the job it was given.
+fn start(shared: &Shared, slot: usize) -> Result<(LineProcess, u64), String> {
+    let (job, generation) = shared.job().clone();
+    let line = serde_json::to_string(&*job).expect("a job serialises");
+    let mut w = LineProcess::spawn((shared.command)(), &line)
         .map_err(|e| format!("a build worker did not start: {e}"))?;
     {
         let mut s = shared.lock();
+        s.started += 1;
         s.pids.insert(slot, w.pid());
         if s.paused {
             signal(w.pid(), libc::SIGSTOP);
@@ -786,7 +868,7 @@ fn start(shared: &Shared, slot: usize) -> Result<LineProcess, String> {
     }
     let opened = w.answer_counting(Duration::from_secs(120), || !shared.lock().paused);
     match opened.as_deref().map(serde_json::from_str::<BuildResponse>) {
-        Ok(Ok(BuildResponse::Ready)) => Ok(w),
+        Ok(Ok(BuildResponse::Ready)) => Ok((w, generation)),
         Ok(Ok(BuildResponse::Fatal(why))) => Err(format!("a build worker did not start: {why}")),
         Ok(_) => Err("a build worker did not say it was ready".into()),
         Err(Silence::Died(why)) => Err(format!("a build worker did not start: it {why}")),

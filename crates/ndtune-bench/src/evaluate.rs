@@ -312,6 +312,23 @@ fn buffer_too_large(device: &AnyDevice, ty: ndtune_spec::ElemType, len: usize) -
     }
 }
 
+/// A job's spec with its overrides, checked to make the setup the campaign started with.
+fn job_spec(job: &crate::worker::Job) -> Result<Spec, Fatal> {
+    let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
+    let spec = Spec::load_with(&job.spec, &job.overrides).map_err(fatal)?;
+    if let Some(source) = spec.kernel_source().map_err(fatal)? {
+        let now = spec.setup(&source, job.seed).map_err(fatal)?.digest;
+        if now != job.setup {
+            return Err(Fatal(format!(
+                "{}: the spec or a file it names changed since the campaign started (setup {}, now {now}): results measured now would not be the campaign's; start it again",
+                spec.path.display(),
+                job.setup
+            )));
+        }
+    }
+    Ok(spec)
+}
+
 fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
     let v = eval(node, config, what)?;
     usize::try_from(v).map_err(|_| Fatal(format!("{what} is {v} for configuration {config:?}")))
@@ -320,6 +337,16 @@ fn size(node: &Node, config: &[i64], what: &str) -> Result<usize, Fatal> {
 impl Bench {
     /// Opens a session on `device` for `spec`, which must have a kernel source and `[launch]`.
     pub fn new(spec: Spec, device: &AnyDevice, seed: u64) -> Result<Bench, Fatal> {
+        Bench::with_session(spec, device, seed, None)
+    }
+
+    /// [`Bench::new`] in `session` (one of `device` for the same kernel source) where given.
+    fn with_session(
+        spec: Spec,
+        device: &AnyDevice,
+        seed: u64,
+        session: Option<Box<dyn Session>>,
+    ) -> Result<Bench, Fatal> {
         let source = spec
             .kernel_source()
             .map_err(|e| Fatal(e.to_string()))?
@@ -403,7 +430,10 @@ impl Bench {
                 }
             }
         }
-        let session = device.session().map_err(|e| Fatal(e.to_string()))?;
+        let session = match session {
+            Some(session) => session,
+            None => device.session().map_err(|e| Fatal(e.to_string()))?,
+        };
         Ok(Bench {
             spec,
             device: device.clone(),
@@ -468,23 +498,49 @@ impl Bench {
     /// Opens a [`crate::worker::Job`]: its spec (with the overrides) on its device, after
     /// checking that the spec and its files still make the campaign's setup.
     pub fn open(job: &crate::worker::Job) -> Result<Bench, Fatal> {
-        let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
-        let spec = Spec::load_with(&job.spec, &job.overrides).map_err(fatal)?;
-        if let Some(source) = spec.kernel_source().map_err(fatal)? {
-            let now = spec.setup(&source, job.seed).map_err(fatal)?.digest;
-            if now != job.setup {
-                return Err(Fatal(format!(
-                    "{}: the spec or a file it names changed since the campaign started (setup {}, now {now}): results measured now would not be the campaign's; start it again",
-                    spec.path.display(),
-                    job.setup
-                )));
-            }
-        }
+        let spec = job_spec(job)?;
         let mut bench = Bench::new(spec, &job.open_device()?, job.seed)?;
         if job.energy {
             bench.measure_energy()?;
         }
         Ok(bench)
+    }
+
+    /// Takes up `job` on the device this bench is open on (a sweep's next campaign): its
+    /// device session is kept (its builds too) where the kernel's source is the same, every
+    /// buffer and reference of the job before is let go first.
+    pub fn switch(self, job: &crate::worker::Job) -> Result<Bench, Fatal> {
+        let spec = job_spec(job)?;
+        let (device, source, session, meter) = self.into_kept();
+        let same_source = spec.kernel_source().ok().flatten().as_ref() == Some(&source);
+        let session = same_source.then_some(session);
+        let mut bench = Bench::with_session(spec, &device, job.seed, session)?;
+        match (job.energy, meter) {
+            (true, Some(meter)) => bench.meter = Some(meter),
+            (true, None) => bench.measure_energy()?,
+            (false, _) => {}
+        }
+        Ok(bench)
+    }
+
+    /// What a switch keeps: the device, the source its session builds, the session and the
+    /// meter; the rest (buffers, references) is let go here, before the next job allocates.
+    fn into_kept(
+        self,
+    ) -> (
+        AnyDevice,
+        KernelSource,
+        Box<dyn Session>,
+        Option<ndtune_energy::Meter>,
+    ) {
+        let Bench {
+            device,
+            source,
+            session,
+            meter,
+            ..
+        } = self;
+        (device, source, session, meter)
     }
 
     /// Why a buffer of `len` elements of `ty` cannot be allocated on this device, if it cannot.

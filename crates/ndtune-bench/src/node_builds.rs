@@ -234,6 +234,14 @@ impl Builds {
         }
     }
 
+    /// See [`BuildPool::started`]: of its own pool; none where it uses the node's.
+    pub fn started(&self) -> usize {
+        match self {
+            Builds::Own(pool) => pool.started(),
+            Builds::Host(_) | Builds::Joined(_) => 0,
+        }
+    }
+
     /// See [`BuildPool::build_times`]: on a node, every build of the node's.
     pub fn build_times(&self) -> Vec<(Vec<i64>, f64)> {
         match self {

@@ -9,7 +9,7 @@
 use crate::evaluate::{Cost, Fatal, Moment};
 use crate::process::{LineProcess, Silence};
 use crate::race::Limits;
-use crate::worker::{Generated, Job, OwnCheck, Request, Response};
+use crate::worker::{Generated, Job, OwnCheck, Request, Response, Switch};
 use ndtune_core::Outcome;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +76,9 @@ pub struct Supervisor {
     /// A worker started ahead ([`Supervisor::start_ahead`]) that has not said it is ready yet,
     /// and when it was started.
     starting: Option<(LineProcess, Instant)>,
+    /// When the worker (running or starting) was handed the job it has now ([`Switch`]) and
+    /// has not yet said it took it up.
+    switched: Option<Instant>,
     /// Workers started so far (1 + restarts).
     pub starts: usize,
     /// Wall time spent starting workers (process, device discovery, session), in seconds.
@@ -100,6 +103,7 @@ impl Supervisor {
             slowest: Duration::ZERO,
             running: None,
             starting: None,
+            switched: None,
             starts: 0,
             startup_s: 0.0,
             startup_waited_s: 0.0,
@@ -114,6 +118,61 @@ impl Supervisor {
         }
         if let Ok(worker) = self.spawn() {
             self.starting = Some((worker, Instant::now()));
+        }
+    }
+
+    /// Makes `job` the one evaluated from now on, where it is another, with the accounts of
+    /// starts and start-up begun anew (a sweep's next campaign). A worker open on the same device takes it up in
+    /// the same process, keeping its driver and session: the job is sent now and taken up while
+    /// the caller goes on; the next evaluation waits for it. On another device the worker
+    /// stops and the next evaluation starts one.
+    pub fn switch(&mut self, job: Job) {
+        if job == self.job {
+            return;
+        }
+        self.starts = 0;
+        self.startup_s = 0.0;
+        self.startup_waited_s = 0.0;
+        let same_device = job.same_device(&self.job);
+        self.job = job;
+        if !same_device {
+            self.stop();
+            return;
+        }
+        let line = serde_json::to_string(&Switch {
+            switch: self.job.clone(),
+        })
+        .expect("a job serialises");
+        let told = match (&mut self.running, &mut self.starting) {
+            (Some(worker), _) | (None, Some((worker, _))) => worker.tell(&line).is_ok(),
+            (None, None) => return,
+        };
+        if told {
+            self.switched = Some(Instant::now());
+        } else {
+            self.stop();
+        }
+    }
+
+    /// Waits for the running worker to take up the job it was switched to, if it was; one that
+    /// does not is stopped (the next evaluation starts a fresh one, which says what is wrong).
+    fn await_switch(&mut self) {
+        let deadline = self.deadline().max(Duration::from_secs(120));
+        let (Some(since), Some(worker)) = (self.switched.take(), self.running.as_mut()) else {
+            return;
+        };
+        let waited = Instant::now();
+        let took = matches!(
+            worker
+                .answer(deadline)
+                .map(|line| serde_json::from_str::<Response>(&line)),
+            Ok(Ok(Response::Ready { .. }))
+        );
+        let ended = worker.arrived().unwrap_or_else(Instant::now);
+        self.startup_s += ended.saturating_duration_since(since).as_secs_f64();
+        self.startup_waited_s += ended.saturating_duration_since(waited).as_secs_f64();
+        if !took {
+            self.stop();
         }
     }
 
@@ -216,8 +275,13 @@ impl Supervisor {
         generated: Option<&Generated>,
         mut front: Option<&mut (dyn FrontEnd + '_)>,
     ) -> Result<Evaluation, Fatal> {
+        self.await_switch();
         if self.running.is_none() {
             self.start()?;
+            self.await_switch();
+            if self.running.is_none() {
+                self.start()?;
+            }
         }
         let deadline = self.deadline();
         let worker = self.running.as_mut().expect("started");
@@ -328,6 +392,7 @@ impl Supervisor {
     pub fn stop(&mut self) {
         self.running = None;
         self.starting = None;
+        self.switched = None;
     }
 }
 

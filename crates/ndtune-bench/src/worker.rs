@@ -10,6 +10,10 @@
 //! the supervisor's front end has called its observers ([`Request::Go`]); after
 //! [`Moment::AfterStart`] the supervisor answers at once and calls `during` until the next
 //! moment.
+//!
+//! Between requests the supervisor may send a [`Switch`] line: the service takes up another job
+//! on the same device (the next campaign of a sweep), keeping what it opened (the process, the
+//! driver, the device's session), and answers as it did when it opened (ready) or fatal.
 
 use crate::evaluate::{Bench, Cost, Fatal, Front, FrontCheck, Moment};
 use crate::race::Limits;
@@ -114,7 +118,19 @@ pub enum Response {
     Fatal(String),
 }
 
+/// A line that hands a running service another [`Job`] on the same device.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Switch {
+    pub switch: Job,
+}
+
 impl Job {
+    /// Whether `other` runs on this job's device (the same sub-device), so that a service open
+    /// for this job may take it up ([`Switch`]).
+    pub fn same_device(&self, other: &Job) -> bool {
+        (self.device, self.at, self.sub) == (other.device, other.at, other.sub)
+    }
+
     /// Opens the job's device (or sub-device) in this process.
     pub fn open_device(&self) -> Result<ndtune_backend::AnyDevice, Fatal> {
         let device = match self.at {
@@ -136,6 +152,8 @@ pub(crate) trait Service: Sized {
     type Response: Serialize;
     /// Opens what the job needs (the device, a session).
     fn open(job: &Job) -> Result<Self, Fatal>;
+    /// Takes up `job`, on the device it is open on ([`Job::same_device`]), keeping what it can.
+    fn switch(self, job: &Job) -> Result<Self, Fatal>;
     /// The answer that says the service is open.
     fn ready(&self) -> Self::Response;
     fn fatal(why: String) -> Self::Response;
@@ -190,6 +208,19 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
     };
     while let Some(line) = lines.next() {
         let Ok(line) = line else { return 1 };
+        if let Ok(Switch { switch }) = serde_json::from_str::<Switch>(&line) {
+            service = match service.switch(&switch) {
+                Ok(s) => s,
+                Err(f) => {
+                    let _ = send(&mut out, &S::fatal(f.0));
+                    return 1;
+                }
+            };
+            if send(&mut out, &service.ready()).is_err() {
+                return 1;
+            }
+            continue;
+        }
         let mut ask = |question: S::Response| {
             send(&mut out, &question).map_err(|e| Fatal(format!("cannot ask: {e}")))?;
             match lines.next() {
@@ -220,6 +251,10 @@ impl Service for Bench {
 
     fn open(job: &Job) -> Result<Bench, Fatal> {
         Bench::open(job)
+    }
+
+    fn switch(self, job: &Job) -> Result<Bench, Fatal> {
+        self.switch(job)
     }
 
     fn ready(&self) -> Response {

@@ -224,19 +224,37 @@ pub struct Options {
 }
 
 /// The measurement worker of a campaign, started ahead of it so that its start-up (process,
-/// driver, device, context) overlaps the tuner's own: device discovery, pruning, the store.
+/// driver, device, context) overlaps the tuner's own: device discovery, pruning, the store. A
+/// campaign run with [`Campaign::run_keeping`] gives it back with its build workers, for the
+/// next campaign on the device (a sweep's): there both take the new job up in the processes
+/// they have ([`Supervisor::switch`], [`BuildPool::switch`]) instead of starting again.
 pub struct Worker {
-    job: Job,
     supervisor: Supervisor,
+    builds: Option<(PoolKey, BuildPool)>,
+}
+
+/// What a build pool was started for: a campaign whose key differs starts its own.
+#[derive(PartialEq)]
+struct PoolKey {
+    source: KernelSource,
+    kernel: String,
+    device: (usize, ndtune_backend::Address, Option<(usize, usize)>),
+    jobs: usize,
+    timeout: Option<Duration>,
+    prime: bool,
+    program: String,
 }
 
 impl Worker {
     /// Starts the measurement worker for `job` (see [`job`]) from `processes`, with a fixed
     /// per-evaluation `timeout` or none.
     pub fn start(job: Job, processes: &Processes, timeout: Option<Duration>) -> Worker {
-        let mut supervisor = Supervisor::new(processes.command("__worker"), job.clone(), timeout);
+        let mut supervisor = Supervisor::new(processes.command("__worker"), job, timeout);
         supervisor.start_ahead();
-        Worker { job, supervisor }
+        Worker {
+            supervisor,
+            builds: None,
+        }
     }
 }
 
@@ -426,6 +444,26 @@ impl Campaign<'_> {
         observer: &mut dyn Observer,
         per_config: Option<&mut dyn PerConfig>,
     ) -> Result<DeviceReport, CampaignError> {
+        self.run_and(observer, per_config, false)
+            .map(|(report, _)| report)
+    }
+
+    /// [`Campaign::run_with`], giving back the measurement worker and the build workers for
+    /// the next campaign on the device ([`Worker`]).
+    pub fn run_keeping(
+        self,
+        observer: &mut dyn Observer,
+        per_config: Option<&mut dyn PerConfig>,
+    ) -> Result<(DeviceReport, Option<Worker>), CampaignError> {
+        self.run_and(observer, per_config, true)
+    }
+
+    fn run_and(
+        self,
+        observer: &mut dyn Observer,
+        per_config: Option<&mut dyn PerConfig>,
+        keep: bool,
+    ) -> Result<(DeviceReport, Option<Worker>), CampaignError> {
         if per_config.is_some() && self.options.share.is_some() {
             return Err(CampaignError::Spec(
                 "a campaign whose configurations a front end works out cannot be shared".into(),
@@ -445,13 +483,20 @@ impl Campaign<'_> {
             ),
             self.options.seed,
         )?;
-        // The worker starts first: it opens its device while the campaign prepares.
-        let mut supervisor = match self.worker {
-            Some(w) if w.job == job => w.supervisor,
-            _ => Supervisor::new(
-                self.options.processes.command("__worker"),
-                job.clone(),
-                self.options.timeout,
+        // The worker starts first: it opens its device (or takes the job up in the process a
+        // campaign before left) while the campaign prepares.
+        let (mut supervisor, kept_builds) = match self.worker {
+            Some(mut w) => {
+                w.supervisor.switch(job.clone());
+                (w.supervisor, w.builds)
+            }
+            None => (
+                Supervisor::new(
+                    self.options.processes.command("__worker"),
+                    job.clone(),
+                    self.options.timeout,
+                ),
+                None,
             ),
         };
         supervisor.start_ahead();
@@ -534,6 +579,21 @@ impl Campaign<'_> {
         // (a launch), since PoCL compiles for each work-group size at the first launch.
         let cpu = self.device.profile().device_type == DeviceType::Cpu;
         let history = build_history::load(self.store, &group, codec.names());
+        let pool_key = PoolKey {
+            source: source.clone(),
+            kernel: spec.kernel.name.clone(),
+            device: (job.device, self.device.address(), job.sub),
+            jobs: self.options.build_jobs,
+            timeout: self.options.timeout,
+            prime: cpu,
+            program: self.options.processes.describe(),
+        };
+        let kept_builds = kept_builds
+            .filter(|(key, _)| *key == pool_key)
+            .map(|(_, pool)| {
+                pool.switch(&job, &history);
+                pool
+            });
         let own_pool = || {
             BuildPool::new(
                 self.options.processes.command("__builder"),
@@ -560,6 +620,8 @@ impl Campaign<'_> {
                 Some(builds) => Some(builds),
                 None => Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?)),
             }
+        } else if let Some(pool) = kept_builds {
+            Some(Builds::Own(pool))
         } else {
             Some(Builds::Own(own_pool().map_err(|e| stopped(e.0))?))
         };
@@ -683,7 +745,11 @@ impl Campaign<'_> {
         }
         let stopped_early = live.stopped.take();
         let constants = live.group.constants.clone();
-        let time = live.finish(started);
+        let (time, kept) = live.finish(started, keep);
+        let worker = kept.map(|(supervisor, pool)| Worker {
+            supervisor,
+            builds: pool.map(|pool| (pool_key, pool)),
+        });
         // Stopped by a signal, the campaign still sums up what it measured (the caller exits
         // with the signal's status); stopped by an error, it fails.
         let interrupted = match stopped_early {
@@ -707,7 +773,7 @@ impl Campaign<'_> {
         report.not_reused = not_reused;
         report.hints = hints;
         report.interrupted = interrupted;
-        Ok(report)
+        Ok((report, worker))
     }
 }
 

@@ -8,7 +8,7 @@
 use crate::advice::AdviceBook;
 use crate::share::{give_back, Claims, Guard, POLL};
 use crate::{Event, Observer, PerConfig, Phases, TimeSpent};
-use ndtune_bench::builder::{BuildTimes, Built};
+use ndtune_bench::builder::{BuildPool, BuildTimes, Built};
 use ndtune_bench::evaluate::Moment;
 use ndtune_bench::node_builds::Builds;
 use ndtune_bench::race::{Limits, Noise};
@@ -141,9 +141,14 @@ impl Live<'_> {
     }
 
     /// Ends the campaign that started at `started`: gives back the configurations claimed and
-    /// not measured, keeps the build times in the store, stops the workers; the time account
-    /// of the whole campaign.
-    pub fn finish(mut self, started: Instant) -> TimeSpent {
+    /// not measured, keeps the build times in the store, stops the workers or, to `keep` them,
+    /// gives them back (the measurement's supervisor, the build pool where it is the campaign's
+    /// own); the time account of the whole campaign.
+    pub fn finish(
+        mut self,
+        started: Instant,
+        keep: bool,
+    ) -> (TimeSpent, Option<(Supervisor, Option<BuildPool>)>) {
         let ending = Instant::now();
         let codec = self.codec;
         let held: Option<(&str, Vec<Point>)> = match (&mut self.claims, &mut self.guard) {
@@ -168,8 +173,10 @@ impl Live<'_> {
         let mut time = self.time;
         time.startup_s = self.supervisor.startup_s;
         time.startup_waited_s = self.supervisor.startup_waited_s;
+        time.workers_started = self.supervisor.starts;
         if let Some(pool) = &self.pool {
             time.build_workers_s = pool.busy_s();
+            time.builders_started = pool.started();
             time.node_builds = pool.node_role();
             let kept = crate::build_history::save(
                 self.store,
@@ -183,13 +190,26 @@ impl Live<'_> {
                 )));
             }
         }
-        drop(self.pool.take());
-        self.supervisor.stop();
+        let kept = if keep {
+            let pool = match self.pool.take() {
+                // Nothing more is built for this campaign.
+                Some(Builds::Own(pool)) => {
+                    pool.plan(Vec::new(), false);
+                    Some(pool)
+                }
+                _ => None,
+            };
+            Some((self.supervisor, pool))
+        } else {
+            drop(self.pool.take());
+            self.supervisor.stop();
+            None
+        };
         time.close(
             ending.elapsed().as_secs_f64(),
             started.elapsed().as_secs_f64(),
         );
-        time
+        (time, kept)
     }
 
     /// The program binary for `point` from the build pool (waiting for it), or the outcome of a

@@ -109,6 +109,14 @@ pub struct TimeSpent {
     pub startup_s: f64,
     /// ...and this is what evaluations waited for it.
     pub startup_waited_s: f64,
+    /// Measurement worker processes the campaign started, restarts included: none where it
+    /// took up the one the campaign before it on the device left (a sweep's), in its process.
+    #[serde(default)]
+    pub workers_started: usize,
+    /// Build worker processes the campaign's own build pool started: none where the campaign
+    /// took up the build workers the campaign before left.
+    #[serde(default)]
+    pub builders_started: usize,
     pub total_s: f64,
     /// Computing reference outputs.
     pub reference_s: f64,

@@ -403,8 +403,9 @@ struct Campaigns<'a> {
 }
 
 impl Campaigns<'_> {
-    /// A campaign per set of constants and device, each with the measurement worker started
-    /// for it where there is one (the first set's).
+    /// A campaign per set of constants and device, each device's with the measurement worker
+    /// started for it where there is one (the first set's); a sweep's campaigns on a device
+    /// hand their measurement and build workers on, each to the next.
     fn each(
         &self,
         workers: Vec<Option<Worker>>,
@@ -413,11 +414,11 @@ impl Campaigns<'_> {
         observer: &mut dyn FnMut(RequestEvent<'_>),
         mut per_config: Option<&mut dyn PerConfig>,
     ) -> Result<(), RequestError> {
-        let mut workers = workers.into_iter();
+        let mut workers = workers;
         let mut why: Vec<String> = Vec::new();
-        for (spec, overrides) in self.specs.iter().zip(self.sweep) {
-            for device in self.devices {
-                let worker = workers.next().flatten();
+        for (at, (spec, overrides)) in self.specs.iter().zip(self.sweep).enumerate() {
+            let last = at + 1 == self.sweep.len();
+            for (device, worker) in self.devices.iter().zip(workers.iter_mut()) {
                 // A signal stopped the campaign before: the others are not started.
                 if ran.reports.iter().any(|r| r.interrupted.is_some()) {
                     break;
@@ -427,7 +428,7 @@ impl Campaigns<'_> {
                     .as_ref()
                     .is_some_and(|c| !c.asked(overrides, device.profile()))
                 {
-                    continue; // its worker, started for nothing, stops as it is dropped
+                    continue; // its worker waits for the device's next campaign
                 }
                 let label = device.label();
                 observer(RequestEvent::Campaign {
@@ -443,19 +444,23 @@ impl Campaigns<'_> {
                 // The campaigns of a sweep warm-start each other: the nearest tuned
                 // constants' best first.
                 let options = options(self.request, spec, device, self.sweep.len() > 1)?;
-                let tuned = Tuning {
+                let tuning = Tuning {
                     spec,
                     overrides,
                     device,
                     label: &label,
                     store: self.store,
                     options,
-                    worker,
-                }
-                .run(
-                    &mut events,
-                    per_config.as_mut().map(|p| &mut **p as &mut dyn PerConfig),
-                )?;
+                    worker: worker.take(),
+                };
+                let per_config = per_config.as_mut().map(|p| &mut **p as &mut dyn PerConfig);
+                let tuned = if last {
+                    tuning.run(&mut events, per_config)?
+                } else {
+                    let (tuned, kept) = tuning.run_keeping(&mut events, per_config)?;
+                    *worker = kept;
+                    tuned
+                };
                 wall.lap();
                 wall.prune_s += tuned.prune_s;
                 wall.campaigns_s += tuned.report.time.campaign_s;

@@ -47,6 +47,26 @@ impl Tuning<'_> {
         observer: &mut dyn Observer,
         per_config: Option<&mut dyn PerConfig>,
     ) -> Result<Tuned, CampaignError> {
+        self.run_and(observer, per_config, false)
+            .map(|(tuned, _)| tuned)
+    }
+
+    /// [`Tuning::run`], giving back the workers for the next campaign on the device
+    /// ([`Campaign::run_keeping`]).
+    pub fn run_keeping(
+        self,
+        observer: &mut dyn Observer,
+        per_config: Option<&mut dyn PerConfig>,
+    ) -> Result<(Tuned, Option<Worker>), CampaignError> {
+        self.run_and(observer, per_config, true)
+    }
+
+    fn run_and(
+        self,
+        observer: &mut dyn Observer,
+        per_config: Option<&mut dyn PerConfig>,
+        keep: bool,
+    ) -> Result<(Tuned, Option<Worker>), CampaignError> {
         let started = Instant::now();
         let spec = self.spec;
         let pruning = spec
@@ -83,7 +103,7 @@ impl Tuning<'_> {
             options.budget = Some(options.configs.len());
         }
         let prune_s = started.elapsed().as_secs_f64();
-        let report = Campaign {
+        let campaign = Campaign {
             spec,
             overrides: self.overrides,
             device: self.device,
@@ -92,9 +112,13 @@ impl Tuning<'_> {
             store: self.store,
             options,
             worker: self.worker,
-        }
-        .run_with(observer, per_config)?;
-        Ok(Tuned { report, prune_s })
+        };
+        let (report, worker) = if keep {
+            campaign.run_keeping(observer, per_config)?
+        } else {
+            (campaign.run_with(observer, per_config)?, None)
+        };
+        Ok((Tuned { report, prune_s }, worker))
     }
 }
 

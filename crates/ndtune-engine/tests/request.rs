@@ -1,6 +1,8 @@
 //! Tuning requests through the engine's API on PoCL, as every front end makes them: a campaign
 //! and the same request again (everything reused), a sweep whose campaigns warm-start each other
-//! and end with each one's best, and the requests that are refused before anything runs.
+//! and end with each one's best, a sweep's campaigns handing their worker processes on (each
+//! campaign still builds and checks its own constants), and the requests that are refused before
+//! anything runs.
 //!
 //! This test binary is its own worker executable (`harness = false`): started as
 //! `request __worker` (or `__builder`) it serves the worker loops, as `ndtune` does.
@@ -60,6 +62,96 @@ fn a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests() {
     assert_eq!(ran.reports.len(), 2);
 }
 
+/// A kernel that bakes its constant `VAL` in (a define) and a host reference that reads it from
+/// the constants: a build of another campaign's `VAL` gives a wrong result.
+const STAMP: &str = r#"
+[kernel]
+name = "stamp"
+source = "stamp.cl"
+[constants]
+N = 1024
+VAL = 1
+[params]
+WG = [16, 32, 64]
+[launch]
+global = ["N"]
+local = ["WG"]
+[[args]]
+name = "out"
+kind = "buffer"
+type = "int"
+len = "N"
+init = "zeros"
+access = "write"
+[verify]
+outputs = ["out"]
+reference = { host = "stamp.c", function = "stamp" }
+"#;
+
+const STAMP_C: &str = r#"
+void stamp(const ndtune_args *args) {
+    ndtune_buffer *out = ndtune_buffer_named(args, "out");
+    long long val = ndtune_value_named(args, "VAL")->i;
+    for (size_t i = 0; i < out->len; ++i) ((int *)out->data)[i] = (int)(val * 100000 + i);
+}
+"#;
+
+fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
+    // Without PoCL's cache of builds, build workers hand the measurement program binaries (as
+    // on a GPU), so a build worker still on the campaign before's constants would be caught.
+    std::env::set_var("POCL_KERNEL_CACHE", "0");
+    let dir = tempfile::tempdir().unwrap();
+    // The path in a comment makes the source new to every cache (the program cache, PoCL's).
+    let kernel = format!(
+        "// {}\n__kernel void stamp(__global int *out) {{ int i = get_global_id(0); out[i] = VAL * 100000 + i; }}\n",
+        dir.path().display()
+    );
+    std::fs::write(dir.path().join("stamp.cl"), kernel).unwrap();
+    std::fs::write(dir.path().join("stamp.c"), STAMP_C).unwrap();
+    let spec = dir.path().join("stamp.toml");
+    std::fs::write(&spec, STAMP).unwrap();
+    let processes = Processes::new(std::env::current_exe().unwrap());
+    let mut request = TuneRequest::new(spec, dir.path().join("stamp.db"), processes);
+    request.search = Search {
+        strategy: "exhaustive".into(),
+        build_jobs: Some(2),
+        ..Search::default()
+    };
+    let set = |n: i64, val: i64| {
+        Constants::from([
+            ("N".to_string(), Value::Int(n)),
+            ("VAL".to_string(), Value::Int(val)),
+        ])
+    };
+    request.sweep = vec![set(1024, 1), set(2048, 2), set(1024, 3)];
+    let ran = run(&request).unwrap();
+    assert!(ran.failure.is_none(), "{:?}", ran.failure);
+    assert_eq!(ran.reports.len(), 3);
+    for (k, r) in ran.reports.iter().enumerate() {
+        let measured = r.outcomes.get("measured").copied().unwrap_or(0);
+        assert_eq!(
+            (measured, r.evaluated),
+            (3, 3),
+            "campaign {k}: {:?}",
+            r.outcomes
+        );
+        let t = &r.time;
+        if k == 0 {
+            assert_eq!(t.workers_started, 1, "{t:?}");
+            assert!(t.builders_started >= 1, "{t:?}");
+        } else {
+            // The workers the campaign before left took the new constants up.
+            assert_eq!(
+                (t.workers_started, t.builders_started),
+                (0, 0),
+                "campaign {k}: {t:?}"
+            );
+            assert!(t.build_workers_s > 0.0, "campaign {k} built nothing: {t:?}");
+        }
+    }
+    std::env::remove_var("POCL_KERNEL_CACHE");
+}
+
 fn requests_that_cannot_run_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("refused.db");
@@ -95,7 +187,7 @@ fn main() {
         Some("__builder") => std::process::exit(ndtune_bench::builder::serve()),
         _ => {}
     }
-    let tests: [(&str, fn()); 3] = [
+    let tests: [(&str, fn()); 4] = [
         (
             "a_request_tunes_and_the_same_request_again_reuses_everything",
             a_request_tunes_and_the_same_request_again_reuses_everything,
@@ -103,6 +195,10 @@ fn main() {
         (
             "a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests",
             a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests,
+        ),
+        (
+            "a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants",
+            a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants,
         ),
         (
             "requests_that_cannot_run_are_refused_before_anything_runs",
