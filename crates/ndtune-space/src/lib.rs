@@ -6,6 +6,7 @@ pub mod compile;
 pub mod domain;
 pub mod expr;
 pub mod lazy;
+pub mod listing;
 pub mod mzn;
 pub mod platform;
 pub mod problem;

@@ -2,11 +2,10 @@
 
 use crate::cli::DevicesArgs;
 use crate::output::bytes;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use ndtune_device::{builtin, DeviceProfile};
 use ndtune_engine::devices;
 use ndtune_space::mzn;
-use std::path::Path;
 
 pub fn run(args: &DevicesArgs) -> Result<()> {
     // (prefix for file names, platform heading, profile)
@@ -60,7 +59,8 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
         };
     }
     if let Some(dir) = &args.mzn {
-        write_mzn(dir, &devices)?;
+        let files = mzn::platform_files(devices.iter().map(|(key, _, p)| (key.as_str(), p)));
+        mzn::write_files(dir, &files).map_err(|e| anyhow!(e))?;
     }
     if args.json {
         let profiles: Vec<&DeviceProfile> = devices.iter().map(|d| &d.2).collect();
@@ -113,19 +113,6 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             devices.len(),
             dir.display()
         );
-    }
-    Ok(())
-}
-
-fn write_mzn(dir: &Path, devices: &[(String, String, DeviceProfile)]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let write = |name: &str, text: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-    };
-    write("platform.mzn", mzn::platform_model())?;
-    for (key, _, p) in devices {
-        write(&mzn::data_file_name(key, p), mzn::device_data(p))?;
     }
     Ok(())
 }
