@@ -301,6 +301,31 @@ fn translate(e: &Expr, names: &Names) -> Result<(String, String), String> {
     })
 }
 
+/// The platform model and one data file per device (its key in the file name, its profile), as
+/// (file name, text): what `ndtune devices --mzn` and `ndtune space --mzn` write beside a
+/// problem's model.
+pub fn platform_files<'a>(
+    devices: impl IntoIterator<Item = (&'a str, &'a DeviceProfile)>,
+) -> Vec<(String, String)> {
+    std::iter::once(("platform.mzn".to_string(), platform_model()))
+        .chain(
+            devices
+                .into_iter()
+                .map(|(key, p)| (data_file_name(key, p), device_data(p))),
+        )
+        .collect()
+}
+
+/// Writes `files` (name, text) into `dir`, made first where missing; an error names the path.
+pub fn write_files(dir: &std::path::Path, files: &[(String, String)]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,29 +374,4 @@ mod tests {
         assert_eq!(v, "((k_N mod p_X) <= device_local_mem_size)");
         assert_eq!(d, "(p_X != 0)");
     }
-}
-
-/// The platform model and one data file per device (its key in the file name, its profile), as
-/// (file name, text): what `ndtune devices --mzn` and `ndtune space --mzn` write beside a
-/// problem's model.
-pub fn platform_files<'a>(
-    devices: impl IntoIterator<Item = (&'a str, &'a DeviceProfile)>,
-) -> Vec<(String, String)> {
-    std::iter::once(("platform.mzn".to_string(), platform_model()))
-        .chain(
-            devices
-                .into_iter()
-                .map(|(key, p)| (data_file_name(key, p), device_data(p))),
-        )
-        .collect()
-}
-
-/// Writes `files` (name, text) into `dir`, made first where missing; an error names the path.
-pub fn write_files(dir: &std::path::Path, files: &[(String, String)]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
 }
