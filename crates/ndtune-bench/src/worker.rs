@@ -180,6 +180,18 @@ fn send(out: &mut impl Write, r: &impl Serialize) -> std::io::Result<()> {
     out.flush()
 }
 
+/// Tells the supervisor how opening a service (or switching it to another job) went: ready, or
+/// fatal; the service where it is open and said so.
+fn say_opened<S: Service>(out: &mut impl Write, opened: Result<S, Fatal>) -> Option<S> {
+    match opened {
+        Ok(service) => send(out, &service.ready()).is_ok().then_some(service),
+        Err(f) => {
+            let _ = send(out, &S::fatal(f.0));
+            None
+        }
+    }
+}
+
 /// Runs a [`Service`] on stdin/stdout until stdin closes; the process exit code.
 pub(crate) fn serve_lines<S: Service>() -> i32 {
     let stdin = std::io::stdin();
@@ -192,16 +204,9 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
             return 2;
         }
     };
-    let mut service = match S::open(&job) {
-        Ok(s) => s,
-        Err(f) => {
-            let _ = send(&mut out, &S::fatal(f.0));
-            return 1;
-        }
-    };
-    if send(&mut out, &service.ready()).is_err() {
+    let Some(mut service) = say_opened(&mut out, S::open(&job)) else {
         return 1;
-    }
+    };
     let parse = |line: &str| {
         serde_json::from_str::<S::Request>(line)
             .map_err(|e| Fatal(format!("a malformed request: {e}")))
@@ -209,15 +214,9 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
     while let Some(line) = lines.next() {
         let Ok(line) = line else { return 1 };
         if let Ok(Switch { switch }) = serde_json::from_str::<Switch>(&line) {
-            service = match service.switch(&switch) {
-                Ok(s) => s,
-                Err(f) => {
-                    let _ = send(&mut out, &S::fatal(f.0));
-                    return 1;
-                }
-            };
-            if send(&mut out, &service.ready()).is_err() {
-                return 1;
+            match say_opened(&mut out, service.switch(&switch)) {
+                Some(switched) => service = switched,
+                None => return 1,
             }
             continue;
         }

@@ -225,7 +225,7 @@ pub struct Options {
 
 /// The measurement worker of a campaign, started ahead of it so that its start-up (process,
 /// driver, device, context) overlaps the tuner's own: device discovery, pruning, the store. A
-/// campaign run with [`Campaign::run_keeping`] gives it back with its build workers, for the
+/// campaign run with [`Campaign::run_handing_on`] gives it back with its build workers, for the
 /// next campaign on the device (a sweep's): there both take the new job up in the processes
 /// they have ([`Supervisor::switch`], [`BuildPool::switch`]) instead of starting again.
 pub struct Worker {
@@ -444,25 +444,17 @@ impl Campaign<'_> {
         observer: &mut dyn Observer,
         per_config: Option<&mut dyn PerConfig>,
     ) -> Result<DeviceReport, CampaignError> {
-        self.run_and(observer, per_config, false)
+        self.run_handing_on(observer, per_config, false)
             .map(|(report, _)| report)
     }
 
-    /// [`Campaign::run_with`], giving back the measurement worker and the build workers for
-    /// the next campaign on the device ([`Worker`]).
-    pub fn run_keeping(
+    /// [`Campaign::run_with`]; to `hand_on` its workers, giving back the measurement worker
+    /// and the build workers for the next campaign on the device ([`Worker`]).
+    pub fn run_handing_on(
         self,
         observer: &mut dyn Observer,
         per_config: Option<&mut dyn PerConfig>,
-    ) -> Result<(DeviceReport, Option<Worker>), CampaignError> {
-        self.run_and(observer, per_config, true)
-    }
-
-    fn run_and(
-        self,
-        observer: &mut dyn Observer,
-        per_config: Option<&mut dyn PerConfig>,
-        keep: bool,
+        hand_on: bool,
     ) -> Result<(DeviceReport, Option<Worker>), CampaignError> {
         if per_config.is_some() && self.options.share.is_some() {
             return Err(CampaignError::Spec(
@@ -745,7 +737,7 @@ impl Campaign<'_> {
         }
         let stopped_early = live.stopped.take();
         let constants = live.group.constants.clone();
-        let (time, kept) = live.finish(started, keep);
+        let (time, kept) = live.finish(started, hand_on);
         let worker = kept.map(|(supervisor, pool)| Worker {
             supervisor,
             builds: pool.map(|pool| (pool_key, pool)),

@@ -454,13 +454,8 @@ impl Campaigns<'_> {
                     worker: worker.take(),
                 };
                 let per_config = per_config.as_mut().map(|p| &mut **p as &mut dyn PerConfig);
-                let tuned = if last {
-                    tuning.run(&mut events, per_config)?
-                } else {
-                    let (tuned, kept) = tuning.run_keeping(&mut events, per_config)?;
-                    *worker = kept;
-                    tuned
-                };
+                let (tuned, kept) = tuning.run_handing_on(&mut events, per_config, !last)?;
+                *worker = kept;
                 wall.lap();
                 wall.prune_s += tuned.prune_s;
                 wall.campaigns_s += tuned.report.time.campaign_s;

@@ -47,25 +47,17 @@ impl Tuning<'_> {
         observer: &mut dyn Observer,
         per_config: Option<&mut dyn PerConfig>,
     ) -> Result<Tuned, CampaignError> {
-        self.run_and(observer, per_config, false)
+        self.run_handing_on(observer, per_config, false)
             .map(|(tuned, _)| tuned)
     }
 
-    /// [`Tuning::run`], giving back the workers for the next campaign on the device
-    /// ([`Campaign::run_keeping`]).
-    pub fn run_keeping(
+    /// [`Tuning::run`]; to `hand_on` its workers, giving them back for the next campaign on the
+    /// device ([`Campaign::run_handing_on`]).
+    pub fn run_handing_on(
         self,
         observer: &mut dyn Observer,
         per_config: Option<&mut dyn PerConfig>,
-    ) -> Result<(Tuned, Option<Worker>), CampaignError> {
-        self.run_and(observer, per_config, true)
-    }
-
-    fn run_and(
-        self,
-        observer: &mut dyn Observer,
-        per_config: Option<&mut dyn PerConfig>,
-        keep: bool,
+        hand_on: bool,
     ) -> Result<(Tuned, Option<Worker>), CampaignError> {
         let started = Instant::now();
         let spec = self.spec;
@@ -113,11 +105,7 @@ impl Tuning<'_> {
             options,
             worker: self.worker,
         };
-        let (report, worker) = if keep {
-            campaign.run_keeping(observer, per_config)?
-        } else {
-            (campaign.run_with(observer, per_config)?, None)
-        };
+        let (report, worker) = campaign.run_handing_on(observer, per_config, hand_on)?;
         Ok((Tuned { report, prune_s }, worker))
     }
 }
