@@ -312,6 +312,20 @@ fn buffer_too_large(device: &AnyDevice, ty: ndtune_spec::ElemType, len: usize) -
     }
 }
 
+/// Whether no build of `old` can be one of `new` (the same source): a constant whose value
+/// differs is a define of every build where the source mentions it or a build option may read
+/// it.
+fn builds_differ(old: &Spec, new: &Spec) -> bool {
+    let Ok(Some(source)) = new.kernel_source() else {
+        return true;
+    };
+    let options_read_constants = !new.kernel.build_options.is_empty();
+    new.problem.constants.iter().any(|(name, value)| {
+        old.problem.constants.get(name) != Some(value)
+            && (options_read_constants || source.mentions(name))
+    }) || old.problem.constants.len() != new.problem.constants.len()
+}
+
 /// A job's spec with its overrides, checked to make the setup the campaign started with.
 fn job_spec(job: &crate::worker::Job) -> Result<Spec, Fatal> {
     let fatal = |e: ndtune_spec::SpecError| Fatal(e.to_string());
@@ -511,8 +525,13 @@ impl Bench {
     /// buffer and reference of the job before is let go first.
     pub fn switch(self, job: &crate::worker::Job) -> Result<Bench, Fatal> {
         let spec = job_spec(job)?;
-        let (device, source, session, meter) = self.into_kept();
+        let builds_again = builds_differ(&self.spec, &spec);
+        let (device, source, mut session, meter) = self.into_kept();
         let same_source = spec.kernel_source().ok().flatten().as_ref() == Some(&source);
+        if builds_again {
+            // No program built so far is built with the new job's options: none is kept.
+            session.forget_all();
+        }
         let session = same_source.then_some(session);
         let mut bench = Bench::with_session(spec, &device, job.seed, session)?;
         match (job.energy, meter) {

@@ -539,3 +539,52 @@ fn a_front_ends_observers_are_told_each_moment_of_the_timed_runs_only() {
         .unwrap_err();
     assert_eq!(e.to_string(), "the sensor is gone");
 }
+
+#[test]
+fn a_bench_switched_to_another_job_keeps_only_builds_the_new_job_can_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "__kernel void times(__global const float *x, __global float *y) { size_t i = get_global_id(0); y[i] = K * x[i]; }";
+    std::fs::write(dir.path().join("times.cl"), kernel).unwrap();
+    let text = format!(
+        "[kernel]\nname = \"times\"\nsource = \"times.cl\"\n[constants]\nN = 64\nK = 2\n[params]\nWG = [1, 2, 4]\n[launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n{ARGS}[verify]\noutputs = [\"y\"]\nreference = {{ config = {{ WG = 1 }} }}\n"
+    );
+    let path = dir.path().join("times.toml");
+    std::fs::write(&path, text).unwrap();
+    let job = |n: i64, k: i64| {
+        let overrides = BTreeMap::from([
+            ("N".to_string(), ndtune_core::Value::Int(n)),
+            ("K".to_string(), ndtune_core::Value::Int(k)),
+        ]);
+        let s = Spec::load_with(&path, &overrides).unwrap();
+        let setup = s.setup(&s.kernel_source().unwrap().unwrap(), 7).unwrap();
+        ndtune_bench::worker::Job {
+            spec: path.clone(),
+            overrides,
+            device: 0,
+            at: None,
+            sub: None,
+            seed: 7,
+            setup: setup.digest,
+            energy: false,
+        }
+    };
+    let measure_all = |b: &mut Bench| {
+        for wg in [1, 2, 4] {
+            let outcome = b.evaluate(&[wg], Front::default()).unwrap();
+            assert_eq!(outcome.kind(), OutcomeKind::Measured, "{outcome:?}");
+        }
+    };
+    let mut b = Bench::open(&job(64, 2)).unwrap();
+    measure_all(&mut b);
+    assert_eq!(b.builds(), 1);
+    // N is no define of this source: the build serves the next job as it is.
+    let mut b = b.switch(&job(128, 2)).unwrap();
+    assert_eq!(b.builds(), 1);
+    measure_all(&mut b);
+    assert_eq!(b.builds(), 1, "N=128 built again");
+    // K is: no build of K=2 is one of K=3, none is kept.
+    let mut b = b.switch(&job(128, 3)).unwrap();
+    assert_eq!(b.builds(), 0);
+    measure_all(&mut b);
+    assert_eq!(b.builds(), 1);
+}

@@ -93,6 +93,10 @@ impl Programs {
         self.built.remove(options);
     }
 
+    pub fn forget_all(&mut self) {
+        self.built.clear();
+    }
+
     pub fn len(&self) -> usize {
         self.built.len()
     }

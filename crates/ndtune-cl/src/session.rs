@@ -197,6 +197,10 @@ impl backend::Session for Session {
         self.programs.forget(options);
     }
 
+    fn forget_all(&mut self) {
+        self.programs.forget_all();
+    }
+
     fn builds(&self) -> usize {
         self.programs.len()
     }

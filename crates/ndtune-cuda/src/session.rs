@@ -578,6 +578,11 @@ impl backend::Session for Session {
         self.handed.remove(options);
     }
 
+    fn forget_all(&mut self) {
+        self.built.clear();
+        self.handed.clear();
+    }
+
     fn builds(&self) -> usize {
         self.built.len()
     }

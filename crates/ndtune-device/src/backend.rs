@@ -397,6 +397,8 @@ pub trait Session {
     fn own_binary(&self, source: &str, name: &str, options: &str) -> Result<Vec<u8>, DeviceError>;
     /// Lets go of the program built with `options`, if any.
     fn forget(&mut self, options: &str);
+    /// Lets go of every program built so far (none of them will be asked for again).
+    fn forget_all(&mut self);
     /// How many distinct builds the session has made (successful or not).
     fn builds(&self) -> usize;
     /// The driver's advice on a kernel of this session.
