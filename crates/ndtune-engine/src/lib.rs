@@ -54,6 +54,8 @@
 //! - [`Tuning`]: one spec tuned on one device as every front end does it: pruned, its space's
 //!   counts kept in the store, `auto` resolved, then the [`Campaign`].
 //! - [`space::SpaceReport`]: what pruning made of a spec's space, constraint by constraint.
+//! - [`coexec`]: co-execution's members as `ndtune split` starts them (each device's best, tuned
+//!   first where missing; a twin in the other language) and its study kept in the store.
 //! - [`strategy_bench`]: the strategy benchmark's recorded datasets and its runs over seeds and
 //!   budgets (`ndtune bench-strategies`, Python's `ndtune.bench_strategies`), scored by the
 //!   optimum or, with several objectives, by the hypervolume of the front found.
@@ -63,6 +65,7 @@
 mod advice;
 mod build_history;
 mod captured;
+pub mod coexec;
 pub mod devices;
 pub mod front;
 pub mod kernel_check;

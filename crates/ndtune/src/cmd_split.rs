@@ -9,14 +9,11 @@ use crate::output::show_config;
 use anyhow::{anyhow, bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ndtune_backend::{AnyDevice, Api};
-use ndtune_engine::devices;
-use ndtune_engine::{best_recorded, group};
-use ndtune_engine::{outcome_counts, show_constants, DeviceChoice};
+use ndtune_engine::{coexec, DeviceChoice};
 use ndtune_spec::Spec;
-use ndtune_split::runtime::{CoExecutor, Member};
-use ndtune_split::study::{study, DeviceRow, Mode, Options, Report};
+use ndtune_split::runtime::CoExecutor;
+use ndtune_split::study::{study, Mode, Options, Report};
 use ndtune_split::{plan_with, Device, Plan, Residue};
-use ndtune_store::Study as StoredStudy;
 use std::time::Duration;
 
 pub fn run(args: &SplitArgs) -> Result<()> {
@@ -43,31 +40,15 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             dims.saturating_sub(1)
         );
     }
-    let source = spec
-        .kernel_source()?
-        .ok_or_else(|| anyhow!("{}: [kernel] source is needed", spec.path.display()))?;
-    let twin = match &args.twin {
-        Some(path) => {
-            let twin = Spec::load_with(path, &overrides)?;
-            if twin.kernel.language == spec.kernel.language {
-                bail!(
-                    "--twin {}: its kernel is {} as {}'s is; a twin is the kernel in the other language",
-                    path.display(),
-                    twin.kernel.language,
-                    spec.path.display()
-                );
-            }
-            if let Some(why) = ndtune_split::runtime::twin_mismatch(&spec, &twin) {
-                bail!("--twin {why}");
-            }
-            Some(std::sync::Arc::new(twin))
-        }
-        None => None,
-    };
+    let twin = args
+        .twin
+        .as_ref()
+        .map(|path| coexec::twin(&spec, path, &overrides))
+        .transpose()?;
     let languages: Vec<Api> = std::iter::once(spec.kernel.language)
         .chain(twin.as_ref().map(|t| t.kernel.language))
         .collect();
-    let devices = pick_devices(
+    let devices = coexec::pick_devices(
         &languages,
         args.devices.as_deref().expect("clap requires --devices"),
     )?;
@@ -79,62 +60,31 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
     let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
-    let mut rows = Vec::new();
-    let mut members = Vec::new();
-    for (device, label) in devices.iter().zip(&labels) {
-        // The kernel this device runs: the spec's, or the twin in the device's language.
-        let twin = twin.as_ref().filter(|t| t.kernel.language == device.api());
-        let (own_spec, own_path) = match twin {
-            Some(t) => (t.as_ref(), &t.path),
-            None => (&spec, spec_path),
-        };
-        let own_source = match twin {
-            Some(t) => t
-                .kernel_source()?
-                .ok_or_else(|| anyhow!("{}: [kernel] source is needed", t.path.display()))?,
-            None => source.clone(),
-        };
-        let g = group(own_spec, &own_source, args.campaign.seed, device, &store)?;
-        let mut best = best_recorded(&store, &g)?;
-        if best.is_none() {
-            progress.println(format!(
-                "{label}: no measured configuration of `{}` in {}: tuning first",
-                spec.kernel.name,
-                store.path().display()
-            ))?;
-            let mut request =
-                crate::cmd_tune::request(&args.campaign, &SearchArgs::default(), own_path.clone())?;
-            request.sweep = vec![overrides.clone()];
-            request.devices = DeviceChoice::Opened(vec![device.clone()]);
-            let ran = crate::cmd_tune::run_with_progress(&request, args.json)?;
-            let report = &ran.reports[0];
-            best = best_recorded(&store, &g)?;
-            if best.is_none() {
-                bail!(
-                    "{label} cannot run `{}`: tuning measured and verified no configuration ({})",
-                    spec.kernel.name,
-                    outcome_counts(&report.outcomes)
-                );
-            }
-        }
-        let (config, timing) = best.expect("tuned above");
-        let values: Vec<i64> = spec.codec.point(&config).map_err(|e| {
-            anyhow!("{label}: the stored best configuration does not fit the spec ({e}); re-tune")
-        })?;
-        rows.push(DeviceRow {
-            device: label.clone(),
-            config,
-            tuned_ms: timing.score_ms(),
-            wg: 0,
-            single_ms: 0.0,
-            single_kernel_ms: 0.0,
-        });
-        members.push(Member {
-            device: device.clone(),
-            config: values,
-            twin: twin.cloned(),
-        });
-    }
+    // A device without a best is tuned first, as `ndtune tune` would.
+    let mut tune = |path: &std::path::PathBuf, device: &AnyDevice, label: &str| {
+        let _ = progress.println(format!(
+            "{label}: no measured configuration of `{}` in {}: tuning first",
+            spec.kernel.name,
+            store.path().display()
+        ));
+        let mut request =
+            crate::cmd_tune::request(&args.campaign, &SearchArgs::default(), path.clone())
+                .map_err(|e| format!("{e:#}"))?;
+        request.sweep = vec![overrides.clone()];
+        request.devices = DeviceChoice::Opened(vec![device.clone()]);
+        let mut ran = crate::cmd_tune::run_with_progress(&request, args.json)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(ran.reports.remove(0))
+    };
+    let (members, mut rows) = coexec::members(
+        &spec,
+        twin.as_ref(),
+        &devices,
+        &labels,
+        &store,
+        args.campaign.seed,
+        &mut tune,
+    )?;
 
     let inputs = ndtune_bench::data::spec_inputs(&spec, &members[0].config, args.campaign.seed)
         .map_err(|e| anyhow!("{}: {e}", spec.path.display()))?;
@@ -168,17 +118,7 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         study: s,
     };
     // Kept for `ndtune report` (Fig. 5-7, Table 3), verified or not: the page says which.
-    store.put_study(&StoredStudy {
-        kind: "split".into(),
-        name: format!(
-            "{}{} on {}",
-            report.kernel,
-            show_constants(&report.constants),
-            labels.join(" + ")
-        ),
-        body: serde_json::to_value(&report)?,
-        created_at: ndtune_store::now_ms(),
-    })?;
+    coexec::keep(&store, &report, &labels)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -193,21 +133,6 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Resolves `--devices` as every command picks devices ([`devices::pick`]: each device at most
-/// once, no device together with a part of it), among the devices of the kernel's languages;
-/// co-execution needs two at least.
-fn pick_devices(languages: &[Api], list: &str) -> Result<Vec<AnyDevice>> {
-    let picked = devices::pick_live_for(languages, list).map_err(|e| anyhow!("--devices {e}"))?;
-    if picked.len() < 2 {
-        bail!(
-            "--devices {list}: co-execution needs at least two devices, and {} {} picked",
-            picked.len(),
-            if picked.len() == 1 { "is" } else { "are" }
-        );
-    }
-    devices::open_picked(&picked).map_err(|e| anyhow!("--devices {list}: {e}"))
 }
 
 fn print_report(r: &Report, names: &[String]) {
