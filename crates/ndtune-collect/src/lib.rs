@@ -537,3 +537,44 @@ fn csv_field(s: &str) -> String {
         s.to_string()
     }
 }
+
+/// A stencil as a command names one: its definition (a `.toml` file), the OpenCL source that
+/// `ndtune stencil gen` wrote beside its definition (`STEM.cl` with `STEM.stencil.toml`: the
+/// source alone lacks the types and border the features need), or a reference stencil's name.
+pub fn stencil_named(name: &str) -> Result<Stencil, String> {
+    if name.ends_with(".toml") {
+        return Stencil::load(Path::new(name)).map_err(|e| e.to_string());
+    }
+    if let Some(stem) = name.strip_suffix(".cl") {
+        let definition = format!("{stem}.stencil.toml");
+        if !Path::new(&definition).exists() {
+            return Err(format!(
+                "{name}: a prediction needs the stencil's definition ({definition}: types and border), not only its OpenCL source"
+            ));
+        }
+        return Stencil::load(Path::new(&definition)).map_err(|e| e.to_string());
+    }
+    ndtune_stencil::reference(name).ok_or_else(|| {
+        format!(
+            "{name}: neither a .stencil.toml file nor a reference stencil ({})",
+            ndtune_stencil::reference_names().join(", ")
+        )
+    })
+}
+
+/// The features of `stencil` on a `rows` x `cols` grid on `profile`'s device (those the
+/// collected data hold for a scenario), by name.
+pub fn stencil_features(
+    stencil: &Stencil,
+    rows: u64,
+    cols: u64,
+    profile: &ndtune_device::DeviceProfile,
+) -> Result<ndtune_learn::features::Features, String> {
+    scenario_features(
+        profile,
+        &stencil.device_source(),
+        "",
+        &dataset_of(stencil, rows, cols),
+    )
+    .map_err(|e| e.to_string())
+}

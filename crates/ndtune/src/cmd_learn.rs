@@ -7,11 +7,10 @@ use crate::cli::{
 use anyhow::{anyhow, bail, Context, Result};
 use ndtune_learn::data::Data;
 use ndtune_learn::eval::{evaluate, Fallback, Method, Options, Protocol, Step};
-use ndtune_learn::features::{kernel_features, scenario_features};
+use ndtune_learn::features::kernel_features;
 use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
 use ndtune_serve::limits::{LimitOverrides, Limits};
-use std::path::Path;
 
 pub fn run(cmd: &LearnCommand) -> Result<()> {
     match cmd {
@@ -45,34 +44,12 @@ fn train(a: &LearnTrainArgs) -> Result<()> {
 
 fn predict(a: &LearnPredictArgs) -> Result<()> {
     let model = Model::load(&a.model)?;
-    let stencil = if a.kernel.ends_with(".toml") {
-        ndtune_stencil::Stencil::load(Path::new(&a.kernel))?
-    } else if let Some(stem) = a.kernel.strip_suffix(".cl") {
-        // A stencil's OpenCL source (as `ndtune stencil gen` writes it) next to its definition,
-        // which has what the dataset features need: types and border.
-        let definition = format!("{stem}.stencil.toml");
-        if !Path::new(&definition).exists() {
-            bail!(
-                "--kernel {}: a prediction needs the stencil's definition ({definition}: types and border), not only its OpenCL source",
-                a.kernel
-            );
-        }
-        ndtune_stencil::Stencil::load(Path::new(&definition))?
-    } else {
-        ndtune_stencil::reference(&a.kernel).ok_or_else(|| {
-            anyhow!(
-                "--kernel {}: neither a .stencil.toml file nor a reference stencil ({})",
-                a.kernel,
-                ndtune_stencil::reference_names().join(", ")
-            )
-        })?
-    };
+    let stencil = ndtune_collect::stencil_named(&a.kernel).map_err(|e| anyhow!("--kernel {e}"))?;
     let (rows, cols) = parse_size(&a.size)?;
     stencil.check(rows, cols)?;
     let profile = one_profile(&a.device)?;
-    let dataset = ndtune_collect::dataset_of(&stencil, rows, cols);
     let started = std::time::Instant::now();
-    let f = scenario_features(&profile, &stencil.device_source(), "", &dataset)
+    let f = ndtune_collect::stencil_features(&stencil, rows, cols, &profile)
         .map_err(|e| anyhow!("{}: {e}", a.kernel))?;
     let features_s = started.elapsed().as_secs_f64();
     // Legal on this device: its work-group and work-item limits and the tile's local memory.
@@ -114,14 +91,8 @@ fn features(a: &LearnFeaturesArgs) -> Result<()> {
     let named: Vec<(String, f64)> = if path.to_string_lossy().ends_with(".stencil.toml") {
         let stencil = ndtune_stencil::Stencil::load(path)?;
         let (rows, cols) = parse_size(&a.size)?;
-        let dataset = ndtune_collect::dataset_of(&stencil, rows, cols);
-        let f = scenario_features(
-            &one_profile(&a.device)?,
-            &stencil.device_source(),
-            "",
-            &dataset,
-        )
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let f = ndtune_collect::stencil_features(&stencil, rows, cols, &one_profile(&a.device)?)
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
         f.names.into_iter().zip(f.values).collect()
     } else {
         let source = ndtune_core::input::read_text(path, ndtune_core::input::SOURCE)?;
