@@ -112,3 +112,85 @@ pub fn json(device_name: &str, r: &Record, metrics: &[Metric]) -> serde_json::Va
         "finished_at": when(r.finished_at),
     })
 }
+
+/// A campaign's Pareto front, as `ndtune status` counts it: its objectives and how many
+/// configurations are on it.
+#[derive(Debug, serde::Serialize)]
+pub struct FrontSize {
+    pub objectives: Vec<String>,
+    pub size: usize,
+}
+
+/// One campaign as `ndtune status` shows it: its device's name, its progress per worker, the
+/// newest campaign of the same problem it is earlier than (and what differs), its front.
+pub struct StatusRow {
+    pub device_name: Option<String>,
+    pub status: ndtune_store::CampaignStatus,
+    pub earlier: Option<(Group, Vec<String>)>,
+    pub front: Option<FrontSize>,
+}
+
+/// The store's campaigns of `kernel` (every kernel's without) whose constants hold `wanted`:
+/// each problem's newest campaign first, then its earlier ones, latest first.
+pub fn status_rows(
+    store: &Store,
+    kernel: Option<&str>,
+    wanted: &Constants,
+) -> Result<Vec<StatusRow>, Error> {
+    let mut rows = Vec::new();
+    for group in store.campaigns()? {
+        if kernel.is_some_and(|k| k != group.kernel)
+            || wanted
+                .iter()
+                .any(|(k, v)| group.constants.get(k) != Some(v))
+        {
+            continue;
+        }
+        rows.push(StatusRow {
+            device_name: store.device(&group.device)?.map(|p| p.name),
+            status: store.campaign_status(&group)?,
+            earlier: store.newest_other(&group)?,
+            front: front_size(store, &group)?,
+        });
+    }
+    rows.sort_by_key(|r| {
+        let g = &r.status.group;
+        (
+            (
+                g.device.clone(),
+                g.kernel.clone(),
+                g.source_hash.clone(),
+                g.constants.clone(),
+            ),
+            r.earlier.is_some(),
+            std::cmp::Reverse(r.status.last_result),
+        )
+    });
+    Ok(rows)
+}
+
+/// The front of `group`'s stored results, where its objectives are several.
+fn front_size(store: &Store, group: &Group) -> Result<Option<FrontSize>, Error> {
+    let campaign = Campaign {
+        group: group.clone(),
+        device_name: String::new(),
+        records: store.records(group)?,
+    };
+    // Status tells progress: a campaign whose definitions cannot be read (`ndtune show` says
+    // why) is shown without its front rather than stopping the table.
+    let Ok(metrics) = campaign.metrics(store) else {
+        return Ok(None);
+    };
+    if !metrics.several() {
+        return Ok(None);
+    }
+    let on = front(&metrics, &group.constants, &campaign.records);
+    Ok(Some(FrontSize {
+        objectives: metrics
+            .objectives()
+            .iter()
+            .map(|o| o.metric.clone())
+            .collect(),
+        size: on.len(),
+    }))
+}

@@ -13,44 +13,17 @@ pub fn run(args: &StatusArgs) -> Result<()> {
     // that cannot be written is read all the same.
     let wanted = args.constants.single()?;
     let store = args.store.open_read_only()?;
-    let mut campaigns = Vec::new();
-    for group in store.campaigns()? {
-        if args.kernel.as_ref().is_some_and(|k| *k != group.kernel)
-            || wanted
-                .iter()
-                .any(|(k, v)| group.constants.get(k) != Some(v))
-        {
-            continue;
-        }
-        let device = store.device(&group.device)?.map(|p| p.name);
-        let earlier = store.newest_other(&group)?;
-        let front = front(&store, &group)?;
-        campaigns.push((device, store.campaign_status(&group)?, earlier, front));
-    }
-    // Each problem's newest campaign first, then its earlier ones, latest first.
-    campaigns.sort_by_key(|(_, s, earlier, _)| {
-        let g = &s.group;
-        (
-            (
-                g.device.clone(),
-                g.kernel.clone(),
-                g.source_hash.clone(),
-                g.constants.clone(),
-            ),
-            earlier.is_some(),
-            std::cmp::Reverse(s.last_result),
-        )
-    });
+    let rows = ndtune_report::stored::status_rows(&store, args.kernel.as_deref(), &wanted)?;
     let now = ndtune_store::now_ms();
     if args.json {
-        let campaigns: Vec<serde_json::Value> = campaigns
+        let campaigns: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(device, status, earlier, front)| {
-                let mut v = serde_json::to_value(status).expect("a status serialises");
-                v["front"] = serde_json::json!(front);
-                v["device_name"] = serde_json::json!(device);
-                v["earlier_than"] = serde_json::json!(earlier.as_ref().map(|(g, _)| &g.setup));
-                v["differences"] = serde_json::json!(earlier.as_ref().map(|(_, d)| d));
+            .map(|r| {
+                let mut v = serde_json::to_value(&r.status).expect("a status serialises");
+                v["front"] = serde_json::json!(r.front);
+                v["device_name"] = serde_json::json!(r.device_name);
+                v["earlier_than"] = serde_json::json!(r.earlier.as_ref().map(|(g, _)| &g.setup));
+                v["differences"] = serde_json::json!(r.earlier.as_ref().map(|(_, d)| d));
                 v
             })
             .collect();
@@ -62,15 +35,15 @@ pub fn run(args: &StatusArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    if campaigns.is_empty() {
+    if rows.is_empty() {
         println!("{}: no campaigns", store.path().display());
     }
-    for (device, status, earlier, front) in &campaigns {
+    for r in &rows {
         print!(
             "{}",
-            table(device.as_deref(), status, earlier.as_ref(), now)
+            table(r.device_name.as_deref(), &r.status, r.earlier.as_ref(), now)
         );
-        if let Some(f) = front {
+        if let Some(f) = &r.front {
             println!(
                 "  front      {} configurations on the Pareto front of {} (ndtune show --front)",
                 f.size,
@@ -79,39 +52,6 @@ pub fn run(args: &StatusArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A campaign's front: its objectives and how many configurations are on it.
-#[derive(serde::Serialize)]
-struct Front {
-    objectives: Vec<String>,
-    size: usize,
-}
-
-/// The front of `group`'s stored results, where its objectives are several.
-fn front(store: &ndtune_store::Store, group: &Group) -> Result<Option<Front>> {
-    let campaign = ndtune_report::stored::Campaign {
-        group: group.clone(),
-        device_name: String::new(),
-        records: store.records(group)?,
-    };
-    // Status tells progress: a campaign whose definitions cannot be read (`ndtune show` says
-    // why) is shown without its front rather than stopping the table.
-    let Ok(metrics) = campaign.metrics(store) else {
-        return Ok(None);
-    };
-    if !metrics.several() {
-        return Ok(None);
-    }
-    let on = ndtune_report::stored::front(&metrics, &group.constants, &campaign.records);
-    Ok(Some(Front {
-        objectives: metrics
-            .objectives()
-            .iter()
-            .map(|o| o.metric.clone())
-            .collect(),
-        size: on.len(),
-    }))
 }
 
 /// One campaign: a heading (and for an earlier campaign, what differs from the newest), then a
