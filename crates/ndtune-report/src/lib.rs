@@ -56,6 +56,9 @@ pub enum Error {
         name: String,
         detail: String,
     },
+    /// What selects stored results cannot select them (`ndtune show --front` of one objective).
+    #[error("{0}")]
+    Select(String),
     #[error("cannot draw the figure `{figure}`: {detail}")]
     Draw { figure: String, detail: String },
     #[error("cannot write {}: {source}", path.display())]

@@ -194,3 +194,99 @@ fn front_size(store: &Store, group: &Group) -> Result<Option<FrontSize>, Error> 
         size: on.len(),
     }))
 }
+
+/// What selects the stored results `ndtune show` prints.
+#[derive(Default)]
+pub struct Selection {
+    pub kernel: Option<String>,
+    /// A spec's source hash and constants, where a spec was given.
+    pub source: Option<(String, Constants)>,
+    /// A part of the device's name.
+    pub device: Option<String>,
+    /// The campaigns of these values.
+    pub constants: Constants,
+    /// The results of these parameter values.
+    pub config: ndtune_core::Config,
+    /// Only the configurations on each campaign's Pareto front (several objectives).
+    pub front: bool,
+}
+
+/// A result selected: its device's name, the record, its metrics computed now.
+pub type Shown = (String, Record, Vec<Metric>);
+
+/// What [`select`] found: the results selected, and every campaign of the store (its group,
+/// device name and how many results), to say what it holds where nothing matched.
+pub struct Selected {
+    pub shown: Vec<Shown>,
+    pub held: Vec<(Group, String, usize)>,
+}
+
+impl Selection {
+    fn group(&self, g: &Group, device_name: &str) -> bool {
+        self.kernel.as_ref().is_none_or(|k| &g.kernel == k)
+            && self
+                .constants
+                .iter()
+                .all(|(k, v)| g.constants.get(k) == Some(v))
+            && self
+                .source
+                .as_ref()
+                .is_none_or(|(hash, constants)| &g.source_hash == hash && &g.constants == constants)
+            && self
+                .device
+                .as_ref()
+                .is_none_or(|d| device_name.to_lowercase().contains(&d.to_lowercase()))
+    }
+
+    fn record(&self, r: &Record) -> bool {
+        self.config
+            .iter()
+            .all(|(k, v)| r.key.config.get(k) == Some(v))
+    }
+}
+
+/// The stored results `selection` selects, each with its metrics; with `front`, of each
+/// campaign only those on its Pareto front (a campaign of one objective is an error).
+pub fn select(store: &Store, selection: &Selection) -> Result<Selected, Error> {
+    let mut shown = Vec::new();
+    let mut held = Vec::new();
+    for campaign in campaigns(store)? {
+        held.push((
+            campaign.group.clone(),
+            campaign.device_name.clone(),
+            campaign.records.len(),
+        ));
+        if !selection.group(&campaign.group, &campaign.device_name) {
+            continue;
+        }
+        let metrics = campaign.metrics(store)?;
+        let Campaign {
+            group: g,
+            device_name,
+            mut records,
+        } = campaign;
+        if selection.front {
+            if !metrics.several() {
+                return Err(Error::Select(format!(
+                    "--front: `{}` on {device_name} (setup {}) was tuned for one objective ({}); a front needs several (`ndtune tune --objective time,power_w`)",
+                    g.kernel,
+                    g.setup,
+                    metrics.objective().metric
+                )));
+            }
+            let on = front(&metrics, &g.constants, &records);
+            let mut all: Vec<Option<Record>> = records.into_iter().map(Some).collect();
+            records = on.into_iter().filter_map(|i| all[i].take()).collect();
+        }
+        shown.extend(
+            records
+                .into_iter()
+                .filter(|r| selection.record(r))
+                .map(|r| {
+                    let values = metric_values(&metrics, &g.constants, &r);
+                    (device_name.clone(), r, values)
+                }),
+        );
+    }
+    Ok(Selected { shown, held })
+}

@@ -6,46 +6,11 @@
 
 use crate::cli::ShowArgs;
 use anyhow::{bail, Result};
-use ndtune_core::{Config, Constants, Outcome};
+use ndtune_core::Outcome;
 use ndtune_engine::show_constants;
-use ndtune_report::stored::{self, metric_values, when, Campaign, Metric};
+use ndtune_report::stored::{self, when, Metric, Selected, Selection};
 use ndtune_spec::Spec;
-use ndtune_store::{Group, Record};
-
-/// What selects the records to show.
-struct Selection {
-    kernel: Option<String>,
-    /// A spec's source hash and constants, where a spec was given.
-    source: Option<(String, Constants)>,
-    device: Option<String>,
-    /// Constants given with `--set`: the campaigns of these values.
-    constants: Constants,
-    config: Config,
-}
-
-impl Selection {
-    fn group(&self, g: &Group, device_name: &str) -> bool {
-        self.kernel.as_ref().is_none_or(|k| &g.kernel == k)
-            && self
-                .constants
-                .iter()
-                .all(|(k, v)| g.constants.get(k) == Some(v))
-            && self
-                .source
-                .as_ref()
-                .is_none_or(|(hash, constants)| &g.source_hash == hash && &g.constants == constants)
-            && self
-                .device
-                .as_ref()
-                .is_none_or(|d| device_name.to_lowercase().contains(&d.to_lowercase()))
-    }
-
-    fn record(&self, r: &Record) -> bool {
-        self.config
-            .iter()
-            .all(|(k, v)| r.key.config.get(k) == Some(v))
-    }
-}
+use ndtune_store::Record;
 
 pub fn run(args: &ShowArgs) -> Result<()> {
     let store = args.store.open_read_only()?;
@@ -55,6 +20,7 @@ pub fn run(args: &ShowArgs) -> Result<()> {
         device: args.device.clone(),
         constants: args.constants.single()?,
         config: args.config.iter().cloned().collect(),
+        front: args.front,
     };
     let mut names: Option<Vec<String>> = None;
     if let Some(path) = &args.spec {
@@ -77,57 +43,27 @@ pub fn run(args: &ShowArgs) -> Result<()> {
             );
         }
     }
-    let mut shown = Vec::new();
-    let mut held = Vec::new();
-    for campaign in stored::campaigns(&store)? {
-        let g = &campaign.group;
-        held.push(format!(
-            "`{}`{} on {}, setup {}: {} results",
-            g.kernel,
-            show_constants(&g.constants),
-            campaign.device_name,
-            g.setup,
-            campaign.records.len()
-        ));
-        if !selection.group(g, &campaign.device_name) {
-            continue;
-        }
-        let metrics = campaign.metrics(&store)?;
-        let Campaign {
-            group: g,
-            device_name,
-            mut records,
-        } = campaign;
-        if args.front {
-            if !metrics.several() {
-                bail!(
-                    "--front: `{}` on {device_name} (setup {}) was tuned for one objective ({}); a front needs several (`ndtune tune --objective time,power_w`)",
-                    g.kernel,
-                    g.setup,
-                    metrics.objective().metric
-                );
-            }
-            let on = stored::front(&metrics, &g.constants, &records);
-            let mut all: Vec<Option<Record>> = records.into_iter().map(Some).collect();
-            records = on.into_iter().filter_map(|i| all[i].take()).collect();
-        }
-        shown.extend(
-            records
-                .into_iter()
-                .filter(|r| selection.record(r))
-                .map(|r| {
-                    let values = metric_values(&metrics, &g.constants, &r);
-                    (device_name.clone(), r, values)
-                }),
-        );
-    }
+    let Selected { shown, held } = stored::select(&store, &selection)?;
     if shown.is_empty() {
         bail!(
             "no result in {} matches; it holds {}",
             store.path().display(),
             match held.is_empty() {
                 true => "none".to_string(),
-                false => format!("these campaigns:\n  {}", held.join("\n  ")),
+                false => {
+                    let held: Vec<String> = held
+                        .iter()
+                        .map(|(g, device_name, results)| {
+                            format!(
+                                "`{}`{} on {device_name}, setup {}: {results} results",
+                                g.kernel,
+                                show_constants(&g.constants),
+                                g.setup
+                            )
+                        })
+                        .collect();
+                    format!("these campaigns:\n  {}", held.join("\n  "))
+                }
             }
         );
     }
