@@ -16,7 +16,7 @@ pub const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 pub const FAMILY: &str = "DejaVu Sans";
 
 /// Registers [`FONT`] with plotters (once), under [`FAMILY`] and plotters' default `sans-serif`.
-fn register_fonts() {
+pub(crate) fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         for name in [FAMILY, "sans-serif"] {

@@ -37,6 +37,7 @@ pub mod html;
 pub mod markdown;
 pub mod model;
 pub mod stored;
+pub mod strategies;
 mod tuning;
 
 pub use model::Report;

@@ -13,9 +13,8 @@
 use crate::cli::BenchStrategiesArgs;
 use anyhow::{bail, Context, Result};
 use ndtune_engine::strategy_bench::{self, DatasetInfo, StrategyResult};
+use ndtune_report::strategies::{figure, Line};
 use ndtune_search::by_name;
-use plotters::element::DashedPathElement;
-use plotters::prelude::*;
 use serde::Serialize;
 
 /// What `--json` writes.
@@ -94,7 +93,15 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
     }
     if let Some(path) = &args.svg {
         let ids: Vec<String> = datasets.iter().map(|d| d.id.clone()).collect();
-        std::fs::write(path, figure(&ids, &results, &budgets)?)
+        let lines: Vec<Line> = results
+            .iter()
+            .map(|r| Line {
+                dataset: &r.dataset,
+                strategy: &r.strategy,
+                mean: &r.mean,
+            })
+            .collect();
+        std::fs::write(path, figure(&ids, &lines, &budgets)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -170,138 +177,4 @@ fn describe(info: &DatasetInfo) -> String {
         n => format!(", warm start from {n} configurations"),
     };
     format!("{} configurations, {target}{warm}", info.configurations)
-}
-
-const COLOURS: [RGBColor; 10] = [
-    RGBColor(52, 101, 164),
-    RGBColor(230, 126, 34),
-    RGBColor(46, 139, 87),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-/// One panel per dataset: mean fraction of the optimum at each budget (evenly spaced), a line per
-/// strategy; Kernel Tuner's dashed, coloured among themselves.
-fn figure(ids: &[String], results: &[StrategyResult], budgets: &[usize]) -> Result<String> {
-    register_font();
-    let mut strategies: Vec<&str> = results.iter().map(|r| r.strategy.as_str()).collect();
-    strategies.sort_by_key(|s| (s.starts_with("kt:"), *s));
-    strategies.dedup();
-    let theirs = |s: &str| s.starts_with("kt:");
-    // Solid lines (ndtune) and dashed ones (Kernel Tuner) each take the colours from the start.
-    let colour_of = |s: &str| {
-        let i = strategies
-            .iter()
-            .filter(|o| theirs(o) == theirs(s))
-            .position(|o| *o == s)
-            .unwrap_or(0);
-        COLOURS[i % COLOURS.len()]
-    };
-    let cols = ids.len().clamp(1, 3);
-    let rows = ids.len().div_ceil(cols).max(1);
-    let (pw, ph) = (420u32, 320u32);
-    let legend = 22 * strategies.len().div_ceil(4) as u32 + 10;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (pw * cols as u32, ph * rows as u32 + legend))
-            .into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let (top, bottom) = root.split_vertically(ph * rows as u32);
-        let last = budgets.len().saturating_sub(1).max(1) as f64;
-        let at = |b: usize| budgets.iter().position(|&x| x == b).unwrap_or(0) as f64;
-        for (panel, id) in top.split_evenly((rows, cols)).iter().zip(ids) {
-            let ours: Vec<&StrategyResult> = results.iter().filter(|r| &r.dataset == id).collect();
-            let y_min = ours
-                .iter()
-                .flat_map(|r| r.mean.values())
-                .fold(1.0f64, |a, &b| a.min(b))
-                .clamp(0.0, 0.95);
-            let mut chart = ChartBuilder::on(panel)
-                .caption(id, ("sans-serif", 15))
-                .margin(8)
-                .x_label_area_size(32)
-                .y_label_area_size(44)
-                .build_cartesian_2d(-0.2..last + 0.2, (y_min - 0.01)..1.005)
-                .map_err(plot_err)?;
-            chart
-                .configure_mesh()
-                .x_desc("evaluations")
-                .y_desc("fraction of optimum")
-                .x_labels(budgets.len())
-                .max_light_lines(1)
-                .x_label_formatter(&|x| {
-                    budgets
-                        .get(x.round().max(0.0) as usize)
-                        .filter(|_| (x - x.round()).abs() < 1e-6)
-                        .map_or(String::new(), |b| b.to_string())
-                })
-                .y_label_formatter(&|y| format!("{y:.2}"))
-                .draw()
-                .map_err(plot_err)?;
-            for r in ours {
-                let colour = colour_of(&r.strategy);
-                let points: Vec<(f64, f64)> = r.mean.iter().map(|(&b, &m)| (at(b), m)).collect();
-                if theirs(&r.strategy) {
-                    chart
-                        .draw_series(std::iter::once(DashedPathElement::new(
-                            points,
-                            6,
-                            4,
-                            colour.stroke_width(2),
-                        )))
-                        .map_err(plot_err)?;
-                } else {
-                    chart
-                        .draw_series(std::iter::once(PathElement::new(
-                            points,
-                            colour.stroke_width(2),
-                        )))
-                        .map_err(plot_err)?;
-                }
-            }
-        }
-        for (i, s) in strategies.iter().enumerate() {
-            let x = 10 + (i % 4) as i32 * (pw as i32 * cols as i32 / 4);
-            let y = 12 + (i / 4) as i32 * 22;
-            let line = vec![(x, y), (x + 24, y)];
-            let style = colour_of(s).stroke_width(3);
-            if theirs(s) {
-                bottom.draw(&DashedPathElement::new(line, 6, 4, style))
-            } else {
-                bottom.draw(&PathElement::new(line, style))
-            }
-            .map_err(plot_err)?;
-            bottom
-                .draw(&Text::new(
-                    s.to_string(),
-                    (x + 30, y - 7),
-                    ("sans-serif", 13),
-                ))
-                .map_err(plot_err)?;
-        }
-        root.present().map_err(plot_err)?;
-    }
-    Ok(svg)
-}
-
-fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("drawing the figure: {e}")
-}
-
-/// Text in the figure uses the report's embedded font, so no system font is needed.
-fn register_font() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // The embedded font is valid TrueType: registering it cannot fail.
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            ndtune_report::figures::FONT,
-        );
-    });
 }
