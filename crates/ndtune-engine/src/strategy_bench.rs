@@ -309,6 +309,43 @@ pub enum BenchError {
     NoBudget,
 }
 
+/// Kernel Tuner's strategies on `datasets`, as `bench/kt_strategies.py` wrote them to `path`:
+/// the orders its runs measured in (scored here as ndtune's are, at `budgets`), or results it
+/// scored itself; those of other datasets are left out.
+pub fn kt_results(
+    path: &Path,
+    datasets: &[Dataset],
+    budgets: &[usize],
+) -> Result<Vec<StrategyResult>, BenchError> {
+    let text = ndtune_core::input::read_text(path, ndtune_core::input::KT_RESULTS)
+        .map_err(|e| BenchError::Dataset(e.to_string()))?;
+    let not_theirs = |e: serde_json::Error| {
+        BenchError::Dataset(format!(
+            "{}: not bench/kt_strategies.py's JSON: {e}",
+            path.display()
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(not_theirs)?;
+    let runs = value
+        .as_array()
+        .and_then(|a| a.first())
+        .is_some_and(|r| r.get("orders").is_some());
+    if runs {
+        let theirs: Vec<Orders> = serde_json::from_value(value).map_err(not_theirs)?;
+        theirs
+            .iter()
+            .filter_map(|r| datasets.iter().find(|d| d.id == r.dataset).map(|d| (d, r)))
+            .map(|(d, r)| score_orders(d, r, budgets))
+            .collect()
+    } else {
+        let theirs: Vec<StrategyResult> = serde_json::from_value(value).map_err(not_theirs)?;
+        Ok(theirs
+            .into_iter()
+            .filter(|r| datasets.iter().any(|d| d.id == r.dataset))
+            .collect())
+    }
+}
+
 /// The datasets of a Kernel Tuner cache (one), a CLTune CSV (one) or an ndtune store (one per
 /// recorded campaign, and per setup where a problem was tuned under several).
 pub fn datasets(path: &Path) -> Result<Vec<Dataset>, BenchError> {

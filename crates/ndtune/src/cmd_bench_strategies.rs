@@ -53,31 +53,7 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
         |info| eprintln!("{}: {}", info.id, describe(info)),
     )?;
     if let Some(kt) = &args.kt {
-        let text = ndtune_core::input::read_text(kt, ndtune_core::input::KT_RESULTS)?;
-        let not_theirs = || format!("{}: not bench/kt_strategies.py's JSON", kt.display());
-        let value: serde_json::Value = serde_json::from_str(&text).with_context(not_theirs)?;
-        let runs = value
-            .as_array()
-            .and_then(|a| a.first())
-            .is_some_and(|r| r.get("orders").is_some());
-        if runs {
-            let theirs: Vec<strategy_bench::Orders> =
-                serde_json::from_value(value).with_context(not_theirs)?;
-            for r in &theirs {
-                if let Some(d) = datasets.iter().find(|d| d.id == r.dataset) {
-                    results.push(strategy_bench::score_orders(d, r, &budgets)?);
-                }
-            }
-        } else {
-            let theirs: Vec<StrategyResult> =
-                serde_json::from_value(value).with_context(not_theirs)?;
-            let ids: Vec<&str> = datasets.iter().map(|d| d.id.as_str()).collect();
-            results.extend(
-                theirs
-                    .into_iter()
-                    .filter(|r| ids.contains(&r.dataset.as_str())),
-            );
-        }
+        results.extend(strategy_bench::kt_results(kt, &datasets, &budgets)?);
     }
     print!("{}", table(&infos, &results, &budgets));
     if let Some(path) = &args.json {
