@@ -170,3 +170,122 @@ mod tests {
         );
     }
 }
+
+/// The formats of one recorded campaign written out ([`export`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// A Kernel Tuner cache.
+    Kt,
+    /// Kernel Tuner's T4 results JSON.
+    T4,
+}
+
+/// What [`export`] wrote: how many records of which kernel, on which device, ranked by what.
+pub struct Exported {
+    pub records: usize,
+    pub kernel: String,
+    pub device_name: String,
+    pub objective: String,
+}
+
+/// Why a campaign could not be exported.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Select(#[from] SelectError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("export: {0}")]
+    Metrics(String),
+    #[error(transparent)]
+    Write(#[from] ndtune_store::kt::KtError),
+}
+
+/// Writes the campaign of `store` that `criteria` select to `out` as `format`: each
+/// configuration with its metric values (computed now from its measurement, with the
+/// definitions it was last tuned with and `metrics` and `objectives` added) and the objective.
+pub fn export(
+    store: &Store,
+    criteria: &Criteria,
+    metrics: Vec<ndtune_metrics::MetricDef>,
+    objectives: Vec<ndtune_metrics::Objective>,
+    format: ExportFormat,
+    out: &Path,
+) -> Result<Exported, ExportError> {
+    use ndtune_metrics::{Definitions, Inputs, Metrics};
+    use ndtune_store::kt::{self, KtHeader, MetricValues, T4Metrics};
+    let (group, device_name, records) = select(store, store.path(), criteria)?;
+    let mut values: BTreeMap<String, BTreeSet<ndtune_core::Value>> = BTreeMap::new();
+    for r in &records {
+        for (k, v) in &r.key.config {
+            values.entry(k.clone()).or_default().insert(v.clone());
+        }
+    }
+    let names: Vec<String> = values.keys().cloned().collect();
+    let defs = store
+        .metrics(&group)?
+        .unwrap_or_default()
+        .with(metrics, objectives);
+    let configs = records.iter().map(|r| &r.key.config);
+    let metrics = Metrics::check_recorded(defs, names.clone(), configs, &group.constants, &[])
+        .map_err(|e| ExportError::Metrics(e.to_string()))?;
+    let metric_values: MetricValues = records
+        .iter()
+        .filter_map(|r| {
+            let shown = metrics
+                .evaluate(&Inputs::new(&group.constants, &r.key.config, &r.outcome))
+                .shown();
+            (!shown.is_empty()).then(|| (r.key.config.clone(), shown))
+        })
+        .collect();
+    let Definitions {
+        metrics: defined,
+        objective,
+        more_objectives,
+    } = metrics.definitions().clone();
+    match format {
+        ExportFormat::Kt => {
+            let header = KtHeader {
+                device_name: device_name.clone(),
+                kernel_name: group.kernel.clone(),
+                problem_size: serde_json::json!(group.constants),
+                tune_params_keys: names,
+                tune_params: values
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_iter().collect()))
+                    .collect(),
+                objective: objective.metric.clone(),
+                objective_higher_is_better: Some(objective.higher_is_better),
+                more_objectives: more_objectives
+                    .iter()
+                    .map(|o| (o.metric.clone(), Some(o.higher_is_better)))
+                    .collect(),
+                metrics: defined,
+            };
+            kt::write_kt_cache(out, &header, &records, &metric_values)?;
+        }
+        ExportFormat::T4 => {
+            let units: BTreeMap<String, String> = metric_values
+                .values()
+                .flat_map(BTreeMap::keys)
+                .filter_map(|n| Some((n.clone(), metrics.unit(n)?.to_string())))
+                .collect();
+            let objectives: Vec<&str> = std::iter::once(&objective)
+                .chain(&more_objectives)
+                .map(|o| o.metric.as_str())
+                .collect();
+            let t4 = T4Metrics {
+                objectives: &objectives,
+                values: &metric_values,
+                units: &units,
+            };
+            kt::write_t4(out, &records, t4)?;
+        }
+    }
+    Ok(Exported {
+        records: records.len(),
+        kernel: group.kernel,
+        device_name,
+        objective: metrics.describe_objective(),
+    })
+}

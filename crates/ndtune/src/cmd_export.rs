@@ -6,12 +6,9 @@
 
 use crate::cli::ExportArgs;
 use anyhow::{anyhow, bail, Context, Result};
-use ndtune_engine::select::{select, Criteria};
-use ndtune_metrics::{Definitions, Inputs, Metrics};
+use ndtune_engine::select::{export, Criteria, ExportFormat};
 use ndtune_spec::Spec;
-use ndtune_store::kt::{self, KtHeader, MetricValues, T4Metrics};
 use ndtune_wisdom::Picker;
-use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(args: &ExportArgs) -> Result<()> {
     if matches!(args.format.as_str(), "wisdom" | "header") {
@@ -28,80 +25,25 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         constants: c.constants.single()?,
         setup: c.setup.as_deref(),
     };
-    let (group, device_name, records) = select(&store, store.path(), &criteria)?;
-    let mut values: BTreeMap<String, BTreeSet<ndtune_core::Value>> = BTreeMap::new();
-    for r in &records {
-        for (k, v) in &r.key.config {
-            values.entry(k.clone()).or_default().insert(v.clone());
-        }
-    }
-    let names: Vec<String> = values.keys().cloned().collect();
-    let defs = store
-        .metrics(&group)?
-        .unwrap_or_default()
-        .with(args.metrics.metrics.clone(), args.metrics.objectives()?);
-    let configs = records.iter().map(|r| &r.key.config);
-    let metrics = Metrics::check_recorded(defs, names.clone(), configs, &group.constants, &[])
-        .map_err(|e| anyhow!("export: {e}"))?;
-    let metric_values: MetricValues = records
-        .iter()
-        .filter_map(|r| {
-            let shown = metrics
-                .evaluate(&Inputs::new(&group.constants, &r.key.config, &r.outcome))
-                .shown();
-            (!shown.is_empty()).then(|| (r.key.config.clone(), shown))
-        })
-        .collect();
-    let Definitions {
-        metrics: defined,
-        objective,
-        more_objectives,
-    } = metrics.definitions().clone();
-    match args.format.as_str() {
-        "kt" => {
-            let header = KtHeader {
-                device_name: device_name.clone(),
-                kernel_name: group.kernel.clone(),
-                problem_size: serde_json::json!(group.constants),
-                tune_params_keys: names,
-                tune_params: values
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_iter().collect()))
-                    .collect(),
-                objective: objective.metric.clone(),
-                objective_higher_is_better: Some(objective.higher_is_better),
-                more_objectives: more_objectives
-                    .iter()
-                    .map(|o| (o.metric.clone(), Some(o.higher_is_better)))
-                    .collect(),
-                metrics: defined,
-            };
-            kt::write_kt_cache(&args.out, &header, &records, &metric_values)?;
-        }
-        _ => {
-            let units: BTreeMap<String, String> = metric_values
-                .values()
-                .flat_map(BTreeMap::keys)
-                .filter_map(|n| Some((n.clone(), metrics.unit(n)?.to_string())))
-                .collect();
-            let objectives: Vec<&str> = std::iter::once(&objective)
-                .chain(&more_objectives)
-                .map(|o| o.metric.as_str())
-                .collect();
-            let t4 = T4Metrics {
-                objectives: &objectives,
-                values: &metric_values,
-                units: &units,
-            };
-            kt::write_t4(&args.out, &records, t4)?;
-        }
-    }
+    let format = match args.format.as_str() {
+        "kt" => ExportFormat::Kt,
+        _ => ExportFormat::T4,
+    };
+    let done = export(
+        &store,
+        &criteria,
+        args.metrics.metrics.clone(),
+        args.metrics.objectives()?,
+        format,
+        &args.out,
+    )?;
     eprintln!(
-        "wrote {} records of `{}` on {device_name} to {} (objective {})",
-        records.len(),
-        group.kernel,
+        "wrote {} records of `{}` on {} to {} (objective {})",
+        done.records,
+        done.kernel,
+        done.device_name,
         args.out.display(),
-        metrics.describe_objective()
+        done.objective
     );
     Ok(())
 }
