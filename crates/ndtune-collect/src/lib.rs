@@ -538,27 +538,37 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Why a name given for a stencil is none.
+#[derive(Debug, thiserror::Error)]
+pub enum StencilNameError {
+    #[error(transparent)]
+    File(#[from] ndtune_stencil::StencilError),
+    #[error("{name}: a prediction needs the stencil's definition ({definition}: types and border), not only its OpenCL source")]
+    SourceOnly { name: String, definition: String },
+    #[error("{name}: neither a .stencil.toml file nor a reference stencil ({known})")]
+    Unknown { name: String, known: String },
+}
+
 /// A stencil as a command names one: its definition (a `.toml` file), the OpenCL source that
 /// `ndtune stencil gen` wrote beside its definition (`STEM.cl` with `STEM.stencil.toml`: the
 /// source alone lacks the types and border the features need), or a reference stencil's name.
-pub fn stencil_named(name: &str) -> Result<Stencil, String> {
+pub fn stencil_named(name: &str) -> Result<Stencil, StencilNameError> {
     if name.ends_with(".toml") {
-        return Stencil::load(Path::new(name)).map_err(|e| e.to_string());
+        return Ok(Stencil::load(Path::new(name))?);
     }
     if let Some(stem) = name.strip_suffix(".cl") {
         let definition = format!("{stem}.stencil.toml");
         if !Path::new(&definition).exists() {
-            return Err(format!(
-                "{name}: a prediction needs the stencil's definition ({definition}: types and border), not only its OpenCL source"
-            ));
+            return Err(StencilNameError::SourceOnly {
+                name: name.to_string(),
+                definition,
+            });
         }
-        return Stencil::load(Path::new(&definition)).map_err(|e| e.to_string());
+        return Ok(Stencil::load(Path::new(&definition))?);
     }
-    ndtune_stencil::reference(name).ok_or_else(|| {
-        format!(
-            "{name}: neither a .stencil.toml file nor a reference stencil ({})",
-            ndtune_stencil::reference_names().join(", ")
-        )
+    ndtune_stencil::reference(name).ok_or_else(|| StencilNameError::Unknown {
+        name: name.to_string(),
+        known: ndtune_stencil::reference_names().join(", "),
     })
 }
 
@@ -569,12 +579,11 @@ pub fn stencil_features(
     rows: u64,
     cols: u64,
     profile: &ndtune_device::DeviceProfile,
-) -> Result<ndtune_learn::features::Features, String> {
+) -> Result<ndtune_learn::features::Features, ndtune_learn::features::FeatureError> {
     scenario_features(
         profile,
         &stencil.device_source(),
         "",
         &dataset_of(stencil, rows, cols),
     )
-    .map_err(|e| e.to_string())
 }

@@ -13,6 +13,9 @@ use ndtune_store::Store;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Why the front end could not tune a member's missing best.
+pub type TuneFirstError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Why co-execution cannot start, or its study cannot be kept.
 #[derive(Debug, thiserror::Error)]
 pub enum CoexecError {
@@ -27,7 +30,7 @@ pub enum CoexecError {
     Campaign(#[from] crate::CampaignError),
     /// Tuning a device's missing best failed (the front end says why).
     #[error("{0}")]
-    Tuning(String),
+    Tuning(TuneFirstError),
 }
 
 /// The kernel of `spec` in the other language, read from `path` with `overrides`: refused where
@@ -77,7 +80,7 @@ pub fn members(
     labels: &[String],
     store: &Store,
     seed: u64,
-    tune: &mut dyn FnMut(&PathBuf, &AnyDevice, &str) -> Result<DeviceReport, String>,
+    tune: &mut dyn FnMut(&PathBuf, &AnyDevice, &str) -> Result<DeviceReport, TuneFirstError>,
 ) -> Result<(Vec<Member>, Vec<DeviceRow>), CoexecError> {
     let needed = |s: &Spec| {
         s.kernel_source()?.ok_or_else(|| {

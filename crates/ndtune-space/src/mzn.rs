@@ -316,12 +316,33 @@ pub fn platform_files<'a>(
         .collect()
 }
 
-/// Writes `files` (name, text) into `dir`, made first where missing; an error names the path.
-pub fn write_files(dir: &std::path::Path, files: &[(String, String)]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+/// Why model files could not be written: the folder or the file, and the system's reason.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelFileError {
+    #[error("cannot create {}: {source}", dir.display())]
+    Folder {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Writes `files` (name, text) into `dir`, made first where missing.
+pub fn write_files(
+    dir: &std::path::Path,
+    files: &[(String, String)],
+) -> Result<(), ModelFileError> {
+    std::fs::create_dir_all(dir).map_err(|source| ModelFileError::Folder {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     for (name, text) in files {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, text).map_err(|source| ModelFileError::File { path, source })?;
     }
     Ok(())
 }

@@ -60,7 +60,7 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
     }
     if let Some(dir) = &args.mzn {
         let files = mzn::platform_files(devices.iter().map(|(key, _, p)| (key.as_str(), p)));
-        mzn::write_files(dir, &files).map_err(|e| anyhow!(e))?;
+        mzn::write_files(dir, &files)?;
     }
     if args.json {
         let profiles: Vec<&DeviceProfile> = devices.iter().map(|d| &d.2).collect();

@@ -39,7 +39,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
         if let Some(d) = devices.first() {
             files.extend(mzn::platform_files([("device", &d.profile)]));
         }
-        mzn::write_files(dir, &files).map_err(|e| anyhow!(e))?;
+        mzn::write_files(dir, &files)?;
     }
     if args.list {
         let listed = spaces.listed();
