@@ -150,6 +150,27 @@ impl Method {
         m
     }
 
+    /// The methods a comma-separated list names: a classifier (with every fallback),
+    /// `forest-runtime`, `forest-speedup` or `baseline`; an unknown name is an error listing
+    /// the names.
+    pub fn parse_list(list: &str) -> Result<Vec<Method>, UnknownMethod> {
+        let mut methods = Vec::new();
+        for name in list.split(',').map(str::trim) {
+            match name {
+                "forest-runtime" => methods.push(Method::RegressRuntime),
+                "forest-speedup" => methods.push(Method::RegressSpeedup),
+                "baseline" => methods.push(Method::Baseline),
+                _ => {
+                    let kind = ClassifierKind::parse(name).ok_or_else(|| UnknownMethod {
+                        name: name.to_string(),
+                    })?;
+                    methods.extend(Fallback::ALL.into_iter().map(|f| Method::Classify(kind, f)));
+                }
+            }
+        }
+        Ok(methods)
+    }
+
     fn names(self) -> (String, String) {
         match self {
             Method::Classify(k, f) => (k.name().into(), f.name().into()),
@@ -324,6 +345,13 @@ fn first_legal(facts: &Facts, ranking: &[Wg], s: usize) -> Wg {
         .copied()
         .find(|&w| facts.legal(s, w))
         .unwrap_or_else(|| *facts.times[s].keys().min().expect("a measured size"))
+}
+
+/// A name in a list of methods that names none ([`Method::parse_list`]).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown model `{name}`; one of {}, forest-runtime, forest-speedup, baseline", ClassifierKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))]
+pub struct UnknownMethod {
+    pub name: String,
 }
 
 /// Why an evaluation could not be made.

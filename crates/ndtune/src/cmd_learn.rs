@@ -6,7 +6,7 @@ use crate::cli::{
 };
 use anyhow::{anyhow, bail, Context, Result};
 use ndtune_learn::data::Data;
-use ndtune_learn::eval::{evaluate, Fallback, Method, Options, Protocol, Step};
+use ndtune_learn::eval::{evaluate, Method, Options, Protocol, Step};
 use ndtune_learn::features::kernel_features;
 use ndtune_learn::model::Model;
 use ndtune_learn::models::ClassifierKind;
@@ -22,7 +22,7 @@ pub fn run(cmd: &LearnCommand) -> Result<()> {
 }
 
 fn train(a: &LearnTrainArgs) -> Result<()> {
-    let kind = classifier_kind(&a.model, "--model", &[])?;
+    let kind = classifier_kind(&a.model, "--model")?;
     let data = Data::load(&a.data)?;
     let started = std::time::Instant::now();
     let model = Model::train(&data, kind, a.seed)?;
@@ -186,12 +186,10 @@ fn parse_size(s: &str) -> Result<(u64, u64)> {
     Ok((rows, cols))
 }
 
-/// The classifier kind called `name`, given with `flag`; the error lists the kinds and `also`
-/// (other names the flag takes).
-fn classifier_kind(name: &str, flag: &str, also: &[&str]) -> Result<ClassifierKind> {
+/// The classifier kind called `name`, given with `flag`; the error lists the kinds.
+fn classifier_kind(name: &str, flag: &str) -> Result<ClassifierKind> {
     ClassifierKind::parse(name).ok_or_else(|| {
-        let mut names: Vec<&str> = ClassifierKind::ALL.iter().map(|k| k.name()).collect();
-        names.extend_from_slice(also);
+        let names: Vec<&str> = ClassifierKind::ALL.iter().map(|k| k.name()).collect();
         anyhow!(
             "{flag}: unknown model `{name}`; one of {}",
             names.join(", ")
@@ -205,27 +203,9 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
         anyhow!("--protocol {}: one of {}", a.protocol, names.join(", "))
     })?;
     let data = Data::load(&a.data)?;
-    let methods: Vec<Method> = match &a.models {
+    let methods = match &a.models {
         None => Method::all(),
-        Some(list) => {
-            let mut m = Vec::new();
-            for name in list.split(',').map(str::trim) {
-                match name {
-                    "forest-runtime" => m.push(Method::RegressRuntime),
-                    "forest-speedup" => m.push(Method::RegressSpeedup),
-                    "baseline" => m.push(Method::Baseline),
-                    _ => {
-                        let kind = classifier_kind(
-                            name,
-                            "--models",
-                            &["forest-runtime", "forest-speedup", "baseline"],
-                        )?;
-                        m.extend(Fallback::ALL.into_iter().map(|f| Method::Classify(kind, f)));
-                    }
-                }
-            }
-            m
-        }
+        Some(list) => Method::parse_list(list).map_err(|e| anyhow!("--models: {e}"))?,
     };
     if methods.is_empty() {
         bail!("--models names no model");
