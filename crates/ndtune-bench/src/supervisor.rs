@@ -122,10 +122,10 @@ impl Supervisor {
     }
 
     /// Makes `job` the one evaluated from now on, where it is another, with the accounts of
-    /// starts and start-up begun anew (a sweep's next campaign). A worker open on the same device takes it up in
-    /// the same process, keeping its driver and session: the job is sent now and taken up while
-    /// the caller goes on; the next evaluation waits for it. On another device the worker
-    /// stops and the next evaluation starts one.
+    /// starts and start-up begun anew (a sweep's next campaign). A worker open on the same
+    /// device (or still opening it) takes it up in the same process, keeping its driver and
+    /// session: the job is sent now and taken up while the caller goes on; the next evaluation
+    /// waits for it. On another device the worker stops and the next evaluation starts one.
     pub fn switch(&mut self, job: Job) {
         if job == self.job {
             return;
@@ -158,7 +158,11 @@ impl Supervisor {
     /// does not is stopped (the next evaluation starts a fresh one, which says what is wrong).
     fn await_switch(&mut self) {
         let deadline = self.deadline().max(Duration::from_secs(120));
-        let (Some(since), Some(worker)) = (self.switched.take(), self.running.as_mut()) else {
+        // A worker still starting answers its switch after its start ([`Supervisor::start`]).
+        let Some(worker) = self.running.as_mut() else {
+            return;
+        };
+        let Some(since) = self.switched.take() else {
             return;
         };
         let waited = Instant::now();
