@@ -354,6 +354,28 @@ pub struct UnknownMethod {
     pub name: String,
 }
 
+/// Keeps an evaluation in `store` for `ndtune report` (a study of kind `learn`), named by its
+/// protocol, the `models` asked for (all without) and the `data` file's name.
+pub fn keep(
+    store: &ndtune_store::Store,
+    report: &Report,
+    data: &std::path::Path,
+    models: Option<&str>,
+) -> Result<(), ndtune_store::StoreError> {
+    let data_name = data.file_name().unwrap_or(data.as_os_str());
+    let models = models.map_or(String::new(), |m| format!(" ({m})"));
+    store.put_study(&ndtune_store::Study {
+        kind: "learn".into(),
+        name: format!(
+            "{}{models} on {}",
+            report.protocol,
+            data_name.to_string_lossy()
+        ),
+        body: serde_json::to_value(report).expect("an evaluation serialises"),
+        created_at: ndtune_store::now_ms(),
+    })
+}
+
 /// Why an evaluation could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {

@@ -231,21 +231,7 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
         report.with_context(|| a.data.display().to_string())?
     };
     if let Some(store) = &store {
-        let data_name = a.data.file_name().unwrap_or(a.data.as_os_str());
-        let models = a
-            .models
-            .as_deref()
-            .map_or(String::new(), |m| format!(" ({m})"));
-        store.put_study(&ndtune_store::Study {
-            kind: "learn".into(),
-            name: format!(
-                "{}{models} on {}",
-                report.protocol,
-                data_name.to_string_lossy()
-            ),
-            body: serde_json::to_value(&report)?,
-            created_at: ndtune_store::now_ms(),
-        })?;
+        ndtune_learn::eval::keep(store, &report, &a.data, a.models.as_deref())?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
