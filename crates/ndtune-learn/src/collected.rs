@@ -131,6 +131,40 @@ pub fn read(store: &Store) -> Result<Collected, StoreError> {
     Ok(out)
 }
 
+/// One device's part of a collection: its scenarios, the sizes tried (not illegal) and those of
+/// them the driver refused.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceTally {
+    pub scenarios: usize,
+    pub tried: usize,
+    pub refused: usize,
+}
+
+impl DeviceTally {
+    /// The share of the sizes tried that were refused.
+    pub fn refused_ratio(&self) -> f64 {
+        self.refused as f64 / self.tried.max(1) as f64
+    }
+}
+
+/// Each device's [`DeviceTally`] over `scenarios` and their observations, by device.
+pub fn per_device<'a>(
+    scenarios: &'a [ScenarioInfo],
+    observations: &[crate::oracle::Observation],
+) -> std::collections::BTreeMap<&'a str, DeviceTally> {
+    use crate::oracle::Status;
+    let mut tally: std::collections::BTreeMap<&str, DeviceTally> = Default::default();
+    for (i, info) in scenarios.iter().enumerate() {
+        let t = tally.entry(&info.device).or_default();
+        t.scenarios += 1;
+        for o in observations.iter().filter(|o| o.scenario == i) {
+            t.tried += usize::from(o.status != Status::Illegal);
+            t.refused += usize::from(o.status == Status::Refused);
+        }
+    }
+    tally
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +212,41 @@ mod tests {
         assert_eq!(read, [("gol", "new"), ("heat", "new")]);
         let times: Vec<Option<f64>> = c.observations.iter().map(|o| o.cost).collect();
         assert_eq!(times, [Some(3.0), Some(4.0)]);
+    }
+
+    #[test]
+    fn each_device_counts_its_scenarios_and_the_sizes_tried_and_refused() {
+        use crate::oracle::Status;
+        let info = |device: &str| ScenarioInfo {
+            label: format!("gol 8x8 @ {device}"),
+            kernel: "gol".into(),
+            device: device.into(),
+            dataset: "8x8".into(),
+            wc: vec![2],
+            wr: vec![2],
+            wmax: 8,
+            feature_names: vec![],
+            features: vec![],
+        };
+        let scenarios = [info("a"), info("b"), info("a")];
+        let seen = |scenario, status| Observation {
+            scenario,
+            wg: (2, 2),
+            status,
+            cost: None,
+        };
+        let obs = [
+            seen(0, Status::Refused),
+            seen(0, Status::Illegal),
+            seen(1, Status::Measured),
+            seen(2, Status::Refused),
+            seen(2, Status::Measured),
+        ];
+        let tally = per_device(&scenarios, &obs);
+        let a = tally["a"];
+        assert_eq!((a.scenarios, a.tried, a.refused), (2, 3, 2));
+        assert!((a.refused_ratio() - 2.0 / 3.0).abs() < 1e-12);
+        let b = tally["b"];
+        assert_eq!((b.scenarios, b.tried, b.refused), (1, 1, 0));
     }
 }

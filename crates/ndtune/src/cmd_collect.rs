@@ -13,10 +13,9 @@ use ndtune_engine::outcome_counts;
 use ndtune_engine::share::default_worker_id;
 use ndtune_engine::{Event, Processes, Share};
 use ndtune_learn::collected::{self, ScenarioInfo};
-use ndtune_learn::oracle::{analyse, Observation, Status};
+use ndtune_learn::oracle::{analyse, Observation};
 use ndtune_metrics::Objective;
 use ndtune_store::Store;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -108,25 +107,13 @@ fn summary(store: &Store, json: bool) -> Result<()> {
     }
     let a = analyse(scenarios.len(), &obs);
     // Per device: scenarios, and the share of the sizes tried (not illegal) that were refused.
-    let mut per_device: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
-    for (i, info) in scenarios.iter().enumerate() {
-        let e = per_device.entry(&info.device).or_default();
-        e.0 += 1;
-        for o in obs.iter().filter(|o| o.scenario == i) {
-            if o.status != Status::Illegal {
-                e.1 += 1;
-            }
-            if o.status == Status::Refused {
-                e.2 += 1;
-            }
-        }
-    }
+    let per_device = collected::per_device(&scenarios, &obs);
     if json {
         let devices: Vec<_> = per_device
             .iter()
-            .map(|(d, (n, tried, refused))| {
-                serde_json::json!({"device": d, "scenarios": n, "tried": tried, "refused": refused,
-                    "refused_ratio": *refused as f64 / (*tried).max(1) as f64})
+            .map(|(d, t)| {
+                serde_json::json!({"device": d, "scenarios": t.scenarios, "tried": t.tried,
+                    "refused": t.refused, "refused_ratio": t.refused_ratio()})
             })
             .collect();
         let labels: Vec<&str> = scenarios.iter().map(|i| i.label.as_str()).collect();
@@ -179,10 +166,13 @@ fn summary(store: &Store, json: bool) -> Result<()> {
             s.spread.map_or("-".into(), |x| format!("{x:.2}x"))
         );
     }
-    for (d, (n, tried, refused)) in &per_device {
+    for (d, t) in &per_device {
         println!(
-            "  {d}: {n} scenarios, {refused} of {tried} sizes tried refused ({:.1}%)",
-            100.0 * *refused as f64 / (*tried).max(1) as f64
+            "  {d}: {} scenarios, {} of {} sizes tried refused ({:.1}%)",
+            t.scenarios,
+            t.refused,
+            t.tried,
+            100.0 * t.refused_ratio()
         );
     }
     let show = |v: &[(u64, u64)]| {
