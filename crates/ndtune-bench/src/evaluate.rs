@@ -312,13 +312,10 @@ fn buffer_too_large(device: &AnyDevice, ty: ndtune_spec::ElemType, len: usize) -
     }
 }
 
-/// Whether no build of `old` can be one of `new` (the same source): a constant whose value
+/// Whether no build of `old` can be one of `new`, both of `source`: a constant whose value
 /// differs is a define of every build where the source mentions it or a build option may read
 /// it.
-fn builds_differ(old: &Spec, new: &Spec) -> bool {
-    let Ok(Some(source)) = new.kernel_source() else {
-        return true;
-    };
+fn builds_differ(old: &Spec, new: &Spec, source: &KernelSource) -> bool {
     let options_read_constants = !new.kernel.build_options.is_empty();
     new.problem.constants.iter().any(|(name, value)| {
         old.problem.constants.get(name) != Some(value)
@@ -525,11 +522,11 @@ impl Bench {
     /// buffer and reference of the job before is let go first.
     pub fn switch(self, job: &crate::worker::Job) -> Result<Bench, Fatal> {
         let spec = job_spec(job)?;
-        let builds_again = builds_differ(&self.spec, &spec);
-        let (device, source, mut session, meter) = self.into_kept();
-        let same_source = spec.kernel_source().ok().flatten().as_ref() == Some(&source);
-        if builds_again {
-            // No program built so far is built with the new job's options: none is kept.
+        let same_source = spec.kernel_source().ok().flatten().as_ref() == Some(&self.source);
+        // No program built so far is built with the new job's options: none is kept.
+        let forget = same_source && builds_differ(&self.spec, &spec, &self.source);
+        let (device, mut session, meter) = self.into_kept();
+        if forget {
             session.forget_all();
         }
         let session = same_source.then_some(session);
@@ -542,24 +539,16 @@ impl Bench {
         Ok(bench)
     }
 
-    /// What a switch keeps: the device, the source its session builds, the session and the
-    /// meter; the rest (buffers, references) is let go here, before the next job allocates.
-    fn into_kept(
-        self,
-    ) -> (
-        AnyDevice,
-        KernelSource,
-        Box<dyn Session>,
-        Option<ndtune_energy::Meter>,
-    ) {
+    /// What a switch keeps: the device, its session and the meter; the rest (buffers,
+    /// references) is let go here, before the next job allocates.
+    fn into_kept(self) -> (AnyDevice, Box<dyn Session>, Option<ndtune_energy::Meter>) {
         let Bench {
             device,
-            source,
             session,
             meter,
             ..
         } = self;
-        (device, source, session, meter)
+        (device, session, meter)
     }
 
     /// Why a buffer of `len` elements of `ty` cannot be allocated on this device, if it cannot.

@@ -10,7 +10,7 @@ use ndtune_spec::Spec;
 use ndtune_split::runtime::{twin_mismatch, Member};
 use ndtune_split::study::{DeviceRow, Report};
 use ndtune_store::Store;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Why the front end could not tune a member's missing best.
@@ -80,7 +80,7 @@ pub fn members(
     labels: &[String],
     store: &Store,
     seed: u64,
-    tune: &mut dyn FnMut(&PathBuf, &AnyDevice, &str) -> Result<DeviceReport, TuneFirstError>,
+    tune: &mut dyn FnMut(&Path, &AnyDevice, &str) -> Result<DeviceReport, TuneFirstError>,
 ) -> Result<(Vec<Member>, Vec<DeviceRow>), CoexecError> {
     let needed = |s: &Spec| {
         s.kernel_source()?.ok_or_else(|| {
@@ -88,15 +88,16 @@ pub fn members(
         })
     };
     let source = needed(spec)?;
+    let twin_source = twin.map(|t| needed(t)).transpose()?;
     let mut members = Vec::new();
     let mut rows = Vec::new();
     for (device, label) in devices.iter().zip(labels) {
         let twin = twin.filter(|t| t.kernel.language == device.api());
-        let (own_spec, own_source) = match twin {
-            Some(t) => (t.as_ref(), needed(t)?),
-            None => (spec, source.clone()),
+        let (own_spec, own_source) = match (twin, &twin_source) {
+            (Some(t), Some(s)) => (t.as_ref(), s),
+            _ => (spec, &source),
         };
-        let g = group(own_spec, &own_source, seed, device, store)?;
+        let g = group(own_spec, own_source, seed, device, store)?;
         let mut best = best_recorded(store, &g)?;
         if best.is_none() {
             let report = tune(&own_spec.path, device, label).map_err(CoexecError::Tuning)?;

@@ -141,13 +141,13 @@ impl Live<'_> {
     }
 
     /// Ends the campaign that started at `started`: gives back the configurations claimed and
-    /// not measured, keeps the build times in the store, stops the workers or, to `keep` them,
-    /// gives them back (the measurement's supervisor, the build pool where it is the campaign's
+    /// not measured, keeps the build times in the store, stops the workers or, to `hand_on`
+    /// them, gives them back (the measurement's supervisor, the build pool where it is the campaign's
     /// own); the time account of the whole campaign.
     pub fn finish(
         mut self,
         started: Instant,
-        keep: bool,
+        hand_on: bool,
     ) -> (TimeSpent, Option<(Supervisor, Option<BuildPool>)>) {
         let ending = Instant::now();
         let codec = self.codec;
@@ -190,7 +190,7 @@ impl Live<'_> {
                 )));
             }
         }
-        let kept = if keep {
+        let kept = if hand_on {
             let pool = match self.pool.take() {
                 // Nothing more is built for this campaign.
                 Some(Builds::Own(pool)) => {

@@ -408,13 +408,12 @@ impl Campaigns<'_> {
     /// hand their measurement and build workers on, each to the next.
     fn each(
         &self,
-        workers: Vec<Option<Worker>>,
+        mut workers: Vec<Option<Worker>>,
         ran: &mut Ran,
         wall: &mut Wall,
         observer: &mut dyn FnMut(RequestEvent<'_>),
         mut per_config: Option<&mut dyn PerConfig>,
     ) -> Result<(), RequestError> {
-        let mut workers = workers;
         let mut why: Vec<String> = Vec::new();
         for (at, (spec, overrides)) in self.specs.iter().zip(self.sweep).enumerate() {
             let last = at + 1 == self.sweep.len();

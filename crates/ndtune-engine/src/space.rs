@@ -135,12 +135,11 @@ impl Pruned {
     }
 
     /// The configurations the kernel check removed from the space, where it prunes.
-    pub fn excluded(&self) -> HashSet<Vec<i64>> {
+    pub fn excluded(&self) -> Option<&HashSet<Vec<i64>>> {
         self.kernel_check
             .as_ref()
             .filter(|k| k.pruned_by_query)
-            .map(|k| k.removed_configs.clone())
-            .unwrap_or_default()
+            .map(|k| &k.removed_configs)
     }
 
     pub fn report(self, spec: &Spec) -> Report {

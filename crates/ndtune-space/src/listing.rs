@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 pub fn write(
     out: &mut dyn Write,
     p: &Pruning,
-    excluded: &HashSet<Vec<i64>>,
+    excluded: Option<&HashSet<Vec<i64>>>,
     json: bool,
 ) -> std::io::Result<()> {
     let names: Vec<&str> = p.space.params().iter().map(|q| q.name.as_str()).collect();
@@ -43,7 +43,7 @@ pub fn write(
     let mut digits = itoa::Buffer::new();
     let mut failed = None;
     p.space.for_each(|cfg| {
-        if excluded.contains(cfg) {
+        if excluded.is_some_and(|e| e.contains(cfg)) {
             return ControlFlow::Continue(());
         }
         let mut first_changed = n;

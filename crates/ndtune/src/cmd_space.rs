@@ -44,7 +44,7 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
     if args.list {
         let listed = spaces.listed();
         let out = &mut std::io::stdout().lock();
-        ndtune_space::listing::write(out, &listed.pruning, &listed.excluded(), args.json)?;
+        ndtune_space::listing::write(out, &listed.pruning, listed.excluded(), args.json)?;
     }
     // An empty space is an error naming what emptied it, raised after the reports are printed.
     let empty = spaces.empty(&spec);

@@ -61,14 +61,14 @@ pub fn run(args: &SplitArgs) -> Result<()> {
     }
     let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
     // A device without a best is tuned first, as `ndtune tune` would.
-    let mut tune = |path: &std::path::PathBuf, device: &AnyDevice, label: &str| {
+    let mut tune = |path: &std::path::Path, device: &AnyDevice, label: &str| {
         let _ = progress.println(format!(
             "{label}: no measured configuration of `{}` in {}: tuning first",
             spec.kernel.name,
             store.path().display()
         ));
         let mut request =
-            crate::cmd_tune::request(&args.campaign, &SearchArgs::default(), path.clone())
+            crate::cmd_tune::request(&args.campaign, &SearchArgs::default(), path.to_path_buf())
                 .map_err(|e| format!("{e:#}"))?;
         request.sweep = vec![overrides.clone()];
         request.devices = DeviceChoice::Opened(vec![device.clone()]);
