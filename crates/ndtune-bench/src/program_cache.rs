@@ -40,6 +40,16 @@ impl ProgramCache {
         // A folder that is not the user's own and private is not used (nor is one that cannot
         // be made): the driver would load what another user put there.
         let dir = ndtune_core::cache::folder("programs").ok()??;
+        Some(ProgramCache::in_dir(dir, device, source, kernel))
+    }
+
+    /// The cache of `source`'s programs of `kernel` on `device` in the folder `dir`.
+    fn in_dir(
+        dir: PathBuf,
+        device: &DeviceProfile,
+        source: &KernelSource,
+        kernel: &str,
+    ) -> ProgramCache {
         let identity = format!(
             "{}\0{}\0{}\0{}\0{}\0{kernel}",
             device.name,
@@ -48,7 +58,7 @@ impl ProgramCache {
             device.driver_version,
             source.digest()
         );
-        Some(ProgramCache { dir, identity })
+        ProgramCache { dir, identity }
     }
 
     /// The file a binary built with `options` is kept in.
@@ -97,18 +107,20 @@ mod tests {
     /// holds one kernel): the cache never hands one kernel's binary to the other.
     #[test]
     fn each_kernel_of_a_source_has_its_own_binaries() {
+        // A folder of its own, not through the environment: the tests of this crate run in
+        // threads of one process, and a cache folder set there would be theirs too.
         let dir = tempfile::tempdir().unwrap();
-        let cache_dir = dir.path().join("cache");
-        std::env::set_var("NDTUNE_CACHE_DIR", &cache_dir);
         let file = dir.path().join("k.cu");
         std::fs::write(&file, "__global__ void a() {}\n__global__ void b() {}\n").unwrap();
         let source = KernelSource::read(&[file], &[]).unwrap();
         let device = ndtune_device::builtin::find("gt550m").unwrap();
         let binary = dir.path().join("a.bin");
         std::fs::write(&binary, b"binary of a").unwrap();
-        let a = ProgramCache::open(&device, &source, "a").unwrap();
+        let open =
+            |kernel| ProgramCache::in_dir(dir.path().to_path_buf(), &device, &source, kernel);
+        let a = open("a");
         a.keep("-DX=1", Some(&binary));
-        let b = ProgramCache::open(&device, &source, "b").unwrap();
+        let b = open("b");
         assert!(b.get("-DX=1").is_none());
         match a.get("-DX=1") {
             Some(Built::Binary(path)) => {
@@ -116,6 +128,5 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        std::env::remove_var("NDTUNE_CACHE_DIR");
     }
 }
