@@ -12,7 +12,7 @@ its own devices).
 docs/python.md lists every argument and what ndtune does with it.
 """
 
-import json
+import numpy as np
 
 from . import _ndtune
 from ._lang import language_of
@@ -49,7 +49,7 @@ def devices():
     """The OpenCL and CUDA devices: each a dict with ndtune's `index`, its `api` (`opencl` or
     `cuda`), Kernel Tuner's `platform` and `device` numbers (tune_kernel's `platform=` and
     `device=`: per OpenCL platform, or CUDA's ordinal on platform 0), its `name` and `profile`."""
-    return json.loads(_ndtune.devices())
+    return _ndtune.devices()
 
 
 def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, lang="OpenCL",
@@ -70,8 +70,8 @@ def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, l
     if language_of(lang) is None:
         raise SpecError(f"best: lang={lang!r}: ndtune builds OpenCL and CUDA kernels")
     cuda = language_of(lang) == "cuda"
-    return json.loads(_ndtune.best(str(wisdom), kernel, json.dumps(given), platform, device,
-                                   prefer, cuda))
+    given = {str(k): v.item() if isinstance(v, np.generic) else v for k, v in given.items()}
+    return _ndtune.best(str(wisdom), kernel, given, platform, device, prefer, cuda)
 
 
 __all__ = [

@@ -4,10 +4,9 @@ a call without measuring it (`space`), a results store's contents (`Store`) and 
 collection for learning (`collect`).
 
 A call is written as a spec directory by `_kt`'s helpers, as `tune_kernel` writes it; the
-extension (`_ndtune`) runs, prunes and reads through the libraries the `ndtune` command uses.
+extension (`_ndtune`) runs, prunes and reads through the libraries the `ndtune` command uses,
+and hands back Python objects.
 """
-
-import json
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from ._kt import (
     _plain,
     _worker_command,
     _refuse,
-    _spec_text,
+    _spec_document,
     constant_memory,
     write_spec,
 )
@@ -41,11 +40,11 @@ def _write(kernel_name, kernel_source, problem_size, arguments, tune_params, gri
         restrictions = [restrictions]
     language = _language(lang, files)
     constants = constant_memory(cmem_args, language)
-    text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
-                      grid_div, restrictions, 1, compiler_options,
-                      _block_size_names(block_size_names), [], [],
-                      language=language, smem_args=smem_args, constants=constants)
-    return write_spec(kernel_name, files, text, arguments, constants=constants)
+    document = _spec_document(kernel_name, files[0][0], problem_size, arguments, tune_params,
+                              grid_div, restrictions, 1, compiler_options,
+                              _block_size_names(block_size_names), {}, {},
+                              language=language, smem_args=smem_args, constants=constants)
+    return write_spec(kernel_name, files, document, arguments, constants=constants)
 
 
 def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid_div_x=None,
@@ -83,7 +82,7 @@ def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid
                   grid_div, None, compiler_options, block_size_names, lang, smem_args,
                   cmem_args)
     config = {name: _plain(value) for name, value in params.items()}
-    buffers = _ndtune.run_kernel(str(spec), json.dumps(config), platform, device)
+    buffers = _ndtune.run_kernel(str(spec), config, platform, device)
     return [
         arg if data is None else np.frombuffer(data, dtype=arg.dtype).reshape(arg.shape).copy()
         for arg, data in zip(arguments, buffers)
@@ -102,7 +101,7 @@ def space(kernel_name, kernel_source, problem_size, arguments, tune_params, grid
                   (grid_div_x, grid_div_y, grid_div_z), restrictions, compiler_options,
                   block_size_names, lang)
     limit = None if configs is None else int(configs)
-    return json.loads(_ndtune.space(str(spec), platform, device, limit))
+    return _ndtune.space(str(spec), platform, device, limit)
 
 
 def _row(result):
@@ -136,7 +135,7 @@ class Store:
         `times` (every timed run), each metric, then `constants`, `source_hash`,
         `device_fingerprint`, `ndtune_version`, `started_at`, `finished_at`. A pandas DataFrame
         where pandas is installed, else a list of dicts."""
-        rows = [_row(r) for r in json.loads(_ndtune.store_results(self.location))]
+        rows = [_row(r) for r in _ndtune.store_results(self.location)]
         try:
             import pandas
         except ImportError:
@@ -170,9 +169,9 @@ def bench_strategies(recordings, strategies=("bo",), budgets=(25, 50, 100), seed
         budgets = [budgets]
     if not budgets:
         raise ValueError("bench_strategies: give at least one budget")
-    out = json.loads(_ndtune.bench_strategies([str(r) for r in recordings], list(strategies),
-                                              [int(b) for b in budgets], int(seeds),
-                                              None if warm_start is None else int(warm_start)))
+    out = _ndtune.bench_strategies([str(r) for r in recordings], list(strategies),
+                                   [int(b) for b in budgets], int(seeds),
+                                   None if warm_start is None else int(warm_start))
     for r in out["results"]:
         r["mean"] = {int(b): m for b, m in r["mean"].items()}
     return out
@@ -186,6 +185,5 @@ def collect(campaign, db="ndtune.db", work=None, seed=1, quiet=False, export=Non
     dict per scenario: `label`, `outcomes` (counts by kind), `evaluated` (now), `reused` and
     `best_ms`. Ctrl-C stops it with what was measured kept."""
     work = work if work is not None else f"{db}.stencils"
-    out = _ndtune.collect(str(campaign), str(db), str(work), int(seed), _worker_command(),
-                          bool(quiet), None if export is None else str(export))
-    return json.loads(out)
+    return _ndtune.collect(str(campaign), str(db), str(work), int(seed), _worker_command(),
+                           bool(quiet), None if export is None else str(export))

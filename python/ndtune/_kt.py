@@ -1,7 +1,8 @@
 """Kernel Tuner's `tune_kernel` over ndtune's engine.
 
-A call becomes a spec directory (spec.toml and the kernel's files) whose contents depend only
-on the call, so the store's identity of its results is the same for the same call and a second
+A call becomes a spec directory (the kernel's files, its arrays, and spec.toml, which the
+extension writes from the spec as a dict of its sections: `_spec_document`) whose contents depend
+only on the call, so the store's identity of its results is the same for the same call and a second
 call reuses what the first measured. The directory is tuned by the extension (`_ndtune.tune`)
 through the engine the `ndtune` command runs; the evaluated configurations come back shaped as
 Kernel Tuner shapes its results. Arguments ndtune cannot honour are refused with `SpecError`
@@ -154,18 +155,19 @@ def _language(lang, files):
     return "opencl"
 
 
-def _toml(value):
-    """A TOML value: integers, reals, strings (JSON's escapes are TOML's) and lists of them."""
+def _value(value):
+    """A value of the spec document: an integer, a real, a string or a list of them (NumPy's
+    scalars as Python's)."""
     if isinstance(value, (bool, np.bool_)):
         raise SpecError(f"a boolean ({value}) cannot be a value: write 0 and 1")
     if isinstance(value, (int, np.integer)):
-        return str(int(value))
+        return int(value)
     if isinstance(value, (float, np.floating)):
-        return repr(float(value))
+        return float(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return value
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
+        return [_value(v) for v in value]
     raise SpecError(f"{value!r} cannot be written in a spec")
 
 
@@ -241,7 +243,9 @@ def _block_size_names(names):
 
 
 def _args(arguments):
-    lines = []
+    """The spec's `args` of Kernel Tuner's arguments: `argN`, a buffer read from `argN.npy` or
+    a scalar."""
+    args = []
     for i, arg in enumerate(arguments):
         name = f"arg{i}"
         arg = _elements(arg)
@@ -254,18 +258,15 @@ def _args(arguments):
                 + "; ndtune takes NumPy arrays and NumPy scalars of "
                 + ", ".join(str(d) for d in [*OPENCL_TYPES, *AS_ELEMENTS])
             )
-        lines.append("[[args]]")
-        lines.append(f"name = {_toml(name)}")
-        lines.append(f"type = {_toml(cl_type)}")
         if isinstance(arg, np.ndarray):
-            lines += ['kind = "buffer"', f"len = {arg.size}",
-                      f"init = {{ npy = {_toml(name + '.npy')} }}", 'access = "read_write"']
+            args.append({"name": name, "type": cl_type, "kind": "buffer", "len": int(arg.size),
+                         "init": {"npy": f"{name}.npy"}, "access": "read_write"})
         elif isinstance(arg, np.generic):
-            lines += ['kind = "scalar"', f"value = {_toml(arg.item())}"]
+            args.append({"name": name, "type": cl_type, "kind": "scalar",
+                         "value": _value(arg.item())})
         else:
             raise SpecError(f"tune_kernel: argument {i} must be a NumPy array or scalar")
-        lines.append("")
-    return lines
+    return args
 
 
 # Kernel Tuner's `p["name"]` in a metric: the name itself in ndtune's expressions.
@@ -331,26 +332,23 @@ def _front_results(results, front, tune_params):
     return out
 
 
-def _metrics_lines(metrics, objectives, higher):
-    """`[metrics]` and `[objective]`: Kernel Tuner's metrics, in order, and its objectives."""
-    lines = []
+def _metrics_sections(metrics, objectives, higher):
+    """`metrics` and `objective`: Kernel Tuner's metrics, in order, and its objectives."""
+    sections = {}
     if metrics:
         if not isinstance(metrics, dict):
             raise SpecError("tune_kernel: metrics must be a dict of name -> expression")
-        lines.append("[metrics]")
         before = {}
         for name, metric in metrics.items():
             before[str(name)] = _metric_expr(name, metric, before)
-            lines.append(f"{_toml(str(name))} = {_toml(before[str(name)])}")
-        lines.append("")
+        sections["metrics"] = before
     if objectives != ["time"] or higher != [False]:
-        said = ", ".join("true" if h else "false" for h in higher)
-        lines += ["[objective]", f"metric = [{', '.join(_toml(o) for o in objectives)}]",
-                  f"higher_is_better = [{said}]", ""]
-    return lines
+        sections["objective"] = {"metric": [str(o) for o in objectives],
+                                 "higher_is_better": [bool(h) for h in higher]}
+    return sections
 
 
-def _smem_lines(smem_args, language):
+def _smem_args(smem_args, language):
     """Kernel Tuner's `smem_args` (`{"size": bytes}`): a CUDA launch's dynamic shared memory, as
     a `local` argument of the spec, which a CUDA launch gives as its dynamic shared memory (no
     kernel parameter)."""
@@ -362,7 +360,7 @@ def _smem_lines(smem_args, language):
     if not isinstance(smem_args, dict) or set(smem_args) != {"size"}:
         raise SpecError(f"tune_kernel: smem_args is {{'size': bytes}}, not {smem_args!r}")
     size = _expr(smem_args["size"], "smem_args['size']")
-    return ["[[args]]", 'name = "smem_args"', 'kind = "local"', f"bytes = {_toml(size)}", ""]
+    return [{"name": "smem_args", "kind": "local", "bytes": size}]
 
 
 def constant_memory(cmem_args, language):
@@ -390,64 +388,63 @@ def constant_memory(cmem_args, language):
     return constants
 
 
-def _constant_lines(constants):
+def _constant_args(constants):
     """The spec's `constant` arguments of `cmem_args`, read from `cmem_NAME.npy`."""
-    lines = []
-    for name, array in constants:
-        lines += ["[[args]]", f"name = {_toml(name)}", f"type = {_toml(OPENCL_TYPES[array.dtype])}",
-                  'kind = "constant"', f"len = {array.size}",
-                  f"init = {{ npy = {_toml(f'cmem_{name}.npy')} }}", ""]
-    return lines
+    return [{"name": name, "type": OPENCL_TYPES[array.dtype], "kind": "constant",
+             "len": int(array.size), "init": {"npy": f"cmem_{name}.npy"}}
+            for name, array in constants]
 
 
-def _spec_text(kernel_name, kernel_file, kernel_files, problem_size, arguments, tune_params,
-               grid_div, restrictions, iterations, compiler_options, block_size_names,
-               metrics_lines, verify_lines, energy_ms=None, language="opencl", smem_args=None,
-               constants=()):
-    lines = ["[kernel]", f"name = {_toml(kernel_name)}", f"source = {_toml(kernel_file)}",
-             f"language = {_toml(language)}"]
+def _spec_document(kernel_name, kernel_file, problem_size, arguments, tune_params, grid_div,
+                   restrictions, iterations, compiler_options, block_size_names, metrics,
+                   verify, energy_ms=None, language="opencl", smem_args=None, constants=()):
+    """The spec of a call as a dict of the spec file's sections (docs/spec.md), which the
+    extension writes as spec.toml and validates (`write_spec`). `metrics` holds the `metrics`
+    and `objective` sections, `verify` the `verify` section, where the call has them."""
+    kernel = {"name": str(kernel_name), "source": kernel_file, "language": language}
     if compiler_options:
-        lines.append(f"build_options = {_toml([str(o) for o in compiler_options])}")
-    lines += ["", "[params]"]
+        kernel["build_options"] = [str(o) for o in compiler_options]
+    params = {}
     for name, values in tune_params.items():
         values = list(values)
         if not values:
             raise SpecError(f"tune_kernel: tune_params[{name!r}] has no values")
-        lines.append(f"{name} = {_toml(values)}")
+        params[str(name)] = _value(values)
     blocks = [
         name if name in tune_params else str(default)
         for name, default in zip(block_size_names, DEFAULT_BLOCK_SIZES)
     ]
-    per_config = _grid_per_config(problem_size, grid_div)
-    lines += ["", "[launch]"]
-    if per_config:
-        # The global size of each configuration comes from the functions of the parameters.
-        lines.append(f"global = {_toml(blocks)}  # per configuration: from functions")
+    if _grid_per_config(problem_size, grid_div):
+        # The global size of each configuration comes from the functions of the parameters
+        # (`_PerConfig`); this one stands for it.
+        grid = blocks
     else:
         divisors = [
             _divisor(d, block_size_names[i], tune_params, f"grid_div_{'xyz'[i]}")
             for i, d in enumerate(grid_div)
         ]
         # Kernel Tuner's grid: ceil(problem size / divisor) work-groups of the block size.
-        lines.append("global = " + _toml([
-            f"({s} + {d} - 1) // {d} * {b}"
-            for s, d, b in zip(_problem_size(problem_size), divisors, blocks)]))
-    lines += [f"local = {_toml(blocks)}", ""]
-    space = [f"restrictions = {_toml([str(r) for r in restrictions])}"] if restrictions else []
+        grid = [f"({s} + {d} - 1) // {d} * {b}"
+                for s, d, b in zip(_problem_size(problem_size), divisors, blocks)]
     # Only what the device enforces prunes, as Kernel Tuner measures every configuration that
     # launches: the seed's eq. 3 (at least as many work-groups as compute units) is a performance
     # heuristic that would empty a reduction's one-work-group stage. (Where the grid comes from
     # functions, the pruner knows none anyway.)
-    space.append('platform = "legal"')
-    lines += ["[space]", *space, ""]
-    lines += _args(arguments)
-    lines += _smem_lines(smem_args, language)
-    lines += _constant_lines(constants)
-    lines += ["[measure]", "warmup = 1", f"runs = {int(iterations)}", f"best_of = {int(iterations)}"]
-    lines += [f"energy_ms = {float(energy_ms)}", ""] if energy_ms is not None else [""]
-    lines += metrics_lines
-    lines += verify_lines
-    return "\n".join(lines)
+    space = {"restrictions": [str(r) for r in restrictions]} if restrictions else {}
+    space["platform"] = "legal"
+    measure = {"warmup": 1, "runs": int(iterations), "best_of": int(iterations)}
+    if energy_ms is not None:
+        measure["energy_ms"] = float(energy_ms)
+    return {
+        "kernel": kernel,
+        "params": params,
+        "launch": {"global": grid, "local": blocks},
+        "space": space,
+        "args": _args(arguments) + _smem_args(smem_args, language) + _constant_args(constants),
+        "measure": measure,
+        **metrics,
+        **verify,
+    }
 
 
 # The host reference of `answer`: copies each expected output's bytes, kept beside the spec, into
@@ -496,14 +493,14 @@ def _answers(answer, arguments):
     return checked
 
 
-def _verify_lines(checked, atol):
-    """`[verify]`: the checked arguments against the host reference of the answers, within
+def _verify_section(checked, atol):
+    """`verify`: the checked arguments against the host reference of the answers, within
     NumPy's allclose rule (rtol 1e-5) and `atol`, as Kernel Tuner checks them."""
     if not checked:
-        return []
-    return ["[verify]", f"outputs = {_toml([f'arg{i}' for i, _ in checked])}",
-            'reference = { host = "answer.c", function = "ndtune_answer" }',
-            "tolerance = 1e-5", f"atol = {_toml(float(atol))}", ""]
+        return {}
+    return {"verify": {"outputs": [f"arg{i}" for i, _ in checked],
+                       "reference": {"host": "answer.c", "function": "ndtune_answer"},
+                       "tolerance": 1e-5, "atol": float(atol)}}
 
 
 def spec_dir():
@@ -535,13 +532,14 @@ def _array_digest(named):
     return digest.digest()
 
 
-def write_spec(kernel_name, files, spec_text, arguments, checked=(), constants=()):
-    """Writes the spec directory of a call: its kernel files, spec.toml, each array argument as
+def write_spec(kernel_name, files, document, arguments, checked=(), constants=()):
+    """Writes the spec directory of a call: its kernel files, spec.toml (the extension writes
+    `document` and validates it), each array argument as
     `argN.npy`, each constant memory array as `cmem_NAME.npy` and each answer as `answerN.bin`
     with `answer.c`, the host reference that reads them. The directory is named by the digest of all of it, so the same call writes the same
     directory, and a call with other data another (`answer.c` names the directory, so the
     answers are part of the reference's identity). Returns the spec's path."""
-    digest = hashlib.sha256(json.dumps([spec_text, files]).encode())
+    digest = hashlib.sha256(json.dumps([document, files]).encode())
     arrays = [(f"arg{i}.npy", np.ascontiguousarray(_elements(a)))
               for i, a in enumerate(arguments) if isinstance(a, np.ndarray)] + [(f"cmem_{n}.npy", a) for n, a in constants]
     answers = [(f"answer{i}.bin", np.ascontiguousarray(a)) for i, a in checked]
@@ -565,9 +563,9 @@ def write_spec(kernel_name, files, spec_text, arguments, checked=(), constants=(
 
     _each(lambda named: put(named[0], lambda tmp: _save(tmp, named[1])), arrays)
     _each(lambda named: put(named[0], lambda tmp: named[1].tofile(tmp)), answers)
-    for name, text in files + [("spec.toml", spec_text)]:
+    for name, text in files:
         put(name, lambda tmp, text=text: tmp.write_text(text))
-    return directory / "spec.toml"
+    return Path(_ndtune.write_spec(str(directory), document))
 
 
 def _strategy(strategy, strategy_options):
@@ -604,7 +602,7 @@ PARALLEL_ENV = "KERNEL_TUNER_PARALLEL"
 
 def _ndtune_devices():
     # Unprobed profiles: comparing the devices makes no context on any of them.
-    return json.loads(_ndtune.devices(False))
+    return _ndtune.devices(False)
 
 
 def _parallel_devices(parallel, platform, device, language):
@@ -655,9 +653,9 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             warnings.warn(f"tune_kernel: the objective {objective!r} is a function computed in "
                           "this process: the search follows the time, and the best is chosen "
                           f"by {objective!r}", stacklevel=2)
-        metrics_lines = _metrics_lines(spec_metrics, ["time"], [False])
+        metrics_sections = _metrics_sections(spec_metrics, ["time"], [False])
     else:
-        metrics_lines = _metrics_lines(spec_metrics, objectives, higher)
+        metrics_sections = _metrics_sections(spec_metrics, objectives, higher)
     block_size_names = _block_size_names(block_size_names)
     files = _kernel_files(kernel_source)
     language = _language(lang, files)
@@ -697,12 +695,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if per_config.identity:
         # The functions' identity is part of the kernel file's text, so of the results' setup.
         files = [(files[0][0], per_config.stub(files[0][1]))] + files[1:]
-    spec_text = _spec_text(kernel_name, files[0][0], files, problem_size, arguments, tune_params,
-                           grid_div, strings, iterations,
-                           compiler_options, block_size_names, metrics_lines,
-                           _verify_lines(checked, atol), energy_ms, language, smem_args,
-                           constants)
-    spec = write_spec(kernel_name, files, spec_text, arguments, checked, constants)
+    document = _spec_document(kernel_name, files[0][0], problem_size, arguments, tune_params,
+                              grid_div, strings, iterations, compiler_options, block_size_names,
+                              metrics_sections, _verify_section(checked, atol), energy_ms,
+                              language, smem_args, constants)
+    spec = write_spec(kernel_name, files, document, arguments, checked, constants)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
         cache = {
@@ -716,12 +713,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     outputs = tempfile.TemporaryDirectory(prefix="ndtune-verify-") if own_check else nullcontext()
     with outputs as outputs_dir:
         check = {"dir": outputs_dir, "outputs": own_check.outputs} if own_check else None
-        out = json.loads(_ndtune.tune(json.dumps({
+        out = _ndtune.tune({
             "spec": str(spec), "db": str(db), "worker": _worker_command(), "platform": platform,
             "device": device, "strategy": name, "budget": budget, "time_limit": time_limit,
             "seed": int(seed or 0), "build_jobs": build_jobs, "warm_start": warm_start,
             "timeout": timeout, "quiet": quiet, "cache": cache, "check": check, "pool": pool,
-        }), per_config if per_config.active else None))
+        }, per_config if per_config.active else None)
     results = []
     for r in out["results"]:
         result = {k: r["config"][k] for k in tune_params}
@@ -876,9 +873,8 @@ class _Watching:
             if register is not None:
                 register(device)
 
-    def observe(self, moment, config_json, names):
+    def observe(self, moment, config, names):
         if moment == "start":
-            config = json.loads(config_json)
             params = {k: config[k] for k in names}
             for observer in self.observers:
                 register = getattr(observer, "register_configuration", None)
@@ -896,17 +892,25 @@ class _Watching:
                 raise SpecError(f"tune_kernel: observers: {name}.get_results() gave "
                                 f"{type(got).__name__}, not a dict")
             try:
-                values[name] = json.loads(json.dumps(got, default=_json_value))
-            except (TypeError, ValueError) as e:
+                values[name] = _plain_tree(got)
+            except TypeError as e:
                 raise SpecError(f"tune_kernel: observers: {name}.get_results(): {e}; its "
-                                "values are kept with the measurement, as JSON") from None
-        return json.dumps(values)
+                                "values are kept with the measurement") from None
+        return values
 
 
-def _json_value(value):
+def _plain_tree(value):
+    """`value` with NumPy's scalars and arrays as Python's numbers and lists: what the store
+    keeps (numbers, strings, lists and dicts of them)."""
+    if isinstance(value, dict):
+        return {str(k): _plain_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_tree(v) for v in value]
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
-    raise TypeError(f"a {type(value).__name__} is no JSON value")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"a value of type {type(value).__name__} is not one the store can keep")
 
 
 def _split_metrics(metrics):
@@ -1146,17 +1150,16 @@ class _PerConfig:
         mark = f"/* ndtune: per configuration, {self.identity} */\n"
         return mark if self.generator is not None else text + "\n" + mark
 
-    def check(self, outputs_json):
-        return self.own_check.check(json.loads(outputs_json))
+    def check(self, outputs):
+        return self.own_check.check(outputs)
 
-    def observe(self, moment, config_json):
-        self.watching.observe(moment, config_json, self.names)
+    def observe(self, moment, config):
+        self.watching.observe(moment, config, self.names)
 
     def observed(self):
         return self.watching.observed()
 
-    def __call__(self, config_json):
-        config = json.loads(config_json)
+    def __call__(self, config):
         params = {k: config[k] for k in self.names}
         if not all(r(params) for r in self.restrictions):
             return None

@@ -175,5 +175,5 @@ def test_an_observer_that_fails_stops_the_campaign_with_its_error(own_directory)
         def get_results(self):
             return {"handle": object()}
 
-    with pytest.raises(ndtune.SpecError, match=r"Opaque.get_results\(\): a object is no JSON"):
+    with pytest.raises(ndtune.SpecError, match=r"Opaque.get_results\(\): a value of type object is not one the store"):
         tune(observers=[Opaque()])

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -146,6 +147,19 @@ def test_what_ndtune_cannot_honour_is_refused_by_name(given, named):
     with pytest.raises(ndtune.SpecError, match=named.replace("(", r"\(").replace("[", r"\[")):
         tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
                     quiet=True, **given)
+
+
+def test_a_spec_the_engine_refuses_names_the_written_spec_file_where_it_is_wrong():
+    # The package hands the spec over as a dict; the extension writes spec.toml and validates
+    # it there, so the error points into the file (a restriction naming no parameter).
+    with pytest.raises(ndtune.SpecError) as raised:
+        tune_kernel("vector_add", VECTOR_ADD, 4096, vector_add_args(), {"block_size_x": [32]},
+                    restrictions=["block_size_x <= nosuch"], quiet=True)
+    message = str(raised.value)
+    where = re.match(r"(.*spec\.toml):(\d+):(\d+): .*nosuch", message)
+    assert where, message
+    line = open(where[1]).read().splitlines()[int(where[2]) - 1]
+    assert "nosuch" in line[int(where[3]) - 1:], (line, message)
 
 
 CUDA_VECTOR_ADD = """

@@ -16,7 +16,9 @@
 //! - [`collect`]: a stencil collection campaign measured into a store, and its CSV for
 //!   learning ([`ndtune_collect`], as `ndtune collect` and `collect --export`).
 
-use crate::{pick_device, spec_error, store_error, NdtuneError, WisdomError};
+use crate::{
+    from_python, pick_device, spec_error, store_error, to_python, NdtuneError, WisdomError,
+};
 use ndtune_bench::evaluate::Bench;
 use ndtune_core::{Config, Constants};
 use ndtune_engine::space::SpaceReport;
@@ -33,20 +35,19 @@ fn load(spec: &Path) -> PyResult<Spec> {
     Spec::load_with(spec, &Constants::new()).map_err(spec_error)
 }
 
-/// Runs `config` (JSON, parameter name to value) of `spec` once on device `device` of OpenCL
+/// Runs `config` (a dict, parameter name to value) of `spec` once on device `device` of OpenCL
 /// platform `platform`, unverified and untimed; returns each argument's buffer after the run
 /// (`None` for a scalar). A failed build or a refused launch is an `NdtuneError` saying why.
 #[pyfunction]
 fn run_kernel(
     py: Python<'_>,
     spec: PathBuf,
-    config: &str,
+    config: &Bound<'_, PyAny>,
     platform: usize,
     device: usize,
 ) -> PyResult<Vec<Option<Py<PyBytes>>>> {
     let spec = load(&spec)?;
-    let config: Config = serde_json::from_str(config)
-        .map_err(|e| NdtuneError::new_err(format!("run_kernel's params: {e}")))?;
+    let config: Config = from_python("run_kernel's params", config)?;
     let point = spec
         .codec
         .point(&config)
@@ -68,12 +69,18 @@ fn run_kernel(
 }
 
 /// The space of `spec` pruned for device `device` of platform `platform` (Kernel Tuner's
-/// numbers for the spec's language), as JSON: the
+/// numbers for the spec's language), as a dict: the
 /// counts of [`SpaceReport`] and, where `limit` is given, `configs`: up to `limit` of the
 /// configurations left, each parameter name to value.
 #[pyfunction]
 #[pyo3(signature = (spec, platform, device, limit=None))]
-fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) -> PyResult<String> {
+fn space(
+    py: Python<'_>,
+    spec: PathBuf,
+    platform: usize,
+    device: usize,
+    limit: Option<usize>,
+) -> PyResult<Py<PyAny>> {
     let spec = load(&spec)?;
     let device = pick_device(spec.kernel.language, platform, device)?;
     let label = device.label();
@@ -96,12 +103,12 @@ fn space(spec: PathBuf, platform: usize, device: usize, limit: Option<usize>) ->
         }
         out["configs"] = Json::Array(configs);
     }
-    Ok(out.to_string())
+    to_python(py, &out)
 }
 
 /// The configuration of `kernel` from the wisdom file `wisdom` for device `device` of OpenCL
-/// platform `platform` (`cuda`: CUDA device `device` by ordinal) at `constants` (JSON, name to
-/// value), as `ndtune pick --json`'s `pick`; with `prefer`, from the tuned front (`ndtune pick
+/// platform `platform` (`cuda`: CUDA device `device` by ordinal) at `constants` (a dict, name
+/// to value), as `ndtune pick --json`'s `pick` (a dict); with `prefer`, from the tuned front (`ndtune pick
 /// --prefer`). Each file is opened once per process (again where it changed), each device read
 /// once.
 #[pyfunction]
@@ -111,12 +118,12 @@ fn best(
     py: Python<'_>,
     wisdom: PathBuf,
     kernel: &str,
-    constants: &str,
+    constants: &Bound<'_, PyAny>,
     platform: usize,
     device: usize,
     prefer: Option<&str>,
     cuda: bool,
-) -> PyResult<String> {
+) -> PyResult<Py<PyAny>> {
     let api = if cuda {
         ndtune_backend::Api::Cuda
     } else {
@@ -133,8 +140,7 @@ fn best(
     static OPENED: Mutex<Option<Opened>> = Mutex::new(None);
     type Profiles = HashMap<(ndtune_backend::Api, usize, usize), ndtune_device::DeviceProfile>;
     static PROFILES: Mutex<Option<Profiles>> = Mutex::new(None);
-    let constants: Constants = serde_json::from_str(constants)
-        .map_err(|e| NdtuneError::new_err(format!("best: constants: {e}")))?;
+    let constants: Constants = from_python("best: constants", constants)?;
     let profile = {
         let mut profiles = PROFILES.lock().unwrap_or_else(|p| p.into_inner());
         let profiles = profiles.get_or_insert_with(HashMap::new);
@@ -160,13 +166,13 @@ fn best(
     let pick = py
         .detach(|| runtime.pick_preferring(kernel, &profile, &constants, prefer.as_ref()))
         .map_err(|e| WisdomError::new_err(e.to_string()))?;
-    serde_json::to_string(&pick).map_err(|e| NdtuneError::new_err(e.to_string()))
+    to_python(py, &pick)
 }
 
-/// Every result the store at `location` holds, as JSON: a list of `ndtune show --json`'s objects.
+/// Every result the store at `location` holds: a list of `ndtune show --json`'s objects.
 #[pyfunction]
-fn store_results(py: Python<'_>, location: &str) -> PyResult<String> {
-    py.detach(|| {
+fn store_results(py: Python<'_>, location: &str) -> PyResult<Py<PyAny>> {
+    let rows = py.detach(|| {
         let store = Store::open_read_only(location).map_err(store_error)?;
         let mut rows = Vec::new();
         for campaign in ndtune_report::stored::campaigns(&store).map_err(store_error)? {
@@ -177,8 +183,9 @@ fn store_results(py: Python<'_>, location: &str) -> PyResult<String> {
                 ndtune_report::stored::json(&campaign.device_name, r, &values)
             }));
         }
-        Ok(Json::Array(rows).to_string())
-    })
+        Ok::<_, PyErr>(rows)
+    })?;
+    to_python(py, &rows)
 }
 
 /// Writes the HTML report of the store at `location` to `out`, as `ndtune report` does; returns
@@ -198,7 +205,7 @@ fn report(py: Python<'_>, location: &str, out: PathBuf) -> PyResult<PathBuf> {
 /// Replays each of `strategies` with seeds `0..seeds` at each of `budgets` on the datasets of
 /// `recordings` (Kernel Tuner caches, CLTune CSV files, ndtune stores); with `warm`, each
 /// dataset's runs first measure that many best configurations of the other datasets of the
-/// same kernel. Returns JSON: `datasets` (id, configurations, optimum_ms, warm_points) and
+/// same kernel. Returns a dict: `datasets` (id, configurations, optimum_ms, warm_points) and
 /// `results` (per dataset and strategy: the mean fraction of the optimum per budget, the median
 /// evaluations to 90% and 95% of it).
 #[pyfunction]
@@ -210,9 +217,9 @@ fn bench_strategies(
     budgets: Vec<usize>,
     seeds: u64,
     warm: Option<usize>,
-) -> PyResult<String> {
+) -> PyResult<Py<PyAny>> {
     use ndtune_engine::strategy_bench;
-    py.detach(|| {
+    let out = py.detach(|| {
         let fail = |e: strategy_bench::BenchError| NdtuneError::new_err(e.to_string());
         let mut datasets = Vec::new();
         for path in &recordings {
@@ -221,13 +228,14 @@ fn bench_strategies(
         let (infos, results) =
             strategy_bench::bench_all(&datasets, &strategies, &budgets, seeds, warm, |_| {})
                 .map_err(fail)?;
-        Ok(json!({ "datasets": infos, "results": results }).to_string())
-    })
+        Ok::<_, PyErr>(json!({ "datasets": infos, "results": results }))
+    })?;
+    to_python(py, &out)
 }
 
 /// Runs the stencil collection campaign file `campaign` into the store `db` (its scenarios'
 /// files under `work`), its measurement and build workers started as `worker` says; with
-/// `export`, then writes the long CSV there. Returns JSON: per scenario its label, outcome
+/// `export`, then writes the long CSV there. Returns a list: per scenario its label, outcome
 /// counts, configurations evaluated now and reused, and the best time.
 #[pyfunction]
 #[pyo3(signature = (campaign, db, work, seed, worker, quiet, export=None))]
@@ -241,7 +249,7 @@ fn collect(
     worker: Vec<String>,
     quiet: bool,
     export: Option<PathBuf>,
-) -> PyResult<String> {
+) -> PyResult<Py<PyAny>> {
     use ndtune_collect::{CollectCampaign, CollectError, Measuring};
     use ndtune_engine::{Event, Processes, Share};
     let fail = |e: CollectError| match e {
@@ -299,7 +307,7 @@ fn collect(
     if let Some(out) = export {
         ndtune_collect::export(&store, &out).map_err(fail)?;
     }
-    Ok(Json::Array(done).to_string())
+    to_python(py, &done)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,11 +1,13 @@
 //! The Python extension `ndtune._ndtune`: what the `ndtune` package (python/) calls in Rust.
-//! The package's Python code turns a Kernel Tuner style call into a spec directory; this crate
+//! The package's Python code turns a Kernel Tuner style call into a spec directory: its
+//! kernel files and arrays, and the spec as a dict of the spec file's sections, which
+//! [`write_spec`] writes as `spec.toml` and validates (Python writes no TOML). This crate
 //! tunes that spec as a [`ndtune_engine::TuneRequest`], the request the CLI makes: pruning, the
 //! build pipeline, the supervised worker and the store, a pool for `parallel=`, a Kernel Tuner
 //! cache continued and written.
 //!
 //! - [`tune`]: one campaign on one device, a progress bar on stderr, the evaluated
-//!   configurations as JSON; a Kernel Tuner cache read first (its entries become the store's)
+//!   configurations as Python objects; a Kernel Tuner cache read first (its entries become the store's)
 //!   and written after. Where the call has functions of the parameters, the engine asks a
 //!   Python callable about each configuration before it evaluates it ([`PyPerConfig`]).
 //! - [`serve`]: the worker loops (`__worker`, `__builder`) for `python -m ndtune._worker`, which
@@ -13,6 +15,8 @@
 //! - [`devices`]: the OpenCL devices as ndtune and Kernel Tuner number them.
 //! - [`api`]: `run_kernel`, `space`, the store's results and its report.
 //!
+//! Everything crosses as Python objects, never as text to parse: calls take dicts that
+//! deserialize into the engine's types (pythonize) and hand back dicts and lists.
 //! Errors cross as Python exceptions: `SpecError` (file, line and column in the message),
 //! `DeviceError`, `StoreError`, `CampaignError`, all `NdtuneError`s. Ctrl-C between two
 //! configurations stops the campaign's workers and raises `KeyboardInterrupt`; everything
@@ -86,6 +90,33 @@ fn store_error(e: impl std::fmt::Display) -> PyErr {
     StoreError::new_err(e.to_string())
 }
 
+/// A value as Python objects (dicts in the value's order, lists, numbers, strings, `None`):
+/// what the calls hand back.
+fn to_python<T: serde::Serialize + ?Sized>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
+    pythonize::pythonize(py, value)
+        .map(Bound::unbind)
+        .map_err(|e| NdtuneError::new_err(format!("a result as Python objects: {e}")))
+}
+
+/// Python objects as the typed value a call takes; an error names `what` they were for.
+fn from_python<T: serde::de::DeserializeOwned>(
+    what: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    pythonize::depythonize(value).map_err(|e| SpecError::new_err(format!("{what}: {e}")))
+}
+
+/// Writes the spec `document` (a dict of the spec file's sections, as its TOML holds them:
+/// docs/spec.md) as `directory/spec.toml` and validates it ([`ndtune_spec::Spec::write_document`]);
+/// returns the file's path. The package writes the kernel's files and arrays there first.
+#[pyfunction]
+fn write_spec(directory: PathBuf, document: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let document: toml::Table = from_python("the spec document", document)?;
+    ndtune_spec::Spec::write_document(&directory, &document)
+        .map(|spec| spec.path)
+        .map_err(spec_error)
+}
+
 /// Serves `__worker` or `__builder` on stdin/stdout until the campaign ends; the exit status.
 #[pyfunction]
 fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
@@ -99,12 +130,12 @@ fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
     }
 }
 
-/// The OpenCL devices, as JSON: each with ndtune's index, Kernel Tuner's platform and device
+/// The devices, as a list of dicts: each with ndtune's index, Kernel Tuner's platform and device
 /// numbers, and its profile (`probe`: whole, a kernel built on each device for its preferred
 /// work-group size multiple; else without it, and without making any device context).
 #[pyfunction]
 #[pyo3(signature = (probe = true))]
-fn devices(probe: bool) -> PyResult<String> {
+fn devices(py: Python<'_>, probe: bool) -> PyResult<Py<PyAny>> {
     let found = if probe {
         ndtune_backend::discover()
     } else {
@@ -133,7 +164,7 @@ fn devices(probe: bool) -> PyResult<String> {
             entry
         })
         .collect();
-    Ok(Json::Array(list).to_string())
+    to_python(py, &list)
 }
 
 /// Kernel Tuner's `parallel=`: the numbers of device `device` of platform `platform` and of the
@@ -185,7 +216,7 @@ fn progress_bar(quiet: bool, prefix: String) -> ProgressBar {
     bar
 }
 
-/// What the Python side asks of one campaign (`_kt.py` sends it as JSON).
+/// What the Python side asks of one campaign (`_kt.py` hands it over as a dict).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Call {
@@ -219,10 +250,10 @@ struct Call {
     pool: Option<Vec<usize>>,
 }
 
-/// The Python side's functions of the parameters, asked about each configuration (as JSON)
+/// The Python side's functions of the parameters, asked about each configuration (a dict)
 /// before the engine evaluates it: `None` excludes it, else `(source, global)`, each `None`
 /// where the spec's stands. Where the call checks outputs, its `check` method gets the files of
-/// a configuration's outputs (JSON: argument name to path) and returns why they are wrong, or
+/// a configuration's outputs (a dict: argument name to path) and returns why they are wrong, or
 /// `None`. The first exception the callable raises stops the campaign and is
 /// raised again once the campaign has ended.
 struct PyPerConfig<'py> {
@@ -232,8 +263,8 @@ struct PyPerConfig<'py> {
     /// where it does not say).
     generates: bool,
     /// The callable's `observers`: the names of the observers of the timed runs whose hooks its
-    /// `observe(moment, config)` calls (`config` as JSON at `start`) and whose results its
-    /// `observed()` gives, as JSON, by observer; none where it does not say.
+    /// `observe(moment, config)` calls (`config` a dict at `start`) and whose results its
+    /// `observed()` gives, a dict by observer; none where it does not say.
     observers: Vec<String>,
     raised: Option<PyErr>,
 }
@@ -249,10 +280,8 @@ impl PyPerConfig<'_> {
 
 impl PerConfig for PyPerConfig<'_> {
     fn configure(&mut self, config: &Config) -> Result<Option<Generated>, String> {
-        let config = serde_json::to_string(config).expect("a configuration is JSON");
-        let answer = self
-            .callable
-            .call1((config,))
+        let answer = to_python(self.callable.py(), config)
+            .and_then(|config| self.callable.call1((config,)))
             .and_then(|a| a.extract::<Option<(Option<String>, Option<Vec<usize>>)>>());
         match answer {
             Ok(answer) => Ok(answer.map(|(source, global)| Generated { source, global })),
@@ -269,9 +298,8 @@ impl PerConfig for PyPerConfig<'_> {
     }
 
     fn check(&mut self, outputs: &BTreeMap<String, PathBuf>) -> Result<Option<String>, String> {
-        let outputs = serde_json::to_string(outputs).expect("paths are JSON");
-        self.callable
-            .call_method1("check", (outputs,))
+        to_python(self.callable.py(), outputs)
+            .and_then(|outputs| self.callable.call_method1("check", (outputs,)))
             .and_then(|a| a.extract::<Option<String>>())
             .map_err(|e| self.raised(e))
     }
@@ -281,13 +309,18 @@ impl PerConfig for PyPerConfig<'_> {
     }
 
     fn observe(&mut self, config: &Config, moment: Moment) -> Result<(), String> {
+        let py = self.callable.py();
         let config = match moment {
-            Moment::Start => Some(serde_json::to_string(config).expect("a configuration is JSON")),
+            Moment::Start => Some(to_python(py, config)),
             _ => None,
         };
         let moment = serde_json::to_value(moment).expect("a moment is JSON");
-        self.callable
-            .call_method1("observe", (moment.as_str(), config))
+        config
+            .transpose()
+            .and_then(|config| {
+                self.callable
+                    .call_method1("observe", (moment.as_str(), config))
+            })
             .map(drop)
             .map_err(|e| self.raised(e))
     }
@@ -296,10 +329,9 @@ impl PerConfig for PyPerConfig<'_> {
         let values = self
             .callable
             .call_method0("observed")
-            .and_then(|a| a.extract::<String>())
             .map_err(|e| self.raised(e))?;
-        serde_json::from_str(&values)
-            .map_err(|e| format!("the observers' results are no JSON object: {e}"))
+        pythonize::depythonize(&values)
+            .map_err(|e| format!("the observers' results are no dict of numbers and strings: {e}"))
     }
 }
 
@@ -315,15 +347,18 @@ pub(crate) fn look_for_ctrl_c(py: Python<'_>, seen: &mut Option<PyErr>) {
     }
 }
 
-/// Tunes a spec as `call` (JSON, [`Call`]) says, keeping every outcome in the store; with
+/// Tunes a spec as `call` (a dict, [`Call`]) says, keeping every outcome in the store; with
 /// `per_config`, a callable asked about each configuration first ([`PyPerConfig`]). Returns
-/// JSON: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
+/// a dict: `results` (each evaluated configuration: `config`, `outcome` as the store keeps it,
 /// `reused`, `metrics`: each of the spec's metrics and its value), `report` (the engine's report) and `device` (its profile).
 #[pyfunction]
 #[pyo3(signature = (call, per_config=None))]
-fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyResult<String> {
-    let call: Call = serde_json::from_str(call)
-        .map_err(|e| NdtuneError::new_err(format!("the call to _ndtune.tune: {e}")))?;
+fn tune(
+    py: Python<'_>,
+    call: &Bound<'_, PyAny>,
+    per_config: Option<Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let call: Call = from_python("the call to _ndtune.tune", call)?;
     let mut per_config = per_config.map(|callable| PyPerConfig {
         generates: callable
             .getattr("generates")
@@ -341,7 +376,7 @@ fn tune(py: Python<'_>, call: &str, per_config: Option<Bound<'_, PyAny>>) -> PyR
     if let Some(e) = per_config.and_then(|p| p.raised) {
         return Err(e);
     }
-    ran.map(|j| j.to_string())
+    ran.and_then(|j| to_python(py, &j))
 }
 
 fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) -> PyResult<Json> {
@@ -492,6 +527,7 @@ fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parallel_devices, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add_function(wrap_pyfunction!(write_spec, m)?)?;
     api::register(m)?;
     m.add_class::<schedule::Schedule>()?;
     m.add("NdtuneError", py.get_type::<NdtuneError>())?;

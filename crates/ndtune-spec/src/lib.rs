@@ -179,6 +179,31 @@ impl Spec {
         validate::spec(raw, text, path, overrides)
     }
 
+    /// A spec handed over as a document (the Python package's dict of sections, as a spec
+    /// file's TOML holds them): written as `directory/spec.toml`, so that the workers and every
+    /// later command read the same file, then validated. The text is TOML's own rendering of
+    /// the document, so the same document writes the same file; a file that already holds it
+    /// is left alone (a campaign's workers check that what they read is unchanged). An error
+    /// names the written file's line and column.
+    pub fn write_document(directory: &Path, document: &toml::Table) -> Result<Spec, SpecError> {
+        let path = directory.join("spec.toml");
+        let failed = |message: String| SpecError {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message,
+        };
+        let text = toml::to_string(document)
+            .map_err(|e| failed(format!("the document is no spec file: {e}")))?;
+        if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
+            let tmp = directory.join(format!(".spec.toml.{}", std::process::id()));
+            std::fs::write(&tmp, &text)
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(|e| failed(format!("cannot write it: {e}")))?;
+        }
+        Spec::parse(&text, &path)
+    }
+
     /// The spec's text, as read.
     pub fn text(&self) -> &str {
         &self.text

@@ -1014,3 +1014,59 @@ fn a_constant_argument_is_cudas_constant_memory_and_refused_for_opencl() {
         "{e}"
     );
 }
+
+/// A document of sections (what the Python package hands over) as a table.
+fn document(text: &str) -> toml::Table {
+    text.parse().unwrap()
+}
+
+#[test]
+fn a_document_is_written_as_the_spec_file_once_and_validated_where_it_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cl"),
+        "kernel void k(global float *x) {}\n",
+    )
+    .unwrap();
+    // Parameters in an order no sorting gives: the document's order is the space's.
+    let given = document(
+        "[kernel]\nname = \"k\"\nsource = \"k.cl\"\n[params]\nZ = [1, 2]\nA = [3]\n\
+         [launch]\nglobal = [\"64\"]\nlocal = [\"Z\"]\n[measure]\nruns = 3\n",
+    );
+    let spec = Spec::write_document(dir.path(), &given).unwrap();
+    let path = dir.path().join("spec.toml");
+    assert_eq!(spec.path, path);
+    let names: Vec<&str> = spec
+        .problem
+        .params
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["Z", "A"]);
+    assert_eq!(spec.measure.runs, 3);
+    // What was written is the spec a later command reads, and writing it again leaves it be.
+    let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+    assert_eq!(Spec::load(&path).unwrap().text(), spec.text());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    Spec::write_document(dir.path(), &given).unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        written
+    );
+
+    // A wrong document: the error names the written file's line and column, and the file is
+    // there to look at.
+    let wrong = document(
+        "[kernel]\nname = \"k\"\nsource = \"k.cl\"\n[params]\nZ = [1, 2]\n\
+         [space]\nrestrictions = [\"Q > 1\"]\n",
+    );
+    let e = Spec::write_document(dir.path(), &wrong).unwrap_err();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().position(|l| l.contains("Q > 1")).unwrap() + 1;
+    assert_eq!(
+        (e.path.as_str(), e.line),
+        (path.to_str().unwrap(), line),
+        "{e}"
+    );
+    assert!(e.message.contains('Q'), "{e}");
+}
