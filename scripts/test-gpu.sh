@@ -18,6 +18,8 @@
 #     measurement and build worker processes the one before left (a build worker slot first
 #     used by a later campaign starts its process then), each verified;
 #   - the CUDA SGEMM (examples/cuda/sgemm.toml) and its OpenCL twin on the same GPU;
+#   - where the `ndtune` wheel is installed, the Python package's tune_kernel of a CUDA kernel
+#     with constant and dynamic shared memory, verified and reused (scripts/gpu/python_cuda.py);
 #   - a CUDA kernel asked for on an OpenCL device is refused before anything runs;
 #   - `split` of one range across the GPU through CUDA and the CPU through OpenCL (PoCL), the
 #     kernel and its twin (examples/conv1d.toml, examples/cuda/conv1d.toml), checked against
@@ -133,6 +135,11 @@ SHOW=1 check "split: one range across the GPU through CUDA ($cuda) and the CPU t
     --set N=4194304 --db '$work/split.db' --json >'$work/split' 2>'$work/split.err'; rc=\$?; \
     tail -3 '$work/split.err'; python3 -c \"import json; r = json.load(open('$work/split')); \
     print([d['device'] for d in r['devices']], r['single_ms'], 'speedup', r['speedup'], 'efficiency', r['efficiency'], r['verified']); assert r['verified']\" && [ \$rc -eq 0 ]"
+# The Python package, where its wheel is installed: a Kernel Tuner style CUDA call.
+if python3 -c "import ndtune" 2>/dev/null; then
+    SHOW=1 check "python: tune_kernel of a CUDA kernel with cmem_args and smem_args, verified and reused; run_kernel; space" \
+        python3 scripts/gpu/python_cuda.py
+fi
 check "a CUDA kernel on an OpenCL device is refused" \
     bash -c "! '$NDTUNE' tune examples/cuda/saxpy.toml --device $opencl --db '$work/x.db' >'$work/wrong' 2>&1; \
     rc=\$?; cat '$work/wrong'; [ \$rc -eq 0 ] && grep -q 'runs OpenCL kernels, not CUDA ones' '$work/wrong'"
