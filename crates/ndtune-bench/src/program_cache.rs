@@ -30,16 +30,20 @@ pub struct ProgramCache {
 }
 
 impl ProgramCache {
-    /// The cache of `source`'s programs of `kernel` on `device`, in the folder the environment
-    /// names; none where it is `off` or no folder can be made.
+    /// The cache of `source`'s programs of `kernel` on `device`, in the cache folder `base`,
+    /// else the one the environment names; none where that is `off` or no folder can be made.
     pub fn open(
+        base: Option<&Path>,
         device: &DeviceProfile,
         source: &KernelSource,
         kernel: &str,
     ) -> Option<ProgramCache> {
         // A folder that is not the user's own and private is not used (nor is one that cannot
         // be made): the driver would load what another user put there.
-        let dir = ndtune_core::cache::folder("programs").ok()??;
+        let dir = match base {
+            Some(base) => ndtune_core::cache::folder_in(base, "programs").ok()?,
+            None => ndtune_core::cache::folder("programs").ok()??,
+        };
         Some(ProgramCache::in_dir(dir, device, source, kernel))
     }
 

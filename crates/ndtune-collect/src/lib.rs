@@ -425,6 +425,7 @@ impl Scenario<'_> {
                 race: None,
                 advice_prior: true,
                 keep_timed_out: false,
+                cache_dir: None,
                 processes: how.processes.clone(),
             },
             worker: None,

@@ -24,6 +24,12 @@ pub fn folder(sub: &str) -> Result<Option<PathBuf>, String> {
             cache.join("ndtune")
         }
     };
+    folder_in(&base, sub).map(Some)
+}
+
+/// The folder `sub` of the cache folder `base` (a program's own, in place of the user's), made
+/// and checked as [`folder`] makes and checks the user's.
+pub fn folder_in(base: &Path, sub: &str) -> Result<PathBuf, String> {
     let dir = base.join(sub);
     made_by_its_owner(&dir)?;
     DirBuilder::new()
@@ -31,10 +37,10 @@ pub fn folder(sub: &str) -> Result<Option<PathBuf>, String> {
         .mode(0o700)
         .create(&dir)
         .map_err(|e| format!("cannot make the cache folder {}: {e}", dir.display()))?;
-    for d in [&base, &dir] {
+    for d in [base, &dir] {
         owned_and_private(d)?;
     }
-    Ok(Some(dir))
+    Ok(dir)
 }
 
 /// The user's cache folder of every program: `$XDG_CACHE_HOME`, else `~/.cache`.

@@ -223,6 +223,10 @@ pub struct Options {
     /// configuration.
     #[serde(default)]
     pub keep_timed_out: bool,
+    /// ndtune's cache folder for the program binaries the campaign keeps (as
+    /// `$NDTUNE_CACHE_DIR`); `None`: the one the environment names ([`ndtune_core::cache`]).
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
     pub processes: Processes,
 }
 
@@ -596,7 +600,12 @@ impl Campaign<'_> {
                 self.options.build_jobs,
                 self.options.timeout,
                 cpu,
-                ProgramCache::open(self.device.profile(), &source, &spec.kernel.name),
+                ProgramCache::open(
+                    self.options.cache_dir.as_deref(),
+                    self.device.profile(),
+                    &source,
+                    &spec.kernel.name,
+                ),
                 &history,
             )
         };

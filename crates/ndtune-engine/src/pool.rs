@@ -525,6 +525,7 @@ mod tests {
             race: Some(Race::new(0.25, 0.9).unwrap()),
             advice_prior: false,
             keep_timed_out: true,
+            cache_dir: Some("/tmp/cache".into()),
             processes: crate::Processes::new("/bin/ndtune".into()),
         };
         let line = serde_json::to_string(&options).unwrap();

@@ -181,6 +181,9 @@ pub struct TuneRequest {
     /// Who tunes, as claims name it in the store: `NAME:INDEX` per device and `NAME` for a
     /// pool (default: host, process and device, [`default_worker_id`]).
     pub name: Option<String>,
+    /// ndtune's cache folder for kept program binaries; `None`: `$NDTUNE_CACHE_DIR`, else the
+    /// user's ([`ndtune_core::cache`]).
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl TuneRequest {
@@ -204,6 +207,7 @@ impl TuneRequest {
             processes,
             kt_cache: None,
             name: None,
+            cache_dir: None,
         }
     }
 }
@@ -586,6 +590,7 @@ fn options(
             .map_err(RequestError::Invalid)?,
         advice_prior: s.advice_prior,
         keep_timed_out: s.keep_timed_out,
+        cache_dir: request.cache_dir.clone(),
         processes: request.processes.clone(),
     })
 }

@@ -34,6 +34,7 @@ fn devices_of_two_kinds_never_pool() {
         race: None,
         advice_prior: false,
         keep_timed_out: false,
+        cache_dir: None,
         processes: Processes::current_exe().unwrap(),
     };
     let devices = [whole, half];

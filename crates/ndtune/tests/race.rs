@@ -1,196 +1,25 @@
-//! Racing on PoCL: a launch-bound campaign tuned with racing spares timed runs and finds the best
-//! configuration and score that timing everything in full finds.
+//! Racing's settings on the command line: each wrong one is refused where it is given, before
+//! anything runs. (What racing does is tested through the engine's API:
+//! crates/ndtune-engine/tests/race.rs.)
 
 mod common;
 use common::*;
-use ndtune_core::{Outcome, Timing};
-use serde_json::Value;
-use std::collections::BTreeMap;
-use std::path::Path;
-
-/// Work grows with W: W = 1 is the best by far, W = 2 takes twice as long, and most of the space
-/// tens of times longer. Launch-bound: the launches are nearly all of a campaign's time.
-/// ([`spec`] gives each work-item 1024 W steps: at 64, W = 1 and W = 2 both took about the launch's
-/// own 0.25 ms on PoCL, and W = 2 came out best on CI's machine.)
-const KERNEL: &str = r#"
-__kernel void work(__global const float *x, __global float *y) {
-    size_t i = get_global_id(0);
-    float acc = x[i];
-    for (int k = 0; k < 64 * W; ++k) acc = acc * 0.999f + 0.001f * x[(i + k) % N];
-    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
-}
-"#;
-
-fn spec(dir: &Path) -> String {
-    spec_with(dir, "1024 * W")
-}
-
-/// The spec of [`KERNEL`] with its loop's trip count `work`, an expression of W.
-fn spec_with(dir: &Path, work: &str) -> String {
-    std::fs::write(dir.join("work.cl"), KERNEL.replace("64 * W", work)).unwrap();
-    write(
-        dir,
-        "work.toml",
-        &format!(
-            r#"
-[kernel]
-name = "work"
-source = "work.cl"
-[constants]
-N = 4096
-[params]
-W = {{ range = [1, 30] }}
-[launch]
-global = ["N"]
-local = ["64"]
-{XY_ARGS}
-[verify]
-outputs = ["y"]
-reference = {{ config = {{ W = 1 }} }}
-# A metric recorded besides the time: the objective is still the time, so racing applies.
-[measure]
-flops = "2 * 64 * W * N"
-"#
-        ),
-    )
-}
-
-/// Every stored timing of the store's one campaign, by W.
-fn timings(db: &Path) -> BTreeMap<i64, Timing> {
-    let store = ndtune_store::Store::open(db).unwrap();
-    let g = &store.groups().unwrap()[0];
-    store
-        .records(g)
-        .unwrap()
-        .into_iter()
-        .map(|r| match r.outcome {
-            Outcome::Measured(t) => (r.key.config["W"].as_int().unwrap(), t),
-            other => panic!("W = {}: {other:?}", r.key.config["W"]),
-        })
-        .collect()
-}
-
-/// Tunes with the builds in the measurement worker unless `extra` says otherwise: the tests
-/// compare bests 2x apart at about PoCL's launch time, which build workers sharing a 2-core
-/// machine's cores blur (the scouts' test names its pool).
-fn tune(spec: &str, db: &Path, extra: &[&str]) -> Value {
-    let mut args = vec!["tune", spec, "--db", db.to_str().unwrap(), "--json"];
-    if !extra.contains(&"--build-jobs") {
-        args.extend(["--build-jobs", "1"]);
-    }
-    args.extend_from_slice(extra);
-    json(&args)
-}
-
-#[test]
-fn racing_spares_runs_and_finds_the_best_configuration_and_score_of_full_timing() {
-    let _alone = alone();
-    let dir = tempfile::tempdir().unwrap();
-    let spec = spec(dir.path());
-    let db = dir.path().join("race.db");
-
-    // With racing (on by default).
-    let raced = tune(&spec, &db, &[]);
-    let d = &raced["devices"][0];
-    assert_eq!(d["outcomes"]["measured"], 30, "{d}");
-    let stopped: Vec<i64> = timings(&db)
-        .into_iter()
-        .filter(|(_, t)| t.raced.is_some())
-        .map(|(w, t)| {
-            let r = t.raced.unwrap();
-            assert!(t.times_ms.len() < 10 && r.planned == 10, "W = {w}: {t:?}");
-            assert!(
-                t.min_ms() > r.limit_ms && r.limit_ms > r.best_ms,
-                "W = {w}: {t:?}"
-            );
-            assert_eq!((r.margin, r.confidence), (0.5, 0.99));
-            w
-        })
-        .collect();
-    assert!(
-        stopped.len() >= 10,
-        "racing stopped only {stopped:?}: {}",
-        d["time"]
-    );
-    assert_eq!(d["time"]["raced"], stopped.len());
-    assert!(d["time"]["runs_spared"].as_u64().unwrap() >= 10 * stopped.len() as u64 / 2);
-    // What could be the best got every run.
-    let best_w = d["best"]["config"]["W"].as_i64().unwrap();
-    assert_eq!(best_w, 1, "{d}");
-    assert_eq!(timings(&db)[&1].times_ms.len(), 10);
-
-    // Without racing on the same store: only what racing stopped is measured again, in full,
-    // and none of it beats the best; the best configuration and its score are the same.
-    let full = tune(&spec, &db, &["--race", "off"]);
-    let f = &full["devices"][0];
-    assert_eq!(f["evaluated"], stopped.len(), "{f}");
-    assert_eq!(f["reused"], 30 - stopped.len(), "{f}");
-    assert_eq!(f["time"]["raced"], 0);
-    assert_eq!(
-        f["best"], d["best"],
-        "the same best configuration and score"
-    );
-    assert!(timings(&db)
-        .values()
-        .all(|t| t.raced.is_none() && t.times_ms.len() == 10));
-
-    // And a fresh campaign timing everything in full finds the same best configuration.
-    let fresh = tune(&spec, &dir.path().join("full.db"), &["--race", "off"]);
-    assert_eq!(fresh["devices"][0]["best"]["config"], d["best"]["config"]);
-    assert_eq!(fresh["devices"][0]["time"]["raced"], 0);
-}
-
-#[test]
-fn scouts_find_a_fast_configuration_first_so_racing_stops_a_walk_that_starts_with_the_slowest() {
-    let _alone = alone();
-    let dir = tempfile::tempdir().unwrap();
-    // Work falls as W grows, so the space's own order is slowest first: walked in that order,
-    // every configuration after the ten racing needs in full is faster than the best so far,
-    // and none could be stopped.
-    let spec = spec_with(dir.path(), "64 * (31 - W)");
-    let db = dir.path().join("scouts.db");
-    // Two build workers: the scouts' builds go first, after the two already under way.
-    let d = tune(
-        &spec,
-        &db,
-        &["--strategy", "exhaustive", "--build-jobs", "2"],
-    )["devices"][0]
-        .clone();
-    assert_eq!(d["outcomes"]["measured"], 30, "{d}");
-    // W = 30 has half the work of W = 29, but at this size both take about the launch's own
-    // 0.3 ms on PoCL, closer than its noise: either may come out best.
-    let best = d["best"]["config"]["W"].as_i64().unwrap();
-    assert!(best >= 29, "{d}");
-    // The first measured are the scouts, spread over the walk (and the two builds that were
-    // under way when they were asked for): a fast one among them.
-    let store = ndtune_store::Store::open(&db).unwrap();
-    let g = &store.groups().unwrap()[0];
-    let mut records = store.records(g).unwrap();
-    records.sort_by_key(|r| r.started_at);
-    let first: Vec<i64> = records[..14]
-        .iter()
-        .map(|r| r.key.config["W"].as_int().unwrap())
-        .collect();
-    assert!(first.iter().any(|&w| w >= 28), "first measured: {first:?}");
-    // So racing stopped most of the slow ones (W <= 27 has four times W = 30's work or more).
-    let stopped = timings(&db).values().filter(|t| t.raced.is_some()).count();
-    assert!(stopped >= 8, "racing stopped {stopped}: {}", d["time"]);
-}
 
 #[test]
 fn racing_settings_are_checked_where_they_are_given() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec(dir.path());
+    let spec = examples().join("saxpy.toml");
+    let spec = spec.to_str().unwrap();
     let db = dir.path().join("x.db");
     let db = db.to_str().unwrap();
-    let err = fails(&["tune", &spec, "--db", db, "--race-confidence", "1"]);
+    let err = fails(&["tune", spec, "--db", db, "--race-confidence", "1"]);
     assert!(
         err.contains("--race-confidence must be between 0 and 1"),
         "{err}"
     );
     let err = fails(&[
         "tune",
-        &spec,
+        spec,
         "--db",
         db,
         "--race",
@@ -199,6 +28,6 @@ fn racing_settings_are_checked_where_they_are_given() {
         "1",
     ]);
     assert!(err.contains("nothing to set"), "{err}");
-    let err = fails(&["tune", &spec, "--db", db, "--race", "maybe"]);
+    let err = fails(&["tune", spec, "--db", db, "--race", "maybe"]);
     assert!(err.contains("say `on` or `off`"), "{err}");
 }

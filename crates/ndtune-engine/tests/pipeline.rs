@@ -1,13 +1,16 @@
-//! The build pipeline on PoCL: build workers give the outcomes and the best configuration of
-//! serial tuning and are stopped while the device is timed; a compiler that crashes or hangs
-//! costs one configuration, not the campaign; a work-group is refused by its launch, never by
-//! the driver's query; program binaries kept by one campaign spare the next its builds.
+//! The build pipeline on PoCL, through the engine's API: build workers give the outcomes and
+//! the best configuration of serial tuning and are stopped while the device is timed; a compiler
+//! that crashes or hangs costs one configuration, not the campaign; a work-group is refused by
+//! its launch, never by the driver's query; program binaries kept by one campaign spare the next
+//! its builds.
 
 mod common;
 use common::*;
+use ndtune_engine::TuneRequest;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 /// V = 1 does not build, V = 2 computes a wrong result; the others are right and take time
 /// growing with WORK, so the best configuration is clear. V = 3 crashes the compiler (clang's
@@ -94,43 +97,21 @@ best_of = 3
     )
 }
 
-/// Tunes and returns the report and each configuration's recorded outcome (from an export).
-fn tune(spec: &str, db: &Path, extra: &[&str]) -> (Value, BTreeMap<String, Value>) {
-    let mut args = vec!["tune", spec, "--db", db.to_str().unwrap(), "--json"];
-    args.extend_from_slice(extra);
-    let report = json(&args);
-    let out = db.with_extension("kt.json");
-    json_or_text(&[
-        "export",
-        "--db",
-        db.to_str().unwrap(),
-        "--format",
-        "kt",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let cache: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
-    let outcomes = cache["cache"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|e| {
-            (
-                format!("V={} WG={}", e["V"], e["WG"]),
-                e["ndtune_outcome"].clone(),
-            )
-        })
-        .collect();
-    (report, outcomes)
-}
-
-fn json_or_text(args: &[&str]) {
-    let out = ndtune().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Tunes `spec` into `db` with `build_jobs` build workers (`how` sets the rest, `env` the
+/// workers' environment) and returns the report and each configuration's stored outcome.
+fn piped(
+    spec: &str,
+    db: &Path,
+    build_jobs: usize,
+    env: &[(&str, &Path)],
+    how: impl FnOnce(&mut TuneRequest),
+) -> (Value, BTreeMap<String, Value>) {
+    let mut request = request(spec, db, env);
+    request.search.build_jobs = Some(build_jobs);
+    how(&mut request);
+    let report = tune(&request);
+    let name = |c: &ndtune_core::Config| format!("V={} WG={}", c["V"], c["WG"]);
+    (report, outcomes(db, name).into_iter().collect())
 }
 
 #[test]
@@ -149,9 +130,8 @@ fn build_workers_give_the_outcomes_and_best_of_serial_tuning_and_stop_while_time
             ref_wg: 8,
         },
     );
-    let (serial, serial_outcomes) =
-        tune(&spec, &dir.path().join("serial.db"), &["--build-jobs", "1"]);
-    let (piped, piped_outcomes) = tune(&spec, &dir.path().join("piped.db"), &["--build-jobs", "4"]);
+    let (serial, serial_outcomes) = piped(&spec, &dir.path().join("serial.db"), 1, &[], |_| {});
+    let (piped, piped_outcomes) = piped(&spec, &dir.path().join("piped.db"), 4, &[], |_| {});
     let kinds = |o: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
         o.iter()
             .map(|(k, v)| (k.clone(), v["outcome"].clone()))
@@ -207,15 +187,17 @@ fn a_compiler_that_crashes_or_hangs_costs_one_configuration() {
             ref_wg: 8,
         },
     );
-    for jobs in ["2", "1"] {
+    for jobs in [2, 1] {
         let db = dir.path().join(format!("jobs{jobs}.db"));
-        let (report, outcomes) = tune(&spec, &db, &["--build-jobs", jobs, "--timeout", "10"]);
+        let (report, outcomes) = piped(&spec, &db, jobs, &[], |r| {
+            r.timeout = Some(Duration::from_secs(10))
+        });
         let of = |v: i64| outcomes[&format!("V={v} WG=8")].clone();
         assert_eq!(of(0)["outcome"], "measured", "{report}");
         assert_eq!(of(5)["outcome"], "measured", "{report}");
         assert_eq!(of(4)["outcome"], "timed_out", "{report}");
         let crash = of(3);
-        if jobs == "1" {
+        if jobs == 1 {
             // Built in the measurement worker: the worker itself died.
             assert_eq!(crash["outcome"], "crashed", "{crash}");
         } else {
@@ -251,12 +233,9 @@ void reqd(__global const float *x, __global float *y) {
             ref_wg: 16,
         },
     );
-    for jobs in ["1", "2"] {
-        let (report, outcomes) = tune(
-            &spec,
-            &dir.path().join(format!("r{jobs}.db")),
-            &["--build-jobs", jobs],
-        );
+    for jobs in [1, 2] {
+        let db = dir.path().join(format!("r{jobs}.db"));
+        let (report, outcomes) = piped(&spec, &db, jobs, &[], |_| {});
         assert_eq!(outcomes["V=0 WG=16"]["outcome"], "measured", "{report}");
         let advice = &outcomes["V=0 WG=16"]["advice"];
         assert_eq!(advice["launched_work_group"], 16, "{advice}");
@@ -291,13 +270,11 @@ fn kept_program_binaries_spare_the_next_campaign_its_builds() {
     );
     let cache = dir.path().join("cache");
     let run = |db: &str, cache: &Path, pocl_cache: &str| -> Value {
-        let mut cmd = ndtune();
-        cmd.env("NDTUNE_CACHE_DIR", cache)
-            .env("POCL_KERNEL_CACHE", pocl_cache);
-        let db = dir.path().join(db);
-        let args = ["tune", &spec, "--json", "--build-jobs", "2", "--db"];
-        let args: Vec<&str> = args.into_iter().chain([db.to_str().unwrap()]).collect();
-        json_of(cmd, &args)["devices"][0].clone()
+        let env = [
+            ("NDTUNE_CACHE_DIR", cache),
+            ("POCL_KERNEL_CACHE", Path::new(pocl_cache)),
+        ];
+        piped(&spec, &dir.path().join(db), 2, &env, |_| {}).0["devices"][0].clone()
     };
     let kept = |cache: &Path| -> Vec<u64> {
         std::fs::read_dir(cache.join("programs")).map_or(Vec::new(), |d| {
@@ -315,9 +292,9 @@ fn kept_program_binaries_spare_the_next_campaign_its_builds() {
     assert_eq!(second["outcomes"], first["outcomes"]);
     assert_eq!(second["best"]["config"]["V"], 0);
     assert_eq!(second["time"]["build_workers_s"], 0.0, "{second}");
-    // Turned off: built again, nothing kept.
-    let off = run("off.db", Path::new("off"), "1");
-    assert!(off["time"]["build_workers_s"].as_f64().unwrap() > 0.0);
+    // Another cache folder: built again, the first one's entries as they were.
+    let other = run("other.db", &dir.path().join("other"), "1");
+    assert!(other["time"]["build_workers_s"].as_f64().unwrap() > 0.0);
     assert_eq!(kept(&cache).len(), 9);
     // With PoCL's cache off, the build workers hand program binaries over, as on a GPU, and
     // those are what is kept; a later campaign loads them.
@@ -359,17 +336,12 @@ fn build_workers_compile_the_work_group_functions_the_measurement_launches() {
             },
         );
         let pocl = case.join("pocl");
-        let mut cmd = ndtune();
-        cmd.env("POCL_CACHE_DIR", &pocl)
-            .env("NDTUNE_CACHE_DIR", case.join("ndtune"));
-        let n = format!("N={n}");
-        let db = case.join("s.db");
-        let args = ["tune", &spec, "--json", "--build-jobs", "2", "--set", &n];
-        let args: Vec<&str> = args
-            .into_iter()
-            .chain(["--db", db.to_str().unwrap()])
-            .collect();
-        let report = json_of(cmd, &args);
+        let env = [
+            ("POCL_CACHE_DIR", pocl.as_path()),
+            ("NDTUNE_CACHE_DIR", &case.join("ndtune")),
+        ];
+        let n = ndtune_core::Constants::from([("N".into(), ndtune_core::Value::Int(n.into()))]);
+        let (report, _) = piped(&spec, &case.join("s.db"), 2, &env, |r| r.sweep = vec![n]);
         assert_eq!(report["devices"][0]["outcomes"]["measured"], 3, "{report}");
         let mut folders = Vec::new();
         for program in std::fs::read_dir(&pocl).unwrap().flatten() {
