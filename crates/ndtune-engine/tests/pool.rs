@@ -60,3 +60,63 @@ fn devices_of_two_kinds_never_pool() {
     // Nothing was started or recorded.
     assert!(store.campaigns().unwrap().is_empty());
 }
+
+mod common;
+use common::*;
+use ndtune_bench::node_builds::NodeRole;
+
+#[test]
+fn a_pool_of_two_parts_of_a_device_shares_one_campaign_in_sqlite_and_one_build_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let db = dir.path().join("pool.db");
+    let cache = dir.path().join("cache");
+    let mut request = request(&spec, &db, &[("NDTUNE_CACHE_DIR", &cache)]);
+    request.devices = ndtune_engine::DeviceChoice::Selector(Some("0:0/2,0:1/2".into()));
+    request.mode = ndtune_engine::Mode::Pool;
+    request.search.build_jobs = Some(2);
+    let ran = ndtune_engine::request::run(&request, &mut |_| {}, None).unwrap();
+    let pool = ran.pool.as_ref().expect("a pool's account");
+    let report = &ran.reports[0];
+    assert_eq!(
+        report.outcomes["measured"], CONFIGURATIONS as u128,
+        "{report:?}"
+    );
+    // Evaluated now, by the pool's workers: nothing was reused from an earlier campaign.
+    assert_eq!(
+        (report.evaluated as u64, report.reused as u64),
+        (CONFIGURATIONS, 0)
+    );
+    assert_eq!(pool.workers.len(), 2, "{:?}", pool.workers);
+    assert!(
+        pool.workers.iter().all(|w| w.done > 0),
+        "both parts measured: {:?}",
+        pool.workers
+    );
+    assert_eq!(
+        pool.workers.iter().map(|w| w.done).sum::<u64>(),
+        CONFIGURATIONS
+    );
+    assert_eq!(pool.measured_twice, 0);
+    for end in &pool.ends {
+        assert!(end.success && end.status == "exit status 0", "{end:?}");
+    }
+    // Each worker tells its own account; the two share one build service, which one of them
+    // hosted for the node and which is gone with the pool.
+    let mut roles = Vec::new();
+    for w in &pool.workers {
+        let account = &pool.accounts[&w.worker];
+        assert_eq!(account.evaluated as u64, w.done, "{account:?}");
+        assert!(
+            account.time.total_s > 0.0 && account.time.build_jobs == 2,
+            "{account:?}"
+        );
+        roles.push(account.time.node_builds.expect("a role"));
+    }
+    roles.sort_by_key(|r| *r != NodeRole::Hosted);
+    assert_eq!(roles, [NodeRole::Hosted, NodeRole::Joined]);
+    let left: Vec<_> = std::fs::read_dir(cache.join("node-builds"))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "the node's build service left {left:?}");
+}

@@ -1,15 +1,15 @@
 //! Campaigns shared by workers, on PoCL sub-devices (equal parts: one kind of device): three
 //! `tune --worker` processes on a real PostgreSQL server started by the test, one killed with
-//! SIGKILL mid-campaign; a worker whose server restarts mid-campaign; `tune --pool` on SQLite;
-//! two plain `tune`s of one campaign at once; a warm start from another campaign of the same
-//! kernel; time budgets; a worker stopped with SIGTERM mid-measurement.
+//! SIGKILL mid-campaign; a worker whose server restarts mid-campaign; `tune --pool` and
+//! `--worker` refused on devices that cannot share; two plain `tune`s of one campaign at once;
+//! time budgets; a worker stopped with SIGTERM mid-measurement. (A pool's campaign and warm
+//! starts are the engine's tests: crates/ndtune-engine/tests/.)
 
 mod common;
 
-use common::{fails, json, json_of, ndtune, ndtune_process, work_spec as spec, CONFIGURATIONS};
+use common::{fails, json, ndtune, ndtune_process, work_spec as spec, CONFIGURATIONS};
 use ndtune_store::testing::PgServer;
 use ndtune_store::{CampaignStatus, Store};
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -341,74 +341,14 @@ fn four_workers_of_one_node_share_one_build_service_to_the_end() {
 }
 
 #[test]
-fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
+fn a_pool_or_a_worker_on_devices_that_cannot_share_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(dir.path());
     let db = dir.path().join("pool.db");
     let db = db.to_str().unwrap();
-    let cache = dir.path().join("cache");
-    let mut tune = ndtune();
-    tune.env("NDTUNE_CACHE_DIR", &cache);
-    let v = json_of(
-        tune,
-        &[
-            "tune",
-            &spec,
-            "--db",
-            db,
-            "--device",
-            "0:0/2,0:1/2",
-            "--pool",
-            "--build-jobs",
-            "2",
-            "--json",
-        ],
-    );
-    let report = &v["devices"][0];
-    assert_eq!(report["outcomes"]["measured"], CONFIGURATIONS, "{v}");
-    let workers = v["pool"]["workers"].as_array().unwrap();
-    assert_eq!(workers.len(), 2, "{v}");
-    let done: Vec<u64> = workers
-        .iter()
-        .map(|w| w["done"].as_u64().unwrap())
-        .collect();
-    assert!(done.iter().all(|&n| n > 0), "both parts measured: {v}");
-    assert_eq!(done.iter().sum::<u64>(), CONFIGURATIONS, "{v}");
-    assert_eq!(v["pool"]["measured_twice"], 0, "{v}");
-    // Evaluated now, by the pool's workers: nothing was reused from an earlier campaign.
-    assert_eq!(
-        (report["evaluated"].as_u64(), report["reused"].as_u64()),
-        (Some(CONFIGURATIONS), Some(0)),
-        "{v}"
-    );
-    for w in workers {
-        assert_eq!(w["end"]["success"], true, "{w}");
-        assert_eq!(w["end"]["status"], "exit status 0", "{w}");
-    }
-    // Each worker tells its own account; the two share one build service, which one of them
-    // hosted for the node and which is gone with the pool.
-    for w in workers {
-        assert_eq!(w["evaluated"], w["done"], "{w}");
-        assert!(w["time"]["total_s"].as_f64().unwrap() > 0.0, "{w}");
-        assert_eq!(w["time"]["build_jobs"], 2, "{w}");
-    }
-    let mut roles: Vec<&str> = workers
-        .iter()
-        .map(|w| w["time"]["node_builds"].as_str().unwrap())
-        .collect();
-    roles.sort();
-    assert_eq!(roles, ["hosted", "joined"], "{v}");
-    let left: Vec<_> = std::fs::read_dir(cache.join("node-builds"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert!(left.is_empty(), "the node's build service left {left:?}");
-    let s = status(db).unwrap();
-    assert_eq!(s.results, CONFIGURATIONS);
-
-    // A device and a part of it share compute units: never picked together (that different
-    // kinds of device never pool is the engine's test, crates/ndtune-engine/tests/pool.rs); a
-    // worker measures on one device.
+    // A device and a part of it share compute units: never picked together (what a pool does,
+    // and that different kinds of device never pool, are the engine's tests,
+    // crates/ndtune-engine/tests/pool.rs); a worker measures on one device.
     let err = fails(&["tune", &spec, "--db", db, "--device", "0,0:1/2", "--pool"]);
     assert!(err.contains("share compute units"), "{err}");
     let err = fails(&[
@@ -421,46 +361,6 @@ fn a_pool_of_local_devices_shares_one_campaign_in_sqlite() {
         "--worker",
     ]);
     assert!(err.contains("--worker measures on one device"), "{err}");
-}
-
-/// The configurations a campaign measured, best (fastest) first.
-fn ranked(report: &serde_json::Value) -> Vec<BTreeMap<String, i64>> {
-    report["top"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| serde_json::from_value(f["config"].clone()).unwrap())
-        .collect()
-}
-
-#[test]
-fn a_warm_start_measures_first_what_did_best_for_the_same_kernel_elsewhere() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = spec(dir.path());
-    let db = dir.path().join("warm.db");
-    let db = db.to_str().unwrap();
-    let first = json(&["tune", &spec, "--db", db, "--set", "N=32768", "--json"]);
-    let fastest = ranked(&first["devices"][0]);
-    // Another problem size: random search with a budget of 3, warm-started.
-    let warm = json(&[
-        "tune",
-        &spec,
-        "--db",
-        db,
-        "--set",
-        "N=16384",
-        "--strategy",
-        "random",
-        "--budget",
-        "3",
-        "--warm-start",
-        "--json",
-    ]);
-    let mut measured = ranked(&warm["devices"][0]);
-    measured.sort();
-    let mut expected = fastest[..3].to_vec();
-    expected.sort();
-    assert_eq!(measured, expected, "{first} {warm}");
 }
 
 #[test]

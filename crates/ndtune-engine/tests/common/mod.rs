@@ -9,6 +9,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+mod specs;
+#[allow(unused_imports)] // not every test file uses them all
+pub use specs::*;
+
 /// Held by a test that compares timings, so that the tests of its file run one at a time: the
 /// others' builds and kernels would share the CPU it times on (a test file's tests run in
 /// parallel threads of one process).
@@ -77,32 +81,7 @@ pub fn outcomes(db: &Path, name: impl Fn(&ndtune_core::Config) -> String) -> Vec
     all
 }
 
-/// Writes `text` as `name` in `dir` and returns its path as a string.
-pub fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
 /// The repository's `examples/` folder.
 pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
-
-/// The `[[args]]` of a kernel `(__global const float *x, __global float *y)` over `N` floats:
-/// `x` random input, `y` the output.
-pub const XY_ARGS: &str = r#"
-[[args]]
-name = "x"
-kind = "buffer"
-type = "float"
-len = "N"
-init = "random"
-access = "read"
-[[args]]
-name = "y"
-kind = "buffer"
-type = "float"
-len = "N"
-access = "write"
-"#;
