@@ -122,7 +122,9 @@ class RuntimeFailedConfig(ErrorConfig):
 
 # Arguments of Kernel Tuner's tune_kernel that ndtune refuses when given, and why.
 REFUSED = {
-    "texmem_args": "CUDA's texture memory arguments are not supported yet",
+    "texmem_args": "it binds CUDA texture references, which CUDA 12 removed (Kernel Tuner binds "
+                   "them through PyCUDA only); read the array through a `const float *__restrict__` "
+                   "argument, which uses the same read-only cache",
     "compiler": "ndtune tunes OpenCL and CUDA kernels; `compiler` selects a C/C++/Fortran compiler",
     "log": "ndtune does not write Kernel Tuner's log files",
     "simulation_mode": "replay recorded results with `ndtune tune --replay CACHE` instead",
@@ -137,8 +139,6 @@ def _check_refused(given):
     for name, why in REFUSED.items():
         if given.get(name) not in (None, False):
             _refuse(name, why)
-
-
 
 
 def _language(lang, files):

@@ -142,6 +142,8 @@ def test_a_cache_of_another_kernel_is_refused():
     (dict(restrictions=[3]), "restrictions"),
     (dict(defines=["X"]), "defines"),
     (dict(metrics={"GFLOP/s": 3}), "must be a string or a function of the result"),
+    (dict(texmem_args={"tex": np.zeros(4, np.float32)}),
+     "texmem_args is not supported by ndtune: it binds CUDA texture references, which CUDA 12 removed"),
 ])
 def test_what_ndtune_cannot_honour_is_refused_by_name(given, named):
     with pytest.raises(ndtune.SpecError, match=named.replace("(", r"\(").replace("[", r"\[")):
