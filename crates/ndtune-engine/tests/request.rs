@@ -3,22 +3,17 @@
 //! and end with each one's best, a sweep's campaigns handing their worker processes on (each
 //! campaign still builds and checks its own constants), and the requests that are refused before
 //! anything runs.
-//!
-//! This test binary is its own worker executable (`harness = false`): started as
-//! `request __worker` (or `__builder`) it serves the worker loops, as `ndtune` does.
 
+mod common;
+use common::*;
 use ndtune_core::{Constants, Value};
-use ndtune_engine::{DeviceChoice, Mode, Processes, RequestError, Search, TuneRequest};
-use std::path::{Path, PathBuf};
+use ndtune_engine::{DeviceChoice, Mode, RequestError, Search, TuneRequest};
+use std::path::Path;
 
-fn saxpy() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.toml")
-}
-
-/// A request of `budget` random configurations of saxpy on device 0, its workers this binary.
-fn request(db: &Path, budget: usize) -> TuneRequest {
-    let processes = Processes::new(std::env::current_exe().unwrap());
-    let mut request = TuneRequest::new(saxpy(), db.to_path_buf(), processes);
+/// A request of `budget` random configurations of saxpy on device 0.
+fn saxpy(db: &Path, budget: usize) -> TuneRequest {
+    let saxpy = examples().join("saxpy.toml");
+    let mut request = request(saxpy.to_str().unwrap(), db, &[]);
     request.search = Search {
         strategy: "random".into(),
         budget: Some(budget),
@@ -32,9 +27,10 @@ fn run(request: &TuneRequest) -> Result<ndtune_engine::Ran, RequestError> {
     ndtune_engine::request::run(request, &mut |_| {}, None)
 }
 
+#[test]
 fn a_request_tunes_and_the_same_request_again_reuses_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let request = request(&dir.path().join("a.db"), 3);
+    let request = saxpy(&dir.path().join("a.db"), 3);
     let first = run(&request).unwrap();
     assert_eq!(first.reports.len(), 1);
     let r = &first.reports[0];
@@ -49,9 +45,10 @@ fn a_request_tunes_and_the_same_request_again_reuses_everything() {
     );
 }
 
+#[test]
 fn a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests() {
     let dir = tempfile::tempdir().unwrap();
-    let mut request = request(&dir.path().join("sweep.db"), 2);
+    let mut request = saxpy(&dir.path().join("sweep.db"), 2);
     let n = |v: i64| Constants::from([("N".to_string(), Value::Int(v))]);
     request.sweep = vec![n(1 << 16), n(1 << 17)];
     let ran = run(&request).unwrap();
@@ -96,10 +93,8 @@ void stamp(const ndtune_args *args) {
 }
 "#;
 
+#[test]
 fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
-    // Without PoCL's cache of builds, build workers hand the measurement program binaries (as
-    // on a GPU), so a build worker still on the campaign before's constants would be caught.
-    std::env::set_var("POCL_KERNEL_CACHE", "0");
     let dir = tempfile::tempdir().unwrap();
     // The path in a comment makes the source new to every cache (the program cache, PoCL's).
     let kernel = format!(
@@ -110,8 +105,11 @@ fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
     std::fs::write(dir.path().join("stamp.c"), STAMP_C).unwrap();
     let spec = dir.path().join("stamp.toml");
     std::fs::write(&spec, STAMP).unwrap();
-    let processes = Processes::new(std::env::current_exe().unwrap());
-    let mut request = TuneRequest::new(spec, dir.path().join("stamp.db"), processes);
+    // Without PoCL's cache of builds, build workers hand the measurement program binaries (as
+    // on a GPU), so a build worker still on the campaign before's constants would be caught.
+    let pocl_builds_uncached = [("POCL_KERNEL_CACHE", Path::new("0"))];
+    let spec = spec.to_str().unwrap();
+    let mut request = request(spec, &dir.path().join("stamp.db"), &pocl_builds_uncached);
     request.search = Search {
         strategy: "exhaustive".into(),
         build_jobs: Some(2),
@@ -156,9 +154,9 @@ fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
         (1..=2).contains(&builders),
         "{builders} build workers started for 2 slots"
     );
-    std::env::remove_var("POCL_KERNEL_CACHE");
 }
 
+#[test]
 fn requests_that_cannot_run_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("refused.db");
@@ -166,58 +164,23 @@ fn requests_that_cannot_run_are_refused_before_anything_runs() {
         Err(e) => e.to_string(),
         Ok(_) => panic!("{request:?} ran"),
     };
-    let mut r = request(&db, 1);
+    let mut r = saxpy(&db, 1);
     r.devices = DeviceChoice::Selector(Some("0,0:0/2".into()));
     let e = refused(&r);
     assert!(e.contains("share compute units"), "{e}");
-    let mut r = request(&db, 1);
+    let mut r = saxpy(&db, 1);
     r.devices = DeviceChoice::Selector(Some("0:0/2,0:1/2".into()));
     r.mode = Mode::Worker { id: None };
     let e = refused(&r);
     assert!(e.contains("--worker measures on one device"), "{e}");
-    let mut r = request(&db, 1);
+    let mut r = saxpy(&db, 1);
     r.mode = Mode::Pool;
     r.sweep = vec![Constants::new(), Constants::new()];
     let e = refused(&r);
     assert!(e.contains("--pool runs one campaign"), "{e}");
-    let mut r = request(&db, 1);
+    let mut r = saxpy(&db, 1);
     r.search.strategy = "no-such-strategy".into();
     let e = refused(&r);
     assert!(e.contains("no-such-strategy"), "{e}");
     assert!(!db.exists(), "a refused request opened the store");
-}
-
-fn main() {
-    // Started by a campaign as its worker: serve the loop asked for.
-    match std::env::args().nth(1).as_deref() {
-        Some("__worker") => std::process::exit(ndtune_bench::worker::serve()),
-        Some("__builder") => std::process::exit(ndtune_bench::builder::serve()),
-        _ => {}
-    }
-    let tests: [(&str, fn()); 4] = [
-        (
-            "a_request_tunes_and_the_same_request_again_reuses_everything",
-            a_request_tunes_and_the_same_request_again_reuses_everything,
-        ),
-        (
-            "a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests",
-            a_sweep_runs_a_campaign_per_set_of_constants_and_ends_with_their_bests,
-        ),
-        (
-            "a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants",
-            a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants,
-        ),
-        (
-            "requests_that_cannot_run_are_refused_before_anything_runs",
-            requests_that_cannot_run_are_refused_before_anything_runs,
-        ),
-    ];
-    // `cargo test -p ndtune-engine --test request NAME` runs the tests whose names hold NAME.
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    for (name, test) in tests {
-        if filter.as_deref().is_none_or(|f| name.contains(f)) {
-            test();
-            println!("test {name} ... ok");
-        }
-    }
 }

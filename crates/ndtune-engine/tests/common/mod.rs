@@ -30,25 +30,21 @@ pub fn own_cache() -> &'static Path {
         .path()
 }
 
-/// Workers started as `ndtune-worker`, with `env` (NAME=VALUE) set in them, and the cache
-/// folder [`own_cache`] unless `env` names another.
-pub fn workers(env: &[(&str, &Path)]) -> Processes {
+/// A request to tune `spec` into the store `db` on device 0, its workers `ndtune-worker` with
+/// `env` (NAME=VALUE) set in them. Its cache folder, the workers' too, is the one `env` names as
+/// `NDTUNE_CACHE_DIR`, else [`own_cache`].
+pub fn request(spec: &str, db: &Path, env: &[(&str, &Path)]) -> TuneRequest {
+    let named = env.iter().find(|(n, _)| *n == "NDTUNE_CACHE_DIR");
+    let cache = named.map_or(own_cache(), |(_, dir)| dir);
     let mut args = Vec::new();
-    let own = [("NDTUNE_CACHE_DIR", own_cache())];
-    let named = env.iter().any(|(n, _)| *n == "NDTUNE_CACHE_DIR");
-    for (name, value) in env.iter().chain(own.iter().filter(|_| !named)) {
+    let own = [("NDTUNE_CACHE_DIR", cache)];
+    for (name, value) in env.iter().chain(own.iter().filter(|_| named.is_none())) {
         args.push("--env".into());
         args.push(format!("{name}={}", value.display()).into());
     }
-    Processes::with_args(env!("CARGO_BIN_EXE_ndtune-worker").into(), args)
-}
-
-/// A request to tune `spec` into the store `db` on device 0, its workers [`workers`] with `env`,
-/// its cache folder the one `env` names as `NDTUNE_CACHE_DIR`, else [`own_cache`].
-pub fn request(spec: &str, db: &Path, env: &[(&str, &Path)]) -> TuneRequest {
-    let mut request = TuneRequest::new(spec.into(), db.to_path_buf(), workers(env));
-    let cache = env.iter().find(|(n, _)| *n == "NDTUNE_CACHE_DIR");
-    request.cache_dir = Some(cache.map_or(own_cache(), |(_, dir)| dir).to_path_buf());
+    let workers = Processes::with_args(env!("CARGO_BIN_EXE_ndtune-worker").into(), args);
+    let mut request = TuneRequest::new(spec.into(), db.to_path_buf(), workers);
+    request.cache_dir = Some(cache.to_path_buf());
     request
 }
 
