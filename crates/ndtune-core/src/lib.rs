@@ -36,7 +36,8 @@ pub mod tools;
 mod value;
 
 pub use value::{
-    int_config, parse_constants, sweep, Codec, CodecError, Coding, Config, Constants, Value,
+    int_config, parse_assignment, parse_config, parse_constants, parse_values, sweep, Codec,
+    CodecError, Coding, Config, Constants, Value,
 };
 
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,9 @@
-//! Text helpers: positions in text files (for errors that name a line and a column), and
-//! bytes written as hexadecimal and short SHA-256 ids (hashes in names and keys); BLAKE3 ids of
-//! data files, which may be large (several times SHA-256's speed).
+//! Text helpers: positions in text files (for errors that name a line and a column),
+//! configurations and constants as reports show them, and bytes written as hexadecimal and short
+//! SHA-256 ids (hashes in names and keys); BLAKE3 ids of data files, which may be large (several
+//! times SHA-256's speed).
+
+use crate::{Config, Constants};
 
 /// 1-based line and column (in characters) of a byte offset of `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -31,6 +34,25 @@ pub fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `A=1 B=2` in the order of `names` (a spec's parameter order); `?` for a name it lacks.
+pub fn show_config(names: &[String], config: &Config) -> String {
+    names
+        .iter()
+        .map(|n| {
+            format!(
+                "{n}={}",
+                config.get(n).map_or("?".into(), ToString::to_string)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
+pub fn show_constants(constants: &Constants) -> String {
+    constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }
 
 /// `bytes` as lower-case hexadecimal, two digits each.

@@ -347,6 +347,41 @@ pub fn parse_constants(text: &str) -> Result<Constants, String> {
     Ok(constants)
 }
 
+/// `NAME=VALUE`, one value as [`Value::parse`] reads it (`--set`, `show --config`).
+pub fn parse_assignment(s: &str) -> Result<(String, Value), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    let value = Value::parse(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
+    Ok((name.trim().to_string(), value))
+}
+
+/// `NAME=V1,V2,...` (or one value): a name and its values for a [`sweep`], each value as
+/// [`Value::parse`] reads it.
+pub fn parse_values(s: &str) -> Result<(String, Vec<Value>), String> {
+    let (name, values) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    let values = values
+        .split(',')
+        .map(|v| Value::parse(v.trim()).map_err(|e| format!("{e} (in `{s}`)")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((name.trim().to_string(), values))
+}
+
+/// A whole configuration, `NAME=VALUE,NAME=VALUE` (`tune --config`); a name given twice is an
+/// error.
+pub fn parse_config(s: &str) -> Result<Config, String> {
+    let mut config = Config::new();
+    for part in s.split(',') {
+        let (name, value) = parse_assignment(part)?;
+        if config.insert(name.clone(), value).is_some() {
+            return Err(format!("`{name}` is given twice in `{s}`"));
+        }
+    }
+    Ok(config)
+}
+
 /// A sweep over constants: every combination of the values given for each name (`N` in
 /// `[256, 512]` and `K` in `[3, 5]` make four), the first name varying slowest; one empty map
 /// for no names. A name given twice is an error.
@@ -381,6 +416,31 @@ pub fn int_config<'a>(pairs: impl IntoIterator<Item = (&'a str, i64)>) -> Config
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn assignments_read_one_value_several_or_a_configuration() {
+        assert_eq!(
+            parse_assignment(" WG = 8"),
+            Ok(("WG".into(), Value::Int(8)))
+        );
+        assert!(parse_assignment("WG").unwrap_err().contains("NAME=VALUE"));
+        assert_eq!(
+            parse_values("T=float, half").unwrap().1,
+            [Value::from("float"), Value::from("half")]
+        );
+        assert_eq!(
+            parse_values("N=1,2x").unwrap_err(),
+            "`2x` is not an integer, a real number or an identifier (in `N=1,2x`)"
+        );
+        assert!(parse_values("N").unwrap_err().contains("not NAME=VALUE"));
+        assert_eq!(
+            parse_config("A=1,B=2").unwrap(),
+            int_config([("A", 1), ("B", 2)])
+        );
+        assert!(parse_config("A=1,A=2")
+            .unwrap_err()
+            .contains("`A` is given twice"));
+    }
 
     #[test]
     fn values_keep_their_kind_through_json() {

@@ -3,8 +3,9 @@
 //! device's best configuration from the store (tuned first where the store holds none), made
 //! into the split runtime's members; and the study kept in the store for `ndtune report`.
 
-use crate::{best_recorded, devices, group, outcome_counts, show_constants, DeviceReport};
+use crate::{best_recorded, devices, group, outcome_counts, DeviceReport};
 use ndtune_backend::{AnyDevice, Api};
+use ndtune_core::text::show_constants;
 use ndtune_core::Constants;
 use ndtune_spec::Spec;
 use ndtune_split::runtime::{twin_mismatch, Member};

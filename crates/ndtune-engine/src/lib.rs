@@ -80,6 +80,7 @@ pub use kt_cache::KtCache;
 pub mod share;
 pub mod space;
 pub mod strategy_bench;
+mod text;
 pub mod tuning;
 pub mod wall;
 
@@ -91,7 +92,8 @@ pub use request::{
     DeviceChoice, Mode, RaceChoice, Ran, RequestError, RequestEvent, Search, Swept, TuneRequest,
 };
 pub use share::Share;
-pub use tuning::{resolve_strategy, show_constants, Tuned, Tuning};
+pub use text::{sweep_table, ReportText};
+pub use tuning::{resolve_strategy, Tuned, Tuning};
 
 use live::Live;
 use ndtune_backend::AnyDevice;

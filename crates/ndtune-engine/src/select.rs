@@ -2,7 +2,7 @@
 //! constants and setup. Where several match, the error lists them and names the options that
 //! tell them apart.
 
-use crate::show_constants;
+use ndtune_core::text::show_constants;
 use ndtune_store::{Group, Record, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -9,7 +9,7 @@ use crate::{
     group, Campaign, CampaignError, DeviceReport, Event, Observer, Options, PerConfig, Worker,
 };
 use ndtune_backend::AnyDevice;
-use ndtune_core::Constants;
+use ndtune_core::text::show_constants;
 use ndtune_search::{AutoChoice, Budget};
 use ndtune_space::problem::{Pruning, Target};
 use ndtune_spec::Spec;
@@ -180,9 +180,4 @@ pub fn record_space(
         created_at: ndtune_store::now_ms(),
     })?;
     Ok(())
-}
-
-/// ` N=128 K=3` (with a leading space), or nothing where there are no constants.
-pub fn show_constants(constants: &Constants) -> String {
-    constants.iter().map(|(k, v)| format!(" {k}={v}")).collect()
 }

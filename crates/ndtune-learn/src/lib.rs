@@ -31,3 +31,4 @@ pub mod features;
 pub mod model;
 pub mod models;
 pub mod oracle;
+pub mod text;

@@ -110,6 +110,30 @@ impl MetricDef {
             unit: unit.map(str::to_string),
         }
     }
+
+    /// `NAME=EXPR` or `NAME[UNIT]=EXPR`, as a command line gives a metric (`--metric`).
+    pub fn parse_assignment(s: &str) -> Result<MetricDef, String> {
+        let (head, expr) = s.split_once('=').ok_or_else(|| {
+            format!(
+                "`{s}` is not NAME=EXPR (or NAME[UNIT]=EXPR), e.g. gflops[GFLOP/s]=2*N**3/time/1e6"
+            )
+        })?;
+        let head = head.trim();
+        let (name, unit) = match head.strip_suffix(']').and_then(|h| h.split_once('[')) {
+            Some((name, unit)) => (name.trim(), Some(unit.trim())),
+            None => (head, None),
+        };
+        if !ndtune_core::text::is_identifier(name) || unit.is_some_and(|u| u.contains(['[', ']'])) {
+            return Err(format!(
+                "`{s}`: `{head}` is not NAME or NAME[UNIT] (a name of letters, digits and `_`), e.g. gflops[GFLOP/s]=2*N**3/time/1e6"
+            ));
+        }
+        Ok(MetricDef::new(
+            name,
+            expr.trim(),
+            unit.filter(|u| !u.is_empty()),
+        ))
+    }
 }
 
 /// What strategies optimise: a metric, minimised or maximised.

@@ -358,3 +358,33 @@ fn objective_lists_read_as_people_write_them() {
     let gflops = &Objective::parse_list("gflops:max").unwrap()[0];
     assert_eq!(gflops.oriented(3.0), -3.0);
 }
+
+#[test]
+fn a_metric_reads_as_people_write_it_on_a_command_line() {
+    let m = MetricDef::parse_assignment("gflops[GFLOP/s] = 2 * N**3 / time / 1e6").unwrap();
+    assert_eq!(
+        m,
+        MetricDef::new("gflops", "2 * N**3 / time / 1e6", Some("GFLOP/s"))
+    );
+    assert_eq!(
+        MetricDef::parse_assignment("e=energy_j").unwrap().unit,
+        None
+    );
+    assert!(MetricDef::parse_assignment("gflops")
+        .unwrap_err()
+        .contains("NAME=EXPR"));
+    for bad in [
+        "z[GFLOP/s=time",
+        "z]=time",
+        "2x=time",
+        "a b=time",
+        "z[a[b]]=time",
+    ] {
+        assert!(
+            MetricDef::parse_assignment(bad)
+                .unwrap_err()
+                .contains("is not NAME or NAME[UNIT]"),
+            "{bad}"
+        );
+    }
+}

@@ -17,7 +17,8 @@
 //!   ([`markdown`]).
 //!
 //! - [`stored`]: the stored results one by one, with their device's name and metrics (what
-//!   `ndtune show` prints and Python's `Store.results()` returns).
+//!   `ndtune show` prints and Python's `Store.results()` returns), and the campaigns' progress
+//!   per worker (`ndtune status`); [`terminal`]: both as the terminal shows them.
 //!
 //! It never measures, tunes or writes to the store; a section the store has nothing for says so
 //! and how to fill it, instead of drawing an empty figure.
@@ -38,6 +39,7 @@ pub mod markdown;
 pub mod model;
 pub mod stored;
 pub mod strategies;
+pub mod terminal;
 mod tuning;
 
 pub use model::Report;

@@ -18,7 +18,9 @@ mod plan;
 pub mod runtime;
 pub mod schedule;
 pub mod study;
+mod text;
 
 pub use plan::{
     optimal_factors, plan, plan_factors, plan_with, Device, Part, Plan, PlanError, Residue,
 };
+pub use text::{PlanTable, ReportText};

@@ -148,50 +148,6 @@ pub struct SpaceArgs {
     pub prune_by_query: bool,
 }
 
-/// `--set NAME=VALUE`: a constant replaced, or with `NAME=V1,V2,...` a sweep over values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Set {
-    pub name: String,
-    pub values: Vec<Value>,
-}
-
-/// `NAME=VALUE` or `NAME=V1,V2,...`, each value as [`Value::parse`] reads it.
-pub fn parse_set(s: &str) -> Result<Set, String> {
-    let (name, values) = s
-        .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
-    let values = values
-        .split(',')
-        .map(|v| Value::parse(v.trim()).map_err(|e| format!("{e} (in `{s}`)")))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Set {
-        name: name.trim().to_string(),
-        values,
-    })
-}
-
-/// `NAME=VALUE`, one value as [`Value::parse`] reads it.
-pub fn parse_assignment(s: &str) -> Result<(String, Value), String> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
-    let value = Value::parse(value.trim()).map_err(|e| format!("{e} (in `{s}`)"))?;
-    Ok((name.trim().to_string(), value))
-}
-
-/// A whole configuration, `NAME=VALUE,NAME=VALUE` (`tune --config`); a name given twice is an
-/// error.
-pub fn parse_config(s: &str) -> Result<Config, String> {
-    let mut config = Config::new();
-    for part in s.split(',') {
-        let (name, value) = parse_assignment(part)?;
-        if config.insert(name.clone(), value).is_some() {
-            return Err(format!("`{name}` is given twice in `{s}`"));
-        }
-    }
-    Ok(config)
-}
-
 /// Spec constants replaced on the command line, as every command that reads a spec or selects
 /// a campaign takes them.
 #[derive(Args, Clone, Default)]
@@ -199,8 +155,8 @@ pub struct SetArgs {
     /// Replace a spec constant, e.g. `--set N=256` (repeatable); with a spec it is what the
     /// spec is read with, with a store it selects campaigns of that value. `tune` also sweeps:
     /// `--set N=256,512` runs one campaign per value (the product for several names).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-    pub set: Vec<Set>,
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = ndtune_core::parse_values)]
+    pub set: Vec<(String, Vec<Value>)>,
 }
 
 impl SetArgs {
@@ -219,35 +175,8 @@ impl SetArgs {
     /// Every combination of the values, by name: the product over names, the first name
     /// varying slowest; one empty map without `--set`.
     pub fn sweep(&self) -> anyhow::Result<Vec<Constants>> {
-        let values: Vec<(String, Vec<Value>)> = self
-            .set
-            .iter()
-            .map(|s| (s.name.clone(), s.values.clone()))
-            .collect();
-        ndtune_core::sweep(&values).map_err(|e| anyhow::anyhow!("--set {e}"))
+        ndtune_core::sweep(&self.set).map_err(|e| anyhow::anyhow!("--set {e}"))
     }
-}
-
-/// `NAME=EXPR` or `NAME[UNIT]=EXPR`: a metric on the command line.
-pub fn parse_metric(s: &str) -> Result<MetricDef, String> {
-    let (head, expr) = s.split_once('=').ok_or_else(|| {
-        format!("`{s}` is not NAME=EXPR (or NAME[UNIT]=EXPR), e.g. gflops[GFLOP/s]=2*N**3/time/1e6")
-    })?;
-    let head = head.trim();
-    let (name, unit) = match head.strip_suffix(']').and_then(|h| h.split_once('[')) {
-        Some((name, unit)) => (name.trim(), Some(unit.trim())),
-        None => (head, None),
-    };
-    if !ndtune_core::text::is_identifier(name) || unit.is_some_and(|u| u.contains(['[', ']'])) {
-        return Err(format!(
-            "`{s}`: `{head}` is not NAME or NAME[UNIT] (a name of letters, digits and `_`), e.g. gflops[GFLOP/s]=2*N**3/time/1e6"
-        ));
-    }
-    Ok(MetricDef::new(
-        name,
-        expr.trim(),
-        unit.filter(|u| !u.is_empty()),
-    ))
 }
 
 /// Metrics and the objective given on the command line (`tune`, `tune --replay`, `export`).
@@ -258,7 +187,7 @@ pub struct MetricArgs {
     /// `mem_clock_mhz` (NVIDIA), the constants, the parameters and earlier metrics, e.g.
     /// `gflops[GFLOP/s]=2*N**3/time/1e6`; after the spec's, replacing one of the same name
     /// (repeatable).
-    #[arg(long = "metric", value_name = "NAME=EXPR", value_parser = parse_metric)]
+    #[arg(long = "metric", value_name = "NAME=EXPR", value_parser = MetricDef::parse_assignment)]
     pub metrics: Vec<MetricDef>,
     /// What strategies optimise and reports rank by: `time` (the default), `energy_j`,
     /// `power_w`, another measured quantity or a metric; several, `NAME[:min|:max],...`
@@ -384,7 +313,7 @@ pub struct SearchArgs {
     #[arg(
         long = "config",
         value_name = "NAME=VALUE,...",
-        value_parser = parse_config,
+        value_parser = ndtune_core::parse_config,
         conflicts_with_all = ["strategy", "budget", "patience", "replay"]
     )]
     pub configs: Vec<Config>,
@@ -594,7 +523,7 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub constants: SetArgs,
     /// The configuration, or part of it: `--config WG=64,TS=8` (every result without).
-    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_assignment)]
+    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = ndtune_core::parse_assignment)]
     pub config: Vec<(String, Value)>,
     /// Only the configurations on the Pareto front of a campaign tuned for several
     /// objectives (`--objective time,power_w`), best by the first objective first.
@@ -970,7 +899,10 @@ mod tests {
     #[test]
     fn set_takes_one_value_or_a_sweep_over_several() {
         let set = |args: &[&str]| SetArgs {
-            set: args.iter().map(|a| parse_set(a).unwrap()).collect(),
+            set: args
+                .iter()
+                .map(|a| ndtune_core::parse_values(a).unwrap())
+                .collect(),
         };
         let n = |v: i64, m: Option<i64>| {
             let mut c = ndtune_core::int_config([("N", v)]);
@@ -996,11 +928,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("`N` twice"));
-        assert_eq!(
-            parse_set("N=1,2x").unwrap_err(),
-            "`2x` is not an integer, a real number or an identifier (in `N=1,2x`)"
-        );
-        assert!(parse_set("N").unwrap_err().contains("not NAME=VALUE"));
     }
 
     #[test]
@@ -1029,32 +956,10 @@ mod tests {
                 ("TS".to_string(), Value::Int(2))
             ]
         );
-        assert!(parse_assignment("WG").unwrap_err().contains("NAME=VALUE"));
     }
 
     #[test]
-    fn metrics_and_objectives_read_as_people_write_them() {
-        let m = parse_metric("gflops[GFLOP/s] = 2 * N**3 / time / 1e6").unwrap();
-        assert_eq!(
-            m,
-            MetricDef::new("gflops", "2 * N**3 / time / 1e6", Some("GFLOP/s"))
-        );
-        assert_eq!(parse_metric("e=energy_j").unwrap().unit, None);
-        assert!(parse_metric("gflops").unwrap_err().contains("NAME=EXPR"));
-        for bad in [
-            "z[GFLOP/s=time",
-            "z]=time",
-            "2x=time",
-            "a b=time",
-            "z[a[b]]=time",
-        ] {
-            assert!(
-                parse_metric(bad)
-                    .unwrap_err()
-                    .contains("is not NAME or NAME[UNIT]"),
-                "{bad}"
-            );
-        }
+    fn objectives_read_as_people_write_them() {
         let args = |objective: &str, maximize: bool, minimize: bool| MetricArgs {
             objective: Some(objective.into()),
             maximize,

@@ -125,93 +125,9 @@ fn summary(store: &Store, json: bool) -> Result<()> {
         );
         return Ok(());
     }
-    println!(
-        "{} scenarios in {}",
-        scenarios.len(),
-        store.path().display()
-    );
-    let value = if objective == Objective::time() {
-        "oracle ms"
-    } else {
-        println!(
-            "  ranked by {} ({}); a cost is its value{}",
-            objective.metric,
-            objective.direction(),
-            if objective.higher_is_better {
-                "'s reciprocal"
-            } else {
-                ""
-            }
-        );
-        "oracle cost"
-    };
-    println!(
-        "  {:<56} {:>6} {:>8} {:>8} {:>10} {:>11} {:>8}",
-        "scenario", "legal", "refused", "illegal", "oracle", value, "spread"
-    );
-    for (s, info) in a.scenarios.iter().zip(&scenarios) {
-        let (oracle, ms) = s
-            .oracle
-            .map_or(("-".to_string(), "-".to_string()), |((c, r), ms)| {
-                (format!("{c}x{r}"), format!("{ms:.4}"))
-            });
-        println!(
-            "  {:<56} {:>6} {:>8} {:>8} {:>10} {:>11} {:>8}",
-            info.label,
-            s.legal,
-            s.refused,
-            s.illegal,
-            oracle,
-            ms,
-            s.spread.map_or("-".into(), |x| format!("{x:.2}x"))
-        );
-    }
-    for (d, t) in &per_device {
-        println!(
-            "  {d}: {} scenarios, {} of {} sizes tried refused ({:.1}%)",
-            t.scenarios,
-            t.refused,
-            t.tried,
-            100.0 * t.refused_ratio()
-        );
-    }
-    let show = |v: &[(u64, u64)]| {
-        v.iter()
-            .map(|(c, r)| format!("{c}x{r}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    println!(
-        "  W_safe: {} sizes legal in every scenario{}",
-        a.safe.len(),
-        if a.safe.len() <= 12 && !a.safe.is_empty() {
-            format!(": {}", show(&a.safe))
-        } else {
-            String::new()
-        }
-    );
-    match &a.baseline {
-        Some(b) if b.safe => println!(
-            "  baseline {}x{}: {:.1}% of the oracle's performance (geometric mean over {} scenarios)",
-            b.wg.0, b.wg.1, 100.0 * b.performance, b.scenarios
-        ),
-        Some(b) => println!(
-            "  baseline {}x{}: W_safe is empty, so this is the best of the sizes legal in the most scenarios ({} of {}): {:.1}% of the oracle's performance there",
-            b.wg.0, b.wg.1, b.scenarios, scenarios.len(), 100.0 * b.performance
-        ),
-        None => println!("  baseline: none (nothing measured)"),
-    }
-    match a.expert.performance {
-        Some(p) => println!(
-            "  human expert {}x{}: legal in {} of {} scenarios, {:.1}% of the oracle's performance there",
-            a.expert.wg.0, a.expert.wg.1, a.expert.legal_in, scenarios.len(), 100.0 * p
-        ),
-        None => println!("  human expert {}x{}: legal in no scenario", a.expert.wg.0, a.expert.wg.1),
-    }
-    println!(
-        "  {} distinct oracle sizes; oracle over worst size {} on average",
-        a.distinct_oracles,
-        a.mean_spread.map_or("-".into(), |x| format!("{x:.2}x"))
+    print!(
+        "{}",
+        ndtune_learn::text::collected(store.path(), &scenarios, &a, &per_device, &objective)
     );
     Ok(())
 }

@@ -237,71 +237,9 @@ fn eval(a: &LearnEvalArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    println!(
-        "{} scenarios, {} folds ({}), {} features; mean spread (slowest / fastest legal size) {}",
-        report.scenarios,
-        report.folds,
-        report.protocol,
-        data.feature_names.len(),
-        report
-            .mean_spread
-            .map_or("-".into(), |x| format!("{x:.2}x"))
+    print!(
+        "{}",
+        ndtune_learn::text::evaluation(&report, data.feature_names.len())
     );
-    if let Some(b) = &report.baseline {
-        println!(
-            "best fixed size over all data {}x{}: {:.1}% of the oracle",
-            b.size[0],
-            b.size[1],
-            100.0 * b.performance_geomean
-        );
-    }
-    let mut sampled: Vec<&str> = report
-        .results
-        .iter()
-        .filter(|r| r.trained_on < report.training_scenarios)
-        .map(|r| r.model.as_str())
-        .collect();
-    sampled.dedup();
-    if let Some(r) = report
-        .results
-        .iter()
-        .find(|r| r.trained_on < report.training_scenarios)
-    {
-        println!(
-            "{} trained on a sample of {} of the up to {} training scenarios of a fold (--max-training all: on all)",
-            sampled.join(", "),
-            r.trained_on,
-            report.training_scenarios
-        );
-    }
-    println!(
-        "  {:<16} {:<13} {:>8} {:>8} {:>8} {:>11} {:>8} {:>10} {:>10} {:>10}",
-        "model",
-        "fallback",
-        "accuracy",
-        "valid",
-        "refused",
-        "perf (geo)",
-        "min",
-        "vs base",
-        "vs 32x4",
-        "predict"
-    );
-    for r in &report.results {
-        println!(
-            "  {:<16} {:<13} {:>8.3} {:>8.3} {:>8.3} {:>11.3} {:>8.3} {:>9.3}x {:>10} {:>8.1}µs",
-            r.model,
-            r.fallback,
-            r.accuracy,
-            r.validity,
-            r.refused,
-            r.performance_geomean,
-            r.performance_quantiles[0],
-            r.speedup_over_baseline_median,
-            r.speedup_over_expert_median
-                .map_or("-".into(), |x| format!("{x:.3}x")),
-            r.predict_us
-        );
-    }
     Ok(())
 }

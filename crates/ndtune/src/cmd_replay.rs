@@ -4,8 +4,8 @@
 //! to the recording's optimum by its objective with how many evaluations.
 
 use crate::cli::TuneArgs;
-use crate::output::show_config;
 use anyhow::{anyhow, Result};
+use ndtune_core::text::show_config;
 use ndtune_engine::outcome_counts;
 use ndtune_engine::replay::{replay, Found, Recording};
 use ndtune_engine::select::Criteria;

@@ -6,11 +6,10 @@
 
 use crate::cli::ShowArgs;
 use anyhow::{bail, Result};
-use ndtune_core::Outcome;
-use ndtune_engine::show_constants;
-use ndtune_report::stored::{self, when, Metric, Selected, Selection};
+use ndtune_core::text::show_constants;
+use ndtune_report::stored::{self, Selected, Selection};
+use ndtune_report::terminal;
 use ndtune_spec::Spec;
-use ndtune_store::Record;
 
 pub fn run(args: &ShowArgs) -> Result<()> {
     let store = args.store.open_read_only()?;
@@ -81,100 +80,8 @@ pub fn run(args: &ShowArgs) -> Result<()> {
             let names = names
                 .clone()
                 .unwrap_or_else(|| r.key.config.keys().cloned().collect());
-            print(device_name, r, &names, metrics);
+            print!("{}", terminal::record(device_name, r, &names, metrics));
         }
     }
     Ok(())
-}
-
-/// Prints `text` indented under a heading, every line of it.
-fn block(heading: &str, text: &str) {
-    println!("  {heading}");
-    for line in text.lines() {
-        println!("    {line}");
-    }
-}
-
-fn print(device_name: &str, r: &Record, names: &[String], metrics: &[Metric]) {
-    let k = &r.key;
-    println!(
-        "`{}` {} on {device_name}",
-        k.kernel,
-        crate::output::show_config(names, &k.config)
-    );
-    println!(
-        "  campaign    source {}, setup {}, constants{}, device {}",
-        k.source_hash,
-        k.setup,
-        match show_constants(&k.constants) {
-            c if c.is_empty() => " none".to_string(),
-            c => c,
-        },
-        k.device
-    );
-    println!("  outcome     {}", r.outcome.kind());
-    match &r.outcome {
-        Outcome::Measured(t) => {
-            println!(
-                "  score       {:.6} ms: the mean of the best {} of {} runs (median {:.6}, min {:.6}, spread {:.1}%)",
-                t.score_ms(),
-                t.best_of.min(t.times_ms.len()),
-                t.times_ms.len(),
-                t.median_ms(),
-                t.min_ms(),
-                t.rel_spread() * 100.0
-            );
-            let runs: Vec<String> = t.times_ms.iter().map(|ms| format!("{ms:.6}")).collect();
-            println!("  runs (ms)   {}", runs.join(" "));
-            if let Some(a) = t.advice {
-                println!(
-                    "  advice      CL_KERNEL_WORK_GROUP_SIZE {}, CL_KERNEL_LOCAL_MEM_SIZE {} bytes; a work-group of {} work-items was launched",
-                    a.work_group_size, a.local_mem_bytes, a.launched_work_group
-                );
-            }
-            if let Some(e) = &t.energy {
-                println!(
-                    "  energy      {:.6} J per run, {:.1} W: {} runs over {:.1} ms, {} power samples, from the {}",
-                    e.joules, e.watts, e.runs, e.window_ms, e.samples, e.source
-                );
-                let sensors: Vec<String> = [
-                    ("temperature", e.temperature_c, "°C"),
-                    ("core clock", e.core_clock_mhz, "MHz"),
-                    ("memory clock", e.mem_clock_mhz, "MHz"),
-                ]
-                .into_iter()
-                .filter_map(|(name, v, unit)| Some(format!("{name} {:.0} {unit}", v?)))
-                .collect();
-                if !sensors.is_empty() {
-                    println!(
-                        "  sensors     {} (means over the window)",
-                        sensors.join(", ")
-                    );
-                }
-            }
-            if !metrics.is_empty() {
-                let shown: Vec<String> = metrics
-                    .iter()
-                    .map(|m| match &m.unit {
-                        Some(unit) => format!("{} {:.6} {unit}", m.name, m.value),
-                        None => format!("{} {:.6}", m.name, m.value),
-                    })
-                    .collect();
-                println!("  metrics     {}", shown.join(", "));
-            }
-        }
-        Outcome::Pruned { constraint } => println!("  constraint  {constraint}"),
-        Outcome::BuildFailed { log } => block("build log", log),
-        Outcome::Refused { error } => block("error", error),
-        Outcome::WrongResult { detail } => block("detail", detail),
-        Outcome::Crashed { detail } => block("detail", detail),
-        Outcome::TimedOut { seconds } => println!("  deadline    {seconds} s"),
-    }
-    println!(
-        "  when        {} to {} ({} ms)",
-        when(r.started_at),
-        when(r.finished_at),
-        r.finished_at - r.started_at
-    );
-    println!("  by          ndtune {}", r.ndtune_version);
 }

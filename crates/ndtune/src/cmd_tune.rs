@@ -3,14 +3,11 @@
 //! replay (`--replay`), run with progress bars, and its reports printed as tables or JSON.
 
 use crate::cli::{CampaignArgs, SearchArgs, TuneArgs};
-use crate::output::{print_report, progress_bar, show_config};
+use crate::output::progress_bar;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar};
 use ndtune_engine::pool::PoolEvent;
-use ndtune_engine::{
-    show_constants, DeviceChoice, Event, Mode, Processes, Ran, RequestEvent, Search, Swept,
-    TuneRequest,
-};
+use ndtune_engine::{DeviceChoice, Event, Mode, Processes, Ran, RequestEvent, Search, TuneRequest};
 
 pub fn run(args: &TuneArgs) -> Result<()> {
     if let Some(path) = &args.replay {
@@ -53,13 +50,16 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for r in &ran.reports {
-            print_report(r, &ran.store);
+            print!("{}", r.text(&ran.store));
         }
         match &ran.pool {
             Some(pool) => crate::cmd_pool::print(pool, ran.devices.len()),
             None => {
                 if let Some(swept) = &ran.sweep {
-                    print_sweep(swept, &ran.reports[0].names);
+                    print!(
+                        "{}",
+                        ndtune_engine::sweep_table(swept, &ran.reports[0].names)
+                    );
                 }
                 println!("{}", ran.time.line());
                 println!(
@@ -167,36 +167,4 @@ pub(crate) fn run_with_progress(request: &TuneRequest, json: bool) -> Result<Ran
         }
     }
     Ok(ran?)
-}
-
-/// The closing table of a sweep: each campaign's constants, device and best configuration.
-fn print_sweep(swept: &[Swept], names: &[String]) {
-    println!("sweep: the best of each of its {} campaigns", swept.len());
-    let rows: Vec<[String; 4]> = swept
-        .iter()
-        .map(|s| {
-            let (config, ms) = match &s.best {
-                Some(b) => (show_config(names, &b.config), format!("{:.4}", b.time_ms)),
-                None => ("none measured".into(), "-".into()),
-            };
-            [
-                show_constants(&s.constants).trim_start().to_string(),
-                s.device.clone(),
-                ms,
-                config,
-            ]
-        })
-        .collect();
-    let header = ["constants", "device", "ms", "best configuration"];
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .chain([header[i].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    for r in std::iter::once(header.map(String::from)).chain(rows) {
-        println!("  {:w0$}  {:w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
-    }
 }

@@ -1,0 +1,332 @@
+//! What a campaign's report says to people in a terminal (`ndtune tune` prints it; `--json`
+//! gives the [`DeviceReport`] itself): the objective, the best configuration, outcome counts and
+//! the first failures of each class, hints, what was reused and where the time went, the energy,
+//! and the fastest few or the Pareto front; the closing table of a sweep.
+
+use crate::front::FrontReport;
+use crate::{outcome_counts, DeviceReport, ObjectiveReport, Swept};
+use ndtune_core::text::{show_config, show_constants};
+use std::fmt::{self, Write};
+use std::path::Path;
+
+/// A [`DeviceReport`] as text, with the store its results are kept in ([`DeviceReport::text`]).
+pub struct ReportText<'a> {
+    report: &'a DeviceReport,
+    store: &'a Path,
+}
+
+impl DeviceReport {
+    /// The report as `ndtune tune` prints it; `store` is where its results are kept.
+    pub fn text<'a>(&'a self, store: &'a Path) -> ReportText<'a> {
+        ReportText {
+            report: self,
+            store,
+        }
+    }
+}
+
+impl fmt::Display for ReportText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (r, db) = (self.report, self.store);
+        writeln!(
+            f,
+            "{} — `{}`{} ({} strategy, {} of {} valid configurations)",
+            r.device,
+            r.kernel,
+            show_constants(&r.constants),
+            r.strategy,
+            r.evaluated + r.reused,
+            r.pruned
+        )?;
+        if let Some(why) = &r.interrupted {
+            writeln!(f, "  stopped    {why}")?;
+        }
+        let by_time =
+            r.objective.metric == "time" && !r.objective.higher_is_better && r.front.is_none();
+        if let Some(front) = &r.front {
+            let said: Vec<String> = front.objectives.iter().map(objective_label).collect();
+            writeln!(f, "  objectives {}: a Pareto front", said.join("; "))?;
+        } else if !by_time {
+            let unit = r
+                .objective
+                .unit
+                .as_ref()
+                .map_or(String::new(), |u| format!(" ({u})"));
+            let direction = if r.objective.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            };
+            writeln!(
+                f,
+                "  objective  {}{unit}, {direction} is better",
+                r.objective.metric
+            )?;
+        }
+        match &r.best {
+            Some(b) => {
+                let shown: Vec<String> = b
+                    .metrics
+                    .iter()
+                    .map(|(name, v)| {
+                        let unit = r.units.get(name).map_or(String::new(), |u| format!(" {u}"));
+                        format!(", {name} {v:.4}{unit}")
+                    })
+                    .collect();
+                writeln!(
+                    f,
+                    "  best       {}: {:.4} ms (median {:.4}, min {:.4}, spread {:.1}%){}",
+                    show_config(&r.names, &b.config),
+                    b.time_ms,
+                    b.median_ms,
+                    b.min_ms,
+                    b.rel_spread * 100.0,
+                    shown.concat()
+                )?;
+            }
+            None => writeln!(
+                f,
+                "  best       none: no configuration was measured and verified"
+            )?,
+        }
+        writeln!(f, "  outcomes   {}", outcome_counts(&r.outcomes))?;
+        for (kind, failed) in &r.failures {
+            let more = r.outcomes.get(kind).copied().unwrap_or(0) as usize - failed.len();
+            for (i, failure) in failed.iter().enumerate() {
+                let head = if i == 0 { *kind } else { "" };
+                writeln!(
+                    f,
+                    "  {head:<13}{}: {}",
+                    show_config(&r.names, &failure.config),
+                    failure.reason
+                )?;
+            }
+            if more > 0 {
+                writeln!(f, "  {:<13}... and {more} more (ndtune show --config NAME=VALUE,... prints one whole)", "")?;
+            }
+        }
+        if !r.verified {
+            writeln!(
+                f,
+                "  verified   nothing: the spec has no [verify], so outputs were not checked"
+            )?;
+        }
+        for h in &r.hints {
+            writeln!(f, "  hint       {h}")?;
+        }
+        writeln!(
+            f,
+            "  evaluated  {} now, {} reused from {} (setup {})",
+            r.evaluated,
+            r.reused,
+            db.display(),
+            r.setup
+        )?;
+        for other in &r.not_reused {
+            let mut what = other.differences.clone();
+            if what.len() > 3 {
+                let more = what.len() - 2;
+                what.truncate(2);
+                what.push(format!("{more} more differences"));
+            }
+            writeln!(f,
+            "  not reused {} results of this kernel source, constants and device under setup {}: {}",
+            other.results,
+            other.setup,
+            what.join("; ")
+        )?;
+        }
+        let t = &r.time;
+        writeln!(
+            f,
+            "  time       {:.2} s: setup {:.2} s, worker start {:.2} s ({:.2} s waited for), \
+         reference {:.2} s, data {:.2} s, builds {:.2} s, launches {:.2} s, overhead {:.2} ms per \
+         configuration, store {:.2} s, strategy {:.2} s, shutdown {:.2} s",
+            t.campaign_s,
+            t.setup_s,
+            t.startup_s,
+            t.startup_waited_s,
+            t.reference_s,
+            t.data_s,
+            t.build_s,
+            t.launch_s,
+            t.overhead_ms_per_config,
+            t.store_s,
+            t.search_s,
+            t.shutdown_s
+        )?;
+        if t.raced > 0 {
+            writeln!(f,
+            "             racing stopped {} configurations that could not be the best, sparing {} timed runs",
+            t.raced, t.runs_spared
+        )?;
+        }
+        if t.build_jobs > 1 && r.evaluated > 0 {
+            writeln!(f,
+            "             builds ahead in {} build workers: {:.2} s of their time, {:.2} s of it waited for",
+            t.build_jobs, t.build_workers_s, t.build_s
+        )?;
+            if t.build_workers_stopped_s > 0.0 {
+                writeln!(f,
+                "             build workers stopped for {:.2} s while the CPU device was measured",
+                t.build_workers_stopped_s
+            )?;
+            }
+        }
+        if t.lost_s > 0.0 {
+            writeln!(
+                f,
+                "             {:.2} s waiting for evaluations that crashed or timed out",
+                t.lost_s
+            )?;
+        }
+        if r.above_queried_work_group > 0 {
+            writeln!(f,
+            "  advice     {} measured configurations have a work-group above their build's CL_KERNEL_WORK_GROUP_SIZE: the driver launched them",
+            r.above_queried_work_group
+        )?;
+        }
+        let energy = if r.energy.measured {
+            format!("measured through {}", r.energy.detail)
+        } else if r.energy.available {
+            format!(
+                "not measured (no metric needs it); available through {}",
+                r.energy.detail
+            )
+        } else {
+            r.energy.detail.clone()
+        };
+        writeln!(f, "  energy     {energy}")?;
+        if let Some(front) = &r.front {
+            write_front(f, front, &r.names)?;
+        } else if r.top.len() > 1 && by_time {
+            writeln!(f, "  fastest    {:>10}  configuration", "ms")?;
+            for ranked in &r.top {
+                writeln!(
+                    f,
+                    "             {:>10.4}  {}",
+                    ranked.time_ms,
+                    show_config(&r.names, &ranked.config)
+                )?;
+            }
+        } else if r.top.len() > 1 {
+            let label = match &r.objective.unit {
+                Some(unit) => format!("{} ({unit})", r.objective.metric),
+                None => r.objective.metric.clone(),
+            };
+            writeln!(f, "  top        {label:>16}  {:>10}  configuration", "ms")?;
+            for ranked in &r.top {
+                writeln!(
+                    f,
+                    "             {:>16}  {:>10.4}  {}",
+                    DeviceReport::format_objective(ranked.objective),
+                    ranked.time_ms,
+                    show_config(&r.names, &ranked.config)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `energy_j (J), lower is better`.
+fn objective_label(o: &ObjectiveReport) -> String {
+    let unit = o.unit.as_ref().map_or(String::new(), |u| format!(" ({u})"));
+    let direction = if o.higher_is_better {
+        "higher"
+    } else {
+        "lower"
+    };
+    format!("{}{unit}, {direction} is better", o.metric)
+}
+
+/// The front: a row per configuration on it, a column per objective, and its hypervolume.
+fn write_front(f: &mut fmt::Formatter<'_>, front: &FrontReport, names: &[String]) -> fmt::Result {
+    let heads: Vec<String> = front
+        .objectives
+        .iter()
+        .map(|o| match &o.unit {
+            Some(u) => format!("{} ({u})", o.metric),
+            None => o.metric.clone(),
+        })
+        .collect();
+    let widths: Vec<usize> = heads.iter().map(|h| h.len().max(10)).collect();
+    let row = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:>w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    writeln!(
+        f,
+        "  front      {} of {} measured configurations are on it (none better in every objective)",
+        front.members.len(),
+        front.measured
+    )?;
+    writeln!(f, "             {}  configuration", row(heads.clone()))?;
+    for m in &front.members {
+        let values = m
+            .values
+            .iter()
+            .map(|v| DeviceReport::format_objective(*v))
+            .collect();
+        writeln!(
+            f,
+            "             {}  {}",
+            row(values),
+            show_config(names, &m.config)
+        )?;
+    }
+    let reference: Vec<String> = front
+        .reference
+        .iter()
+        .map(|v| DeviceReport::format_objective(*v))
+        .collect();
+    writeln!(
+        f,
+        "  hypervolume {:.4} of the ln costs, against the reference ({})",
+        front.hypervolume,
+        reference.join(", ")
+    )
+}
+
+/// The closing table of a sweep: each campaign's constants, device and best configuration.
+pub fn sweep_table(swept: &[Swept], names: &[String]) -> String {
+    let mut out = String::new();
+    writeln!(
+        out,
+        "sweep: the best of each of its {} campaigns",
+        swept.len()
+    )
+    .unwrap();
+    let rows: Vec<[String; 4]> = swept
+        .iter()
+        .map(|s| {
+            let (config, ms) = match &s.best {
+                Some(b) => (show_config(names, &b.config), format!("{:.4}", b.time_ms)),
+                None => ("none measured".into(), "-".into()),
+            };
+            [
+                show_constants(&s.constants).trim_start().to_string(),
+                s.device.clone(),
+                ms,
+                config,
+            ]
+        })
+        .collect();
+    let header = ["constants", "device", "ms", "best configuration"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for r in std::iter::once(header.map(String::from)).chain(rows) {
+        writeln!(out, "  {:w0$}  {:w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]).unwrap();
+    }
+    out
+}
