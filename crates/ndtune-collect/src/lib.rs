@@ -9,7 +9,10 @@
 
 use indexmap::IndexMap;
 use ndtune_backend::AnyDevice;
-use ndtune_engine::{group, CampaignError, Observer, Options, Processes, Share, Tuned, Tuning};
+use ndtune_engine::share::{default_worker_id, GUARD_LEASE};
+use ndtune_engine::{
+    default_build_jobs, group, CampaignError, Observer, Options, Processes, Share, Tuned, Tuning,
+};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::features::{scenario_features, Dataset};
 use ndtune_metrics::{MetricDef, Objective, Place};
@@ -19,6 +22,7 @@ use ndtune_stencil::Stencil;
 use ndtune_store::{Store, StoreError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
@@ -366,16 +370,20 @@ pub fn prepare<'d>(
     Ok(prepared)
 }
 
-/// How a scenario is measured besides what collection fixes (exhaustive, no racing).
+/// How a scenario is measured besides what collection fixes (exhaustive, no racing, the
+/// device's default build workers, its claims guarded).
 pub struct Measuring {
     /// Seed of the input data.
     pub seed: u64,
     /// A fixed per-evaluation deadline; without it, deadlines adapt.
     pub timeout: Option<Duration>,
-    pub build_jobs: usize,
-    /// Claims what it measures as this worker, so that another process collecting the same
-    /// scenario in the same store never measures it too.
-    pub guard: Option<Share>,
+    /// The store's location (file or URL, as opened), for the guard's heartbeat: what is
+    /// measured is claimed, so that another process collecting the same scenario in the same
+    /// store never measures it too.
+    pub store: OsString,
+    /// The name the claims are made under, before the device's selector (`python:PID`);
+    /// without it, the host's name and this process's id.
+    pub worker: Option<String>,
     pub processes: Processes,
 }
 
@@ -418,10 +426,17 @@ impl Scenario<'_> {
                 patience: None,
                 configs: Vec::new(),
                 share: None,
-                guard: how.guard.clone(),
+                guard: Some(Share {
+                    worker: match &how.worker {
+                        Some(name) => format!("{name}:{}", self.device.selector()),
+                        None => default_worker_id(self.device),
+                    },
+                    lease: GUARD_LEASE,
+                    location: how.store.clone(),
+                }),
                 seed: how.seed,
                 timeout: how.timeout,
-                build_jobs: how.build_jobs,
+                build_jobs: default_build_jobs(self.device.as_ref()),
                 race: None,
                 advice_prior: true,
                 keep_timed_out: false,

@@ -17,6 +17,7 @@
 
 pub mod backend;
 pub mod builtin;
+mod card;
 mod pci;
 mod profile;
 mod selector;

@@ -1,10 +1,11 @@
 //! What a campaign's report says to people in a terminal (`ndtune tune` prints it; `--json`
 //! gives the [`DeviceReport`] itself): the objective, the best configuration, outcome counts and
 //! the first failures of each class, hints, what was reused and where the time went, the energy,
-//! and the fastest few or the Pareto front; the closing table of a sweep.
+//! and the fastest few or the Pareto front; the closing table of a sweep; a space's sizes
+//! (`ndtune space`).
 
 use crate::front::FrontReport;
-use crate::{outcome_counts, DeviceReport, ObjectiveReport, Swept};
+use crate::{outcome_counts, space, DeviceReport, ObjectiveReport, Swept};
 use ndtune_core::text::{show_config, show_constants};
 use std::fmt::{self, Write};
 use std::path::Path;
@@ -329,4 +330,79 @@ pub fn sweep_table(swept: &[Swept], names: &[String]) -> String {
         writeln!(out, "  {:w0$}  {:w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]).unwrap();
     }
     out
+}
+
+impl space::Report {
+    /// The space as `ndtune space` prints it: declared, bounded and pruned sizes, what each
+    /// constraint removed, the kernel work-group check, the evaluation order and hints.
+    pub fn text(&self) -> String {
+        let report = self;
+        let mut out = String::new();
+        let r = &report.space;
+        let on = r
+            .device
+            .as_deref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default();
+        writeln!(out, "space of `{}`{on}", r.kernel).unwrap();
+        writeln!(
+            out,
+            "  declared {:>14}  Cartesian product of the domains",
+            r.declared
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  bounded  {:>14}  local sizes within the max work-item sizes (Erdem Table 1)",
+            r.bounded
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  pruned   {:>14}  every constraint holds (Erdem Table 2)",
+            r.pruned
+        )
+        .unwrap();
+        if !r.constraints.is_empty() {
+            writeln!(
+                out,
+                "  {:>14}  constraint (first to reject a configuration, in evaluation order)",
+                "removed"
+            )
+            .unwrap();
+            for c in &r.constraints {
+                writeln!(out, "  {:>14}  {}", c.removed, c.constraint).unwrap();
+            }
+        }
+        if let Some(k) = &report.kernel_check {
+            let range = k
+                .work_group_size_range
+                .map(|(lo, hi)| format!(", CL_KERNEL_WORK_GROUP_SIZE {lo}..{hi}"))
+                .unwrap_or_default();
+            if k.pruned_by_query {
+                writeln!(out,
+                "  {:>14}  kernel work-group size of each configuration's own build ({} built{range}; --prune-by-query)",
+                k.removed, k.checked
+            ).unwrap();
+            } else {
+                writeln!(out,
+                "  advice {:>7}  exceed their own build's CL_KERNEL_WORK_GROUP_SIZE ({} built{range}): kept, since only a launch refuses (--prune-by-query removes them)",
+                k.removed, k.checked
+            ).unwrap();
+            }
+            if k.build_failed > 0 {
+                writeln!(
+                    out,
+                    "  {:>14}  builds failed (kept: tuning records them as build_failed)",
+                    k.build_failed
+                )
+                .unwrap();
+            }
+        }
+        writeln!(out, "  evaluation order: {}", r.order.join(", ")).unwrap();
+        for h in &r.hints {
+            writeln!(out, "  hint: {h}").unwrap();
+        }
+        out
+    }
 }

@@ -251,7 +251,7 @@ fn collect(
     export: Option<PathBuf>,
 ) -> PyResult<Py<PyAny>> {
     use ndtune_collect::{CollectCampaign, CollectError, Measuring};
-    use ndtune_engine::{Event, Processes, Share};
+    use ndtune_engine::{Event, Processes};
     let fail = |e: CollectError| match e {
         CollectError::Campaign(why) => spec_error(why),
         CollectError::Store(e) => store_error(e),
@@ -270,16 +270,8 @@ fn collect(
         let how = Measuring {
             seed,
             timeout: None,
-            build_jobs: ndtune_engine::default_build_jobs(scenario.device.as_ref()),
-            guard: Some(Share {
-                worker: format!(
-                    "python:{}:{}",
-                    std::process::id(),
-                    scenario.device.selector()
-                ),
-                lease: ndtune_engine::share::GUARD_LEASE,
-                location: db.clone().into(),
-            }),
+            store: db.clone().into(),
+            worker: Some(format!("python:{}", std::process::id())),
             processes: processes.clone(),
         };
         let bar = crate::progress_bar(quiet, scenario.label.clone());

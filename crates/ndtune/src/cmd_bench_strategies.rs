@@ -50,12 +50,12 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
         &budgets,
         args.seeds,
         args.warm_start.then_some(args.warm),
-        |info| eprintln!("{}: {}", info.id, describe(info)),
+        |info| eprintln!("{}: {}", info.id, info.describe()),
     )?;
     if let Some(kt) = &args.kt {
         results.extend(strategy_bench::kt_results(kt, &datasets, &budgets)?);
     }
-    print!("{}", table(&infos, &results, &budgets));
+    print!("{}", strategy_bench::table(&infos, &results, &budgets));
     if let Some(path) = &args.json {
         let report = Report {
             budgets: &budgets,
@@ -81,76 +81,4 @@ pub fn run(args: &BenchStrategiesArgs) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
-}
-
-/// Per dataset: a row per strategy, the best at each budget starred, and who wins where.
-fn table(infos: &[DatasetInfo], results: &[StrategyResult], budgets: &[usize]) -> String {
-    let mut out = String::new();
-    for info in infos {
-        let rows: Vec<&StrategyResult> = results.iter().filter(|r| r.dataset == info.id).collect();
-        let width = rows
-            .iter()
-            .map(|r| r.strategy.len())
-            .max()
-            .unwrap_or(8)
-            .max(8);
-        out += &format!("\n{} ({})\n", info.id, describe(info));
-        out += &format!("{:width$}", "strategy");
-        for b in budgets {
-            out += &format!(" {:>7}", b);
-        }
-        out += "   e90   e95\n";
-        let best_at = |b: usize| {
-            rows.iter()
-                .filter_map(|r| r.mean.get(&b).copied())
-                .fold(f64::NEG_INFINITY, f64::max)
-        };
-        for r in &rows {
-            out += &format!("{:width$}", r.strategy);
-            for b in budgets {
-                match r.mean.get(b) {
-                    Some(m) => {
-                        let star = if *m >= best_at(*b) { "*" } else { " " };
-                        out += &format!(" {m:>6.3}{star}");
-                    }
-                    None => out += &format!(" {:>7}", "-"),
-                }
-            }
-            let e = |v: Option<usize>| v.map_or("-".to_string(), |v| v.to_string());
-            out += &format!(" {:>5} {:>5}\n", e(r.evals_90), e(r.evals_95));
-        }
-        let wins: Vec<String> = budgets
-            .iter()
-            .map(|b| {
-                let best = best_at(*b);
-                let who: Vec<&str> = rows
-                    .iter()
-                    .filter(|r| r.mean.get(b).is_some_and(|m| *m >= best))
-                    .map(|r| r.strategy.as_str())
-                    .collect();
-                format!("{b}: {}", who.join(" = "))
-            })
-            .collect();
-        out += &format!("best at {}\n", wins.join("; "));
-    }
-    out
-}
-
-/// A dataset as its header says it: its size, and the optimum or the true front the fractions
-/// are of.
-fn describe(info: &DatasetInfo) -> String {
-    let target = match &info.front {
-        None => format!("optimum {:.4} ms", info.optimum_ms),
-        Some(f) => format!(
-            "fractions of the hypervolume of the true front of {} configurations, {:.4} in ln costs against the reference ({})",
-            f.size,
-            f.hypervolume,
-            f.reference.iter().map(|r| format!("{r:.4}")).collect::<Vec<_>>().join(", ")
-        ),
-    };
-    let warm = match info.warm_points {
-        0 => String::new(),
-        n => format!(", warm start from {n} configurations"),
-    };
-    format!("{} configurations, {target}{warm}", info.configurations)
 }

@@ -10,8 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use ndtune_collect::{CollectCampaign, Measuring};
 use ndtune_engine::outcome_counts;
-use ndtune_engine::share::default_worker_id;
-use ndtune_engine::{Event, Processes, Share};
+use ndtune_engine::{Event, Processes};
 use ndtune_learn::collected::{self, ScenarioInfo};
 use ndtune_learn::oracle::{analyse, Observation};
 use ndtune_metrics::Objective;
@@ -57,12 +56,8 @@ pub fn run(args: &CollectArgs) -> Result<()> {
         let how = Measuring {
             seed: args.seed,
             timeout: args.timeout.map(Duration::from_secs_f64),
-            build_jobs: ndtune_engine::default_build_jobs(scenario.device.as_ref()),
-            guard: Some(Share {
-                worker: default_worker_id(scenario.device),
-                lease: ndtune_engine::share::GUARD_LEASE,
-                location: db.clone().into(),
-            }),
+            store: db.clone().into(),
+            worker: None,
             processes: processes.clone(),
         };
         let label = &scenario.label;

@@ -1,7 +1,6 @@
 //! `ndtune devices`: what OpenCL and CUDA see, as a listing, JSON profiles or MiniZinc data.
 
 use crate::cli::DevicesArgs;
-use crate::output::bytes;
 use anyhow::{anyhow, Result};
 use ndtune_device::{builtin, DeviceProfile};
 use ndtune_engine::devices;
@@ -73,39 +72,7 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
             println!("platform: {heading}");
             platform = heading.clone();
         }
-        let items: Vec<String> = p.max_work_item_sizes.iter().map(u64::to_string).collect();
-        println!("  [{key}] {} ({}, {})", p.name, p.vendor, p.device_type);
-        println!(
-            "      version              {}  driver {}",
-            p.version, p.driver_version
-        );
-        println!(
-            "      compute units        {} at {} MHz",
-            p.compute_units, p.max_clock_frequency
-        );
-        println!(
-            "      work-group           max {}, work-items {}, preferred multiple {}",
-            p.max_work_group_size,
-            items.join(" x "),
-            p.preferred_work_group_size_multiple
-        );
-        println!(
-            "      memory               local {}, global {}, global cache {} (line {} B)",
-            bytes(p.local_mem_size),
-            bytes(p.global_mem_size),
-            bytes(p.global_mem_cache_size),
-            p.global_mem_cacheline_size
-        );
-        if let Some(c) = &p.cuda {
-            let grid: Vec<String> = c.max_grid_size.iter().map(u64::to_string).collect();
-            println!(
-                "      CUDA                 compute capability {}, grid {}, shared opt-in {}, registers {} a block",
-                c.compute_capability,
-                grid.join(" x "),
-                bytes(c.shared_mem_per_block_optin),
-                c.registers_per_block
-            );
-        }
+        print!("{}", p.card(key));
     }
     if let Some(dir) = &args.mzn {
         eprintln!(

@@ -66,72 +66,13 @@ pub fn run(args: &SpaceArgs) -> Result<()> {
             };
             println!("{text}");
         } else {
-            device_reports
-                .iter()
-                .chain(top.iter())
-                .for_each(print_report);
+            for report in device_reports.iter().chain(top.iter()) {
+                print!("{}", report.text());
+            }
         }
     }
     match empty {
         Some(why) => Err(anyhow!(why)),
         None => Ok(()),
-    }
-}
-
-fn print_report(report: &Report) {
-    let r = &report.space;
-    let on = r
-        .device
-        .as_deref()
-        .map(|d| format!(" on {d}"))
-        .unwrap_or_default();
-    println!("space of `{}`{on}", r.kernel);
-    println!(
-        "  declared {:>14}  Cartesian product of the domains",
-        r.declared
-    );
-    println!(
-        "  bounded  {:>14}  local sizes within the max work-item sizes (Erdem Table 1)",
-        r.bounded
-    );
-    println!(
-        "  pruned   {:>14}  every constraint holds (Erdem Table 2)",
-        r.pruned
-    );
-    if !r.constraints.is_empty() {
-        println!(
-            "  {:>14}  constraint (first to reject a configuration, in evaluation order)",
-            "removed"
-        );
-        for c in &r.constraints {
-            println!("  {:>14}  {}", c.removed, c.constraint);
-        }
-    }
-    if let Some(k) = &report.kernel_check {
-        let range = k
-            .work_group_size_range
-            .map(|(lo, hi)| format!(", CL_KERNEL_WORK_GROUP_SIZE {lo}..{hi}"))
-            .unwrap_or_default();
-        if k.pruned_by_query {
-            println!(
-                "  {:>14}  kernel work-group size of each configuration's own build ({} built{range}; --prune-by-query)",
-                k.removed, k.checked
-            );
-        } else {
-            println!(
-                "  advice {:>7}  exceed their own build's CL_KERNEL_WORK_GROUP_SIZE ({} built{range}): kept, since only a launch refuses (--prune-by-query removes them)",
-                k.removed, k.checked
-            );
-        }
-        if k.build_failed > 0 {
-            println!(
-                "  {:>14}  builds failed (kept: tuning records them as build_failed)",
-                k.build_failed
-            );
-        }
-    }
-    println!("  evaluation order: {}", r.order.join(", "));
-    for h in &r.hints {
-        println!("  hint: {h}");
     }
 }
