@@ -2,11 +2,14 @@
 //! gives the [`DeviceReport`] itself): the objective, the best configuration, outcome counts and
 //! the first failures of each class, hints, what was reused and where the time went, the energy,
 //! and the fastest few or the Pareto front; the closing table of a sweep; a space's sizes
-//! (`ndtune space`).
+//! (`ndtune space`); what a pool's workers did (`tune --pool`); a replay (`tune --replay`).
 
 use crate::front::FrontReport;
+use crate::pool::PoolReport;
+use crate::replay::{Found, ReplayReport};
 use crate::{outcome_counts, space, DeviceReport, ObjectiveReport, Swept};
 use ndtune_core::text::{show_config, show_constants};
+use ndtune_metrics::Metrics;
 use std::fmt::{self, Write};
 use std::path::Path;
 
@@ -403,6 +406,130 @@ impl space::Report {
         for h in &r.hints {
             writeln!(out, "  hint: {h}").unwrap();
         }
+        out
+    }
+}
+
+impl PoolReport {
+    /// The lines `ndtune tune --pool` prints after the campaign's report: each of the
+    /// `workers`' share, and each that ended early.
+    pub fn text(&self, workers: usize) -> String {
+        let pool = self;
+        let mut out = String::new();
+        writeln!(
+            out,
+            "  pool       {} workers in {:.2} s; measured {}",
+            workers,
+            pool.wall_s,
+            pool.workers
+                .iter()
+                .map(|w| format!("{} by {}", w.done, w.worker))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .unwrap();
+        for end in pool.ends.iter().filter(|e| !e.success) {
+            let said = match end.said.last() {
+                Some(_) => format!(": it said: {}", end.said.join(" | ")),
+                None => ", saying nothing".into(),
+            };
+            writeln!(out,
+            "  worker     {} ({}) ended early, {}{said}; what it measured is kept, what it held was measured by the pool",
+            end.worker, end.device, end.status
+        ).unwrap();
+        }
+        out
+    }
+
+    /// The `pool` object of `ndtune tune --json`: its wall time, each worker, and what was
+    /// measured twice.
+    pub fn to_json(&self) -> serde_json::Value {
+        let pool = self;
+        serde_json::json!({
+            "wall_s": pool.wall_s,
+            "workers": workers_json(pool),
+            "measured_twice": pool.measured_twice,
+        })
+    }
+}
+
+/// Each worker: how it ended (its exit status and last lines of error output), its share from
+/// the store where it claimed anything, and its own account where it ended normally (its
+/// device, what it evaluated and where its time went).
+fn workers_json(pool: &PoolReport) -> Vec<serde_json::Value> {
+    pool.ends
+        .iter()
+        .map(|end| {
+            let mut entry = match pool.workers.iter().find(|w| w.worker == end.worker) {
+                Some(w) => serde_json::to_value(w).expect("a worker's status serialises"),
+                None => serde_json::json!({"worker": end.worker, "done": 0}),
+            };
+            let object = entry.as_object_mut().expect("an object");
+            object.insert("device".into(), end.device.clone().into());
+            object.insert(
+                "end".into(),
+                serde_json::to_value(end).expect("an end serialises"),
+            );
+            if let Some(account) = pool.accounts.get(&end.worker) {
+                object.insert("evaluated".into(), account.evaluated.into());
+                object.insert(
+                    "time".into(),
+                    serde_json::to_value(account.time).expect("times serialise"),
+                );
+            }
+            entry
+        })
+        .collect()
+}
+
+impl ReplayReport {
+    /// The replay as `ndtune tune --replay` prints it: the strategy, how many configurations it
+    /// evaluated, the best it found and the recording's optimum by `metrics`' objective, with
+    /// configurations in the order of `names`; up to the objective where it measured none.
+    pub fn text(&self, names: &[String], metrics: &Metrics) -> String {
+        let report = self;
+        let objective = metrics.objective();
+        let mut out = String::new();
+        if let Some(why) = &report.auto {
+            writeln!(out, "strategy auto: {why}").unwrap();
+        }
+        writeln!(
+            out,
+            "replay of {}: {} strategy, {} of {} configurations evaluated",
+            report.replay, report.strategy, report.evaluations, report.configurations
+        )
+        .unwrap();
+        if !metrics.is_time() {
+            writeln!(out, "  objective   {}", metrics.describe_objective()).unwrap();
+        }
+        let unit = metrics
+            .unit(&objective.metric)
+            .map_or(String::new(), |u| format!(" {u}"));
+        let show = |f: &Found| {
+            let time = match f.time_ms {
+                Some(ms) if objective.metric != ndtune_metrics::TIME => format!(" ({ms:.4} ms)"),
+                _ => String::new(),
+            };
+            format!(
+                "{}: {:.4}{unit}{time}",
+                show_config(names, &f.config),
+                f.objective
+            )
+        };
+        let Some(best) = &report.best else {
+            return out;
+        };
+        writeln!(out, "  best found  {}", show(best)).unwrap();
+        if let (Some(o), Some(r)) = (&report.optimum, report.relative_performance) {
+            writeln!(
+                out,
+                "  optimum     {} (found {:.1}% of the optimum's performance)",
+                show(o),
+                r * 100.0
+            )
+            .unwrap();
+        }
+        writeln!(out, "  outcomes    {}", outcome_counts(&report.outcomes)).unwrap();
         out
     }
 }

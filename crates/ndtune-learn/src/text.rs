@@ -3,21 +3,55 @@
 //! oracles, W_safe, the baseline and the expert's standing (Cummins et al. 2016, §6); and the
 //! evaluation of each model and fallback.
 
-use crate::collected::{DeviceTally, ScenarioInfo};
+use crate::collected::{per_device, Collected, ScenarioInfo};
 use crate::eval::Report;
-use crate::oracle::Analysis;
+use crate::oracle::analyse;
 use ndtune_metrics::Objective;
-use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-/// The summary of collected scenarios: `a` is their analysis, `per_device` their sizes tried
-/// and refused per device, `objective` what they rank by, `store` where they are kept.
-pub fn collected(
+impl Collected {
+    /// The summary as `ndtune collect --summary --json` prints it: the scenarios' labels, per
+    /// device the scenarios and the sizes tried and refused, the analysis and the objective.
+    pub fn summary_json(&self) -> serde_json::Value {
+        let scenarios = self.infos();
+        let devices: Vec<_> = per_device(&scenarios, &self.observations)
+            .iter()
+            .map(|(d, t)| {
+                serde_json::json!({"device": d, "scenarios": t.scenarios, "tried": t.tried,
+                    "refused": t.refused, "refused_ratio": t.refused_ratio()})
+            })
+            .collect();
+        let labels: Vec<&str> = scenarios.iter().map(|i| i.label.as_str()).collect();
+        serde_json::json!({
+            "labels": labels, "devices": devices,
+            "analysis": analyse(scenarios.len(), &self.observations), "objective": self.objective,
+        })
+    }
+
+    /// The summary as `ndtune collect --summary` prints it; `store` is where the scenarios
+    /// are kept.
+    pub fn summary_text(&self, store: &Path) -> String {
+        let scenarios = self.infos();
+        let a = analyse(scenarios.len(), &self.observations);
+        // Per device: scenarios, and the share of the sizes tried (not illegal) that were refused.
+        let per_device = per_device(&scenarios, &self.observations);
+        summary_text(store, &scenarios, &a, &per_device, &self.objective)
+    }
+
+    fn infos(&self) -> Vec<ScenarioInfo> {
+        self.scenarios
+            .iter()
+            .map(|(_, info)| info.clone())
+            .collect()
+    }
+}
+
+fn summary_text(
     store: &Path,
     scenarios: &[ScenarioInfo],
-    a: &Analysis,
-    per_device: &BTreeMap<&str, DeviceTally>,
+    a: &crate::oracle::Analysis,
+    per_device: &std::collections::BTreeMap<&str, crate::collected::DeviceTally>,
     objective: &Objective,
 ) -> String {
     let mut out = String::new();

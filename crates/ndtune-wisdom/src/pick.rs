@@ -27,7 +27,8 @@
 //! the program adds its own `-I`) and the launch sizes of `[launch]`, and is remembered: the
 //! same question is answered from memory next time. What is remembered is bounded
 //! ([`MAX_ANSWERS`] answers, [`MAX_ANSWER_BYTES`] of questions): a service asked ever new
-//! questions forgets its answers and starts again rather than grow.
+//! questions forgets its answers and starts again rather than grow. [`Pick::text`] is an answer
+//! as `ndtune pick` prints it.
 
 use crate::{constants_key, same_model, spec_path, Entry, KernelWisdom, WisdomError};
 use ndtune_core::{Config, Constants, Value};
@@ -39,6 +40,7 @@ use ndtune_space::problem::Target;
 use ndtune_spec::Spec;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -863,4 +865,58 @@ pub fn constants_text(c: &BTreeMap<String, Value>) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+impl Pick {
+    /// The pick as `ndtune pick` prints it for `kernel` on `device` at `constants` (empty: the
+    /// spec's): how and why, the configuration, its build options and launch sizes, and the
+    /// tuned value it comes from (left out for a pick from a front, `preferred`).
+    pub fn text(
+        &self,
+        kernel: &KernelWisdom,
+        device: &str,
+        constants: &Constants,
+        preferred: bool,
+    ) -> String {
+        let pick = self;
+        let mut out = String::new();
+        let sizes = |v: &[usize]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        writeln!(
+            out,
+            "kernel `{}` on {} at {}: {}",
+            kernel.kernel,
+            device,
+            if constants.is_empty() {
+                "the spec's constants".to_string()
+            } else {
+                constants_text(constants)
+            },
+            pick.how.word()
+        )
+        .unwrap();
+        writeln!(out, "  why            {}", pick.reason).unwrap();
+        writeln!(out, "  config         {}", constants_text(&pick.config)).unwrap();
+        writeln!(out, "  build options  {}", pick.build_options).unwrap();
+        if !pick.global.is_empty() {
+            writeln!(out, "  global         {}", sizes(&pick.global)).unwrap();
+            writeln!(out, "  local          {}", sizes(&pick.local)).unwrap();
+        }
+        if let (Some(v), Some(at), false) = (pick.tuned_objective, &pick.tuned_constants, preferred)
+        {
+            let unit = kernel.objective.unit.as_deref().unwrap_or("");
+            writeln!(
+                out,
+                "  tuned {:<8} {v} {unit} (at {})",
+                kernel.objective.metric,
+                constants_text(at)
+            )
+            .unwrap();
+        }
+        out
+    }
 }

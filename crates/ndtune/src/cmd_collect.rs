@@ -11,9 +11,7 @@ use indicatif::{MultiProgress, ProgressDrawTarget};
 use ndtune_collect::{CollectCampaign, Measuring};
 use ndtune_engine::outcome_counts;
 use ndtune_engine::{Event, Processes};
-use ndtune_learn::collected::{self, ScenarioInfo};
-use ndtune_learn::oracle::{analyse, Observation};
-use ndtune_metrics::Objective;
+use ndtune_learn::collected;
 use ndtune_store::Store;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -82,47 +80,19 @@ pub fn run(args: &CollectArgs) -> Result<()> {
     summary(&store, args.json)
 }
 
-/// Every recorded scenario's info, its observations on the grid and what they rank by.
-fn observations(store: &Store) -> Result<(Vec<ScenarioInfo>, Vec<Observation>, Objective)> {
-    let c = collected::read(store)?;
-    Ok((
-        c.scenarios.into_iter().map(|(_, info)| info).collect(),
-        c.observations,
-        c.objective,
-    ))
-}
-
 fn summary(store: &Store, json: bool) -> Result<()> {
-    let (scenarios, obs, objective) = observations(store)?;
-    if scenarios.is_empty() {
+    let collected = collected::read(store)?;
+    if collected.scenarios.is_empty() {
         bail!(
             "{}: no collected scenario (run `ndtune collect CAMPAIGN.toml` first)",
             store.path().display()
         );
     }
-    let a = analyse(scenarios.len(), &obs);
-    // Per device: scenarios, and the share of the sizes tried (not illegal) that were refused.
-    let per_device = collected::per_device(&scenarios, &obs);
     if json {
-        let devices: Vec<_> = per_device
-            .iter()
-            .map(|(d, t)| {
-                serde_json::json!({"device": d, "scenarios": t.scenarios, "tried": t.tried,
-                    "refused": t.refused, "refused_ratio": t.refused_ratio()})
-            })
-            .collect();
-        let labels: Vec<&str> = scenarios.iter().map(|i| i.label.as_str()).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "labels": labels, "devices": devices, "analysis": a, "objective": objective,
-            }))?
-        );
-        return Ok(());
+        let summary = collected.summary_json();
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", collected.summary_text(store.path()));
     }
-    print!(
-        "{}",
-        ndtune_learn::text::collected(store.path(), &scenarios, &a, &per_device, &objective)
-    );
     Ok(())
 }

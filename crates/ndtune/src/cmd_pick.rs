@@ -5,7 +5,7 @@
 
 use crate::cli::PickArgs;
 use anyhow::{bail, Result};
-use ndtune_wisdom::{pick::constants_text, Picker, Wisdom};
+use ndtune_wisdom::{Picker, Wisdom};
 
 pub fn run(args: &PickArgs) -> Result<()> {
     let path = args.wisdom.display().to_string();
@@ -42,37 +42,9 @@ pub fn run(args: &PickArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    let sizes = |v: &[usize]| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    println!(
-        "kernel `{}` on {} at {}: {}",
-        kernel.kernel,
-        device.label,
-        if constants.is_empty() {
-            "the spec's constants".to_string()
-        } else {
-            constants_text(&constants)
-        },
-        pick.how.word()
+    print!(
+        "{}",
+        pick.text(kernel, &device.label, &constants, args.prefer.is_some())
     );
-    println!("  why            {}", pick.reason);
-    println!("  config         {}", constants_text(&pick.config));
-    println!("  build options  {}", pick.build_options);
-    if !pick.global.is_empty() {
-        println!("  global         {}", sizes(&pick.global));
-        println!("  local          {}", sizes(&pick.local));
-    }
-    if let (Some(v), Some(at), None) = (pick.tuned_objective, &pick.tuned_constants, &args.prefer) {
-        let unit = kernel.objective.unit.as_deref().unwrap_or("");
-        println!(
-            "  tuned {:<8} {v} {unit} (at {})",
-            kernel.objective.metric,
-            constants_text(at)
-        );
-    }
     Ok(())
 }

@@ -4,10 +4,8 @@
 //! to the recording's optimum by its objective with how many evaluations.
 
 use crate::cli::TuneArgs;
-use anyhow::{anyhow, Result};
-use ndtune_core::text::show_config;
-use ndtune_engine::outcome_counts;
-use ndtune_engine::replay::{replay, Found, Recording};
+use anyhow::{bail, Result};
+use ndtune_engine::replay::{replay, Recording};
 use ndtune_engine::select::Criteria;
 use ndtune_search::Budget;
 use std::path::Path;
@@ -36,47 +34,13 @@ pub fn run(args: &TuneArgs, path: &Path) -> Result<()> {
         given,
         args.campaign.seed,
     )?;
-    let objective = metrics.objective();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    if let Some(why) = &report.auto {
-        println!("strategy auto: {why}");
+    print!("{}", report.text(&rec.names, &metrics));
+    if report.best.is_none() {
+        bail!("no evaluated configuration was measured");
     }
-    println!(
-        "replay of {}: {} strategy, {} of {} configurations evaluated",
-        report.replay, report.strategy, report.evaluations, report.configurations
-    );
-    if !metrics.is_time() {
-        println!("  objective   {}", metrics.describe_objective());
-    }
-    let unit = metrics
-        .unit(&objective.metric)
-        .map_or(String::new(), |u| format!(" {u}"));
-    let show = |f: &Found| {
-        let time = match f.time_ms {
-            Some(ms) if objective.metric != ndtune_metrics::TIME => format!(" ({ms:.4} ms)"),
-            _ => String::new(),
-        };
-        format!(
-            "{}: {:.4}{unit}{time}",
-            show_config(&rec.names, &f.config),
-            f.objective
-        )
-    };
-    let best = report
-        .best
-        .as_ref()
-        .ok_or_else(|| anyhow!("no evaluated configuration was measured"))?;
-    println!("  best found  {}", show(best));
-    if let (Some(o), Some(r)) = (&report.optimum, report.relative_performance) {
-        println!(
-            "  optimum     {} (found {:.1}% of the optimum's performance)",
-            show(o),
-            r * 100.0
-        );
-    }
-    println!("  outcomes    {}", outcome_counts(&report.outcomes));
     Ok(())
 }

@@ -5,13 +5,13 @@
 
 use crate::cli::{SearchArgs, SplitArgs};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ndtune_backend::{AnyDevice, Api};
-use ndtune_engine::{coexec, DeviceChoice};
+use ndtune_backend::AnyDevice;
+use ndtune_engine::coexec::{self, Split};
+use ndtune_engine::DeviceChoice;
 use ndtune_spec::Spec;
-use ndtune_split::runtime::CoExecutor;
-use ndtune_split::study::{study, Options, Report};
+use ndtune_split::study::Options;
 use ndtune_split::{plan_with, Device};
 use std::time::Duration;
 
@@ -25,40 +25,11 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .expect("clap requires SPEC without --plan-only");
     let overrides = args.campaign.constants.single()?;
     let spec = Spec::load_with(spec_path, &overrides)?;
-    let split = spec.split.as_ref().ok_or_else(|| {
-        spec.split_error(
-            "no [split] section: say which buffers follow the split (see docs/split.md)".into(),
-        )
-    })?;
-    let dims = spec.problem.launch.as_ref().map_or(0, |l| l.global.len());
-    let dim = args.dim.unwrap_or(split.dim);
-    if dim >= dims {
-        bail!(
-            "--dim {dim}: the launch of {} has {dims} dimension(s), 0 to {}",
-            spec.path.display(),
-            dims.saturating_sub(1)
-        );
-    }
-    let twin = args
-        .twin
-        .as_ref()
-        .map(|path| coexec::twin(&spec, path, &overrides))
-        .transpose()?;
-    let languages: Vec<Api> = std::iter::once(spec.kernel.language)
-        .chain(twin.as_ref().map(|t| t.kernel.language))
-        .collect();
-    let devices = coexec::pick_devices(
-        &languages,
-        args.devices.as_deref().expect("clap requires --devices"),
-    )?;
-    let labels: Vec<String> = devices.iter().map(|d| d.label()).collect();
-
     let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
     if args.json {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
     // A device without a best is tuned first, as `ndtune tune` would.
     let mut tune = |path: &std::path::Path, device: &AnyDevice, label: &str| {
         let _ = progress.println(format!(
@@ -75,49 +46,29 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             .map_err(|e| format!("{e:#}"))?;
         Ok(ran.reports.remove(0))
     };
-    let (members, mut rows) = coexec::members(
-        &spec,
-        twin.as_ref(),
-        &devices,
-        &labels,
-        &store,
-        args.campaign.seed,
-        &mut tune,
-    )?;
-
-    let inputs = ndtune_bench::data::spec_inputs(&spec, &members[0].config, args.campaign.seed)
-        .map_err(|e| anyhow!("{}: {e}", spec.path.display()))?;
-    let mut exec = CoExecutor::new(&spec, &members, &labels, dim, &inputs)?;
-    if let Some(n) = args.slices {
-        exec.slices(n as usize)?;
-    }
+    let split = Split {
+        spec: &spec,
+        overrides: &overrides,
+        twin: args.twin.as_deref(),
+        devices: args.devices.as_deref().expect("clap requires --devices"),
+        dim: args.dim,
+        slices: args.slices.map(|n| n as usize),
+        seed: args.campaign.seed,
+        options: Options {
+            sweep: args.sweep,
+            residue: args.residue,
+            schedule: args.schedule,
+            chunks: args.chunks,
+            plan_ms: args.plan_ms.clone(),
+        },
+    };
     let spinner = progress.add(ProgressBar::new_spinner());
     spinner.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("template"));
     spinner.enable_steady_tick(Duration::from_millis(200));
-    let options = Options {
-        sweep: args.sweep,
-        residue: args.residue,
-        schedule: args.schedule,
-        chunks: args.chunks,
-        plan_ms: args.plan_ms.clone(),
-    };
-    let result = study(&mut exec, &spec, &options, &mut |m| spinner.set_message(m));
+    let report = coexec::run(&split, &store, &mut tune, &mut |m| spinner.set_message(m));
     spinner.finish_and_clear();
-    let s = result?;
-    for (i, row) in rows.iter_mut().enumerate() {
-        row.wg = exec.work_groups()[i];
-        row.single_ms = s.single_ms[i];
-        row.single_kernel_ms = s.single_kernel_ms[i];
-    }
-    let report = Report {
-        kernel: spec.kernel.name.clone(),
-        constants: spec.problem.constants.clone(),
-        dim,
-        devices: rows,
-        study: s,
-    };
-    // Kept for `ndtune report` (Fig. 5-7, Table 3), verified or not: the page says which.
-    coexec::keep(&store, &report, &labels)?;
+    let report = report?;
+    let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -41,7 +41,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     if args.json {
         let mut out = serde_json::json!({ "devices": ran.reports });
         match &ran.pool {
-            Some(pool) => out["pool"] = crate::cmd_pool::json(pool),
+            Some(pool) => out["pool"] = pool.to_json(),
             None => out["time"] = serde_json::to_value(&ran.time)?,
         }
         if let Some(swept) = &ran.sweep {
@@ -53,7 +53,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             print!("{}", r.text(&ran.store));
         }
         match &ran.pool {
-            Some(pool) => crate::cmd_pool::print(pool, ran.devices.len()),
+            Some(pool) => print!("{}", pool.text(ran.devices.len())),
             None => {
                 if let Some(swept) = &ran.sweep {
                     print!(

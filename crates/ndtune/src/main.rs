@@ -11,7 +11,6 @@ mod cmd_devices;
 mod cmd_export;
 mod cmd_learn;
 mod cmd_pick;
-mod cmd_pool;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_serve;
