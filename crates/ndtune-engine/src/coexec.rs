@@ -1,4 +1,5 @@
-//! Co-execution as a front end asks for it ([`Split`], run by [`run`]; `ndtune split`): the
+//! Co-execution as a front end asks for it ([`Split`], checked by [`prepare`] and run by
+//! [`Prepared::run`]; `ndtune split`): the
 //! spec's kernel, or its twin in the other language, on each device picked among the devices of
 //! both languages, with that device's best configuration from the store (tuned first where the
 //! store holds none), made into the split runtime's members and studied; the study kept in the
@@ -55,15 +56,18 @@ pub struct Split<'a> {
     pub options: Options,
 }
 
-/// Runs `split`: picks and opens its devices, finds each one's best (`tune` tunes it first
-/// where the store holds none), co-executes and studies (`progress` hears what it is doing),
-/// and keeps the study in `store`, verified or not: the report says which.
-pub fn run(
-    split: &Split,
-    store: &Store,
-    tune: &mut dyn FnMut(&Path, &AnyDevice, &str) -> Result<DeviceReport, TuneFirstError>,
-    progress: &mut dyn FnMut(String),
-) -> Result<Report, CoexecError> {
+/// A [`Split`] checked, its twin read and its devices opened: ready to [`Prepared::run`].
+pub struct Prepared<'a> {
+    split: &'a Split<'a>,
+    twin: Option<Arc<Spec>>,
+    dim: usize,
+    devices: Vec<AnyDevice>,
+    labels: Vec<String>,
+}
+
+/// Checks `split` (its `[split]` section, the dimension, the twin) and picks and opens its
+/// devices, before any store is opened or anything measured.
+pub fn prepare<'a>(split: &'a Split<'a>) -> Result<Prepared<'a>, CoexecError> {
     let spec = split.spec;
     let section = spec.split.as_ref().ok_or_else(|| {
         spec.split_error(
@@ -87,37 +91,65 @@ pub fn run(
         .chain(twin.as_ref().map(|t| t.kernel.language))
         .collect();
     let devices = pick_devices(&languages, split.devices)?;
-    let labels: Vec<String> = devices.iter().map(|d| d.label()).collect();
-    let (members, mut rows) = members(
-        spec,
-        twin.as_ref(),
-        &devices,
-        &labels,
-        store,
-        split.seed,
-        tune,
-    )?;
-    let inputs = ndtune_bench::data::spec_inputs(spec, &members[0].config, split.seed)
-        .map_err(|e| CoexecError::Invalid(format!("{}: {e}", spec.path.display())))?;
-    let mut exec = CoExecutor::new(spec, &members, &labels, dim, &inputs)?;
-    if let Some(n) = split.slices {
-        exec.slices(n)?;
-    }
-    let s = study(&mut exec, spec, &split.options, progress)?;
-    for (i, row) in rows.iter_mut().enumerate() {
-        row.wg = exec.work_groups()[i];
-        row.single_ms = s.single_ms[i];
-        row.single_kernel_ms = s.single_kernel_ms[i];
-    }
-    let report = Report {
-        kernel: spec.kernel.name.clone(),
-        constants: spec.problem.constants.clone(),
+    let labels = devices.iter().map(|d| d.label()).collect();
+    Ok(Prepared {
+        split,
+        twin,
         dim,
-        devices: rows,
-        study: s,
-    };
-    keep(store, &report, &labels)?;
-    Ok(report)
+        devices,
+        labels,
+    })
+}
+
+impl Prepared<'_> {
+    /// Finds each device's best (`tune` tunes it first where `store` holds none), co-executes
+    /// and studies (`progress` hears what it is doing), and keeps the study in `store`,
+    /// verified or not: the report says which.
+    pub fn run(
+        self,
+        store: &Store,
+        tune: &mut dyn FnMut(&Path, &AnyDevice, &str) -> Result<DeviceReport, TuneFirstError>,
+        progress: &mut dyn FnMut(String),
+    ) -> Result<Report, CoexecError> {
+        let Prepared {
+            split,
+            twin,
+            dim,
+            devices,
+            labels,
+        } = self;
+        let spec = split.spec;
+        let (members, mut rows) = members(
+            spec,
+            twin.as_ref(),
+            &devices,
+            &labels,
+            store,
+            split.seed,
+            tune,
+        )?;
+        let inputs = ndtune_bench::data::spec_inputs(spec, &members[0].config, split.seed)
+            .map_err(|e| CoexecError::Invalid(format!("{}: {e}", spec.path.display())))?;
+        let mut exec = CoExecutor::new(spec, &members, &labels, dim, &inputs)?;
+        if let Some(n) = split.slices {
+            exec.slices(n)?;
+        }
+        let s = study(&mut exec, spec, &split.options, progress)?;
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.wg = exec.work_groups()[i];
+            row.single_ms = s.single_ms[i];
+            row.single_kernel_ms = s.single_kernel_ms[i];
+        }
+        let report = Report {
+            kernel: spec.kernel.name.clone(),
+            constants: spec.problem.constants.clone(),
+            dim,
+            devices: rows,
+            study: s,
+        };
+        keep(store, &report, &labels)?;
+        Ok(report)
+    }
 }
 
 /// The kernel of `spec` in the other language, read from `path` with `overrides`: refused where

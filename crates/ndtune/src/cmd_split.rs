@@ -25,6 +25,23 @@ pub fn run(args: &SplitArgs) -> Result<()> {
         .expect("clap requires SPEC without --plan-only");
     let overrides = args.campaign.constants.single()?;
     let spec = Spec::load_with(spec_path, &overrides)?;
+    let split = Split {
+        spec: &spec,
+        overrides: &overrides,
+        twin: args.twin.as_deref(),
+        devices: args.devices.as_deref().expect("clap requires --devices"),
+        dim: args.dim,
+        slices: args.slices.map(|n| n as usize),
+        seed: args.campaign.seed,
+        options: Options {
+            sweep: args.sweep,
+            residue: args.residue,
+            schedule: args.schedule,
+            chunks: args.chunks,
+            plan_ms: args.plan_ms.clone(),
+        },
+    };
+    let prepared = coexec::prepare(&split)?;
     let store = args.campaign.store.open()?;
     let progress = MultiProgress::new();
     if args.json {
@@ -46,26 +63,10 @@ pub fn run(args: &SplitArgs) -> Result<()> {
             .map_err(|e| format!("{e:#}"))?;
         Ok(ran.reports.remove(0))
     };
-    let split = Split {
-        spec: &spec,
-        overrides: &overrides,
-        twin: args.twin.as_deref(),
-        devices: args.devices.as_deref().expect("clap requires --devices"),
-        dim: args.dim,
-        slices: args.slices.map(|n| n as usize),
-        seed: args.campaign.seed,
-        options: Options {
-            sweep: args.sweep,
-            residue: args.residue,
-            schedule: args.schedule,
-            chunks: args.chunks,
-            plan_ms: args.plan_ms.clone(),
-        },
-    };
     let spinner = progress.add(ProgressBar::new_spinner());
     spinner.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("template"));
     spinner.enable_steady_tick(Duration::from_millis(200));
-    let report = coexec::run(&split, &store, &mut tune, &mut |m| spinner.set_message(m));
+    let report = prepared.run(&store, &mut tune, &mut |m| spinner.set_message(m));
     spinner.finish_and_clear();
     let report = report?;
     let names: Vec<String> = spec.problem.params.iter().map(|p| p.name.clone()).collect();
