@@ -3,10 +3,11 @@
 //! oracles, W_safe, the baseline and the expert's standing (Cummins et al. 2016, §6); and the
 //! evaluation of each model and fallback.
 
-use crate::collected::{per_device, Collected, ScenarioInfo};
+use crate::collected::{per_device, Collected, DeviceTally, ScenarioInfo};
 use crate::eval::Report;
-use crate::oracle::analyse;
+use crate::oracle::{analyse, Analysis};
 use ndtune_metrics::Objective;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -47,11 +48,13 @@ impl Collected {
     }
 }
 
+/// The summary's text: `a` is the scenarios' analysis, `per_device` their sizes tried and
+/// refused per device.
 fn summary_text(
     store: &Path,
     scenarios: &[ScenarioInfo],
-    a: &crate::oracle::Analysis,
-    per_device: &std::collections::BTreeMap<&str, crate::collected::DeviceTally>,
+    a: &Analysis,
+    per_device: &BTreeMap<&str, DeviceTally>,
     objective: &Objective,
 ) -> String {
     let mut out = String::new();
