@@ -95,6 +95,10 @@ impl std::fmt::Display for RunError {
 /// process and the run): descendants inherit it, wherever they go.
 pub const MARK: &str = "NDTUNE_BOUNDED_RUN";
 
+/// How long a run's marked descendants are looked for again after it ends, while one of them
+/// still holds its output pipes open.
+const PIPES_CLOSE: Duration = Duration::from_secs(5);
+
 /// Runs `command` with `stdin` as its input, within `bounds`. The command's stdio and [`MARK`]
 /// are set here; anything else (arguments, environment, working directory, inherited
 /// descriptors) is the caller's.
@@ -160,6 +164,15 @@ pub fn run(mut command: Command, stdin: &[u8], bounds: Bounds) -> Result<Ran, Ru
     };
     // The group goes whole: a tool's own children could hold the pipes open.
     group.kill();
+    // A marked descendant the kill missed (one forked while the processes were being found,
+    // on a loaded machine) still holds the pipes: look again until they close.
+    let closing = Instant::now() + PIPES_CLOSE;
+    let mut pause = Duration::from_millis(2);
+    while !(stdout.is_finished() && stderr.is_finished()) && Instant::now() < closing {
+        std::thread::sleep(pause);
+        kill_marked(&group.1);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
     if let Some(feeding) = feeding {
         let _ = feeding.join();
     }
@@ -388,6 +401,25 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn descendants_that_keep_forking_after_the_tool_ends_are_all_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let end = dir.path().join("end");
+        // Each generation leaves the group, starts the next and ends soon after: a chain that
+        // moves to new processes while /proc is looked through, holding the output pipes as it
+        // goes. Left alone, its 2,000th generation would write `end` after some seconds.
+        let script = format!(
+            "export n=0 g='if [ $n -lt 2000 ]; then n=$((n+1)); export n; setsid sh -c \"$g\" & sleep 0.001; else echo > {}; fi'; \
+             setsid sh -c \"$g\" & sleep 0.05; echo done",
+            end.display()
+        );
+        let ran = run(sh(&script), b"", Bounds::wall(Duration::from_secs(60))).unwrap();
+        assert!(ran.status.success(), "{}", ran.failure());
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "done\n");
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!end.exists(), "the chain ran to its end: it was not killed");
     }
 
     #[test]
