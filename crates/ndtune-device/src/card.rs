@@ -78,6 +78,19 @@ fn bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn a_card_shows_the_platform_models_inputs() {
+        let hd4600 = crate::builtin::find("hd4600").unwrap();
+        assert_eq!(
+            hd4600.card("hd4600"),
+            "  [hd4600] Intel(R) HD Graphics 4600 (Intel(R) Corporation, GPU)\n\
+             \x20     version              OpenCL 1.2 (built-in profile)  driver \n\
+             \x20     compute units        20 at 1200 MHz\n\
+             \x20     work-group           max 512, work-items 512 x 512 x 512, preferred multiple 16\n\
+             \x20     memory               local 64 KiB, global 1.5 GiB, global cache 512 KiB (line 64 B)\n"
+        );
+    }
+
+    #[test]
     fn bytes_pick_a_unit() {
         assert_eq!(super::bytes(49152), "48 KiB");
         assert_eq!(super::bytes(7610781696), "7.1 GiB");

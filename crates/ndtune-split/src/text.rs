@@ -349,3 +349,32 @@ impl fmt::Display for PlanTable<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{plan_with, Device, Residue};
+
+    #[test]
+    fn a_plan_is_table_3_with_its_overlap_and_times() {
+        let devices = [
+            Device {
+                wg: 24,
+                time_ms: 2.0,
+            },
+            Device {
+                wg: 40,
+                time_ms: 2.5,
+            },
+        ];
+        let plan = plan_with(1200, &devices, Residue::Finish).unwrap();
+        assert_eq!(
+            plan.table(&devices).to_string(),
+            "  residue rule `finish`: the rounding with the least predicted time\n\
+             \x20 device     offset       size   groups  work-group  adjusted   optimal  finish ms\n\
+             \x20      0          0        696       29          24     0.580     0.556     1.1600\n\
+             \x20      1        680        520       13          40     0.433     0.444     1.0833\n\
+             \x20 16 items are computed by two devices (work-group sizes are not multiples of each other)\n\
+             \x20 theoretical 1.1600 ms (Algorithm 1 on the adjusted factors), ideal 1.1111 ms\n"
+        );
+    }
+}
