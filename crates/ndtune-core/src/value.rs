@@ -336,11 +336,8 @@ pub type Constants = std::collections::BTreeMap<String, Value>;
 pub fn parse_constants(text: &str) -> Result<Constants, String> {
     let mut constants = Constants::new();
     for item in text.split_whitespace() {
-        let (name, value) = item
-            .split_once('=')
-            .ok_or_else(|| format!("`{item}` is not NAME=VALUE"))?;
-        let value = Value::parse(value).map_err(|e| format!("{e} (in `{item}`)"))?;
-        if constants.insert(name.to_string(), value).is_some() {
+        let (name, value) = parse_assignment(item)?;
+        if constants.insert(name.clone(), value).is_some() {
             return Err(format!("`{name}` is given twice"));
         }
     }

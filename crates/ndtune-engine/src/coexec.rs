@@ -1,9 +1,8 @@
 //! Co-execution as a front end asks for it ([`Split`], checked by [`prepare`] and run by
-//! [`Prepared::run`]; `ndtune split`): the
-//! spec's kernel, or its twin in the other language, on each device picked among the devices of
-//! both languages, with that device's best configuration from the store (tuned first where the
-//! store holds none), made into the split runtime's members and studied; the study kept in the
-//! store for `ndtune report`.
+//! [`Prepared::run`]; `ndtune split`): the spec's kernel, or its twin in the other language, on
+//! each device picked among the devices of both languages, with that device's best
+//! configuration from the store (tuned first where the store holds none), made into the split
+//! runtime's members and studied; the study kept in the store for `ndtune report`.
 
 use crate::{best_recorded, devices, group, outcome_counts, DeviceReport};
 use ndtune_backend::{AnyDevice, Api};

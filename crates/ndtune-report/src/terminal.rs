@@ -144,11 +144,6 @@ fn table(
     now: UnixMs,
 ) -> String {
     let g = &status.group;
-    let constants: Vec<String> = g
-        .constants
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
     let twice = match status.measured_twice {
         0 => String::new(),
         n => format!(" ({n} measured twice: a worker outlived its lease)"),
@@ -158,7 +153,7 @@ fn table(
         g.kernel,
         device.unwrap_or("unknown device"),
         g.device,
-        constants.join(" "),
+        show_constants(&g.constants).trim_start(),
         g.source_hash,
         g.setup,
         status.results
