@@ -12,7 +12,7 @@ its own devices).
 docs/python.md lists every argument and what ndtune does with it.
 """
 
-import numpy as np
+import sys
 
 from . import _ndtune
 from ._lang import language_of
@@ -70,7 +70,10 @@ def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, l
     if language_of(lang) is None:
         raise SpecError(f"best: lang={lang!r}: ndtune builds OpenCL and CUDA kernels")
     cuda = language_of(lang) == "cuda"
-    given = {str(k): v.item() if isinstance(v, np.generic) else v for k, v in given.items()}
+    # A NumPy scalar exists only where NumPy was imported: this module does not import it.
+    np = sys.modules.get("numpy")
+    given = {str(k): v.item() if np is not None and isinstance(v, np.generic) else v
+             for k, v in given.items()}
     return _ndtune.best(str(wisdom), kernel, given, platform, device, prefer, cuda)
 
 

@@ -54,6 +54,13 @@ def test_exact_nearest_and_the_capture(tmp_path, monkeypatch):
     assert [c["constants"] for c in captured] == [{"N": 65536}, {"N": 8192}, {"N": 48}]
 
 
+def test_numpy_scalars_are_taken_as_their_values(tmp_path):
+    np = pytest.importorskip("numpy")
+    w = wisdom(tmp_path / "w.json", [(4096, 32, 0.5), (65536, 64, 3.0)])
+    assert ndtune.best(w, "scale", N=np.int64(65536))["how"] == "exact"
+    assert ndtune.best(w, "scale", {"N": np.uint32(4096)})["config"] == {"WG": 32}
+
+
 def test_wisdom_that_cannot_be_used_raises_wisdom_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": 1, "kernels": [')
