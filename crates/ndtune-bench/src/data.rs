@@ -53,6 +53,23 @@ pub fn initial_bytes(
     }
 }
 
+/// The length of buffer argument `arg` where no parameter changes it, nor, for a copy, the
+/// length of what it copies: its input is then the same for every configuration.
+pub fn fixed_len(spec: &Spec, arg: usize) -> Option<usize> {
+    let ArgKind::Buffer { len, init, .. } = &spec.args[arg].kind else {
+        return None;
+    };
+    if let Init::Copy(from) = init {
+        fixed_len(spec, spec.args.iter().position(|b| &b.name == from)?)?;
+    }
+    let mut vars = Vec::new();
+    len.vars(&mut vars);
+    if !vars.is_empty() {
+        return None;
+    }
+    len.eval(&[]).and_then(|v| usize::try_from(v).ok())
+}
+
 /// The length of buffer argument `arg` (its `len` expression) for a configuration.
 fn buffer_len(
     spec: &Spec,
@@ -350,6 +367,32 @@ pub fn spec_inputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_length_is_fixed_where_no_parameter_changes_it_nor_what_it_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("k.cl"),
+            "__kernel void k(__global float *a) {}",
+        )
+        .unwrap();
+        let arg = |name: &str, len: &str, init: &str| {
+            format!("[[args]]\nname = \"{name}\"\nkind = \"buffer\"\ntype = \"float\"\nlen = \"{len}\"\n{init}\n")
+        };
+        let text = format!(
+            "[kernel]\nname = \"k\"\nsource = \"k.cl\"\n[constants]\nN = 64\n[params]\nWG = [8, 16]\n\
+             [launch]\nglobal = [\"N\"]\nlocal = [\"WG\"]\n{}{}{}{}",
+            arg("fixed", "N * 2", "init = \"random\""),
+            arg("sized", "N * WG", "init = \"random\""),
+            arg("copy_of_fixed", "N * 2", "init = { copy = \"fixed\" }"),
+            arg("copy_of_sized", "N * 2", "init = { copy = \"sized\" }"),
+        );
+        let path = dir.path().join("k.toml");
+        std::fs::write(&path, text).unwrap();
+        let spec = Spec::load(&path).unwrap();
+        let lens: Vec<_> = (0..4).map(|i| fixed_len(&spec, i)).collect();
+        assert_eq!(lens, [Some(128), None, Some(128), None]);
+    }
 
     #[test]
     fn random_data_is_deterministic_per_seed_and_argument() {

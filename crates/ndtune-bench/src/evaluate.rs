@@ -14,7 +14,7 @@
 //! every core. The driver's `CL_KERNEL_WORK_GROUP_SIZE` is advice kept with the
 //! timing: only a failed launch makes a configuration `refused`.
 
-use crate::data::{from_bytes, initial_bytes};
+use crate::data::{fixed_len, from_bytes, initial_bytes};
 use crate::device_check::{self, DeviceCheck};
 use crate::host_c::{HostArgs, HostBuffer, HostScalar, HostValue};
 use crate::race::Limits;
@@ -830,6 +830,49 @@ impl Bench {
         Ok(input)
     }
 
+    /// Argument `i`'s input of `len` elements on the host: read or generated the first time.
+    fn host_input(
+        &self,
+        i: usize,
+        ty: ndtune_spec::ElemType,
+        len: usize,
+        config: &[i64],
+    ) -> Result<Rc<HostData>, Fatal> {
+        if let Some(data) = self.host_data.borrow().get(&(i, len)) {
+            return Ok(Rc::clone(data));
+        }
+        let started = Instant::now();
+        let bytes = initial_bytes(&self.spec, i, len, config, self.seed).map_err(Fatal)?;
+        let data = Rc::new(HostData::new(ty, bytes));
+        self.host_data
+            .borrow_mut()
+            .insert((i, len), Rc::clone(&data));
+        self.add_data_time(started);
+        Ok(data)
+    }
+
+    /// Reads (or generates) every input whose length no parameter changes and puts it on the
+    /// device, as the first evaluation would: the measurement worker does it as it starts, while
+    /// the campaign waits for its first build, rather than after that build. Whatever fails here
+    /// is left to the evaluations, which say why. Returns how many inputs are on the device.
+    pub fn load_inputs(&self) -> usize {
+        let mut loaded = 0;
+        for (i, arg) in self.spec.args.iter().enumerate() {
+            let (ArgKind::Buffer { ty, .. }, Some(len)) = (&arg.kind, fixed_len(&self.spec, i))
+            else {
+                continue;
+            };
+            if self.too_large(*ty, len).is_some() {
+                continue;
+            }
+            // No length here names a parameter: the configuration is never read.
+            if let Ok(data) = self.host_input(i, *ty, len, &[]) {
+                loaded += usize::from(self.pristine((i, len), &data).is_ok());
+            }
+        }
+        loaded
+    }
+
     /// Allocates and fills the arguments of a configuration.
     fn prepare(&self, config: &[i64]) -> Result<Prepared, RunError> {
         let mut p = Prepared {
@@ -852,21 +895,7 @@ impl Bench {
                             error: format!("{what}: {why}"),
                         }));
                     }
-                    let cached = self.host_data.borrow().get(&(i, len)).cloned();
-                    let data = match cached {
-                        Some(data) => data,
-                        None => {
-                            let started = Instant::now();
-                            let bytes = initial_bytes(&self.spec, i, len, config, self.seed)
-                                .map_err(Fatal)?;
-                            let data = Rc::new(HostData::new(*ty, bytes));
-                            self.host_data
-                                .borrow_mut()
-                                .insert((i, len), Rc::clone(&data));
-                            self.add_data_time(started);
-                            data
-                        }
-                    };
+                    let data = self.host_input(i, *ty, len, config)?;
                     p.lens.push(len);
                     let held = self.hold(i, *access, &data);
                     buffer = Some(held.map_err(|e| RunError::outcome(refused(&e)))?);

@@ -81,7 +81,8 @@ pub struct Supervisor {
     switched: Option<Instant>,
     /// Workers started so far (1 + restarts).
     pub starts: usize,
-    /// Wall time spent starting workers (process, device discovery, session), in seconds.
+    /// Wall time spent starting workers (process, device discovery, session, the inputs of
+    /// fixed size on the device), in seconds.
     pub startup_s: f64,
     /// The part of `startup_s` that evaluations waited for (a worker started ahead starts while
     /// the campaign prepares).

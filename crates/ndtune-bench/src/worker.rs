@@ -248,12 +248,18 @@ impl Service for Bench {
     type Request = Request;
     type Response = Response;
 
+    // The inputs go on the device before the worker says it is ready: it starts ahead of the
+    // builds, so this overlaps them instead of following the first one.
     fn open(job: &Job) -> Result<Bench, Fatal> {
-        Bench::open(job)
+        let bench = Bench::open(job)?;
+        bench.load_inputs();
+        Ok(bench)
     }
 
     fn switch(self, job: &Job) -> Result<Bench, Fatal> {
-        self.switch(job)
+        let bench = self.switch(job)?;
+        bench.load_inputs();
+        Ok(bench)
     }
 
     fn ready(&self) -> Response {

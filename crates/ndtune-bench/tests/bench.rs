@@ -136,6 +136,54 @@ fn one_run_reads_every_buffer_back_or_ends_as_its_outcome() {
 }
 
 #[test]
+fn inputs_of_fixed_size_go_on_the_device_first_and_are_the_ones_evaluations_use() {
+    let dir = tempfile::tempdir().unwrap();
+    // y's length names a parameter: it is made for each configuration, as before.
+    let per_config = ARGS.replace(
+        "len = \"N\"\naccess = \"write\"",
+        "len = \"N * WG / WG\"\naccess = \"write\"",
+    );
+    assert_ne!(per_config, ARGS);
+    let loaded = bench(spec(
+        dir.path(),
+        "{ config = { WG = 1 } }",
+        "scale",
+        &per_config,
+    ));
+    assert_eq!(loaded.load_inputs(), 1, "x alone");
+    let mut loaded = loaded;
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let mut fresh = bench(spec(
+        fresh_dir.path(),
+        "{ config = { WG = 1 } }",
+        "scale",
+        ARGS,
+    ));
+    assert_eq!(fresh.load_inputs(), 2, "x and y");
+    let mut fresh_again = bench(spec(
+        fresh_dir.path(),
+        "{ config = { WG = 1 } }",
+        "scale",
+        ARGS,
+    ));
+    // The same inputs as a bench that made them at its first evaluation, checked against the
+    // reference (WG = 1) that the loaded inputs fed too.
+    let outputs = |b: &mut Bench| b.run_once(&[16]).unwrap().unwrap();
+    assert_eq!(outputs(&mut loaded), outputs(&mut fresh_again));
+    assert_eq!(outputs(&mut fresh), outputs(&mut fresh_again));
+    for b in [&mut loaded, &mut fresh] {
+        assert_eq!(
+            b.evaluate(&[16], Front::default()).unwrap().kind(),
+            OutcomeKind::Measured
+        );
+        assert_eq!(
+            b.evaluate(&[8], Front::default()).unwrap().kind(),
+            OutcomeKind::WrongResult
+        );
+    }
+}
+
+#[test]
 fn configurations_share_builds_when_the_code_ignores_a_parameter() {
     let dir = tempfile::tempdir().unwrap();
     // Comments may name the parameter: the code does not use it.

@@ -104,8 +104,9 @@ pub struct TimeSpent {
     pub campaign_s: f64,
     /// Preparing: reading what the store holds, warm-start points, the build pool.
     pub setup_s: f64,
-    /// Starting the measurement worker (process start, device, OpenCL context), restarts
-    /// included; it starts first, so most of it overlaps the rest...
+    /// Starting the measurement worker (process start, device, context, and the inputs whose
+    /// size no parameter changes put on the device), restarts included; it starts first, so
+    /// most of it overlaps the rest...
     pub startup_s: f64,
     /// ...and this is what evaluations waited for it.
     pub startup_waited_s: f64,
@@ -121,7 +122,9 @@ pub struct TimeSpent {
     /// Computing reference outputs.
     pub reference_s: f64,
     /// The campaign's data put on the device, once per argument, size and reference: inputs
-    /// generated and uploaded, expected outputs uploaded for the comparison on the device.
+    /// generated and uploaded, expected outputs uploaded for the comparison on the device
+    /// (inputs whose size no parameter changes go on the device as the worker starts: in
+    /// `startup_s`).
     pub data_s: f64,
     pub build_s: f64,
     /// Build worker processes (1: builds in the measurement worker); of the node's build
