@@ -15,6 +15,7 @@ from ._kt import (
     DEFAULT_BLOCK_SIZES,
     SpecError,
     _block_size_names,
+    _Data,
     _check_refused,
     _kernel_files,
     _kt_divisor,
@@ -40,11 +41,12 @@ def _write(kernel_name, kernel_source, problem_size, arguments, tune_params, gri
         restrictions = [restrictions]
     language = _language(lang, files)
     constants = constant_memory(cmem_args, language)
-    document = _spec_document(kernel_name, files[0][0], problem_size, arguments, tune_params,
-                              grid_div, restrictions, 1, compiler_options,
+    data = _Data(arguments, constants=constants)
+    document = _spec_document(kernel_name, files[0][0], problem_size, arguments, data,
+                              tune_params, grid_div, restrictions, 1, compiler_options,
                               _block_size_names(block_size_names), {}, {},
                               language=language, smem_args=smem_args, constants=constants)
-    return write_spec(kernel_name, files, document, arguments, constants=constants)
+    return write_spec(kernel_name, files, document, data)
 
 
 def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid_div_x=None,

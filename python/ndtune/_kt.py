@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from datetime import datetime, timezone
@@ -242,9 +243,9 @@ def _block_size_names(names):
     return names + DEFAULT_BLOCK_SIZE_NAMES[len(names):]
 
 
-def _args(arguments):
-    """The spec's `args` of Kernel Tuner's arguments: `argN`, a buffer read from `argN.npy` or
-    a scalar."""
+def _args(arguments, data):
+    """The spec's `args` of Kernel Tuner's arguments: `argN`, a buffer read from its file in
+    `data` ([`_Data`]) or a scalar."""
     args = []
     for i, arg in enumerate(arguments):
         name = f"arg{i}"
@@ -260,7 +261,7 @@ def _args(arguments):
             )
         if isinstance(arg, np.ndarray):
             args.append({"name": name, "type": cl_type, "kind": "buffer", "len": int(arg.size),
-                         "init": {"npy": f"{name}.npy"}, "access": "read_write"})
+                         "init": {"npy": data.args[i]}, "access": "read_write"})
         elif isinstance(arg, np.generic):
             args.append({"name": name, "type": cl_type, "kind": "scalar",
                          "value": _value(arg.item())})
@@ -388,19 +389,21 @@ def constant_memory(cmem_args, language):
     return constants
 
 
-def _constant_args(constants):
-    """The spec's `constant` arguments of `cmem_args`, read from `cmem_NAME.npy`."""
+def _constant_args(constants, data):
+    """The spec's `constant` arguments of `cmem_args`, each read from its file in `data`."""
     return [{"name": name, "type": OPENCL_TYPES[array.dtype], "kind": "constant",
-             "len": int(array.size), "init": {"npy": f"cmem_{name}.npy"}}
+             "len": int(array.size), "init": {"npy": data.constants[name]}}
             for name, array in constants]
 
 
-def _spec_document(kernel_name, kernel_file, problem_size, arguments, tune_params, grid_div,
-                   restrictions, iterations, compiler_options, block_size_names, metrics,
-                   verify, energy_ms=None, language="opencl", smem_args=None, constants=()):
+def _spec_document(kernel_name, kernel_file, problem_size, arguments, data, tune_params,
+                   grid_div, restrictions, iterations, compiler_options, block_size_names,
+                   metrics, verify, energy_ms=None, language="opencl", smem_args=None,
+                   constants=()):
     """The spec of a call as a dict of the spec file's sections (docs/spec.md), which the
-    extension writes as spec.toml and validates (`write_spec`). `metrics` holds the `metrics`
-    and `objective` sections, `verify` the `verify` section, where the call has them."""
+    extension writes as spec.toml and validates (`write_spec`); its arrays are read from their
+    files in `data` ([`_Data`]). `metrics` holds the `metrics` and `objective` sections,
+    `verify` the `verify` section, where the call has them."""
     kernel = {"name": str(kernel_name), "source": kernel_file, "language": language}
     if compiler_options:
         kernel["build_options"] = [str(o) for o in compiler_options]
@@ -440,7 +443,8 @@ def _spec_document(kernel_name, kernel_file, problem_size, arguments, tune_param
         "params": params,
         "launch": {"global": grid, "local": blocks},
         "space": space,
-        "args": _args(arguments) + _smem_args(smem_args, language) + _constant_args(constants),
+        "args": (_args(arguments, data) + _smem_args(smem_args, language)
+                 + _constant_args(constants, data)),
         "measure": measure,
         **metrics,
         **verify,
@@ -525,46 +529,66 @@ def _each(function, items):
         return list(pool.map(function, items))
 
 
-def _array_digest(named):
-    name, a = named
-    digest = hashlib.sha256(f"{name} {a.dtype.str} {a.shape}".encode())
-    digest.update(a.reshape(-1).view(np.uint8))  # the bytes as they lie: no copy
-    return digest.digest()
+def _put(path, write):
+    """Writes `path` once, by `write(tmp)` and a rename: what is there is whole, and the
+    campaign's workers check that the files they read are unchanged."""
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        write(tmp)
+        os.replace(tmp, path)
 
 
-def write_spec(kernel_name, files, document, arguments, checked=(), constants=()):
+def _content_name(array, suffix):
+    digest = hashlib.sha256(f"{array.dtype.str} {array.shape}".encode())
+    digest.update(array.reshape(-1).view(np.uint8))  # the bytes as they lie: no copy
+    return digest.hexdigest()[:32] + suffix
+
+
+class _Data:
+    """A call's arrays (array arguments, `cmem_args`, `answer`s) as files under
+    `spec_dir()/data`, each named by the digest of its type, shape and bytes: every call with
+    the same array reads one file, written once (a loop of calls over a 3 GB input writes it
+    once, not once a call). `args` and `constants` give each its path as a spec names it,
+    relative to the spec's directory; `answers` (argument index, absolute path) feed the host
+    reference of `answer`."""
+
+    def __init__(self, arguments, checked=(), constants=()):
+        folder = (spec_dir() / "data").absolute()
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays = [(("arg", i), np.ascontiguousarray(_elements(a)), ".npy")
+                  for i, a in enumerate(arguments) if isinstance(a, np.ndarray)]
+        arrays += [(("cmem", n), a, ".npy") for n, a in constants]
+        arrays += [(("answer", i), a, ".bin") for i, a in checked]
+
+        def store(item):
+            _, array, suffix = item
+            path = folder / _content_name(array, suffix)
+            _put(path, (lambda tmp: _save(tmp, array)) if suffix == ".npy" else array.tofile)
+            return path
+
+        paths = dict(zip((key for key, _, _ in arrays), _each(store, arrays)))
+        named = {key: f"../data/{path.name}" for key, path in paths.items()}
+        self.args = {i: p for (kind, i), p in named.items() if kind == "arg"}
+        self.constants = {n: p for (kind, n), p in named.items() if kind == "cmem"}
+        self.answers = [(i, paths[("answer", i)], a.nbytes) for i, a in checked]
+
+
+def write_spec(kernel_name, files, document, data):
     """Writes the spec directory of a call: its kernel files, spec.toml (the extension writes
-    `document` and validates it), each array argument as
-    `argN.npy`, each constant memory array as `cmem_NAME.npy` and each answer as `answerN.bin`
-    with `answer.c`, the host reference that reads them. The directory is named by the digest of all of it, so the same call writes the same
-    directory, and a call with other data another (`answer.c` names the directory, so the
-    answers are part of the reference's identity). Returns the spec's path."""
+    `document` and validates it) and, where `data` ([`_Data`]) has answers, `answer.c`, the
+    host reference that reads them. The directory is named by the digest of all of it (the
+    arrays by their files' names, which digest their contents), so the same call writes the
+    same directory, and a call with other data another. Returns the spec's path."""
+    if data.answers:
+        entries = ",\n".join(
+            f"        {{ {json.dumps(f'arg{i}')}, {json.dumps(str(path))}, {nbytes} }}"
+            for i, path, nbytes in data.answers)
+        files = files + [("answer.c", ANSWER_C % entries)]
     digest = hashlib.sha256(json.dumps([document, files]).encode())
-    arrays = [(f"arg{i}.npy", np.ascontiguousarray(_elements(a)))
-              for i, a in enumerate(arguments) if isinstance(a, np.ndarray)] + [(f"cmem_{n}.npy", a) for n, a in constants]
-    answers = [(f"answer{i}.bin", np.ascontiguousarray(a)) for i, a in checked]
-    for each in _each(_array_digest, arrays + answers):
-        digest.update(each)
     directory = (spec_dir() / f"{kernel_name}-{digest.hexdigest()[:16]}").absolute()
     directory.mkdir(parents=True, exist_ok=True)
-    if checked:
-        entries = ",\n".join(
-            f"        {{ {json.dumps(f'arg{i}')}, {json.dumps(str(directory / f'answer{i}.bin'))}, "
-            f"{a.nbytes} }}" for i, a in checked)
-        files = files + [("answer.c", ANSWER_C % entries)]
-
-    # Written once: a campaign's workers check that the files they read are unchanged.
-    def put(name, write):
-        path = directory / name
-        if not path.exists():
-            tmp = directory / f".{name}.{os.getpid()}"
-            write(tmp)
-            os.replace(tmp, path)
-
-    _each(lambda named: put(named[0], lambda tmp: _save(tmp, named[1])), arrays)
-    _each(lambda named: put(named[0], lambda tmp: named[1].tofile(tmp)), answers)
     for name, text in files:
-        put(name, lambda tmp, text=text: tmp.write_text(text))
+        _put(directory / name, lambda tmp, text=text: tmp.write_text(text))
     return Path(_ndtune.write_spec(str(directory), document))
 
 
@@ -695,11 +719,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if per_config.identity:
         # The functions' identity is part of the kernel file's text, so of the results' setup.
         files = [(files[0][0], per_config.stub(files[0][1]))] + files[1:]
-    document = _spec_document(kernel_name, files[0][0], problem_size, arguments, tune_params,
-                              grid_div, strings, iterations, compiler_options, block_size_names,
-                              metrics_sections, _verify_section(checked, atol), energy_ms,
-                              language, smem_args, constants)
-    spec = write_spec(kernel_name, files, document, arguments, checked, constants)
+    data = _Data(arguments, checked, constants)
+    document = _spec_document(kernel_name, files[0][0], problem_size, arguments, data,
+                              tune_params, grid_div, strings, iterations, compiler_options,
+                              block_size_names, metrics_sections, _verify_section(checked, atol),
+                              energy_ms, language, smem_args, constants)
+    spec = write_spec(kernel_name, files, document, data)
     if cache is not None:
         cache = str(cache) if str(cache).endswith(".json") else f"{cache}.json"
         cache = {

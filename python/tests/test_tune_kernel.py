@@ -197,8 +197,11 @@ def test_a_cuda_kernel_is_known_as_kernel_tuner_knows_it_and_tuned_on_cuda_devic
         tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
                     {"block_size_x": [32]}, cmem_args={"taps": taps, "k": np.int32(3)},
                     quiet=True)
-    written = sorted(ndtune._kt.spec_dir().glob("vector_add-*/cmem_taps.npy"))
-    assert written and any(np.array_equal(np.load(f), taps) for f in written)
+    written = [f for f in (ndtune._kt.spec_dir() / "data").glob("*.npy")
+               if np.array_equal(np.load(f), taps)]
+    assert len(written) == 1
+    assert any(written[0].name in spec.read_text()
+               for spec in ndtune._kt.spec_dir().glob("vector_add-*/spec.toml"))
     with pytest.raises(ndtune.SpecError, match="cmem_args\\['taps'\\] is a list"):
         tune_kernel("vector_add", CUDA_VECTOR_ADD, 4096, vector_add_args(),
                     {"block_size_x": [32]}, cmem_args={"taps": [1.0]}, quiet=True)
@@ -419,3 +422,19 @@ def test_kernel_tuners_parallel_switch_tunes_on_the_identical_devices_there_are(
         results, _ = tune_kernel("vector_add", VECTOR_ADD, 4096, args, params, answer=answer,
                                  quiet=True, restrictions=lambda block_size_x: block_size_x > 32)
     assert len(results) == 1
+
+
+def test_calls_with_the_same_array_read_one_file_of_it():
+    # Kernel Tuner's reduction example tunes its second kernel once per size over the same 3 GB
+    # input: each call is a spec directory of its own, the input one file.
+    c, a, b, _ = vector_add_args()
+    for n in (4096, 2048):
+        results, _ = tune_kernel("vector_add", VECTOR_ADD, n, [c, a, b, np.int32(n)],
+                                 {"block_size_x": [32, 64]}, quiet=True)
+        assert len(results) == 2
+    folder = ndtune._kt.spec_dir()
+    specs = [spec.read_text() for spec in folder.glob("vector_add-*/spec.toml")]
+    data = sorted((folder / "data").iterdir())
+    assert (len(specs), len(data)) == (2, 3)
+    assert [np.array_equal(np.load(f), x) for x in (a, b, c) for f in data].count(True) == 3
+    assert all(f"../data/{f.name}" in spec for spec in specs for f in data)
