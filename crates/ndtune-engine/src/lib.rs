@@ -44,9 +44,9 @@
 //! - With a [`PerConfig`] ([`Campaign::run_with`]), the front end that runs the campaign works
 //!   out in its own process what each configuration is before it is evaluated: excluded from
 //!   the space, or its own code and global size (the Python package's functions of the
-//!   parameters). Where it generates code, builds happen in the measurement worker, one at a
-//!   time (the build workers build the spec's source); where it only excludes points or sets
-//!   global sizes, the build workers build ahead what it does not exclude. The front end may
+//!   parameters). The build workers build ahead what it does not exclude; where it generates
+//!   code, that code, given to the build pool under a key that digests it (a node's shared
+//!   build service cannot take it: the campaign stops and says so). The front end may
 //!   also check each configuration's outputs itself ([`PerConfig::check`]: the Python
 //!   package's `verify` function).
 //!
