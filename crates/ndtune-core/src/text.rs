@@ -81,10 +81,11 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
 }
 
 /// A 16-hex-digit id of a regular file's content, the first 8 bytes of its BLAKE3, for data
-/// files of any size: a few GB/s where SHA-256 reads one. Kept for the life of the process by
-/// the file's identity and state (device, inode, length, modification and change times, which
-/// any write moves): a campaign digests its setup several times (its job, its store group), and
-/// an unchanged file is read once.
+/// files of any size: a few GB/s where SHA-256 reads one. Kept by the file's identity and state
+/// (device, inode, length, modification and change times, which any write moves) for the life
+/// of the process, and in the cache folder `digests` for the processes after it: a campaign
+/// digests its setup in the front end and in each worker process (16 on a GPU host), and an
+/// unchanged file is read once, not once a process.
 pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
     use std::collections::HashMap;
     use std::sync::Mutex;
@@ -96,6 +97,10 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
             return Ok(id.clone());
         }
     }
+    let kept = crate::cache::folder("digests").ok().flatten();
+    if let Some(id) = kept.as_deref().and_then(|dir| kept_digest(dir, &state)) {
+        return Ok(id);
+    }
     let mut hasher = blake3::Hasher::new();
     let mut file = crate::input::open_regular(path, "file")?;
     std::io::copy(&mut file, &mut hasher)?;
@@ -105,6 +110,9 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
     // told apart from any later state of it. One changed since, or just before, is not kept.
     let settled = state.changed_at() + FILE_CLOCK_TICK < started;
     if settled && file_state(path)? == state {
+        if let Some(dir) = &kept {
+            keep_digest(dir, &state, &id);
+        }
         KNOWN
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -112,6 +120,28 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
             .insert(state, id.clone());
     }
     Ok(id)
+}
+
+/// The file in the private folder `dir` that holds the digest of a file in `state`: named by
+/// the digest of the state, so that any change of the file names another.
+fn digest_entry(dir: &std::path::Path, state: &FileState) -> std::path::PathBuf {
+    dir.join(short_sha256(format!("{state:?}").as_bytes()))
+}
+
+/// The digest kept in `dir` for a file in `state`, where one is.
+fn kept_digest(dir: &std::path::Path, state: &FileState) -> Option<String> {
+    let id = std::fs::read_to_string(digest_entry(dir, state)).ok()?;
+    (id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())).then_some(id)
+}
+
+/// Keeps `id` in `dir` for a file in `state` (whole or not at all: written aside, then renamed);
+/// a folder that cannot take it only means the next process reads the file again.
+fn keep_digest(dir: &std::path::Path, state: &FileState, id: &str) {
+    let entry = digest_entry(dir, state);
+    let aside = entry.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&aside, id).is_ok() && std::fs::rename(&aside, &entry).is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
 }
 
 /// What identifies a file's content without reading it: its path, device, inode, length and
@@ -152,6 +182,32 @@ fn file_state(path: &std::path::Path) -> std::io::Result<FileState> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_data_file_digest_kept_for_later_processes_is_read_for_that_state_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("data.bin");
+        std::fs::write(&file, b"abc").unwrap();
+        let state = super::file_state(&file).unwrap();
+        assert_eq!(super::kept_digest(dir.path(), &state), None);
+        super::keep_digest(dir.path(), &state, "6437b3ac38465133");
+        assert_eq!(
+            super::kept_digest(dir.path(), &state).as_deref(),
+            Some("6437b3ac38465133")
+        );
+        // Written again, the file is in another state: nothing is kept for it.
+        std::fs::write(&file, b"abcd").unwrap();
+        let changed = super::file_state(&file).unwrap();
+        assert_ne!(changed, state);
+        assert_eq!(super::kept_digest(dir.path(), &changed), None);
+        // What is not a digest is not taken for one.
+        std::fs::write(
+            super::digest_entry(dir.path(), &changed),
+            "not a digest!!!!",
+        )
+        .unwrap();
+        assert_eq!(super::kept_digest(dir.path(), &changed), None);
+    }
+
     #[test]
     fn a_data_file_id_is_the_start_of_its_blake3() {
         let file = std::env::temp_dir().join(format!("ndtune-blake3-{}", std::process::id()));
