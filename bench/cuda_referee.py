@@ -122,7 +122,12 @@ def main():
             types.append(ctypes.c_int)
     params = (tuple(values), tuple(types))
     names = list(example["params"])
-    configs = configurations(example["params"])
+    # What launches: no more threads in a block than the device takes (both tools leave the
+    # others out, as Kernel Tuner does).
+    most = ok(driver.cuDeviceGetAttribute(
+        driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device))
+    configs = [c for c in configurations(example["params"])
+               if c.get("block_size_x", 1) * c.get("block_size_y", 1) <= most]
     key = lambda config: tuple(config[k] for k in names)  # noqa: E731
     functions = {key(c): compile_kernel(source, example["kernel"], c, f"{major}{minor}")
                  for c in configs}
