@@ -171,16 +171,15 @@ fn inputs_of_fixed_size_go_on_the_device_first_and_are_the_ones_evaluations_use(
     let outputs = |b: &mut Bench| b.run_once(&[16]).unwrap().unwrap();
     assert_eq!(outputs(&mut loaded), outputs(&mut fresh_again));
     assert_eq!(outputs(&mut fresh), outputs(&mut fresh_again));
-    for b in [&mut loaded, &mut fresh] {
-        assert_eq!(
-            b.evaluate(&[16], Front::default()).unwrap().kind(),
-            OutcomeKind::Measured
-        );
-        assert_eq!(
-            b.evaluate(&[8], Front::default()).unwrap().kind(),
-            OutcomeKind::WrongResult
-        );
-    }
+    measures_16_and_finds_8_wrong(&mut loaded);
+    measures_16_and_finds_8_wrong(&mut fresh);
+}
+
+/// WG = 16 is measured and WG = 8's output is found wrong (the kernel zeroes it).
+fn measures_16_and_finds_8_wrong(b: &mut Bench) {
+    let kind = |b: &mut Bench, wg: i64| b.evaluate(&[wg], Front::default()).unwrap().kind();
+    assert_eq!(kind(b, 16), OutcomeKind::Measured);
+    assert_eq!(kind(b, 8), OutcomeKind::WrongResult);
 }
 
 #[test]
@@ -265,14 +264,7 @@ fn a_reference_kernel_gives_the_gold_outputs() {
     .unwrap();
     let reference = r#"{ kernel = "ref.cl", name = "ref_scale", global = ["N / 4"] }"#;
     let mut b = bench(spec(dir.path(), reference, "scale", ARGS));
-    assert_eq!(
-        b.evaluate(&[16], Front::default()).unwrap().kind(),
-        OutcomeKind::Measured
-    );
-    assert_eq!(
-        b.evaluate(&[8], Front::default()).unwrap().kind(),
-        OutcomeKind::WrongResult
-    );
+    measures_16_and_finds_8_wrong(&mut b);
 
     std::fs::write(
         dir.path().join("ref.cl"),
