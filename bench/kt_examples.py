@@ -6,7 +6,7 @@ time and configuration, the wall time of the process, and the result keys one ha
 lacks.
 
 Usage: python3 bench/kt_examples.py --repo KT_GIT_DIR [--rev REV] [--lang opencl|cuda] [--shrink]
-                                    [--narrow] [--nvml] [--only a,b] [--out FILE.json]
+                                    [--narrow] [--nvml] [--only a,b] [--repeat N] [--out FILE.json]
 
 The examples are read from the Git repository (`git --git-dir KT_GIT_DIR show REV:PATH`: a
 clone or a bare mirror; Kernel Tuner's wheel and sdist do not ship them). `--shrink` divides the
@@ -18,13 +18,18 @@ observers) are left out with why unless `--nvml` (an NVIDIA GPU as platform 0, d
 with `OCL_ICD_VENDORS` naming a folder with NVIDIA's ICD alone); `sepconv` is left out for its
 1.2 M-configuration space. Kernel Tuner's `NVMLObserver` finds its GPU by the UUID or PCI bus
 its backend's `env` gives, which its OpenCL backend does not: its copy is told `device=0`.
-Each run is killed after --timeout seconds (default 1200); each is cold (ndtune's program cache and
-PoCL's kernel cache of its own).
+Each run is killed after --timeout seconds (default 1200); each is cold (ndtune's program cache,
+spec directories and data files, and PoCL's kernel cache of its own, removed after the run).
+`--repeat N` runs each example N times with each tool, in turn, and shows the median walls and
+the median of the pairs' ratios beside the first run's figures: a tool's wall varies from run
+to run by as much as the targets' margins (Kernel Tuner's CUDA vector_add 4.8-8.2 s).
 """
 import argparse
 import json
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -113,12 +118,22 @@ def prepare(repo, rev, lang, name, lib, shrink, where, narrow=False):
     (where / "runner.py").write_text(RUNNER.format(lib=lib))
 
 
-def run(name, lib, args, root):
-    where = root / f"{name}-{lib}"
+def run(name, lib, args, root, k=0):
+    """The `k`th run of example `name` with `lib`, in a folder of its own, removed after it."""
+    where = root / f"{name}-{lib}-{k}"
     where.mkdir()
+    try:
+        return run_in(name, lib, args, where)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def run_in(name, lib, args, where):
     prepare(args.repo, args.rev, args.lang, name, lib, args.shrink, where, args.narrow)
-    # Cold: ndtune's program cache and PoCL's kernel cache are the run's own.
+    # Cold: ndtune's program cache, spec directories and data files and PoCL's kernel cache are
+    # the run's own.
     env = dict(os.environ, NDTUNE_CACHE_DIR=str(where / "cache"),
+               NDTUNE_PYTHON_DIR=str(where / "specs"),
                POCL_CACHE_DIR=str(where / "pocl-cache"), PYTHONHASHSEED="0")
     started = time.monotonic()
     try:
@@ -166,6 +181,7 @@ def main():
     p.add_argument("--nvml", action="store_true", help="also the NVML examples")
     p.add_argument("--only", help="comma-separated example names")
     p.add_argument("--timeout", type=float, default=1200)
+    p.add_argument("--repeat", type=int, default=1, help="runs of each tool, in turn")
     p.add_argument("--out")
     args = p.parse_args()
     names = (args.only.split(",") if args.only
@@ -176,9 +192,11 @@ def main():
     rows = {}
     with tempfile.TemporaryDirectory() as root:
         for name in names:
-            kt = run(name, "kernel_tuner", args, Path(root))
-            nd = run(name, "ndtune", args, Path(root))
-            rows[name] = {"kernel_tuner": kt, "ndtune": nd}
+            pairs = [(run(name, "kernel_tuner", args, Path(root), k),
+                      run(name, "ndtune", args, Path(root), k)) for k in range(args.repeat)]
+            kt, nd = pairs[0]
+            walls = [[k.get("wall_s"), n.get("wall_s")] for k, n in pairs]
+            rows[name] = {"kernel_tuner": kt, "ndtune": nd, "walls": walls}
             # Kept as each example ends: a run cut short still leaves what it measured.
             if args.out:
                 json.dump(rows, open(args.out, "w"), indent=1)
@@ -193,6 +211,13 @@ def main():
                   f"{nd['wall_s']:.1f} s ({nd['wall_s'] / kt['wall_s']:.2f}x); "
                   f"keys only in Kernel Tuner's {only_kt}, only in ndtune's {only_nd}")
             print(f"  best: {kt['best']} vs {nd['best']}", flush=True)
+            if args.repeat > 1 and all("error" not in k and "error" not in n for k, n in pairs):
+                kt_walls, nd_walls = zip(*walls)
+                print(f"  {args.repeat} runs each: wall median {statistics.median(kt_walls):.1f} vs "
+                      f"{statistics.median(nd_walls):.1f} s (Kernel Tuner {min(kt_walls):.1f}-"
+                      f"{max(kt_walls):.1f}, ndtune {min(nd_walls):.1f}-{max(nd_walls):.1f}); "
+                      f"median ratio {statistics.median(n / k for k, n in walls):.2f}x",
+                      flush=True)
 
 
 main()
