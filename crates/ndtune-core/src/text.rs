@@ -90,6 +90,13 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
     use std::collections::HashMap;
     use std::sync::Mutex;
     static KNOWN: Mutex<Option<HashMap<FileState, String>>> = Mutex::new(None);
+    let remember = |state: FileState, id: &str| {
+        KNOWN
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(state, id.to_string());
+    };
     let started = std::time::SystemTime::now();
     let state = file_state(path)?;
     if let Some(known) = KNOWN.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
@@ -99,6 +106,7 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
     }
     let kept = crate::cache::folder("digests").ok().flatten();
     if let Some(id) = kept.as_deref().and_then(|dir| kept_digest(dir, &state)) {
+        remember(state, &id);
         return Ok(id);
     }
     let mut hasher = blake3::Hasher::new();
@@ -113,11 +121,7 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
         if let Some(dir) = &kept {
             keep_digest(dir, &state, &id);
         }
-        KNOWN
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert_with(HashMap::new)
-            .insert(state, id.clone());
+        remember(state, &id);
     }
     Ok(id)
 }
