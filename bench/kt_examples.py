@@ -61,12 +61,28 @@ SHRINK = [(r"\b4096\b", "512"), (r"\b2048\b", "256"), (r"\b10000000\b", "1000000
 
 # Runs the example as a script (`__main__`), with every tune_kernel call's results kept.
 RUNNER = r'''
-import json, runpy, sys, time
+import importlib, json, runpy, sys, time
 import {lib} as lib
 calls = []
+# Per call: its wall, the time its arrays took to become files (ndtune's `_Data`: digests and
+# writes) and the engine's own account (`env["ndtune_report"]["time"]`), for `--profile`.
+profile = []
+data_s = [0.0]
+if "{lib}" == "ndtune":
+    kt = importlib.import_module("ndtune._kt")
+    data_init = kt._Data.__init__
+    def timed_data(self, *args, **kwargs):
+        started = time.perf_counter()
+        data_init(self, *args, **kwargs)
+        data_s[0] += time.perf_counter() - started
+    kt._Data.__init__ = timed_data
 tune_kernel = lib.tune_kernel
 def recorded(*args, **kwargs):
+    started, data_before = time.perf_counter(), data_s[0]
     results, env = tune_kernel(*args, **kwargs)
+    profile.append({{"wall_s": time.perf_counter() - started, "results": len(results),
+                    "data_s": data_s[0] - data_before,
+                    "engine": env.get("ndtune_report", {{}}).get("time")}})
     calls.append(results)
     params = kwargs.get("tune_params", args[4] if len(args) > 4 else {{}})
     json.dump(list(params), open("params.json", "w"))
@@ -75,6 +91,7 @@ lib.tune_kernel = recorded
 sys.argv = [sys.argv[1]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 json.dump(calls, open("calls.json", "w"), default=str)
+json.dump(profile, open("profile.json", "w"))
 '''
 
 
@@ -162,12 +179,29 @@ def run_in(name, lib, args, where):
     # Each configuration's time, for a referee to compare (bench/cuda_referee.py): small spaces.
     times = [[{k: v for k, v in r.items() if k in tuned}, r["time"]] for r in valid] \
         if len(results) <= 200 else None
-    return {"wall_s": wall, "readings": readings, "invalid": invalid[:10], "times": times,
+    return {"wall_s": wall, "profile": json.load(open(where / "profile.json")),
+            "readings": readings, "invalid": invalid[:10], "times": times,
             "calls": len(calls), "results": len(results), "valid": len(valid),
             "best_ms": best["time"] if best else None, "keys": keys,
             "best": {k: v for k, v in best.items() if not isinstance(v, (list, dict))
                      and k not in ("time", "times", "timestamp") and not k.endswith("_time")}
             if best else None}
+
+
+def print_profile(name, k, run):
+    """`--profile`: each tune_kernel call of ndtune's `k`th run of `name`, one line each."""
+    for i, call in enumerate(run.get("profile") or []):
+        engine = call.get("engine") or {}
+        parts = " ".join(f"{key} {engine[key]:.2f}" if isinstance(engine[key], float)
+                         else f"{key} {engine[key]}" for key in PROFILED if key in engine)
+        print(f"  {name} run {k} call {i}: wall {call['wall_s']:.2f} s, {call['results']} "
+              f"results, arrays as files {call['data_s']:.2f} s; engine: {parts}", flush=True)
+
+
+# The engine's account, as `--profile` shows it (seconds; docs/report.md, "time").
+PROFILED = ["campaign_s", "setup_s", "startup_s", "startup_waited_s", "build_s", "launch_s",
+            "data_s", "prepare_s", "verify_s", "store_s", "search_s", "shutdown_s", "raced",
+            "runs_spared"]
 
 
 def main():
@@ -182,6 +216,11 @@ def main():
     p.add_argument("--only", help="comma-separated example names")
     p.add_argument("--timeout", type=float, default=1200)
     p.add_argument("--repeat", type=int, default=1, help="runs of each tool, in turn")
+    p.add_argument("--ndtune-only", action="store_true",
+                   help="run ndtune alone (no comparison): where a run of Kernel Tuner is known")
+    p.add_argument("--profile", action="store_true",
+                   help="print each tune_kernel call of ndtune's runs: its wall, its arrays "
+                        "made files, the engine's account")
     p.add_argument("--out")
     args = p.parse_args()
     names = (args.only.split(",") if args.only
@@ -192,7 +231,7 @@ def main():
     rows = {}
     with tempfile.TemporaryDirectory() as root:
         for name in names:
-            pairs = [(run(name, "kernel_tuner", args, Path(root), k),
+            pairs = [({} if args.ndtune_only else run(name, "kernel_tuner", args, Path(root), k),
                       run(name, "ndtune", args, Path(root), k)) for k in range(args.repeat)]
             kt, nd = pairs[0]
             walls = [[k.get("wall_s"), n.get("wall_s")] for k, n in pairs]
@@ -200,6 +239,14 @@ def main():
             # Kept as each example ends: a run cut short still leaves what it measured.
             if args.out:
                 json.dump(rows, open(args.out, "w"), indent=1)
+            if args.profile:
+                for k, (_, n) in enumerate(pairs):
+                    print_profile(name, k, n)
+            if args.ndtune_only:
+                print(f"{name}: ndtune " + (nd["error"] if "error" in nd else
+                      f"valid {nd['valid']}/{nd['results']}, best {nd['best_ms']:.4f} ms, "
+                      f"wall {nd['wall_s']:.1f} s; best {nd['best']}"), flush=True)
+                continue
             if "error" in kt or "error" in nd:
                 print(f"{name}: kernel_tuner {kt.get('error', 'ok')}; ndtune {nd.get('error', 'ok')}",
                       flush=True)
