@@ -770,6 +770,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         result["timestamp"] = str(datetime.fromtimestamp(r["at_ms"] / 1000, timezone.utc))
         result["ndtune_outcome"] = r["outcome"]["outcome"]
         results.append(result)
+    if name == "exhaustive":
+        # Kernel Tuner's brute force gives its results in the space's order; ndtune measures
+        # them in a scattered one (a fast configuration found early lets racing stop the slow).
+        rank = {k: {_plain(v): i for i, v in enumerate(vs)} for k, vs in tune_params.items()}
+        results.sort(key=lambda r: [rank[k].get(r[k], -1) for k in tune_params])
     _amortise(results, out["report"]["time"])
     if verbose and not quiet:
         for result in results:

@@ -345,12 +345,13 @@ mod tests {
             vec!["X".into()],
             [
                 (vec![0], Outcome::Crashed { detail: "".into() }),
-                (vec![1], ms(4.0)),
-                (vec![2], ms(2.0)),
+                (vec![1], ms(2.0)),
+                (vec![2], ms(4.0)),
             ],
         )
         .unwrap();
         let space = recorded.space().clone();
+        // Exhaustive's first two of three: X = 0 and X = 2 (its scattered order).
         let first_two = evaluate_strategy("exhaustive", &space, &mut recorded, Some(2), 3).unwrap();
         assert_eq!(first_two.relative, vec![0.5; 3]);
         assert_eq!((first_two.optimum_ms, first_two.hits()), (2.0, 0));

@@ -125,8 +125,11 @@ fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
 
-/// Every point in the space's order (brute force, as in Erdem et al.); with a budget, the first
-/// ones.
+/// Every point (brute force, as in Erdem et al.), in a scattered order ([`Scattered`]); with a
+/// budget, the first ones of that order. The space's own order would meet the points of one
+/// corner first (a reduction's smallest grids and blocks, each far slower than the best): with
+/// points from every part of the space early, a fast configuration is found early and racing
+/// stops the slow ones after their first timed run.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Exhaustive;
 
@@ -141,10 +144,13 @@ impl Strategy for Exhaustive {
 
     fn search(&mut self, space: &dyn SearchSpace, eval: &mut dyn Evaluator, run: &Run) -> Trace {
         let mut session = Session::new(space, eval, run, usize::MAX);
-        let mut rank = 0u128;
+        let mut ranks = Scattered::new(space.len());
         session.evaluate_in_order(|s| {
-            while let Some(p) = s.space().nth(rank) {
-                rank += 1;
+            for rank in ranks.by_ref() {
+                let p = s
+                    .space()
+                    .nth(rank)
+                    .expect("a rank below the space's length");
                 if !s.seen(&p) {
                     return Some(p);
                 }
@@ -153,6 +159,60 @@ impl Strategy for Exhaustive {
         });
         session.finish()
     }
+}
+
+/// The ranks `0..len`, each once, in a scattered order: rank `i` is `i · stride mod len`, with
+/// `stride` the number nearest `len / φ` that shares no factor with `len` (so the `len` steps
+/// meet every rank). A golden-ratio stride spreads any run of consecutive steps over the whole
+/// range, in constant memory whatever the space's size.
+#[derive(Debug, Clone)]
+pub struct Scattered {
+    len: u128,
+    stride: u128,
+    next: u128,
+    left: u128,
+}
+
+impl Scattered {
+    pub fn new(len: u128) -> Scattered {
+        let golden = (len as f64 * 0.618_033_988_749_895).round() as u128;
+        let mut stride = golden.clamp(1, len.saturating_sub(1).max(1));
+        while len > 1 && gcd(stride, len) != 1 {
+            stride = if stride + 1 < len { stride + 1 } else { 1 };
+        }
+        Scattered {
+            len,
+            stride,
+            next: 0,
+            left: len,
+        }
+    }
+}
+
+impl Iterator for Scattered {
+    type Item = u128;
+
+    fn next(&mut self) -> Option<u128> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let rank = self.next;
+        // `rank + stride` wrapped below `len`, without overflowing whatever `len` is.
+        self.next = if rank >= self.len - self.stride {
+            rank - (self.len - self.stride)
+        } else {
+            rank + self.stride
+        };
+        Some(rank)
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// The given points, promised in their order, and no other (`ndtune tune --config`): a
@@ -219,5 +279,33 @@ mod tests {
             err.to_string(),
             "unknown strategy `genetic`; valid: auto, exhaustive, random, anneal, anneal-jump, ga, ils, ils-adjacent, mls, mls-adjacent, forest, bo, nsga2, parego"
         );
+    }
+
+    #[test]
+    fn scattered_ranks_meet_each_rank_once() {
+        for len in (0..=400).chain([2376, 65_536]) {
+            let mut ranks: Vec<u128> = Scattered::new(len).collect();
+            ranks.sort_unstable();
+            assert_eq!(ranks, (0..len).collect::<Vec<_>>(), "len {len}");
+        }
+        // Near the top of the range, stepping never overflows.
+        let huge = u128::MAX - 5;
+        assert_eq!(Scattered::new(huge).take(1000).count(), 1000);
+    }
+
+    #[test]
+    fn any_eight_consecutive_scattered_ranks_lie_far_apart() {
+        for len in [1000u128, 1890, 2376, 1_000_003] {
+            let ranks: Vec<u128> = Scattered::new(len).take(5000).collect();
+            for window in ranks.windows(8) {
+                let mut w = window.to_vec();
+                w.sort_unstable();
+                let closest = w.windows(2).map(|p| p[1] - p[0]).min().unwrap();
+                assert!(
+                    closest * 12 >= len,
+                    "len {len}: {window:?} has ranks {closest} apart"
+                );
+            }
+        }
     }
 }
