@@ -23,7 +23,7 @@ use crate::worker::{Generated, OwnCheck};
 use ndtune_backend::{
     AnyDevice, Arg, Buffer as DeviceBuffer, DeviceError, Fault, Kernel, Pinned, Session,
 };
-use ndtune_core::{Advice, Energy, Outcome, Timing};
+use ndtune_core::{Advice, Energy, Outcome, Raced, Timing};
 use ndtune_device::DeviceType;
 use ndtune_space::resolve::Node;
 use ndtune_spec::{Access, ArgKind, ElemType, HostFunction, KernelSource, Reference, Spec};
@@ -1418,7 +1418,7 @@ impl Bench {
     ) -> Result<Outcome, RunError> {
         let Front { check, mut observe } = front;
         let (kernel, global, local) = self.ready(config, p)?;
-        self.launch(&kernel, &global, &local)?;
+        let cold_ms = self.launch(&kernel, &global, &local)?;
         let mut warmup = self.spec.measure.warmup;
         if self.spec.verify.is_some() || check.is_some() {
             // The verified run is a run like the others before timing: the first warm-up.
@@ -1443,6 +1443,22 @@ impl Bench {
             }
         }
         let (runs, best_of) = (self.spec.measure.runs, self.spec.measure.best_of);
+        let timing = |times: Vec<f64>, raced: Option<Raced>| {
+            let mut timing = Timing::new(times, best_of as usize);
+            timing.advice = self.advice.get();
+            timing.cold_ms = Some(cold_ms);
+            timing.raced = raced;
+            timing
+        };
+        // Its first run alone may show it cannot be the best (where no observer or meter waits
+        // for timed runs): its one time is that run.
+        let stopped_cold = match (&observe, &self.meter, &self.race) {
+            (None, None, Some(race)) => race.stop_cold(cold_ms, runs),
+            _ => None,
+        };
+        if let Some(raced) = stopped_cold {
+            return Ok(Outcome::Measured(timing(vec![cold_ms], Some(raced))));
+        }
         for _ in 0..warmup {
             self.launch(&kernel, &global, &local)?;
         }
@@ -1489,10 +1505,8 @@ impl Bench {
                 }))
             }
         };
-        let mut timing = Timing::new(times, best_of as usize);
-        timing.advice = self.advice.get();
+        let mut timing = timing(times, raced);
         timing.energy = energy;
-        timing.raced = raced;
         Ok(Outcome::Measured(timing))
     }
 }

@@ -15,6 +15,12 @@
 //! cannot change which is best. Its risk is at most `1 - confidence` whatever the size of the
 //! space, and a configuration is stopped only once the campaign holds enough windows to say so.
 //!
+//! The first run (the verification or first warm-up run, outside the protocol's count) is timed
+//! too, and is slower by what a first launch does once. Its stretch over its configuration's
+//! fastest run is learnt the same way, one window per configuration, and a configuration whose
+//! first run alone is above `B · (1 + margin) · g₀` is stopped before any timed run: a
+//! reduction's smallest grids, hundreds of times the best, cost one run instead of two.
+//!
 //! The engine computes the [`Limits`] of each evaluation; the worker only compares.
 
 use ndtune_core::{Raced, Timing};
@@ -27,6 +33,8 @@ use serde::{Deserialize, Serialize};
 pub struct Noise {
     /// `stretch[k - 1]`: the windows of `k` consecutive runs.
     stretch: Vec<Vec<f64>>,
+    /// Each first run over its configuration's fastest timed run.
+    cold: Vec<f64>,
 }
 
 impl Noise {
@@ -40,6 +48,9 @@ impl Noise {
         let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
         if !(fastest > 0.0 && fastest.is_finite()) {
             return;
+        }
+        if let Some(cold) = timing.cold_ms.filter(|c| c.is_finite()) {
+            self.cold.push(cold / fastest);
         }
         if self.stretch.len() < times.len() - 1 {
             self.stretch.resize(times.len() - 1, Vec::new());
@@ -56,15 +67,12 @@ impl Noise {
     /// the windows seen, counting the configuration under test as one more (a conformal
     /// p-value: `(exceeding + 1) / (windows + 1)`); `None` while too few windows were seen.
     pub fn allowance(&self, k: usize, confidence: f64) -> Option<f64> {
-        let samples = self.stretch.get(k.checked_sub(1)?)?;
-        let alpha = 1.0 - confidence;
-        // At most `exceeding` windows may lie above the allowance.
-        let exceeding = (alpha * (samples.len() + 1) as f64 + 1e-9).floor() as usize;
-        let exceeding = exceeding.checked_sub(1)?;
-        let mut sorted = samples.clone();
-        let at = exceeding.min(sorted.len() - 1);
-        let (_, &mut nth, _) = sorted.select_nth_unstable_by(at, |a, b| b.total_cmp(a));
-        Some(nth)
+        conformal(self.stretch.get(k.checked_sub(1)?)?, confidence)
+    }
+
+    /// The stretch of a first run, as [`Noise::allowance`] of the first runs seen.
+    pub fn cold_allowance(&self, confidence: f64) -> Option<f64> {
+        conformal(&self.cold, confidence)
     }
 
     /// The limits of one evaluation under `rule`, with `best_ms` the best score so far and
@@ -73,19 +81,33 @@ impl Noise {
         if !(best_ms > 0.0 && best_ms.is_finite()) {
             return None;
         }
+        let limit = |g: f64| best_ms * (1.0 + rule.margin) * g;
         let above_ms: Vec<Option<f64>> = (1..runs as usize)
-            .map(|k| {
-                self.allowance(k, rule.confidence)
-                    .map(|g| best_ms * (1.0 + rule.margin) * g)
-            })
+            .map(|k| self.allowance(k, rule.confidence).map(limit))
             .collect();
-        above_ms.iter().any(Option::is_some).then_some(Limits {
+        let cold_above_ms = self.cold_allowance(rule.confidence).map(limit);
+        (above_ms.iter().any(Option::is_some) || cold_above_ms.is_some()).then_some(Limits {
             best_ms,
             above_ms,
+            cold_above_ms,
             margin: rule.margin,
             confidence: rule.confidence,
         })
     }
+}
+
+/// The value that at most a fraction `1 - confidence` of `samples` exceeded, counting the one
+/// under test as one more (a conformal p-value: `(exceeding + 1) / (samples + 1)`); `None`
+/// while too few were seen.
+fn conformal(samples: &[f64], confidence: f64) -> Option<f64> {
+    let alpha = 1.0 - confidence;
+    // At most `exceeding` samples may lie above the allowance.
+    let exceeding = (alpha * (samples.len() + 1) as f64 + 1e-9).floor() as usize;
+    let exceeding = exceeding.checked_sub(1)?;
+    let mut sorted = samples.to_vec();
+    let at = exceeding.min(sorted.len() - 1);
+    let (_, &mut nth, _) = sorted.select_nth_unstable_by(at, |a, b| b.total_cmp(a));
+    Some(nth)
 }
 
 /// When one evaluation stops: after `k` timed runs (`k` < the protocol's runs), if its fastest
@@ -94,6 +116,9 @@ impl Noise {
 pub struct Limits {
     pub best_ms: f64,
     pub above_ms: Vec<Option<f64>>,
+    /// The limit of the first run alone, once enough first runs were seen.
+    #[serde(default)]
+    pub cold_above_ms: Option<f64>,
     /// The rule the limits come from, kept with a timing it stops.
     pub margin: f64,
     pub confidence: f64,
@@ -109,13 +134,24 @@ impl Limits {
         }
         let limit_ms = (*self.above_ms.get(k - 1)?)?;
         let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
-        (fastest > limit_ms).then_some(Raced {
+        (fastest > limit_ms).then_some(self.raced(planned, limit_ms, false))
+    }
+
+    /// Whether timing stops on the first run alone, before any of the `planned` timed runs.
+    pub fn stop_cold(&self, cold_ms: f64, planned: u32) -> Option<Raced> {
+        let limit_ms = self.cold_above_ms?;
+        (planned > 1 && cold_ms > limit_ms).then_some(self.raced(planned, limit_ms, true))
+    }
+
+    fn raced(&self, planned: u32, limit_ms: f64, cold: bool) -> Raced {
+        Raced {
             planned,
             best_ms: self.best_ms,
             limit_ms,
             margin: self.margin,
             confidence: self.confidence,
-        })
+            cold,
+        }
     }
 }
 
@@ -184,10 +220,55 @@ mod tests {
     }
 
     #[test]
+    fn a_first_run_far_above_the_best_stops_a_timing_before_any_timed_run() {
+        let first_runs = |n: u32| {
+            let mut noise = Noise::default();
+            // Configurations measured in full, their first runs 1.2x to 2x their fastest.
+            for i in 0..n {
+                let mut t = timing(&[1.0, 1.0, 1.0]);
+                t.cold_ms = Some(1.2 + 0.8 * f64::from(i) / f64::from(n - 1));
+                noise.add(&t);
+            }
+            noise
+        };
+        // 98 first runs: (0 + 1) / (98 + 1) > 0.01, too few to say.
+        assert_eq!(first_runs(98).cold_allowance(0.99), None);
+        let mut noise = first_runs(99);
+        // 99: none may exceed the allowance, so it is the largest, 2x.
+        assert_eq!(noise.cold_allowance(0.99), Some(2.0));
+        let limits = noise.limits(Race::new(0.5, 0.99).unwrap(), 1.0, 7).unwrap();
+        assert_eq!(limits.cold_above_ms, Some(1.0 * 1.5 * 2.0));
+        assert_eq!(
+            limits.stop_cold(2.9, 7),
+            None,
+            "below 3 ms: could still win"
+        );
+        let raced = limits.stop_cold(300.0, 7).unwrap();
+        assert!(raced.cold);
+        assert_eq!(
+            (raced.planned, raced.limit_ms, raced.best_ms),
+            (7, 3.0, 1.0)
+        );
+        assert_eq!(
+            limits.stop_cold(300.0, 1),
+            None,
+            "one timed run is the protocol"
+        );
+        // A timing stopped on its first run teaches nothing about first runs.
+        let mut stopped = timing(&[300.0]);
+        stopped.cold_ms = Some(300.0);
+        stopped.raced = Some(raced);
+        let before = noise.cold.clone();
+        noise.add(&stopped);
+        assert_eq!(noise.cold, before);
+    }
+
+    #[test]
     fn limits_cross_the_worker_protocol_as_json() {
         let limits = Limits {
             best_ms: 1.0,
             above_ms: vec![Some(3.0), None],
+            cold_above_ms: Some(4.0),
             margin: 0.5,
             confidence: 0.99,
         };

@@ -293,7 +293,7 @@ impl Supervisor {
         let request = serde_json::to_string(&Request::Evaluate {
             config: config.to_vec(),
             binary: binary.map(Path::to_path_buf),
-            race: race.cloned(),
+            race: race.cloned().map(Box::new),
             generated: generated.cloned(),
             check: front.as_ref().and_then(|f| f.own_check().cloned()),
             deadline_ms: Some(deadline.as_millis() as u64),

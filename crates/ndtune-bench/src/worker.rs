@@ -80,7 +80,7 @@ pub enum Request {
         config: Vec<i64>,
         binary: Option<PathBuf>,
         #[serde(default)]
-        race: Option<Limits>,
+        race: Option<Box<Limits>>,
         #[serde(default)]
         generated: Option<Generated>,
         #[serde(default)]
@@ -305,7 +305,7 @@ impl Service for Bench {
             observe: observe.then_some(&mut observed as _),
         };
         let (outcome, cost) =
-            self.evaluate_costed(&config, binary.as_deref(), race.as_ref(), front)?;
+            self.evaluate_costed(&config, binary.as_deref(), race.as_deref(), front)?;
         if let Some(why) = self.lost() {
             // Unanswered: the supervisor records the configuration `crashed`, with this reason
             // from stderr, and starts a new worker for the next one.

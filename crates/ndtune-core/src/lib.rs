@@ -83,6 +83,11 @@ pub struct Timing {
     /// `BenchmarkObserver.get_results`), by observer, where it had any (boxed, as the energy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<Box<std::collections::BTreeMap<String, serde_json::Value>>>,
+    /// The first run's time (the verification or first warm-up run, which the protocol does
+    /// not count: it pays for what a first launch does once), where it was timed. Racing learns
+    /// from it how much slower a first run is, and may stop a configuration on it alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_ms: Option<f64>,
 }
 
 /// The energy a device drew over a window of back-to-back runs of one configuration after its
@@ -133,6 +138,10 @@ pub struct Raced {
     /// The rule it was raced under.
     pub margin: f64,
     pub confidence: f64,
+    /// Stopped on its first run alone, before any timed run: `times_ms` holds that run (the
+    /// timing's `cold_ms`), and `planned` timed runs were spared.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cold: bool,
 }
 
 /// What `clGetKernelWorkGroupInfo` says of one build. Advice, not limits: a driver may launch
@@ -190,6 +199,7 @@ impl Timing {
             energy: None,
             raced: None,
             observed: None,
+            cold_ms: None,
         }
     }
 
@@ -452,6 +462,7 @@ mod tests {
             limit_ms: 4.5,
             margin: 0.5,
             confidence: 0.99,
+            cold: false,
         });
         assert_eq!(raced.score_ms(), 8.5, "the mean of the runs it got");
         let text = serde_json::to_string(&Outcome::Measured(raced.clone())).unwrap();

@@ -205,7 +205,9 @@ impl TimeSpent {
         }) = &e.outcome
         {
             self.raced += 1;
-            self.runs_spared += (r.planned as usize).saturating_sub(times_ms.len());
+            // A stop on the first run spared every timed run (its one time is that run).
+            let timed = if r.cold { 0 } else { times_ms.len() };
+            self.runs_spared += (r.planned as usize).saturating_sub(timed);
         }
         self.configs += 1;
         self.recompute_overhead();

@@ -30,6 +30,12 @@ fn spec(dir: &Path) -> String {
 /// The spec of [`KERNEL`] with its loop's trip count `work`, an expression of W.
 fn spec_with(dir: &Path, work: &str) -> String {
     std::fs::write(dir.join("work.cl"), KERNEL.replace("64 * W", work)).unwrap();
+    work_spec(dir, 30, "")
+}
+
+/// The spec of kernel `work` in `work.cl`, W from 1 to `up_to`, arguments x and y and then
+/// `more_args`, verified against W = 1.
+fn work_spec(dir: &Path, up_to: i64, more_args: &str) -> String {
     write(
         dir,
         "work.toml",
@@ -41,11 +47,12 @@ source = "work.cl"
 [constants]
 N = 4096
 [params]
-W = {{ range = [1, 30] }}
+W = {{ range = [1, {up_to}] }}
 [launch]
 global = ["N"]
 local = ["64"]
 {XY_ARGS}
+{more_args}
 [verify]
 outputs = ["y"]
 reference = {{ config = {{ W = 1 }} }}
@@ -147,8 +154,9 @@ fn scouts_find_a_fast_configuration_first_so_racing_stops_a_walk_that_starts_wit
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     // Work falls as W grows, so the space's own order is slowest first: walked in that order,
-    // every configuration after the ten racing needs in full is faster than the best so far,
-    // and none could be stopped.
+    // every configuration after the ten racing needs in full would be faster than the best so
+    // far, and none could be stopped. (Exhaustive search walks it scattered; the scouts come
+    // first whatever the order.)
     let spec = spec_with(dir.path(), "64 * (31 - W)");
     let db = dir.path().join("scouts.db");
     // Two build workers: the scouts' builds go first, after the two already under way.
@@ -176,4 +184,64 @@ fn scouts_find_a_fast_configuration_first_so_racing_stops_a_walk_that_starts_wit
     // So racing stopped most of the slow ones (W <= 27 has four times W = 30's work or more).
     let stopped = timings(&db).values().filter(|t| t.raced.is_some()).count();
     assert!(stopped >= 8, "racing stopped {stopped}: {}", d["time"]);
+}
+
+/// A kernel whose work is a scalar argument: every configuration runs the one build.
+const STEPS_KERNEL: &str = r#"
+__kernel void work(__global const float *x, __global float *y, int steps) {
+    size_t i = get_global_id(0);
+    float acc = x[i];
+    for (int k = 0; k < steps; ++k) acc = acc * 0.999f + 0.001f * x[(i + k) % N];
+    y[i] = 2.0f * x[i] + (acc < -1e30f ? 1.0f : 0.0f);
+}
+"#;
+
+#[test]
+fn a_configuration_far_slower_than_the_best_is_stopped_on_its_first_run() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("work.cl"), STEPS_KERNEL).unwrap();
+    // 150 configurations, one build: each tenth W (W // 10 - (W - 1) // 10 is 1) does 400
+    // times the others' work, the rest about the launch's own time. Once a hundred were timed
+    // in full, racing knows how much slower a first run is, and stops the slow ones on it.
+    let spec = work_spec(
+        dir.path(),
+        150,
+        r#"
+[[args]]
+name = "steps"
+kind = "scalar"
+type = "int"
+value = "16 * (1 + 399 * (W // 10 - (W - 1) // 10))"
+"#,
+    );
+    let db = dir.path().join("cold.db");
+    let d = race(&spec, &db, |r| r.search.strategy = "exhaustive".into())["devices"][0].clone();
+    assert_eq!(d["outcomes"]["measured"], 150, "{d}");
+    let timings = timings(&db);
+    let cold: Vec<i64> = timings
+        .iter()
+        .filter(|(_, t)| t.raced.is_some_and(|r| r.cold))
+        .map(|(&w, t)| {
+            let r = t.raced.unwrap();
+            // Its one time is its first run, above the limit; it spared every timed run.
+            assert_eq!(t.times_ms, [t.cold_ms.unwrap()], "W = {w}: {t:?}");
+            assert!(
+                t.min_ms() > r.limit_ms && r.limit_ms > r.best_ms,
+                "W = {w}: {t:?}"
+            );
+            assert_eq!(r.planned, 10);
+            w
+        })
+        .collect();
+    assert!(
+        !cold.is_empty(),
+        "nothing stopped on its first run: {}",
+        d["time"]
+    );
+    assert!(cold.iter().all(|w| w % 10 == 0), "only slow ones: {cold:?}");
+    // Every configuration timed in full kept its first run, which racing learnt from.
+    assert!(timings.values().all(|t| t.cold_ms.is_some()));
+    assert!(d["time"]["runs_spared"].as_u64().unwrap() >= 10 * cold.len() as u64);
+    assert!(d["best"]["config"]["W"].as_i64().unwrap() % 10 != 0, "{d}");
 }
