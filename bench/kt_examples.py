@@ -82,7 +82,8 @@ def recorded(*args, **kwargs):
     results, env = tune_kernel(*args, **kwargs)
     profile.append({{"wall_s": time.perf_counter() - started, "results": len(results),
                     "data_s": data_s[0] - data_before,
-                    "engine": env.get("ndtune_report", {{}}).get("time")}})
+                    "engine": env.get("ndtune_report", {{}}).get("time"),
+                    "request": env.get("ndtune_time")}})
     calls.append(results)
     params = kwargs.get("tune_params", args[4] if len(args) > 4 else {{}})
     json.dump(list(params), open("params.json", "w"))
@@ -194,11 +195,16 @@ def print_profile(name, k, run):
         engine = call.get("engine") or {}
         parts = " ".join(f"{key} {engine[key]:.2f}" if isinstance(engine[key], float)
                          else f"{key} {engine[key]}" for key in PROFILED if key in engine)
+        request = call.get("request") or {}
+        around = " ".join(f"{key} {request[key]:.2f}" for key in AROUND if key in request)
         print(f"  {name} run {k} call {i}: wall {call['wall_s']:.2f} s, {call['results']} "
-              f"results, arrays as files {call['data_s']:.2f} s; engine: {parts}", flush=True)
+              f"results, arrays as files {call['data_s']:.2f} s; request: {around}; engine: "
+              f"{parts}", flush=True)
 
 
-# The engine's account, as `--profile` shows it (seconds; docs/report.md, "time").
+# The call's account and its campaign's, as `--profile` shows them (seconds; docs/tuning.md,
+# "Where every second goes").
+AROUND = ["spec_s", "discovery_s", "store_s", "prune_s", "campaigns_s"]
 PROFILED = ["campaign_s", "setup_s", "startup_s", "startup_waited_s", "build_s", "launch_s",
             "data_s", "prepare_s", "verify_s", "store_s", "search_s", "shutdown_s", "raced",
             "runs_spared"]

@@ -539,9 +539,9 @@ def _put(path, write):
 
 
 def _content_name(array, suffix):
-    digest = hashlib.sha256(f"{array.dtype.str} {array.shape}".encode())
-    digest.update(array.reshape(-1).view(np.uint8))  # the bytes as they lie: no copy
-    return digest.hexdigest()[:32] + suffix
+    # The bytes as they lie (no copy), hashed on every core outside the GIL.
+    data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return _ndtune.digest(f"{array.dtype.str} {array.shape}".encode(), data)[:32] + suffix
 
 
 class _Data:
@@ -807,6 +807,10 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "db": str(db),
         "spec": str(spec),
         "ndtune_report": out["report"],
+        # The call's account, as `ndtune tune --json` gives it (docs/tuning.md): reading the
+        # spec, finding the devices, the store, pruning, the campaigns; its `wall_s`, `start_s`
+        # and `other_s` count from this Python process's start..
+        "ndtune_time": out["time"],
         # A parallel campaign's wall and each worker's own account (its report's `time` is the
         # last pass over the store's results); None on one device.
         "ndtune_pool": out["pool"],

@@ -80,6 +80,21 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
     Ok(hasher.finalize().into())
 }
 
+/// The BLAKE3 of `parts`, one after another, as 64 hex digits: inputs of a megabyte or more
+/// are hashed on every core (a 3 GB array in a fraction of a second, where SHA-256 on one core
+/// takes seconds).
+pub fn blake3_hex(parts: &[&[u8]]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for part in parts {
+        if part.len() >= 1 << 20 {
+            hasher.update_rayon(part);
+        } else {
+            hasher.update(part);
+        }
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
 /// A 16-hex-digit id of a regular file's content, the first 8 bytes of its BLAKE3, for data
 /// files of any size: a few GB/s where SHA-256 reads one. Kept by the file's identity and state
 /// (device, inode, length, modification and change times, which any write moves) for the life
@@ -109,9 +124,11 @@ pub fn short_blake3_file(path: &std::path::Path) -> std::io::Result<String> {
         remember(state, &id);
         return Ok(id);
     }
+    // A regular file only (a FIFO or a device may never end), read through a map on every
+    // core: the 3 GB input of a reduction in a fraction of a second.
+    drop(crate::input::open_regular(path, "file")?);
     let mut hasher = blake3::Hasher::new();
-    let mut file = crate::input::open_regular(path, "file")?;
-    std::io::copy(&mut file, &mut hasher)?;
+    hasher.update_mmap_rayon(path)?;
     let id = hex(&hasher.finalize().as_bytes()[..8]);
     // File times come from a coarse clock (a tick behind at most): a write after this digest
     // has a change time past `started` less a tick, so a file last changed well before it is
@@ -229,7 +246,27 @@ mod tests {
         assert_eq!(super::short_blake3_file(&file).unwrap(), other);
         std::fs::write(&file, b"abc").unwrap();
         assert_eq!(super::short_blake3_file(&file).unwrap(), id);
+        // A file of megabytes, hashed on every core, has the digest its bytes have in one piece.
+        let big: Vec<u8> = (0..3u32 << 20).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&file, &big).unwrap();
+        let whole = super::blake3_hex(&[&big]);
+        assert_eq!(super::short_blake3_file(&file).unwrap(), whole[..16]);
         std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_content_digest_is_the_blake3_of_its_parts_one_after_another() {
+        // BLAKE3("abc") from the reference implementation's test vectors, in any split.
+        let abc = "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85";
+        assert_eq!(super::blake3_hex(&[b"abc"]), abc);
+        assert_eq!(super::blake3_hex(&[b"a", b"", b"bc"]), abc);
+        // Parts of a megabyte or more are hashed on every core: the same digest.
+        let big: Vec<u8> = (0..5u32 << 20).map(|i| (i % 253) as u8).collect();
+        let (head, tail) = big.split_at(1234);
+        assert_eq!(
+            super::blake3_hex(&[head, tail]),
+            blake3::hash(&big).to_hex().as_str()
+        );
     }
 
     #[test]
