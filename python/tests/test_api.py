@@ -217,3 +217,23 @@ def test_a_worker_process_does_not_import_numpy():
                           "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'))"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_arrays_file_name_is_the_blake3_of_its_type_shape_and_bytes():
+    from ndtune import _kt, _ndtune
+    # BLAKE3("abc") from the reference implementation's test vectors, in any split.
+    abc = "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
+    assert _ndtune.digest(b"", np.frombuffer(b"abc", np.uint8)) == abc
+    assert _ndtune.digest(b"a", np.frombuffer(b"bc", np.uint8)) == abc
+    assert _ndtune.digest(b"abc", np.zeros(0, np.uint8)) == abc
+    # Hashed on every core where it is large: the same digest as in pieces.
+    big = np.arange(3 << 20, dtype=np.uint32)
+    head = b"<u4 (3145728,)"
+    as_bytes = big.view(np.uint8)
+    assert (_ndtune.digest(head + as_bytes[:1000].tobytes(), as_bytes[1000:])
+            == _ndtune.digest(head, big.view(np.uint8)))
+    # A strided view is not one piece: refused here, copied by the package first.
+    with pytest.raises(ndtune.SpecError, match="C-contiguous"):
+        _ndtune.digest(b"", big.view(np.uint8)[::2])
+    assert _kt._content_name(big[::2], ".npy") == _kt._content_name(big[::2].copy(), ".npy")
+    assert _kt._content_name(big, ".npy") != _kt._content_name(big[::2].copy(), ".npy")
