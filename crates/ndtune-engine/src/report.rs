@@ -1,6 +1,6 @@
 //! A campaign's report: the objective, the best configuration by it and the best few (and with
-//! several objectives the Pareto front, [`crate::front`]), outcome
-//! counts, the first few failures of each class with why, whether outputs were verified, how to
+//! several objectives the Pareto front, [`crate::front`]), outcome counts, the first few
+//! failures of each class (in the space's order) with why, whether outputs were verified, how to
 //! keep what the platform model removed, how many configurations ran beyond the driver's queried
 //! work-group size, whether the energy could be measured, and where the time went.
 
@@ -338,7 +338,15 @@ pub(crate) fn report(
     let reused = trace.steps.iter().filter(|s| s.reused).count();
     let config = |p: &Vec<i64>| -> Config { codec.config(p) };
     let mut failures: BTreeMap<&'static str, Vec<Failure>> = BTreeMap::new();
-    for step in &trace.steps {
+    // The first of each class in the space's order (points hold each parameter's value, its
+    // domain ascending), not the search's: the same list whatever order they were measured in.
+    let mut failed: Vec<_> = trace
+        .steps
+        .iter()
+        .filter(|s| s.outcome.reason().is_some())
+        .collect();
+    failed.sort_by(|a, b| a.point.cmp(&b.point));
+    for step in failed {
         if let Some(reason) = step.outcome.reason() {
             let listed = failures.entry(step.outcome.kind().as_str()).or_default();
             if listed.len() < FAILURES_LISTED {
