@@ -120,17 +120,20 @@ def test_a_users_observer_is_called_around_each_timed_run_and_its_results_are_ke
     results, env = tune(observers=[watcher], iterations=4, cache="watched.json",
                         metrics={"runs_per_ms": lambda p: p["runs"] / p["time"]})
     assert len(results) == 3
-    expected_log = []
     for r in results:
-        # Each timed run, as Kernel Tuner's iterations: before, launched, during, finished.
         assert r["runs"] == len(r["times"]) == 4
         assert r["during_calls"] >= r["runs"]
         assert r["device"] == env["device_name"]
         # A metric function sees the observer's values, as Kernel Tuner's.
         assert r["runs_per_ms"] == r["runs"] / r["time"]
-        expected_log += [("configuration", r["block_size_x"])]
-        expected_log += ["before_start", "after_start", "after_finish"] * 4
-    assert watcher.log == expected_log
+    # Each configuration once (in the order measured, which is not the results' order), and
+    # each timed run, as Kernel Tuner's iterations: before, launched, during, finished.
+    told = [entry[1] for entry in watcher.log if isinstance(entry, tuple)]
+    assert sorted(told) == sorted(r["block_size_x"] for r in results)
+    runs = " ".join(e for e in watcher.log if isinstance(e, str))
+    assert runs == " ".join(["before_start after_start after_finish"] * 12)
+    per_configuration = [i for i, e in enumerate(watcher.log) if isinstance(e, tuple)]
+    assert per_configuration == [0, 13, 26]
     assert env["ndtune_observers"] == [f"{__name__}.recorder.<locals>.Recorder"]
     # The cache carries the observers' values in each entry, as Kernel Tuner's does.
     entries = json.load(open("watched.json"))["cache"].values()
