@@ -809,7 +809,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         "ndtune_report": out["report"],
         # The call's account, as `ndtune tune --json` gives it (docs/tuning.md): reading the
         # spec, finding the devices, the store, pruning, the campaigns; its `wall_s`, `start_s`
-        # and `other_s` count from this Python process's start..
+        # and `other_s` count from this Python process's start.
         "ndtune_time": out["time"],
         # A parallel campaign's wall and each worker's own account (its report's `time` is the
         # last pass over the store's results); None on one device.
