@@ -234,14 +234,18 @@ value = "16 * (1 + 399 * (W // 10 - (W - 1) // 10))"
             w
         })
         .collect();
+    // Slow ones among them (a fast one may be too, under a burst of load: racing promises
+    // only that the best is not, with its confidence).
     assert!(
-        !cold.is_empty(),
-        "nothing stopped on its first run: {}",
+        cold.iter().any(|w| w % 10 == 0),
+        "no slow configuration stopped on its first run ({cold:?}): {}",
         d["time"]
     );
-    assert!(cold.iter().all(|w| w % 10 == 0), "only slow ones: {cold:?}");
     // Every configuration timed in full kept its first run, which racing learnt from.
     assert!(timings.values().all(|t| t.cold_ms.is_some()));
     assert!(d["time"]["runs_spared"].as_u64().unwrap() >= 10 * cold.len() as u64);
-    assert!(d["best"]["config"]["W"].as_i64().unwrap() % 10 != 0, "{d}");
+    // The best is a fast one, and got every timed run.
+    let best = d["best"]["config"]["W"].as_i64().unwrap();
+    assert!(best % 10 != 0, "{d}");
+    assert_eq!(timings[&best].times_ms.len(), 10, "{d}");
 }
