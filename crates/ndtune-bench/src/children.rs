@@ -154,18 +154,32 @@ pub fn stopping_status() -> Option<u8> {
     }
 }
 
-/// From now on SIGTERM, SIGINT and SIGHUP stop the campaign (see the module's header).
+/// The signals that stop a campaign.
+const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+/// From now on SIGTERM, SIGINT and SIGHUP stop the campaign (see the module's header). Call it
+/// from the main thread before any other thread starts: the signals are blocked in it, so in
+/// every thread started after it, and a thread of its own takes them with sigwaitinfo(2). No
+/// signal handler ever runs for them, so none that a library installs decides what they do:
+/// LLVM (in PoCL) installs one with `SA_RESETHAND` that puts the default action back while it
+/// runs, and a parent's death, which sends the signal once per thread of the parent, then
+/// killed a pool's worker before it gave back its claims.
 pub fn end_with_signals() -> io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    use signal_hook::iterator::{exfiltrator::WithRawSiginfo, SignalsInfo};
-    let mut signals = SignalsInfo::<WithRawSiginfo>::new([SIGTERM, SIGINT, SIGHUP])?;
+    let set = stop_set();
+    // SAFETY: pthread_sigmask(3) on this thread with a set made by sigemptyset/sigaddset.
+    let blocked = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if blocked != 0 {
+        return Err(io::Error::from_raw_os_error(blocked));
+    }
     // SAFETY: getppid(2) and getpid(2) have no preconditions.
     let (parent, own) = unsafe { (libc::getppid(), libc::getpid()) };
     std::thread::Builder::new()
         .name("ndtune-signals".into())
         .spawn(move || {
-            let Some(first) = signals.forever().next() else {
-                return;
+            let first = loop {
+                if let Some(info) = next_signal(&set, None) {
+                    break info;
+                }
             };
             let signal = first.si_signo;
             let name = signal_name(signal);
@@ -174,34 +188,68 @@ pub fn end_with_signals() -> io::Result<()> {
             // evaluations has no child, and holds claims all the same).
             stop(signal);
             let deadline = Instant::now() + GRACE;
+            // A signal from the parent or from this process is not a second request (see the
+            // module's header).
             let again = loop {
-                // Every pending signal is read; one from the parent or from this process is
-                // not a second request (see the module's header).
-                let asked_again = signals
-                    .pending()
-                    .filter(|info| !from_process(info, parent) && !from_process(info, own))
-                    .count();
-                if asked_again > 0 {
-                    break true;
-                }
-                if Instant::now() >= deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
                     break false;
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                if let Some(info) = next_signal(&set, Some(left)) {
+                    if !from_process(&info, parent) && !from_process(&info, own) {
+                        break true;
+                    }
+                }
             };
-            if again {
-                eprintln!("ndtune: {name} again: exiting now");
+            // Written whole or not at all: the reader (a pool that died) may be gone.
+            let said = if again {
+                format!("ndtune: {name} again: exiting now\n")
             } else {
-                eprintln!(
-                    "ndtune: the campaign did not end within {} s of {name}: exiting now",
+                format!(
+                    "ndtune: the campaign did not end within {} s of {name}: exiting now\n",
                     GRACE.as_secs()
-                );
-            }
+                )
+            };
+            let _ = io::Write::write_all(&mut io::stderr(), said.as_bytes());
             // SAFETY: _exit(2) ends the process without running anything more; the children
             // get their parent-death signal.
             unsafe { libc::_exit(128 + signal) }
         })?;
     Ok(())
+}
+
+/// The set of [`STOP_SIGNALS`].
+fn stop_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset(3) initialises the set, sigaddset(3) adds valid signal numbers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in STOP_SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// The next signal of `set` (blocked in this thread) sent to this process, waiting for it for
+/// `within` at most (`None`: as long as it takes); `None` where none came (or the wait was
+/// interrupted).
+fn next_signal(set: &libc::sigset_t, within: Option<Duration>) -> Option<libc::siginfo_t> {
+    // SAFETY: sigwaitinfo(2)/sigtimedwait(2) fill `info` where they return a signal number.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let got = match within {
+            None => libc::sigwaitinfo(set, &mut info),
+            Some(d) => {
+                let timeout = libc::timespec {
+                    tv_sec: d.as_secs() as libc::time_t,
+                    tv_nsec: d.subsec_nanos() as libc::c_long,
+                };
+                libc::sigtimedwait(set, &mut info, &timeout)
+            }
+        };
+        (got > 0).then_some(info)
+    }
 }
 
 /// Whether a signal was sent by process `pid` (with kill(2), or as its parent-death signal).

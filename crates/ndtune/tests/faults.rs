@@ -68,7 +68,8 @@ fn marked(marker: &str) -> Vec<Proc> {
 
 /// Starts `ndtune ARGS` from a shell script that waits for it, as a script or a service manager
 /// would: ndtune does not lead its process group. Waits until `ready` holds of the campaign's
-/// processes, checks that ndtune is not its group's leader, and sends it `signal`. Returns the
+/// processes, checks that ndtune is not its group's leader, and sends it `signals`, back to
+/// back. Returns the
 /// script's exit status and ndtune's stderr and stdout, after checking that 5 s later no
 /// process of the campaign is left, and no temporary file of it (its `TMPDIR` is a folder of
 /// its own).
@@ -76,8 +77,9 @@ fn kill_campaign(
     dir: &Path,
     args: &[&str],
     ready: impl Fn(&[Proc]) -> bool,
-    signal: i32,
+    signals: &[libc::c_int],
 ) -> (std::process::ExitStatus, String, String) {
+    let signal = signals[0];
     let marker = format!("{}-{}-{signal}", std::process::id(), args.len());
     let err_path = dir.join(format!("tune-{signal}.err"));
     let out_path = dir.join(format!("tune-{signal}.out"));
@@ -121,8 +123,10 @@ fn kill_campaign(
     };
     assert_ne!(tune.0, tune.1, "ndtune must not lead its process group");
     // SAFETY: kill(2) of a process this test started (through the script), still running.
-    unsafe {
-        libc::kill(tune.0 as libc::pid_t, signal);
+    for &signal in signals {
+        unsafe {
+            libc::kill(tune.0 as libc::pid_t, signal);
+        }
     }
     let gone = Instant::now() + Duration::from_secs(5);
     while !marked(&marker).is_empty() && Instant::now() < gone {
@@ -177,7 +181,7 @@ fn a_killed_tune_leaves_no_process_even_with_its_builders_stopped() {
         dir.path(),
         &tune_args(&spec, db),
         builders_stopped,
-        libc::SIGKILL,
+        &[libc::SIGKILL],
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
     // The store opens, with its claims to expire after their lease.
@@ -207,7 +211,7 @@ fn a_terminated_tune_ends_its_workers_keeps_its_results_and_gives_back_its_claim
         dir.path(),
         &tune_args(&spec, db),
         |procs| builders_stopped(procs) && measured(),
-        libc::SIGTERM,
+        &[libc::SIGTERM],
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
     // The summary of what was measured until then.
@@ -228,6 +232,30 @@ fn a_terminated_tune_ends_its_workers_keeps_its_results_and_gives_back_its_claim
     }
 }
 
+/// Two SIGTERMs at once (a service manager's and a user's) while PoCL's LLVM has its own
+/// handler installed, one that puts the default action back while it runs: ndtune ends by its
+/// own hand all the same, either summing up or, where it saw the second, at once; never killed
+/// by the signal's default action, which would leave its claims and temporary files behind.
+#[test]
+fn a_tune_sent_sigterm_twice_at_once_ends_by_its_own_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = work_spec(dir.path());
+    let db = dir.path().join("twice.db");
+    let db = db.to_str().unwrap();
+    let measuring = |procs: &[Proc]| procs.iter().any(|p| p.cmdline.contains("__worker"));
+    let (exit, err, _) = kill_campaign(
+        dir.path(),
+        &tune_args(&spec, db),
+        |procs| measuring(procs) && claimed(db),
+        &[libc::SIGTERM, libc::SIGTERM],
+    );
+    assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
+    assert!(
+        err.contains("ndtune was interrupted (SIGTERM)") || err.contains("SIGTERM again"),
+        "killed by the signal's default action: {err}"
+    );
+}
+
 #[test]
 fn a_killed_pool_leaves_no_worker_running() {
     let dir = tempfile::tempdir().unwrap();
@@ -245,11 +273,13 @@ fn a_killed_pool_leaves_no_worker_running() {
                 && procs.iter().any(|p| p.cmdline.contains("__worker"))
                 && claimed(db)
         },
-        libc::SIGKILL,
+        &[libc::SIGKILL],
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
-    // Its workers, ended by the parent's death, gave back their claims: a next run need not
-    // wait for the lease (a campaign with neither results nor claims is not listed).
+    // Its workers, ended by the parent's death (a SIGTERM for each of its threads, back to
+    // back, while LLVM's handler in PoCL would have put the default action back), gave back
+    // their claims: a next run need not wait for the lease (a campaign with neither results
+    // nor claims is not listed).
     let store = Store::open(db).unwrap();
     for group in store.campaigns().unwrap() {
         let status = store.campaign_status(&group).unwrap();
@@ -531,7 +561,7 @@ fn a_tune_waiting_for_a_killed_tunes_claims_says_so_and_stops_on_sigterm() {
         dir.path(),
         &first,
         |procs| builders_stopped(procs) && claimed(db),
-        libc::SIGKILL,
+        &[libc::SIGKILL],
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGKILL), "{exit:?}");
     // The next tune measures what is free, then waits for the dead one's claims: it says so,
@@ -542,7 +572,7 @@ fn a_tune_waiting_for_a_killed_tunes_claims_says_so_and_stops_on_sigterm() {
         dir.path(),
         &tune_args(&spec, db),
         |_| std::fs::read_to_string(&waiting_err).is_ok_and(|e| e.contains("waiting for {")),
-        libc::SIGTERM,
+        &[libc::SIGTERM],
     );
     assert_eq!(exit.code(), Some(128 + libc::SIGTERM), "{exit:?} {err}");
     assert!(err.contains("holds it"), "{err}");
