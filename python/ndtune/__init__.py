@@ -12,6 +12,7 @@ its own devices).
 docs/python.md lists every argument and what ndtune does with it.
 """
 
+import atexit
 import sys
 
 from . import _ndtune
@@ -43,6 +44,17 @@ def __getattr__(name):
 
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'ndtune' has no attribute {name!r}")
+
+
+def release_workers():
+    """Ends the measurement and build workers that the last `tune_kernel` call left waiting for
+    the next one (on its device, with its inputs in the device's memory). They end by themselves
+    after 30 s without a call and when Python exits; call this to free the device at once."""
+    _ndtune.release_workers()
+
+
+# Kept workers end with the interpreter, their temporary files removed.
+atexit.register(_ndtune.release_workers)
 
 
 def devices():
@@ -79,6 +91,7 @@ def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, l
 
 __all__ = [
     "best",
+    "release_workers",
     "Schedule",
     "tune_kernel",
     "run_kernel",

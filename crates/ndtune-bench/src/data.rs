@@ -53,6 +53,27 @@ pub fn initial_bytes(
     }
 }
 
+/// What the initial contents of buffer argument `arg` with `len` elements depend on, as text
+/// that two specs (a measurement worker's job and the next one it takes up) share exactly
+/// where those contents are the same: the file's content (its BLAKE3) or the generator with
+/// its seed and stream, and the types read and held. `None` where a file's content cannot be
+/// read (then nothing is taken for the same).
+pub fn input_identity(spec: &Spec, arg: usize, len: usize, seed: u64) -> Option<String> {
+    let ArgKind::Buffer { ty, init, .. } = &spec.args[arg].kind else {
+        return None;
+    };
+    let of_init = match init {
+        Init::Npy(path) => format!("npy {}", ndtune_core::text::short_blake3_file(path).ok()?),
+        Init::Copy(from) => {
+            let j = spec.args.iter().position(|b| &b.name == from)?;
+            format!("copy of {}", input_identity(spec, j, len, seed)?)
+        }
+        // The stream of a seeded one is the argument's position (`stream`).
+        generated => format!("{generated:?} seed {seed} stream {arg}"),
+    };
+    Some(format!("{ty:?}[{len}] {of_init}"))
+}
+
 /// The length of buffer argument `arg` where no parameter changes it, nor, for a copy, the
 /// length of what it copies: its input is then the same for every configuration.
 pub fn fixed_len(spec: &Spec, arg: usize) -> Option<usize> {

@@ -209,14 +209,18 @@ struct HostData {
     ty: ElemType,
     bytes: Vec<u8>,
     values: std::cell::OnceCell<Vec<f64>>,
+    /// What the contents were made from ([`crate::data::input_identity`]), as it stood before
+    /// and after they were read; `None` where it moved meanwhile or cannot be told.
+    identity: Option<String>,
 }
 
 impl HostData {
-    fn new(ty: ElemType, bytes: Vec<u8>) -> HostData {
+    fn new(ty: ElemType, bytes: Vec<u8>, identity: Option<String>) -> HostData {
         HostData {
             ty,
             bytes,
             values: std::cell::OnceCell::new(),
+            identity,
         }
     }
 
@@ -525,18 +529,60 @@ impl Bench {
         let same_source = spec.kernel_source().ok().flatten().as_ref() == Some(&self.source);
         // No program built so far is built with the new job's options: none is kept.
         let forget = same_source && builds_differ(&self.spec, &spec, &self.source);
+        // Buffers live in their session: inputs are kept with it.
+        let inputs = if same_source {
+            self.inputs_for(&spec, job.seed)
+        } else {
+            Vec::new()
+        };
         let (device, mut session, meter) = self.into_kept();
         if forget {
             session.forget_all();
         }
         let session = same_source.then_some(session);
         let mut bench = Bench::with_session(spec, &device, job.seed, session)?;
+        for (key, host, on_device) in inputs {
+            bench.host_data.get_mut().insert(key, host);
+            if let Some(buffer) = on_device {
+                bench.pristine.get_mut().insert(key, buffer);
+            }
+        }
         match (job.energy, meter) {
             (true, Some(meter)) => bench.meter = Some(meter),
             (true, None) => bench.measure_energy()?,
             (false, _) => {}
         }
         Ok(bench)
+    }
+
+    /// The inputs of this bench, on the host and on the device, that the spec `next` (with
+    /// `seed`) starts from too, by `next`'s (argument, length): a session's next job on the
+    /// same data (a Python session's next `tune_kernel` call over the same arrays) neither
+    /// reads nor uploads them again.
+    #[allow(clippy::type_complexity)]
+    fn inputs_for(
+        &self,
+        next: &Spec,
+        seed: u64,
+    ) -> Vec<((usize, usize), Rc<HostData>, Option<Rc<DeviceBuffer>>)> {
+        let held = self.host_data.borrow();
+        let pristine = self.pristine.borrow();
+        let mut kept = Vec::new();
+        for i in 0..next.args.len() {
+            let Some(len) = fixed_len(next, i) else {
+                continue;
+            };
+            let Some(identity) = crate::data::input_identity(next, i, len, seed) else {
+                continue;
+            };
+            let same = held
+                .iter()
+                .find(|(_, data)| data.identity.as_ref() == Some(&identity));
+            if let Some((old, data)) = same {
+                kept.push(((i, len), Rc::clone(data), pristine.get(old).map(Rc::clone)));
+            }
+        }
+        kept
     }
 
     /// What a switch keeps: the device, its session and the meter; the rest (buffers,
@@ -842,13 +888,22 @@ impl Bench {
             return Ok(Rc::clone(data));
         }
         let started = Instant::now();
+        let identity = || crate::data::input_identity(&self.spec, i, len, self.seed);
+        let before = identity();
         let bytes = initial_bytes(&self.spec, i, len, config, self.seed).map_err(Fatal)?;
-        let data = Rc::new(HostData::new(ty, bytes));
+        // A file written while it was read is no input to keep for the next job.
+        let identity = before.filter(|b| identity().as_ref() == Some(b));
+        let data = Rc::new(HostData::new(ty, bytes, identity));
         self.host_data
             .borrow_mut()
             .insert((i, len), Rc::clone(&data));
         self.add_data_time(started);
         Ok(data)
+    }
+
+    /// How many inputs are on the device, each uploaded once (or kept from the job before).
+    pub fn inputs_on_device(&self) -> usize {
+        self.pristine.borrow().len()
     }
 
     /// Reads (or generates) every input whose length no parameter changes and puts it on the

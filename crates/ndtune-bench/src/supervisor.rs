@@ -111,6 +111,11 @@ impl Supervisor {
         }
     }
 
+    /// The job evaluated now.
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+
     /// Starts the worker process now and lets it open its device while the caller goes on; the
     /// first evaluation waits for it to be ready. A worker that cannot start says so then.
     pub fn start_ahead(&mut self) {

@@ -628,3 +628,84 @@ fn a_bench_switched_to_another_job_keeps_only_builds_the_new_job_can_use() {
     measure_all(&mut b);
     assert_eq!(b.builds(), 1);
 }
+
+/// A bench switched to a job over the same data (a Python session's next call over the same
+/// arrays, with another scalar) keeps its inputs on the device; one whose file changed meanwhile
+/// reads it again, and computes with what the file holds now.
+#[test]
+fn a_bench_switched_to_a_job_over_the_same_data_keeps_its_inputs_on_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "__kernel void times(__global const float *x, __global float *y, const float s) { size_t i = get_global_id(0); y[i] = s * x[i]; }";
+    std::fs::write(dir.path().join("times.cl"), kernel).unwrap();
+    let x_path = dir.path().join("x.npy");
+    let xs = |k: f32| (0..64).map(move |i| k * i as f32);
+    npyz::to_file_1d(&x_path, xs(1.0)).unwrap();
+    let text = r#"
+[kernel]
+name = "times"
+source = "times.cl"
+[constants]
+N = 64
+S = 2
+[params]
+WG = [1, 2, 4]
+[launch]
+global = ["N"]
+local = ["WG"]
+[[args]]
+name = "x"
+kind = "buffer"
+type = "float"
+len = "N"
+init = { npy = "x.npy" }
+access = "read"
+[[args]]
+name = "y"
+kind = "buffer"
+type = "float"
+len = "N"
+access = "write"
+[[args]]
+name = "s"
+kind = "scalar"
+type = "float"
+value = "S"
+"#;
+    let path = dir.path().join("times.toml");
+    std::fs::write(&path, text).unwrap();
+    let job = |s: i64| {
+        let overrides = BTreeMap::from([("S".to_string(), ndtune_core::Value::Int(s))]);
+        let spec = Spec::load_with(&path, &overrides).unwrap();
+        let setup = spec
+            .setup(&spec.kernel_source().unwrap().unwrap(), 7)
+            .unwrap();
+        ndtune_bench::worker::Job {
+            spec: path.clone(),
+            overrides,
+            device: 0,
+            at: None,
+            sub: None,
+            seed: 7,
+            setup: setup.digest,
+            energy: false,
+        }
+    };
+    let y = |b: &mut Bench| -> Vec<f32> {
+        let outputs = b.run_once(&[2]).unwrap().unwrap();
+        let bytes = outputs[1].as_ref().unwrap();
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let b = Bench::open(&job(2)).unwrap();
+    assert_eq!(b.load_inputs(), 2, "x and y");
+    let mut b = b.switch(&job(3)).unwrap();
+    assert_eq!(b.inputs_on_device(), 2, "x and y kept");
+    assert_eq!(y(&mut b), xs(3.0).collect::<Vec<_>>());
+    // A new x (of the same size) is read, y's zeros are kept.
+    npyz::to_file_1d(&x_path, xs(5.0)).unwrap();
+    let mut b = b.switch(&job(2)).unwrap();
+    assert_eq!(b.inputs_on_device(), 1, "y alone kept");
+    assert_eq!(y(&mut b), xs(10.0).collect::<Vec<_>>());
+}

@@ -140,7 +140,7 @@ pub enum CampaignError {
 /// subcommands `__worker`, `__builder` and `__campaign` (a pool's worker), or a program that
 /// serves them the same way given arguments before the subcommand (the Python package's
 /// `python -m ndtune._worker`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Processes {
     exe: PathBuf,
     args: Vec<std::ffi::OsString>,
@@ -264,6 +264,14 @@ impl Worker {
             supervisor,
             builds: None,
         }
+    }
+
+    /// This worker, kept from an earlier request, takes `job` up now
+    /// ([`Supervisor::switch`]), as [`Worker::start`] starts one.
+    pub fn take_up(mut self, job: Job) -> Worker {
+        self.supervisor.switch(job);
+        self.supervisor.start_ahead();
+        self
     }
 }
 

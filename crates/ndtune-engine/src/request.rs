@@ -254,10 +254,58 @@ pub struct Ran {
     pub failure: Option<String>,
 }
 
+/// The measurement and build workers a front end that lives on (a Python session) keeps from
+/// one request to the next ([`run_keeping`]): the next request's campaign on the same device,
+/// with workers started the same way, takes its job up in those processes (the device's
+/// session, and the inputs it shares with the job before, stay open: `Supervisor::switch`)
+/// instead of starting them again. Dropped, the workers end.
+#[derive(Default)]
+pub struct KeptWorkers {
+    kept: Vec<Kept>,
+}
+
+/// A worker kept, with how its processes were started and its fixed deadline.
+struct Kept {
+    processes: Processes,
+    timeout: Option<Duration>,
+    worker: Worker,
+}
+
+impl KeptWorkers {
+    /// Whether no worker is kept.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+
+    /// The kept worker that can take `job` up under `request`, if one can; the others end.
+    fn take(&mut self, request: &TuneRequest, job: &ndtune_bench::worker::Job) -> Option<Worker> {
+        let at = self.kept.iter().position(|k| {
+            k.processes == request.processes
+                && k.timeout == request.timeout
+                && k.worker.supervisor.job().same_device(job)
+        });
+        let taken = at.map(|i| self.kept.swap_remove(i).worker);
+        self.kept.clear();
+        taken
+    }
+}
+
 /// Runs `request`, telling `observer` what happens; `per_config` (one device, one campaign) is
 /// asked about each configuration first ([`PerConfig`]).
 pub fn run(
     request: &TuneRequest,
+    observer: &mut dyn FnMut(RequestEvent<'_>),
+    per_config: Option<&mut dyn PerConfig>,
+) -> Result<Ran, RequestError> {
+    run_keeping(request, None, observer, per_config)
+}
+
+/// [`run`], taking up the workers `kept` holds where they fit and, where the request's
+/// campaigns ended as they should, keeping theirs there for the next request (a pool's
+/// workers are processes of their own: none is kept).
+pub fn run_keeping(
+    request: &TuneRequest,
+    mut kept: Option<&mut KeptWorkers>,
     observer: &mut dyn FnMut(RequestEvent<'_>),
     per_config: Option<&mut dyn PerConfig>,
 ) -> Result<Ran, RequestError> {
@@ -324,12 +372,16 @@ pub fn run(
                 (p.index, p.at, p.sub),
                 request.search.seed,
             )?;
-            workers.push(Some(Worker::start(
-                job,
-                &request.processes,
-                request.timeout,
-            )));
+            let worker = match kept.as_deref_mut().and_then(|k| k.take(request, &job)) {
+                Some(worker) => worker.take_up(job),
+                None => Worker::start(job, &request.processes, request.timeout),
+            };
+            workers.push(Some(worker));
         }
+    }
+    // What was kept and did not fit ends now, before this request opens its devices.
+    if let Some(kept) = kept.as_deref_mut() {
+        kept.kept.clear();
     }
     let devices = match (&request.devices, picked) {
         (DeviceChoice::Opened(devices), _) => devices.clone(),
@@ -368,10 +420,31 @@ pub fn run(
         store: &store,
         captured: captured.as_ref(),
     };
+    let keeping = kept.is_some() && request.mode == Mode::Campaigns;
     let outcome = match request.mode {
         Mode::Pool => campaigns.pool(&mut ran, &mut wall, observer),
-        _ => campaigns.each(workers, &mut ran, &mut wall, observer, per_config),
+        _ => campaigns.each(
+            &mut workers,
+            keeping,
+            &mut ran,
+            &mut wall,
+            observer,
+            per_config,
+        ),
     };
+    // Workers of campaigns that ended as they should are kept; a stop or an error may have
+    // left them in any state.
+    if let (Some(kept), true) = (kept, keeping && outcome.is_ok() && ran.failure.is_none()) {
+        kept.kept = workers
+            .into_iter()
+            .flatten()
+            .map(|worker| Kept {
+                processes: request.processes.clone(),
+                timeout: request.timeout,
+                worker,
+            })
+            .collect();
+    }
     if let Some((cache, group)) = cached {
         cache.write(&devices[0], &specs[0], &store, &group)?;
     }
@@ -409,10 +482,12 @@ struct Campaigns<'a> {
 impl Campaigns<'_> {
     /// A campaign per set of constants and device, each device's with the measurement worker
     /// started for it where there is one (the first set's); a sweep's campaigns on a device
-    /// hand their measurement and build workers on, each to the next.
+    /// hand their measurement and build workers on, each to the next, and the last ones to
+    /// `workers` where `keeping` them for the next request.
     fn each(
         &self,
-        mut workers: Vec<Option<Worker>>,
+        workers: &mut [Option<Worker>],
+        keeping: bool,
         ran: &mut Ran,
         wall: &mut Wall,
         observer: &mut dyn FnMut(RequestEvent<'_>),
@@ -457,7 +532,8 @@ impl Campaigns<'_> {
                     worker: worker.take(),
                 };
                 let per_config = per_config.as_mut().map(|p| &mut **p as &mut dyn PerConfig);
-                let (tuned, kept) = tuning.run_handing_on(&mut events, per_config, !last)?;
+                let (tuned, kept) =
+                    tuning.run_handing_on(&mut events, per_config, keeping || !last)?;
                 *worker = kept;
                 wall.lap();
                 wall.prune_s += tuned.prune_s;

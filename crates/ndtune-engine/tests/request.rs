@@ -156,6 +156,65 @@ fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
     );
 }
 
+/// A front end that lives on (a Python session) keeps its workers from one request to the
+/// next: the next request on the device takes them up (each still builds and checks its own
+/// constants); one whose workers would start otherwise (another fixed deadline) starts its own.
+#[test]
+fn a_request_takes_up_the_workers_the_request_before_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = format!(
+        "// {}\n__kernel void stamp(__global int *out) {{ int i = get_global_id(0); out[i] = VAL * 100000 + i; }}\n",
+        dir.path().display()
+    );
+    std::fs::write(dir.path().join("stamp.cl"), kernel).unwrap();
+    std::fs::write(dir.path().join("stamp.c"), STAMP_C).unwrap();
+    let spec = dir.path().join("stamp.toml");
+    std::fs::write(&spec, STAMP).unwrap();
+    let pocl_builds_uncached = [("POCL_KERNEL_CACHE", Path::new("0"))];
+    let mut request = request(
+        spec.to_str().unwrap(),
+        &dir.path().join("kept.db"),
+        &pocl_builds_uncached,
+    );
+    request.search = Search {
+        strategy: "exhaustive".into(),
+        build_jobs: Some(2),
+        ..Search::default()
+    };
+    let mut kept = ndtune_engine::request::KeptWorkers::default();
+    let mut run_with = |request: &TuneRequest, val: i64| {
+        let mut request = request.clone();
+        request.sweep = vec![Constants::from([("VAL".to_string(), Value::Int(val))])];
+        let ran = ndtune_engine::request::run_keeping(&request, Some(&mut kept), &mut |_| {}, None)
+            .unwrap();
+        assert!(ran.failure.is_none(), "{:?}", ran.failure);
+        let r = ran.reports.into_iter().next().unwrap();
+        // Each of VAL's builds checked against its own reference.
+        assert_eq!(
+            r.outcomes.get("measured"),
+            Some(&3),
+            "VAL {val}: {:?}",
+            r.outcomes
+        );
+        r.time
+    };
+    let first = run_with(&request, 1);
+    assert_eq!(first.workers_started, 1, "{first:?}");
+    assert!(first.builders_started >= 1, "{first:?}");
+    let next = run_with(&request, 2);
+    assert_eq!(
+        (next.workers_started, next.builders_started),
+        (0, 0),
+        "{next:?}"
+    );
+    assert!(next.build_workers_s > 0.0, "VAL 2 built nothing: {next:?}");
+    request.timeout = Some(std::time::Duration::from_secs(30));
+    let other = run_with(&request, 3);
+    assert_eq!(other.workers_started, 1, "{other:?}");
+    assert!(other.builders_started >= 1, "{other:?}");
+    assert!(!kept.is_empty());
+}
+
 #[test]
 fn requests_that_cannot_run_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();

@@ -42,6 +42,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod api;
+mod kept_workers;
 mod schedule;
 
 create_exception!(
@@ -503,11 +504,15 @@ fn run(py: Python<'_>, call: &Call, per_config: Option<&mut PyPerConfig<'_>>) ->
             },
             RequestEvent::Note(line) => bar.println(line),
         };
-        ndtune_engine::request::run(
+        let mut kept = kept_workers::take();
+        let ran = ndtune_engine::request::run_keeping(
             &request,
+            Some(&mut kept),
             &mut observer,
             per_config.map(|p| p as &mut dyn PerConfig),
-        )
+        );
+        kept_workers::keep(kept);
+        ran
     };
     bar.finish_and_clear();
     ndtune_bench::children::carry_on();
@@ -554,6 +559,7 @@ fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(write_spec, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
+    m.add_function(wrap_pyfunction!(kept_workers::release_workers, m)?)?;
     api::register(m)?;
     m.add_class::<schedule::Schedule>()?;
     m.add("NdtuneError", py.get_type::<NdtuneError>())?;
