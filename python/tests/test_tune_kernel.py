@@ -441,3 +441,40 @@ def test_calls_with_the_same_array_read_one_file_of_it():
     assert (len(specs), len(data)) == (2, 3)
     assert [np.array_equal(np.load(f), x) for x in (a, b, c) for f in data].count(True) == 3
     assert all(f"../data/{f.name}" in spec for spec in specs for f in data)
+
+
+def _worker_processes():
+    """This process's children that are ndtune's workers (`python -m ndtune._worker`)."""
+    me = str(os.getpid())
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if ppid == me and b"ndtune._worker" in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def test_the_next_call_takes_up_the_workers_the_call_before_kept():
+    # Kernel Tuner's reduction example calls tune_kernel once per size over one input: the
+    # measurement and build workers of a call wait for the next, which takes them up (with the
+    # input already on the device) instead of starting its own.
+    ndtune.release_workers()
+    assert _worker_processes() == []
+    c, a, b, _ = vector_add_args()
+    times = []
+    for n in (1024, 512):
+        results, env = tune_kernel("vector_add", VECTOR_ADD, n, [c, a, b, np.int32(n)],
+                                   {"block_size_x": [16, 32]}, quiet=True)
+        assert [r["ndtune_outcome"] for r in results] == ["measured"] * 2
+        times.append(env["ndtune_report"]["time"])
+    assert times[0]["workers_started"] == 1, times[0]
+    assert (times[1]["workers_started"], times[1]["builders_started"]) == (0, 0), times[1]
+    assert _worker_processes(), "no worker kept for the next call"
+    ndtune.release_workers()
+    assert _worker_processes() == []

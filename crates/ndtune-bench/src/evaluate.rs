@@ -526,7 +526,11 @@ impl Bench {
     /// buffer and reference of the job before is let go first.
     pub fn switch(self, job: &crate::worker::Job) -> Result<Bench, Fatal> {
         let spec = job_spec(job)?;
-        let same_source = spec.kernel_source().ok().flatten().as_ref() == Some(&self.source);
+        let same_source = spec
+            .kernel_source()
+            .ok()
+            .flatten()
+            .is_some_and(|source| source.builds_alike(&self.source));
         // No program built so far is built with the new job's options: none is kept.
         let forget = same_source && builds_differ(&self.spec, &spec, &self.source);
         // Buffers live in their session: inputs are kept with it.

@@ -136,6 +136,14 @@ impl Supervisor {
         if job == self.job {
             return;
         }
+        // A switch not answered yet (the campaign before evaluated nothing: everything came
+        // from the store) is answered first, so that each answer is read as what it answers.
+        if self.switched.is_some() {
+            if self.starting.is_some() && self.start().is_err() {
+                self.stop();
+            }
+            self.await_switch();
+        }
         self.starts = 0;
         self.startup_s = 0.0;
         self.startup_waited_s = 0.0;
@@ -442,6 +450,61 @@ fi"#;
             c
         };
         Supervisor::new(Box::new(command), job, Some(Duration::from_secs(20)))
+    }
+
+    /// A stand-in worker that answers each switch as ready and each request as `refused`,
+    /// saying how many switches it took up.
+    fn switching_supervisor(job: Job) -> Supervisor {
+        let script = r#"read job
+echo '{"ready":{"device":"stand-in"}}'
+n=0
+while read line; do
+  case "$line" in
+    *'"switch"'*) n=$((n+1)); echo '{"ready":{"device":"stand-in"}}';;
+    *) echo '{"outcome":{"outcome":{"outcome":"refused","error":"after '$n' switches"},"cost":{"build_ms":0,"launch_ms":0,"reference_ms":0,"prepare_ms":0,"verify_ms":0,"total_ms":0}}}';;
+  esac
+done"#;
+        let command = move || {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script);
+            c
+        };
+        Supervisor::new(Box::new(command), job, Some(Duration::from_secs(20)))
+    }
+
+    /// Campaigns that evaluate nothing (all from the store) switch the worker again before it
+    /// was asked anything: each switch's answer is read as that switch's, and the next
+    /// evaluation gets its own, running or still starting.
+    #[test]
+    fn switches_in_a_row_are_each_answered_before_the_next_evaluation() {
+        let job = |seed: u64| Job {
+            spec: PathBuf::from("unused.toml"),
+            overrides: BTreeMap::new(),
+            device: 0,
+            at: None,
+            sub: None,
+            seed,
+            setup: String::new(),
+            energy: false,
+        };
+        let refused = |n: usize| Outcome::Refused {
+            error: format!("after {n} switches"),
+        };
+        let mut s = switching_supervisor(job(0));
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
+        assert_eq!(e.outcome, refused(0));
+        for seed in 1..=3 {
+            s.switch(job(seed));
+        }
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
+        assert_eq!((e.outcome, s.starts), (refused(3), 0));
+        // Started ahead and switched twice before its first evaluation.
+        let mut s = switching_supervisor(job(0));
+        s.start_ahead();
+        s.switch(job(1));
+        s.switch(job(2));
+        let e = s.evaluate(&[1], None, None, None, None).unwrap();
+        assert_eq!(e.outcome, refused(2));
     }
 
     #[test]

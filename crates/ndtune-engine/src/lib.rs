@@ -243,7 +243,6 @@ pub struct Worker {
 }
 
 /// What a build pool was started for: a campaign whose key differs starts its own.
-#[derive(PartialEq)]
 struct PoolKey {
     source: KernelSource,
     kernel: String,
@@ -252,6 +251,27 @@ struct PoolKey {
     timeout: Option<Duration>,
     prime: bool,
     program: String,
+}
+
+impl PartialEq for PoolKey {
+    fn eq(&self, other: &PoolKey) -> bool {
+        self.source.builds_alike(&other.source)
+            && (
+                &self.kernel,
+                self.device,
+                self.jobs,
+                self.timeout,
+                self.prime,
+                &self.program,
+            ) == (
+                &other.kernel,
+                other.device,
+                other.jobs,
+                other.timeout,
+                other.prime,
+                &other.program,
+            )
+    }
 }
 
 impl Worker {

@@ -256,19 +256,39 @@ pub struct Ran {
 
 /// The measurement and build workers a front end that lives on (a Python session) keeps from
 /// one request to the next ([`run_keeping`]): the next request's campaign on the same device,
-/// with workers started the same way, takes its job up in those processes (the device's
-/// session, and the inputs it shares with the job before, stay open: `Supervisor::switch`)
-/// instead of starting them again. Dropped, the workers end.
+/// with workers that would start the same way, takes its job up in those processes (the
+/// device's session, and the inputs it shares with the job before, stay open:
+/// `Supervisor::switch`) instead of starting them again. Dropped, the workers end.
 #[derive(Default)]
 pub struct KeptWorkers {
     kept: Vec<Kept>,
 }
 
-/// A worker kept, with how its processes were started and its fixed deadline.
+/// A worker kept, with what it was started with: its command, its fixed deadline, the cache
+/// folder asked for and the environment it inherited (a session that changed a variable since,
+/// `NDTUNE_CACHE_DIR` say, gets workers that see it).
 struct Kept {
+    started_with: StartedWith,
+    worker: Worker,
+}
+
+#[derive(PartialEq)]
+struct StartedWith {
     processes: Processes,
     timeout: Option<Duration>,
-    worker: Worker,
+    cache_dir: Option<PathBuf>,
+    environment: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
+impl StartedWith {
+    fn now(request: &TuneRequest) -> StartedWith {
+        StartedWith {
+            processes: request.processes.clone(),
+            timeout: request.timeout,
+            cache_dir: request.cache_dir.clone(),
+            environment: std::env::vars_os().collect(),
+        }
+    }
 }
 
 impl KeptWorkers {
@@ -279,11 +299,11 @@ impl KeptWorkers {
 
     /// The kept worker that can take `job` up under `request`, if one can; the others end.
     fn take(&mut self, request: &TuneRequest, job: &ndtune_bench::worker::Job) -> Option<Worker> {
-        let at = self.kept.iter().position(|k| {
-            k.processes == request.processes
-                && k.timeout == request.timeout
-                && k.worker.supervisor.job().same_device(job)
-        });
+        let now = StartedWith::now(request);
+        let at = self
+            .kept
+            .iter()
+            .position(|k| k.started_with == now && k.worker.supervisor.job().same_device(job));
         let taken = at.map(|i| self.kept.swap_remove(i).worker);
         self.kept.clear();
         taken
@@ -439,8 +459,7 @@ pub fn run_keeping(
             .into_iter()
             .flatten()
             .map(|worker| Kept {
-                processes: request.processes.clone(),
-                timeout: request.timeout,
+                started_with: StartedWith::now(request),
                 worker,
             })
             .collect();

@@ -158,7 +158,8 @@ fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
 
 /// A front end that lives on (a Python session) keeps its workers from one request to the
 /// next: the next request on the device takes them up (each still builds and checks its own
-/// constants); one whose workers would start otherwise (another fixed deadline) starts its own.
+/// constants); one whose workers would start otherwise (another fixed deadline, another
+/// environment) starts its own.
 #[test]
 fn a_request_takes_up_the_workers_the_request_before_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -212,6 +213,11 @@ fn a_request_takes_up_the_workers_the_request_before_kept() {
     let other = run_with(&request, 3);
     assert_eq!(other.workers_started, 1, "{other:?}");
     assert!(other.builders_started >= 1, "{other:?}");
+    // An environment that changed since (a session that set NDTUNE_CACHE_DIR, say) gets
+    // workers that see it.
+    std::env::set_var("NDTUNE_TEST_KEPT_WORKERS", "changed");
+    let changed = run_with(&request, 4);
+    assert_eq!(changed.workers_started, 1, "{changed:?}");
     assert!(!kept.is_empty());
 }
 

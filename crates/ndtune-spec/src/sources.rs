@@ -126,6 +126,17 @@ impl KernelSource {
         Ok(source)
     }
 
+    /// Whether a build of this source is a build of `other` too: the same text and, where the
+    /// files include anything, the same files and headers in the same places (the same `-I`
+    /// folders). Files that include nothing may lie anywhere: a Python call writes its kernel
+    /// in a spec folder of its own, and the next call's same kernel builds the same.
+    pub fn builds_alike(&self, other: &KernelSource) -> bool {
+        self.text == other.text
+            && self.reads_files == other.reads_files
+            && (!self.reads_files
+                || (self.files == other.files && self.include_options == other.include_options))
+    }
+
     /// Adds the headers that `found` (include lines of a file in `dir`, or of the
     /// concatenated kernel files where `None`) reach, recursively.
     fn follow(
@@ -367,6 +378,24 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// The same kernel in two folders builds alike where it includes nothing; where it includes
+    /// a header, each folder's header is another build (found through another `-I`).
+    #[test]
+    fn the_same_text_builds_alike_wherever_it_lies_unless_it_includes_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = |folder: &str, text: &[u8]| {
+            let kernel = write(dir.path(), &format!("{folder}/k.cl"), text);
+            write(dir.path(), &format!("{folder}/h.h"), b"#define H 1\n");
+            KernelSource::read(&[kernel], &[]).unwrap()
+        };
+        let plain = b"kernel void k() {}";
+        assert!(read("a", plain).builds_alike(&read("b", plain)));
+        assert!(!read("a", plain).builds_alike(&read("b", b"kernel void k() { }")));
+        let including = b"#include \"h.h\"\nkernel void k() {}";
+        assert!(!read("a", including).builds_alike(&read("b", including)));
+        assert!(read("a", including).builds_alike(&read("a", including)));
     }
 
     #[test]
