@@ -580,6 +580,29 @@ fn a_front_ends_observers_are_told_each_moment_of_the_timed_runs_only() {
     assert_eq!(e.to_string(), "the sensor is gone");
 }
 
+/// A measurement worker's job: the spec at `path` with integer constants `overrides`, on
+/// device 0, seed 7.
+fn job_of(path: &Path, overrides: &[(&str, i64)]) -> ndtune_bench::worker::Job {
+    let overrides: BTreeMap<String, ndtune_core::Value> = overrides
+        .iter()
+        .map(|&(name, v)| (name.to_string(), ndtune_core::Value::Int(v)))
+        .collect();
+    let spec = Spec::load_with(path, &overrides).unwrap();
+    let setup = spec
+        .setup(&spec.kernel_source().unwrap().unwrap(), 7)
+        .unwrap();
+    ndtune_bench::worker::Job {
+        spec: path.to_path_buf(),
+        overrides,
+        device: 0,
+        at: None,
+        sub: None,
+        seed: 7,
+        setup: setup.digest,
+        energy: false,
+    }
+}
+
 #[test]
 fn a_bench_switched_to_another_job_keeps_only_builds_the_new_job_can_use() {
     let dir = tempfile::tempdir().unwrap();
@@ -590,24 +613,7 @@ fn a_bench_switched_to_another_job_keeps_only_builds_the_new_job_can_use() {
     );
     let path = dir.path().join("times.toml");
     std::fs::write(&path, text).unwrap();
-    let job = |n: i64, k: i64| {
-        let overrides = BTreeMap::from([
-            ("N".to_string(), ndtune_core::Value::Int(n)),
-            ("K".to_string(), ndtune_core::Value::Int(k)),
-        ]);
-        let s = Spec::load_with(&path, &overrides).unwrap();
-        let setup = s.setup(&s.kernel_source().unwrap().unwrap(), 7).unwrap();
-        ndtune_bench::worker::Job {
-            spec: path.clone(),
-            overrides,
-            device: 0,
-            at: None,
-            sub: None,
-            seed: 7,
-            setup: setup.digest,
-            energy: false,
-        }
-    };
+    let job = |n: i64, k: i64| job_of(&path, &[("N", n), ("K", k)]);
     let measure_all = |b: &mut Bench| {
         for wg in [1, 2, 4] {
             let outcome = b.evaluate(&[wg], Front::default()).unwrap();
@@ -673,23 +679,7 @@ value = "S"
 "#;
     let path = dir.path().join("times.toml");
     std::fs::write(&path, text).unwrap();
-    let job = |s: i64| {
-        let overrides = BTreeMap::from([("S".to_string(), ndtune_core::Value::Int(s))]);
-        let spec = Spec::load_with(&path, &overrides).unwrap();
-        let setup = spec
-            .setup(&spec.kernel_source().unwrap().unwrap(), 7)
-            .unwrap();
-        ndtune_bench::worker::Job {
-            spec: path.clone(),
-            overrides,
-            device: 0,
-            at: None,
-            sub: None,
-            seed: 7,
-            setup: setup.digest,
-            energy: false,
-        }
-    };
+    let job = |s: i64| job_of(&path, &[("S", s)]);
     let y = |b: &mut Bench| -> Vec<f32> {
         let outputs = b.run_once(&[2]).unwrap().unwrap();
         let bytes = outputs[1].as_ref().unwrap();

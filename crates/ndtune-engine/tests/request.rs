@@ -93,28 +93,33 @@ void stamp(const ndtune_args *args) {
 }
 "#;
 
-#[test]
-fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
-    let dir = tempfile::tempdir().unwrap();
+/// An exhaustive request of [`STAMP`] in `dir` (2 build workers), its store `dir/db`.
+fn stamp_request(dir: &Path, db: &str) -> TuneRequest {
     // The path in a comment makes the source new to every cache (the program cache, PoCL's).
     let kernel = format!(
         "// {}\n__kernel void stamp(__global int *out) {{ int i = get_global_id(0); out[i] = VAL * 100000 + i; }}\n",
-        dir.path().display()
+        dir.display()
     );
-    std::fs::write(dir.path().join("stamp.cl"), kernel).unwrap();
-    std::fs::write(dir.path().join("stamp.c"), STAMP_C).unwrap();
-    let spec = dir.path().join("stamp.toml");
+    std::fs::write(dir.join("stamp.cl"), kernel).unwrap();
+    std::fs::write(dir.join("stamp.c"), STAMP_C).unwrap();
+    let spec = dir.join("stamp.toml");
     std::fs::write(&spec, STAMP).unwrap();
     // Without PoCL's cache of builds, build workers hand the measurement program binaries (as
     // on a GPU), so a build worker still on the campaign before's constants would be caught.
     let pocl_builds_uncached = [("POCL_KERNEL_CACHE", Path::new("0"))];
-    let spec = spec.to_str().unwrap();
-    let mut request = request(spec, &dir.path().join("stamp.db"), &pocl_builds_uncached);
+    let mut request = request(spec.to_str().unwrap(), &dir.join(db), &pocl_builds_uncached);
     request.search = Search {
         strategy: "exhaustive".into(),
         build_jobs: Some(2),
         ..Search::default()
     };
+    request
+}
+
+#[test]
+fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut request = stamp_request(dir.path(), "stamp.db");
     let set = |n: i64, val: i64| {
         Constants::from([
             ("N".to_string(), Value::Int(n)),
@@ -163,25 +168,7 @@ fn a_sweep_hands_its_workers_on_and_each_campaign_builds_its_own_constants() {
 #[test]
 fn a_request_takes_up_the_workers_the_request_before_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let kernel = format!(
-        "// {}\n__kernel void stamp(__global int *out) {{ int i = get_global_id(0); out[i] = VAL * 100000 + i; }}\n",
-        dir.path().display()
-    );
-    std::fs::write(dir.path().join("stamp.cl"), kernel).unwrap();
-    std::fs::write(dir.path().join("stamp.c"), STAMP_C).unwrap();
-    let spec = dir.path().join("stamp.toml");
-    std::fs::write(&spec, STAMP).unwrap();
-    let pocl_builds_uncached = [("POCL_KERNEL_CACHE", Path::new("0"))];
-    let mut request = request(
-        spec.to_str().unwrap(),
-        &dir.path().join("kept.db"),
-        &pocl_builds_uncached,
-    );
-    request.search = Search {
-        strategy: "exhaustive".into(),
-        build_jobs: Some(2),
-        ..Search::default()
-    };
+    let mut request = stamp_request(dir.path(), "kept.db");
     let mut kept = ndtune_engine::request::KeptWorkers::default();
     let mut run_with = |request: &TuneRequest, val: i64| {
         let mut request = request.clone();
