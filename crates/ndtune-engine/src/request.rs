@@ -297,16 +297,14 @@ impl KeptWorkers {
         self.kept.is_empty()
     }
 
-    /// The kept worker that can take `job` up under `request`, if one can; the others end.
+    /// The kept worker that can take `job` up under `request`, if one can.
     fn take(&mut self, request: &TuneRequest, job: &ndtune_bench::worker::Job) -> Option<Worker> {
         let now = StartedWith::now(request);
         let at = self
             .kept
             .iter()
             .position(|k| k.started_with == now && k.worker.supervisor.job().same_device(job));
-        let taken = at.map(|i| self.kept.swap_remove(i).worker);
-        self.kept.clear();
-        taken
+        at.map(|i| self.kept.swap_remove(i).worker)
     }
 }
 
