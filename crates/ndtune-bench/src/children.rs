@@ -14,11 +14,12 @@
 //!   taken for a crash ([`crate::process::Silence::Interrupted`]), so nothing false is stored.
 //!   The campaign stops as after a fatal error, keeping what it measured, giving back its
 //!   claims and removing its temporary files; where it has not ended [`GRACE`] later, or at a
-//!   second signal, the process exits at once (its children then die of the parent-death
-//!   signal). A second signal from the parent, or from this process, does not count: the kernel
-//!   sends a parent-death signal again each time one of the dying parent's threads ends (the
-//!   child passes from thread to thread), naming as its sender the parent or the child itself,
-//!   and a stopping parent sends its own; only the grace ends a child then.
+//!   second signal, the process exits at once, removing its and its children's temporary
+//!   folders first (its children then die of the parent-death signal). A second signal from
+//!   the parent, or from this process, does not count: the kernel sends a parent-death signal
+//!   again each time one of the dying parent's threads ends (the child passes from thread to
+//!   thread), naming as its sender the parent or the child itself, and a stopping parent sends
+//!   its own; only the grace ends a child then.
 //! - [`end`] signals a child to end after taking it off the idle scheduling policy (a build
 //!   worker's), so that a busy machine does not starve its exit.
 
@@ -211,6 +212,16 @@ pub fn end_with_signals() -> io::Result<()> {
                 )
             };
             let _ = io::Write::write_all(&mut io::stderr(), said.as_bytes());
+            // Nothing else runs from here: this process's temporary folders, and its children's
+            // (ended at the first signal), go now.
+            // (Never waiting on a lock another thread may hold while stuck.)
+            let children: Vec<u32> = LIVING
+                .try_lock()
+                .map(|living| living.keys().copied().collect())
+                .unwrap_or_default();
+            for pid in children.into_iter().chain([std::process::id()]) {
+                ndtune_core::cache::remove_private_temp_dirs_of(pid);
+            }
             // SAFETY: _exit(2) ends the process without running anything more; the children
             // get their parent-death signal.
             unsafe { libc::_exit(128 + signal) }

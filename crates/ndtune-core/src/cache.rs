@@ -111,8 +111,9 @@ pub fn private_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
         .tempdir()
 }
 
-/// Removes the private temporary folders ([`private_temp_dir`]) that process `pid` made, once
-/// it is gone: a parent that killed a worker cleans up after it.
+/// Removes the private temporary folders ([`private_temp_dir`]) that process `pid` made: a
+/// parent that killed a worker cleans up after it, and a process about to exit at once (a
+/// second Ctrl-C) after itself.
 pub fn remove_private_temp_dirs_of(pid: u32) {
     remove_private_dirs(&std::env::temp_dir(), "ndtune-", |made_by| {
         made_by == pid as libc::pid_t
