@@ -152,7 +152,7 @@ pub struct Bench {
     computed_references: u64,
     /// A reference kernel's source, with the headers it includes.
     reference_source: Option<KernelSource>,
-    /// Inputs as uploaded once, by (argument, bytes).
+    /// Inputs as uploaded once, by (argument, bytes) (the host's, `host_data`, are by elements).
     pristine: RefCell<HashMap<(usize, usize), Rc<DeviceBuffer>>>,
     /// Device buffers of earlier configurations for arguments the kernel may write, by
     /// (argument, bytes): reused (the pristine contents copied in) instead of allocated again.
@@ -545,11 +545,15 @@ impl Bench {
         }
         let session = same_source.then_some(session);
         let mut bench = Bench::with_session(spec, &device, job.seed, session)?;
-        for (key, host, on_device) in inputs {
-            bench.host_data.get_mut().insert(key, host);
+        // The host's by (argument, elements), the device's by (argument, bytes).
+        for ((i, len), host, on_device) in inputs {
             if let Some(buffer) = on_device {
-                bench.pristine.get_mut().insert(key, buffer);
+                bench
+                    .pristine
+                    .get_mut()
+                    .insert((i, host.bytes.len()), buffer);
             }
+            bench.host_data.get_mut().insert((i, len), host);
         }
         match (job.energy, meter) {
             (true, Some(meter)) => bench.meter = Some(meter),
@@ -560,7 +564,7 @@ impl Bench {
     }
 
     /// The inputs of this bench, on the host and on the device, that the spec `next` (with
-    /// `seed`) starts from too, by `next`'s (argument, length): a session's next job on the
+    /// `seed`) starts from too, by `next`'s (argument, elements): a session's next job on the
     /// same data (a Python session's next `tune_kernel` call over the same arrays) neither
     /// reads nor uploads them again.
     #[allow(clippy::type_complexity)]
@@ -582,8 +586,9 @@ impl Bench {
             let same = held
                 .iter()
                 .find(|(_, data)| data.identity.as_ref() == Some(&identity));
-            if let Some((old, data)) = same {
-                kept.push(((i, len), Rc::clone(data), pristine.get(old).map(Rc::clone)));
+            if let Some((&(j, _), data)) = same {
+                let on_device = pristine.get(&(j, data.bytes.len())).map(Rc::clone);
+                kept.push(((i, len), Rc::clone(data), on_device));
             }
         }
         kept
@@ -925,8 +930,9 @@ impl Bench {
                 continue;
             }
             // No length here names a parameter: the configuration is never read.
+            // Keyed as the evaluations hold it: by bytes.
             if let Ok(data) = self.host_input(i, *ty, len, &[]) {
-                loaded += usize::from(self.pristine((i, len), &data).is_ok());
+                loaded += usize::from(self.pristine((i, data.bytes.len()), &data).is_ok());
             }
         }
         loaded

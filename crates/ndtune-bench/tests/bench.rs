@@ -173,6 +173,10 @@ fn inputs_of_fixed_size_go_on_the_device_first_and_are_the_ones_evaluations_use(
     assert_eq!(outputs(&mut fresh), outputs(&mut fresh_again));
     measures_16_and_finds_8_wrong(&mut loaded);
     measures_16_and_finds_8_wrong(&mut fresh);
+    // The evaluations used the inputs loaded first: none was uploaded again (y, whose length
+    // names a parameter, once, when first evaluated).
+    assert_eq!(loaded.inputs_on_device(), 2);
+    assert_eq!(fresh.inputs_on_device(), 2);
 }
 
 /// WG = 16 is measured and WG = 8's output is found wrong (the kernel zeroes it).
@@ -693,9 +697,11 @@ value = "S"
     let mut b = b.switch(&job(3)).unwrap();
     assert_eq!(b.inputs_on_device(), 2, "x and y kept");
     assert_eq!(y(&mut b), xs(3.0).collect::<Vec<_>>());
+    assert_eq!(b.inputs_on_device(), 2, "the run uploaded its inputs again");
     // A new x (of the same size) is read, y's zeros are kept.
     npyz::to_file_1d(&x_path, xs(5.0)).unwrap();
     let mut b = b.switch(&job(2)).unwrap();
     assert_eq!(b.inputs_on_device(), 1, "y alone kept");
     assert_eq!(y(&mut b), xs(10.0).collect::<Vec<_>>());
+    assert_eq!(b.inputs_on_device(), 2);
 }
