@@ -261,15 +261,11 @@ pub struct Ran {
 /// `Supervisor::switch`) instead of starting them again. Dropped, the workers end.
 #[derive(Default)]
 pub struct KeptWorkers {
-    kept: Vec<Kept>,
-}
-
-/// A worker kept, with what it was started with: its command, its fixed deadline, the cache
-/// folder asked for and the environment it inherited (a session that changed a variable since,
-/// `NDTUNE_CACHE_DIR` say, gets workers that see it).
-struct Kept {
-    started_with: StartedWith,
-    worker: Worker,
+    /// What the workers were started with (all by one request): their command, fixed deadline,
+    /// the cache folder asked for and the environment they inherited (a session that changed
+    /// a variable since, `NDTUNE_CACHE_DIR` say, gets workers that see it).
+    started_with: Option<StartedWith>,
+    workers: Vec<Worker>,
 }
 
 #[derive(PartialEq)]
@@ -294,17 +290,25 @@ impl StartedWith {
 impl KeptWorkers {
     /// Whether no worker is kept.
     pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
+        self.workers.is_empty()
     }
 
     /// The kept worker that can take `job` up under `request`, if one can.
     fn take(&mut self, request: &TuneRequest, job: &ndtune_bench::worker::Job) -> Option<Worker> {
-        let now = StartedWith::now(request);
+        if self.started_with.as_ref() != Some(&StartedWith::now(request)) {
+            return None;
+        }
         let at = self
-            .kept
+            .workers
             .iter()
-            .position(|k| k.started_with == now && k.worker.supervisor.job().same_device(job));
-        at.map(|i| self.kept.swap_remove(i).worker)
+            .position(|w| w.supervisor.job().same_device(job))?;
+        Some(self.workers.swap_remove(at))
+    }
+
+    /// Ends every worker kept.
+    fn clear(&mut self) {
+        self.workers.clear();
+        self.started_with = None;
     }
 }
 
@@ -399,7 +403,7 @@ pub fn run_keeping(
     }
     // What was kept and did not fit ends now, before this request opens its devices.
     if let Some(kept) = kept.as_deref_mut() {
-        kept.kept.clear();
+        kept.clear();
     }
     let devices = match (&request.devices, picked) {
         (DeviceChoice::Opened(devices), _) => devices.clone(),
@@ -453,14 +457,8 @@ pub fn run_keeping(
     // Workers of campaigns that ended as they should are kept; a stop or an error may have
     // left them in any state.
     if let (Some(kept), true) = (kept, keeping && outcome.is_ok() && ran.failure.is_none()) {
-        kept.kept = workers
-            .into_iter()
-            .flatten()
-            .map(|worker| Kept {
-                started_with: StartedWith::now(request),
-                worker,
-            })
-            .collect();
+        kept.workers = workers.into_iter().flatten().collect();
+        kept.started_with = Some(StartedWith::now(request));
     }
     if let Some((cache, group)) = cached {
         cache.write(&devices[0], &specs[0], &store, &group)?;
