@@ -62,7 +62,9 @@ SHRINK = [(r"\b4096\b", "512"), (r"\b2048\b", "256"), (r"\b10000000\b", "1000000
 # Runs the example as a script (`__main__`), with every tune_kernel call's results kept.
 RUNNER = r'''
 import importlib, json, runpy, sys, time
+begun = time.time()
 import {lib} as lib
+imported = time.time()
 calls = []
 # Per call: its wall, the time its arrays took to become files (ndtune's `_Data`: digests and
 # writes) and the engine's own account (`env["ndtune_report"]["time"]`), for `--profile`.
@@ -93,6 +95,8 @@ sys.argv = [sys.argv[1]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 json.dump(calls, open("calls.json", "w"), default=str)
 json.dump(profile, open("profile.json", "w"))
+# The script's span (epoch seconds), for the parent to split its wall (`span` in the results).
+json.dump({{"begun": begun, "imported": imported, "ended": time.time()}}, open("span.json", "w"))
 '''
 
 
@@ -153,13 +157,13 @@ def run_in(name, lib, args, where):
     env = dict(os.environ, NDTUNE_CACHE_DIR=str(where / "cache"),
                NDTUNE_PYTHON_DIR=str(where / "specs"),
                POCL_CACHE_DIR=str(where / "pocl-cache"), PYTHONHASHSEED="0")
-    started = time.monotonic()
+    started, spawned = time.monotonic(), time.time()
     try:
         done = subprocess.run([sys.executable, "runner.py", f"{name}.py"], cwd=where, env=env,
                               capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {args.timeout} s"}
-    wall = time.monotonic() - started
+    wall, returned = time.monotonic() - started, time.time()
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         return {"error": lines[-1] if lines else f"exit {done.returncode}", "wall_s": wall,
@@ -180,13 +184,32 @@ def run_in(name, lib, args, where):
     # Each configuration's time, for a referee to compare (bench/cuda_referee.py): small spaces.
     times = [[{k: v for k, v in r.items() if k in tuned}, r["time"]] for r in valid] \
         if len(results) <= 200 else None
-    return {"wall_s": wall, "profile": json.load(open(where / "profile.json")),
+    profile = json.load(open(where / "profile.json"))
+    return {"wall_s": wall, "profile": profile, "span": span(where, spawned, returned, profile),
             "readings": readings, "invalid": invalid[:10], "times": times,
             "calls": len(calls), "results": len(results), "valid": len(valid),
             "best_ms": best["time"] if best else None, "keys": keys,
             "best": {k: v for k, v in best.items() if not isinstance(v, (list, dict))
                      and k not in ("time", "times", "timestamp") and not k.endswith("_time")}
             if best else None}
+
+
+def span(where, spawned, returned, profile):
+    """Where the script's wall went (seconds): the interpreter's start (`start_s`), importing
+    the tool, the script's own work outside its tune_kernel calls, the calls, and the exit after
+    the script's last line (the tool's `atexit` work and the interpreter's end)."""
+    s = json.load(open(where / "span.json"))
+    calls = sum(c["wall_s"] for c in profile)
+    return {"start_s": s["begun"] - spawned, "import_s": s["imported"] - s["begun"],
+            "script_s": s["ended"] - s["imported"] - calls, "calls_s": calls,
+            "exit_s": returned - s["ended"]}
+
+
+def print_span(name, lib, k, run):
+    """`--profile`: the `k`th run of `name` with `lib`, its wall split by [`span`]."""
+    if "span" in run:
+        parts = " ".join(f"{key} {v:.2f}" for key, v in run["span"].items())
+        print(f"  {name} {lib} run {k}: wall {run['wall_s']:.2f} s: {parts}", flush=True)
 
 
 def print_profile(name, k, run):
@@ -246,7 +269,9 @@ def main():
             if args.out:
                 json.dump(rows, open(args.out, "w"), indent=1)
             if args.profile:
-                for k, (_, n) in enumerate(pairs):
+                for k, (t, n) in enumerate(pairs):
+                    print_span(name, "kernel_tuner", k, t)
+                    print_span(name, "ndtune", k, n)
                     print_profile(name, k, n)
             if args.ndtune_only:
                 print(f"{name}: ndtune " + (nd["error"] if "error" in nd else
