@@ -11,15 +11,18 @@ pub use ndtune_device::backend::{
     Address, AnyDevice, Api, Arg, Buffer, Device, DeviceError, Fault, Kernel, KernelLimits, Pinned,
     Pipeline, PipelineTimes, Running, Session, Step,
 };
+use ndtune_device::DeviceProfile;
 use std::sync::Arc;
 
 /// What one backend gives the list: its devices' names without opening them, its devices
-/// (probed or only attached), one device by its number in the backend's own list.
+/// (probed or only attached), one device by its number in the backend's own list, and, where
+/// its builds need no driver, a device to build for made from a profile read elsewhere.
 struct Backend {
     api: Api,
     names: fn() -> Result<Vec<String>, DeviceError>,
     discover: fn(first: usize, probe: bool) -> Result<Vec<AnyDevice>, DeviceError>,
     open: fn(first: usize, number: usize, probe: bool) -> Result<AnyDevice, DeviceError>,
+    for_builds: Option<fn(first: usize, number: usize, profile: DeviceProfile) -> AnyDevice>,
 }
 
 /// The backends, in list order.
@@ -48,6 +51,8 @@ const OPENCL: Backend = Backend {
         };
         Ok(Arc::new(device?))
     },
+    // An OpenCL build is the driver's, in a context on the device.
+    for_builds: None,
 };
 
 const CUDA: Backend = Backend {
@@ -60,6 +65,9 @@ const CUDA: Backend = Backend {
             .collect())
     },
     open: |first, number, _| Ok(Arc::new(ndtune_cuda::open(first + number, number)?)),
+    for_builds: Some(|first, number, profile| {
+        Arc::new(ndtune_cuda::for_builds(first + number, number, profile))
+    }),
 };
 
 /// Every device of every backend, and the backends that gave none, with why.
@@ -134,6 +142,18 @@ pub fn listing() -> Result<Vec<Listed>, DeviceError> {
     }
 }
 
+/// Loads and initialises `api`'s driver, as the first use of any of its devices does (the list
+/// of names is its cheapest use): a measurement worker started before its job is known does
+/// this while the tuner finds the device (`ndtune_bench::supervisor::Warming`). A driver that fails
+/// says why when the job opens its device.
+pub fn warm(api: Api) {
+    let backend = BACKENDS
+        .iter()
+        .find(|b| b.api == api)
+        .expect("every API has its backend");
+    let _ = (backend.names)();
+}
+
 /// Device `index` of the list with its whole profile, reading only that device.
 pub fn open(index: usize) -> Result<AnyDevice, DeviceError> {
     open_with(index, true)
@@ -153,6 +173,25 @@ pub fn attach_at(index: usize, at: Address) -> Result<AnyDevice, DeviceError> {
         .find(|b| b.api == at.api)
         .expect("every API has its backend");
     (backend.open)(index - at.number, at.number, false)
+}
+
+/// Device `index` at `at` for a build worker, given the profile the campaign read: where the
+/// backend builds without its driver (CUDA's NVRTC compiles for the profile's architecture),
+/// made from the profile, so that the driver is not initialised at all (a build worker that
+/// does so costs the host's cores while the measurement worker starts); else [`attach_at`].
+pub fn attach_for_builds(
+    index: usize,
+    at: Address,
+    profile: &DeviceProfile,
+) -> Result<AnyDevice, DeviceError> {
+    let backend = BACKENDS
+        .iter()
+        .find(|b| b.api == at.api)
+        .expect("every API has its backend");
+    match backend.for_builds {
+        Some(made) => Ok(made(index - at.number, at.number, profile.clone())),
+        None => attach_at(index, at),
+    }
 }
 
 fn open_with(index: usize, probe: bool) -> Result<AnyDevice, DeviceError> {
@@ -193,5 +232,46 @@ pub fn pick(devices: &[AnyDevice], selector: &str) -> Result<AnyDevice, String> 
             .sub_device(k, n)
             .map_err(|e| format!("sub-device {selector}: {e}")),
         _ => Ok(device.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> DeviceProfile {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/profiles/nvidia-h100-cuda.json");
+        DeviceProfile::load(&path).expect("the saved H100 profile loads")
+    }
+
+    /// A CUDA build worker's device is the campaign's profile as given, made without the
+    /// driver (this machine may have none: CI has no GPU).
+    #[test]
+    fn a_cuda_device_to_build_for_is_the_profile_given_without_the_driver() {
+        let at = Address {
+            api: Api::Cuda,
+            number: 1,
+        };
+        let device = attach_for_builds(3, at, &h100()).expect("made without the driver");
+        assert_eq!(device.profile(), &h100());
+        assert_eq!(
+            (device.api(), device.index(), device.address()),
+            (Api::Cuda, 3, at)
+        );
+    }
+
+    /// An OpenCL build needs the driver's context: its build workers open the device itself,
+    /// whatever profile they are given.
+    #[test]
+    fn an_opencl_device_to_build_for_is_the_device_itself() {
+        let at = Address {
+            api: Api::OpenCl,
+            number: 0,
+        };
+        let device = attach_for_builds(0, at, &h100()).expect("PoCL's device 0");
+        assert_eq!(device.api(), Api::OpenCl);
+        assert_ne!(device.profile(), &h100());
+        assert_eq!(device.profile(), attach_at(0, at).unwrap().profile());
     }
 }

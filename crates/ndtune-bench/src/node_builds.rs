@@ -92,6 +92,7 @@ impl ServiceKey<'_> {
             device: 0,
             at: None,
             sub: None,
+            profile: None,
             ..self.job.clone()
         };
         let keyed = serde_json::json!({

@@ -9,7 +9,7 @@
 use crate::evaluate::{Cost, Fatal, Moment};
 use crate::process::{LineProcess, Silence};
 use crate::race::Limits;
-use crate::worker::{Generated, Job, OwnCheck, Request, Response, Switch};
+use crate::worker::{Generated, Job, OwnCheck, Request, Response, Switch, Warm};
 use ndtune_core::Outcome;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,6 +89,27 @@ pub struct Supervisor {
     pub startup_waited_s: f64,
 }
 
+/// A measurement worker started before its job is known: it loads and initialises the driver of
+/// the job's API ([`Warm`]) while the tuner finds the devices and picks one (each taking about
+/// 0.2 s on an H100 host: `cuInit`, or NVIDIA's OpenCL platform), and takes the job once it is
+/// known ([`Supervisor::start_warmed`]). Dropped, the process ends.
+pub struct Warming {
+    worker: LineProcess,
+    api: ndtune_backend::Api,
+    since: Instant,
+}
+
+impl Warming {
+    /// Starts `command` (a measurement worker's) warming `api`; `None` where it cannot start
+    /// (the worker started for the job then says why).
+    pub fn start(command: Command, api: ndtune_backend::Api) -> Option<Warming> {
+        let since = Instant::now();
+        let line = serde_json::to_string(&Warm { warm: api }).expect("serialises");
+        let worker = LineProcess::spawn(command, &line).ok()?;
+        Some(Warming { worker, api, since })
+    }
+}
+
 impl Supervisor {
     /// `command` makes the command that starts a worker (e.g. `ndtune __worker`);
     /// `timeout` fixes the per-evaluation deadline, else it adapts (see [`TIMEOUT_FACTOR`]).
@@ -125,6 +146,27 @@ impl Supervisor {
         if let Ok(worker) = self.spawn() {
             self.starting = Some((worker, Instant::now()));
         }
+    }
+
+    /// [`Supervisor::start_ahead`] in the process of `warming` where it warms the job's API (its
+    /// start-up counted from the warming's start); else that process ends and a worker starts
+    /// as usual.
+    pub fn start_warmed(&mut self, warming: Warming) {
+        let fits = self.running.is_none()
+            && self.starting.is_none()
+            && self.job.at.is_some_and(|at| at.api == warming.api);
+        if fits {
+            let Warming {
+                mut worker, since, ..
+            } = warming;
+            let job = serde_json::to_string(&self.job).expect("a job serialises");
+            if worker.tell(&job).is_ok() {
+                self.starts += 1;
+                self.starting = Some((worker, since));
+                return;
+            }
+        }
+        self.start_ahead();
     }
 
     /// Makes `job` the one evaluated from now on, where it is another, with the accounts of
@@ -442,6 +484,7 @@ fi"#;
             seed: 0,
             setup: String::new(),
             energy: false,
+            profile: None,
         };
         let command = move || {
             let mut c = Command::new("sh");
@@ -486,6 +529,7 @@ done"#;
             seed,
             setup: String::new(),
             energy: false,
+            profile: None,
         };
         let refused = |n: usize| Outcome::Refused {
             error: format!("after {n} switches"),
@@ -505,6 +549,51 @@ done"#;
         s.switch(job(2));
         let e = s.evaluate(&[1], None, None, None, None).unwrap();
         assert_eq!(e.outcome, refused(2));
+    }
+
+    /// A worker started warming an API takes a job on that API in the same process; one
+    /// warming another ends, and the job's worker starts as usual. The stand-in answers each
+    /// request `refused`, saying which line came first and what it read after it.
+    #[test]
+    fn a_warmed_worker_takes_its_job_where_it_warms_the_jobs_api() {
+        let script = r#"read first
+case "$first" in *'"warm"'*) read job; said="after $first";; *) said=cold;; esac
+echo '{"ready":{"device":"stand-in"}}'
+while read line; do
+  echo '{"outcome":{"outcome":{"outcome":"refused","error":"'"$(echo "$said" | tr -d '"')"'"},"cost":{"build_ms":0,"launch_ms":0,"reference_ms":0,"prepare_ms":0,"verify_ms":0,"total_ms":0}}}'
+done"#;
+        let command = move || {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script);
+            c
+        };
+        let cuda = ndtune_backend::Address {
+            api: ndtune_backend::Api::Cuda,
+            number: 0,
+        };
+        let job = Job {
+            spec: PathBuf::from("unused.toml"),
+            overrides: BTreeMap::new(),
+            device: 2,
+            at: Some(cuda),
+            sub: None,
+            seed: 0,
+            setup: String::new(),
+            energy: false,
+            profile: None,
+        };
+        let refused = |error: &str| Outcome::Refused {
+            error: error.into(),
+        };
+        for (api, said) in [
+            (ndtune_backend::Api::Cuda, "after {warm:cuda}"),
+            (ndtune_backend::Api::OpenCl, "cold"),
+        ] {
+            let mut s = Supervisor::new(Box::new(command), job.clone(), None);
+            s.start_warmed(Warming::start(command(), api).expect("sh starts"));
+            let e = s.evaluate(&[1], None, None, None, None).unwrap();
+            assert_eq!((e.outcome, s.starts), (refused(said), 1), "warming {api:?}");
+        }
     }
 
     #[test]

@@ -443,6 +443,7 @@ fn a_worker_refuses_a_spec_whose_files_changed_since_the_campaign_started() {
         seed: 7,
         setup: setup.digest.clone(),
         energy: false,
+        profile: None,
     };
     assert!(Bench::open(&job).is_ok());
     // The random input follows the seed: another seed is another setup.
@@ -604,6 +605,7 @@ fn job_of(path: &Path, overrides: &[(&str, i64)]) -> ndtune_bench::worker::Job {
         seed: 7,
         setup: setup.digest,
         energy: false,
+        profile: None,
     }
 }
 

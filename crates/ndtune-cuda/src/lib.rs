@@ -169,6 +169,8 @@ fn count() -> Result<usize, DeviceError> {
 }
 
 fn handle(ordinal: usize) -> Result<sys::CUdevice, DeviceError> {
+    // A device made for builds ([`for_builds`]) initialises the driver only here, if ever.
+    driver()?;
     let mut device = 0;
     // SAFETY: one handle written.
     check("cuDeviceGet", unsafe {
@@ -214,6 +216,17 @@ pub fn open(index: usize, ordinal: usize) -> Result<CuDevice, DeviceError> {
         ordinal,
         profile: read_profile(device)?,
     })
+}
+
+/// CUDA device `ordinal`, number `index`, from `profile` as a campaign read it ([`open`]), for a
+/// build worker: NVRTC compiles for the profile's architecture without the driver, which is
+/// initialised only where the device is used for more (a context).
+pub fn for_builds(index: usize, ordinal: usize, profile: DeviceProfile) -> CuDevice {
+    CuDevice {
+        index,
+        ordinal,
+        profile,
+    }
 }
 
 fn attribute(device: sys::CUdevice, attr: Attr) -> Result<u64, DeviceError> {

@@ -102,7 +102,7 @@ use ndtune_bench::evaluate::Moment;
 use ndtune_bench::node_builds::{self, Builds, ServiceKey};
 use ndtune_bench::program_cache::ProgramCache;
 use ndtune_bench::race::Noise;
-use ndtune_bench::supervisor::Supervisor;
+use ndtune_bench::supervisor::{Supervisor, Warming};
 use ndtune_bench::worker::{Generated, Job, OwnCheck};
 use ndtune_core::{Codec, Config, Outcome, Timing, Value};
 use ndtune_device::DeviceType;
@@ -276,10 +276,19 @@ impl PartialEq for PoolKey {
 
 impl Worker {
     /// Starts the measurement worker for `job` (see [`job`]) from `processes`, with a fixed
-    /// per-evaluation `timeout` or none.
-    pub fn start(job: Job, processes: &Processes, timeout: Option<Duration>) -> Worker {
+    /// per-evaluation `timeout` or none: in the process of `warming` where it warms the job's
+    /// API.
+    pub fn start(
+        job: Job,
+        processes: &Processes,
+        timeout: Option<Duration>,
+        warming: Option<Warming>,
+    ) -> Worker {
         let mut supervisor = Supervisor::new(processes.command("__worker"), job, timeout);
-        supervisor.start_ahead();
+        match warming {
+            Some(warming) => supervisor.start_warmed(warming),
+            None => supervisor.start_ahead(),
+        }
         Worker {
             supervisor,
             builds: None,
@@ -316,6 +325,7 @@ pub fn job(
         sub,
         seed,
         energy: !spec.metrics.needing_energy().is_empty(),
+        profile: None,
         setup: setup.digest,
     })
 }
@@ -617,16 +627,17 @@ impl Campaign<'_> {
             prime: cpu,
             program: self.options.processes.describe(),
         };
+        let build_job = job.for_builds(self.device.profile());
         let kept_builds = kept_builds
             .filter(|(key, _)| *key == pool_key)
             .map(|(_, pool)| {
-                pool.switch(&job, &history);
+                pool.switch(&build_job, &history);
                 pool
             });
         let own_pool = || {
             BuildPool::new(
                 self.options.processes.command("__builder"),
-                &job,
+                &build_job,
                 self.options.build_jobs,
                 self.options.timeout,
                 cpu,
@@ -644,7 +655,7 @@ impl Campaign<'_> {
         } else if self.options.share.is_some() && node_builds::wanted() {
             // The workers of one node share its builders (see `ndtune_bench::node_builds`).
             let key = ServiceKey {
-                job: &job,
+                job: &build_job,
                 device_kind: &ndtune_store::fingerprint(self.device.profile()),
                 prime: cpu,
                 timeout: self.options.timeout,

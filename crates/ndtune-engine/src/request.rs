@@ -19,6 +19,7 @@ use crate::{
     Tuning, Worker,
 };
 use ndtune_backend::{AnyDevice, Api};
+use ndtune_bench::supervisor::Warming;
 use ndtune_core::{Config, Constants};
 use ndtune_metrics::{MetricDef, Objective};
 use ndtune_spec::{Race, Spec, SpecError};
@@ -366,6 +367,20 @@ pub fn run_keeping(
             sweep.len()
         )));
     }
+    // The measurement worker's process starts before the devices are found, and loads and
+    // initialises the driver of the spec's API while this process does the same to find them;
+    // it takes its job once the device is picked. Not where the devices come opened, where a
+    // kept worker may take the job up, nor for a pool (its workers start their own).
+    let mut warming = (request.mode != Mode::Pool
+        && !matches!(request.devices, DeviceChoice::Opened(_))
+        && kept.as_deref().is_none_or(KeptWorkers::is_empty))
+    .then(|| {
+        Warming::start(
+            request.processes.command("__worker")(),
+            specs[0].kernel.language,
+        )
+    })
+    .flatten();
     let picked = pick(request, specs[0].kernel.language, captured.as_ref())?;
     let count = match (&picked, &request.devices) {
         (Some(picked), _) => picked.len(),
@@ -396,11 +411,13 @@ pub fn run_keeping(
             )?;
             let worker = match kept.as_deref_mut().and_then(|k| k.take(request, &job)) {
                 Some(worker) => worker.take_up(job),
-                None => Worker::start(job, &request.processes, request.timeout),
+                None => Worker::start(job, &request.processes, request.timeout, warming.take()),
             };
             workers.push(Some(worker));
         }
     }
+    // A warmed process that no device took ends now.
+    drop(warming);
     // What was kept and did not fit ends now, before this request opens its devices.
     if let Some(kept) = kept.as_deref_mut() {
         kept.clear();
