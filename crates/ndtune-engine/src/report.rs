@@ -343,18 +343,16 @@ pub(crate) fn report(
     let mut failed: Vec<_> = trace
         .steps
         .iter()
-        .filter(|s| s.outcome.reason().is_some())
+        .filter_map(|s| Some((s, s.outcome.reason()?)))
         .collect();
-    failed.sort_by(|a, b| a.point.cmp(&b.point));
-    for step in failed {
-        if let Some(reason) = step.outcome.reason() {
-            let listed = failures.entry(step.outcome.kind().as_str()).or_default();
-            if listed.len() < FAILURES_LISTED {
-                listed.push(Failure {
-                    config: config(&step.point),
-                    reason,
-                });
-            }
+    failed.sort_by(|(a, _), (b, _)| a.point.cmp(&b.point));
+    for (step, reason) in failed {
+        let listed = failures.entry(step.outcome.kind().as_str()).or_default();
+        if listed.len() < FAILURES_LISTED {
+            listed.push(Failure {
+                config: config(&step.point),
+                reason,
+            });
         }
     }
     // Measured configurations with an objective's value, by its cost (best first).
