@@ -22,15 +22,7 @@ struct Backend {
     names: fn() -> Result<Vec<String>, DeviceError>,
     discover: fn(first: usize, probe: bool) -> Result<Vec<AnyDevice>, DeviceError>,
     open: fn(first: usize, number: usize, probe: bool) -> Result<AnyDevice, DeviceError>,
-    for_builds: Option<BuildsWithoutDriver>,
-}
-
-/// What a backend whose builds need no driver gives its build workers.
-struct BuildsWithoutDriver {
-    /// The device to build for, from the profile a campaign read.
-    device: fn(first: usize, number: usize, profile: DeviceProfile) -> AnyDevice,
-    /// Starts the compiler, as a build worker's first build would.
-    warm: fn(),
+    for_builds: Option<fn(first: usize, number: usize, profile: DeviceProfile) -> AnyDevice>,
 }
 
 /// The backends, in list order.
@@ -73,11 +65,8 @@ const CUDA: Backend = Backend {
             .collect())
     },
     open: |first, number, _| Ok(Arc::new(ndtune_cuda::open(first + number, number)?)),
-    for_builds: Some(BuildsWithoutDriver {
-        device: |first, number, profile| {
-            Arc::new(ndtune_cuda::for_builds(first + number, number, profile))
-        },
-        warm: ndtune_cuda::nvrtc::warm,
+    for_builds: Some(|first, number, profile| {
+        Arc::new(ndtune_cuda::for_builds(first + number, number, profile))
     }),
 };
 
@@ -158,7 +147,11 @@ pub fn listing() -> Result<Vec<Listed>, DeviceError> {
 /// this while the tuner finds the device (`ndtune_bench::supervisor::Warming`). A driver that fails
 /// says why when the job opens its device.
 pub fn warm(api: Api) {
-    let _ = (backend(api).names)();
+    let backend = BACKENDS
+        .iter()
+        .find(|b| b.api == api)
+        .expect("every API has its backend");
+    let _ = (backend.names)();
 }
 
 /// Device `index` of the list with its whole profile, reading only that device.
@@ -175,7 +168,11 @@ pub fn attach(index: usize) -> Result<AnyDevice, DeviceError> {
 /// Device `index` of the list, at `at` in its API's own list: [`attach`] for a process told both,
 /// which loads that API alone (a CUDA worker never loads OpenCL's drivers to count their devices).
 pub fn attach_at(index: usize, at: Address) -> Result<AnyDevice, DeviceError> {
-    (backend(at.api).open)(index - at.number, at.number, false)
+    let backend = BACKENDS
+        .iter()
+        .find(|b| b.api == at.api)
+        .expect("every API has its backend");
+    (backend.open)(index - at.number, at.number, false)
 }
 
 /// Device `index` at `at` for a build worker, given the profile the campaign read: where the
@@ -187,37 +184,14 @@ pub fn attach_for_builds(
     at: Address,
     profile: &DeviceProfile,
 ) -> Result<AnyDevice, DeviceError> {
-    match &backend(at.api).for_builds {
-        Some(builds) => Ok((builds.device)(
-            index - at.number,
-            at.number,
-            profile.clone(),
-        )),
+    let backend = BACKENDS
+        .iter()
+        .find(|b| b.api == at.api)
+        .expect("every API has its backend");
+    match backend.for_builds {
+        Some(made) => Ok(made(index - at.number, at.number, profile.clone())),
         None => attach_at(index, at),
     }
-}
-
-/// Whether `api`'s builds need no driver ([`attach_for_builds`]): its build workers need no
-/// device to start, only the campaign's profile.
-pub fn builds_without_driver(api: Api) -> bool {
-    backend(api).for_builds.is_some()
-}
-
-/// What a build worker for `api` started before its job is known does first: where the builds
-/// need no driver, starts the compiler (NVRTC loaded and an empty kernel compiled); else
-/// [`warm`]s the driver, which builds in its context.
-pub fn warm_builds(api: Api) {
-    match &backend(api).for_builds {
-        Some(builds) => (builds.warm)(),
-        None => warm(api),
-    }
-}
-
-fn backend(api: Api) -> &'static Backend {
-    BACKENDS
-        .iter()
-        .find(|b| b.api == api)
-        .expect("every API has its backend")
 }
 
 fn open_with(index: usize, probe: bool) -> Result<AnyDevice, DeviceError> {

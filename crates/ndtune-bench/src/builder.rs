@@ -20,7 +20,6 @@ use crate::evaluate::Bench;
 use crate::evaluate::Fatal;
 use crate::process::{LineProcess, Silence};
 use crate::program_cache::ProgramCache;
-use crate::supervisor::Warming;
 use crate::worker::{serve_lines, Ask, Generated, Job, Service};
 use ndtune_backend::DeviceError;
 use ndtune_core::Outcome;
@@ -76,10 +75,6 @@ pub struct Builder {
 impl Service for Builder {
     type Request = BuildRequest;
     type Response = BuildResponse;
-
-    fn warm(api: ndtune_backend::Api) {
-        ndtune_backend::warm_builds(api);
-    }
 
     fn open(job: &Job) -> Result<Builder, Fatal> {
         let bench = Bench::open(job)?;
@@ -231,8 +226,6 @@ struct Shared {
     /// ([`BuildPool::switch`]): a worker started for an earlier one takes this one up before
     /// its next build.
     job: Mutex<(Arc<Job>, u64)>,
-    /// Build workers started before the job was known, taken before any is started.
-    warmed: Mutex<Vec<Warming>>,
     fixed_timeout: Option<Duration>,
     prime: bool,
     /// Binaries of earlier campaigns, by build key: taken instead of building.
@@ -371,10 +364,7 @@ impl BuildPool {
     /// `ndtune __builder`); `timeout` fixes a build's deadline, else it adapts; `prime`: launch
     /// each build once in its build worker (see [`Bench::prime`]); `cache`: binaries kept
     /// across campaigns, by build key, taken instead of building and added to; `history`: build
-    /// times of earlier campaigns (configuration, seconds) to order the first builds by;
-    /// `warmed`: build workers started before the job was known ([`Warming`]), which take it
-    /// before any worker is started (those left over end with the pool).
-    #[allow(clippy::too_many_arguments)]
+    /// times of earlier campaigns (configuration, seconds) to order the first builds by.
     pub fn new(
         command: Box<dyn Fn() -> Command + Send + Sync>,
         job: &Job,
@@ -383,7 +373,6 @@ impl BuildPool {
         prime: bool,
         cache: Option<ProgramCache>,
         history: &[(Vec<i64>, f64)],
-        warmed: Vec<Warming>,
     ) -> Result<BuildPool, Fatal> {
         let times = BuildTimes::from_learnt(history);
         let dir = ndtune_core::cache::private_temp_dir("ndtune-builds-")
@@ -396,7 +385,6 @@ impl BuildPool {
             changed: Condvar::new(),
             command,
             job: Mutex::new((Arc::new(job.clone()), 0)),
-            warmed: Mutex::new(warmed),
             fixed_timeout: timeout,
             prime,
             cache,
@@ -868,16 +856,8 @@ fn switch(shared: &Shared, w: &mut LineProcess, job: &Job) -> bool {
 fn start(shared: &Shared, slot: usize) -> Result<(LineProcess, u64), String> {
     let (job, generation) = shared.job().clone();
     let line = serde_json::to_string(&*job).expect("a job serialises");
-    let warmed = shared
-        .warmed
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .pop();
-    let mut w = match warmed.and_then(|w| w.hand(&job, &line)) {
-        Some((w, _)) => w,
-        None => LineProcess::spawn((shared.command)(), &line)
-            .map_err(|e| format!("a build worker did not start: {e}"))?,
-    };
+    let mut w = LineProcess::spawn((shared.command)(), &line)
+        .map_err(|e| format!("a build worker did not start: {e}"))?;
     {
         let mut s = shared.lock();
         s.started += 1;
@@ -1036,63 +1016,8 @@ fn by_expected_length(a: &(f64, bool, usize), b: &(f64, bool, usize)) -> std::cm
 
 #[cfg(test)]
 mod tests {
-    use super::{set_priority, BuildPool, BuildTimes, Built, State};
-    use crate::supervisor::Warming;
-    use crate::worker::Job;
-    use ndtune_backend::{Address, Api};
-    use ndtune_core::Outcome;
-    use std::process::Command;
+    use super::{set_priority, BuildTimes, State};
     use std::time::Duration;
-
-    /// Build workers started warming the job's API take their jobs before any worker starts; one
-    /// warming another API ends. The stand-in build worker fails each build with a log that
-    /// says which line came first and what it read after it.
-    #[test]
-    fn warmed_build_workers_take_the_pools_job_where_they_warm_its_api() {
-        let script = r#"read first
-case "$first" in *'"warm"'*) read job; said="after $first";; *) said=cold;; esac
-echo '"ready"'
-while read line; do
-  echo '{"failed":{"log":"'"$(echo "$said" | tr -d '"')"'"}}'
-done"#;
-        let command = move || {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(script);
-            c
-        };
-        let job = Job {
-            spec: "unused.toml".into(),
-            overrides: Default::default(),
-            device: 2,
-            at: Some(Address {
-                api: Api::Cuda,
-                number: 0,
-            }),
-            sub: None,
-            seed: 0,
-            setup: String::new(),
-            energy: false,
-            profile: None,
-        };
-        let warmed = [Api::Cuda, Api::OpenCl]
-            .into_iter()
-            .map(|api| Warming::start(command(), api).expect("sh starts"))
-            .collect();
-        let pool = BuildPool::new(Box::new(command), &job, 3, None, false, None, &[], warmed)
-            .expect("a pool");
-        let builds: Vec<(String, Vec<i64>)> = (0..3).map(|i| (format!("k{i}"), vec![i])).collect();
-        pool.plan(builds.clone(), false);
-        let mut logs: Vec<String> = builds
-            .iter()
-            .map(|(key, config)| match pool.wait(key, config) {
-                Built::Failed(Outcome::BuildFailed { log }) => log,
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        logs.sort();
-        assert_eq!(logs, ["after {warm:cuda}", "cold", "cold"]);
-        assert_eq!(pool.started(), 3);
-    }
 
     /// A build the campaign waits for goes first, ahead of the longest expected and of the
     /// hurried scouts, which keep their turn after it.

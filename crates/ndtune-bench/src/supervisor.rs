@@ -89,11 +89,10 @@ pub struct Supervisor {
     pub startup_waited_s: f64,
 }
 
-/// A worker started before its job is known: a measurement worker loads and initialises the
-/// driver of the job's API, a build worker its compiler ([`Warm`]), while the tuner finds the
-/// devices and picks one (each taking about 0.2 s on an H100 host: `cuInit`, or NVIDIA's OpenCL
-/// platform); it takes the job once it is known ([`Supervisor::start_warmed`],
-/// [`crate::builder::BuildPool::new`]). Dropped, the process ends.
+/// A measurement worker started before its job is known: it loads and initialises the driver of
+/// the job's API ([`Warm`]) while the tuner finds the devices and picks one (each taking about
+/// 0.2 s on an H100 host: `cuInit`, or NVIDIA's OpenCL platform), and takes the job once it is
+/// known ([`Supervisor::start_warmed`]). Dropped, the process ends.
 pub struct Warming {
     worker: LineProcess,
     api: ndtune_backend::Api,
@@ -101,25 +100,13 @@ pub struct Warming {
 }
 
 impl Warming {
-    /// Starts `command` (a measurement or build worker's) warming `api`; `None` where it cannot
-    /// start (the worker started for the job then says why).
+    /// Starts `command` (a measurement worker's) warming `api`; `None` where it cannot start
+    /// (the worker started for the job then says why).
     pub fn start(command: Command, api: ndtune_backend::Api) -> Option<Warming> {
         let since = Instant::now();
         let line = serde_json::to_string(&Warm { warm: api }).expect("serialises");
         let worker = LineProcess::spawn(command, &line).ok()?;
         Some(Warming { worker, api, since })
-    }
-
-    /// The process, handed `job` (as `line`), with when it started; `None` (the process ends)
-    /// where it warms another API than the job's or cannot take the job.
-    pub(crate) fn hand(self, job: &Job, line: &str) -> Option<(LineProcess, Instant)> {
-        let Warming {
-            mut worker,
-            api,
-            since,
-        } = self;
-        let fits = job.at.is_some_and(|at| at.api == api);
-        (fits && worker.tell(line).is_ok()).then_some((worker, since))
     }
 }
 
@@ -165,11 +152,17 @@ impl Supervisor {
     /// start-up counted from the warming's start); else that process ends and a worker starts
     /// as usual.
     pub fn start_warmed(&mut self, warming: Warming) {
-        if self.running.is_none() && self.starting.is_none() {
-            let line = serde_json::to_string(&self.job).expect("a job serialises");
-            if let Some(started) = warming.hand(&self.job, &line) {
+        let fits = self.running.is_none()
+            && self.starting.is_none()
+            && self.job.at.is_some_and(|at| at.api == warming.api);
+        if fits {
+            let Warming {
+                mut worker, since, ..
+            } = warming;
+            let job = serde_json::to_string(&self.job).expect("a job serialises");
+            if worker.tell(&job).is_ok() {
                 self.starts += 1;
-                self.starting = Some(started);
+                self.starting = Some((worker, since));
                 return;
             }
         }

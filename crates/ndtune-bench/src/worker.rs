@@ -11,8 +11,8 @@
 //! [`Moment::AfterStart`] the supervisor answers at once and calls `during` until the next
 //! moment.
 //!
-//! A [`Warm`] line may come before the job: the worker then starts its API's driver (a build
-//! worker its compiler) while the tuner picks the device.
+//! A [`Warm`] line may come before the job: the worker then starts its API's driver while the
+//! supervisor picks the device.
 //!
 //! Between requests the supervisor may send a [`Switch`] line: the service takes up another job
 //! on the same device (the next campaign of a sweep), keeping what it opened (the process, the
@@ -124,10 +124,9 @@ pub enum Response {
     Fatal(String),
 }
 
-/// A line that may come before the [`Job`]: the worker does what any job on `warm` needs first
-/// (a measurement worker loads and initialises the driver, a build worker the compiler) on a
-/// thread of its own while it waits for the job, which comes once the device is picked
-/// ([`crate::supervisor::Warming`]).
+/// A line that may come before the [`Job`]: the worker loads and initialises `warm`'s driver
+/// on a thread of its own while it waits for the job, which the supervisor sends once the
+/// device is picked ([`crate::supervisor::Warming`]).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Warm {
     pub warm: ndtune_backend::Api,
@@ -180,8 +179,6 @@ impl Job {
 pub(crate) trait Service: Sized {
     type Request: serde::de::DeserializeOwned;
     type Response: Serialize;
-    /// What the service does first for any job on `api`, while it waits for its job ([`Warm`]).
-    fn warm(api: ndtune_backend::Api);
     /// Opens what the job needs (the device, a session).
     fn open(job: &Job) -> Result<Self, Fatal>;
     /// Takes up `job`, on the device it is open on ([`Job::same_device`]), keeping what it can.
@@ -236,7 +233,7 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
         .map(|l| serde_json::from_str::<Warm>(l))
     {
         // Opening the job's device waits for the driver where this has not finished.
-        std::thread::spawn(move || S::warm(warm));
+        std::thread::spawn(move || ndtune_backend::warm(warm));
         first = lines.next();
     }
     let job: Job = match first.map(|l| l.map(|l| serde_json::from_str(&l))) {
@@ -289,10 +286,6 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
 impl Service for Bench {
     type Request = Request;
     type Response = Response;
-
-    fn warm(api: ndtune_backend::Api) {
-        ndtune_backend::warm(api);
-    }
 
     // The inputs go on the device before the worker says it is ready: it starts ahead of the
     // builds, so this overlaps them instead of following the first one.

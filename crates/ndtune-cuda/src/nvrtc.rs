@@ -70,15 +70,6 @@ fn library() -> Result<(), DeviceError> {
         })
 }
 
-/// Loads NVRTC and compiles an empty kernel, so that a build worker started before its job has
-/// NVRTC's start-up behind it when its first build comes; a failure is left to that build to
-/// report.
-pub fn warm() {
-    // sm_75: the oldest architecture of CUDA 13's NVRTC; 12.8's has it too.
-    let kernel = "extern \"C\" __global__ void ndtune_warm() {}";
-    let _ = compile("warm-up", kernel, "ndtune_warm", "", "sm_75");
-}
-
 /// NVRTC's version, `MAJOR.MINOR`.
 pub fn version() -> Result<String, DeviceError> {
     library()?;

@@ -240,42 +240,6 @@ pub struct Options {
 pub struct Worker {
     supervisor: Supervisor,
     builds: Option<(PoolKey, BuildPool)>,
-    /// Build workers started before the job was known, for the campaign's build pool.
-    warmed_builders: Vec<Warming>,
-}
-
-/// Worker processes started before the devices are found, each doing what any job on the API
-/// needs first while the tuner finds and picks the device ([`Warming`]): the measurement worker
-/// and, where the API's builds need no driver (so that a build worker needs no device to start,
-/// and holds no context: a device of the API gets a build worker per core but one), the build
-/// workers.
-#[derive(Default)]
-pub struct Warmed {
-    pub worker: Option<Warming>,
-    pub builders: Vec<Warming>,
-}
-
-impl Warmed {
-    /// The measurement worker, and `build_jobs` build workers (`None`: the default) where
-    /// `api`'s builds need no driver, started from `processes` warming `api`.
-    pub fn start(
-        processes: &Processes,
-        api: ndtune_backend::Api,
-        build_jobs: Option<usize>,
-    ) -> Warmed {
-        let builders = match ndtune_backend::builds_without_driver(api) {
-            true => build_jobs.unwrap_or_else(build_jobs_by_cores),
-            false => 0,
-        };
-        // A pool of one build worker is none: the measurement worker builds.
-        let builders = if builders > 1 { builders } else { 0 };
-        Warmed {
-            worker: Warming::start(processes.command("__worker")(), api),
-            builders: (0..builders)
-                .filter_map(|_| Warming::start(processes.command("__builder")(), api))
-                .collect(),
-        }
-    }
 }
 
 /// What a build pool was started for: a campaign whose key differs starts its own.
@@ -312,23 +276,22 @@ impl PartialEq for PoolKey {
 
 impl Worker {
     /// Starts the measurement worker for `job` (see [`job`]) from `processes`, with a fixed
-    /// per-evaluation `timeout` or none: in the process `warmed` where it warms the job's API,
-    /// with the build workers `warmed` for the campaign's pool.
+    /// per-evaluation `timeout` or none: in the process of `warming` where it warms the job's
+    /// API.
     pub fn start(
         job: Job,
         processes: &Processes,
         timeout: Option<Duration>,
-        warmed: Warmed,
+        warming: Option<Warming>,
     ) -> Worker {
         let mut supervisor = Supervisor::new(processes.command("__worker"), job, timeout);
-        match warmed.worker {
+        match warming {
             Some(warming) => supervisor.start_warmed(warming),
             None => supervisor.start_ahead(),
         }
         Worker {
             supervisor,
             builds: None,
-            warmed_builders: warmed.builders,
         }
     }
 
@@ -561,10 +524,10 @@ impl Campaign<'_> {
         )?;
         // The worker starts first: it opens its device (or takes the job up in the process a
         // campaign before left) while the campaign prepares.
-        let (mut supervisor, kept_builds, warmed_builders) = match self.worker {
+        let (mut supervisor, kept_builds) = match self.worker {
             Some(mut w) => {
                 w.supervisor.switch(job.clone());
-                (w.supervisor, w.builds, w.warmed_builders)
+                (w.supervisor, w.builds)
             }
             None => (
                 Supervisor::new(
@@ -573,7 +536,6 @@ impl Campaign<'_> {
                     self.options.timeout,
                 ),
                 None,
-                Vec::new(),
             ),
         };
         supervisor.start_ahead();
@@ -672,7 +634,6 @@ impl Campaign<'_> {
                 pool.switch(&build_job, &history);
                 pool
             });
-        let warmed_builders = std::cell::RefCell::new(warmed_builders);
         let own_pool = || {
             BuildPool::new(
                 self.options.processes.command("__builder"),
@@ -687,7 +648,6 @@ impl Campaign<'_> {
                     &spec.kernel.name,
                 ),
                 &history,
-                warmed_builders.take(),
             )
         };
         let pool = if self.options.build_jobs <= 1 {
@@ -834,7 +794,6 @@ impl Campaign<'_> {
         let worker = kept.map(|(supervisor, pool)| Worker {
             supervisor,
             builds: pool.map(|pool| (pool_key, pool)),
-            warmed_builders: Vec::new(),
         });
         // Stopped by a signal, the campaign still sums up what it measured (the caller exits
         // with the signal's status); stopped by an error, it fails.

@@ -16,9 +16,10 @@ use crate::share::{default_worker_id, Share};
 use crate::wall::Wall;
 use crate::{
     default_build_jobs, Best, CampaignError, DeviceReport, Event, Options, PerConfig, Processes,
-    Tuning, Warmed, Worker,
+    Tuning, Worker,
 };
 use ndtune_backend::{AnyDevice, Api};
+use ndtune_bench::supervisor::Warming;
 use ndtune_core::{Config, Constants};
 use ndtune_metrics::{MetricDef, Objective};
 use ndtune_spec::{Race, Spec, SpecError};
@@ -366,24 +367,20 @@ pub fn run_keeping(
             sweep.len()
         )));
     }
-    // The first device's workers start before the devices are found: the measurement worker
-    // loads and initialises the driver of the spec's API while this process does the same to
-    // find them, the build workers (where they need no driver) their compiler; they take their
-    // jobs once the device is picked. Not where the devices come opened, where a kept worker
-    // may take the job up, nor for a pool (its workers start their own); build workers not
-    // where a node's workers share its builders.
-    let warm = request.mode != Mode::Pool
+    // The measurement worker's process starts before the devices are found, and loads and
+    // initialises the driver of the spec's API while this process does the same to find them;
+    // it takes its job once the device is picked. Not where the devices come opened, where a
+    // kept worker may take the job up, nor for a pool (its workers start their own).
+    let mut warming = (request.mode != Mode::Pool
         && !matches!(request.devices, DeviceChoice::Opened(_))
-        && kept.as_deref().is_none_or(KeptWorkers::is_empty);
-    let mut warmed = if warm {
-        let builders = match request.mode {
-            Mode::Campaigns => request.search.build_jobs,
-            _ => Some(0),
-        };
-        Warmed::start(&request.processes, specs[0].kernel.language, builders)
-    } else {
-        Warmed::default()
-    };
+        && kept.as_deref().is_none_or(KeptWorkers::is_empty))
+    .then(|| {
+        Warming::start(
+            request.processes.command("__worker")(),
+            specs[0].kernel.language,
+        )
+    })
+    .flatten();
     let picked = pick(request, specs[0].kernel.language, captured.as_ref())?;
     let count = match (&picked, &request.devices) {
         (Some(picked), _) => picked.len(),
@@ -414,18 +411,13 @@ pub fn run_keeping(
             )?;
             let worker = match kept.as_deref_mut().and_then(|k| k.take(request, &job)) {
                 Some(worker) => worker.take_up(job),
-                None => Worker::start(
-                    job,
-                    &request.processes,
-                    request.timeout,
-                    std::mem::take(&mut warmed),
-                ),
+                None => Worker::start(job, &request.processes, request.timeout, warming.take()),
             };
             workers.push(Some(worker));
         }
     }
-    // Warmed processes that no device took end now.
-    drop(warmed);
+    // A warmed process that no device took ends now.
+    drop(warming);
     // What was kept and did not fit ends now, before this request opens its devices.
     if let Some(kept) = kept.as_deref_mut() {
         kept.clear();
