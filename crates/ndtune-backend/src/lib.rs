@@ -147,11 +147,7 @@ pub fn listing() -> Result<Vec<Listed>, DeviceError> {
 /// this while the tuner finds the device (`ndtune_bench::supervisor::Warming`). A driver that fails
 /// says why when the job opens its device.
 pub fn warm(api: Api) {
-    let backend = BACKENDS
-        .iter()
-        .find(|b| b.api == api)
-        .expect("every API has its backend");
-    let _ = (backend.names)();
+    let _ = (backend(api).names)();
 }
 
 /// Device `index` of the list with its whole profile, reading only that device.
@@ -168,11 +164,14 @@ pub fn attach(index: usize) -> Result<AnyDevice, DeviceError> {
 /// Device `index` of the list, at `at` in its API's own list: [`attach`] for a process told both,
 /// which loads that API alone (a CUDA worker never loads OpenCL's drivers to count their devices).
 pub fn attach_at(index: usize, at: Address) -> Result<AnyDevice, DeviceError> {
-    let backend = BACKENDS
+    (backend(at.api).open)(index - at.number, at.number, false)
+}
+
+fn backend(api: Api) -> &'static Backend {
+    BACKENDS
         .iter()
-        .find(|b| b.api == at.api)
-        .expect("every API has its backend");
-    (backend.open)(index - at.number, at.number, false)
+        .find(|b| b.api == api)
+        .expect("every API has its backend")
 }
 
 /// Device `index` at `at` for a build worker, given the profile the campaign read: where the
@@ -184,11 +183,7 @@ pub fn attach_for_builds(
     at: Address,
     profile: &DeviceProfile,
 ) -> Result<AnyDevice, DeviceError> {
-    let backend = BACKENDS
-        .iter()
-        .find(|b| b.api == at.api)
-        .expect("every API has its backend");
-    match backend.for_builds {
+    match backend(at.api).for_builds {
         Some(made) => Ok(made(index - at.number, at.number, profile.clone())),
         None => attach_at(index, at),
     }
