@@ -227,13 +227,13 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
     let mut lines = stdin.lock().lines();
     let mut out = std::io::stdout().lock();
     let mut first = lines.next();
+    let mut warming = None;
     if let Some(Ok(Warm { warm })) = first
         .as_ref()
         .and_then(|l| l.as_ref().ok())
         .map(|l| serde_json::from_str::<Warm>(l))
     {
-        // Opening the job's device waits for the driver where this has not finished.
-        std::thread::spawn(move || ndtune_backend::warm(warm));
+        warming = Some(std::thread::spawn(move || ndtune_backend::warm(warm)));
         first = lines.next();
     }
     let job: Job = match first.map(|l| l.map(|l| serde_json::from_str(&l))) {
@@ -243,6 +243,11 @@ pub(crate) fn serve_lines<S: Service>() -> i32 {
             return 2;
         }
     };
+    // The job opens its device once the driver is up: never beside the warm-up, which a
+    // driver's loader need not allow.
+    if let Some(warming) = warming {
+        let _ = warming.join();
+    }
     let Some(mut service) = say_opened(&mut out, S::open(&job)) else {
         return 1;
     };
