@@ -12,7 +12,7 @@
 //! moment.
 //!
 //! A [`Warm`] line may come before the job: the worker then starts its API's driver while the
-//! supervisor picks the device.
+//! tuner finds and picks the device, and opens the job's device once that start has ended.
 //!
 //! Between requests the supervisor may send a [`Switch`] line: the service takes up another job
 //! on the same device (the next campaign of a sweep), keeping what it opened (the process, the
@@ -126,7 +126,7 @@ pub enum Response {
 
 /// A line that may come before the [`Job`]: the worker loads and initialises `warm`'s driver
 /// on a thread of its own while it waits for the job, which the supervisor sends once the
-/// device is picked ([`crate::supervisor::Warming`]).
+/// device is picked ([`crate::supervisor::Warming`]); the job's device is opened after it.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Warm {
     pub warm: ndtune_backend::Api,
