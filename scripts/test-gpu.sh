@@ -12,6 +12,8 @@
 #     log, refused with the driver's error name, crashed (an illegal address poisons the
 #     context: the worker is replaced) and measured, in one campaign that goes on;
 #   - a template instance as the kernel name (scripts/gpu/templated.toml);
+#   - a source NVRTC refuses (scripts/gpu/cub.toml: CUB's umbrella header) built by nvcc, a
+#     template instance found in nvcc's cubin, checked against the host;
 #   - constant memory (scripts/gpu/constant.toml, `kind = "constant"`) and dynamic shared memory
 #     (scripts/gpu/shared.toml, a `local` argument), each checked on the host;
 #   - a sweep of three sizes of the constant memory filter, each campaign after the first in the
@@ -101,6 +103,9 @@ check "cuda faults: the reasons are shown" \
 check "cuda template instance: 6 measured" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune scripts/gpu/templated.toml | expect \"o['measured'] == 6\""
+check "cuda source only nvcc builds (cub/cub.cuh): 6 measured, checked against the host" \
+    bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
+    tune scripts/gpu/cub.toml | expect \"o['measured'] == 6 and d['verified']\""
 check "cuda constant memory: 5 measured, checked against the host" \
     bash -c "$(declare -f tune expect); NDTUNE=$NDTUNE work=$work; \
     tune scripts/gpu/constant.toml | expect \"o['measured'] == 5 and d['verified']\""

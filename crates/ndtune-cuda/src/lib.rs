@@ -12,6 +12,7 @@
 //! and runs where CUDA is absent: discovery then reports [`DeviceError::Unavailable`] with the
 //! reason, and the other backends' devices are listed as before.
 
+pub mod nvcc;
 pub mod nvrtc;
 pub mod session;
 
@@ -109,16 +110,24 @@ fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<(), String> 
     ))
 }
 
+/// Where the CUDA toolkit may be installed: `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`, then
+/// `/usr/local/cuda`.
+fn toolkit_roots() -> Vec<std::path::PathBuf> {
+    let mut roots: Vec<std::path::PathBuf> = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(Into::into)
+        .collect();
+    roots.push("/usr/local/cuda".into());
+    roots
+}
+
 /// Where the CUDA toolkit's libraries may be, beside the loader's own path.
 fn toolkit_folders() -> Vec<std::path::PathBuf> {
-    let mut folders = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(root) = std::env::var_os(var) {
-            folders.push(std::path::PathBuf::from(root).join("lib64"));
-        }
-    }
-    folders.push("/usr/local/cuda/lib64".into());
-    folders
+    toolkit_roots()
+        .into_iter()
+        .map(|r| r.join("lib64"))
+        .collect()
 }
 
 /// The oldest driver whose calls this crate makes (`cuEventElapsedTime_v2`, 12.8).
@@ -253,10 +262,12 @@ fn read_profile(device: sys::CUdevice) -> Result<DeviceProfile, DeviceError> {
         name: name_of(device)?,
         vendor: "NVIDIA Corporation".into(),
         device_type: DeviceType::Gpu,
-        // What builds for it is part of its identity: results of another NVRTC are not reused.
+        // What builds for it is part of its identity: results of another NVRTC or nvcc (which
+        // builds what NVRTC refuses) are not reused.
         version: format!(
-            "CUDA {cuda} sm_{major}{minor} {}",
-            nvrtc::version().map_or_else(|_| "without NVRTC".into(), |v| format!("NVRTC {v}"))
+            "CUDA {cuda} sm_{major}{minor} {}{}",
+            nvrtc::version().map_or_else(|_| "without NVRTC".into(), |v| format!("NVRTC {v}")),
+            nvcc::find().map_or_else(String::new, |n| format!(" nvcc {}", n.version))
         ),
         driver_version: cuda,
         platform_name: "CUDA".into(),

@@ -9,7 +9,8 @@
 //! `blockIdx` shifted by the offset in blocks, which each launch writes into the module's
 //! constant memory first (on the launch's stream, so in order).
 
-use crate::nvrtc::{self, Compiled};
+use crate::nvcc;
+use crate::nvrtc::Compiled;
 use crate::{check, failed, CuDevice};
 use cudarc::driver::sys::{self, CUfunction_attribute as FuncAttr};
 use ndtune_device::backend::{
@@ -244,7 +245,7 @@ impl Session {
     }
 
     fn compile(&self, source: &str, name: &str, options: &str) -> Result<Compiled, DeviceError> {
-        nvrtc::compile(
+        nvcc::build(
             &self.device.profile.name,
             source,
             name,
