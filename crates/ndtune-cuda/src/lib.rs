@@ -5,8 +5,9 @@
 //! read into a [`DeviceProfile`] from `cuDeviceGetAttribute`: threads per block, block and grid
 //! dimensions, shared memory per block and its opt-in maximum, registers, warp size), NVRTC
 //! builds into cubins for the device's architecture ([`nvrtc`]: no GPU context needed, so build
-//! workers make none), and sessions ([`session`]: a context made when first needed, a stream,
-//! modules, buffers, launches timed by CUDA events).
+//! workers make none; the toolkit's nvcc for a source NVRTC refuses, [`nvcc`]), and sessions
+//! ([`session`]: a context made when first needed, a stream, modules, buffers, launches timed by
+//! CUDA events).
 //!
 //! `libcuda` and `libnvrtc` are loaded at run time (cudarc's dynamic loading), so ndtune builds
 //! and runs where CUDA is absent: discovery then reports [`DeviceError::Unavailable`] with the
