@@ -290,7 +290,7 @@ mod tests {
     }
 
     #[test]
-    fn the_version_is_read_from_what_nvcc_prints() {
+    fn the_version_is_read_from_the_manifest_or_what_nvcc_prints() {
         let printed =
             "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n\
                        Built on Wed_Aug_20_01:58:59_PM_PDT_2025\n\
@@ -298,6 +298,21 @@ mod tests {
                        Build cuda_13.0.r13.0/compiler.36424714_0\n";
         assert_eq!(release(printed).as_deref(), Some("13.0.88"));
         assert_eq!(release("no compiler here"), None);
+        // A toolkit's manifest is read without running its nvcc (this one could not run).
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("bin")).unwrap();
+        std::fs::write(root.path().join("bin/nvcc"), "not a program").unwrap();
+        std::fs::write(
+            root.path().join("version.json"),
+            r#"{"cuda": {"version": "13.0.1"}, "cuda_nvcc": {"name": "CUDA NVCC", "version": "13.0.88"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            version_of(&root.path().join("bin/nvcc")).as_deref(),
+            Some("13.0.88")
+        );
+        std::fs::remove_file(root.path().join("version.json")).unwrap();
+        assert_eq!(version_of(&root.path().join("bin/nvcc")), None);
     }
 
     /// The functions of a real ELF object: one `clang` compiles here (a cubin is an ELF file
@@ -324,6 +339,97 @@ mod tests {
         assert_eq!(found, ["ExpDist", "helper"]);
         let e = functions(b"not an ELF file").unwrap_err();
         assert!(e.contains("no ELF file"), "{e}");
+    }
+
+    /// A stand-in nvcc (a shell script) that records its arguments and the source it was
+    /// given, and writes `object` (an ELF file clang made) where `-o` says, or fails as told.
+    fn stand_in(dir: &Path, object: &Path, fail: bool) -> Nvcc {
+        let script = dir.join("nvcc");
+        let body = if fail {
+            "echo 'kernel.cu(2): error: identifier \"x\" is undefined' >&2; exit 2".to_string()
+        } else {
+            format!(
+                "while [ $# -gt 1 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n\
+                 cp \"$1\" {dir}/given.cu; cp {obj} \"$out\"",
+                dir = dir.display(),
+                obj = object.display()
+            )
+        };
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$@\" > {}/args\n{body}\n", dir.display()),
+        )
+        .unwrap();
+        Command::new("chmod")
+            .arg("+x")
+            .arg(&script)
+            .status()
+            .unwrap();
+        Nvcc {
+            path: script,
+            version: "13.0.88".into(),
+        }
+    }
+
+    /// What ndtune asks of nvcc, the source it hands it and how it reads the result, with an
+    /// nvcc stand-in (no CUDA here; scripts/test-gpu.sh runs the real one on the GPU machine).
+    #[test]
+    fn nvcc_is_asked_for_a_cubin_and_its_kernel_is_read_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("k.c");
+        std::fs::write(&c, "void _Z5twiceIfEvPT_PKS0_(void) {}\n").unwrap();
+        let object = dir.path().join("k.o");
+        assert!(Command::new("clang")
+            .args(["-c", "-o"])
+            .arg(&object)
+            .arg(&c)
+            .status()
+            .unwrap()
+            .success());
+        let nvcc = stand_in(dir.path(), &object, false);
+        let source = "#include <cub/cub.cuh>\ntemplate <typename T> __global__ void twice(T *y, const T *x) {}\n";
+        let built = nvcc
+            .compile(
+                "H100",
+                source,
+                "twice<float>",
+                "-D WG=64 -use_fast_math",
+                "sm_90",
+            )
+            .unwrap();
+        assert_eq!(built.lowered, "_Z5twiceIfEvPT_PKS0_");
+        assert_eq!(built.cubin, std::fs::read(&object).unwrap());
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        assert!(
+            args.starts_with("-DWG=64 -use_fast_math --gpu-architecture=sm_90 -cubin -o "),
+            "{args}"
+        );
+        let given = std::fs::read_to_string(dir.path().join("given.cu")).unwrap();
+        assert!(
+            given.starts_with(source)
+                && given.ends_with("static auto *const ndtune_instance_ = &twice<float>;\n"),
+            "{given}"
+        );
+
+        let refusing = stand_in(dir.path(), &object, true);
+        let e = refusing
+            .compile(
+                "H100",
+                "__global__ void k() { x; }",
+                "k",
+                "-arch=sm_80",
+                "sm_90",
+            )
+            .unwrap_err();
+        match &e {
+            DeviceError::Build {
+                options, code, log, ..
+            } => {
+                assert_eq!((options.as_str(), *code), ("-arch=sm_80", 2));
+                assert!(log.contains("identifier \"x\" is undefined"), "{log}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     fn refusal(log: &str) -> DeviceError {
