@@ -143,13 +143,7 @@ impl Nvcc {
         options: &str,
         arch: &str,
     ) -> Result<Compiled, DeviceError> {
-        let mut words = nvrtc::split_options(options);
-        if !words
-            .iter()
-            .any(|w| w.starts_with("-arch") || w.starts_with("--gpu-architecture"))
-        {
-            words.push(format!("--gpu-architecture={arch}"));
-        }
+        let words = nvrtc::words_for(options, arch);
         let failed = |code: i32, why: String| DeviceError::Build {
             device: device.to_string(),
             options: words.join(" "),

@@ -133,6 +133,19 @@ pub fn split_options(options: &str) -> Vec<String> {
     joined
 }
 
+/// `options` as words ([`split_options`]), with `--gpu-architecture=ARCH` added unless they
+/// name an architecture: what NVRTC and nvcc are given alike.
+pub(crate) fn words_for(options: &str, arch: &str) -> Vec<String> {
+    let mut words = split_options(options);
+    if !words
+        .iter()
+        .any(|w| w.starts_with("-arch") || w.starts_with("--gpu-architecture"))
+    {
+        words.push(format!("--gpu-architecture={arch}"));
+    }
+    words
+}
+
 /// An NVRTC program, destroyed when dropped.
 struct Program(sys::nvrtcProgram);
 
@@ -179,13 +192,7 @@ pub fn compile(
     let c_source =
         CString::new(source).map_err(|_| nul("kernel source: it contains a NUL byte"))?;
     let c_name = CString::new(name).map_err(|_| nul("kernel name: it contains a NUL byte"))?;
-    let mut words = split_options(options);
-    if !words
-        .iter()
-        .any(|w| w.starts_with("-arch") || w.starts_with("--gpu-architecture"))
-    {
-        words.push(format!("--gpu-architecture={arch}"));
-    }
+    let mut words = words_for(options, arch);
     for dir in toolkit_includes() {
         words.push(format!("-I{}", dir.display()));
     }
