@@ -123,11 +123,13 @@ fn toolkit_roots() -> Vec<std::path::PathBuf> {
     roots
 }
 
-/// Where the CUDA toolkit's libraries may be, beside the loader's own path.
+/// Where the CUDA toolkit's libraries may be, beside the loader's own path: `lib64` under each
+/// root, as NVIDIA's installers lay it out, then `lib`, as its PyPI packages do
+/// (`nvidia-cuda-nvrtc` and its siblings share the root `nvidia/cu13`).
 fn toolkit_folders() -> Vec<std::path::PathBuf> {
     toolkit_roots()
         .into_iter()
-        .map(|r| r.join("lib64"))
+        .flat_map(|r| [r.join("lib64"), r.join("lib")])
         .collect()
 }
 
