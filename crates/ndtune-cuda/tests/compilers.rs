@@ -171,3 +171,49 @@ fn where_both_refuse_both_logs_are_shown() {
     );
     assert!(nvcc_log.contains("undeclared_value"), "{nvcc_log}");
 }
+
+/// The architecture a cubin is for: its ELF header's `e_flags` (bytes 48-51 of an ELF64 file,
+/// little-endian) holds the SM number in bits 8-15 (`0x6005a04`: sm_90).
+fn sm_of(cubin: &[u8]) -> u32 {
+    assert_eq!(&cubin[..5], b"\x7fELF\x02", "an ELF64 file");
+    (u32::from_le_bytes(cubin[48..52].try_into().unwrap()) >> 8) & 0xff
+}
+
+/// Both compilers build for the device's architecture, and an `-arch` among the spec's options
+/// wins over it.
+#[test]
+fn cubins_are_for_the_device_architecture_unless_the_options_name_one() {
+    toolkit();
+    let kernel = "extern \"C\" __global__ void one(float *y) { y[threadIdx.x] = 1.0f; }\n";
+    let nvcc = nvcc::find().unwrap();
+    for (options, sm) in [
+        ("", 90),
+        ("-arch=sm_80", 80),
+        ("--gpu-architecture=sm_100", 100),
+    ] {
+        let by_nvrtc = nvrtc::compile("test", kernel, "one", options, ARCH).unwrap();
+        let by_nvcc = nvcc.compile("test", kernel, "one", options, ARCH).unwrap();
+        assert_eq!(
+            (sm_of(&by_nvrtc.cubin), sm_of(&by_nvcc.cubin)),
+            (sm, sm),
+            "{options}"
+        );
+    }
+}
+
+/// Why `texmem_args` is refused by name (docs/cuda.md): CUDA 12 removed texture references,
+/// and neither of CUDA 13's compilers knows `texture<...>` any more.
+#[test]
+fn texture_references_compile_with_neither_compiler() {
+    toolkit();
+    let source = "texture<float, 2> tex;\n\
+        extern \"C\" __global__ void fetch(float *y) { y[0] = tex2D(tex, 0.5f, 0.5f); }\n";
+    let refused = nvcc::build("test", source, "fetch", "", ARCH).unwrap_err();
+    let DeviceError::Build { log, .. } = &refused else {
+        panic!("{refused:?}");
+    };
+    let (nvrtc_log, nvcc_log) = log.split_once("could not build it either").unwrap();
+    for log in [nvrtc_log, nvcc_log] {
+        assert!(log.contains("texture is not a template"), "{log}");
+    }
+}
