@@ -167,6 +167,7 @@ impl Nvcc {
             .map_err(|e| failed(-1, format!("{}: {e}", input.display())))?;
         let ran = Command::new(&self.path)
             .args(&words)
+            .args(quoted_search_of_nvrtc())
             .arg("-cubin")
             .arg("-o")
             .arg(&output)
@@ -191,6 +192,19 @@ impl Nvcc {
             lowered,
             cubin,
         })
+    }
+}
+
+/// NVRTC looks for a quoted `#include` in the process's working directory first, before the
+/// `-I` folders; nvcc compiles a copy of the source in a folder of its own, so its preprocessor
+/// (the host compiler's) is told the same with `-iquote`. None where the folder's name has a
+/// comma, which `-Xcompiler` would split.
+fn quoted_search_of_nvrtc() -> Vec<String> {
+    match std::env::current_dir() {
+        Ok(cwd) if !cwd.to_string_lossy().contains(',') => {
+            vec!["-Xcompiler".into(), format!("-iquote,{}", cwd.display())]
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -394,8 +408,12 @@ mod tests {
         assert_eq!(built.lowered, "_Z5twiceIfEvPT_PKS0_");
         assert_eq!(built.cubin, std::fs::read(&object).unwrap());
         let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        let cwd = std::env::current_dir().unwrap();
         assert!(
-            args.starts_with("-DWG=64 -use_fast_math --gpu-architecture=sm_90 -cubin -o "),
+            args.starts_with(&format!(
+                "-DWG=64 -use_fast_math --gpu-architecture=sm_90 -Xcompiler -iquote,{} -cubin -o ",
+                cwd.display()
+            )),
             "{args}"
         );
         let given = std::fs::read_to_string(dir.path().join("given.cu")).unwrap();

@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 const ARCH: &str = "sm_90";
 
 /// The toolkit's root, made this process's `CUDA_HOME` before the crate first looks for NVRTC
-/// or nvcc (every test calls this first).
+/// or nvcc (every test calls this first). The working directory becomes a folder of the tests'
+/// own, where one test puts a header.
 fn toolkit() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
@@ -29,6 +30,9 @@ fn toolkit() -> &'static Path {
             root.display()
         );
         std::env::set_var("CUDA_HOME", &root);
+        let cwd = Path::new(env!("CARGO_TARGET_TMPDIR")).join("compilers-cwd");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::env::set_current_dir(&cwd).unwrap();
         root
     })
 }
@@ -216,4 +220,27 @@ fn texture_references_compile_with_neither_compiler() {
     for log in [nvrtc_log, nvcc_log] {
         assert!(log.contains("texture is not a template"), "{log}");
     }
+}
+
+/// NVRTC looks for a quoted include in the working directory before the `-I` folders; nvcc,
+/// which builds where NVRTC refuses, finds the same header.
+#[test]
+fn a_quoted_include_is_found_in_the_working_directory_first_by_both() {
+    toolkit();
+    let cwd = std::env::current_dir().unwrap();
+    std::fs::write(cwd.join("which.cuh"), "#define KERNEL from_cwd\n").unwrap();
+    let inc = tempfile::tempdir().unwrap();
+    std::fs::write(inc.path().join("which.cuh"), "#define KERNEL from_inc\n").unwrap();
+    let source = "#include \"which.cuh\"\n\
+        extern \"C\" __global__ void KERNEL(float *y) { y[0] = 1.0f; }\n";
+    let options = format!("-I {}", inc.path().display());
+    let by_nvrtc = nvrtc::compile("test", source, "from_cwd", &options, ARCH).unwrap();
+    let by_nvcc = nvcc::find()
+        .unwrap()
+        .compile("test", source, "from_cwd", &options, ARCH)
+        .unwrap();
+    assert_eq!(
+        (by_nvrtc.lowered.as_str(), by_nvcc.lowered.as_str()),
+        ("from_cwd", "from_cwd")
+    );
 }
