@@ -130,13 +130,17 @@ impl Spec {
     }
 
     /// A file as the description names it: relative to the spec's directory where it is
-    /// inside it, the same however the spec's path was given (`spec.toml`, `./spec.toml`, an
-    /// absolute path: a worker may get another form than the command line).
+    /// inside it, the same however the spec's path was given (`spec.toml`, `./spec.toml`,
+    /// `../spec.toml`, an absolute path: a worker may get another form than the command line).
     fn shown(&self, path: &Path) -> String {
-        // Components drop the `.`s that `absolute` keeps.
+        // The file and folder as the file system resolves them (`..` and links), so that a
+        // header found from the working directory and a spec reached through `..` compare;
+        // where that fails, absolute, with the `.`s that `absolute` keeps dropped.
         let absolute = |p: &Path| {
-            let a = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-            a.components().collect::<std::path::PathBuf>()
+            std::fs::canonicalize(p).unwrap_or_else(|_| {
+                let a = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+                a.components().collect::<std::path::PathBuf>()
+            })
         };
         // `spec.toml`'s parent is the empty path, which `absolute` refuses.
         let dir = match self.path.parent() {

@@ -4,6 +4,8 @@
 //!
 //! Includes are followed as the compiler finds them: `#include "name"` in the including file's
 //! own directory, then in the search directories; `#include <name>` in the search directories.
+//! The kernel files reach the compiler as one text from memory, whose own directory is the
+//! working directory: PoCL's clang and NVRTC both look there first for its quoted includes.
 //! The search directories are the kernel files' directories and then `include_dirs` (the
 //! compiler gets them as `-I`, since it compiles the concatenated text from memory, not from
 //! the files). Lines inside `#if` blocks are followed too: a header that a configuration may
@@ -59,9 +61,18 @@ pub struct KernelSource {
 
 impl KernelSource {
     /// Reads `files` (in order) and the headers they include, searching `include_dirs` after
-    /// the files' own directories. Every path should be absolute or relative to the working
-    /// directory.
+    /// the files' own directories (and the working directory first for the kernel text's
+    /// quoted includes). Every path should be absolute or relative to the working directory.
     pub fn read(files: &[PathBuf], include_dirs: &[PathBuf]) -> Result<KernelSource, SourceError> {
+        Self::read_in(files, include_dirs, Path::new("."))
+    }
+
+    /// [`KernelSource::read`] for a compiler whose working directory is `text_dir`.
+    fn read_in(
+        files: &[PathBuf],
+        include_dirs: &[PathBuf],
+        text_dir: &Path,
+    ) -> Result<KernelSource, SourceError> {
         let mut search: Vec<PathBuf> = Vec::new();
         for dir in files
             .iter()
@@ -96,7 +107,7 @@ impl KernelSource {
             let found = include_lines(&text);
             includes |= !found.is_empty() || reads_files(&text);
             source
-                .follow(&found, None, &search, &mut seen)
+                .follow(&found, text_dir, &search, &mut seen)
                 .map_err(fail)?;
         }
         source.names.extend(source_names(&source.text));
@@ -137,17 +148,17 @@ impl KernelSource {
                 || (self.files == other.files && self.include_options == other.include_options))
     }
 
-    /// Adds the headers that `found` (include lines of a file in `dir`, or of the
-    /// concatenated kernel files where `None`) reach, recursively.
+    /// Adds the headers that `found` (include lines of a file in `dir`, or of the concatenated
+    /// kernel files, whose `dir` is the compiler's working directory) reach, recursively.
     fn follow(
         &mut self,
         found: &[Include],
-        dir: Option<&Path>,
+        dir: &Path,
         search: &[PathBuf],
         seen: &mut HashSet<PathBuf>,
     ) -> Result<(), String> {
         for include in found {
-            let own = dir.filter(|_| include.quoted);
+            let own = Some(dir).filter(|_| include.quoted);
             let candidates = own.into_iter().chain(search.iter().map(PathBuf::as_path));
             let Some(path) = candidates
                 .map(|d| d.join(&include.name))
@@ -172,7 +183,7 @@ impl KernelSource {
             });
             let text = String::from_utf8_lossy(&bytes);
             self.names.extend(source_names(&text));
-            self.follow(&include_lines(&text), Some(&parent(&path)), search, seen)?;
+            self.follow(&include_lines(&text), &parent(&path), search, seen)?;
         }
         Ok(())
     }
@@ -474,6 +485,44 @@ mod tests {
         let appeared =
             KernelSource::read(&[d.join("src/a.cl"), d.join("src/b.cl")], &[d.join("inc")]);
         assert_ne!(appeared.unwrap().digest(), before);
+    }
+
+    /// The kernel text reaches the compiler from memory: its quoted includes are found in the
+    /// working directory first (as PoCL and NVRTC find them), so a header there counts, and
+    /// changing it changes the digest.
+    #[test]
+    fn the_texts_quoted_includes_are_looked_for_in_the_working_directory_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let k = write(
+            d,
+            "spec/k.cl",
+            b"#include \"factor.h\"\n#include \"both.h\"\n#include <angled.h>\n",
+        );
+        write(d, "run/factor.h", b"#define FACTOR 1.0f\n");
+        write(d, "run/both.h", b"// the working directory's\n");
+        write(d, "spec/both.h", b"// the kernel directory's\n");
+        write(d, "run/angled.h", b"// not searched for <angled.h>\n");
+        let run = d.join("run");
+        let read = || KernelSource::read_in(std::slice::from_ref(&k), &[], &run).unwrap();
+        let source = read();
+        let found: Vec<(PathBuf, bool)> = source
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.digest.is_some()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (k.clone(), true),
+                (run.join("factor.h"), true),
+                (run.join("both.h"), true),
+                (PathBuf::from("angled.h"), false),
+            ]
+        );
+        let before = source.digest();
+        write(d, "run/factor.h", b"#define FACTOR 2.0f\n");
+        assert_ne!(read().digest(), before);
     }
 
     #[test]

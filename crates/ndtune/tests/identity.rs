@@ -476,17 +476,14 @@ fn header_dir() -> tempfile::TempDir {
 
 /// `cd dir && ndtune tune spec.toml --db db`: (evaluated now, reused, measured, wrong_result).
 fn tune_from_inside(dir: &Path, db: &str) -> (u64, u64, u64, u64) {
+    tune_in(dir, "spec.toml", db)
+}
+
+/// `cd dir && ndtune tune spec --db db`: (evaluated now, reused, measured, wrong_result).
+fn tune_in(dir: &Path, spec: &str, db: &str) -> (u64, u64, u64, u64) {
     let out = ndtune()
         .current_dir(dir)
-        .args([
-            "tune",
-            "spec.toml",
-            "--db",
-            db,
-            "--build-jobs",
-            "2",
-            "--json",
-        ])
+        .args(["tune", spec, "--db", db, "--build-jobs", "2", "--json"])
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -512,6 +509,24 @@ fn headers_behind_an_include_option_or_a_host_check_are_part_of_the_setup() {
     std::fs::write(d.join("expect.h"), "#define EXPECTED 3.0f\n").unwrap();
     assert_eq!(tune_from_inside(d, "t.db"), (3, 0, 3, 0));
     assert_eq!(tune_from_inside(d, "other.db"), (3, 0, 3, 0));
+}
+
+/// The kernel text reaches the compiler from memory, so PoCL looks for its quoted include in
+/// the working directory first: a header found only there is part of the setup.
+#[test]
+fn a_header_found_in_the_working_directory_is_part_of_the_setup() {
+    let dir = preprocessed_dir(SCALE, "");
+    let d = dir.path();
+    std::fs::create_dir(d.join("run")).unwrap();
+    std::fs::rename(d.join("other/factor.h"), d.join("run/factor.h")).unwrap();
+    let run = d.join("run");
+    assert_eq!(tune_in(&run, "../spec.toml", "t.db"), (3, 0, 3, 0));
+    assert_eq!(tune_in(&run, "../spec.toml", "t.db"), (0, 3, 3, 0));
+    // The header now gives 3 * x: measured again, and every result is wrong, in the same
+    // store and in a fresh one.
+    std::fs::write(run.join("factor.h"), "#define FACTOR 3.0f\n").unwrap();
+    assert_eq!(tune_in(&run, "../spec.toml", "t.db"), (3, 0, 0, 3));
+    assert_eq!(tune_in(&run, "../spec.toml", "fresh.db"), (3, 0, 0, 3));
 }
 
 /// A spec of kernel `scale` (its text `kernel`) in a fresh folder whose `other/factor.h` gives
