@@ -5,7 +5,8 @@
 //! Includes are followed as the compiler finds them: `#include "name"` in the including file's
 //! own directory, then in the search directories; `#include <name>` in the search directories.
 //! The kernel files reach the compiler as one text from memory, whose own directory is the
-//! working directory: PoCL's clang and NVRTC both look there first for its quoted includes.
+//! working directory: PoCL's clang and NVRTC both look there first for its quoted includes, so
+//! a header there counts, and so does the one the search directories hold of the same name.
 //! The search directories are the kernel files' directories and then `include_dirs` (the
 //! compiler gets them as `-I`, since it compiles the concatenated text from memory, not from
 //! the files). Lines inside `#if` blocks are followed too: a header that a configuration may
@@ -107,7 +108,7 @@ impl KernelSource {
             let found = include_lines(&text);
             includes |= !found.is_empty() || reads_files(&text);
             source
-                .follow(&found, text_dir, &search, &mut seen)
+                .follow(&found, Includer::Text(text_dir), &search, &mut seen)
                 .map_err(fail)?;
         }
         source.names.extend(source_names(&source.text));
@@ -148,22 +149,29 @@ impl KernelSource {
                 || (self.files == other.files && self.include_options == other.include_options))
     }
 
-    /// Adds the headers that `found` (include lines of a file in `dir`, or of the concatenated
-    /// kernel files, whose `dir` is the compiler's working directory) reach, recursively.
+    /// Adds the headers that `found`, the include lines of `includer`, reach, recursively.
     fn follow(
         &mut self,
         found: &[Include],
-        dir: &Path,
+        includer: Includer,
         search: &[PathBuf],
         seen: &mut HashSet<PathBuf>,
     ) -> Result<(), String> {
         for include in found {
-            let own = Some(dir).filter(|_| include.quoted);
-            let candidates = own.into_iter().chain(search.iter().map(PathBuf::as_path));
-            let Some(path) = candidates
-                .map(|d| d.join(&include.name))
-                .find(|p| p.is_file())
-            else {
+            let in_search = || {
+                search
+                    .iter()
+                    .map(|d| d.join(&include.name))
+                    .find(|p| p.is_file())
+            };
+            let own = |dir: &Path| {
+                Some(dir.join(&include.name)).filter(|p| include.quoted && p.is_file())
+            };
+            let paths: Vec<PathBuf> = match includer {
+                Includer::File(dir) => own(dir).or_else(in_search).into_iter().collect(),
+                Includer::Text(dir) => own(dir).into_iter().chain(in_search()).collect(),
+            };
+            if paths.is_empty() {
                 let missing = PathBuf::from(&include.name);
                 if seen.insert(missing.clone()) {
                     self.files.push(SourceFile {
@@ -172,18 +180,22 @@ impl KernelSource {
                     });
                 }
                 continue;
-            };
-            if !seen.insert(path.clone()) {
-                continue;
             }
-            let bytes = read_bytes(&path, MAX_SOURCE_BYTES, "header").map_err(|e| e.to_string())?;
-            self.files.push(SourceFile {
-                path: path.clone(),
-                digest: Some(digest(&bytes)),
-            });
-            let text = String::from_utf8_lossy(&bytes);
-            self.names.extend(source_names(&text));
-            self.follow(&include_lines(&text), &parent(&path), search, seen)?;
+            for path in paths {
+                if !seen.insert(path.clone()) {
+                    continue;
+                }
+                let bytes =
+                    read_bytes(&path, MAX_SOURCE_BYTES, "header").map_err(|e| e.to_string())?;
+                self.files.push(SourceFile {
+                    path: path.clone(),
+                    digest: Some(digest(&bytes)),
+                });
+                let text = String::from_utf8_lossy(&bytes);
+                self.names.extend(source_names(&text));
+                let dir = parent(&path);
+                self.follow(&include_lines(&text), Includer::File(&dir), search, seen)?;
+            }
         }
         Ok(())
     }
@@ -281,6 +293,18 @@ fn parent(file: &Path) -> PathBuf {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// Whose include lines [`KernelSource::follow`] follows: where a quoted include is looked for
+/// before the search directories.
+#[derive(Clone, Copy)]
+enum Includer<'a> {
+    /// The kernel text, which reaches the compiler from memory: PoCL's clang and NVRTC look in
+    /// the working directory (this) first. A driver that does not is not known, but would find
+    /// the header in the search directories, so where both have it, both count.
+    Text(&'a Path),
+    /// A header file, in this directory: every compiler looks there first.
+    File(&'a Path),
 }
 
 /// One `#include` line.
@@ -489,7 +513,7 @@ mod tests {
 
     /// The kernel text reaches the compiler from memory: its quoted includes are found in the
     /// working directory first (as PoCL and NVRTC find them), so a header there counts, and
-    /// changing it changes the digest.
+    /// changing it changes the digest; so does the search directories' header of that name.
     #[test]
     fn the_texts_quoted_includes_are_looked_for_in_the_working_directory_first() {
         let dir = tempfile::tempdir().unwrap();
@@ -517,12 +541,17 @@ mod tests {
                 (k.clone(), true),
                 (run.join("factor.h"), true),
                 (run.join("both.h"), true),
+                (d.join("spec/both.h"), true),
                 (PathBuf::from("angled.h"), false),
             ]
         );
         let before = source.digest();
         write(d, "run/factor.h", b"#define FACTOR 2.0f\n");
-        assert_ne!(read().digest(), before);
+        let changed = read().digest();
+        assert_ne!(changed, before);
+        // A driver that skips the working directory reads the kernel directory's `both.h`.
+        write(d, "spec/both.h", b"// changed\n");
+        assert_ne!(read().digest(), changed);
     }
 
     #[test]
