@@ -64,6 +64,16 @@ def devices():
     return _ndtune.devices()
 
 
+def cuda_compilers():
+    """What CUDA kernels are built with, found without a GPU or a driver: a dict of `nvrtc` (its
+    `version` and the `library` file loaded, or the `error` why none loads), `nvcc` (`version`
+    and `path`, or None: nvcc builds what NVRTC refuses) and the `toolkit_roots` looked in, in
+    order: `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`, NVIDIA's Python packages (`nvidia/cu13` in a
+    `sys.path` folder, as `pip install nvidia-cuda-nvrtc nvidia-cuda-nvcc` puts it, where Kernel
+    Tuner's cuda-python finds NVRTC too), then `/usr/local/cuda`."""
+    return _ndtune.cuda_compilers()
+
+
 def best(wisdom, kernel, constants=None, *, device=0, platform=0, prefer=None, lang="OpenCL",
          **more):
     """The configuration of `kernel` to build and launch with on device `device` of OpenCL

@@ -175,6 +175,41 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
 """
 
 
+# NVIDIA's compilers as Python packages install them: scripts/cuda-compilers.sh puts them in
+# target/cuda-compilers (part of the test set-up), laid out as in site-packages.
+PACKAGED_CUDA = os.path.join(os.path.dirname(__file__), "..", "..", "target", "cuda-compilers")
+
+
+def compilers_seen_with(folder):
+    """`ndtune.cuda_compilers()` of a fresh interpreter with `folder` first on sys.path (or as
+    is, for None), without CUDA_HOME and its siblings."""
+    script = ("import json, sys\n"
+              f"if {folder!r}: sys.path.insert(0, {folder!r})\n"
+              "import ndtune\nprint(json.dumps(ndtune.cuda_compilers()))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+def test_nvrtc_and_nvcc_installed_as_python_packages_are_found_as_kernel_tuner_finds_them():
+    folder = os.path.realpath(PACKAGED_CUDA)
+    root = os.path.join(folder, "nvidia", "cu13")
+    assert os.path.isdir(root), "scripts/cuda-compilers.sh installs them (run by scripts/test.sh)"
+    if os.path.isdir("/usr/local/cuda"):
+        pytest.skip("a system toolkit is here: scripts/test-gpu.sh builds with it")
+    found = compilers_seen_with(folder)
+    assert found["nvrtc"]["version"] == "13.5", found
+    assert found["nvrtc"]["library"] == os.path.join(root, "lib", "libnvrtc.so.13"), found
+    assert found["nvcc"] == {"version": "13.5.37", "path": os.path.join(root, "bin", "nvcc")}
+    assert found["toolkit_roots"] == [root, "/usr/local/cuda"], found
+    # Without them on sys.path: none, and why, with where to get it.
+    absent = compilers_seen_with(None)
+    assert absent["nvcc"] is None and absent["toolkit_roots"] == ["/usr/local/cuda"], absent
+    assert "libnvrtc could not be loaded" in absent["nvrtc"]["error"], absent
+    assert "CUDA_HOME" in absent["nvrtc"]["error"], absent
+
+
 def test_a_cuda_kernel_is_known_as_kernel_tuner_knows_it_and_tuned_on_cuda_devices_only():
     # As Kernel Tuner detects the language: `__global__` in the code (or lang="CUDA").
     if any(d["api"] == "cuda" for d in ndtune.devices()):

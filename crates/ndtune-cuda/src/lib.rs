@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 /// How to get CUDA; part of [`DeviceError::Unavailable`]'s message.
 pub const INSTALL_HINT: &str = "CUDA devices need NVIDIA's driver (libcuda.so.1) and, to build \
 kernels, NVRTC (libnvrtc.so from the CUDA toolkit, found through LD_LIBRARY_PATH, CUDA_HOME or \
-/usr/local/cuda)";
+/usr/local/cuda; from Python also NVIDIA's package nvidia-cuda-nvrtc)";
 
 fn unavailable(reason: String) -> DeviceError {
     DeviceError::Unavailable {
@@ -87,7 +87,8 @@ pub(crate) fn check(call: &'static str, result: CUresult) -> Result<(), DeviceEr
 /// Loads one of `library`'s names as cudarc will ask for them, from the loader's path or from
 /// the CUDA toolkit's folders, and keeps it loaded: cudarc's own load then finds it by its
 /// soname instead of failing (which it does with a panic).
-fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<(), String> {
+/// `Ok` names the file loaded: a path, or a bare name the dynamic loader resolved.
+fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<String, String> {
     let names = cudarc::get_lib_name_candidates(library);
     let mut tried = Vec::new();
     for name in &names {
@@ -99,7 +100,7 @@ fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<(), String> 
             match unsafe { libloading::Library::new(&path) } {
                 Ok(lib) => {
                     std::mem::forget(lib);
-                    return Ok(());
+                    return Ok(path.display().to_string());
                 }
                 Err(e) => tried.push(e.to_string()),
             }
@@ -111,14 +112,32 @@ fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<(), String> 
     ))
 }
 
-/// Where the CUDA toolkit may be installed: `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`, then
-/// `/usr/local/cuda`.
-fn toolkit_roots() -> Vec<std::path::PathBuf> {
+/// Toolkits installed as Python packages, which the Python extension names before anything of
+/// CUDA is loaded ([`look_in_python_packages`]).
+static PACKAGED_ROOTS: OnceLock<Vec<std::path::PathBuf>> = OnceLock::new();
+
+/// Makes the CUDA 13 toolkits that Python packages installed under `folders` (each a
+/// `sys.path` entry) roots of the toolkit: `nvidia/cu13` where it exists, as
+/// `pip install nvidia-cuda-nvrtc nvidia-cuda-nvcc` lays it out, and as Kernel Tuner's
+/// cuda-python finds NVRTC. The first call counts; it must come before the first build.
+pub fn look_in_python_packages(folders: impl IntoIterator<Item = std::path::PathBuf>) {
+    let roots = folders
+        .into_iter()
+        .map(|f| f.join("nvidia/cu13"))
+        .filter(|root| root.is_dir())
+        .collect();
+    let _ = PACKAGED_ROOTS.set(roots);
+}
+
+/// Where the CUDA toolkit may be installed, in the order looked in: `CUDA_HOME`, `CUDA_PATH`,
+/// `CUDA_ROOT`, the Python packages' ([`look_in_python_packages`]), then `/usr/local/cuda`.
+pub fn toolkit_roots() -> Vec<std::path::PathBuf> {
     let mut roots: Vec<std::path::PathBuf> = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
         .iter()
         .filter_map(std::env::var_os)
         .map(Into::into)
         .collect();
+    roots.extend(PACKAGED_ROOTS.get().into_iter().flatten().cloned());
     roots.push("/usr/local/cuda".into());
     roots
 }

@@ -57,9 +57,10 @@ impl Compiled {
     }
 }
 
-/// NVRTC, loaded once per process.
-fn library() -> Result<(), DeviceError> {
-    static NVRTC: OnceLock<Result<(), String>> = OnceLock::new();
+/// NVRTC, loaded once per process: the file loaded (a path, or a name the dynamic loader
+/// resolved).
+pub fn library() -> Result<String, DeviceError> {
+    static NVRTC: OnceLock<Result<String, String>> = OnceLock::new();
     NVRTC
         .get_or_init(|| crate::preload("nvrtc", &crate::toolkit_folders()))
         .clone()

@@ -155,6 +155,26 @@ fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
     }
 }
 
+/// What CUDA kernels are built with in this process, as a dict: `nvrtc` (its `version` and the
+/// `library` loaded, or the `error` why none loads), `nvcc` (`version` and `path`, or None) and
+/// the `toolkit_roots` looked in, in order. Needs no driver.
+#[pyfunction]
+fn cuda_compilers(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let nvrtc = match ndtune_cuda::nvrtc::library()
+        .and_then(|library| Ok((ndtune_cuda::nvrtc::version()?, library)))
+    {
+        Ok((version, library)) => json!({"version": version, "library": library}),
+        Err(e) => json!({"error": e.to_string()}),
+    };
+    let nvcc = ndtune_cuda::nvcc::find()
+        .map(|n| json!({"version": n.version, "path": n.path}))
+        .unwrap_or(Json::Null);
+    to_python(
+        py,
+        &json!({"nvrtc": nvrtc, "nvcc": nvcc, "toolkit_roots": ndtune_cuda::toolkit_roots()}),
+    )
+}
+
 /// The devices, as a list of dicts: each with ndtune's index, Kernel Tuner's platform and device
 /// numbers, and its profile (`probe`: whole, a kernel built on each device for its preferred
 /// work-group size multiple; else without it, and without making any device context).
@@ -553,9 +573,20 @@ fn request_error(e: RequestError) -> PyErr {
 #[pymodule]
 fn _ndtune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // NVIDIA's toolkit as Python packages install it, which Kernel Tuner's cuda-python finds
+    // too: named before anything of CUDA loads, here and in every worker (each imports this).
+    let folders: Vec<PathBuf> = py
+        .import("sys")?
+        .getattr("path")?
+        .try_iter()?
+        .filter_map(|entry| entry.ok()?.extract::<PathBuf>().ok())
+        .filter(|folder| !folder.as_os_str().is_empty())
+        .collect();
+    ndtune_cuda::look_in_python_packages(folders);
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(parallel_devices, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_compilers, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(write_spec, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
