@@ -1,10 +1,10 @@
-"""ndtune from Python: Kernel Tuner's `tune_kernel` and `run_kernel` for OpenCL kernels, with
-ndtune's engine (pruning, parallel builds, supervised workers, a results store that resumes)
-underneath; `space` (the pruned space, unmeasured), `Store` (a store's results), `report`,
-`bench_strategies` (search strategies replayed on recorded spaces), `collect` (stencil data
-collection for learning), `best` (a tuned configuration at run time, from a wisdom file) and
-`Schedule` (the co-execution schedulers of `ndtune split --schedule`, for a program that drives
-its own devices).
+"""ndtune from Python: Kernel Tuner's `tune_kernel` and `run_kernel` for OpenCL and CUDA kernels,
+with ndtune's engine (pruning, parallel builds, supervised workers, a results store that
+resumes) underneath; `space` (the pruned space, unmeasured), `Store` (a store's results),
+`report`, `bench_strategies` (search strategies replayed on recorded spaces), `collect` (stencil
+data collection for learning), `best` (a tuned configuration at run time, from a wisdom file)
+and `Schedule` (the co-execution schedulers of `ndtune split --schedule`, for a program that
+drives its own devices).
 
     from ndtune import tune_kernel
     results, env = tune_kernel("vector_add", kernel_string, size, args, tune_params)
