@@ -380,7 +380,7 @@ mod tests {
     }
 
     /// What ndtune asks of nvcc, the source it hands it and how it reads the result, with an
-    /// nvcc stand-in (no CUDA here; scripts/test-gpu.sh runs the real one on the GPU machine).
+    /// nvcc stand-in that records its arguments (`tests/compilers.rs` runs NVIDIA's real one).
     #[test]
     fn nvcc_is_asked_for_a_cubin_and_its_kernel_is_read_from_it() {
         let dir = tempfile::tempdir().unwrap();
