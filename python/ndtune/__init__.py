@@ -67,10 +67,12 @@ def devices():
 def cuda_compilers():
     """What CUDA kernels are built with, found without a GPU or a driver: a dict of `nvrtc` (its
     `version` and the `library` file loaded, or the `error` why none loads), `nvcc` (`version`
-    and `path`, or None: nvcc builds what NVRTC refuses) and the `toolkit_roots` looked in, in
-    order: `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`, NVIDIA's Python packages (`nvidia/cu13` in a
-    `sys.path` folder, as `pip install nvidia-cuda-nvrtc nvidia-cuda-nvcc` puts it, where Kernel
-    Tuner's cuda-python finds NVRTC too), then `/usr/local/cuda`."""
+    and `path`, or None: nvcc builds what NVRTC refuses), the `headers` folders of NVRTC's own
+    toolkit that builds search, and the `toolkit_roots` looked in, in order: `CUDA_HOME`,
+    `CUDA_PATH`, `CUDA_ROOT`, NVIDIA's Python packages in `sys.path` folders (CUDA 13's
+    `nvidia/cu13`, as `pip install nvidia-cuda-nvrtc nvidia-cuda-nvcc` puts it, then CUDA 12's
+    `nvidia/cuda_nvrtc`, from `nvidia-cuda-nvrtc-cu12`, which PyTorch's CUDA 12 builds bring;
+    where Kernel Tuner's cuda-python finds NVRTC too), then `/usr/local/cuda`."""
     return _ndtune.cuda_compilers()
 
 

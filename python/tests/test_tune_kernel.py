@@ -175,16 +175,19 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
 """
 
 
-# NVIDIA's compilers as Python packages install them: scripts/cuda-compilers.sh puts them in
-# target/cuda-compilers (part of the test set-up), laid out as in site-packages.
-PACKAGED_CUDA = os.path.join(os.path.dirname(__file__), "..", "..", "target", "cuda-compilers")
+# NVIDIA's compilers as Python packages install them: scripts/cuda-compilers.sh puts CUDA 13's
+# in target/cuda-compilers and CUDA 12's NVRTC and runtime in target/cuda-compilers-12 (part of
+# the test set-up), each laid out as in site-packages.
+PACKAGED_CUDA = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "target",
+                                              "cuda-compilers"))
+PACKAGED_CUDA_12 = PACKAGED_CUDA + "-12"
 
 
-def compilers_seen_with(folder):
-    """`ndtune.cuda_compilers()` of a fresh interpreter with `folder` first on sys.path (or as
-    is, for None), without CUDA_HOME and its siblings."""
+def compilers_seen_with(*folders):
+    """`ndtune.cuda_compilers()` of a fresh interpreter with `folders` first on sys.path, in
+    order, without CUDA_HOME and its siblings."""
     script = ("import json, sys\n"
-              f"if {folder!r}: sys.path.insert(0, {folder!r})\n"
+              f"sys.path[:0] = {list(folders)!r}\n"
               "import ndtune\nprint(json.dumps(ndtune.cuda_compilers()))\n")
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
@@ -193,19 +196,36 @@ def compilers_seen_with(folder):
 
 
 def test_nvrtc_and_nvcc_installed_as_python_packages_are_found_as_kernel_tuner_finds_them():
-    folder = os.path.realpath(PACKAGED_CUDA)
-    root = os.path.join(folder, "nvidia", "cu13")
-    assert os.path.isdir(root), "scripts/cuda-compilers.sh installs them (run by scripts/test.sh)"
+    root = os.path.join(PACKAGED_CUDA, "nvidia", "cu13")
+    nvidia_12 = os.path.join(PACKAGED_CUDA_12, "nvidia")
+    assert os.path.isdir(root) and os.path.isdir(nvidia_12), \
+        "scripts/cuda-compilers.sh installs them (run by scripts/test.sh)"
     if os.path.isdir("/usr/local/cuda"):
         pytest.skip("a system toolkit is here: scripts/test-gpu.sh builds with it")
-    found = compilers_seen_with(folder)
+    found = compilers_seen_with(PACKAGED_CUDA)
     assert found["nvrtc"]["version"] == "13.5", found
     assert found["nvrtc"]["library"] == os.path.join(root, "lib", "libnvrtc.so.13"), found
     assert found["nvcc"] == {"version": "13.5.37", "path": os.path.join(root, "bin", "nvcc")}
+    assert found["headers"] == [os.path.join(root, "include"),
+                                os.path.join(root, "include", "cccl")], found
     assert found["toolkit_roots"] == [root, "/usr/local/cuda"], found
+    # CUDA 12's packages, as PyTorch's CUDA 12 builds bring them: NVRTC 12 with its own
+    # runtime's headers (builds with them: crates/ndtune-cuda/tests/packaged_12.rs); no nvcc.
+    found_12 = compilers_seen_with(PACKAGED_CUDA_12)
+    assert found_12["nvrtc"]["version"] == "12.9", found_12
+    assert found_12["nvrtc"]["library"] == os.path.join(nvidia_12, "cuda_nvrtc", "lib",
+                                                        "libnvrtc.so.12"), found_12
+    assert found_12["headers"] == [os.path.join(nvidia_12, "cuda_runtime", "include")], found_12
+    assert found_12["nvcc"] is None, found_12
+    # Both, CUDA 12's first on sys.path: CUDA 13's NVRTC, and its headers, not CUDA 12's.
+    both = compilers_seen_with(PACKAGED_CUDA_12, PACKAGED_CUDA)
+    assert both["toolkit_roots"] == [root, os.path.join(nvidia_12, "cuda_nvrtc"),
+                                     "/usr/local/cuda"], both
+    assert (both["nvrtc"], both["headers"]) == (found["nvrtc"], found["headers"]), both
     # Without them on sys.path: none, and why, with where to get it.
-    absent = compilers_seen_with(None)
+    absent = compilers_seen_with()
     assert absent["nvcc"] is None and absent["toolkit_roots"] == ["/usr/local/cuda"], absent
+    assert absent["headers"] == [], absent
     assert "libnvrtc could not be loaded" in absent["nvrtc"]["error"], absent
     assert "CUDA_HOME" in absent["nvrtc"]["error"], absent
 

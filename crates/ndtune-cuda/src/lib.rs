@@ -20,12 +20,13 @@ pub mod session;
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
 use ndtune_device::backend::{Address, AnyDevice, Api, DeviceError, Fault, KernelLimits};
 use ndtune_device::{CudaLimits, DeviceProfile, DeviceType, PciAddress};
+use std::ffi::CStr;
 use std::sync::{Arc, OnceLock};
 
 /// How to get CUDA; part of [`DeviceError::Unavailable`]'s message.
 pub const INSTALL_HINT: &str = "CUDA devices need NVIDIA's driver (libcuda.so.1) and, to build \
 kernels, NVRTC (libnvrtc.so from the CUDA toolkit, found through LD_LIBRARY_PATH, CUDA_HOME or \
-/usr/local/cuda; from Python also NVIDIA's package nvidia-cuda-nvrtc)";
+/usr/local/cuda; from Python also NVIDIA's package nvidia-cuda-nvrtc or nvidia-cuda-nvrtc-cu12)";
 
 fn unavailable(reason: String) -> DeviceError {
     DeviceError::Unavailable {
@@ -87,8 +88,9 @@ pub(crate) fn check(call: &'static str, result: CUresult) -> Result<(), DeviceEr
 /// Loads one of `library`'s names as cudarc will ask for them, from the loader's path or from
 /// the CUDA toolkit's folders, and keeps it loaded: cudarc's own load then finds it by its
 /// soname instead of failing (which it does with a panic).
-/// `Ok` names the file loaded: a path, or a bare name the dynamic loader resolved.
-fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<String, String> {
+/// `Ok` names the file loaded; where the loader resolved a bare name, the file it chose (found
+/// through `symbol`, one of the library's functions), else the name.
+fn preload(library: &str, symbol: &CStr, folders: &[std::path::PathBuf]) -> Result<String, String> {
     let names = cudarc::get_lib_name_candidates(library);
     let mut tried = Vec::new();
     for name in &names {
@@ -99,8 +101,9 @@ fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<String, Stri
             // preconditions; it stays loaded for the life of the process.
             match unsafe { libloading::Library::new(&path) } {
                 Ok(lib) => {
+                    let file = file_of(&lib, symbol).unwrap_or_else(|| path.display().to_string());
                     std::mem::forget(lib);
-                    return Ok(path.display().to_string());
+                    return Ok(file);
                 }
                 Err(e) => tried.push(e.to_string()),
             }
@@ -112,18 +115,46 @@ fn preload(library: &str, folders: &[std::path::PathBuf]) -> Result<String, Stri
     ))
 }
 
+/// The file `lib` was loaded from, as the dynamic loader names the object that defines
+/// `symbol`.
+fn file_of(lib: &libloading::Library, symbol: &CStr) -> Option<String> {
+    // SAFETY: the symbol's address is only read, never called, while `lib` is loaded; dladdr
+    // fills `info`, whose file name points into the loader's own memory.
+    unsafe {
+        let address = *lib
+            .get::<*const std::ffi::c_void>(symbol.to_bytes_with_nul())
+            .ok()?;
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(address, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        Some(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
 /// Toolkits installed as Python packages, which the Python extension names before anything of
 /// CUDA is loaded ([`look_in_python_packages`]).
 static PACKAGED_ROOTS: OnceLock<Vec<std::path::PathBuf>> = OnceLock::new();
 
-/// Makes the CUDA 13 toolkits that Python packages installed under `folders` (each a
-/// `sys.path` entry) roots of the toolkit: `nvidia/cu13` where it exists, as
-/// `pip install nvidia-cuda-nvrtc nvidia-cuda-nvcc` lays it out, and as Kernel Tuner's
-/// cuda-python finds NVRTC. The first call counts; it must come before the first build.
+/// Where NVIDIA's Python packages put a toolkit under a `sys.path` folder, newest first. CUDA
+/// 13's packages (`pip install nvidia-cuda-nvrtc nvidia-cuda-nvcc ...`) share one root; CUDA
+/// 12's (`nvidia-cuda-nvrtc-cu12`, which PyTorch's CUDA 12 builds bring) each have their own:
+/// NVRTC in `cuda_nvrtc`, the runtime's headers in `cuda_runtime`.
+const PACKAGED_LAYOUTS: [&str; 2] = ["nvidia/cu13", "nvidia/cuda_nvrtc"];
+
+/// Makes the CUDA toolkits that Python packages installed under `folders` (each a `sys.path`
+/// entry) roots of the toolkit, as Kernel Tuner's cuda-python finds NVRTC: every folder's CUDA
+/// 13 root (`nvidia/cu13`) before any CUDA 12 one (`nvidia/cuda_nvrtc`). The first call counts;
+/// it must come before the first build.
 pub fn look_in_python_packages(folders: impl IntoIterator<Item = std::path::PathBuf>) {
-    let roots = folders
-        .into_iter()
-        .map(|f| f.join("nvidia/cu13"))
+    let folders: Vec<std::path::PathBuf> = folders.into_iter().collect();
+    let roots = PACKAGED_LAYOUTS
+        .iter()
+        .flat_map(|layout| folders.iter().map(move |f| f.join(layout)))
         .filter(|root| root.is_dir())
         .collect();
     let _ = PACKAGED_ROOTS.set(roots);
@@ -143,8 +174,7 @@ pub fn toolkit_roots() -> Vec<std::path::PathBuf> {
 }
 
 /// Where the CUDA toolkit's libraries may be, beside the loader's own path: `lib64` under each
-/// root, as NVIDIA's installers lay it out, then `lib`, as its PyPI packages do
-/// (`nvidia-cuda-nvrtc` and its siblings share the root `nvidia/cu13`).
+/// root, as NVIDIA's installers lay it out, then `lib`, as its PyPI packages do.
 fn toolkit_folders() -> Vec<std::path::PathBuf> {
     toolkit_roots()
         .into_iter()
@@ -160,7 +190,7 @@ fn driver() -> Result<(), DeviceError> {
     static DRIVER: OnceLock<Result<(), String>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
-            preload("cuda", &[])?;
+            preload("cuda", c"cuInit", &[])?;
             // SAFETY: cuInit has no preconditions; cuDriverGetVersion writes one int.
             let mut version = 0;
             match unsafe { (sys::cuInit(0), sys::cuDriverGetVersion(&mut version)) } {

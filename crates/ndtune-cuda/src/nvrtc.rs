@@ -11,6 +11,7 @@
 use cudarc::nvrtc::sys::{self, nvrtcResult};
 use ndtune_device::backend::{Api, DeviceError, Fault};
 use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// A built kernel: the name it was asked for by, the name its function has in the cubin, and
@@ -62,7 +63,7 @@ impl Compiled {
 pub fn library() -> Result<String, DeviceError> {
     static NVRTC: OnceLock<Result<String, String>> = OnceLock::new();
     NVRTC
-        .get_or_init(|| crate::preload("nvrtc", &crate::toolkit_folders()))
+        .get_or_init(|| crate::preload("nvrtc", c"nvrtcVersion", &crate::toolkit_folders()))
         .clone()
         .map_err(|reason| DeviceError::Unavailable {
             api: Api::Cuda,
@@ -161,15 +162,40 @@ impl Drop for Program {
 
 /// The CUDA toolkit's header folders, which nvcc searches and NVRTC does not: `include`, and
 /// `include/cccl` where CUDA 13 keeps CUB, Thrust and libcu++ (`cub/cub.cuh`, `cuda/std/...`).
-fn toolkit_includes() -> Vec<std::path::PathBuf> {
-    let Some(include) = crate::toolkit_folders()
-        .into_iter()
-        .filter_map(|lib| Some(lib.parent()?.join("include")))
-        .find(|dir| dir.join("cuda.h").is_file())
-    else {
-        return Vec::new();
+/// They are the headers of the toolkit NVRTC was loaded from, so that NVRTC never compiles
+/// against another version's; where the loader found NVRTC by its name alone, the first root's
+/// that has them.
+pub fn toolkit_headers() -> Vec<PathBuf> {
+    let loaded = library().ok().map(PathBuf::from);
+    let of_loaded = loaded
+        .as_deref()
+        .filter(|path| path.is_absolute())
+        .and_then(|path| path.parent()?.parent())
+        .map(headers_of);
+    of_loaded.unwrap_or_else(|| {
+        crate::toolkit_roots()
+            .iter()
+            .map(|root| headers_of(root))
+            .find(|dirs| !dirs.is_empty())
+            .unwrap_or_default()
+    })
+}
+
+/// The header folders of the toolkit at `root` (none where it has no `cuda.h`). CUDA 12's
+/// Python packages keep NVRTC in `nvidia/cuda_nvrtc` and the headers in its siblings
+/// `cuda_runtime` and `cuda_cccl`.
+fn headers_of(root: &Path) -> Vec<PathBuf> {
+    let packaged_12 = root.file_name() == Some("cuda_nvrtc".as_ref());
+    let (include, cccl) = match root.parent() {
+        Some(nvidia) if packaged_12 => (
+            nvidia.join("cuda_runtime/include"),
+            nvidia.join("cuda_cccl/include"),
+        ),
+        _ => (root.join("include"), root.join("include/cccl")),
     };
-    let cccl = include.join("cccl");
+    if !include.join("cuda.h").is_file() {
+        return Vec::new();
+    }
     let mut dirs = vec![include];
     if cccl.is_dir() {
         dirs.push(cccl);
@@ -194,7 +220,7 @@ pub fn compile(
         CString::new(source).map_err(|_| nul("kernel source: it contains a NUL byte"))?;
     let c_name = CString::new(name).map_err(|_| nul("kernel name: it contains a NUL byte"))?;
     let mut words = words_for(options, arch);
-    for dir in toolkit_includes() {
+    for dir in toolkit_headers() {
         words.push(format!("-I{}", dir.display()));
     }
     let c_words = words

@@ -3,9 +3,11 @@
 //! of the test set-up, as clang is). Builds need no context, so everything short of loading
 //! and launching a cubin is checked here; scripts/test-gpu.sh launches them on the GPU machine.
 
+mod cubin;
+
+use cubin::{functions, sm_of};
 use ndtune_cuda::{nvcc, nvrtc};
 use ndtune_device::backend::DeviceError;
-use object::{Object, ObjectSymbol, SymbolKind};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -35,20 +37,6 @@ fn toolkit() -> &'static Path {
         std::env::set_current_dir(&cwd).unwrap();
         root
     })
-}
-
-/// The functions a cubin defines, read as the ELF file it is.
-fn functions(cubin: &[u8]) -> Vec<String> {
-    let file = object::File::parse(cubin).expect("a cubin is an ELF file");
-    assert_eq!(
-        file.architecture(),
-        object::Architecture::Unknown,
-        "a cubin is for NVIDIA's GPUs, which `object` names no CPU architecture"
-    );
-    file.symbols()
-        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
-        .filter_map(|s| s.name().ok().map(str::to_string))
-        .collect()
 }
 
 fn gpu_source(file: &str) -> String {
@@ -174,13 +162,6 @@ fn where_both_refuse_both_logs_are_shown() {
         "{nvcc_log}"
     );
     assert!(nvcc_log.contains("undeclared_value"), "{nvcc_log}");
-}
-
-/// The architecture a cubin is for: its ELF header's `e_flags` (bytes 48-51 of an ELF64 file,
-/// little-endian) holds the SM number in bits 8-15 (`0x6005a04`: sm_90).
-fn sm_of(cubin: &[u8]) -> u32 {
-    assert_eq!(&cubin[..5], b"\x7fELF\x02", "an ELF64 file");
-    (u32::from_le_bytes(cubin[48..52].try_into().unwrap()) >> 8) & 0xff
 }
 
 /// Both compilers build for the device's architecture, and an `-arch` among the spec's options

@@ -156,8 +156,9 @@ fn serve(py: Python<'_>, sub: &str) -> PyResult<i32> {
 }
 
 /// What CUDA kernels are built with in this process, as a dict: `nvrtc` (its `version` and the
-/// `library` loaded, or the `error` why none loads), `nvcc` (`version` and `path`, or None) and
-/// the `toolkit_roots` looked in, in order. Needs no driver.
+/// `library` loaded, or the `error` why none loads), `nvcc` (`version` and `path`, or None), the
+/// toolkit's `headers` folders NVRTC searches and the `toolkit_roots` looked in, in order. Needs
+/// no driver.
 #[pyfunction]
 fn cuda_compilers(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let nvrtc = match ndtune_cuda::nvrtc::library()
@@ -171,7 +172,12 @@ fn cuda_compilers(py: Python<'_>) -> PyResult<Py<PyAny>> {
         .unwrap_or(Json::Null);
     to_python(
         py,
-        &json!({"nvrtc": nvrtc, "nvcc": nvcc, "toolkit_roots": ndtune_cuda::toolkit_roots()}),
+        &json!({
+            "nvrtc": nvrtc,
+            "nvcc": nvcc,
+            "headers": ndtune_cuda::nvrtc::toolkit_headers(),
+            "toolkit_roots": ndtune_cuda::toolkit_roots(),
+        }),
     )
 }
 
