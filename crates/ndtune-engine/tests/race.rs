@@ -201,12 +201,14 @@ fn a_configuration_far_slower_than_the_best_is_stopped_on_its_first_run() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("work.cl"), STEPS_KERNEL).unwrap();
-    // 150 configurations, one build: each tenth W (W // 10 - (W - 1) // 10 is 1) does 400
-    // times the others' work, the rest about the launch's own time. Once a hundred were timed
-    // in full, racing knows how much slower a first run is, and stops the slow ones on it.
+    // 300 configurations, one build: each tenth W (W // 10 - (W - 1) // 10 is 1) does 400
+    // times the others' work, the rest about the launch's own time. Once 99 were timed in full,
+    // racing knows how much slower a first run is, and stops the slow ones on it. Under load,
+    // racing stops half the fast ones too (74 of CI's 150 once), which teach nothing about first
+    // runs: the walk is long enough for 99 to be timed in full even so.
     let spec = work_spec(
         dir.path(),
-        150,
+        300,
         r#"
 [[args]]
 name = "steps"
@@ -217,7 +219,7 @@ value = "16 * (1 + 399 * (W // 10 - (W - 1) // 10))"
     );
     let db = dir.path().join("cold.db");
     let d = race(&spec, &db, |r| r.search.strategy = "exhaustive".into())["devices"][0].clone();
-    assert_eq!(d["outcomes"]["measured"], 150, "{d}");
+    assert_eq!(d["outcomes"]["measured"], 300, "{d}");
     let timings = timings(&db);
     let cold: Vec<i64> = timings
         .iter()
