@@ -183,19 +183,21 @@ PACKAGED_CUDA = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "
 PACKAGED_CUDA_12 = PACKAGED_CUDA + "-12"
 
 
-def compilers_seen_with(*folders):
+def compilers_seen_with(*folders, loader_path=None):
     """`ndtune.cuda_compilers()` of a fresh interpreter with `folders` first on sys.path, in
-    order, without CUDA_HOME and its siblings."""
+    order, without CUDA_HOME and its siblings (and with `loader_path` as LD_LIBRARY_PATH)."""
     script = ("import json, sys\n"
               f"sys.path[:0] = {list(folders)!r}\n"
               "import ndtune\nprint(json.dumps(ndtune.cuda_compilers()))\n")
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")}
+    if loader_path:
+        env["LD_LIBRARY_PATH"] = loader_path
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout)
 
 
-def test_nvrtc_and_nvcc_installed_as_python_packages_are_found_as_kernel_tuner_finds_them():
+def test_nvrtc_and_nvcc_installed_as_python_packages_are_found_as_kernel_tuner_finds_them(tmp_path):
     root = os.path.join(PACKAGED_CUDA, "nvidia", "cu13")
     nvidia_12 = os.path.join(PACKAGED_CUDA_12, "nvidia")
     assert os.path.isdir(root) and os.path.isdir(nvidia_12), \
@@ -222,6 +224,19 @@ def test_nvrtc_and_nvcc_installed_as_python_packages_are_found_as_kernel_tuner_f
     assert both["toolkit_roots"] == [root, os.path.join(nvidia_12, "cuda_nvrtc"),
                                      "/usr/local/cuda"], both
     assert (both["nvrtc"], both["headers"]) == (found["nvrtc"], found["headers"]), both
+    # NVRTC that the loader finds by its name alone (LD_LIBRARY_PATH), in a toolkit laid out as
+    # NVIDIA's installer lays out /usr/local/cuda-13.x: the file it chose, and that toolkit's
+    # headers, though no root names it.
+    installed = tmp_path / "cuda-13" / "targets" / "x86_64-linux"
+    installed.mkdir(parents=True)
+    (installed / "lib").symlink_to(os.path.join(root, "lib"))
+    (installed / "include").symlink_to(os.path.join(root, "include"))
+    by_name = compilers_seen_with(loader_path=str(installed / "lib"))
+    assert by_name["nvrtc"] == {"version": "13.5",
+                                "library": str(installed / "lib" / "libnvrtc.so.13")}, by_name
+    assert by_name["headers"] == [str(installed / "include"),
+                                  str(installed / "include" / "cccl")], by_name
+    assert by_name["toolkit_roots"] == ["/usr/local/cuda"], by_name
     # Without them on sys.path: none, and why, with where to get it.
     absent = compilers_seen_with()
     assert absent["nvcc"] is None and absent["toolkit_roots"] == ["/usr/local/cuda"], absent
