@@ -163,22 +163,27 @@ impl Drop for Program {
 /// The CUDA toolkit's header folders, which nvcc searches and NVRTC does not: `include`, and
 /// `include/cccl` where CUDA 13 keeps CUB, Thrust and libcu++ (`cub/cub.cuh`, `cuda/std/...`).
 /// They are the headers of the toolkit NVRTC was loaded from, so that NVRTC never compiles
-/// against another version's; where the loader found NVRTC by its name alone, the first root's
-/// that has them.
+/// against another version's; where the file loaded is not known, the first root's that has
+/// them. Found once per process, as NVRTC is.
 pub fn toolkit_headers() -> Vec<PathBuf> {
-    let loaded = library().ok().map(PathBuf::from);
-    let of_loaded = loaded
-        .as_deref()
-        .filter(|path| path.is_absolute())
-        .and_then(|path| path.parent()?.parent())
-        .map(headers_of);
-    of_loaded.unwrap_or_else(|| {
-        crate::toolkit_roots()
-            .iter()
-            .map(|root| headers_of(root))
-            .find(|dirs| !dirs.is_empty())
-            .unwrap_or_default()
-    })
+    static HEADERS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    HEADERS
+        .get_or_init(|| {
+            let loaded = library().ok().map(PathBuf::from);
+            let of_loaded = loaded
+                .as_deref()
+                .filter(|path| path.is_absolute())
+                .and_then(|path| path.parent()?.parent())
+                .map(headers_of);
+            of_loaded.unwrap_or_else(|| {
+                crate::toolkit_roots()
+                    .iter()
+                    .map(|root| headers_of(root))
+                    .find(|dirs| !dirs.is_empty())
+                    .unwrap_or_default()
+            })
+        })
+        .clone()
 }
 
 /// The header folders of the toolkit at `root` (none where it has no `cuda.h`). CUDA 12's
